@@ -1,0 +1,112 @@
+// Admin CLI (CONTRACT §12): `npm run admin -- <noun> <verb> [--flags]`, JSON on stdout.
+// A created key is printed once and never again; it is not logged.
+import { parseArgs } from 'node:util';
+import { loadConfigOrExit } from '../config.ts';
+import { createDb } from '../db/database.ts';
+import type { Scope } from '../auth/principal.ts';
+import {
+  approveScope, createKey, createWorkspace, NotFoundError, revokeKey, setLimits, setWorkspaceFlags, showWorkspace,
+} from '../db/tenancy-repo.ts';
+
+const USAGE = `usage: npm run admin -- <command> [options]
+  workspace create --name N [--credits C] [--active] [--approve-scope D]... [--accept-responsible-use]
+  workspace show --workspace W            (or: workspace show W)
+  workspace set --workspace W [--active|--no-active] [--accept-responsible-use]
+  key create --workspace W [--application A] [--scopes s1,s2] [--monthly-limit C]
+  key revoke --key K                      (K = key_… id from key create / workspace show)
+  scope approve --workspace W --domain D
+  limits set --workspace W [--application A] [--app-per-minute N] [--app-burst N]
+             [--product ID --per-minute N --per-hour N]`;
+
+const options = {
+  name: { type: 'string' }, credits: { type: 'string' }, active: { type: 'boolean' }, 'no-active': { type: 'boolean' },
+  'approve-scope': { type: 'string', multiple: true }, 'accept-responsible-use': { type: 'boolean' },
+  workspace: { type: 'string' }, application: { type: 'string' }, scopes: { type: 'string' },
+  'monthly-limit': { type: 'string' }, key: { type: 'string' }, domain: { type: 'string' },
+  'app-per-minute': { type: 'string' }, 'app-burst': { type: 'string' }, product: { type: 'string' },
+  'per-minute': { type: 'string' }, 'per-hour': { type: 'string' }, amount: { type: 'string' }, help: { type: 'boolean' },
+} as const;
+
+class UsageError extends Error {}
+
+function int(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new UsageError(`${flag} must be a non-negative integer`);
+  return Number(v);
+}
+
+function need<T>(v: T | undefined, flag: string): T {
+  if (v === undefined) throw new UsageError(`${flag} is required`);
+  return v;
+}
+
+export async function runAdmin(argv: string[]): Promise<unknown> {
+  const { values: o, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  if (o.help || positionals.length < 2) throw new UsageError(USAGE);
+  const [noun, verb, arg] = positionals;
+  const config = loadConfigOrExit();
+  const handle = createDb(config.DATABASE_URL, { connectionLimit: 2 });
+  const db = handle.db;
+  try {
+    switch (`${noun} ${verb}`) {
+      case 'workspace create': {
+        if (o.credits !== undefined) throw new UsageError('--credits needs the credit ledger, which is not available yet');
+        const ws = await createWorkspace(db, {
+          name: need(o.name, '--name'),
+          active: o.active ?? false,
+          approveScopes: o['approve-scope'] ?? [],
+          acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null,
+        });
+        return { ...ws, responsibleUseVersion: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null };
+      }
+      case 'workspace show':
+        return showWorkspace(db, need(o.workspace ?? arg, '--workspace'));
+      case 'workspace set':
+        await setWorkspaceFlags(db, need(o.workspace, '--workspace'), {
+          active: o.active ? true : o['no-active'] ? false : undefined,
+          acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : undefined,
+        });
+        return showWorkspace(db, o.workspace!);
+      case 'key create':
+        return createKey(db, config.KEY_PEPPER, {
+          workspace: need(o.workspace, '--workspace'),
+          application: o.application,
+          scopes: o.scopes ? (o.scopes.split(',').map((s) => s.trim()) as Scope[]) : undefined,
+          monthlyCreditLimit: int(o['monthly-limit'], '--monthly-limit') ?? null,
+        });
+      case 'key revoke':
+        return revokeKey(db, need(o.key ?? arg, '--key'));
+      case 'scope approve':
+        return approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'));
+      case 'limits set': {
+        const appPerMinute = int(o['app-per-minute'], '--app-per-minute');
+        const appBurst = int(o['app-burst'], '--app-burst');
+        const perMinute = int(o['per-minute'], '--per-minute');
+        const perHour = int(o['per-hour'], '--per-hour');
+        if ((perMinute !== undefined || perHour !== undefined) && !o.product) throw new UsageError('--per-minute/--per-hour need --product');
+        return setLimits(db, need(o.workspace, '--workspace'), o.application, {
+          app: appPerMinute !== undefined || appBurst !== undefined
+            ? { ...(appPerMinute !== undefined ? { perMinute: appPerMinute } : {}), ...(appBurst !== undefined ? { burst: appBurst } : {}) }
+            : undefined,
+          products: o.product ? { [o.product]: { ...(perMinute !== undefined ? { perMinute } : {}), ...(perHour !== undefined ? { perHour } : {}) } } : undefined,
+        });
+      }
+      default:
+        throw new UsageError(USAGE);
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    const out = await runAdmin(process.argv.slice(2));
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  } catch (err) {
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const notFound = err instanceof NotFoundError;
+    process.stdout.write(`${JSON.stringify({ error: usage ? 'usage' : notFound ? 'not_found' : 'failed', message: (err as Error).message })}\n`);
+    process.exit(usage ? 64 : notFound ? 66 : 1);
+  }
+}

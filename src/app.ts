@@ -1,0 +1,50 @@
+// Express wiring: request ids and metrics first, then health, discovery, products and jobs, then
+// 405/404 and the single error handler.
+import express, { type Express, type RequestHandler } from 'express';
+import type { AppDeps } from './http/deps.ts';
+import { requestId } from './http/request-id.ts';
+import { errorHandler, routeNotFound } from './http/errors.ts';
+import { ApiError } from './contract/errors.ts';
+import { httpRequestDuration } from './metrics.ts';
+import { mountHealthRoutes } from './routes/health.ts';
+import { mountMetaRoutes } from './routes/meta.ts';
+import { mountProductRoutes } from './routes/product-routes.ts';
+import { state } from './http/context.ts';
+
+const observe: RequestHandler = (req, res, next) => {
+  const start = process.hrtime.bigint();
+  res.once('finish', () => {
+    const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    httpRequestDuration.observe({ method: req.method, route, status_code: String(res.statusCode) }, seconds);
+    if (res.statusCode >= 500) state(res).log.warn({ method: req.method, route, status: res.statusCode, seconds }, 'request failed');
+    else state(res).log.debug({ method: req.method, route, status: res.statusCode, seconds }, 'request');
+  });
+  next();
+};
+
+function methodNotAllowed(allow: string): RequestHandler {
+  return () => {
+    throw new ApiError('method_not_allowed', { details: { allow } });
+  };
+}
+
+export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = {}): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', deps.config.TRUST_PROXY);
+  app.use(requestId(deps.log), observe);
+
+  mountHealthRoutes(app, deps, opts.isDraining ?? (() => false));
+  mountMetaRoutes(app, deps);
+  mountProductRoutes(app, deps);
+
+  const allowed = new Map<string, string>([['/v2/openapi.json', 'GET'], ['/v2/products', 'GET'], ['/livez', 'GET'], ['/readyz', 'GET']]);
+  for (const p of deps.products) allowed.set(p.path, 'POST');
+  for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
+
+  app.use(routeNotFound);
+  app.use(errorHandler(deps.db));
+  return app;
+}

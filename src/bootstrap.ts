@@ -1,0 +1,42 @@
+// Builds the process-wide dependencies of the API from validated config, and closes them in order.
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import { createDb } from './db/database.ts';
+import { listMigrations } from './db/migrations.ts';
+import { createRedis } from './redis/client.ts';
+import { Authenticator } from './auth/authenticator.ts';
+import { RateLimiter } from './ratelimit/limiter.ts';
+import { createProductRuntime } from './products/runtime.ts';
+import { products } from './products/registry.ts';
+import type { AppDeps } from './http/deps.ts';
+
+export interface Deps extends AppDeps {
+  close(): Promise<void>;
+}
+
+export async function createDeps(config: Config, log: Logger): Promise<Deps> {
+  const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
+  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
+  const expectedMigrations = (await listMigrations()).map((m) => m.version);
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    log,
+    db: dbHandle.db,
+    redis,
+    auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS),
+    limiter: new RateLimiter(redis),
+    runtime: createProductRuntime(config, log),
+    products,
+    expectedMigrations,
+    close() {
+      closing ??= (async () => {
+        // Each step runs even if another failed.
+        await redis.quit().catch(() => redis.disconnect());
+        await dbHandle.close().catch(() => {});
+      })();
+      return closing;
+    },
+  };
+}

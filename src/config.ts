@@ -1,0 +1,94 @@
+// One zod schema over the environment, parsed once before anything starts. Every problem is
+// reported together so an operator fixes a bad deploy in one round, not one variable at a time.
+import os from 'node:os';
+import { z } from 'zod';
+import * as ipaddr from 'ipaddr.js';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const hostPort = z.string().refine((s) => {
+  const m = /^\[?([0-9a-fA-F:.]+)\]?(?::(\d{1,5}))?$/.exec(s.trim());
+  return !!m && ipaddr.isValid(m[1]!) && (m[2] === undefined || Number(m[2]) <= 65535);
+}, 'must be ip or ip:port ([v6]:port for IPv6)');
+
+const cidr = z.string().refine((s) => {
+  try {
+    ipaddr.parseCIDR(s.trim());
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be a CIDR such as 127.0.0.0/8');
+
+const list = <T extends z.ZodType<unknown, string>>(item: T) =>
+  z
+    .string()
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(item));
+
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development')
+    .describe('development | test | production'),
+  DATABASE_URL: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL')
+    .describe('MySQL/MariaDB connection URL (mysql://user:pass@host:port/db)'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').describe('Redis connection URL'),
+  REDIS_KEY_PREFIX: z.string().max(64).default('').describe('Prefix for every Redis key (test isolation)'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Public HTTP port'),
+  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(Math.min(os.availableParallelism(), 4))
+    .describe('Express worker processes in the web cluster'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  KEY_PEPPER: z.string().min(32, 'must be at least 32 characters of secret').describe('HMAC pepper for API key hashes'),
+  CURSOR_SECRET: z.string().min(32, 'must be at least 32 characters of secret').describe('HMAC key for page cursors'),
+  DNS_SERVERS: list(hostPort).optional().describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
+  DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+  ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
+  RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
+  OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
+  IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),
+  RDAP_BOOTSTRAP_URL: z.string().url().optional(),
+  RDAP_BASE_URL: z.string().url().optional(),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional()
+    .describe('Port of the private /metrics listener (web default 9091; other roles off unless set)'),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000)
+    .describe('How long a verified key is trusted in process memory: the upper bound for revocation'),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
+  IDEMPOTENCY_LOCK_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000)
+    .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
+  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.problems = problems;
+  }
+}
+
+export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  return Object.freeze(result.data);
+}
+
+/** For entry points: print every problem and exit non-zero rather than start half-configured. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,74 @@
+// The CONTRACT §7 product envelope: its zod schema (for OpenAPI) and the function that assembles
+// it from a product's outcome. A required lane that did not complete fails the route instead of
+// producing an envelope that could read as an answer.
+import { z } from 'zod';
+import { ApiError } from './errors.ts';
+import { laneStatuses, type ProductDefinition, type SyncOutcome } from '../products/types.ts';
+
+export const laneOutcomeSchema = z.object({
+  lane: z.string(),
+  required: z.boolean(),
+  status: z.enum(laneStatuses),
+  durationMs: z.number().optional(),
+  reason: z.string().optional(),
+});
+
+export const limitationSchema = z.object({ code: z.string(), message: z.string() });
+export const sourceSchema = z.object({ source: z.string(), version: z.string().optional() });
+
+export function envelopeSchema(product: string, result: z.ZodType) {
+  return z.object({
+    product: z.literal(product),
+    status: z.enum(['completed', 'partial']),
+    input: z.record(z.string(), z.unknown()),
+    result,
+    lanes: z.array(laneOutcomeSchema),
+    sources: z.array(sourceSchema),
+    limitations: z.array(limitationSchema),
+    coverage: z.object({ complete: z.boolean() }),
+    credits: z.object({ charged: z.number().int() }),
+    requestId: z.string(),
+    completedAt: z.string(),
+  });
+}
+
+export interface Envelope {
+  product: string;
+  status: 'completed' | 'partial';
+  input: Record<string, unknown>;
+  result: unknown;
+  lanes: SyncOutcome['lanes'];
+  sources: SyncOutcome['sources'];
+  limitations: SyncOutcome['limitations'];
+  coverage: { complete: boolean };
+  credits: { charged: number };
+  requestId: string;
+  completedAt: string;
+}
+
+const NOT_APPLICABLE = new Set(['skipped']);
+
+export function buildEnvelope(def: ProductDefinition, input: unknown, outcome: SyncOutcome, requestId: string, charged = 0): Envelope {
+  const failedRequired = outcome.lanes.find((l) => l.required && l.status !== 'completed');
+  if (failedRequired) {
+    throw new ApiError('capability_unavailable', {
+      details: { lane: failedRequired.lane, laneStatus: failedRequired.status },
+      retryAfterSeconds: 5,
+    });
+  }
+  // A skipped lane is one that does not apply to this input; every lane that applies must complete.
+  const complete = outcome.lanes.every((l) => l.status === 'completed' || (NOT_APPLICABLE.has(l.status) && l.reason === 'not_applicable'));
+  return {
+    product: def.id,
+    status: complete ? 'completed' : 'partial',
+    input: def.echo ? def.echo(input) : (input as Record<string, unknown>),
+    result: outcome.result,
+    lanes: outcome.lanes,
+    sources: outcome.sources,
+    limitations: outcome.limitations,
+    coverage: { complete },
+    credits: { charged },
+    requestId,
+    completedAt: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,36 @@
+// Queries behind authentication: one indexed read by key hash.
+import { sql } from 'kysely';
+import type { Db } from './database.ts';
+import { SCOPES, type Principal, type Scope } from '../auth/principal.ts';
+import { parseOverrides } from '../ratelimit/policies.ts';
+
+export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<Principal | null> {
+  const row = await db
+    .selectFrom('api_keys as k')
+    .innerJoin('applications as a', 'a.id', 'k.application_id')
+    .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
+    .select([
+      'k.id as keyId', 'k.scopes', 'k.monthly_credit_limit', 'k.revoked_at',
+      'a.id as applicationId', 'a.public_id as applicationPublicId', 'a.rate_limits',
+      'w.id as workspaceId', 'w.active_capability', 'w.responsible_use_version',
+      sql<string | null>`(SELECT GROUP_CONCAT(s.suffix SEPARATOR ',') FROM workspace_target_scopes s WHERE s.workspace_id = w.id)`.as('approved'),
+    ])
+    .where('k.key_hash', '=', keyHash)
+    .executeTakeFirst();
+  if (!row || row.revoked_at) return null;
+  const scopes = new Set(
+    row.scopes.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)),
+  );
+  return {
+    keyId: Number(row.keyId),
+    applicationId: Number(row.applicationId),
+    applicationPublicId: row.applicationPublicId,
+    workspaceId: Number(row.workspaceId),
+    scopes,
+    monthlyCreditLimit: row.monthly_credit_limit == null ? null : Number(row.monthly_credit_limit),
+    activeCapability: row.active_capability === 1,
+    responsibleUseVersion: row.responsible_use_version,
+    approvedScopes: row.approved ? row.approved.split(',') : [],
+    rateOverrides: parseOverrides(row.rate_limits),
+  };
+}

@@ -1,0 +1,41 @@
+// The contract of the project's stub resolver, used by every lane that asks DNS a question.
+import type { LaneReadiness } from '../products/types.ts';
+
+export const recordTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA', 'PTR', 'DS', 'DNSKEY', 'SRV', 'TLSA'] as const;
+export type RecordType = (typeof recordTypes)[number];
+
+/**
+ * answer   NOERROR with records of the asked type (or a CNAME chain)
+ * nodata   NOERROR, no records of that type (authoritative absence of the type)
+ * nxdomain the name does not exist (authoritative absence of the name)
+ * servfail / refused / formerr / notimp  the server's rcode
+ * timeout  no usable reply within the deadline from any server
+ * error    network or protocol failure (malformed, mismatched replies…)
+ */
+export type QueryOutcome = 'answer' | 'nodata' | 'nxdomain' | 'servfail' | 'refused' | 'formerr' | 'notimp' | 'timeout' | 'error';
+
+export interface DnsRecord {
+  name: string;
+  type: string;
+  ttl: number;
+  /** Presentation-friendly data: string for A/AAAA/CNAME/NS/PTR, objects for MX/SOA/CAA/SRV…, string[] for TXT. */
+  data: unknown;
+}
+
+export interface QueryResult {
+  name: string;
+  type: RecordType;
+  outcome: QueryOutcome;
+  /** The rcode mnemonic when a reply arrived (NOERROR, NXDOMAIN…), else null. */
+  rcode: string | null;
+  answers: DnsRecord[];
+  flags: { aa: boolean; ad: boolean; tc: boolean; ra: boolean };
+  transport: 'udp' | 'tcp' | null;
+  durationMs: number;
+}
+
+export interface Resolver {
+  query(name: string, type: RecordType, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<QueryResult>;
+  /** ready when servers are configured and the recent queries did not all fail to reach them. */
+  readiness(): LaneReadiness;
+}

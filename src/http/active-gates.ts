@@ -1,0 +1,37 @@
+// Step 6: active-work gates in CONTRACT §2 order. Passive work passes untouched; scans of every
+// profile need responsible-use acceptance (the scan route adds that check itself).
+import type { RequestHandler } from 'express';
+import { ApiError } from '../contract/errors.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { ActiveWork } from '../products/types.ts';
+import { state } from './context.ts';
+
+export function hostInApprovedScope(host: string, approved: readonly string[]): boolean {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return approved.some((suffix) => {
+    const s = suffix.toLowerCase().replace(/\.$/, '');
+    return h === s || h.endsWith(`.${s}`);
+  });
+}
+
+export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolicy: string): void {
+  if (work.authorizationMissing) throw new ApiError('active_authorization_required');
+  if ((work.active || work.requiresResponsibleUse) && p.responsibleUseVersion !== currentPolicy) {
+    throw new ApiError('responsible_use_required', { details: { policyVersion: currentPolicy } });
+  }
+  if (!work.active) return;
+  if (!p.activeCapability) throw new ApiError('active_permission_required');
+  if (!work.targetHost || !hostInApprovedScope(work.targetHost, p.approvedScopes)) {
+    throw new ApiError('approved_target_scope_required');
+  }
+}
+
+export function activeGates(activeWork: ((input: any) => ActiveWork) | undefined, currentPolicy: string): RequestHandler {
+  return (_req, res, next) => {
+    if (activeWork) {
+      const s = state(res);
+      assertActiveAllowed(s.principal!, activeWork(s.input), currentPolicy);
+    }
+    next();
+  };
+}

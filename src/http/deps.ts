@@ -1,0 +1,21 @@
+// Everything a route needs, built once per process and handed to createApp (and to tests).
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import type { Authenticator } from '../auth/authenticator.ts';
+import type { RateLimiter } from '../ratelimit/limiter.ts';
+import type { ProductDefinition, ProductRuntime } from '../products/types.ts';
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  db: Db;
+  redis: Redis;
+  auth: Authenticator;
+  limiter: RateLimiter;
+  runtime: ProductRuntime;
+  products: readonly ProductDefinition[];
+  /** Migration versions applied at start-up check time vs on disk (for /readyz). */
+  expectedMigrations: readonly string[];
+}

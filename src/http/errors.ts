@@ -1,0 +1,78 @@
+// The one place a thrown error becomes a reply: the CONTRACT §3 envelope, Retry-After where the
+// registry says so, the idempotency claim released (a failure stores nothing), no internals leaked.
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { ApiError, errorEnvelope, errorRegistry } from '../contract/errors.ts';
+import { admissionOutcomes } from '../metrics.ts';
+import { state } from './context.ts';
+import type { Db } from '../db/database.ts';
+import { releaseIdempotencyKey } from '../db/idempotency-repo.ts';
+import { idempotencyEvents } from '../metrics.ts';
+
+/** Maps body-parser and other framework errors onto registry codes. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { type?: string; status?: number; expose?: boolean; message?: string };
+  if (e?.type === 'entity.too.large') return new ApiError('payload_too_large');
+  if (e?.type === 'entity.parse.failed') {
+    return new ApiError('invalid_request', {
+      message: 'The body is not valid JSON.',
+      details: { issues: [{ path: '', message: 'malformed JSON' }] },
+    });
+  }
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new ApiError('unsupported_media_type');
+  if (e?.type === 'request.aborted') return new ApiError('invalid_request', { message: 'The request was aborted.' });
+  if (isDependencyDown(err)) return new ApiError('service_unavailable', { retryAfterSeconds: 5 });
+  return new ApiError('internal_error');
+}
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'PROTOCOL_CONNECTION_LOST',
+  'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_LOCK_WAIT_TIMEOUT', 'POOL_CLOSED', 'ER_ACCESS_DENIED_ERROR',
+]);
+
+/** MySQL or Redis unreachable: the reply is 503 service_unavailable, never a 500. */
+export function isDependencyDown(err: unknown): boolean {
+  const e = err as { code?: string; name?: string; message?: string; fatal?: boolean };
+  if (!e || typeof e !== 'object') return false;
+  if (e.code && CONNECTION_CODES.has(e.code)) return true;
+  if (e.fatal === true) return true;
+  if (e.name === 'MaxRetriesPerRequestError') return true;
+  return typeof e.message === 'string' && /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Pool is closed/i.test(e.message);
+}
+
+export function sendError(res: Response, err: ApiError): void {
+  const s = state(res);
+  const spec = errorRegistry[err.code];
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  if (err.retryAfterSeconds !== undefined && spec.retryAfter !== 'never') {
+    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(err.retryAfterSeconds))));
+  }
+  if (err.code === 'method_not_allowed' && err.details?.allow) res.setHeader('Allow', String(err.details.allow));
+  res.status(err.status).json(errorEnvelope(err, s.requestId));
+}
+
+export function errorHandler(db: Db): ErrorRequestHandler {
+  return async (err, _req, res, _next) => {
+    const s = state(res);
+    const apiError = toApiError(err);
+    if (apiError.code === 'internal_error') s.log?.error({ err }, 'unhandled error');
+    if (s.claim) {
+      const claim = s.claim;
+      s.claim = undefined;
+      try {
+        await releaseIdempotencyKey(db, claim.id, claim.token);
+        idempotencyEvents.inc({ event: 'released' });
+      } catch (releaseErr) {
+        // The lease expires on its own (IDEMPOTENCY_LOCK_MS); the key is recovered then.
+        s.log?.warn({ err: releaseErr }, 'could not release idempotency claim');
+      }
+    }
+    if (s.principal || res.req.path.startsWith('/v2/')) admissionOutcomes.inc({ code: apiError.code });
+    if (res.headersSent) return;
+    sendError(res, apiError);
+  };
+}
+
+export const routeNotFound: RequestHandler = () => {
+  throw new ApiError('route_not_found');
+};

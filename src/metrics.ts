@@ -1,0 +1,49 @@
+// Prometheus metrics with conventional names. Each process owns a registry; the web cluster's
+// primary aggregates its workers (AggregatorRegistry) and serves them on METRICS_PORT.
+import client from 'prom-client';
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+export const httpRequestDuration = new client.Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'HTTP request duration by route template, method and status code',
+  labelNames: ['method', 'route', 'status_code'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const admissionOutcomes = new client.Counter({
+  name: 'lss_admission_outcomes_total',
+  help: 'Admission decisions on /v2 routes by outcome code (ok, replayed or an error code)',
+  labelNames: ['code'] as const,
+  registers: [registry],
+});
+
+export const rateLimitDecisions = new client.Counter({
+  name: 'lss_rate_limit_decisions_total',
+  help: 'Rate limiter decisions by scope (application|product) and decision (allowed|refused|error)',
+  labelNames: ['scope', 'decision'] as const,
+  registers: [registry],
+});
+
+export const idempotencyEvents = new client.Counter({
+  name: 'lss_idempotency_events_total',
+  help: 'Idempotency outcomes: claimed, replayed, conflict, in_progress, released, recovered',
+  labelNames: ['event'] as const,
+  registers: [registry],
+});
+
+export const productExecutions = new client.Counter({
+  name: 'lss_product_executions_total',
+  help: 'Inline product executions by product and envelope status',
+  labelNames: ['product', 'status'] as const,
+  registers: [registry],
+});
+
+export const laneOutcomes = new client.Counter({
+  name: 'lss_lane_outcomes_total',
+  help: 'Lane outcomes of inline products by product, lane and status',
+  labelNames: ['product', 'lane', 'status'] as const,
+  registers: [registry],
+});

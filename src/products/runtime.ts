@@ -1,0 +1,8 @@
+// The shared services product lanes use, built once per process.
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import type { ProductRuntime } from './types.ts';
+
+export function createProductRuntime(config: Config, log: Logger): ProductRuntime {
+  return { config, log, services: {} };
+}

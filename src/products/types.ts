@@ -1,0 +1,115 @@
+// The contract every product module fulfils. Product modules never import Express: they receive a
+// validated input and an execution context and return lane outcomes plus a projection; the HTTP
+// layer turns that into the CONTRACT §7 envelope.
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+
+export const laneStatuses = [
+  'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped', 'cancelled', 'budget_exhausted',
+] as const;
+export type LaneStatus = (typeof laneStatuses)[number];
+
+export interface LaneOutcome {
+  lane: string;
+  required: boolean;
+  status: LaneStatus;
+  durationMs?: number;
+  /** Machine reason for a non-completed lane (e.g. resolver_unreachable, not_configured). */
+  reason?: string;
+}
+
+export interface Limitation {
+  code: string;
+  message: string;
+}
+
+export interface SourceRef {
+  source: string;
+  version?: string;
+}
+
+export interface LaneSpec {
+  lane: string;
+  required: boolean;
+  description: string;
+}
+
+/** What a lane can do right now, independent of any request. */
+export type LaneReadiness = 'ready' | 'unconfigured' | 'down' | 'not_built';
+
+export type ProductReadiness = 'available' | 'partially_configured' | 'unavailable';
+
+export type RateClass = 'sync_lookup' | 'async_lookup' | 'scan';
+
+export interface ProductRuntime {
+  config: Config;
+  log: Logger;
+  /** Optional shared services wired in by later products (resolver, datasets…). */
+  services: Record<string, unknown>;
+}
+
+export interface ExecContext {
+  runtime: ProductRuntime;
+  requestId: string;
+  signal: AbortSignal;
+}
+
+export interface SyncOutcome<R = unknown> {
+  result: R;
+  lanes: LaneOutcome[];
+  sources: SourceRef[];
+  limitations: Limitation[];
+}
+
+export interface ActiveWork {
+  /** True when this request asks for active (intrusive) work and must pass the active gates. */
+  active: boolean;
+  /** Active work was asked for (profile advanced) without the request's explicit authorization. */
+  authorizationMissing?: boolean;
+  /** Passive work that still needs current responsible-use acceptance (every scan). */
+  requiresResponsibleUse?: boolean;
+  /** The host name the active work would touch; checked against approved target scope. */
+  targetHost?: string;
+}
+
+export interface ProductDefinition<I = any, R = any> {
+  id: string;
+  title: string;
+  mode: 'sync' | 'async';
+  method: 'POST';
+  path: string;
+  scope: 'scan:create';
+  rateClass: RateClass;
+  input: z.ZodType<I>;
+  /** Normalised input echoed in the envelope (defaults filled in). */
+  echo?: (input: I) => Record<string, unknown>;
+  /** Schema of `result` for the OpenAPI document. */
+  resultSchema?: z.ZodType<R>;
+  lanes: LaneSpec[];
+  /** Credits reserved at acceptance. */
+  price: (input: I) => number;
+  activeWork?: (input: I) => ActiveWork;
+  /** Checks beyond the schema that have their own error code (e.g. scan_credit_budget_invalid). */
+  check?: (input: I) => void;
+  /** Lane readiness, cheap and side-effect free: used by /v2/products, /readyz and admission. */
+  readiness: (runtime: ProductRuntime) => Record<string, LaneReadiness>;
+  /** Present when the product is built and completes inline. */
+  execute?: (input: I, ctx: ExecContext) => Promise<SyncOutcome<R>>;
+}
+
+export function laneOutcome(spec: LaneSpec, status: LaneStatus, extra: Partial<LaneOutcome> = {}): LaneOutcome {
+  return { lane: spec.lane, required: spec.required, status, ...extra };
+}
+
+export function productReadiness(def: ProductDefinition, runtime: ProductRuntime): ProductReadiness {
+  const lanes = def.readiness(runtime);
+  let partial = false;
+  for (const spec of def.lanes) {
+    const r = lanes[spec.lane] ?? 'not_built';
+    if (r === 'ready') continue;
+    if (spec.required) return 'unavailable';
+    partial = true;
+  }
+  return partial ? 'partially_configured' : 'available';
+}

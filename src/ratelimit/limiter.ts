@@ -1,0 +1,78 @@
+// Checks and consumes every policy of a request in one atomic Redis script (consume-limits.lua).
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import type { RatePolicy } from './policies.ts';
+
+const SCRIPT = readFileSync(new URL('./consume-limits.lua', import.meta.url), 'utf8');
+
+export interface PolicyState {
+  policy: RatePolicy;
+  remaining: number;
+  /** Seconds until the policy is full again, or until it conforms when it refused. */
+  resetSeconds: number;
+}
+
+export interface LimitDecision {
+  allowed: boolean;
+  /** The first refusing policy, in the order given. */
+  refusedBy?: RatePolicy;
+  retryAfterSeconds?: number;
+  states: PolicyState[];
+}
+
+type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<number[]>;
+
+export class RateLimiter {
+  readonly #redis: Redis;
+  constructor(redis: Redis) {
+    this.#redis = redis;
+    if (!(redis as unknown as { consumeLimits?: unknown }).consumeLimits) {
+      redis.defineCommand('consumeLimits', { lua: SCRIPT });
+    }
+  }
+
+  /** `subject` groups the keys in one hash slot so the script also runs on Redis Cluster. */
+  async consume(subject: string, policies: RatePolicy[]): Promise<LimitDecision> {
+    const keys = policies.map((p) => `{lss:rl:${subject}}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`);
+    const args: number[] = [];
+    for (const p of policies) {
+      const interval = Math.max(1, Math.round((p.windowSeconds * 1e6) / p.limit));
+      args.push(interval, interval * (p.burst - 1));
+    }
+    const consume = (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits.bind(this.#redis);
+    const out = await consume(keys.length, ...keys, ...args);
+    const refused = Number(out[0]);
+    const states = policies.map((policy, i) => ({
+      policy,
+      remaining: Math.max(0, Number(out[2 + 2 * i])),
+      resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
+    }));
+    if (refused === 0) return { allowed: true, states };
+    const waitUs = Number(out[1]);
+    return {
+      allowed: false,
+      refusedBy: policies[refused - 1],
+      // Whole seconds, at least 1, rounded up: a retry at that moment conforms.
+      retryAfterSeconds: Math.max(1, Math.ceil(waitUs / 1e6)),
+      states,
+    };
+  }
+}
+
+/** The IETF httpapi RateLimit headers for the policy closest to exhaustion. */
+export function rateLimitHeaders(decision: LimitDecision): Record<string, string> {
+  let pick: PolicyState | undefined;
+  if (!decision.allowed && decision.refusedBy) {
+    pick = decision.states.find((s) => s.policy === decision.refusedBy);
+  }
+  for (const s of decision.states) {
+    if (pick && !decision.allowed) break;
+    if (!pick || s.remaining / s.policy.limit < pick.remaining / pick.policy.limit) pick = s;
+  }
+  if (!pick) return {};
+  const t = decision.allowed ? pick.resetSeconds : decision.retryAfterSeconds ?? pick.resetSeconds;
+  return {
+    'RateLimit-Policy': `"${pick.policy.name}";q=${pick.policy.limit};w=${pick.policy.windowSeconds}`,
+    RateLimit: `"${pick.policy.name}";r=${pick.remaining};t=${t}`,
+  };
+}

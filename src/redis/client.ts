@@ -1,0 +1,35 @@
+// ioredis with fail-fast settings: a command issued while Redis is down errors at once (the HTTP
+// layer answers 503) instead of queueing until the client reconnects.
+import { Redis } from 'ioredis';
+
+export function createRedis(url: string, keyPrefix: string, opts: { lazy?: boolean } = {}): Redis {
+  return new Redis(url, {
+    keyPrefix,
+    lazyConnect: opts.lazy ?? false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+  });
+}
+
+/** Resolves once the client is ready, or rejects after timeoutMs. */
+export function redisReady(redis: Redis, timeoutMs = 5000): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error('Redis did not become ready in time'));
+    }, timeoutMs);
+    const onReady = () => {
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+    };
+    redis.on('ready', onReady);
+    if (redis.status === 'wait') redis.connect().catch(() => {});
+  });
+}

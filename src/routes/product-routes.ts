@@ -1,0 +1,81 @@
+// One POST route per registered product, each running the same visible admission chain in
+// CONTRACT §2 order: auth → scope → rate limits → Idempotency-Key → body → validation → active
+// gates → product limit → idempotency state → readiness → (credits) → execution.
+import type { Express, RequestHandler } from 'express';
+import { ApiError } from '../contract/errors.ts';
+import { buildEnvelope } from '../contract/envelope.ts';
+import type { AppDeps } from '../http/deps.ts';
+import { authenticate } from '../http/authenticate.ts';
+import { rateLimit, reportDeferredLimit } from '../http/rate-limit.ts';
+import { claimIdempotency, commitReply, requireIdempotencyKey } from '../http/idempotency.ts';
+import { jsonBody, validateBody } from '../http/body.ts';
+import { activeGates } from '../http/active-gates.ts';
+import { state } from '../http/context.ts';
+import { productReadiness, type ProductDefinition } from '../products/types.ts';
+import { laneOutcomes, productExecutions } from '../metrics.ts';
+
+const INLINE_DEADLINE_MS = 25_000;
+
+function productCheck(def: ProductDefinition): RequestHandler {
+  return (_req, res, next) => {
+    def.check?.(state(res).input);
+    next();
+  };
+}
+
+function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
+  return (_req, _res, next) => {
+    if (!def.execute || productReadiness(def, deps.runtime) === 'unavailable') {
+      const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
+      throw new ApiError(code, { details: { product: def.id } });
+    }
+    next();
+  };
+}
+
+function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
+  return async (req, res) => {
+    const s = state(res);
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(new Error('deadline')), INLINE_DEADLINE_MS);
+    const onClose = () => ac.abort(new Error('client closed'));
+    req.once('close', onClose);
+    try {
+      const outcome = await def.execute!(s.input, { runtime: deps.runtime, requestId: s.requestId, signal: ac.signal });
+      for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
+      const envelope = buildEnvelope(def, s.input, outcome, s.requestId);
+      productExecutions.inc({ product: def.id, status: envelope.status });
+      await commitReply(deps.db, res, 200, envelope);
+    } finally {
+      clearTimeout(timer);
+      req.off('close', onClose);
+    }
+  };
+}
+
+export function mountProductRoutes(app: Express, deps: AppDeps): void {
+  const idem = claimIdempotency(deps.db, { leaseMs: deps.config.IDEMPOTENCY_LOCK_MS, ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS });
+  for (const def of deps.products) {
+    const chain: RequestHandler[] = [
+      authenticate(deps.auth, [def.scope]),
+      rateLimit(deps.limiter, def),
+      requireIdempotencyKey,
+      jsonBody,
+      validateBody(def.input),
+      productCheck(def),
+      activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION),
+      reportDeferredLimit,
+      idem,
+      readinessGate(deps, def),
+    ];
+    if (def.mode === 'sync') chain.push(executeInline(deps, def));
+    else {
+      // Async products are accepted as jobs by the job machinery; until it is wired in, the
+      // readiness gate above answers 503 for them.
+      chain.push(() => {
+        throw new ApiError('capability_unavailable', { details: { product: def.id } });
+      });
+    }
+    app.post(def.path, ...chain);
+  }
+}

@@ -1,0 +1,97 @@
+// The `web` role: a node:cluster primary that forks WEB_CONCURRENCY Express workers, serves the
+// aggregated Prometheus metrics privately, and drains on SIGTERM.
+import cluster from 'node:cluster';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import client from 'prom-client';
+import { loadConfigOrExit, type Config } from './config.ts';
+import { createLogger } from './log.ts';
+import { createDeps } from './bootstrap.ts';
+import { createApp } from './app.ts';
+import { registry } from './metrics.ts';
+
+const config = loadConfigOrExit();
+const log = createLogger(config.LOG_LEVEL, { role: 'web' });
+
+if (cluster.isPrimary) await runPrimary(config);
+else await runWorker(config);
+
+async function runPrimary(cfg: Config): Promise<void> {
+  let stopping = false;
+  const fork = () => cluster.fork();
+  for (let i = 0; i < cfg.WEB_CONCURRENCY; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    log.error({ workerPid: worker.process.pid, code, signal }, 'web worker died; replacing it');
+    setTimeout(fork, 500);
+  });
+
+  const aggregator = new client.AggregatorRegistry();
+  const metricsPort = cfg.METRICS_PORT ?? 9091;
+  const metricsServer = http.createServer(async (req, res) => {
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    try {
+      const body = await aggregator.clusterMetrics();
+      res.writeHead(200, { 'Content-Type': aggregator.contentType }).end(body);
+    } catch (err) {
+      log.warn({ err }, 'metrics aggregation failed');
+      res.writeHead(503).end();
+    }
+  });
+  if (metricsPort > 0) metricsServer.listen(metricsPort, () => log.info({ port: metricsPort }, 'metrics listening'));
+
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'draining web workers');
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    const force = setTimeout(() => {
+      log.warn('workers did not drain in time; exiting');
+      process.exit(1);
+    }, cfg.SHUTDOWN_TIMEOUT_MS + 2000);
+    force.unref();
+    const check = () => {
+      if (Object.keys(cluster.workers ?? {}).length === 0) {
+        metricsServer.close();
+        process.exit(0);
+      }
+    };
+    cluster.on('exit', check);
+    check();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function runWorker(cfg: Config): Promise<void> {
+  void registry; // this worker's metrics reach the primary through cluster IPC
+  const deps = await createDeps(cfg, log);
+  let draining = false;
+  const app = createApp(deps, { isDraining: () => draining });
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000 }, app);
+  server.listen(cfg.PORT, () => {
+    log.info({ port: (server.address() as AddressInfo).port }, 'web worker listening');
+  });
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      draining = true;
+      const force = setTimeout(() => server.closeAllConnections(), cfg.SHUTDOWN_TIMEOUT_MS);
+      force.unref();
+      // Stop accepting, let in-flight requests finish, close idle keep-alive sockets.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      clearTimeout(force);
+      await deps.close();
+      process.exit(0);
+    })();
+    return closing;
+  };
+  process.on('SIGTERM', close);
+  process.on('SIGINT', close);
+}
