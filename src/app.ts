@@ -9,6 +9,7 @@ import { httpRequestDuration } from './metrics.ts';
 import { mountHealthRoutes } from './routes/health.ts';
 import { mountMetaRoutes } from './routes/meta.ts';
 import { mountProductRoutes } from './routes/product-routes.ts';
+import { mountJobRoutes } from './routes/jobs.ts';
 import { state } from './http/context.ts';
 
 const observe: RequestHandler = (req, res, next) => {
@@ -39,9 +40,12 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountHealthRoutes(app, deps, opts.isDraining ?? (() => false));
   mountMetaRoutes(app, deps);
   mountProductRoutes(app, deps);
+  mountJobRoutes(app, deps);
 
   const allowed = new Map<string, string>([['/v2/openapi.json', 'GET'], ['/v2/products', 'GET'], ['/livez', 'GET'], ['/readyz', 'GET']]);
   for (const p of deps.products) allowed.set(p.path, 'POST');
+  allowed.set('/v2/jobs/:job_ref', 'GET');
+  allowed.set('/v2/jobs/:job_ref/cancel', 'POST');
   for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
 
   app.use(routeNotFound);

@@ -5,12 +5,22 @@ import { loadConfigOrExit } from '../config.ts';
 import { createDb } from '../db/database.ts';
 import type { Scope } from '../auth/principal.ts';
 import {
-  approveScope, createKey, createWorkspace, NotFoundError, revokeKey, setLimits, setWorkspaceFlags, showWorkspace,
+  approveScope, createKey, createWorkspace, NotFoundError, revokeKey, setLimits, setWorkspaceFlags, showWorkspace, workspaceInternalId,
 } from '../db/tenancy-repo.ts';
+import { balance, grantCredits } from '../credits/ledger.ts';
+import { randomUUID } from 'node:crypto';
+import { productById } from '../products/registry.ts';
+import type { Db } from '../db/database.ts';
+
+async function showWithBalance(db: Db, wsPublic: string) {
+  const ws = await showWorkspace(db, wsPublic);
+  return { ...ws, credits: await balance(db, await workspaceInternalId(db, wsPublic)) };
+}
 
 const USAGE = `usage: npm run admin -- <command> [options]
   workspace create --name N [--credits C] [--active] [--approve-scope D]... [--accept-responsible-use]
   workspace show --workspace W            (or: workspace show W)
+  credits grant --workspace W --amount C [--reference R]   (a reference makes the grant idempotent)
   workspace set --workspace W [--active|--no-active] [--accept-responsible-use]
   key create --workspace W [--application A] [--scopes s1,s2] [--monthly-limit C]
   key revoke --key K                      (K = key_… id from key create / workspace show)
@@ -24,7 +34,8 @@ const options = {
   workspace: { type: 'string' }, application: { type: 'string' }, scopes: { type: 'string' },
   'monthly-limit': { type: 'string' }, key: { type: 'string' }, domain: { type: 'string' },
   'app-per-minute': { type: 'string' }, 'app-burst': { type: 'string' }, product: { type: 'string' },
-  'per-minute': { type: 'string' }, 'per-hour': { type: 'string' }, amount: { type: 'string' }, help: { type: 'boolean' },
+  'per-minute': { type: 'string' }, 'per-hour': { type: 'string' }, amount: { type: 'string' }, reference: { type: 'string' },
+  help: { type: 'boolean' },
 } as const;
 
 class UsageError extends Error {}
@@ -50,23 +61,31 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   try {
     switch (`${noun} ${verb}`) {
       case 'workspace create': {
-        if (o.credits !== undefined) throw new UsageError('--credits needs the credit ledger, which is not available yet');
+        const credits = int(o.credits, '--credits');
         const ws = await createWorkspace(db, {
           name: need(o.name, '--name'),
           active: o.active ?? false,
           approveScopes: o['approve-scope'] ?? [],
           acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null,
         });
-        return { ...ws, responsibleUseVersion: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null };
+        if (credits) await grantCredits(db, await workspaceInternalId(db, ws.workspaceId), credits, `grant:create:${ws.workspaceId}`);
+        return { ...ws, responsibleUseVersion: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null, credits: await balance(db, await workspaceInternalId(db, ws.workspaceId)) };
+      }
+      case 'credits grant': {
+        const wsPublic = need(o.workspace, '--workspace');
+        const amount = need(int(o.amount, '--amount'), '--amount');
+        if (amount <= 0) throw new UsageError('--amount must be positive');
+        const applied = await grantCredits(db, await workspaceInternalId(db, wsPublic), amount, `grant:${o.reference ?? randomUUID()}`);
+        return { workspaceId: wsPublic, granted: applied ? amount : 0, duplicateReference: !applied, credits: await balance(db, await workspaceInternalId(db, wsPublic)) };
       }
       case 'workspace show':
-        return showWorkspace(db, need(o.workspace ?? arg, '--workspace'));
+        return showWithBalance(db, need(o.workspace ?? arg, '--workspace'));
       case 'workspace set':
         await setWorkspaceFlags(db, need(o.workspace, '--workspace'), {
           active: o.active ? true : o['no-active'] ? false : undefined,
           acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : undefined,
         });
-        return showWorkspace(db, o.workspace!);
+        return showWithBalance(db, o.workspace!);
       case 'key create':
         return createKey(db, config.KEY_PEPPER, {
           workspace: need(o.workspace, '--workspace'),
@@ -84,6 +103,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         const perMinute = int(o['per-minute'], '--per-minute');
         const perHour = int(o['per-hour'], '--per-hour');
         if ((perMinute !== undefined || perHour !== undefined) && !o.product) throw new UsageError('--per-minute/--per-hour need --product');
+        if (o.product && !productById(o.product)) throw new UsageError(`unknown product ${o.product}`);
         return setLimits(db, need(o.workspace, '--workspace'), o.application, {
           app: appPerMinute !== undefined || appBurst !== undefined
             ? { ...(appPerMinute !== undefined ? { perMinute: appPerMinute } : {}), ...(appBurst !== undefined ? { burst: appBurst } : {}) }

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { errorRegistry, type ErrorCode } from './errors.ts';
 import { envelopeSchema } from './envelope.ts';
-import { errorEnvelopeSchema, jobAcceptedSchema, productListSchema } from './schemas.ts';
+import { errorEnvelopeSchema, productListSchema } from './schemas.ts';
+import { cancelRequestSchema, jobStatusSchema } from './job-schemas.ts';
 import type { ProductDefinition } from '../products/types.ts';
 
 type Json = Record<string, unknown>;
@@ -61,7 +62,8 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   const schemas: Json = {
     ErrorEnvelope: jsonSchema(errorEnvelopeSchema, 'output'),
     ProductList: jsonSchema(productListSchema, 'output'),
-    JobAccepted: jsonSchema(jobAcceptedSchema, 'output'),
+    JobStatus: jsonSchema(jobStatusSchema, 'output'),
+    CancelRequest: jsonSchema(cancelRequestSchema, 'input'),
   };
   const paths: Json = {};
   for (const def of products) {
@@ -72,7 +74,7 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
       schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema ?? z.record(z.string(), z.unknown())), 'output');
       success = { '200': { description: 'Completed or partial product envelope', content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Envelope` } } } } };
     } else {
-      success = { '202': { description: 'Accepted; poll the job', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobAccepted' } } } } };
+      success = { '202': { description: 'Accepted: the job status (queued); poll links.self', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } } };
     }
     paths[def.path] = {
       post: {
@@ -93,6 +95,28 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
       responses: {
         '200': { description: 'Product list', content: { 'application/json': { schema: { $ref: '#/components/schemas/ProductList' } } } },
         ...errorResponses(AUTH),
+      },
+    },
+  };
+  const jobRefParam = { name: 'job_ref', in: 'path', required: true, schema: { type: 'string' }, description: 'Opaque job reference (job_…)' };
+  paths['/v2/jobs/{job_ref}'] = {
+    get: {
+      operationId: 'getJob', summary: 'Job status', 'x-scopes': ['scan:read'], security: [{ bearer: [] }], parameters: [jobRefParam],
+      responses: {
+        '200': { description: 'Job status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+        ...errorResponses([...AUTH, 'job_not_found']),
+      },
+    },
+  };
+  paths['/v2/jobs/{job_ref}/cancel'] = {
+    post: {
+      operationId: 'cancelJob', summary: 'Cancel a job (idempotent; a terminal job is returned unchanged)', 'x-scopes': ['scan:create'],
+      security: [{ bearer: [] }], parameters: [jobRefParam, idempotencyHeader],
+      requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CancelRequest' } } } },
+      responses: {
+        '202': { description: 'The job status after the request', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+        ...errorResponses([...AUTH, 'idempotency_key_required', 'invalid_request', 'payload_too_large', 'unsupported_media_type',
+          'idempotency_key_conflict', 'idempotency_request_in_progress', 'job_not_found']),
       },
     },
   };

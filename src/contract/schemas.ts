@@ -30,10 +30,3 @@ export const productListSchema = z.object({
     })),
   })),
 });
-
-export const jobAcceptedSchema = z.object({
-  jobRef: z.string(),
-  product: z.string(),
-  status: z.string(),
-  links: z.record(z.string(), z.string()),
-});

@@ -62,7 +62,147 @@ export interface SchemaMigrationsTable {
   applied_at: CreatedAt;
 }
 
+export interface CreditAccountsTable {
+  workspace_id: number;
+  granted: number;
+  reserved: number;
+  captured: number;
+  updated_at: ColumnType<Date, never, never>;
+}
+
+export interface CreditEntriesTable {
+  id: Generated<number>;
+  workspace_id: number;
+  kind: 'grant' | 'reserve' | 'capture' | 'release';
+  amount: number;
+  job_id: number | null;
+  api_key_id: number | null;
+  dedupe_key: string;
+  created_at: CreatedAt;
+}
+
+export interface KeyMonthUsageTable {
+  api_key_id: number;
+  month: string;
+  amount: number;
+}
+
+export type JobStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'partial' | 'cancelled' | 'failed' | 'unavailable';
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['completed', 'partial', 'cancelled', 'failed', 'unavailable'];
+
+type Json = ColumnType<unknown, string, string>;
+type NullableJson = ColumnType<unknown, string | null, string | null>;
+
+export interface JobsTable {
+  id: Generated<number>;
+  public_id: string;
+  workspace_id: number;
+  api_key_id: number;
+  product: string;
+  status: JobStatus;
+  profile: string | null;
+  target_type: string;
+  target_value: string;
+  input: Json;
+  request_id: string;
+  credits_reserved: number;
+  credits_captured: Generated<number>;
+  credits_released: number | null;
+  settled_at: Date | null;
+  result: NullableJson;
+  coverage: NullableJson;
+  month: string;
+  object_seq: Generated<number>;
+  finding_seq: Generated<number>;
+  created_at: CreatedAt;
+  started_at: Date | null;
+  completed_at: Date | null;
+  cancel_requested_at: Date | null;
+  deadline_at: Date;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  job_id: number;
+  topic: string;
+  created_at: CreatedAt;
+  published_at: Date | null;
+}
+
+export type TaskStatus = 'pending' | 'running' | 'completed' | 'partial' | 'unavailable' | 'timeout' | 'failed' | 'skipped' | 'cancelled' | 'budget_exhausted';
+
+export interface TasksTable {
+  id: Generated<number>;
+  job_id: number;
+  workspace_id: number;
+  object_key: string;
+  check_name: string;
+  lane: string;
+  product_lane: string;
+  required: number;
+  unit_cost: number;
+  distance: number;
+  params: NullableJson;
+  status: Generated<TaskStatus>;
+  reason: string | null;
+  attempts: Generated<number>;
+  output: NullableJson;
+  applied_at: Date | null;
+  created_at: CreatedAt;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface ObjectsTable {
+  id: Generated<number>;
+  public_id: string;
+  job_id: number;
+  seq: number;
+  workspace_id: number;
+  type: string;
+  okey: string;
+  okey_hash: Buffer;
+  distance: number;
+  projection: Json;
+  lanes: Json;
+  evidence: Json;
+  first_seen_at: CreatedAt;
+}
+
+export interface RelationsTable {
+  job_id: number;
+  from_object_id: number;
+  relation: string;
+  to_object_id: number;
+}
+
+export interface FindingsTable {
+  id: Generated<number>;
+  public_id: string;
+  job_id: number;
+  seq: number;
+  workspace_id: number;
+  object_id: number;
+  code: string;
+  severity: number;
+  confidence: string;
+  title: string;
+  summary: string;
+  evidence: Json;
+  sources: Json;
+  detected_at: CreatedAt;
+}
+
 export interface Database {
+  credit_accounts: CreditAccountsTable;
+  credit_entries: CreditEntriesTable;
+  key_month_usage: KeyMonthUsageTable;
+  jobs: JobsTable;
+  outbox: OutboxTable;
+  tasks: TasksTable;
+  objects: ObjectsTable;
+  relations: RelationsTable;
+  findings: FindingsTable;
   workspaces: WorkspacesTable;
   workspace_target_scopes: WorkspaceTargetScopesTable;
   applications: ApplicationsTable;

@@ -43,6 +43,10 @@ export function normalizeSuffix(suffix: string): string {
   return s;
 }
 
+export async function workspaceInternalId(db: Db, wsPublic: string): Promise<number> {
+  return (await workspaceRow(db, wsPublic)).id;
+}
+
 async function workspaceRow(db: Db, wsPublic: string) {
   const row = await db.selectFrom('workspaces').selectAll().where('public_id', '=', wsPublic).executeTakeFirst();
   if (!row) throw new NotFoundError(`no workspace ${wsPublic}`);

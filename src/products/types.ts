@@ -96,6 +96,8 @@ export interface ProductDefinition<I = any, R = any> {
   readiness: (runtime: ProductRuntime) => Record<string, LaneReadiness>;
   /** Present when the product is built and completes inline. */
   execute?: (input: I, ctx: ExecContext) => Promise<SyncOutcome<R>>;
+  /** Present when the product is built and runs as a job. */
+  job?: AsyncProduct<I>;
 }
 
 export function laneOutcome(spec: LaneSpec, status: LaneStatus, extra: Partial<LaneOutcome> = {}): LaneOutcome {
@@ -112,4 +114,97 @@ export function productReadiness(def: ProductDefinition, runtime: ProductRuntime
     partial = true;
   }
   return partial ? 'partially_configured' : 'available';
+}
+
+// ---- Async products: jobs, tasks and lane checks -------------------------------------------
+
+export type WorkerLane = 'dns' | 'mail' | 'web' | 'domain' | 'active';
+
+/** One unit of work, keyed by (job, check, objectKey): a redelivery finds the same row. */
+export interface TaskPlan {
+  check: string;
+  lane: WorkerLane;
+  /** The lane name reported in the envelope and job status (e.g. dns_delegation). */
+  productLane: string;
+  required: boolean;
+  unitCost: number;
+  objectKey: string;
+  distance?: number;
+  params?: Record<string, unknown>;
+}
+
+export interface ObjectRef {
+  type: string;
+  key: string;
+}
+
+export interface ObjectOut extends ObjectRef {
+  distance?: number;
+  projection: Record<string, unknown>;
+  evidence?: Array<{ summary: string }>;
+}
+
+export interface RelationOut {
+  from: ObjectRef;
+  relation: 'resolves_to' | 'mx_of' | 'ns_of' | 'cname_to' | 'san_of' | 'links_to' | 'discovered_from';
+  to: ObjectRef;
+}
+
+export type Severity = 'info' | 'low' | 'medium' | 'high' | 'critical';
+export const SEVERITIES: readonly Severity[] = ['info', 'low', 'medium', 'high', 'critical'];
+
+export interface FindingOut {
+  code: string;
+  severity: Severity;
+  confidence: 'confirmed' | 'firm' | 'tentative';
+  title: string;
+  summary: string;
+  object: ObjectRef;
+  evidence?: Array<{ summary: string }>;
+}
+
+/** What a check returns; the lane runner persists it idempotently. */
+export interface CheckOutput {
+  status: LaneStatus;
+  reason?: string;
+  /** This lane's part of the product projection (assembled into the job's result). */
+  projection: Record<string, unknown>;
+  objects: ObjectOut[];
+  relations: RelationOut[];
+  findings: FindingOut[];
+  limitations: Limitation[];
+  sources: SourceRef[];
+}
+
+export interface CheckContext {
+  runtime: ProductRuntime;
+  signal: AbortSignal;
+  /** Runs a CPU-heavy parse in the lane's piscina pool (or inline where no pool is configured). */
+  runInPool?: <T>(task: string, payload: unknown) => Promise<T>;
+}
+
+export interface CheckSpec {
+  name: string;
+  lane: WorkerLane;
+  timeoutMs: number;
+  run(task: { objectKey: string; target: string; params: Record<string, unknown> }, ctx: CheckContext): Promise<CheckOutput>;
+}
+
+export interface TaskOutcomeView {
+  check: string;
+  productLane: string;
+  required: boolean;
+  objectKey: string;
+  status: LaneStatus;
+  reason?: string;
+  output: CheckOutput | null;
+}
+
+export interface AsyncProduct<I> {
+  target(input: I): { type: string; value: string };
+  profile?(input: I): string | null;
+  plan(input: I): TaskPlan[];
+  /** Builds the job's result envelope body from the finished tasks (lookups). */
+  assemble?(input: I, tasks: TaskOutcomeView[]): SyncOutcome;
+  deadlineMs: number;
 }

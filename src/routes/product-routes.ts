@@ -12,7 +12,9 @@ import { jsonBody, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { state } from '../http/context.ts';
 import { productReadiness, type ProductDefinition } from '../products/types.ts';
-import { laneOutcomes, productExecutions } from '../metrics.ts';
+import { laneOutcomes, productExecutions, admissionOutcomes } from '../metrics.ts';
+import { acceptJob, markOutboxPublished } from '../jobs/jobs-repo.ts';
+import { publishJob } from '../queue/streams.ts';
 
 const INLINE_DEADLINE_MS = 25_000;
 
@@ -25,7 +27,7 @@ function productCheck(def: ProductDefinition): RequestHandler {
 
 function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
   return (_req, _res, next) => {
-    if (!def.execute || productReadiness(def, deps.runtime) === 'unavailable') {
+    if ((!def.execute && !def.job) || productReadiness(def, deps.runtime) === 'unavailable') {
       const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
       throw new ApiError(code, { details: { product: def.id } });
     }
@@ -53,6 +55,37 @@ function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
   };
 }
 
+/** Steps 10-11 for async products: reserve and accept in one transaction, then dispatch. */
+function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
+  return async (_req, res) => {
+    const s = state(res);
+    const job = def.job!;
+    const accepted = await acceptJob(deps.db, {
+      principal: s.principal!,
+      product: def.id,
+      target: job.target(s.input),
+      profile: job.profile?.(s.input) ?? null,
+      input: s.input,
+      price: def.price(s.input),
+      deadlineMs: job.deadlineMs,
+      requestId: s.requestId,
+      claim: s.claim,
+    });
+    s.claim = undefined; // committed with the job: nothing to release from here on
+    admissionOutcomes.inc({ code: 'ok' });
+    // Dispatch after commit. If it fails (or the process dies here) the outbox relay publishes it.
+    if (process.env.LSS_FAULT_SKIP_PUBLISH !== '1') {
+      try {
+        await publishJob(deps.redis, accepted.jobId, 'plan');
+        await markOutboxPublished(deps.db, accepted.jobId, 'plan');
+      } catch (err) {
+        s.log.warn({ err: { message: (err as Error).message } }, 'job publish deferred to the outbox relay');
+      }
+    }
+    res.status(202).json(accepted.body);
+  };
+}
+
 export function mountProductRoutes(app: Express, deps: AppDeps): void {
   const idem = claimIdempotency(deps.db, { leaseMs: deps.config.IDEMPOTENCY_LOCK_MS, ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS });
   for (const def of deps.products) {
@@ -68,14 +101,7 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       idem,
       readinessGate(deps, def),
     ];
-    if (def.mode === 'sync') chain.push(executeInline(deps, def));
-    else {
-      // Async products are accepted as jobs by the job machinery; until it is wired in, the
-      // readiness gate above answers 503 for them.
-      chain.push(() => {
-        throw new ApiError('capability_unavailable', { details: { product: def.id } });
-      });
-    }
+    chain.push(def.mode === 'sync' ? executeInline(deps, def) : acceptAsync(deps, def));
     app.post(def.path, ...chain);
   }
 }

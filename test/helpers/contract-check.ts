@@ -14,8 +14,20 @@ for (const [name, schema] of Object.entries(doc.components.schemas as Json)) {
 }
 
 /** Routes outside the document (health) and unknown routes are checked as error envelopes only. */
+const templates = Object.keys(doc.paths).map((t) => ({
+  template: t,
+  re: new RegExp(`^${t.replace(/[.]/g, '\\.').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+}));
+
+function docPath(path: string): string | undefined {
+  const bare = path.split('?')[0]!;
+  if (doc.paths[bare]) return bare;
+  return templates.find((t) => t.re.test(bare))?.template;
+}
+
 export function assertMatchesContract(method: string, path: string, res: Response): void {
-  const op = doc.paths[path.split('?')[0]!]?.[method];
+  const template = docPath(path);
+  const op = template ? doc.paths[template]?.[method] : undefined;
   const status = String(res.status);
   if (!op) {
     if (res.status >= 400) validate('#/components/schemas/ErrorEnvelope', res.body, `${method} ${path} ${status}`);

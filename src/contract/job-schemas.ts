@@ -1,0 +1,28 @@
+// The job status body (CONTRACT §9) as a zod schema, for the OpenAPI document and the tests.
+import { z } from 'zod';
+import { limitationSchema } from './envelope.ts';
+
+export const jobStatusSchema = z.object({
+  jobRef: z.string(),
+  product: z.string(),
+  status: z.enum(['queued', 'running', 'cancelling', 'completed', 'partial', 'cancelled', 'failed', 'unavailable']),
+  terminal: z.boolean(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  completedAt: z.string().nullable(),
+  target: z.object({ type: z.string(), value: z.string() }),
+  profile: z.string().nullable(),
+  progress: z.object({ tasksQueued: z.number().int(), tasksDone: z.number().int(), objects: z.number().int(), findings: z.number().int() }),
+  lanes: z.array(z.object({
+    lane: z.string(), status: z.string(), tasks: z.number().int(), completed: z.number().int(), partial: z.number().int(),
+    unavailable: z.number().int(), timeout: z.number().int(), skipped: z.number().int(), failed: z.number().int(),
+    cancelled: z.number().int(), budgetExhausted: z.number().int(),
+  })),
+  coverage: z.object({ complete: z.boolean(), limitations: z.array(limitationSchema) }),
+  ledger: z.object({ reserved: z.number().int(), captured: z.number().int(), released: z.number().int(), settledAt: z.string() }).nullable(),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  pollAfterMs: z.number().int(),
+  links: z.object({ self: z.string(), results: z.string(), findings: z.string() }),
+});
+
+export const cancelRequestSchema = z.strictObject({ reason: z.string().max(200).optional() });

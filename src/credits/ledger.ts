@@ -1,0 +1,113 @@
+// The credit ledger (CONTRACT §6). Entries are immutable; credit_accounts is kept in step inside
+// the same transaction, and its CHECK (granted >= reserved + captured) makes oversubscription
+// impossible under any concurrency: a reservation is one conditional UPDATE.
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { Db } from '../db/database.ts';
+import { ApiError } from '../contract/errors.ts';
+
+type Trx = Transaction<Database> | Db;
+
+export function monthOf(d: Date): string {
+  return d.toISOString().slice(0, 7);
+}
+
+async function ensureAccount(trx: Trx, workspaceId: number): Promise<void> {
+  await sql`INSERT IGNORE INTO credit_accounts (workspace_id) VALUES (${workspaceId})`.execute(trx);
+}
+
+export async function grantCredits(db: Db, workspaceId: number, amount: number, dedupeKey: string): Promise<boolean> {
+  if (!Number.isInteger(amount) || amount <= 0) throw new Error('grant amount must be a positive integer');
+  return db.transaction().execute(async (trx) => {
+    await ensureAccount(trx, workspaceId);
+    const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, dedupe_key)
+      VALUES (${workspaceId}, 'grant', ${amount}, ${dedupeKey})`.execute(trx);
+    if (Number(entry.numAffectedRows ?? 0n) === 0) return false;
+    await sql`UPDATE credit_accounts SET granted = granted + ${amount} WHERE workspace_id = ${workspaceId}`.execute(trx);
+    return true;
+  });
+}
+
+export interface ReserveInput {
+  workspaceId: number;
+  apiKeyId: number;
+  monthlyLimit: number | null;
+  amount: number;
+  month: string;
+  /** Unique per reservation (the job's public id). */
+  dedupeKey: string;
+}
+
+/** Throws monthly_credit_limit_exceeded, then insufficient_credits (CONTRACT §2 step 10 order). */
+export async function reserveCredits(trx: Transaction<Database>, r: ReserveInput): Promise<void> {
+  if (r.amount === 0) return;
+  if (r.monthlyLimit !== null) {
+    await sql`INSERT IGNORE INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, 0)`.execute(trx);
+    const used = await sql`UPDATE key_month_usage SET amount = amount + ${r.amount}
+      WHERE api_key_id = ${r.apiKeyId} AND month = ${r.month} AND amount + ${r.amount} <= ${r.monthlyLimit}`.execute(trx);
+    if (Number(used.numAffectedRows ?? 0n) !== 1) throw new ApiError('monthly_credit_limit_exceeded');
+  } else {
+    await sql`INSERT INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, ${r.amount})
+      ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`.execute(trx);
+  }
+  const taken = await sql`UPDATE credit_accounts SET reserved = reserved + ${r.amount}
+    WHERE workspace_id = ${r.workspaceId} AND granted - reserved - captured >= ${r.amount}`.execute(trx);
+  if (Number(taken.numAffectedRows ?? 0n) !== 1) throw new ApiError('insufficient_credits');
+  await sql`INSERT INTO credit_entries (workspace_id, kind, amount, api_key_id, dedupe_key)
+    VALUES (${r.workspaceId}, 'reserve', ${r.amount}, ${r.apiKeyId}, ${r.dedupeKey})`.execute(trx);
+}
+
+/**
+ * Captures a task's measured cost once (keyed by task). The capture never exceeds what remains of
+ * the job's reservation. Returns the amount actually captured (0 on a repeat).
+ */
+export async function captureTask(trx: Transaction<Database>, c: { workspaceId: number; jobId: number; taskId: number; amount: number }): Promise<number> {
+  if (c.amount <= 0) return 0;
+  const job = await sql<{ credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
+    SELECT credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(trx);
+  const row = job.rows[0];
+  if (!row || row.settled_at) return 0;
+  const amount = Math.min(c.amount, Number(row.credits_reserved) - Number(row.credits_captured));
+  if (amount <= 0) return 0;
+  const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
+    VALUES (${c.workspaceId}, 'capture', ${amount}, ${c.jobId}, ${`cap:${c.taskId}`})`.execute(trx);
+  if (Number(entry.numAffectedRows ?? 0n) === 0) return 0;
+  await sql`UPDATE credit_accounts SET reserved = reserved - ${amount}, captured = captured + ${amount} WHERE workspace_id = ${c.workspaceId}`.execute(trx);
+  await sql`UPDATE jobs SET credits_captured = credits_captured + ${amount} WHERE id = ${c.jobId}`.execute(trx);
+  return amount;
+}
+
+/** Releases the unused remainder exactly once, at the terminal transition. */
+export async function releaseRemainder(trx: Transaction<Database>, jobId: number): Promise<{ reserved: number; captured: number; released: number } | null> {
+  const res = await sql<{ workspace_id: number; api_key_id: number; month: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
+    SELECT workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
+  const job = res.rows[0];
+  if (!job || job.settled_at) return null;
+  const reserved = Number(job.credits_reserved);
+  const captured = Number(job.credits_captured);
+  const released = reserved - captured;
+  if (released > 0) {
+    const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
+      VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${jobId}`})`.execute(trx);
+    if (Number(entry.numAffectedRows ?? 0n) === 0) return null;
+    await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(trx);
+    await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
+  }
+  await sql`UPDATE jobs SET credits_released = ${released}, settled_at = NOW(3) WHERE id = ${jobId}`.execute(trx);
+  return { reserved, captured, released };
+}
+
+export interface Balance {
+  granted: number;
+  reserved: number;
+  captured: number;
+  available: number;
+}
+
+export async function balance(db: Db, workspaceId: number): Promise<Balance> {
+  const row = await db.selectFrom('credit_accounts').select(['granted', 'reserved', 'captured']).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const granted = Number(row?.granted ?? 0);
+  const reserved = Number(row?.reserved ?? 0);
+  const captured = Number(row?.captured ?? 0);
+  return { granted, reserved, captured, available: granted - reserved - captured };
+}

@@ -1,0 +1,111 @@
+// The public job status body (CONTRACT §9), built from the job row and its task aggregate. No
+// internal id leaves this module: objects are referred to by public ids only.
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { TERMINAL_STATUSES, type JobStatus } from '../db/schema.ts';
+
+export interface JobRow {
+  id: number;
+  public_id: string;
+  workspace_id: number;
+  product: string;
+  status: JobStatus;
+  profile: string | null;
+  target_type: string;
+  target_value: string;
+  credits_reserved: number;
+  credits_captured: number;
+  credits_released: number | null;
+  settled_at: Date | null;
+  result: unknown;
+  coverage: unknown;
+  object_seq: number;
+  finding_seq: number;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+}
+
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+const JOB_COLUMNS = [
+  'id', 'public_id', 'workspace_id', 'product', 'status', 'profile', 'target_type', 'target_value', 'credits_reserved',
+  'credits_captured', 'credits_released', 'settled_at', 'result', 'coverage', 'object_seq', 'finding_seq', 'created_at',
+  'started_at', 'completed_at',
+] as const;
+
+/** The job of this workspace, or null: another tenant's job is indistinguishable from none. */
+export async function findJob(db: Db, workspaceId: number, jobRef: string): Promise<JobRow | null> {
+  if (!/^job_[0-9A-HJKMNP-TV-Z]{26}$/.test(jobRef)) return null;
+  const row = await db.selectFrom('jobs').select(JOB_COLUMNS).where('public_id', '=', jobRef).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  return (row as JobRow | undefined) ?? null;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+function parseJson(v: unknown): any {
+  return typeof v === 'string' ? JSON.parse(v) : v;
+}
+
+export async function jobView(db: Db, job: JobRow) {
+  const lanes = await db
+    .selectFrom('tasks')
+    .select(['product_lane', 'status', sql<number>`COUNT(*)`.as('n')])
+    .where('job_id', '=', job.id)
+    .groupBy(['product_lane', 'status'])
+    .execute();
+  const byLane = new Map<string, Record<string, number>>();
+  let queued = 0;
+  let done = 0;
+  for (const r of lanes) {
+    const m = byLane.get(r.product_lane) ?? {};
+    m[r.status] = (m[r.status] ?? 0) + Number(r.n);
+    byLane.set(r.product_lane, m);
+    if (r.status === 'pending' || r.status === 'running') queued += Number(r.n);
+    else done += Number(r.n);
+  }
+  const terminal = isTerminal(job.status);
+  const laneList = [...byLane].map(([lane, m]) => {
+    const tasks = Object.values(m).reduce((a, b) => a + b, 0);
+    const open = (m.pending ?? 0) + (m.running ?? 0);
+    const status = open > 0 ? (m.running ? 'running' : 'queued') : laneSummary(m, tasks);
+    return {
+      lane, status, tasks,
+      completed: m.completed ?? 0, partial: m.partial ?? 0, unavailable: m.unavailable ?? 0, timeout: m.timeout ?? 0,
+      skipped: m.skipped ?? 0, failed: m.failed ?? 0, cancelled: m.cancelled ?? 0, budgetExhausted: m.budget_exhausted ?? 0,
+    };
+  });
+  const coverage = parseJson(job.coverage) ?? { complete: false, limitations: terminal ? [] : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }] };
+  return {
+    jobRef: job.public_id,
+    product: job.product,
+    status: job.status,
+    terminal,
+    createdAt: iso(job.created_at)!,
+    startedAt: iso(job.started_at),
+    completedAt: iso(job.completed_at),
+    target: { type: job.target_type, value: job.target_value },
+    profile: job.profile,
+    progress: { tasksQueued: queued, tasksDone: done, objects: Number(job.object_seq), findings: Number(job.finding_seq) },
+    lanes: laneList,
+    coverage,
+    ledger: job.settled_at
+      ? { reserved: Number(job.credits_reserved), captured: Number(job.credits_captured), released: Number(job.credits_released ?? 0), settledAt: iso(job.settled_at)! }
+      : null,
+    result: parseJson(job.result) ?? null,
+    pollAfterMs: terminal ? 0 : 1000,
+    links: {
+      self: `/v2/jobs/${job.public_id}`,
+      results: `/v2/jobs/${job.public_id}/results`,
+      findings: `/v2/jobs/${job.public_id}/findings`,
+    },
+  };
+}
+
+function laneSummary(m: Record<string, number>, tasks: number): string {
+  if ((m.completed ?? 0) + (m.skipped ?? 0) === tasks) return 'completed';
+  for (const s of ['failed', 'unavailable', 'timeout', 'cancelled', 'budget_exhausted']) if ((m[s] ?? 0) === tasks) return s;
+  return 'partial';
+}

@@ -1,0 +1,103 @@
+// Job admission and cancellation. Acceptance is one MySQL transaction: idempotency record
+// completed with the 202 body + credit reservation + job row + outbox row. Publishing to the jobs
+// stream happens after commit; the outbox relay covers a crash in between.
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { IdempotencyClaim } from '../http/context.ts';
+import { monthOf, reserveCredits } from '../credits/ledger.ts';
+import { publicId } from '../lib/ids.ts';
+import { ApiError } from '../contract/errors.ts';
+import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
+
+export interface AcceptInput {
+  principal: Principal;
+  product: string;
+  target: { type: string; value: string };
+  profile: string | null;
+  input: unknown;
+  price: number;
+  deadlineMs: number;
+  requestId: string;
+  claim: IdempotencyClaim | undefined;
+}
+
+export interface Accepted {
+  jobId: number;
+  jobRef: string;
+  status: number;
+  body: Awaited<ReturnType<typeof jobView>>;
+}
+
+export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
+  const jobRef = publicId('job');
+  const now = new Date();
+  return db.transaction().execute(async (trx) => {
+    await reserveCredits(trx, {
+      workspaceId: a.principal.workspaceId,
+      apiKeyId: a.principal.keyId,
+      monthlyLimit: a.principal.monthlyCreditLimit,
+      amount: a.price,
+      month: monthOf(now),
+      dedupeKey: `res:${jobRef}`,
+    });
+    const ins = await trx.insertInto('jobs').values({
+      public_id: jobRef,
+      workspace_id: a.principal.workspaceId,
+      api_key_id: a.principal.keyId,
+      product: a.product,
+      status: 'queued',
+      profile: a.profile,
+      target_type: a.target.type,
+      target_value: a.target.value,
+      input: JSON.stringify(a.input),
+      request_id: a.requestId,
+      credits_reserved: a.price,
+      credits_released: null,
+      settled_at: null,
+      result: null,
+      coverage: null,
+      month: monthOf(now),
+      started_at: null,
+      completed_at: null,
+      cancel_requested_at: null,
+      deadline_at: new Date(now.getTime() + a.deadlineMs),
+    }).executeTakeFirstOrThrow();
+    const jobId = Number(ins.insertId);
+    await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();
+    const job = (await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow()) as unknown as JobRow;
+    const body = await jobView(trx as unknown as Db, job);
+    if (a.claim) {
+      const done = await trx.updateTable('idempotency_records')
+        .set({ state: 'completed', lease_token: null, response_status: 202, response_body: JSON.stringify(body) })
+        .where('id', '=', a.claim.id).where('lease_token', '=', a.claim.token).executeTakeFirst();
+      // Lost lease: another request took the key over; committing would execute twice.
+      if (Number(done.numUpdatedRows) !== 1) throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+    }
+    return { jobId, jobRef, status: 202, body };
+  });
+}
+
+export async function markOutboxPublished(db: Db, jobId: number, topic: string): Promise<void> {
+  await db.updateTable('outbox').set({ published_at: sql`NOW(3)` as unknown as Date })
+    .where('job_id', '=', jobId).where('topic', '=', topic).where('published_at', 'is', null).execute();
+}
+
+/**
+ * Cancel (CONTRACT §9): a non-terminal job moves to `cancelling` (compare-and-set, so a terminal
+ * job is never touched) and an outbox row asks the orchestrator to stop scheduling. Idempotent:
+ * a second cancel finds `cancelling` and changes nothing.
+ */
+export async function requestCancel(db: Db, workspaceId: number, jobRef: string): Promise<{ job: JobRow; changed: boolean } | null> {
+  return db.transaction().execute(async (trx) => {
+    const job = await findJob(trx as unknown as Db, workspaceId, jobRef);
+    if (!job) return null;
+    if (isTerminal(job.status) || job.status === 'cancelling') return { job, changed: false };
+    const upd = await trx.updateTable('jobs')
+      .set({ status: 'cancelling', cancel_requested_at: sql`NOW(3)` as unknown as Date })
+      .where('id', '=', job.id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+    if (Number(upd.numUpdatedRows) !== 1) return { job: (await findJob(trx as unknown as Db, workspaceId, jobRef))!, changed: false };
+    await trx.insertInto('outbox').values({ job_id: job.id, topic: 'cancel', published_at: null }).execute();
+    return { job: (await findJob(trx as unknown as Db, workspaceId, jobRef))!, changed: true };
+  });
+}
