@@ -3,15 +3,13 @@
 import os from 'node:os';
 import { z } from 'zod';
 import * as ipaddr from 'ipaddr.js';
+import { parseServer } from './dns/system-servers.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
-const hostPort = z.string().refine((s) => {
-  const m = /^\[?([0-9a-fA-F:.]+)\]?(?::(\d{1,5}))?$/.exec(s.trim());
-  return !!m && ipaddr.isValid(m[1]!) && (m[2] === undefined || Number(m[2]) <= 65535);
-}, 'must be ip or ip:port ([v6]:port for IPv6)');
+const hostPort = z.string().refine((s) => parseServer(s) !== null, 'must be ip or ip:port ([v6]:port for IPv6)');
 
 const cidr = z.string().refine((s) => {
   try {

@@ -2,7 +2,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { ProductRuntime } from './types.ts';
+import { createResolver } from '../dns/stub-resolver.ts';
 
 export function createProductRuntime(config: Config, log: Logger): ProductRuntime {
-  return { config, log, services: {} };
+  return { config, log, services: { resolver: createResolver(config) } };
 }

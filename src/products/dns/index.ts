@@ -1,12 +1,165 @@
-// Placeholder until lookup.dns.v1 lands: registered, honestly unavailable.
+// lookup.dns.v1: what the configured resolver says about a name, per record type: the rcode,
+// the answers with their TTLs and the AA/AD flags, never a verdict.
+//
+// Partial answers. Eight questions go out; some may time out while others are answered. Lanes:
+// - `resolver` (required) is about reachability: completed when at least one of the eight got a
+//   reply of any rcode (NXDOMAIN, SERVFAIL and REFUSED are the resolver's answers, reported per
+//   type). When none did, it is `unavailable` / resolver_unreachable and the route answers 503:
+//   eight empty rows would read as "this name has no records".
+// - `record_types` (optional) is about coverage: completed when all eight got a reply, `partial`
+//   when some did not. CONTRACT §7 fails the route on any required lane that is not `completed`,
+//   so carrying the gap on the required lane would turn a mostly-answered name into a 503; carried
+//   on an optional lane, it makes the envelope `partial` with coverage.complete false, while each
+//   unanswered type says outcome `timeout`/`error` with rcode null and gets its own limitation.
+//   Together: a timeout never reads as absence, and a partial answer is still delivered.
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
-import type { ProductDefinition } from '../types.ts';
+import type { QueryResult, RecordType, Resolver } from '../../dns/types.ts';
+import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SyncOutcome } from '../types.ts';
+import { laneOutcome } from '../types.ts';
 
-const lanes = [{ lane: 'resolver', required: true, description: 'The project stub resolver over DNS_SERVERS' }];
-export const dnsProduct: ProductDefinition = {
-  id: 'lookup.dns.v1', title: 'DNS lookup', mode: 'sync', method: 'POST', path: '/v2/lookups/dns',
-  scope: 'scan:create', rateClass: 'sync_lookup',
-  input: z.strictObject({ value: domainName }),
-  lanes, price: () => 0, readiness: () => ({ resolver: 'not_built' }),
+export const dnsTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA'] as const satisfies readonly RecordType[];
+type DnsType = (typeof dnsTypes)[number];
+
+export const dnsInput = z.strictObject({ value: domainName });
+export type DnsInput = z.infer<typeof dnsInput>;
+
+const outcomeSchema = z.enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+  .describe('answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type');
+const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
+const soaData = z.object({
+  mname: z.string(), rname: z.string(), serial: z.number().int(), refresh: z.number().int(),
+  retry: z.number().int(), expire: z.number().int(), minimum: z.number().int(),
+});
+const caaData = z.object({ flags: z.number().int(), tag: z.string(), value: z.string() });
+const txtData = z.array(z.string()).describe('The character-strings of one TXT record, each decoded as UTF-8 (join them for SPF/DKIM values)');
+
+/** One type's rows. A CNAME met on the way is listed with the records (type CNAME, data its target). */
+function typeResult<T extends z.ZodType>(data: T) {
+  return z.object({
+    outcome: outcomeSchema,
+    rcode: z.string().nullable().describe('The rcode mnemonic of the reply (NOERROR, NXDOMAIN…); null when no reply arrived'),
+    answers: z.array(z.object({ name: z.string(), type: z.string(), ttl: z.number().int(), data: z.union([data, z.string()]) })),
+    authoritative: z.boolean().describe('AA flag of the reply'),
+    authenticatedData: z.boolean().describe('AD flag as the resolver set it; not validated locally'),
+  });
+}
+
+export const dnsResult = z.object({
+  name: z.string(),
+  records: z.object({
+    A: typeResult(z.string()),
+    AAAA: typeResult(z.string()),
+    CNAME: typeResult(z.string()),
+    MX: typeResult(mxData),
+    NS: typeResult(z.string()),
+    TXT: typeResult(txtData),
+    CAA: typeResult(caaData),
+    SOA: typeResult(soaData),
+  }),
+  dnssecValidation: z.literal('not_validated_locally'),
+});
+export type DnsResult = z.infer<typeof dnsResult>;
+type TypeRows = DnsResult['records'][DnsType];
+
+const lanes = {
+  resolver: { lane: 'resolver', required: true, description: 'The project stub resolver over DNS_SERVERS: at least one record type answered' },
+  recordTypes: { lane: 'record_types', required: false, description: 'Every one of the eight record types answered (any rcode)' },
+} satisfies Record<string, LaneSpec>;
+
+function resolverOf(runtime: ProductRuntime): Resolver | undefined {
+  return runtime.services.resolver as Resolver | undefined;
+}
+
+const replied = (r: QueryResult) => r.outcome !== 'timeout' && r.outcome !== 'error';
+
+function rows(r: QueryResult): TypeRows {
+  return {
+    outcome: r.outcome,
+    rcode: r.rcode,
+    answers: r.answers.map((a) => ({ name: a.name, type: a.type, ttl: a.ttl, data: a.data as never })),
+    authoritative: r.flags.aa,
+    authenticatedData: r.flags.ad,
+  };
+}
+
+function noReplyLimitation(r: QueryResult): Limitation {
+  return r.outcome === 'timeout'
+    ? { code: 'dns_query_timeout', message: `The ${r.type} query got no reply within ${Math.round(r.durationMs)} ms; nothing is known about ${r.type} records of this name.` }
+    : { code: 'dns_query_failed', message: `The ${r.type} query failed (no usable reply from any resolver); nothing is known about ${r.type} records of this name.` };
+}
+
+const AD_LIMITATION: Limitation = {
+  code: 'ad_flag_not_validated',
+  message: 'AD is reported as the resolver set it; DNSSEC is not validated locally.',
+};
+
+async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<DnsResult>> {
+  const name = input.value;
+  const resolver = resolverOf(ctx.runtime);
+  if (!resolver) {
+    return {
+      result: emptyResult(name),
+      lanes: [laneOutcome(lanes.resolver, 'unavailable', { reason: 'not_configured' }), laneOutcome(lanes.recordTypes, 'unavailable', { reason: 'not_configured' })],
+      sources: [],
+      limitations: [AD_LIMITATION],
+    };
+  }
+  const t0 = performance.now();
+  // Concurrent: the eight share one deadline instead of adding up. A caller abort rejects here.
+  const results = await Promise.all(dnsTypes.map((type) => resolver.query(name, type, { signal: ctx.signal })));
+  const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
+
+  const answered = results.filter(replied);
+  const limitations: Limitation[] = [AD_LIMITATION];
+  for (const r of results) if (!replied(r)) limitations.push(noReplyLimitation(r));
+
+  let outcomes: LaneOutcome[];
+  if (answered.length === 0) {
+    outcomes = [
+      laneOutcome(lanes.resolver, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),
+      laneOutcome(lanes.recordTypes, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),
+    ];
+  } else {
+    outcomes = [
+      laneOutcome(lanes.resolver, 'completed', { durationMs }),
+      answered.length === results.length
+        ? laneOutcome(lanes.recordTypes, 'completed', { durationMs })
+        : laneOutcome(lanes.recordTypes, 'partial', { durationMs, reason: 'some_types_unanswered' }),
+    ];
+  }
+
+  const records = Object.fromEntries(results.map((r) => [r.type, rows(r)])) as DnsResult['records'];
+  return {
+    result: { name, records, dnssecValidation: 'not_validated_locally' },
+    lanes: outcomes,
+    // Never the resolver's address: it is the operator's infrastructure.
+    sources: [{ source: 'dns_resolver' }],
+    limitations,
+  };
+}
+
+function emptyResult(name: string): DnsResult {
+  const none: TypeRows = { outcome: 'error', rcode: null, answers: [], authoritative: false, authenticatedData: false };
+  return { name, records: Object.fromEntries(dnsTypes.map((t) => [t, none])) as DnsResult['records'], dnssecValidation: 'not_validated_locally' };
+}
+
+export const dnsProduct: ProductDefinition<DnsInput, DnsResult> = {
+  id: 'lookup.dns.v1',
+  title: 'DNS lookup',
+  mode: 'sync',
+  method: 'POST',
+  path: '/v2/lookups/dns',
+  scope: 'scan:create',
+  rateClass: 'sync_lookup',
+  input: dnsInput,
+  echo: (i) => ({ value: i.value }),
+  resultSchema: dnsResult,
+  lanes: [lanes.resolver, lanes.recordTypes],
+  price: () => 0,
+  readiness: (runtime) => {
+    const r = resolverOf(runtime)?.readiness() ?? 'unconfigured';
+    return { resolver: r, record_types: r };
+  },
+  execute,
 };

@@ -1,0 +1,164 @@
+// The project's stub resolver: it speaks DNS itself (Node's dns module hides rcode, TTL and the
+// AA/AD flags) and asks the configured recursive resolvers, never the authoritative servers.
+//
+// One query() has one deadline (the timeout). Inside it, attempts start on a schedule that splits
+// the budget evenly (server 1 at 0, server 2 at budget/n…, with at least two attempts so a single
+// server gets one retransmission). An earlier attempt keeps listening after the next one starts:
+// a slow reply still wins. An attempt that fails outright (port unreachable, broken TCP reply)
+// starts the next one at once instead of waiting for its slot.
+import { randomInt } from 'node:crypto';
+import type { Config } from '../config.ts';
+import type { LaneReadiness } from '../products/types.ts';
+import type { QueryOutcome, QueryResult, RecordType, Resolver } from './types.ts';
+import { resolveServers, type DnsServer } from './system-servers.ts';
+import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
+import { acceptReply, answerRecords, buildQuery, encodableName, outcomeOf, rcodeName, replyRcode, type Reply } from './wire.ts';
+
+export interface StubResolverOptions {
+  servers: DnsServer[];
+  timeoutMs: number;
+  /** Consecutive unreachable queries after which readiness reports 'down'. */
+  downAfter?: number;
+  /** Attempts per query when there are fewer servers than this (default 2). */
+  minAttempts?: number;
+}
+
+type Attempt = { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number } | { kind: 'failed' | 'aborted' };
+type RaceEnd = { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number } | { kind: 'timeout' | 'error' };
+
+const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
+
+export class StubResolver implements Resolver {
+  readonly servers: readonly DnsServer[];
+  readonly timeoutMs: number;
+  private readonly downAfter: number;
+  private readonly minAttempts: number;
+  /** Index of the server that answered last: the next query starts there. */
+  private preferred = 0;
+  private consecutiveUnreachable = 0;
+
+  constructor(opts: StubResolverOptions) {
+    this.servers = [...opts.servers];
+    this.timeoutMs = opts.timeoutMs;
+    this.downAfter = opts.downAfter ?? 20;
+    this.minAttempts = opts.minAttempts ?? 2;
+  }
+
+  readiness(): LaneReadiness {
+    if (this.servers.length === 0) return 'unconfigured';
+    return this.consecutiveUnreachable >= this.downAfter ? 'down' : 'ready';
+  }
+
+  async query(name: string, type: RecordType, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<QueryResult> {
+    const started = performance.now();
+    const qname = name.length > 1 && name.endsWith('.') ? name.slice(0, -1) : name; // "." is the root
+    opts.signal?.throwIfAborted();
+    // Local problems (no servers, a name that cannot be encoded) never touch the network and do
+    // not count against the servers' reachability.
+    if (this.servers.length === 0 || !encodableName(qname)) return empty(qname, type, 'error', started);
+
+    const budget = Math.max(1, opts.timeoutMs ?? this.timeoutMs);
+    const stop = new AbortController();
+    const deadline = setTimeout(() => stop.abort(), budget);
+    const onCallerAbort = () => stop.abort();
+    opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    let end: RaceEnd;
+    try {
+      end = await this.race(qname, type, budget, stop.signal);
+    } finally {
+      clearTimeout(deadline);
+      opts.signal?.removeEventListener('abort', onCallerAbort);
+      stop.abort(); // releases the sockets of attempts still listening
+    }
+    // The caller gave up: no outcome is true for it, and it says nothing about the servers.
+    opts.signal?.throwIfAborted();
+
+    if (end.kind !== 'reply') {
+      this.consecutiveUnreachable++;
+      return empty(qname, type, end.kind, started);
+    }
+    this.consecutiveUnreachable = 0;
+    this.preferred = end.server;
+    const { reply } = end;
+    const rcode = replyRcode(reply);
+    const answers = answerRecords(reply, qname, type);
+    return {
+      name: qname,
+      type,
+      outcome: outcomeOf(rcode, answers),
+      rcode: rcodeName(rcode),
+      answers,
+      flags: { aa: reply.flag_aa, ad: reply.flag_ad, tc: reply.flag_tc, ra: reply.flag_ra },
+      transport: end.transport,
+      durationMs: elapsed(started),
+    };
+  }
+
+  /** Runs the attempt schedule until a reply, the deadline (timeout) or every attempt failing (error). */
+  private race(qname: string, type: RecordType, budget: number, signal: AbortSignal): Promise<RaceEnd> {
+    const n = this.servers.length;
+    const attempts = Math.max(this.minAttempts, n);
+    const slotMs = budget / attempts;
+    const first = this.preferred % n;
+    return new Promise((resolve) => {
+      let launched = 0;
+      let pending = 0;
+      let done = false;
+      let slot: NodeJS.Timeout | undefined;
+      const finish = (end: RaceEnd) => {
+        if (done) return;
+        done = true;
+        clearTimeout(slot);
+        signal.removeEventListener('abort', onDeadline);
+        resolve(end);
+      };
+      const onDeadline = () => finish({ kind: 'timeout' });
+      signal.addEventListener('abort', onDeadline, { once: true });
+      const launch = () => {
+        clearTimeout(slot);
+        if (done) return;
+        if (launched >= attempts) {
+          if (pending === 0) finish({ kind: 'error' });
+          return;
+        }
+        const server = (first + launched) % n;
+        launched++;
+        pending++;
+        void this.attempt(server, qname, type, signal).then((a) => {
+          pending--;
+          if (a.kind === 'reply') finish(a);
+          else if (a.kind === 'failed') launch();
+        });
+        if (launched < attempts) slot = setTimeout(launch, slotMs);
+      };
+      launch();
+    });
+  }
+
+  /** UDP first; a truncated reply (TC) is asked again over TCP of the same server. */
+  private async attempt(server: number, qname: string, type: RecordType, signal: AbortSignal): Promise<Attempt> {
+    const target = this.servers[server]!;
+    const id = randomInt(0, 0x10000);
+    const query = buildQuery(id, qname, type);
+    const accept = (buf: Buffer) => acceptReply(buf, id, qname, type);
+    const udp = await udpExchange(target, query, accept, signal);
+    if (udp.kind !== 'reply' || !udp.reply.flag_tc) return tagged(udp, 'udp', server);
+    return tagged(await tcpExchange(target, query, accept, signal), 'tcp', server);
+  }
+}
+
+function tagged(x: Exchange, transport: 'udp' | 'tcp', server: number): Attempt {
+  return x.kind === 'reply' ? { kind: 'reply', reply: x.reply, transport, server } : { kind: x.kind };
+}
+
+function empty(name: string, type: RecordType, outcome: QueryOutcome, started: number): QueryResult {
+  return { name, type, outcome, rcode: null, answers: [], flags: { ...NO_FLAGS }, transport: null, durationMs: elapsed(started) };
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 1000) / 1000;
+}
+
+export function createResolver(config: Config): StubResolver {
+  return new StubResolver({ servers: resolveServers(config.DNS_SERVERS), timeoutMs: config.DNS_TIMEOUT_MS });
+}
