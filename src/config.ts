@@ -2,7 +2,7 @@
 // reported together so an operator fixes a bad deploy in one round, not one variable at a time.
 import os from 'node:os';
 import { z } from 'zod';
-import * as ipaddr from 'ipaddr.js';
+import ipaddr from 'ipaddr.js';
 import { parseServer } from './dns/system-servers.ts';
 
 const bool = z

@@ -1,15 +1,248 @@
-// Placeholder until lookup.ip.v1 lands: registered, honestly unavailable.
+// lookup.ip.v1: what the IANA special-purpose registries and the address architecture say about
+// one address, plus (when asked) ASN/country context from an operator-supplied dataset and the
+// PTR names the DNS holds for it.
 import { z } from 'zod';
-import type { ProductDefinition } from '../types.ts';
+import type { Resolver } from '../../dns/types.ts';
+import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../types.ts';
+import { laneOutcome } from '../types.ts';
+import { formatIp, parseIp, reverseName, type IpAddress } from './address.ts';
+import { classify } from './classify.ts';
+import { DatasetUnreadableError, contextDataset, contextDatasetUsable, lookupContext } from './context-dataset.ts';
+import { reverseLookup } from './reverse-dns.ts';
+import { REGISTRY_VERSION, scopes } from './special-registry.ts';
 
-const lanes = [
-  { lane: 'address_registry', required: true, description: 'IANA special-purpose address registries' },
-  { lane: 'context', required: false, description: 'ASN / country dataset (IP_CONTEXT_DB)' },
-  { lane: 'reverse_dns', required: false, description: 'PTR through the project resolver' },
-];
-export const ipProduct: ProductDefinition = {
-  id: 'lookup.ip.v1', title: 'IP context lookup', mode: 'sync', method: 'POST', path: '/v2/lookups/ip',
-  scope: 'scan:create', rateClass: 'sync_lookup',
-  input: z.strictObject({ value: z.string().min(1).max(64), includeContext: z.boolean().default(false), reverseDns: z.boolean().default(false) }),
-  lanes, price: () => 0, readiness: () => ({ address_registry: 'not_built', context: 'not_built', reverse_dns: 'not_built' }),
+export const ipInput = z.strictObject({
+  value: z
+    .string()
+    .min(1)
+    .max(64)
+    .superRefine((v, ctx) => {
+      if (v.length === 0 || v.length > 64) return; // already reported by min/max
+      const parsed = parseIp(v);
+      if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.message });
+    }),
+  includeContext: z.boolean().default(false),
+  reverseDns: z.boolean().default(false),
+});
+export type IpInput = z.infer<typeof ipInput>;
+
+const bool3 = z.boolean().nullable();
+
+const specialPurposeSchema = z.object({
+  addressBlock: z.string(),
+  name: z.string(),
+  rfc: z.string(),
+  allocationDate: z.string(),
+  terminationDate: z.string().nullable(),
+  source: bool3,
+  destination: bool3,
+  forwardable: bool3,
+  globallyReachable: bool3.describe('null where the registry says N/A or the row is terminated'),
+  reservedByProtocol: bool3,
+  note: z.string().nullable(),
+});
+
+const contextSchema = z.object({
+  asn: z.number().int().nullable(),
+  asName: z.string().nullable(),
+  country: z.string().nullable(),
+  routed: z.boolean().nullable(),
+  range: z.object({ start: z.string(), end: z.string() }).nullable(),
+  lookedUp: z.string().describe('The address looked up (the embedded IPv4 address for an IPv4-mapped IPv6 address)'),
+});
+
+export const ipResult = z.object({
+  normalized: z.string(),
+  version: z.union([z.literal(4), z.literal(6)]),
+  specialPurpose: z.array(specialPurposeSchema).describe('Every matching special-purpose registry row, most specific first'),
+  scope: z.enum(scopes),
+  globallyReachable: bool3,
+  addressSpace: z.object({ block: z.string(), name: z.string(), rfc: z.string() }),
+  multicast: z
+    .object({
+      scope: z.string(),
+      block: z.string().nullable(),
+      group: z.string().nullable(),
+      flags: z.object({ transient: z.boolean(), prefixBased: z.boolean(), rendezvousPointEmbedded: z.boolean() }).nullable(),
+    })
+    .nullable(),
+  embeddedIpv4: z
+    .object({
+      address: z.string(),
+      mechanism: z.enum(['ipv4_mapped', 'nat64_well_known_prefix', '6to4', 'teredo']),
+      teredoServer: z.string().optional(),
+      teredoClientPort: z.number().int().optional(),
+      scope: z.enum(scopes),
+      globallyReachable: bool3,
+    })
+    .nullable(),
+  context: contextSchema.nullable(),
+  ptr: z.array(z.string()).nullable().describe('null when reverse DNS was not asked for or got no authoritative answer'),
+});
+export type IpResult = z.infer<typeof ipResult>;
+type ContextResult = z.infer<typeof contextSchema>;
+
+const lanes = {
+  registry: { lane: 'address_registry', required: true, description: 'IANA IPv4/IPv6 special-purpose address registries and address-space structure' },
+  context: { lane: 'context', required: false, description: 'ASN / country dataset (IP_CONTEXT_DB, iptoasn.com TSV)' },
+  reverse: { lane: 'reverse_dns', required: false, description: 'PTR through the project resolver' },
+} satisfies Record<string, LaneSpec>;
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+function resolverOf(runtime: ProductRuntime): Resolver | undefined {
+  return runtime.services.resolver as Resolver | undefined;
+}
+
+interface LaneResult<T> {
+  outcome: LaneOutcome;
+  value: T;
+  limitations: Limitation[];
+  sources: SourceRef[];
+}
+
+async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise<LaneResult<ContextResult | null>> {
+  const t0 = performance.now();
+  const path = runtime.config.IP_CONTEXT_DB;
+  if (!path) {
+    return {
+      outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'not_configured' }),
+      value: null,
+      limitations: [{ code: 'ip_context_unavailable', message: 'No IP context dataset is configured: ASN, network name and country are not known.' }],
+      sources: [],
+    };
+  }
+  try {
+    const ds = await contextDataset(path);
+    // An IPv4-mapped IPv6 address names an IPv4 host; the dataset lists it under IPv4.
+    const mapped = address.version === 6 && address.value >> 32n === 0xffffn;
+    const target: IpAddress = mapped ? { version: 4, value: address.value & 0xffffffffn } : address;
+    const row = lookupContext(ds, target.version, target.value);
+    const limitations: Limitation[] = [];
+    const lookedUp = formatIp(target);
+    let value: ContextResult;
+    if (!row) {
+      value = { asn: null, asName: null, country: null, routed: null, range: null, lookedUp };
+      limitations.push({ code: 'ip_context_no_row', message: `The IP context dataset has no row covering ${lookedUp}; its ASN and country are unknown.` });
+    } else {
+      const routed = row.asn !== 0;
+      value = {
+        asn: routed ? row.asn : null,
+        asName: routed ? row.description : null,
+        country: routed ? row.country : null,
+        routed,
+        range: {
+          start: formatIp({ version: target.version, value: row.start }),
+          end: formatIp({ version: target.version, value: row.end }),
+        },
+        lookedUp,
+      };
+      if (!routed) limitations.push({ code: 'ip_context_not_routed', message: 'The dataset marks this range as not routed (AS 0) at the time it was built.' });
+    }
+    limitations.push({
+      code: 'ip_context_snapshot',
+      message: 'ASN and country come from a dataset snapshot of routing announcements; they may be stale and the country is where the network is registered, not where the host is.',
+    });
+    return {
+      outcome: laneOutcome(lanes.context, 'completed', { durationMs: round(performance.now() - t0) }),
+      value,
+      limitations,
+      sources: [{ source: 'ip_context_dataset', version: ds.version }],
+    };
+  } catch (err) {
+    runtime.log.warn({ err, path }, 'ip context dataset unreadable');
+    return {
+      outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'dataset_unreadable', durationMs: round(performance.now() - t0) }),
+      value: null,
+      limitations: [{
+        code: 'ip_context_unavailable',
+        message: err instanceof DatasetUnreadableError
+          ? 'The configured IP context dataset could not be read: ASN, network name and country are not known.'
+          : 'The IP context dataset failed: ASN, network name and country are not known.',
+      }],
+      sources: [],
+    };
+  }
+}
+
+async function reverseLane(address: IpAddress, ctx: ExecContext): Promise<LaneResult<string[] | null>> {
+  const t0 = performance.now();
+  const r = await reverseLookup(resolverOf(ctx.runtime), reverseName(address), ctx.signal);
+  return {
+    outcome: laneOutcome(lanes.reverse, r.status, { durationMs: round(performance.now() - t0), ...(r.reason && r.status !== 'completed' ? { reason: r.reason } : {}) }),
+    value: r.ptr,
+    limitations: r.limitations,
+    sources: r.status === 'completed' ? [{ source: 'dns_resolver' }] : [],
+  };
+}
+
+function skipped(spec: LaneSpec): LaneResult<null> {
+  return { outcome: laneOutcome(spec, 'skipped', { reason: 'not_applicable' }), value: null, limitations: [], sources: [] };
+}
+
+async function execute(input: IpInput, ctx: ExecContext): Promise<SyncOutcome<IpResult>> {
+  const parsed = parseIp(input.value);
+  if (!parsed.ok) throw new Error(`ip input passed the schema but does not parse: ${parsed.message}`);
+  const address = parsed.address;
+
+  const t0 = performance.now();
+  const c = classify(address);
+  const registryOutcome = laneOutcome(lanes.registry, 'completed', { durationMs: round(performance.now() - t0) });
+
+  const [context, reverse] = await Promise.all([
+    input.includeContext ? contextLane(address, ctx.runtime) : Promise.resolve(skipped(lanes.context)),
+    input.reverseDns ? reverseLane(address, ctx) : Promise.resolve(skipped(lanes.reverse)),
+  ]);
+
+  const limitations: Limitation[] = [];
+  if (c.specialPurpose[0]?.terminationDate) {
+    limitations.push({
+      code: 'registry_row_terminated',
+      message: `The most specific registry row (${c.specialPurpose[0].addressBlock}, ${c.specialPurpose[0].name}) was terminated on ${c.specialPurpose[0].terminationDate}; the registry gives no reachability for it.`,
+    });
+  }
+  if (c.specialPurpose.length === 0 && c.scope === 'public') {
+    limitations.push({
+      code: 'allocation_not_checked',
+      message: 'Not a special-purpose address. Whether the block is allocated, announced or in use is not checked by the registry lane.',
+    });
+  }
+  limitations.push(...context.limitations, ...reverse.limitations);
+
+  return {
+    result: {
+      ...c,
+      context: context.value,
+      ptr: reverse.value,
+    },
+    lanes: [registryOutcome, context.outcome, reverse.outcome],
+    sources: [{ source: 'iana_special_registry', version: REGISTRY_VERSION }, ...context.sources, ...reverse.sources],
+    limitations,
+  };
+}
+
+export const ipProduct: ProductDefinition<IpInput, IpResult> = {
+  id: 'lookup.ip.v1',
+  title: 'IP context lookup',
+  mode: 'sync',
+  method: 'POST',
+  path: '/v2/lookups/ip',
+  scope: 'scan:create',
+  rateClass: 'sync_lookup',
+  input: ipInput,
+  echo: (i) => ({ value: i.value, includeContext: i.includeContext, reverseDns: i.reverseDns }),
+  resultSchema: ipResult,
+  lanes: [lanes.registry, lanes.context, lanes.reverse],
+  price: () => 0,
+  readiness: (runtime) => {
+    const path = runtime.config.IP_CONTEXT_DB;
+    return {
+      address_registry: 'ready',
+      context: path && contextDatasetUsable(path) ? 'ready' : 'unconfigured',
+      reverse_dns: resolverOf(runtime)?.readiness() ?? 'unconfigured',
+    };
+  },
+  execute,
 };

@@ -1,0 +1,78 @@
+// lookup.dns.v1 through HTTP and the whole admission chain, against the loopback DNS lab.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+
+describe('POST /v2/lookups/dns', () => {
+  let lab: LabDns;
+  let h: Harness;
+  let t: Tenant;
+  beforeAll(async () => {
+    lab = await startLabDns();
+    h = await startHarness({ DNS_SERVERS: lab.address, DNS_TIMEOUT_MS: '400' });
+    t = await createTenant(h);
+  });
+  afterAll(async () => {
+    await h.close();
+    await lab.close();
+  });
+
+  it('answers the eight types of an ordinary zone in a completed envelope', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'LAB.test.' });
+    expect(res.status).toBe(200);
+    expect(res.body.input).toEqual({ value: 'lab.test' });
+    expect(res.body.status).toBe('completed');
+    expect(res.body.result.records.A.answers[0]).toMatchObject({ type: 'A', ttl: 300, data: '127.0.0.10' });
+    expect(res.body.result.records.MX.outcome).toBe('answer');
+    expect(res.body.credits.charged).toBe(0);
+    expect(JSON.stringify(res.body)).not.toContain(String(lab.port));
+  });
+
+  it('keeps NXDOMAIN, SERVFAIL and REFUSED distinct per type', async () => {
+    const nx = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'nope.lab.test' });
+    expect(nx.body.result.records.A).toMatchObject({ outcome: 'nxdomain', rcode: 'NXDOMAIN' });
+    const sf = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'servfail.lab.test' });
+    expect(sf.status).toBe(200);
+    expect(sf.body.result.records.A).toMatchObject({ outcome: 'servfail', rcode: 'SERVFAIL' });
+    const rf = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'refused.lab.test' });
+    expect(rf.body.result.records.A).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
+  });
+
+  it('answers 503 capability_unavailable when no type gets any reply, and stores no idempotency record', async () => {
+    const key = 'dns-timeout-1';
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'timeout.lab.test' }, { 'Idempotency-Key': key });
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('capability_unavailable');
+    const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
+    expect(rows).toEqual([]);
+  });
+
+  it.each([
+    [{ value: `${'a'.repeat(64)}.lab.test` }], [{ value: `${'abcdefghi.'.repeat(26)}com` }], [{ value: '' }], [{ value: 42 }],
+    [{ value: 'bad_label!.lab.test' }], [{ value: '192.0.2.1' }],
+  ])('rejects %j with invalid_request on value', async (body) => {
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.issues[0].path).toBe('value');
+  });
+
+  it('normalises an IDN to its A-label form', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'Bücher.lab.test' });
+    expect(res.status).toBe(200);
+    expect(res.body.input.value).toBe('xn--bcher-kva.lab.test');
+  });
+});
+
+describe('POST /v2/lookups/dns with no reachable resolver', () => {
+  it('is capability_unavailable, never an empty answer', async () => {
+    const h = await startHarness({ DNS_SERVERS: '127.0.0.1:9', DNS_TIMEOUT_MS: '200' });
+    try {
+      const t = await createTenant(h);
+      const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'example.com' });
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('capability_unavailable');
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -1,0 +1,73 @@
+// lookup.phone.v1 and lookup.ip.v1 through HTTP and the whole admission chain; the ip reverse_dns
+// lane against the real stub resolver and the loopback DNS lab.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+
+describe('phone and ip lookups over HTTP', () => {
+  let lab: LabDns;
+  let h: Harness;
+  let t: Tenant;
+  beforeAll(async () => {
+    lab = await startLabDns();
+    h = await startHarness({ DNS_SERVERS: lab.address, DNS_TIMEOUT_MS: '400' });
+    t = await createTenant(h);
+  });
+  afterAll(async () => {
+    await h.close();
+    await lab.close();
+  });
+
+  it('formats and classifies a phone number', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/phone', { value: '020 7946 0018', defaultRegion: 'gb' });
+    expect(res.status).toBe(200);
+    expect(res.body.result).toMatchObject({ e164: '+442079460018', region: 'GB', countryCallingCode: '44', isValid: true });
+    expect(res.body.limitations.length).toBeGreaterThan(0);
+  });
+
+  it('answers an unparseable number with isValid false, not a 400', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/phone', { value: 'call me maybe', defaultRegion: 'US' });
+    expect(res.status).toBe(200);
+    expect(res.body.result.isValid).toBe(false);
+    expect(res.body.result.invalidReason).toBeTruthy();
+  });
+
+  it.each([
+    [{ value: '2079460018' }, 'defaultRegion'], [{ value: '+1 202 555 0100', defaultRegion: 'XX' }, 'defaultRegion'],
+    [{ value: '1'.repeat(65), defaultRegion: 'US' }, 'value'], [{ value: 5, defaultRegion: 'US' }, 'value'],
+  ])('rejects %j on %s', async (body, field) => {
+    const res = await client(h.app, t.key).post('/v2/lookups/phone', body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toContain(field);
+  });
+
+  it('classifies an IP from the IANA registry and finds its PTR through the lab', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/ip', { value: '127.0.0.1', reverseDns: true });
+    expect(res.status).toBe(200);
+    expect(res.body.result.scope).toBe('loopback');
+    expect(res.body.result.ptr).toEqual(['localhost.lab.test']);
+    expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'reverse_dns').status).toBe('completed');
+  });
+
+  it('reports a SERVFAIL on the reverse zone as a partial envelope, never as "no PTR"', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/ip', { value: '127.0.0.66', reverseDns: true });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('partial');
+    expect(res.body.result.ptr).toBeNull();
+    expect(res.body.limitations.map((l: { code: string }) => l.code)).toContain('reverse_dns_unavailable');
+  });
+
+  it('is partial with a limitation when context is asked for but no dataset is configured', async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/ip', { value: '8.8.8.8', includeContext: true });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('partial');
+    expect(res.body.lanes).toContainEqual(expect.objectContaining({ lane: 'context', status: 'unavailable', reason: 'not_configured' }));
+    expect(res.body.result.globallyReachable).toBe(true);
+  });
+
+  it.each([['10.0.0.0/8'], ['010.1.1.1'], ['not an ip'], ['']])('rejects %s on value', async (value) => {
+    const res = await client(h.app, t.key).post('/v2/lookups/ip', { value });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.issues[0].path).toBe('value');
+  });
+});
