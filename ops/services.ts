@@ -76,12 +76,16 @@ export async function ensureServices(opts: { root: string; log?: Log }): Promise
   return { databaseUrl, redisUrl };
 }
 
-/** CREATE DATABASE `name` (utf8mb4_bin); returns serverUrl with the database as its path. */
-export async function createDatabase(serverUrl: string, name: string): Promise<string> {
+/**
+ * CREATE DATABASE `name` (utf8mb4_bin); returns serverUrl with the database as its path.
+ * With `ifNotExists`, an existing database of that name is kept as it is (idempotent).
+ */
+export async function createDatabase(serverUrl: string, name: string, opts: { ifNotExists?: boolean } = {}): Promise<string> {
   checkDbName(name);
   const conn = await createConnection({ uri: stripDatabase(serverUrl), connectTimeout: 10_000 });
   try {
-    await conn.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    const ifNotExists = opts.ifNotExists ? 'IF NOT EXISTS ' : '';
+    await conn.query(`CREATE DATABASE ${ifNotExists}\`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   } finally {
     await closeMysql(conn);
   }

@@ -10,6 +10,7 @@ import { mountHealthRoutes } from './routes/health.ts';
 import { mountMetaRoutes } from './routes/meta.ts';
 import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
+import { mountJobPageRoutes } from './routes/job-pages.ts';
 import { state } from './http/context.ts';
 
 const observe: RequestHandler = (req, res, next) => {
@@ -18,8 +19,10 @@ const observe: RequestHandler = (req, res, next) => {
     const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     httpRequestDuration.observe({ method: req.method, route, status_code: String(res.statusCode) }, seconds);
-    if (res.statusCode >= 500) state(res).log.warn({ method: req.method, route, status: res.statusCode, seconds }, 'request failed');
-    else state(res).log.debug({ method: req.method, route, status: res.statusCode, seconds }, 'request');
+    // One access line per request: operators correlate by requestId; 5xx are warnings.
+    const line = { method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e6) / 1e3 };
+    if (res.statusCode >= 500) state(res).log.warn(line, 'request failed');
+    else state(res).log.info(line, 'request');
   });
   next();
 };
@@ -41,11 +44,13 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountMetaRoutes(app, deps);
   mountProductRoutes(app, deps);
   mountJobRoutes(app, deps);
+  mountJobPageRoutes(app, deps);
 
   const allowed = new Map<string, string>([['/v2/openapi.json', 'GET'], ['/v2/products', 'GET'], ['/livez', 'GET'], ['/readyz', 'GET']]);
   for (const p of deps.products) allowed.set(p.path, 'POST');
   allowed.set('/v2/jobs/:job_ref', 'GET');
   allowed.set('/v2/jobs/:job_ref/cancel', 'POST');
+  for (const p of ['results', 'findings', 'objects/:object_id']) allowed.set(`/v2/jobs/:job_ref/${p}`, 'GET');
   for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
 
   app.use(routeNotFound);

@@ -67,7 +67,10 @@ async function runPrimary(cfg: Config): Promise<void> {
 }
 
 async function runWorker(cfg: Config): Promise<void> {
-  void registry; // this worker's metrics reach the primary through cluster IPC
+  // prom-client answers the primary's aggregation requests only in processes that created an
+  // AggregatorRegistry, and only for the registries it was given: ours, not the global default.
+  client.AggregatorRegistry.setRegistries([registry]);
+  new client.AggregatorRegistry();
   const deps = await createDeps(cfg, log);
   let draining = false;
   const app = createApp(deps, { isDraining: () => draining });

@@ -1,0 +1,396 @@
+// `npm run up` = `node ops/up.ts [--lab]`: the whole service on one machine, from nothing.
+//
+//   1. makes MySQL and Redis available (ops/services.ts);
+//   2. creates the database (the one named in $DATABASE_URL, else `lss`) if it is missing;
+//   3. takes KEY_PEPPER / CURSOR_SECRET from the environment, else from .data/secrets.env, which is
+//      generated once (mode 0600, git-ignored) so keys stay valid from one run to the next;
+//   4. validates the resulting configuration (src/config.ts) and runs the Procfile `release` role
+//      (migrations), waiting for it;
+//   5. creates a demo workspace (responsible use accepted, active work permitted, approved scope
+//      lab.test) and a demo key, every run;
+//   6. starts every other Procfile role whose entry file exists (a role whose script is not
+//      written yet is skipped, and said so), each line of output prefixed with the role's name;
+//      METRICS_PORT, when set, goes to `web` only, since every role would otherwise bind it;
+//   7. prints the demo key once, in a banner with a ready-to-paste curl, when /livez answers;
+//   8. forwards SIGINT/SIGTERM to the roles and exits once they all have exited; when a role
+//      exits on its own, the others are stopped too (as foreman does).
+//
+// `npm run up -- --lab` first starts the lab DNS server (test/lab/dns-server.ts, when present) on
+// 127.0.0.1:5353 and points the roles at it: DNS_SERVERS=127.0.0.1:5353,
+// ALLOW_PRIVATE_TARGETS=127.0.0.0/8.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import readline from 'node:readline';
+import { createDatabase, ensureServices } from './services.ts';
+import { ConfigError, parseConfig, type Config } from '../src/config.ts';
+import { createDb } from '../src/db/database.ts';
+import { createKey, createWorkspace } from '../src/db/tenancy-repo.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const args = process.argv.slice(2);
+const lab = args.includes('--lab');
+const unknown = args.filter((a) => a !== '--lab');
+if (unknown.length > 0) {
+  process.stderr.write(`usage: npm run up [-- --lab]\n(unknown argument: ${unknown.join(' ')})\n`);
+  process.exit(64);
+}
+
+const SECRETS_FILE = path.join(root, '.data', 'secrets.env');
+const SECRET_NAMES = ['KEY_PEPPER', 'CURSOR_SECRET'] as const;
+const DEFAULT_DB_NAME = 'lss';
+const DEMO_SCOPE = 'lab.test';
+const LAB_DNS_PORT = 5353;
+
+const log = (msg: string): void => {
+  process.stderr.write(`[up] ${msg}\n`);
+};
+
+// ---------------------------------------------------------------------------
+// Procfile
+
+interface Role {
+  name: string;
+  command: string;
+  file: string;
+  args: string[];
+  /** The entry file a `node <script>` command runs; null for other commands. */
+  script: string | null;
+}
+
+async function readProcfile(): Promise<Role[]> {
+  const text = await fs.readFile(path.join(root, 'Procfile'), 'utf8');
+  const roles: Role[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([A-Za-z0-9_-]+):\s*(\S.*)$/.exec(line);
+    if (!m) throw new Error(`Procfile: cannot parse line ${JSON.stringify(raw)}`);
+    const command = m[2]!;
+    const [bin, ...rest] = command.split(/\s+/);
+    if (bin === 'node') {
+      // Run on this very Node (the project's Node 24), whatever `node` is on PATH.
+      const script = rest.find((a) => !a.startsWith('-')) ?? null;
+      roles.push({ name: m[1]!, command, file: process.execPath, args: rest, script });
+    } else {
+      roles.push({ name: m[1]!, command, file: '/bin/sh', args: ['-c', command], script: null });
+    }
+  }
+  return roles;
+}
+
+// ---------------------------------------------------------------------------
+// Secrets
+
+function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (m) out[m[1]!] = m[2]!.trim();
+  }
+  return out;
+}
+
+/** KEY_PEPPER / CURSOR_SECRET: the environment wins, else .data/secrets.env, created once. */
+async function loadSecrets(): Promise<Record<(typeof SECRET_NAMES)[number], string>> {
+  const fromEnv = Object.fromEntries(SECRET_NAMES.filter((n) => process.env[n]).map((n) => [n, process.env[n]!]));
+  const readStored = async () => parseEnvFile(await fs.readFile(SECRETS_FILE, 'utf8').catch(() => ''));
+  let stored = await readStored();
+  const missing = SECRET_NAMES.filter((n) => !fromEnv[n] && !stored[n]);
+  if (missing.length > 0) {
+    await fs.mkdir(path.dirname(SECRETS_FILE), { recursive: true });
+    const lines = missing.map((n) => `${n}=${randomBytes(48).toString('base64url')}\n`).join('');
+    if (!existsSync(SECRETS_FILE)) {
+      const header = '# Generated once by `npm run up`; keep it: API keys are hashed with KEY_PEPPER.\n';
+      try {
+        await fs.writeFile(SECRETS_FILE, header + lines, { flag: 'wx', mode: 0o600 });
+        log(`generated ${missing.join(', ')} into ${path.relative(root, SECRETS_FILE)} (mode 0600)`);
+      } catch (e) {
+        // Another `up` created it meanwhile: use what it wrote.
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+    } else {
+      await fs.appendFile(SECRETS_FILE, lines, { mode: 0o600 });
+      log(`added ${missing.join(', ')} to ${path.relative(root, SECRETS_FILE)}`);
+    }
+    stored = await readStored();
+  }
+  const st = await fs.stat(SECRETS_FILE).catch(() => null);
+  if (st && (st.mode & 0o077) !== 0) {
+    await fs.chmod(SECRETS_FILE, 0o600);
+    log(`${path.relative(root, SECRETS_FILE)} was readable by others; set it to mode 0600`);
+  }
+  const result = {} as Record<(typeof SECRET_NAMES)[number], string>;
+  for (const n of SECRET_NAMES) {
+    const v = fromEnv[n] ?? stored[n];
+    if (!v) throw new Error(`${n}: neither in the environment nor in ${SECRETS_FILE}`);
+    result[n] = v;
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+
+interface Running {
+  name: string;
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Map<string, Running>();
+let stopping: NodeJS.Signals | null = null;
+let unexpectedExit = false;
+let labelWidth = 8;
+
+function pipeLines(stream: NodeJS.ReadableStream | null, out: NodeJS.WriteStream, label: string): void {
+  if (!stream) return;
+  const rl = readline.createInterface({ input: stream, crlfDelay: Infinity });
+  rl.on('line', (line) => out.write(`${label.padEnd(labelWidth)} | ${line}\n`));
+}
+
+function start(name: string, file: string, argv: string[], env: NodeJS.ProcessEnv): Running {
+  const child = spawn(file, argv, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  pipeLines(child.stdout, process.stdout, name);
+  pipeLines(child.stderr, process.stderr, name);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('error', (err) => {
+      log(`${name}: could not start: ${err.message}`);
+      resolve({ code: 127, signal: null });
+    });
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const r: Running = { name, child, exited };
+  running.set(name, r);
+  void exited.then(({ code, signal }) => {
+    running.delete(name);
+    log(`${name} exited (${signal ? `signal ${signal}` : `code ${code}`})`);
+    const clean = code === 0 || (stopping !== null && signal === stopping);
+    if (!clean) unexpectedExit = true;
+    if (stopping === null && name !== 'release') {
+      log(`${name} stopped on its own; stopping the other roles`);
+      stopAll('SIGTERM');
+    }
+    if (stopping !== null && running.size === 0) finish();
+  });
+  return r;
+}
+
+let forceTimer: NodeJS.Timeout | undefined;
+/** How long roles get to drain after the signal before they are killed (SHUTDOWN_TIMEOUT_MS + 5 s). */
+let graceMs = 20_000;
+function stopAll(signal: NodeJS.Signals): void {
+  if (stopping !== null) {
+    // A second signal: stop waiting politely.
+    for (const r of running.values()) r.child.kill('SIGKILL');
+    return;
+  }
+  stopping = signal;
+  if (running.size === 0) {
+    finish();
+    return;
+  }
+  log(`stopping ${[...running.keys()].join(', ')} (${signal})`);
+  for (const r of running.values()) r.child.kill(signal);
+  forceTimer = setTimeout(() => {
+    for (const r of running.values()) {
+      log(`${r.name} did not stop within ${graceMs} ms; killing it`);
+      r.child.kill('SIGKILL');
+    }
+  }, graceMs);
+  forceTimer.unref();
+}
+
+function finish(): void {
+  clearTimeout(forceTimer);
+  process.exit(unexpectedExit ? 1 : 0);
+}
+
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => stopAll(sig));
+
+function checkStopping(): void {
+  // Between setup steps: a signal received while nothing runs ends the run here.
+  if (stopping !== null && running.size === 0) finish();
+}
+
+/** Waits for the first line of stdout of a child (its "ready" line), for at most `ms`. */
+function firstLine(r: Running, ms: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    // A plain listener beside pipeLines' reader (closing a second readline would pause the stream).
+    const stdout = r.child.stdout!;
+    let buf = '';
+    const onData = (chunk: Buffer) => {
+      buf += chunk.toString('utf8');
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) done(buf.slice(0, nl));
+    };
+    const done = (line: string | null) => {
+      clearTimeout(timer);
+      stdout.off('data', onData);
+      resolve(line);
+    };
+    const timer = setTimeout(() => done(null), ms);
+    stdout.on('data', onData);
+    void r.exited.then(() => done(null));
+  });
+}
+
+async function waitLive(port: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline && stopping === null) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/livez`, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Demo tenant
+
+async function createDemo(config: Config) {
+  const handle = createDb(config.DATABASE_URL, { connectionLimit: 2 });
+  try {
+    const ws = await createWorkspace(handle.db, {
+      name: `demo ${new Date().toISOString()}`,
+      active: true,
+      approveScopes: [DEMO_SCOPE],
+      acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
+    });
+    const key = await createKey(handle.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
+    return { ...ws, ...key };
+  } finally {
+    await handle.close();
+  }
+}
+
+function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, live: boolean): string {
+  const rule = '='.repeat(78);
+  const url = `http://127.0.0.1:${config.PORT}`;
+  return [
+    '',
+    rule,
+    `  LSS is ${live ? 'up' : 'starting (web did not answer /livez yet)'}: ${url}  (GET /livez, /readyz, /v2/openapi.json)`,
+    `  Demo workspace ${demo.workspaceId}: responsible use ${config.RESPONSIBLE_USE_VERSION} accepted,`,
+    `  active work permitted, approved target scope ${DEMO_SCOPE}. Key ${demo.keyId}, scopes ${demo.scopes.join(',')}.`,
+    '',
+    '  Demo API key (shown once; only its hash is stored):',
+    '',
+    `    ${demo.key}`,
+    '',
+    '  Try it:',
+    '',
+    `    curl -sS -X POST ${url}/v2/lookups/mac \\`,
+    `      -H 'Authorization: Bearer ${demo.key}' \\`,
+    `      -H 'Content-Type: application/json' \\`,
+    `      -H "Idempotency-Key: demo-$(date +%s%N)" \\`,
+    `      -d '{"value":"F4:F5:E8:12:34:56"}'`,
+    rule,
+    '',
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------
+
+function dbNameFrom(url: string | undefined): string | null {
+  if (!url) return null;
+  try {
+    const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+    return name || null;
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<void> {
+  const roles = await readProcfile();
+  labelWidth = Math.max(labelWidth, ...roles.map((r) => r.name.length), lab ? 'lab-dns'.length : 0);
+  const release = roles.find((r) => r.name === 'release');
+
+  const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
+  checkStopping();
+  const dbName = dbNameFrom(process.env.DATABASE_URL) ?? DEFAULT_DB_NAME;
+  const databaseUrl = await createDatabase(serverUrl, dbName, { ifNotExists: true });
+  log(`database ${dbName} on ${serverUrl} (created if it was missing); Redis ${redisUrl}`);
+  const secrets = await loadSecrets();
+  checkStopping();
+
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, ...secrets };
+
+  if (lab) {
+    const labScript = path.join(root, 'test', 'lab', 'dns-server.ts');
+    if (!existsSync(labScript)) {
+      log('--lab: test/lab/dns-server.ts does not exist yet; continuing without the lab DNS server');
+    } else {
+      const dns = start('lab-dns', process.execPath, [path.relative(root, labScript), '--port', String(LAB_DNS_PORT)], env);
+      const ready = await firstLine(dns, 10_000);
+      checkStopping();
+      if (!running.has('lab-dns')) throw new Error('the lab DNS server exited during start (is port 5353 taken?)');
+      if (ready === null) log('lab-dns: no ready line within 10 s; continuing');
+      env.DNS_SERVERS = `127.0.0.1:${LAB_DNS_PORT}`;
+      env.ALLOW_PRIVATE_TARGETS = '127.0.0.0/8';
+      log(`lab: DNS_SERVERS=${env.DNS_SERVERS} ALLOW_PRIVATE_TARGETS=${env.ALLOW_PRIVATE_TARGETS}`);
+    }
+  }
+
+  let config: Config;
+  try {
+    config = parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      unexpectedExit = true;
+      if (running.size === 0) process.exit(78);
+      stopAll('SIGTERM');
+      return;
+    }
+    throw err;
+  }
+  graceMs = config.SHUTDOWN_TIMEOUT_MS + 5000;
+
+  if (release) {
+    log(`release: ${release.command}`);
+    const r = start('release', release.file, release.args, env);
+    const { code, signal } = await r.exited;
+    checkStopping();
+    if (code !== 0) throw new Error(`release failed (${signal ? `signal ${signal}` : `exit ${code}`})`);
+  } else {
+    log('Procfile has no release role; not migrating');
+  }
+
+  const demo = await createDemo(config);
+  checkStopping();
+
+  for (const role of roles) {
+    if (role.name === 'release') continue;
+    if (role.script !== null && !existsSync(path.resolve(root, role.script))) {
+      log(`${role.name}: skipped, ${role.script} does not exist yet`);
+      continue;
+    }
+    const roleEnv = { ...env };
+    if (role.name !== 'web') delete roleEnv.METRICS_PORT;
+    log(`${role.name}: ${role.command}`);
+    start(role.name, role.file, role.args, roleEnv);
+  }
+  if (!running.has('web') && !roles.some((r) => r.name === 'web')) log('Procfile has no web role');
+
+  const live = await waitLive(config.PORT, 20_000);
+  if (stopping !== null) return;
+  process.stdout.write(banner(config, demo, live));
+  log('running; Ctrl-C (SIGINT) or SIGTERM stops every role');
+}
+
+try {
+  await main();
+} catch (err) {
+  log(err instanceof Error ? err.message : String(err));
+  unexpectedExit = true;
+  if (running.size === 0) process.exit(1);
+  stopAll('SIGTERM');
+}

@@ -1,0 +1,318 @@
+// `npm run bench` = `node test/bench/admission.ts`: what the full admission chain costs, measured
+// against a bare Express 5 route in the same run (DESIGN.md "Measured, not assumed").
+//
+// Scenarios, each 2 s warm-up then 8 s measured, 50 connections, POST /v2/lookups/mac:
+//   (a) bare Express 5: express.json() and one POST route answering a small JSON;
+//   (b) the full chain (createApp over createDeps: request id, metrics, auth, scopes, GCRA rate
+//       limits in Redis, idempotency claim/complete in MySQL, the MAC product) with a unique
+//       Idempotency-Key per request; the tenant's limits are raised so nothing is refused;
+//   (c) the same with 100 Idempotency-Keys used once beforehand: every request is a replay.
+// Both servers run in this one Node process (no cluster) on loopback, so the ratio compares code
+// paths, not process counts. The load generator (autocannon) runs in a separate process (this file
+// with --client) so it does not share the servers' event loop; every scenario sends the same
+// headers and body and sets a per-request Idempotency-Key the same way.
+//
+// Like ops/test.ts it makes MySQL and Redis available, uses a throwaway database
+// lss_bench_<time>_<hex> and Redis prefix lssbench:<same>:, and removes both at the end.
+// Targets are reported PASS/MISS; a MISS does not fail the process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+const CONNECTIONS = 50;
+const WARMUP_S = 2;
+const DURATION_S = 8;
+const REPLAY_KEYS = 100;
+const MAC_PATH = '/v2/lookups/mac';
+const BODY = JSON.stringify({ value: 'F4:F5:E8:12:34:56' });
+const TARGET_RATIO = 0.4;
+const TARGET_P99_MS = 20;
+
+interface ClientJob {
+  url: string;
+  key: string;
+  /** unique: a fresh Idempotency-Key per request; replay: cycle through `replayKeys`. */
+  idempotency: 'unique' | 'replay';
+  replayKeys: string[];
+  warmupS: number;
+  durationS: number;
+}
+
+interface Measured {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+// ---------------------------------------------------------------------------
+// Load generator (child process)
+
+async function runClient(job: ClientJob): Promise<Measured> {
+  const run = async (durationS: number) => {
+    let n = 0;
+    const tag = randomBytes(4).toString('hex');
+    const result = await autocannon({
+      url: job.url,
+      connections: CONNECTIONS,
+      duration: durationS,
+      requests: [{
+        method: 'POST',
+        path: MAC_PATH,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
+        body: BODY,
+        setupRequest: (req) => {
+          const i = n++;
+          const key = job.idempotency === 'unique' ? `bench-${tag}-${i}` : job.replayKeys[i % job.replayKeys.length]!;
+          req.headers = { ...req.headers, 'idempotency-key': key };
+          return req;
+        },
+      }],
+    });
+    return result;
+  };
+  if (job.warmupS > 0) await run(job.warmupS);
+  const r = await run(job.durationS);
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+  };
+}
+
+if (process.argv[2] === '--client') {
+  const job = JSON.parse(process.argv[3]!) as ClientJob;
+  const measured = await runClient(job);
+  process.stdout.write(`${JSON.stringify(measured)}\n`);
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------------------
+// Bench (servers in this process)
+
+const root = path.resolve(import.meta.dirname, '../..');
+const log = (msg: string): void => {
+  process.stderr.write(`[bench] ${msg}\n`);
+};
+
+let client: ChildProcess | null = null;
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    log(`${sig}: stopping and cleaning up`);
+    client?.kill('SIGTERM');
+  });
+}
+
+function measure(job: ClientJob): Promise<Measured> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [path.join(root, 'test/bench/admission.ts'), '--client', JSON.stringify(job)], {
+      cwd: root, stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    client = c;
+    let out = '';
+    c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    c.on('error', reject);
+    c.on('close', (code) => {
+      client = null;
+      if (interrupted) return reject(new Error('interrupted'));
+      const last = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !last) return reject(new Error(`load generator failed (exit ${code}): ${out}`));
+      resolve(JSON.parse(last) as Measured);
+    });
+  });
+}
+
+function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  });
+}
+
+async function post(url: string, key: string, idempotencyKey: string): Promise<Response> {
+  return fetch(`${url}${MAC_PATH}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey },
+    body: BODY,
+  });
+}
+
+async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
+  const { Redis } = await import('ioredis');
+  const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  r.on('error', () => {});
+  let deleted = 0;
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) deleted += await r.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+  return deleted;
+}
+
+function timestamp(d: Date): string {
+  return d.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+const fmt = (n: number, digits = 2) => n.toFixed(digits);
+
+async function main(): Promise<void> {
+  const { createDatabase, dropDatabase, ensureServices } = await import('../../ops/services.ts');
+  const { migrate } = await import('../../src/db/migrations.ts');
+  const { parseConfig } = await import('../../src/config.ts');
+  const { createDeps } = await import('../../src/bootstrap.ts');
+  const { createApp } = await import('../../src/app.ts');
+  const { createKey, createWorkspace, setLimits } = await import('../../src/db/tenancy-repo.ts');
+  const { default: express } = await import('express');
+  const { pino } = await import('pino');
+
+  const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
+  const suffix = `${timestamp(new Date())}_${randomBytes(3).toString('hex')}`;
+  const dbName = `lss_bench_${suffix}`;
+  const keyPrefix = `lssbench:${suffix}:`;
+  const servers: http.Server[] = [];
+  let closeDeps: (() => Promise<void>) | null = null;
+  try {
+    const databaseUrl = await createDatabase(serverUrl, dbName);
+    log(`database ${dbName}; Redis ${redisUrl} prefix ${keyPrefix}`);
+    await migrate(databaseUrl);
+
+    const config = parseConfig({
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: keyPrefix,
+      KEY_PEPPER: randomBytes(32).toString('base64url'),
+      CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      LOG_LEVEL: 'silent',
+    });
+    const deps = await createDeps(config, pino({ level: 'silent' }));
+    closeDeps = () => deps.close();
+
+    // (a) bare Express 5
+    const bareApp = express();
+    bareApp.use(express.json({ limit: '64kb' }));
+    bareApp.post(MAC_PATH, (req, res) => {
+      res.json({ ok: true, value: (req.body as { value?: unknown }).value ?? null });
+    });
+    const bare = await listen(bareApp);
+    servers.push(bare.server);
+
+    // (b), (c) the full chain
+    const full = await listen(createApp(deps));
+    servers.push(full.server);
+
+    const ws = await createWorkspace(deps.db, { name: 'bench' });
+    const { key } = await createKey(deps.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
+    await setLimits(deps.db, ws.workspaceId, undefined, {
+      app: { perMinute: 10_000_000, burst: 1_000_000 },
+      products: { 'lookup.mac.v1': { perMinute: 10_000_000, perHour: 600_000_000 } },
+    });
+
+    // Sanity: every scenario answers 200 before it is measured.
+    const b0 = await post(bare.url, key, 'sanity');
+    if (b0.status !== 200) throw new Error(`bare Express answered ${b0.status}`);
+    const f0 = await post(full.url, key, `sanity-${randomBytes(4).toString('hex')}`);
+    if (f0.status !== 200) throw new Error(`full chain answered ${f0.status}: ${await f0.text()}`);
+    const replayKeys = Array.from({ length: REPLAY_KEYS }, (_, i) => `replay-${suffix}-${i}`);
+    for (const k of replayKeys) {
+      const r = await post(full.url, key, k);
+      if (r.status !== 200) throw new Error(`priming ${k} answered ${r.status}: ${await r.text()}`);
+    }
+    const replayed = await post(full.url, key, replayKeys[0]!);
+    if (replayed.status !== 200 || replayed.headers.get('idempotent-replayed') !== 'true') {
+      throw new Error(`a used key did not replay (status ${replayed.status}, Idempotent-Replayed ${replayed.headers.get('idempotent-replayed')})`);
+    }
+
+    const job = (url: string, idempotency: ClientJob['idempotency']): ClientJob =>
+      ({ url, key, idempotency, replayKeys, warmupS: WARMUP_S, durationS: DURATION_S });
+    log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
+    const a = await measure(job(bare.url, 'unique'));
+    log(`(b) full chain, unique Idempotency-Key: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
+    const b = await measure(job(full.url, 'unique'));
+    log(`(c) full chain, replays of ${REPLAY_KEYS} keys: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
+    const c = await measure(job(full.url, 'replay'));
+
+    report([
+      ['(a) bare Express 5', a],
+      ['(b) full chain, unique key', b],
+      ['(c) full chain, replay', c],
+    ], config.AUTH_CACHE_TTL_MS);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((r) => {
+      s.close(() => r());
+      s.closeAllConnections();
+    })));
+    await closeDeps?.().catch(() => {});
+    await dropDatabase(serverUrl, dbName).then(
+      () => log(`dropped database ${dbName}`),
+      (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
+    );
+    await deleteRedisKeys(redisUrl, keyPrefix).then(
+      (n) => log(`deleted ${n} Redis key(s) with prefix ${keyPrefix}`),
+      (e: Error) => log(`warning: could not delete Redis keys ${keyPrefix}*: ${e.message}`),
+    );
+  }
+}
+
+function report(rows: Array<[string, Measured]>, authCacheTtlMs: number): void {
+  const a = rows[0]![1];
+  const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'errors'];
+  const body = rows.map(([name, m]) => [name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const out: string[] = [];
+  out.push('');
+  out.push(`Admission benchmark: POST ${MAC_PATH}, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
+  out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`);
+  out.push('Servers: in this one Node process, no cluster, loopback (a fair code-path comparison);');
+  out.push(`load generator: autocannon in a separate process. Auth cache TTL ${authCacheTtlMs} ms (the default).`);
+  out.push('');
+  out.push(line(head));
+  out.push(line(widths.map((w) => '-'.repeat(w))));
+  for (const r of body) out.push(line(r));
+  out.push('');
+  const check = (label: string, ok: boolean, detail: string) => out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
+  for (const [name, m] of rows.slice(1)) {
+    const ratio = m.rps / a.rps;
+    out.push(`ratio ${name.slice(0, 3)}/(a) = ${fmt(ratio)}`);
+  }
+  out.push('');
+  for (const [name, m] of rows.slice(1)) {
+    const ratio = m.rps / a.rps;
+    check(`${name}: full path >= ${TARGET_RATIO * 100}% of bare Express`, ratio >= TARGET_RATIO, `${fmt(ratio * 100, 1)}%`);
+    check(`${name}: p99 <= ${TARGET_P99_MS} ms`, m.p99 <= TARGET_P99_MS, `${fmt(m.p99)} ms`);
+    if (m.non2xx > 0 || m.errors + m.timeouts > 0) out.push(`      (${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts)`);
+  }
+  out.push('');
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+try {
+  await main();
+  process.exit(interrupted ? 130 : 0);
+} catch (e) {
+  log(e instanceof Error ? e.message : String(e));
+  process.exit(interrupted ? 130 : 1);
+}

@@ -1,0 +1,180 @@
+// parseConfig: every problem in one ConfigError, the documented defaults, list parsing; and the
+// entry point's behaviour on a bad environment (exit 78, every problem on stderr).
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+const valid = {
+  DATABASE_URL: 'mysql://root@127.0.0.1:3306/lss',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  KEY_PEPPER: 'p'.repeat(32),
+  CURSOR_SECRET: 'c'.repeat(32),
+};
+
+function problemsOf(env: NodeJS.ProcessEnv): string[] {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('parseConfig accepted the environment');
+}
+
+/** The variable (first path segment) each problem names. */
+const variablesOf = (problems: string[]) => [...new Set(problems.map((p) => p.split(/[.:]/)[0]))].sort();
+
+describe('parseConfig', () => {
+  it('reports every problem at once, each naming its variable', () => {
+    const problems = problemsOf({
+      REDIS_URL: valid.REDIS_URL,
+      CURSOR_SECRET: valid.CURSOR_SECRET,
+      // DATABASE_URL missing
+      KEY_PEPPER: 'too-short',
+      DNS_SERVERS: '1.1.1.1, not-an-ip:53',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,10.0.0.0/33',
+    });
+    expect(variablesOf(problems)).toEqual(['ALLOW_PRIVATE_TARGETS', 'DATABASE_URL', 'DNS_SERVERS', 'KEY_PEPPER']);
+    expect(problems).toHaveLength(4);
+    expect(problems.find((p) => p.startsWith('KEY_PEPPER:'))).toMatch(/at least 32/);
+    // List problems point at the bad entry, not at the whole list.
+    expect(problems).toContainEqual(expect.stringMatching(/^DNS_SERVERS\.1: must be ip or ip:port/));
+    expect(problems).toContainEqual(expect.stringMatching(/^ALLOW_PRIVATE_TARGETS\.1: must be a CIDR/));
+  });
+
+  it('puts every problem in the error message, one per line', () => {
+    try {
+      parseConfig({});
+      expect.unreachable();
+    } catch (err) {
+      const e = err as ConfigError;
+      expect(variablesOf(e.problems)).toEqual(['CURSOR_SECRET', 'DATABASE_URL', 'KEY_PEPPER', 'REDIS_URL']);
+      for (const p of e.problems) expect(e.message).toContain(`  - ${p}`);
+    }
+  });
+
+  it('rejects wrong URL schemes, enums, numbers out of range and bad booleans', () => {
+    const problems = problemsOf({
+      ...valid,
+      DATABASE_URL: 'postgres://x/y',
+      REDIS_URL: 'http://127.0.0.1:6379',
+      LOG_LEVEL: 'verbose',
+      PORT: '70000',
+      WEB_CONCURRENCY: '0',
+      DNS_TIMEOUT_MS: 'soon',
+      TRUST_PROXY: 'maybe',
+      RDAP_BASE_URL: 'not a url',
+    });
+    expect(variablesOf(problems)).toEqual([
+      'DATABASE_URL', 'DNS_TIMEOUT_MS', 'LOG_LEVEL', 'PORT', 'RDAP_BASE_URL', 'REDIS_URL', 'TRUST_PROXY', 'WEB_CONCURRENCY',
+    ]);
+  });
+
+  it('fills in the documented defaults', () => {
+    const c = parseConfig(valid);
+    expect(c).toMatchObject({
+      NODE_ENV: 'development',
+      REDIS_KEY_PREFIX: '',
+      PORT: 8080,
+      WEB_CONCURRENCY: Math.min(os.availableParallelism(), 4),
+      LOG_LEVEL: 'info',
+      DNS_TIMEOUT_MS: 2000,
+      ALLOW_PRIVATE_TARGETS: [],
+      RESPONSIBLE_USE_VERSION: '2026-01',
+      AUTH_CACHE_TTL_MS: 5000,
+      IDEMPOTENCY_TTL_HOURS: 24,
+      IDEMPOTENCY_LOCK_MS: 60_000,
+      JOB_RETENTION_DAYS: 30,
+      CANCEL_GRACE_MS: 30_000,
+      SHUTDOWN_TIMEOUT_MS: 15_000,
+      TRUST_PROXY: false,
+    });
+    // Unset optional values stay unset (DNS: the system resolvers; metrics: the role's default).
+    expect(c.DNS_SERVERS).toBeUndefined();
+    expect(c.METRICS_PORT).toBeUndefined();
+    expect(c.OUI_EXTRA_CSV_DIR).toBeUndefined();
+    expect(c.IP_CONTEXT_DB).toBeUndefined();
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('coerces numbers and booleans', () => {
+    const c = parseConfig({ ...valid, PORT: '9000', WEB_CONCURRENCY: '3', METRICS_PORT: '9999', TRUST_PROXY: 'yes' });
+    expect(c.PORT).toBe(9000);
+    expect(c.WEB_CONCURRENCY).toBe(3);
+    expect(c.METRICS_PORT).toBe(9999);
+    expect(c.TRUST_PROXY).toBe(true);
+    expect(parseConfig({ ...valid, TRUST_PROXY: '0' }).TRUST_PROXY).toBe(false);
+  });
+
+  it('parses comma lists, trimming blanks and dropping empty entries', () => {
+    const c = parseConfig({
+      ...valid,
+      DNS_SERVERS: ' 127.0.0.1:5353, 1.1.1.1 ,,[::1]:53,2001:db8::1 ',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8, 10.0.0.0/8,fd00::/8,',
+    });
+    expect(c.DNS_SERVERS).toEqual(['127.0.0.1:5353', '1.1.1.1', '[::1]:53', '2001:db8::1']);
+    expect(c.ALLOW_PRIVATE_TARGETS).toEqual(['127.0.0.0/8', '10.0.0.0/8', 'fd00::/8']);
+    expect(parseConfig({ ...valid, ALLOW_PRIVATE_TARGETS: '' }).ALLOW_PRIVATE_TARGETS).toEqual([]);
+  });
+
+  it('rejects DNS server ports above 65535 and CIDR prefixes beyond the address size', () => {
+    const problems = problemsOf({ ...valid, DNS_SERVERS: '1.1.1.1:65536', ALLOW_PRIVATE_TARGETS: '::/129' });
+    expect(variablesOf(problems)).toEqual(['ALLOW_PRIVATE_TARGETS', 'DNS_SERVERS']);
+  });
+});
+
+/** Runs src/server.ts on this very node with exactly `env`; it must exit on its own. */
+async function runServer(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['src/server.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+// These run the real entry point on plain Node: vitest's CommonJS interop can hide module-format
+// mistakes (e.g. a namespace import of a CommonJS package) that only the real process shows.
+describe('src/server.ts with a bad environment', () => {
+  it('reports only the real problem when the list variables are valid', async () => {
+    const { code, stderr } = await runServer({
+      PATH: process.env.PATH,
+      REDIS_URL: valid.REDIS_URL,
+      KEY_PEPPER: valid.KEY_PEPPER,
+      CURSOR_SECRET: valid.CURSOR_SECRET,
+      DNS_SERVERS: '127.0.0.1:5353,[::1]:53,9.9.9.9',
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,10.0.0.0/8',
+      METRICS_PORT: '0',
+    });
+    expect({ code, stderr }).toMatchObject({ code: 78 });
+    expect(stderr.trim().split('\n')).toEqual(['invalid configuration:', expect.stringMatching(/^ {2}- DATABASE_URL: /)]);
+  });
+
+  it('exits 78 (EX_CONFIG) and prints every problem on stderr', async () => {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      // DATABASE_URL missing
+      REDIS_URL: valid.REDIS_URL,
+      KEY_PEPPER: 'short',
+      CURSOR_SECRET: valid.CURSOR_SECRET,
+      DNS_SERVERS: '1.1.1.1,bogus',
+      ALLOW_PRIVATE_TARGETS: '300.0.0.0/8',
+      METRICS_PORT: '0',
+    };
+    const { code, stdout, stderr } = await runServer(env);
+    expect({ code, stderr }).toMatchObject({ code: 78 });
+    expect(stderr).toMatch(/invalid configuration/);
+    expect(stderr).toMatch(/^ {2}- DATABASE_URL: /m);
+    expect(stderr).toMatch(/^ {2}- KEY_PEPPER: .*at least 32/m);
+    expect(stderr).toMatch(/^ {2}- DNS_SERVERS\.1: /m);
+    expect(stderr).toMatch(/^ {2}- ALLOW_PRIVATE_TARGETS\.0: /m);
+    expect(stdout).toBe('');
+  });
+});
