@@ -38,7 +38,9 @@ export const configSchema = z.object({
     .describe('Express worker processes in the web cluster'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   KEY_PEPPER: z.string().min(32, 'must be at least 32 characters of secret').describe('HMAC pepper for API key hashes'),
-  CURSOR_SECRET: z.string().min(32, 'must be at least 32 characters of secret').describe('HMAC key for page cursors'),
+  CURSOR_SECRET: z.string().min(32, 'must be at least 32 characters of secret').describe('Key material for page cursors and evidence refs'),
+  CURSOR_SECRET_PREVIOUS: z.string().min(32, 'must be at least 32 characters of secret').optional()
+    .describe('The previous CURSOR_SECRET during a rotation: cursors it sealed stay valid until they expire'),
   DNS_SERVERS: list(hostPort).optional().describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
   DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
   ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),

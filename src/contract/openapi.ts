@@ -5,6 +5,7 @@ import { errorRegistry, type ErrorCode } from './errors.ts';
 import { envelopeSchema } from './envelope.ts';
 import { errorEnvelopeSchema, productListSchema } from './schemas.ts';
 import { cancelRequestSchema, jobStatusSchema } from './job-schemas.ts';
+import { jobPagePaths, jobPageSchemas } from './page-schemas.ts';
 import type { ProductDefinition } from '../products/types.ts';
 
 type Json = Record<string, unknown>;
@@ -123,6 +124,8 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   paths['/v2/openapi.json'] = {
     get: { operationId: 'openapi', summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
   };
+  Object.assign(paths, jobPagePaths(errorResponses));
+  Object.assign(schemas, jobPageSchemas());
   return {
     openapi: '3.1.0',
     info: { title: 'LSS Public Lookup and Scan Service', version: '2.0.0', description: 'Public API v2. Error codes: see components.schemas.ErrorEnvelope and x-error-registry.' },
