@@ -1,0 +1,150 @@
+// Which IP addresses outbound checks may connect to. Everything that is not globally reachable
+// unicast is refused — loopback, private, link-local (with the cloud metadata endpoints), CGNAT,
+// unspecified, multicast, documentation and other reserved blocks, and the IPv4-mapped / NAT64
+// forms of those — unless an operator CIDR (ALLOW_PRIVATE_TARGETS) explicitly allows it.
+//
+// The table is explicit rather than ipaddr.js's range() names so a reviewer can audit it against
+// the IANA special-purpose registries line by line. IPv6 is allow-listed: only 2000::/3 (global
+// unicast) minus the reserved blocks inside it is public.
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+export type RefusedRange =
+  | 'unspecified' | 'loopback' | 'private' | 'link_local' | 'metadata' | 'cgnat' | 'multicast'
+  | 'documentation' | 'reserved' | 'invalid';
+
+type Addr = ipaddr.IPv4 | ipaddr.IPv6;
+type Block = { net: Addr; bits: number; range: Exclude<RefusedRange, 'invalid'> };
+
+function blocks(rows: Array<[string, Block['range']]>): Block[] {
+  return rows.map(([cidr, range]) => {
+    const [net, bits] = ipaddr.parseCIDR(cidr);
+    return { net, bits, range };
+  });
+}
+
+// First match wins: specific entries (metadata) come before the block that contains them.
+const V4_REFUSED = blocks([
+  ['0.0.0.0/8', 'unspecified'], // "this network" (RFC 791); 0.0.0.0 reaches the local host on Linux
+  ['10.0.0.0/8', 'private'],
+  ['100.100.100.200/32', 'metadata'], // Alibaba Cloud metadata (inside CGNAT)
+  ['100.64.0.0/10', 'cgnat'], // RFC 6598 shared address space
+  ['127.0.0.0/8', 'loopback'],
+  ['169.254.169.254/32', 'metadata'], // AWS, GCP, Azure, OpenStack… instance metadata
+  ['169.254.0.0/16', 'link_local'],
+  ['172.16.0.0/12', 'private'],
+  ['192.0.0.0/24', 'reserved'], // IETF protocol assignments
+  ['192.0.2.0/24', 'documentation'],
+  ['192.88.99.0/24', 'reserved'], // deprecated 6to4 relay anycast
+  ['192.168.0.0/16', 'private'],
+  ['198.18.0.0/15', 'reserved'], // benchmarking
+  ['198.51.100.0/24', 'documentation'],
+  ['203.0.113.0/24', 'documentation'],
+  ['168.63.129.16/32', 'metadata'], // Azure WireServer: public-looking, reachable only from inside Azure
+  ['224.0.0.0/4', 'multicast'],
+  ['240.0.0.0/4', 'reserved'], // includes 255.255.255.255
+]);
+
+const V6_REFUSED = blocks([
+  ['::/128', 'unspecified'],
+  ['::1/128', 'loopback'],
+  ['::/96', 'reserved'], // deprecated IPv4-compatible addresses
+  ['64:ff9b:1::/48', 'private'], // local-use NAT64 (RFC 8215)
+  ['100::/64', 'reserved'], // discard-only
+  ['2001::/23', 'reserved'], // IETF protocol assignments: Teredo, benchmarking, ORCHID…
+  ['2001:db8::/32', 'documentation'],
+  ['2002::/16', 'reserved'], // 6to4 embeds an arbitrary IPv4 address: refused as a whole
+  ['3fff::/20', 'documentation'], // RFC 9637
+  ['5f00::/16', 'reserved'], // SRv6 SIDs
+  ['fd00:ec2::254/128', 'metadata'], // AWS IMDS over IPv6
+  ['fc00::/7', 'private'], // unique local
+  ['fe80::/10', 'link_local'],
+  ['fec0::/10', 'reserved'], // deprecated site-local
+  ['ff00::/8', 'multicast'],
+]);
+
+const [GLOBAL_UNICAST, GLOBAL_UNICAST_BITS] = ipaddr.parseCIDR('2000::/3');
+const [NAT64, NAT64_BITS] = ipaddr.parseCIDR('64:ff9b::/96');
+
+/** Strict parse: only the canonical textual forms (no "127.1", no "0x7f.0.0.1"); zone ids allowed. */
+export function parseAddress(ip: string): Addr | null {
+  const bare = ip.trim().replace(/^\[(.*)\]$/, '$1');
+  if (isIP(bare.replace(/%.*$/, '')) === 0) return null;
+  try {
+    return ipaddr.parse(bare);
+  } catch {
+    return null;
+  }
+}
+
+/** The IPv4 address an IPv6 address stands for (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d). */
+function embeddedV4(a: ipaddr.IPv6): ipaddr.IPv4 | null {
+  if (a.isIPv4MappedAddress()) return a.toIPv4Address();
+  if (a.match(NAT64, NAT64_BITS)) {
+    const b = a.toByteArray();
+    return new ipaddr.IPv4(b.slice(12));
+  }
+  return null;
+}
+
+function matchTable(a: Addr, table: Block[]): Block['range'] | null {
+  for (const b of table) if (a.kind() === b.net.kind() && a.match(b.net, b.bits)) return b.range;
+  return null;
+}
+
+/** 'public' for a globally reachable unicast address, else the refused range it belongs to. */
+export function classifyAddress(ip: string): 'public' | RefusedRange {
+  const a = parseAddress(ip);
+  if (!a) return 'invalid';
+  if (a.kind() === 'ipv4') return matchTable(a, V4_REFUSED) ?? 'public';
+  // ipaddr.js reads any "::a.b.c.d" as IPv4-mapped; only ::ffff: and NAT64 prefixes really are.
+  if (/\d\.\d+$/.test(ip) && !/^\[?(::ffff:|(0{1,4}:){5}ffff:|64:ff9b::)/i.test(ip.trim())) return 'reserved';
+  const v6 = a as ipaddr.IPv6;
+  const v4 = embeddedV4(v6);
+  if (v4) return matchTable(v4, V4_REFUSED) ?? 'public';
+  const hit = matchTable(v6, V6_REFUSED);
+  if (hit) return hit;
+  return v6.match(GLOBAL_UNICAST, GLOBAL_UNICAST_BITS) ? 'public' : 'reserved';
+}
+
+const cidrCache = new Map<string, [Addr, number] | null>();
+function parseCidr(cidr: string): [Addr, number] | null {
+  let hit = cidrCache.get(cidr);
+  if (hit === undefined) {
+    try {
+      hit = ipaddr.parseCIDR(cidr.trim());
+    } catch {
+      hit = null; // config validation rejects bad CIDRs; one that slips through allows nothing
+    }
+    if (cidrCache.size < 1024) cidrCache.set(cidr, hit);
+  }
+  return hit;
+}
+
+/** True when `ip` lies in one of the CIDRs (an IPv4-mapped/NAT64 address also matches IPv4 CIDRs). */
+export function inAllowList(ip: string, allow: readonly string[]): boolean {
+  const a = parseAddress(ip);
+  if (!a || allow.length === 0) return false;
+  const forms: Addr[] = [a];
+  if (a.kind() === 'ipv6') {
+    const v4 = embeddedV4(a as ipaddr.IPv6);
+    if (v4) forms.push(v4);
+  }
+  for (const cidr of allow) {
+    const c = parseCidr(cidr);
+    if (!c) continue;
+    for (const f of forms) if (f.kind() === c[0].kind() && f.match(c[0], c[1])) return true;
+  }
+  return false;
+}
+
+/**
+ * May an outbound check connect to `ip`? Public unicast: yes. Anything else only when it lies in
+ * one of `allow` (ALLOW_PRIVATE_TARGETS). An unparseable address is never allowed.
+ */
+export function isAllowedTarget(ip: string, allow: readonly string[]): boolean {
+  const range = classifyAddress(ip);
+  if (range === 'public') return true;
+  if (range === 'invalid') return false;
+  return inAllowList(ip, allow);
+}

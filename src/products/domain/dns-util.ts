@@ -1,0 +1,60 @@
+// Shared by the domain checks: what a resolver reply proves, and how a check that got no usable
+// reply reports itself (lane status, reason, limitation) instead of reporting absence.
+import ipaddr from 'ipaddr.js';
+import type { QueryResult, Resolver } from '../../dns/types.ts';
+import type { CheckOutput, LaneStatus, Limitation, ObjectOut, ProductRuntime, SourceRef } from '../types.ts';
+
+export const DNS_SOURCE: SourceRef = { source: 'dns_resolver' };
+
+export function resolverOf(runtime: ProductRuntime): Resolver | undefined {
+  return runtime.services.resolver as Resolver | undefined;
+}
+
+/** A reply that says something about the name: records, no records of the type, or no such name. */
+export function known(r: QueryResult): boolean {
+  return r.outcome === 'answer' || r.outcome === 'nodata' || r.outcome === 'nxdomain';
+}
+
+/** Lane status and reason when none of `results` is known. */
+export function failureOf(results: QueryResult[]): { status: Extract<LaneStatus, 'timeout' | 'unavailable'>; reason: string } {
+  if (results.every((r) => r.outcome === 'timeout')) return { status: 'timeout', reason: 'dns_timeout' };
+  if (results.some((r) => r.outcome === 'servfail')) return { status: 'unavailable', reason: 'dns_servfail' };
+  if (results.some((r) => r.outcome === 'refused')) return { status: 'unavailable', reason: 'dns_refused' };
+  return { status: 'unavailable', reason: 'dns_error' };
+}
+
+/** "SERVFAIL", "no reply before the deadline"… for limitation messages. */
+export function outcomeText(r: QueryResult): string {
+  if (r.outcome === 'timeout') return 'no reply before the deadline';
+  if (r.outcome === 'error') return 'no usable reply';
+  return r.rcode ?? r.outcome;
+}
+
+export function queryStatus(r: QueryResult): { outcome: QueryResult['outcome']; rcode: string | null } {
+  return { outcome: r.outcome, rcode: r.rcode };
+}
+
+export function hostName(v: unknown): string {
+  return String(v).toLowerCase().replace(/\.$/, '');
+}
+
+/** Canonical text of an address (RFC 5952 for IPv6); null for anything that is not one. */
+export function canonicalIp(v: unknown): string | null {
+  try {
+    const a = ipaddr.parse(String(v));
+    return a.kind() === 'ipv6' ? (a as ipaddr.IPv6).toRFC5952String() : a.toString();
+  } catch {
+    return null;
+  }
+}
+
+export function ipObject(address: string, distance: number): ObjectOut {
+  return { type: 'ip_address', key: address, distance, projection: { address, version: address.includes(':') ? 6 : 4 } };
+}
+
+/** A check that could not run or got nothing usable: its status, no objects beyond `objects`. */
+export function notRun(
+  status: LaneStatus, reason: string, limitations: Limitation[], sources: SourceRef[], projection: Record<string, unknown> = {}, objects: ObjectOut[] = [],
+): CheckOutput {
+  return { status, reason, projection, objects, relations: [], findings: [], limitations, sources };
+}

@@ -1,0 +1,103 @@
+// RDAP domain lookups (RFC 9082 query, RFC 9083 reply) through the outbound guard. The server is
+// RDAP_BASE_URL when set (every TLD; how the lab is used), else the RFC 9224 bootstrap entry for
+// the name. Only a 404 from the RDAP server means "not registered"; every other failure is
+// `unavailable` or `timeout`, never absence. The server's URL never appears in what is returned.
+import type { Config } from '../config.ts';
+import { guardedFetch, OutboundFetchError, OutboundRefusedError, type HostResolver } from '../net/outbound-guard.ts';
+import { activeBootstrap, findRdapService } from './bootstrap.ts';
+import { parseDomainResponse, type RdapDomainData } from './domain-response.ts';
+
+export type { RdapDomainData } from './domain-response.ts';
+
+export type RdapUnavailableReason =
+  | 'rdap_not_configured' // neither RDAP_BASE_URL nor a usable bootstrap file
+  | 'rdap_no_service_for_tld' // the bootstrap file lists no server for the name's TLD
+  | 'rdap_unreachable' // network failure, or the server answered with an error status
+  | 'rdap_invalid_response' // 200 with a body that is not a domain object for the name
+  | 'target_not_allowed'; // the server's address is private/reserved and not in ALLOW_PRIVATE_TARGETS
+
+/** How the server was chosen; for `sources`, never the URL itself. */
+export interface RdapServiceInfo {
+  via: 'base_url' | 'bootstrap_snapshot' | 'bootstrap_remote';
+  bootstrapPublication?: string;
+}
+
+export type RdapLookup =
+  | { status: 'completed'; notFound?: false; data: RdapDomainData; service: RdapServiceInfo }
+  | { status: 'completed'; notFound: true; service: RdapServiceInfo }
+  | { status: 'unavailable'; reason: RdapUnavailableReason }
+  | { status: 'timeout' };
+
+export interface RdapLookupOptions {
+  config: Pick<Config, 'RDAP_BASE_URL' | 'RDAP_BOOTSTRAP_URL' | 'ALLOW_PRIVATE_TARGETS'>;
+  signal?: AbortSignal;
+  /** Budget of the domain query (redirects included). */
+  timeoutMs?: number;
+  resolver?: HostResolver;
+}
+
+function withSlash(base: string): string {
+  return base.endsWith('/') ? base : `${base}/`;
+}
+
+async function serviceFor(name: string, opts: RdapLookupOptions): Promise<{ baseUrl: string; info: RdapServiceInfo } | RdapUnavailableReason> {
+  if (opts.config.RDAP_BASE_URL) return { baseUrl: opts.config.RDAP_BASE_URL, info: { via: 'base_url' } };
+  const active = await activeBootstrap(opts.config, { allow: opts.config.ALLOW_PRIVATE_TARGETS, resolver: opts.resolver });
+  if (!active) return 'rdap_not_configured';
+  const hit = findRdapService(active.bootstrap, name);
+  if (!hit) return 'rdap_no_service_for_tld';
+  return {
+    baseUrl: hit.baseUrl,
+    info: { via: active.origin === 'remote' ? 'bootstrap_remote' : 'bootstrap_snapshot', bootstrapPublication: active.bootstrap.publication },
+  };
+}
+
+/**
+ * Registration data of `name` (a registrable domain, A-labels). Throws only when the caller's
+ * signal aborts; every other outcome is a value.
+ */
+export async function lookupDomain(name: string, opts: RdapLookupOptions): Promise<RdapLookup> {
+  const ldh = name.toLowerCase().replace(/\.$/, '');
+  const service = await serviceFor(ldh, opts);
+  opts.signal?.throwIfAborted();
+  if (typeof service === 'string') return { status: 'unavailable', reason: service };
+
+  let url: URL;
+  try {
+    url = new URL(`domain/${encodeURIComponent(ldh)}`, withSlash(service.baseUrl));
+  } catch {
+    return { status: 'unavailable', reason: 'rdap_not_configured' };
+  }
+  let res;
+  try {
+    res = await guardedFetch(url, {
+      allow: opts.config.ALLOW_PRIVATE_TARGETS,
+      resolver: opts.resolver,
+      timeoutMs: opts.timeoutMs ?? 15_000,
+      signal: opts.signal,
+      headers: { accept: 'application/rdap+json, application/json;q=0.9' },
+    });
+  } catch (err) {
+    if (err instanceof OutboundRefusedError) {
+      return { status: 'unavailable', reason: err.reason === 'target_not_allowed' ? 'target_not_allowed' : 'rdap_unreachable' };
+    }
+    if (err instanceof OutboundFetchError) {
+      if (err.kind === 'aborted') opts.signal?.throwIfAborted();
+      if (err.kind === 'timeout') return { status: 'timeout' };
+      if (err.kind === 'response_too_large') return { status: 'unavailable', reason: 'rdap_invalid_response' };
+    }
+    return { status: 'unavailable', reason: 'rdap_unreachable' };
+  }
+
+  if (res.status === 404) return { status: 'completed', notFound: true, service: service.info };
+  if (res.status !== 200) return { status: 'unavailable', reason: 'rdap_unreachable' };
+  let body: unknown;
+  try {
+    body = JSON.parse(res.body.toString('utf8'));
+  } catch {
+    return { status: 'unavailable', reason: 'rdap_invalid_response' };
+  }
+  const data = parseDomainResponse(body, ldh);
+  if (!data) return { status: 'unavailable', reason: 'rdap_invalid_response' };
+  return { status: 'completed', data, service: service.info };
+}

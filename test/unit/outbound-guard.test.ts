@@ -1,0 +1,247 @@
+// The outbound guard: the address table, then real HTTP servers on loopback (no mocks): refused
+// by default, allowed by ALLOW_PRIVATE_TARGETS-style CIDRs, redirects re-checked on every hop,
+// the connection pinned to the vetted address, the body and the time capped.
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { classifyAddress, isAllowedTarget } from '../../src/net/address-policy.ts';
+import { OutboundFetchError, OutboundRefusedError, guardedFetch } from '../../src/net/outbound-guard.ts';
+
+describe('isAllowedTarget: the address table', () => {
+  const refused: Array<[string, string]> = [
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['::1', 'loopback'],
+    ['0.0.0.0', 'unspecified'],
+    ['::', 'unspecified'],
+    ['10.1.2.3', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['fd12:3456::1', 'private'],
+    ['fc00::1', 'private'],
+    ['169.254.169.254', 'metadata'],
+    ['fd00:ec2::254', 'metadata'],
+    ['100.100.100.200', 'metadata'],
+    ['168.63.129.16', 'metadata'],
+    ['169.254.1.1', 'link_local'],
+    ['fe80::1', 'link_local'],
+    ['fe80::1%eth0', 'link_local'],
+    ['100.64.0.1', 'cgnat'],
+    ['100.127.255.255', 'cgnat'],
+    ['224.0.0.1', 'multicast'],
+    ['239.255.255.250', 'multicast'],
+    ['ff02::1', 'multicast'],
+    ['255.255.255.255', 'reserved'],
+    ['240.0.0.1', 'reserved'],
+    ['192.0.0.8', 'reserved'],
+    ['198.18.0.1', 'reserved'],
+    ['192.0.2.1', 'documentation'],
+    ['198.51.100.7', 'documentation'],
+    ['203.0.113.9', 'documentation'],
+    ['2001:db8::1', 'documentation'],
+    ['2001::1', 'reserved'], // Teredo
+    ['2002:7f00:1::1', 'reserved'], // 6to4
+    ['::127.0.0.1', 'reserved'], // IPv4-compatible
+    ['fec0::1', 'reserved'],
+    ['4000::1', 'reserved'], // outside 2000::/3
+    // IPv4-mapped and NAT64 forms take the class of the IPv4 address inside.
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::ffff:169.254.169.254', 'metadata'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['64:ff9b::a9fe:a9fe', 'metadata'],
+    ['64:ff9b::10.0.0.1', 'private'],
+    ['64:ff9b:1::1', 'private'],
+    // Not canonical addresses: never allowed.
+    ['127.1', 'invalid'],
+    ['0x7f.0.0.1', 'invalid'],
+    ['example.com', 'invalid'],
+    ['', 'invalid'],
+  ];
+  it.each(refused)('%s is refused (%s)', (ip, range) => {
+    expect(classifyAddress(ip)).toBe(range);
+    expect(isAllowedTarget(ip, [])).toBe(false);
+  });
+
+  const allowed = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '100.63.255.255', '100.128.0.1', '172.32.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+  it.each(allowed)('%s is public', (ip) => {
+    expect(classifyAddress(ip)).toBe('public');
+    expect(isAllowedTarget(ip, [])).toBe(true);
+  });
+
+  it('an allowed CIDR lets exactly its addresses through, mapped forms included', () => {
+    const allow = ['127.0.0.0/8', 'fd00::/8'];
+    expect(isAllowedTarget('127.0.0.1', allow)).toBe(true);
+    expect(isAllowedTarget('::ffff:127.0.0.1', allow)).toBe(true);
+    expect(isAllowedTarget('fd00::5', allow)).toBe(true);
+    expect(isAllowedTarget('fd00:ec2::254', allow)).toBe(true); // the operator asked for all of fd00::/8
+    expect(isAllowedTarget('10.0.0.1', allow)).toBe(false);
+    expect(isAllowedTarget('169.254.169.254', allow)).toBe(false);
+    expect(isAllowedTarget('::1', allow)).toBe(false);
+    expect(isAllowedTarget('127.0.0.1', ['127.0.0.1/32'])).toBe(true);
+    expect(isAllowedTarget('127.0.0.2', ['127.0.0.1/32'])).toBe(false);
+    expect(isAllowedTarget('127.0.0.1', ['not-a-cidr'])).toBe(false);
+    expect(isAllowedTarget('127.1', ['127.0.0.0/8'])).toBe(false);
+  });
+});
+
+// ---- guardedFetch against real servers --------------------------------------------------------
+
+interface TestServer {
+  port: number;
+  url: (path?: string, host?: string) => string;
+  hosts: string[];
+  close(): Promise<void>;
+}
+
+async function serve(host: string, handler: http.RequestListener): Promise<TestServer> {
+  const hosts: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = http.createServer((req, res) => {
+    hosts.push(String(req.headers.host));
+    handler(req, res);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, host, () => r()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    hosts,
+    url: (path = '/', h = host) => `http://${h}:${port}${path}`,
+    close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      for (const s of sockets) s.destroy();
+    }),
+  };
+}
+
+let a: TestServer; // 127.0.0.1
+let b: TestServer; // 127.0.0.2: loopback too, outside 127.0.0.1/32
+
+beforeAll(async () => {
+  b = await serve('127.0.0.2', (_req, res) => {
+    res.end('from b');
+  });
+  a = await serve('127.0.0.1', (req, res) => {
+    const path = req.url ?? '/';
+    if (path === '/hello') return res.end('hello');
+    if (path === '/to-b') return res.writeHead(302, { location: b.url('/') }).end();
+    if (path === '/to-metadata') return res.writeHead(301, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+    if (path === '/to-relative') return res.writeHead(307, { location: '/hello' }).end();
+    if (path === '/loop') return res.writeHead(302, { location: '/loop' }).end();
+    if (path === '/to-ftp') return res.writeHead(302, { location: 'ftp://127.0.0.1/' }).end();
+    if (path === '/big') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' }); // chunked, no length
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      for (let i = 0; i < 40; i++) res.write(chunk);
+      return res.end();
+    }
+    if (path === '/declared-big') return res.writeHead(200, { 'content-length': String(5 * 1024 * 1024) }).end();
+    if (path === '/hang') return; // never answers
+    res.writeHead(404).end();
+  });
+});
+
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+async function refusal(p: Promise<unknown>): Promise<OutboundRefusedError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(OutboundRefusedError);
+  return err as OutboundRefusedError;
+}
+
+async function failure(p: Promise<unknown>): Promise<OutboundFetchError> {
+  const err = await p.then(() => null, (e: unknown) => e);
+  expect(err).toBeInstanceOf(OutboundFetchError);
+  return err as OutboundFetchError;
+}
+
+describe('guardedFetch', () => {
+  it('refuses a loopback server by default, before connecting', async () => {
+    const before = a.hosts.length;
+    const err = await refusal(guardedFetch(a.url('/hello'), { allow: [] }));
+    expect(err).toMatchObject({ reason: 'target_not_allowed', range: 'loopback', host: '127.0.0.1' });
+    expect(a.hosts.length).toBe(before);
+  });
+
+  it('fetches it when ALLOW_PRIVATE_TARGETS covers it', async () => {
+    const res = await guardedFetch(a.url('/hello'), { allow: ['127.0.0.0/8'] });
+    expect(res).toMatchObject({ status: 200, redirects: 0, url: a.url('/hello') });
+    expect(res.body.toString()).toBe('hello');
+  });
+
+  it('follows a redirect and re-checks the next hop: allowed → refused is refused', async () => {
+    const before = b.hosts.length;
+    const err = await refusal(guardedFetch(a.url('/to-b'), { allow: ['127.0.0.1/32'] }));
+    expect(err).toMatchObject({ reason: 'target_not_allowed', host: '127.0.0.2' });
+    expect(b.hosts.length).toBe(before); // never connected to b
+    // With both allowed, the same redirect is followed.
+    const ok = await guardedFetch(a.url('/to-b'), { allow: ['127.0.0.0/8'] });
+    expect(ok).toMatchObject({ status: 200, redirects: 1, url: b.url('/') });
+    expect(ok.body.toString()).toBe('from b');
+  });
+
+  it('refuses a redirect to the metadata address even when loopback is allowed', async () => {
+    const err = await refusal(guardedFetch(a.url('/to-metadata'), { allow: ['127.0.0.0/8'] }));
+    expect(err).toMatchObject({ reason: 'target_not_allowed', range: 'metadata', host: '169.254.169.254' });
+  });
+
+  it('resolves relative redirects; refuses other schemes; caps the number of hops', async () => {
+    const rel = await guardedFetch(a.url('/to-relative'), { allow: ['127.0.0.0/8'] });
+    expect(rel.body.toString()).toBe('hello');
+    expect((await refusal(guardedFetch(a.url('/to-ftp'), { allow: ['127.0.0.0/8'] }))).reason).toBe('scheme_not_allowed');
+    expect((await failure(guardedFetch(a.url('/loop'), { allow: ['127.0.0.0/8'], maxRedirects: 3 }))).kind).toBe('too_many_redirects');
+    expect((await refusal(guardedFetch('file:///etc/passwd', { allow: ['127.0.0.0/8'] }))).reason).toBe('scheme_not_allowed');
+  });
+
+  it('refuses a host when ANY of its addresses is refused', async () => {
+    const resolver = async () => ['8.8.8.8', '127.0.0.1'];
+    const err = await refusal(guardedFetch(`http://mixed.example:${a.port}/hello`, { allow: [], resolver }));
+    expect(err).toMatchObject({ reason: 'target_not_allowed', host: 'mixed.example', range: 'loopback' });
+  });
+
+  it('connects to the vetted address, not to a second lookup, and keeps the Host header', async () => {
+    // No system resolver knows this name: only the vetted address can have been used.
+    let lookups = 0;
+    const resolver = async (host: string) => {
+      lookups++;
+      return host === 'pinned.lab.example' ? ['127.0.0.1'] : [];
+    };
+    const res = await guardedFetch(`http://pinned.lab.example:${a.port}/hello`, { allow: ['127.0.0.0/8'], resolver });
+    expect(res.body.toString()).toBe('hello');
+    expect(lookups).toBe(1);
+    expect(a.hosts.at(-1)).toBe(`pinned.lab.example:${a.port}`);
+  });
+
+  it('a name that does not resolve is a dns_failure, not a refusal', async () => {
+    const err = await failure(guardedFetch('http://nothing.invalid/', { allow: [], resolver: async () => [] }));
+    expect(err.kind).toBe('dns_failure');
+  });
+
+  it('caps the body size, streamed or declared', async () => {
+    expect((await failure(guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 1024 * 1024 }))).kind).toBe('response_too_large');
+    expect((await failure(guardedFetch(a.url('/declared-big'), { allow: ['127.0.0.0/8'] }))).kind).toBe('response_too_large');
+    const small = await guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 4 * 1024 * 1024 });
+    expect(small.body.length).toBe(40 * 64 * 1024);
+  });
+
+  it('caps the time: a server that never answers is a timeout', async () => {
+    const t0 = performance.now();
+    const err = await failure(guardedFetch(a.url('/hang'), { allow: ['127.0.0.0/8'], timeoutMs: 200 }));
+    expect(err.kind).toBe('timeout');
+    expect(performance.now() - t0).toBeLessThan(2000);
+  });
+
+  it("the caller's abort is reported as aborted", async () => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const err = await failure(guardedFetch(a.url('/hang'), { allow: ['127.0.0.0/8'], timeoutMs: 5000, signal: ac.signal }));
+    expect(err.kind).toBe('aborted');
+  });
+});
