@@ -54,6 +54,6 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
 
   app.use(routeNotFound);
-  app.use(errorHandler(deps.db));
+  app.use(errorHandler(deps.leases));
   return app;
 }

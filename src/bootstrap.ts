@@ -6,6 +6,7 @@ import { listMigrations } from './db/migrations.ts';
 import { createRedis } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
+import { IdempotencyLeases } from './idempotency/lease.ts';
 import { createProductRuntime } from './products/runtime.ts';
 import { products } from './products/registry.ts';
 import type { AppDeps } from './http/deps.ts';
@@ -16,7 +17,7 @@ export interface Deps extends AppDeps {
 
 export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
-  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000 });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   let closing: Promise<void> | undefined;
@@ -27,6 +28,7 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
     redis,
     auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS),
     limiter: new RateLimiter(redis),
+    leases: new IdempotencyLeases(redis, { leaseMs: config.IDEMPOTENCY_LOCK_MS, ttlHours: config.IDEMPOTENCY_TTL_HOURS }),
     runtime: createProductRuntime(config, log),
     products,
     expectedMigrations,

@@ -1,5 +1,4 @@
 // Queries behind authentication: one indexed read by key hash.
-import { sql } from 'kysely';
 import type { Db } from './database.ts';
 import { SCOPES, type Principal, type Scope } from '../auth/principal.ts';
 import { parseOverrides } from '../ratelimit/policies.ts';
@@ -13,11 +12,12 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
       'k.id as keyId', 'k.scopes', 'k.monthly_credit_limit', 'k.revoked_at',
       'a.id as applicationId', 'a.public_id as applicationPublicId', 'a.rate_limits',
       'w.id as workspaceId', 'w.active_capability', 'w.responsible_use_version',
-      sql<string | null>`(SELECT GROUP_CONCAT(s.suffix SEPARATOR ',') FROM workspace_target_scopes s WHERE s.workspace_id = w.id)`.as('approved'),
     ])
     .where('k.key_hash', '=', keyHash)
     .executeTakeFirst();
   if (!row || row.revoked_at) return null;
+  // A second indexed read rather than GROUP_CONCAT, which MySQL silently truncates at 1 KiB.
+  const approved = await db.selectFrom('workspace_target_scopes').select('suffix').where('workspace_id', '=', row.workspaceId).execute();
   const scopes = new Set(
     row.scopes.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)),
   );
@@ -30,7 +30,7 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
     monthlyCreditLimit: row.monthly_credit_limit == null ? null : Number(row.monthly_credit_limit),
     activeCapability: row.active_capability === 1,
     responsibleUseVersion: row.responsible_use_version,
-    approvedScopes: row.approved ? row.approved.split(',') : [],
+    approvedScopes: approved.map((a) => a.suffix),
     rateOverrides: parseOverrides(row.rate_limits),
   };
 }

@@ -46,11 +46,8 @@ export interface IdempotencyRecordsTable {
   api_key_id: number;
   idem_key: string;
   fingerprint: Buffer;
-  state: 'in_progress' | 'completed';
-  lease_token: Buffer | null;
-  lease_until: Date;
-  response_status: number | null;
-  response_body: string | null;
+  response_status: number;
+  response_body: string;
   created_at: CreatedAt;
   expires_at: Date;
 }

@@ -5,8 +5,12 @@ import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
 
 export interface IdempotencyClaim {
-  id: number;
-  token: Buffer;
+  apiKeyId: number;
+  key: string;
+  /** hex SHA-256 of method, path and canonical body */
+  fingerprint: string;
+  /** Identifies this request's Redis lease. */
+  token: string;
 }
 
 export interface RequestState {

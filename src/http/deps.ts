@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
+import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import type { ProductDefinition, ProductRuntime } from '../products/types.ts';
 
 export interface AppDeps {
@@ -14,6 +15,7 @@ export interface AppDeps {
   redis: Redis;
   auth: Authenticator;
   limiter: RateLimiter;
+  leases: IdempotencyLeases;
   runtime: ProductRuntime;
   products: readonly ProductDefinition[];
   /** Migration versions applied at start-up check time vs on disk (for /readyz). */

@@ -4,9 +4,8 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ApiError, errorEnvelope, errorRegistry } from '../contract/errors.ts';
 import { admissionOutcomes } from '../metrics.ts';
 import { state } from './context.ts';
-import type { Db } from '../db/database.ts';
-import { releaseIdempotencyKey } from '../db/idempotency-repo.ts';
-import { idempotencyEvents } from '../metrics.ts';
+import type { IdempotencyLeases } from '../idempotency/lease.ts';
+import { finishClaim } from './idempotency.ts';
 
 /** Maps body-parser and other framework errors onto registry codes. */
 export function toApiError(err: unknown): ApiError {
@@ -22,6 +21,8 @@ export function toApiError(err: unknown): ApiError {
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new ApiError('unsupported_media_type');
   if (e?.type === 'request.aborted') return new ApiError('invalid_request', { message: 'The request was aborted.' });
   if (isDependencyDown(err)) return new ApiError('service_unavailable', { retryAfterSeconds: 5 });
+  // A deadlock victim's transaction was rolled back whole: nothing happened, retrying is safe.
+  if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK') return new ApiError('service_unavailable', { retryAfterSeconds: 1 });
   return new ApiError('internal_error');
 }
 
@@ -51,22 +52,13 @@ export function sendError(res: Response, err: ApiError): void {
   res.status(err.status).json(errorEnvelope(err, s.requestId));
 }
 
-export function errorHandler(db: Db): ErrorRequestHandler {
+export function errorHandler(leases: IdempotencyLeases): ErrorRequestHandler {
   return async (err, _req, res, _next) => {
     const s = state(res);
     const apiError = toApiError(err);
     if (apiError.code === 'internal_error') s.log?.error({ err }, 'unhandled error');
-    if (s.claim) {
-      const claim = s.claim;
-      s.claim = undefined;
-      try {
-        await releaseIdempotencyKey(db, claim.id, claim.token);
-        idempotencyEvents.inc({ event: 'released' });
-      } catch (releaseErr) {
-        // The lease expires on its own (IDEMPOTENCY_LOCK_MS); the key is recovered then.
-        s.log?.warn({ err: releaseErr }, 'could not release idempotency claim');
-      }
-    }
+    // A failure before commit stores nothing: the lease goes, so the same key may be retried.
+    await finishClaim(leases, res, false);
     if (s.principal || res.req.path.startsWith('/v2/')) admissionOutcomes.inc({ code: apiError.code });
     if (res.headersSent) return;
     sendError(res, apiError);

@@ -1,10 +1,11 @@
-// Steps 4 and 8: the Idempotency-Key header, then the claim that makes exactly one execution of
-// any number of identical requests, and the replay of a committed reply.
+// Steps 4 and 8: the Idempotency-Key header, then the lease that makes exactly one execution of
+// any number of identical requests, the replay of a committed reply, and the commit itself.
 import type { RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import type { Db } from '../db/database.ts';
-import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency-repo.ts';
+import { findCommitted, insertCommitted, type CommittedReply } from '../db/idempotency-repo.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
+import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import { admissionOutcomes, idempotencyEvents } from '../metrics.ts';
 import { state } from './context.ts';
 
@@ -15,52 +16,98 @@ export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
   next();
 };
 
-export interface IdempotencyOptions {
-  leaseMs: number;
-  ttlHours: number;
+export function sendReplay(res: Response, reply: CommittedReply): void {
+  idempotencyEvents.inc({ event: 'replayed' });
+  admissionOutcomes.inc({ code: 'replayed' });
+  res.setHeader('Idempotent-Replayed', 'true');
+  res.status(reply.status).type('application/json').send(reply.body);
 }
 
-export function claimIdempotency(db: Db, opts: IdempotencyOptions): RequestHandler {
+export function claimIdempotency(db: Db, leases: IdempotencyLeases): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
-    const result = await claimIdempotencyKey(db, {
-      apiKeyId: s.principal!.keyId,
-      key: s.idempotencyKey!,
-      fingerprint: requestFingerprint(req.method, req.path, s.rawBody),
-      leaseMs: opts.leaseMs,
-      ttlHours: opts.ttlHours,
-    });
-    switch (result.kind) {
-      case 'claimed':
+    const apiKeyId = s.principal!.keyId;
+    const key = s.idempotencyKey!;
+    const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const lease = await leases.claim(apiKeyId, key, fingerprint);
+      if (lease.state === 'claimed') {
+        s.claim = { apiKeyId, key, fingerprint, token: lease.token };
+        // No marker does not prove no commit (Redis may have lost it): one indexed read makes
+        // sure a committed key is replayed or refused before anything executes.
+        const committed = await findCommitted(db, apiKeyId, key);
+        if (committed) {
+          await finishClaim(leases, res, true);
+          if (committed.fingerprint.toString('hex') !== fingerprint) {
+            idempotencyEvents.inc({ event: 'conflict' });
+            throw new ApiError('idempotency_key_conflict');
+          }
+          return sendReplay(res, committed);
+        }
         idempotencyEvents.inc({ event: 'claimed' });
-        s.claim = { id: result.id, token: result.token };
         return next();
-      case 'replay':
-        idempotencyEvents.inc({ event: 'replayed' });
-        admissionOutcomes.inc({ code: 'replayed' });
-        res.setHeader('Idempotent-Replayed', 'true');
-        res.status(result.status).type('application/json').send(result.body);
-        return;
-      case 'conflict':
+      }
+      if (!lease.sameFingerprint) {
         idempotencyEvents.inc({ event: 'conflict' });
         throw new ApiError('idempotency_key_conflict');
-      case 'in_progress':
+      }
+      if (lease.state === 'in_progress') {
         idempotencyEvents.inc({ event: 'in_progress' });
         throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+      }
+      const committed = await findCommitted(db, apiKeyId, key);
+      if (committed) return sendReplay(res, committed);
+      // The marker outlived its record (retention): forget it and claim afresh.
+      await leases.forget(apiKeyId, key);
     }
+    throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
   };
 }
 
-/** Stores the committed reply for replay, then sends it. */
-export async function commitReply(db: Db, res: Response, status: number, body: unknown): Promise<void> {
+/**
+ * After a request lost the race to commit (its insert met the unique key): answer with the
+ * reply that was committed, or a conflict when that reply belongs to another request.
+ */
+export async function answerCommittedElsewhere(db: Db, res: Response): Promise<void> {
+  const claim = state(res).claim!;
+  const committed = await findCommitted(db, claim.apiKeyId, claim.key);
+  if (!committed) throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+  if (committed.fingerprint.toString('hex') !== claim.fingerprint) throw new ApiError('idempotency_key_conflict');
+  sendReplay(res, committed);
+}
+
+/** Stores the reply of an inline execution for replay, then sends it. */
+export async function commitReply(db: Db, leases: IdempotencyLeases, ttlHours: number, res: Response, status: number, body: unknown): Promise<void> {
   const s = state(res);
   const text = JSON.stringify(body);
-  if (s.claim) {
-    const claim = s.claim;
-    const stored = await completeIdempotencyKey(db, claim.id, claim.token, status, text);
-    s.claim = undefined;
-    if (!stored) s.log.warn('idempotency lease was lost before completion');
+  const claim = s.claim;
+  if (claim) {
+    const stored = await insertCommitted(db, {
+      apiKeyId: claim.apiKeyId, key: claim.key, fingerprint: Buffer.from(claim.fingerprint, 'hex'), status, body: text, ttlHours,
+    });
+    if (stored === 'duplicate') {
+      await answerCommittedElsewhere(db, res);
+      await finishClaim(leases, res, true);
+      return;
+    }
+    await finishClaim(leases, res, true);
   }
   admissionOutcomes.inc({ code: 'ok' });
   res.status(status).type('application/json').send(text);
+}
+
+/** Ends this request's lease: with the committed marker, or released (a failure stores nothing). */
+export async function finishClaim(leases: IdempotencyLeases, res: Response, committed: boolean): Promise<void> {
+  const s = state(res);
+  const claim = s.claim;
+  if (!claim) return;
+  s.claim = undefined;
+  try {
+    const held = await leases.finish(claim, committed);
+    if (!committed) idempotencyEvents.inc({ event: 'released' });
+    if (!held) s.log.warn('idempotency lease had expired before the request finished');
+  } catch (err) {
+    // The lease expires on its own (IDEMPOTENCY_LOCK_MS); a committed reply is in MySQL anyway.
+    s.log.warn({ err: { message: (err as Error).message } }, 'could not end idempotency lease');
+  }
 }

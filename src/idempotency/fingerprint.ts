@@ -10,8 +10,9 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
+/** Routing ignores case, so the fingerprint does too (public ids are upper case by construction). */
 export function normalizePath(path: string): string {
-  const bare = path.split('?')[0]!.replace(/\/+/g, '/');
+  const bare = path.split('?')[0]!.replace(/\/+/g, '/').toLowerCase();
   return bare.length > 1 ? bare.replace(/\/$/, '') : bare;
 }
 

@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { IdempotencyClaim } from '../http/context.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../lib/ids.ts';
-import { ApiError } from '../contract/errors.ts';
+import { insertCommitted } from '../db/idempotency-repo.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 
 export interface AcceptInput {
@@ -20,7 +20,12 @@ export interface AcceptInput {
   deadlineMs: number;
   requestId: string;
   claim: IdempotencyClaim | undefined;
+  /** Retention of the idempotency record (IDEMPOTENCY_TTL_HOURS); only used with a claim. */
+  ttlHours?: number;
 }
+
+/** Another request committed this Idempotency-Key first; this transaction was rolled back. */
+export class CommittedElsewhere extends Error {}
 
 export interface Accepted {
   jobId: number;
@@ -68,11 +73,13 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
     const job = (await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow()) as unknown as JobRow;
     const body = await jobView(trx as unknown as Db, job);
     if (a.claim) {
-      const done = await trx.updateTable('idempotency_records')
-        .set({ state: 'completed', lease_token: null, response_status: 202, response_body: JSON.stringify(body) })
-        .where('id', '=', a.claim.id).where('lease_token', '=', a.claim.token).executeTakeFirst();
-      // Lost lease: another request took the key over; committing would execute twice.
-      if (Number(done.numUpdatedRows) !== 1) throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+      // In the job's transaction: the unique key makes a second job for this key impossible,
+      // even if the Redis lease that normally keeps the twin out was lost.
+      const stored = await insertCommitted(trx as unknown as Db, {
+        apiKeyId: a.claim.apiKeyId, key: a.claim.key, fingerprint: Buffer.from(a.claim.fingerprint, 'hex'),
+        status: 202, body: JSON.stringify(body), ttlHours: a.ttlHours ?? 24,
+      });
+      if (stored === 'duplicate') throw new CommittedElsewhere();
     }
     return { jobId, jobRef, status: 202, body };
   });

@@ -53,7 +53,8 @@ export function productPolicies(o: RateOverrides, productId: string, rateClass: 
   const own = o.products?.[productId];
   const perMinute = own?.perMinute ?? d.perMinute;
   const perHour = own?.perHour ?? d.perHour;
-  const short = productId.replace(/^lookup\./, '').replace(/\.v\d+$/, '');
+  // lookup.mac.v1 → mac, scan.recursive.v1 → scan: the name shown in the RateLimit headers.
+  const short = productId.startsWith('scan.') ? 'scan' : productId.replace(/^lookup\./, '').replace(/\.v\d+$/, '');
   return [
     { name: `${short}-minute`, limit: perMinute, windowSeconds: 60, burst: perMinute, scope: 'product' },
     { name: `${short}-hour`, limit: perHour, windowSeconds: 3600, burst: perHour, scope: 'product' },

@@ -2,13 +2,19 @@
 // layer answers 503) instead of queueing until the client reconnects.
 import { Redis } from 'ioredis';
 
-export function createRedis(url: string, keyPrefix: string, opts: { lazy?: boolean } = {}): Redis {
+/**
+ * commandTimeoutMs: for request-serving clients, so that a Redis that accepts but never answers
+ * fails closed instead of hanging requests. Not for clients (or their duplicates) that issue
+ * blocking reads.
+ */
+export function createRedis(url: string, keyPrefix: string, opts: { lazy?: boolean; commandTimeoutMs?: number } = {}): Redis {
   return new Redis(url, {
     keyPrefix,
     lazyConnect: opts.lazy ?? false,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2000,
+    ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
     retryStrategy: (times) => Math.min(100 * times, 2000),
   });
 }

@@ -30,7 +30,7 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
     requireIdempotencyKey,
     jsonBody,
     validateBody(cancelBody, { optional: true }),
-    claimIdempotency(deps.db, { leaseMs: deps.config.IDEMPOTENCY_LOCK_MS, ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS }),
+    claimIdempotency(deps.db, deps.leases),
     async (req, res) => {
       const s = state(res);
       const out = await requestCancel(deps.db, s.principal!.workspaceId, String(req.params.job_ref));
@@ -43,7 +43,7 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
           s.log.warn({ err: { message: (err as Error).message } }, 'cancel publish deferred to the outbox relay');
         }
       }
-      await commitReply(deps.db, res, 202, await jobView(deps.db, out.job));
+      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 202, await jobView(deps.db, out.job));
     },
   );
 }

@@ -7,13 +7,13 @@ import { buildEnvelope } from '../contract/envelope.ts';
 import type { AppDeps } from '../http/deps.ts';
 import { authenticate } from '../http/authenticate.ts';
 import { rateLimit, reportDeferredLimit } from '../http/rate-limit.ts';
-import { claimIdempotency, commitReply, requireIdempotencyKey } from '../http/idempotency.ts';
+import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, requireIdempotencyKey } from '../http/idempotency.ts';
 import { jsonBody, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { state } from '../http/context.ts';
 import { productReadiness, type ProductDefinition } from '../products/types.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes } from '../metrics.ts';
-import { acceptJob, markOutboxPublished } from '../jobs/jobs-repo.ts';
+import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
 
 const INLINE_DEADLINE_MS = 25_000;
@@ -36,21 +36,25 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
 }
 
 function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
-  return async (req, res) => {
+  return async (_req, res) => {
     const s = state(res);
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(new Error('deadline')), INLINE_DEADLINE_MS);
-    const onClose = () => ac.abort(new Error('client closed'));
-    req.once('close', onClose);
+    // The response's 'close' (not the request's, which has already ended once the body was read)
+    // tells that the client went away before the answer was written.
+    const onClose = () => {
+      if (!res.writableFinished) ac.abort(new Error('client closed'));
+    };
+    res.once('close', onClose);
     try {
       const outcome = await def.execute!(s.input, { runtime: deps.runtime, requestId: s.requestId, signal: ac.signal });
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
       const envelope = buildEnvelope(def, s.input, outcome, s.requestId);
       productExecutions.inc({ product: def.id, status: envelope.status });
-      await commitReply(deps.db, res, 200, envelope);
+      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 200, envelope);
     } finally {
       clearTimeout(timer);
-      req.off('close', onClose);
+      res.off('close', onClose);
     }
   };
 }
@@ -60,7 +64,9 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
   return async (_req, res) => {
     const s = state(res);
     const job = def.job!;
-    const accepted = await acceptJob(deps.db, {
+    let accepted;
+    try {
+      accepted = await acceptJob(deps.db, {
       principal: s.principal!,
       product: def.id,
       target: job.target(s.input),
@@ -70,8 +76,15 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
       deadlineMs: job.deadlineMs,
       requestId: s.requestId,
       claim: s.claim,
-    });
-    s.claim = undefined; // committed with the job: nothing to release from here on
+      ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
+      });
+    } catch (err) {
+      if (!(err instanceof CommittedElsewhere)) throw err;
+      await answerCommittedElsewhere(deps.db, res);
+      await finishClaim(deps.leases, res, true);
+      return;
+    }
+    await finishClaim(deps.leases, res, true);
     admissionOutcomes.inc({ code: 'ok' });
     // Dispatch after commit. If it fails (or the process dies here) the outbox relay publishes it.
     if (process.env.LSS_FAULT_SKIP_PUBLISH !== '1') {
@@ -87,7 +100,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
 }
 
 export function mountProductRoutes(app: Express, deps: AppDeps): void {
-  const idem = claimIdempotency(deps.db, { leaseMs: deps.config.IDEMPOTENCY_LOCK_MS, ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS });
+  const idem = claimIdempotency(deps.db, deps.leases);
   for (const def of deps.products) {
     const chain: RequestHandler[] = [
       authenticate(deps.auth, [def.scope]),

@@ -33,7 +33,7 @@ async function invariant(h: Harness, workspaceId: number) {
 function accept(h: Harness, p: Principal, price: number, i: number) {
   return acceptJob(h.deps.db, {
     principal: p, product: 'test.product.v1', target: { type: 'domain_name', value: `t${i}.example` }, profile: null,
-    input: { i }, price, deadlineMs: 60_000, requestId: `req_test_${i}`, claim: undefined,
+    input: { i }, price, deadlineMs: 60_000, requestId: `req_test_${i}`, claim: undefined, ttlHours: 24,
   });
 }
 

@@ -6,6 +6,7 @@ import supertest from 'supertest';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/db/tenancy-repo.ts';
+import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
 import { requestFingerprint } from '../../src/idempotency/fingerprint.ts';
 import { registry } from '../../src/metrics.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
@@ -45,21 +46,23 @@ describe('idempotency', () => {
     return Number(row.id);
   }
 
-  /** A record as another (possibly crashed) process would have left it. */
-  async function insertRecord(opts: { key: string; path: string; body: unknown; leaseSeconds: number; state?: 'in_progress' | 'completed'; expiresSeconds?: number }) {
-    const token = randomBytes(16);
+  /** A committed reply as another process would have stored it. */
+  async function insertCommittedRecord(opts: { key: string; path: string; body: unknown; expiresSeconds?: number }) {
     await h.deps.db.insertInto('idempotency_records').values({
       api_key_id: apiKeyId,
       idem_key: opts.key,
       fingerprint: requestFingerprint('POST', opts.path, opts.body),
-      state: opts.state ?? 'in_progress',
-      lease_token: opts.state === 'completed' ? null : token,
-      lease_until: sql<Date>`NOW(3) + INTERVAL ${opts.leaseSeconds * 1_000_000} MICROSECOND`,
-      response_status: opts.state === 'completed' ? 200 : null,
-      response_body: opts.state === 'completed' ? '{"stored":true}' : null,
+      response_status: 200,
+      response_body: '{"stored":true}',
       expires_at: sql<Date>`NOW(3) + INTERVAL ${(opts.expiresSeconds ?? 86_400) * 1_000_000} MICROSECOND`,
     }).execute();
-    return token;
+  }
+
+  /** A lease as another (possibly crashed) process holds it while executing. */
+  async function holdLease(opts: { key: string; path: string; body: unknown; leaseMs: number }) {
+    const leases = new IdempotencyLeases(h.deps.redis, { leaseMs: opts.leaseMs, ttlHours: 24 });
+    const got = await leases.claim(apiKeyId, opts.key, requestFingerprint('POST', opts.path, opts.body).toString('hex'));
+    expect(got.state).toBe('claimed');
   }
 
   beforeAll(async () => {
@@ -88,7 +91,7 @@ describe('idempotency', () => {
       }
       expect(await macExecutions()).toBe(before);
       const [row] = await records(key);
-      expect(row).toMatchObject({ state: 'completed', response_status: 200, response_body: first.text, lease_token: null });
+      expect(row).toMatchObject({ response_status: 200, response_body: first.text });
     });
 
     it('same key, different body → 409 idempotency_key_conflict, and the original stays replayable', async () => {
@@ -183,7 +186,7 @@ describe('idempotency', () => {
       }
       const rows = await records(key);
       expect(rows).toHaveLength(1);
-      expect(rows[0]!.state).toBe('completed');
+      expect(rows[0]!.response_status).toBe(200);
       // After the dust settles every retry is a replay of that one execution.
       const late = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(late.headers['idempotent-replayed']).toBe('true');
@@ -191,9 +194,8 @@ describe('idempotency', () => {
     });
 
     it('concurrent identical requests whose execution fails never answer 500 (claim/release races)', async () => {
-      // Each winner claims, fails at readiness (503) and releases while the others insert the same
-      // key: InnoDB may choose one of those inserts as a deadlock victim, which must be retried, not
-      // turned into a 500. One listening server (not one per request) so the requests truly overlap.
+      // Each winner claims, fails at readiness (503) and releases its lease while the others race
+      // for the same key. One listening server (not one per request) so the requests truly overlap.
       const server = http.createServer(h.app).listen(0);
       try {
         for (let round = 0; round < 5; round++) {
@@ -251,10 +253,13 @@ describe('idempotency', () => {
   });
 
   describe('recovery of abandoned claims', () => {
-    it('a record left in_progress by a crashed process (lease expired) is taken over and completes', async () => {
+    it('a lease left by a crashed process expires and the key then executes and completes', async () => {
       const key = idemKey();
       const body = { value: 'F4:F5:E8:00:00:01' };
-      const deadToken = await insertRecord({ key, path: MAC, body, leaseSeconds: -5 });
+      await holdLease({ key, path: MAC, body, leaseMs: 150 });
+      const during = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
+      expect(during.body.error.code).toBe('idempotency_request_in_progress');
+      await new Promise((r) => setTimeout(r, 250));
       const before = await macExecutions();
       const res = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(res.status).toBe(200);
@@ -262,46 +267,52 @@ describe('idempotency', () => {
       expect(res.body.result.normalized).toBe('F4:F5:E8:00:00:01');
       expect(await macExecutions()).toBe(before + 1);
       const [row] = await records(key);
-      expect(row).toMatchObject({ state: 'completed', response_status: 200, response_body: res.text, lease_token: null });
-      expect(row!.lease_token).not.toEqual(deadToken);
+      expect(row).toMatchObject({ response_status: 200, response_body: res.text });
       const replay = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(replay.text).toBe(res.text);
     });
 
-    it('a record with a live lease → 409 idempotency_request_in_progress with Retry-After, and it is left alone', async () => {
+    it('a live lease → 409 idempotency_request_in_progress with Retry-After, and nothing executes', async () => {
       const key = idemKey();
       const body = { value: 'F4:F5:E8:00:00:02' };
-      const token = await insertRecord({ key, path: MAC, body, leaseSeconds: 60 });
+      await holdLease({ key, path: MAC, body, leaseMs: 60_000 });
       const before = await macExecutions();
       const res = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('idempotency_request_in_progress');
       expect(res.headers['retry-after']).toBe('1');
       expect(await macExecutions()).toBe(before);
-      const [row] = await records(key);
-      expect(row!.state).toBe('in_progress');
-      expect(row!.lease_token).toEqual(token);
+      expect(await records(key)).toHaveLength(0);
     });
 
     it('a live lease with a different fingerprint → conflict, not in progress', async () => {
       const key = idemKey();
-      await insertRecord({ key, path: MAC, body: { value: 'F4:F5:E8:00:00:03' }, leaseSeconds: 60 });
+      await holdLease({ key, path: MAC, body: { value: 'F4:F5:E8:00:00:03' }, leaseMs: 60_000 });
       const res = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:04' }, { 'Idempotency-Key': key });
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('idempotency_key_conflict');
     });
 
-    it('an expired lease does not let a different request take the key (conflict)', async () => {
+    it('a committed reply whose Redis marker was lost is still replayed, never executed twice', async () => {
       const key = idemKey();
-      await insertRecord({ key, path: MAC, body: { value: 'F4:F5:E8:00:00:05' }, leaseSeconds: -5 });
-      const res = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:06' }, { 'Idempotency-Key': key });
-      expect(res.body.error.code).toBe('idempotency_key_conflict');
+      const body = { value: 'F4:F5:E8:00:00:05' };
+      const first = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
+      expect(first.status).toBe(200);
+      // Lose every Redis trace of the key, as a Redis flush would.
+      await new IdempotencyLeases(h.deps.redis, { leaseMs: 1000, ttlHours: 24 }).forget(apiKeyId, key);
+      const again = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
+      expect(again.status).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.text).toBe(first.text);
+      const other = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:06' }, { 'Idempotency-Key': key });
+      expect(other.body.error.code).toBe('idempotency_key_conflict');
+      expect(await records(key)).toHaveLength(1);
     });
 
     it('a record past its retention frees the key for a new request', async () => {
       const key = idemKey();
-      await insertRecord({ key, path: MAC, body: { value: 'F4:F5:E8:00:00:07' }, leaseSeconds: -5, state: 'completed', expiresSeconds: -1 });
+      await insertCommittedRecord({ key, path: MAC, body: { value: 'F4:F5:E8:00:00:07' }, expiresSeconds: -1 });
       const res = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:08' }, { 'Idempotency-Key': key });
       expect(res.status).toBe(200);
       expect(res.headers['idempotent-replayed']).toBeUndefined();
@@ -313,11 +324,12 @@ describe('idempotency', () => {
     it('idempotency state is checked before readiness (step 8 before 9)', async () => {
       const body = { value: 'example.com' };
       const busy = idemKey();
-      await insertRecord({ key: busy, path: '/v2/lookups/domain', body, leaseSeconds: 60 });
+      await holdLease({ key: busy, path: '/v2/lookups/domain', body, leaseMs: 60_000 });
       const inProgress = await client(h.app, t.key).post('/v2/lookups/domain', body, { 'Idempotency-Key': busy });
       expect(inProgress.body.error.code).toBe('idempotency_request_in_progress');
       const done = idemKey();
-      await insertRecord({ key: done, path: MAC, body: { value: 'F4F5E8123456' }, leaseSeconds: 0, state: 'completed' });
+      await insertCommittedRecord({ key: done, path: MAC, body: { value: 'F4F5E8123456' } });
+      // No Redis marker (as after a flush): the conflict comes from the committed record.
       const conflict = await client(h.app, t.key).post('/v2/lookups/domain', body, { 'Idempotency-Key': done });
       expect(conflict.body.error.code).toBe('idempotency_key_conflict');
     });

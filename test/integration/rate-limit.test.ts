@@ -151,7 +151,7 @@ describe('rate limits over HTTP', () => {
       const limited = await c.post('/v2/scans', scan('quick', false));
       expect(limited.status).toBe(429);
       expect(limited.body.error.code).toBe('capability_rate_limit_exceeded');
-      expect(limited.body.error.details.policy).toBe('scan.recursive-minute');
+      expect(limited.body.error.details.policy).toBe('scan-minute');
     });
 
     it('comes before the idempotency state: a retry of a committed request waits like any other (step 7 before 8)', async () => {

@@ -1,0 +1,64 @@
+// The in-progress half of idempotency, in Redis: a lease per (API key, Idempotency-Key) so that
+// concurrent identical requests execute once, and a marker once a reply is committed so that a
+// replay costs one indexed MySQL read. MySQL holds the committed replies and, through its unique
+// key, guarantees a single committed effect even if Redis lost every lease (then the loser's
+// transaction rolls back and it replays the winner's reply).
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+const CLAIM = readFileSync(new URL('./claim-lease.lua', import.meta.url), 'utf8');
+const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
+
+export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean };
+
+export interface Lease {
+  apiKeyId: number;
+  key: string;
+  fingerprint: string;
+  token: string;
+}
+
+type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
+export class IdempotencyLeases {
+  readonly #redis: Redis;
+  readonly #leaseMs: number;
+  readonly #markerMs: number;
+
+  constructor(redis: Redis, opts: { leaseMs: number; ttlHours: number }) {
+    this.#redis = redis;
+    this.#leaseMs = opts.leaseMs;
+    this.#markerMs = opts.ttlHours * 3_600_000;
+    const r = redis as unknown as Record<string, unknown>;
+    if (!r.claimLease) redis.defineCommand('claimLease', { lua: CLAIM });
+    if (!r.finishLease) redis.defineCommand('finishLease', { lua: FINISH });
+  }
+
+  #keys(apiKeyId: number, key: string): [string, string] {
+    // Hashed: the client's key may hold any visible characters and up to 255 of them.
+    const h = createHash('sha256').update(key).digest('base64url');
+    const tag = `{lss:idem:${apiKeyId}}`;
+    return [`${tag}:lease:${h}`, `${tag}:done:${h}`];
+  }
+
+  async claim(apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
+    const token = randomBytes(12).toString('base64url');
+    const run = (this.#redis as unknown as { claimLease: Script }).claimLease.bind(this.#redis);
+    const [state, same] = (await run(2, ...this.#keys(apiKeyId, key), fingerprint, token, this.#leaseMs)) as [string, number];
+    if (state === 'claimed') return { state, token };
+    return { state: state as 'done' | 'in_progress', sameFingerprint: Number(same) === 1 };
+  }
+
+  /** committed: leave the marker that sends identical retries to the stored reply. */
+  async finish(lease: Lease, committed: boolean): Promise<boolean> {
+    const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
+    const held = await run(2, ...this.#keys(lease.apiKeyId, lease.key), lease.fingerprint, lease.token, committed ? this.#markerMs : 0);
+    return Number(held) === 1;
+  }
+
+  /** A marker whose MySQL record is gone (expired or purged) must not keep answering "done". */
+  async forget(apiKeyId: number, key: string): Promise<void> {
+    await this.#redis.del(this.#keys(apiKeyId, key)[1]);
+  }
+}
