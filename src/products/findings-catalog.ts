@@ -1,0 +1,11 @@
+// Every finding code the service can raise, gathered from the products that declare them.
+// docs/findings.md lists the same rows; test/unit/findings-catalog.test.ts fails when they drift.
+import { domainFindings, type FindingKind } from './domain/findings.ts';
+
+export interface CatalogEntry extends FindingKind {
+  product: string;
+}
+
+export const findingCatalog: readonly CatalogEntry[] = [
+  ...Object.values(domainFindings).map((f) => ({ ...f, product: 'lookup.domain.v1' })),
+];
