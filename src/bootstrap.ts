@@ -9,6 +9,7 @@ import { RateLimiter } from './ratelimit/limiter.ts';
 import { IdempotencyLeases } from './idempotency/lease.ts';
 import { createProductRuntime } from './products/runtime.ts';
 import { products } from './products/registry.ts';
+import { LaneHealth } from './queue/lane-health.ts';
 import type { AppDeps } from './http/deps.ts';
 
 export interface Deps extends AppDeps {
@@ -20,6 +21,8 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000 });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
+  const laneHealth = new LaneHealth(redis);
+  laneHealth.start();
   let closing: Promise<void> | undefined;
   return {
     config,
@@ -29,12 +32,13 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
     auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS),
     limiter: new RateLimiter(redis),
     leases: new IdempotencyLeases(redis, { leaseMs: config.IDEMPOTENCY_LOCK_MS, ttlHours: config.IDEMPOTENCY_TTL_HOURS }),
-    runtime: createProductRuntime(config, log),
+    runtime: createProductRuntime(config, log, { laneHealth }),
     products,
     expectedMigrations,
     close() {
       closing ??= (async () => {
         // Each step runs even if another failed.
+        laneHealth.stop();
         await redis.quit().catch(() => redis.disconnect());
         await dbHandle.close().catch(() => {});
       })();

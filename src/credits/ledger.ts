@@ -63,24 +63,29 @@ export async function reserveCredits(trx: Transaction<Database>, r: ReserveInput
  */
 export async function captureTask(trx: Transaction<Database>, c: { workspaceId: number; jobId: number; taskId: number; amount: number }): Promise<number> {
   if (c.amount <= 0) return 0;
-  const job = await sql<{ credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
-    SELECT credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(trx);
+  const job = await sql<{ public_id: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
+    SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(trx);
   const row = job.rows[0];
   if (!row || row.settled_at) return 0;
   const amount = Math.min(c.amount, Number(row.credits_reserved) - Number(row.credits_captured));
   if (amount <= 0) return 0;
   const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
-    VALUES (${c.workspaceId}, 'capture', ${amount}, ${c.jobId}, ${`cap:${c.taskId}`})`.execute(trx);
+    VALUES (${c.workspaceId}, 'capture', ${amount}, ${c.jobId}, ${`cap:${row.public_id}:${c.taskId}`})`.execute(trx);
   if (Number(entry.numAffectedRows ?? 0n) === 0) return 0;
   await sql`UPDATE credit_accounts SET reserved = reserved - ${amount}, captured = captured + ${amount} WHERE workspace_id = ${c.workspaceId}`.execute(trx);
   await sql`UPDATE jobs SET credits_captured = credits_captured + ${amount} WHERE id = ${c.jobId}`.execute(trx);
   return amount;
 }
 
-/** Releases the unused remainder exactly once, at the terminal transition. */
+/**
+ * Releases the unused remainder exactly once, at the terminal transition. Dedupe keys carry the
+ * job's random public id, never a bare auto-increment id, which a restore or rebuild can reuse.
+ * Lock order (jobs → key_month_usage → credit_accounts) follows reserveCredits so the two
+ * cannot deadlock each other.
+ */
 export async function releaseRemainder(trx: Transaction<Database>, jobId: number): Promise<{ reserved: number; captured: number; released: number } | null> {
-  const res = await sql<{ workspace_id: number; api_key_id: number; month: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
-    SELECT workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
+  const res = await sql<{ public_id: string; workspace_id: number; api_key_id: number; month: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
+    SELECT public_id, workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
   const job = res.rows[0];
   if (!job || job.settled_at) return null;
   const reserved = Number(job.credits_reserved);
@@ -88,10 +93,12 @@ export async function releaseRemainder(trx: Transaction<Database>, jobId: number
   const released = reserved - captured;
   if (released > 0) {
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
-      VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${jobId}`})`.execute(trx);
-    if (Number(entry.numAffectedRows ?? 0n) === 0) return null;
-    await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(trx);
-    await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
+      VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${job.public_id}`})`.execute(trx);
+    if (Number(entry.numAffectedRows ?? 0n) === 1) {
+      await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
+      await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(trx);
+    }
+    // An existing release entry means the balance was already settled: settle the job row too.
   }
   await sql`UPDATE jobs SET credits_released = ${released}, settled_at = NOW(3) WHERE id = ${jobId}`.execute(trx);
   return { reserved, captured, released };

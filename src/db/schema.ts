@@ -133,6 +133,8 @@ export interface TasksTable {
   job_id: number;
   workspace_id: number;
   object_key: string;
+  /** Generated (SHA-256 of object_key): the unique task identity. */
+  object_key_hash: ColumnType<Buffer, never, never>;
   check_name: string;
   lane: string;
   product_lane: string;

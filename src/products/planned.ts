@@ -9,18 +9,6 @@ import type { LaneSpec, ProductDefinition } from './types.ts';
 const notBuilt = (lanes: LaneSpec[]) => () => Object.fromEntries(lanes.map((l) => [l.lane, 'not_built' as const]));
 const lane = (name: string, required: boolean, description: string): LaneSpec => ({ lane: name, required, description });
 
-const domainLanes = [
-  lane('dns_delegation', true, 'NS, SOA and DS of the registrable domain'),
-  lane('registration', false, 'RDAP registration data'),
-  lane('dns_records', false, 'Common records of the name'),
-];
-export const domainProduct: ProductDefinition = {
-  id: 'lookup.domain.v1', title: 'Domain core lookup', mode: 'async', method: 'POST', path: '/v2/lookups/domain',
-  scope: 'scan:create', rateClass: 'async_lookup',
-  input: z.strictObject({ value: domainName }),
-  lanes: domainLanes, price: () => 2, readiness: notBuilt(domainLanes),
-};
-
 const mailLanes = [
   lane('mx', true, 'MX hosts'), lane('spf', false, 'SPF record'), lane('dmarc', false, 'DMARC policy'),
   lane('mta_sts', false, 'MTA-STS'), lane('tls_rpt', false, 'TLS-RPT'), lane('dkim', false, 'DKIM common selectors'),

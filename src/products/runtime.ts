@@ -4,6 +4,6 @@ import type { Config } from '../config.ts';
 import type { ProductRuntime } from './types.ts';
 import { createResolver } from '../dns/stub-resolver.ts';
 
-export function createProductRuntime(config: Config, log: Logger): ProductRuntime {
-  return { config, log, services: { resolver: createResolver(config) } };
+export function createProductRuntime(config: Config, log: Logger, extra: Record<string, unknown> = {}): ProductRuntime {
+  return { config, log, services: { resolver: createResolver(config), ...extra } };
 }

@@ -104,8 +104,27 @@ export function laneOutcome(spec: LaneSpec, status: LaneStatus, extra: Partial<L
   return { lane: spec.lane, required: spec.required, status, ...extra };
 }
 
+/** What answers "is this lane's worker process running?" (src/queue/lane-health.ts). */
+export interface WorkerLiveness {
+  alive(lane: string): boolean;
+}
+
+/**
+ * The product's own lane readiness, and for async products the liveness of the worker lanes
+ * that run its checks: with no live worker every lane is `down`, however well configured.
+ */
+export function laneReadiness(def: ProductDefinition, runtime: ProductRuntime): Record<string, LaneReadiness> {
+  if (!def.execute && !def.job) return Object.fromEntries(def.lanes.map((l) => [l.lane, 'not_built' as const]));
+  const own = def.readiness(runtime);
+  if (!def.job) return own;
+  const liveness = runtime.services.laneHealth as WorkerLiveness | undefined;
+  const workersUp = liveness ? def.job.workerLanes.every((l) => liveness.alive(l)) : false;
+  if (workersUp) return own;
+  return Object.fromEntries(def.lanes.map((l) => [l.lane, (own[l.lane] ?? 'not_built') === 'ready' ? 'down' as const : own[l.lane] ?? 'not_built']));
+}
+
 export function productReadiness(def: ProductDefinition, runtime: ProductRuntime): ProductReadiness {
-  const lanes = def.readiness(runtime);
+  const lanes = laneReadiness(def, runtime);
   let partial = false;
   for (const spec of def.lanes) {
     const r = lanes[spec.lane] ?? 'not_built';
@@ -201,6 +220,8 @@ export interface TaskOutcomeView {
 }
 
 export interface AsyncProduct<I> {
+  /** The worker lanes that run this product's checks; readiness needs a live consumer on each. */
+  workerLanes: WorkerLane[];
   target(input: I): { type: string; value: string };
   profile?(input: I): string | null;
   plan(input: I): TaskPlan[];

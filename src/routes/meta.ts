@@ -4,25 +4,25 @@ import type { AppDeps } from '../http/deps.ts';
 import { authenticateAny } from '../http/authenticate.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { buildOpenApi } from '../contract/openapi.ts';
-import { productReadiness } from '../products/types.ts';
+import { laneReadiness, productReadiness } from '../products/types.ts';
 
 export function productList(deps: AppDeps) {
   return {
     products: deps.products.map((def) => {
-      const lanes = def.readiness(deps.runtime);
+      const lanes = laneReadiness(def, deps.runtime);
       return {
         product: def.id,
         title: def.title,
         method: def.method,
         path: def.path,
         mode: def.mode,
-        readiness: def.execute ? productReadiness(def, deps.runtime) : 'unavailable' as const,
+        readiness: productReadiness(def, deps.runtime),
         credits: def.id.startsWith('scan.')
           ? { basis: 'maxCredits' as const, amount: null }
           : { basis: 'fixed' as const, amount: def.price({ authorized: false } as never) },
         lanes: def.lanes.map((l) => ({
           lane: l.lane, required: l.required, description: l.description,
-          readiness: def.execute ? lanes[l.lane] ?? 'not_built' : 'not_built' as const,
+          readiness: lanes[l.lane] ?? 'not_built',
         })),
       };
     }),

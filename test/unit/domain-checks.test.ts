@@ -344,7 +344,12 @@ describe('plan and assemble', () => {
 describe('readiness', () => {
   it('ready with a resolver; registration ready from the snapshot alone', () => {
     expect(domainProduct.readiness(rtNoRdap)).toEqual({ dns_delegation: 'ready', registration: 'ready', dns_records: 'ready' });
-    expect(productReadiness(domainProduct, rt)).toBe('available');
+    // The product also needs a live domain lane worker (src/queue/lane-health.ts).
+    expect(productReadiness(domainProduct, rt)).toBe('unavailable');
+    const live = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } } };
+    expect(productReadiness(domainProduct, live)).toBe('available');
+    const otherLane = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' } } };
+    expect(productReadiness(domainProduct, otherLane)).toBe('unavailable');
   });
 
   it('without a resolver the required lane is unconfigured: the product is unavailable', () => {

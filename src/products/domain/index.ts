@@ -45,6 +45,7 @@ export function registrationReadiness(runtime: ProductRuntime): LaneReadiness {
 }
 
 const job: AsyncProduct<DomainInput> = {
+  workerLanes: ['domain'],
   target: (i) => ({ type: 'domain_name', value: i.value }),
   plan: planDomain,
   assemble: (i, tasks) => assembleDomain(i.value, tasks),

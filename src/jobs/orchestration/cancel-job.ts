@@ -1,0 +1,21 @@
+// The `cancel` op (CONTRACT §9): pending tasks will never run; running ones may finish (and are
+// charged) until the grace deadline. The job ends `cancelled` as soon as nothing is running:
+// here, on the last running task's result (apply-result.ts), or by the sweeper after
+// CANCEL_GRACE_MS.
+import { sql } from 'kysely';
+import { countOpenTasks } from './apply-result.ts';
+import type { OrchestrationContext } from './context.ts';
+import { finalizeLocked } from './finalize-job.ts';
+import { lockJob } from './task-rows.ts';
+import { inTransaction } from './transaction.ts';
+
+export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
+  await inTransaction(ctx.db, async (trx) => {
+    const job = await lockJob(trx, jobId);
+    if (!job || job.status !== 'cancelling') return;
+    // Nothing to capture for these: they are applied at once.
+    await sql`UPDATE tasks SET status = 'cancelled', reason = 'job_cancelled', finished_at = NOW(3), applied_at = NOW(3)
+      WHERE job_id = ${job.id} AND status = 'pending'`.execute(trx);
+    if ((await countOpenTasks(trx, job.id)) === 0) await finalizeLocked(trx, ctx, job, 'cancel');
+  });
+}

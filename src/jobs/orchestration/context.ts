@@ -1,0 +1,21 @@
+// What every orchestration step needs. Built once by startOrchestrator; tests build their own.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import type { QueueSettings } from '../../queue/queue-settings.ts';
+import type { ProductCatalog } from './product-catalog.ts';
+
+export interface OrchestrationContext {
+  db: Db;
+  redis: Redis;
+  log: Logger;
+  config: Config;
+  settings: QueueSettings;
+  catalog: ProductCatalog;
+  /** The check's own timeout, for telling a dead runner from a slow one. */
+  checkTimeoutMs(check: string): number;
+}
+
+/** Used when a check is unknown to this process: the longest a check is expected to run. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 120_000;

@@ -1,0 +1,57 @@
+// The terminal transition, once: cancel what is still open, apply (capture) every finished task
+// not yet applied, decide the outcome, compare-and-set the job to its terminal status and release
+// the unused reservation, all in one transaction under the job row lock. Only the winner of the
+// terminal CAS releases; releaseRemainder is itself keyed by job, so a second release is a no-op.
+import { sql } from 'kysely';
+import { releaseRemainder } from '../../credits/ledger.ts';
+import { isTerminal } from '../job-view.ts';
+import { applyFinishedTask } from './apply-result.ts';
+import type { OrchestrationContext } from './context.ts';
+import { decideOutcome, type FinalizeMode, type TerminalStatus } from './job-outcome.ts';
+import { lockJob, selectTasks, type LockedJob } from './task-rows.ts';
+import { affected, inTransaction, type Trx } from './transaction.ts';
+
+export interface FinalizeOptions {
+  /** A job-level failure code (plan_failed, product_not_available). */
+  failure?: string;
+}
+
+/** Caller holds the job row lock (lockJob). Returns the terminal status, or null if already terminal. */
+export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: LockedJob, mode: FinalizeMode, opts: FinalizeOptions = {}): Promise<TerminalStatus | null> {
+  if (isTerminal(job.status)) return null;
+  // A job cancelled by its owner ends `cancelled` even when the deadline sweeper gets there first.
+  const effective: FinalizeMode = job.status === 'cancelling' ? 'cancel' : mode;
+  const reason = effective === 'deadline' ? 'deadline_exceeded' : 'job_cancelled';
+  // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
+  // A runner still executing one of these loses its compare-and-set and writes nothing.
+  await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
+    WHERE job_id = ${job.id} AND status IN ('pending', 'running')`.execute(trx);
+  const tasks = await selectTasks(trx, job.id);
+  for (const t of tasks) if (!t.applied_at) await applyFinishedTask(trx, job, t);
+  const captured = await sql<{ c: number }>`SELECT credits_captured AS c FROM jobs WHERE id = ${job.id}`.execute(trx);
+  const outcome = decideOutcome({
+    def: ctx.catalog.get(job.product),
+    productId: job.product,
+    input: job.input,
+    requestId: job.request_id,
+    tasks,
+    mode: effective,
+    charged: Number(captured.rows[0]?.c ?? 0),
+    ...(opts.failure ? { failure: opts.failure } : {}),
+  });
+  const done = await sql`UPDATE jobs SET status = ${outcome.status}, result = ${outcome.result ? JSON.stringify(outcome.result) : null},
+      coverage = ${JSON.stringify(outcome.coverage)}, completed_at = NOW(3)
+    WHERE id = ${job.id} AND status IN ('queued', 'running', 'cancelling')`.execute(trx);
+  if (affected(done) !== 1) return null;
+  await releaseRemainder(trx, job.id);
+  ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
+  return outcome.status;
+}
+
+export async function finalizeJob(ctx: OrchestrationContext, jobId: number, mode: FinalizeMode, opts: FinalizeOptions = {}): Promise<TerminalStatus | null> {
+  return inTransaction(ctx.db, async (trx) => {
+    const job = await lockJob(trx, jobId);
+    if (!job) return null;
+    return finalizeLocked(trx, ctx, job, mode, opts);
+  });
+}

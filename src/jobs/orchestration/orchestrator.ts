@@ -1,0 +1,178 @@
+// The orchestrator: consumes the jobs stream (plan, cancel) and the task-results stream (capture,
+// finalize), and runs the periodic jobs (outbox relay, reconciler, sweeper, retention purge), each
+// at most once per tick across instances (tick-lock.ts). Several orchestrators may run: the
+// consumer groups share the streams and every step is idempotent under the job row lock.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type client from 'prom-client';
+import type { Config } from '../../config.ts';
+import { createDb, type Db } from '../../db/database.ts';
+import type { ProductDefinition } from '../../products/types.ts';
+import { createRedis, redisReady } from '../../redis/client.ts';
+import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
+import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
+import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
+import { registerStreamGauges } from '../../queue/stream-metrics.ts';
+import { groups, isJobOp, streams } from '../../queue/streams.ts';
+import { tryTickLock } from '../../queue/tick-lock.ts';
+import { applyTaskResult } from './apply-result.ts';
+import { cancelJob } from './cancel-job.ts';
+import { DEFAULT_CHECK_TIMEOUT_MS, type OrchestrationContext } from './context.ts';
+import { relayOutbox } from './outbox-relay.ts';
+import { planJob } from './plan-job.ts';
+import { productCatalog } from './product-catalog.ts';
+import { Reconciler } from './reconciler.ts';
+import { purgeExpiredJobs } from './retention.ts';
+import { sweepJobs } from './sweeper.ts';
+
+export interface OrchestratorTiming {
+  relayEveryMs: number;
+  /** An outbox row younger than this is left to the web process that wrote it. */
+  relayAfterMs: number;
+  reconcileEveryMs: number;
+  /** A finished task not applied after this long gets its notice re-published. */
+  unappliedAfterMs: number;
+  sweepEveryMs: number;
+  purgeEveryMs: number;
+}
+
+const DEFAULT_TIMING: OrchestratorTiming = {
+  relayEveryMs: 1000,
+  relayAfterMs: 2000,
+  reconcileEveryMs: 5000,
+  unappliedAfterMs: 5000,
+  sweepEveryMs: 5000,
+  purgeEveryMs: 60_000,
+};
+
+export interface OrchestratorOptions {
+  config: Config;
+  log: Logger;
+  /** Shared handles are not closed by close(); handles created here are. */
+  db?: Db;
+  redis?: Redis;
+  /** The products this orchestrator owns (default: every async product of the registry). */
+  products?: readonly ProductDefinition[];
+  settings?: Partial<QueueSettings>;
+  checkTimeoutMs?: (check: string) => number | undefined;
+  timing?: Partial<OrchestratorTiming>;
+  consumer?: string;
+  concurrency?: number;
+  metrics?: client.Registry;
+}
+
+export interface OrchestratorHandle {
+  readonly context: OrchestrationContext;
+  close(): Promise<void>;
+}
+
+export async function startOrchestrator(opts: OrchestratorOptions): Promise<OrchestratorHandle> {
+  const { config, log } = opts;
+  const timing = { ...DEFAULT_TIMING, ...opts.timing };
+  const settings = parseQueueSettings(process.env, opts.settings);
+  const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: 10 });
+  const ownRedis = opts.redis ? undefined : createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
+  const redis = opts.redis ?? ownRedis!;
+  await redisReady(redis);
+  const lookupTimeout = opts.checkTimeoutMs ?? (() => undefined);
+  const ctx: OrchestrationContext = {
+    db: opts.db ?? ownDb!.db,
+    redis,
+    log,
+    config,
+    settings,
+    catalog: productCatalog(opts.products),
+    checkTimeoutMs: (check) => lookupTimeout(check) ?? DEFAULT_CHECK_TIMEOUT_MS,
+  };
+
+  const consumer = opts.consumer ?? consumerName('orchestrator');
+  const common = {
+    redis,
+    group: groups.orchestrator,
+    consumer,
+    log,
+    concurrency: opts.concurrency ?? 16,
+    visibilityMs: settings.LANE_VISIBILITY_MS,
+    maxDeliveries: settings.LANE_MAX_DELIVERIES,
+    drainTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+  };
+  // Orchestrator entries carry no state of their own: MySQL does. A dead-lettered one is recorded
+  // and acknowledged; the reconciler and the sweeper bring its job to a terminal state.
+  const deadLetter = (stream: string) => async (d: Delivery): Promise<Settlement> => {
+    log.error({ stream, entry: d.id, fields: d.fields, deliveries: d.deliveries }, 'orchestrator entry dead-lettered');
+    return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d) };
+  };
+  const jobs = new StreamConsumer({ ...common, stream: streams.jobs, handle: (d) => handleJobOp(ctx, d), deadLetter: deadLetter(streams.jobs) });
+  const results = new StreamConsumer({ ...common, stream: streams.taskResults, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(streams.taskResults) });
+  if (opts.metrics) {
+    registerStreamGauges(opts.metrics, redis, [{ stream: streams.jobs, group: groups.orchestrator }, { stream: streams.taskResults, group: groups.orchestrator }]);
+  }
+
+  const stop = new AbortController();
+  const reconciler = new Reconciler(ctx, { unappliedAfterMs: timing.unappliedAfterMs });
+  const periodic = async (name: string, everyMs: number, fn: () => Promise<unknown>): Promise<void> => {
+    while (!stop.signal.aborted) {
+      try {
+        if (await tryTickLock(redis, name, everyMs * 0.9)) await fn();
+      } catch (err) {
+        if (!stop.signal.aborted) log.warn({ err: errInfo(err), task: name }, 'periodic orchestrator task failed');
+      }
+      await sleep(everyMs, undefined, { signal: stop.signal }).catch(() => {});
+    }
+  };
+
+  await jobs.start();
+  await results.start();
+  const loops = [
+    periodic('outbox-relay', timing.relayEveryMs, () => relayOutbox(ctx, { olderThanMs: timing.relayAfterMs })),
+    periodic('reconciler', timing.reconcileEveryMs, () => reconciler.tick()),
+    periodic('sweeper', timing.sweepEveryMs, () => sweepJobs(ctx)),
+    periodic('retention', timing.purgeEveryMs, () => purgeExpiredJobs(ctx)),
+  ];
+  log.info({ consumer, products: ctx.catalog.ids }, 'orchestrator started');
+
+  let closing: Promise<void> | undefined;
+  return {
+    context: ctx,
+    close() {
+      closing ??= (async () => {
+        // Each step runs even if another failed: stop reading → drain → Redis → MySQL.
+        stop.abort();
+        await Promise.allSettled(loops);
+        await Promise.allSettled([jobs.close(), results.close()]);
+        if (ownRedis) await ownRedis.quit().catch(() => ownRedis.disconnect());
+        if (ownDb) await ownDb.close().catch(() => {});
+      })();
+      return closing;
+    },
+  };
+}
+
+function idField(d: Delivery, name: string): number | null {
+  const n = Number(d.fields[name]);
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+async function handleJobOp(ctx: OrchestrationContext, d: Delivery): Promise<Settlement> {
+  const jobId = idField(d, 'job');
+  const op = d.fields.op;
+  if (jobId === null || !isJobOp(op)) {
+    ctx.log.error({ entry: d.id, fields: d.fields }, 'malformed jobs entry dropped');
+    return ACK;
+  }
+  if (op === 'plan') await planJob(ctx, jobId);
+  else await cancelJob(ctx, jobId);
+  return ACK;
+}
+
+async function handleTaskResult(ctx: OrchestrationContext, d: Delivery): Promise<Settlement> {
+  const taskId = idField(d, 'task');
+  if (taskId === null) {
+    ctx.log.error({ entry: d.id, fields: d.fields }, 'malformed task-results entry dropped');
+    return ACK;
+  }
+  await applyTaskResult(ctx, taskId);
+  return ACK;
+}

@@ -1,0 +1,130 @@
+// The reconciler rebuilds the queues from MySQL (Redis may be flushed, an entry may be lost) and
+// closes gaps a crash can leave. Every step is idempotent and bounded per tick.
+//   1. pending tasks older than the visibility timeout whose stream entry is gone → re-enqueue
+//   2. running tasks older than their check timeout + visibility (their runner died) → back to
+//      pending (CAS on attempts); re-enqueue only if their entry is gone too
+//   3. finished tasks not applied after a few seconds → re-publish their result notice
+//   4. queued jobs whose plan was published long ago → publish `plan` again
+//   5. cancelling jobs → run the cancel op again (cancels pending tasks, finalizes when idle)
+//   6. running jobs with nothing open and nothing unapplied → finalize (crash after the last apply)
+import { sql } from 'kysely';
+import { publishJob, publishTaskResult } from '../../queue/streams.ts';
+import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
+import { cancelJob } from './cancel-job.ts';
+import type { OrchestrationContext } from './context.ts';
+import { finalizeJob } from './finalize-job.ts';
+import { affected } from './transaction.ts';
+
+const BATCH = 500;
+
+export interface ReconcileOptions {
+  /** Finished-but-unapplied tasks younger than this are left to their notice. */
+  unappliedAfterMs?: number;
+}
+
+export class Reconciler {
+  readonly #ctx: OrchestrationContext;
+  readonly #opts: Required<ReconcileOptions>;
+  /** Rotates through a large backlog of pending tasks across ticks; any start value is correct. */
+  #pendingCursor = 0;
+
+  constructor(ctx: OrchestrationContext, opts: ReconcileOptions = {}) {
+    this.#ctx = ctx;
+    this.#opts = { unappliedAfterMs: 5000, ...opts };
+  }
+
+  async tick(): Promise<void> {
+    await this.requeueLostPending();
+    await this.resetStuckRunning();
+    await this.republishUnapplied();
+    await this.republishQueuedPlans();
+    await this.recancel();
+    await this.finalizeIdle();
+  }
+
+  #products() {
+    return sql.join(this.#ctx.catalog.ids);
+  }
+
+  #visibilityUs(): number {
+    return this.#ctx.settings.LANE_VISIBILITY_MS * 1000;
+  }
+
+  async requeueLostPending(): Promise<number> {
+    const rows = await sql<{ id: number; job_id: number; lane: string }>`
+      SELECT t.id, t.job_id, t.lane FROM tasks t JOIN jobs j ON j.id = t.job_id
+      WHERE j.status = 'running' AND j.product IN (${this.#products()}) AND t.status = 'pending'
+        AND t.created_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND AND t.id > ${this.#pendingCursor}
+      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
+    this.#pendingCursor = rows.rows.length < BATCH ? 0 : Number(rows.rows[rows.rows.length - 1]!.id);
+    const n = await ensureTasksEnqueued(this.#ctx.redis, rows.rows.map((r) => ({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane })));
+    if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-enqueued lost pending tasks');
+    return n;
+  }
+
+  async resetStuckRunning(): Promise<number> {
+    const rows = await sql<{ id: number; job_id: number; lane: string; check_name: string; attempts: number; age_ms: number }>`
+      SELECT t.id, t.job_id, t.lane, t.check_name, t.attempts, TIMESTAMPDIFF(MICROSECOND, t.started_at, NOW(3)) DIV 1000 AS age_ms
+      FROM tasks t JOIN jobs j ON j.id = t.job_id
+      WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()}) AND t.status = 'running'
+        AND t.started_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND
+      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
+    const reset = [];
+    for (const r of rows.rows) {
+      if (Number(r.age_ms) <= this.#ctx.checkTimeoutMs(r.check_name) + this.#ctx.settings.LANE_VISIBILITY_MS) continue;
+      // attempts fences the reset: a runner that took the task over meanwhile keeps it.
+      const res = await sql`UPDATE tasks SET status = 'pending' WHERE id = ${r.id} AND status = 'running' AND attempts = ${r.attempts}`.execute(this.#ctx.db);
+      if (affected(res) === 1) reset.push({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane });
+    }
+    // An entry still pending in a dead consumer's list reaches a runner through XAUTOCLAIM, with
+    // its delivery count intact (poison tasks must still end in the dead letter): only lost
+    // entries are replaced.
+    const requeued = await ensureTasksEnqueued(this.#ctx.redis, reset);
+    if (reset.length > 0) this.#ctx.log.warn({ tasks: reset.length, requeued }, 'reconciler reset stuck running tasks');
+    return reset.length;
+  }
+
+  async republishUnapplied(): Promise<number> {
+    const rows = await sql<{ id: number; job_id: number }>`
+      SELECT t.id, t.job_id FROM tasks t JOIN jobs j ON j.id = t.job_id
+      WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()})
+        AND t.status NOT IN ('pending', 'running') AND t.applied_at IS NULL
+        AND t.finished_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
+      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
+    for (const r of rows.rows) await publishTaskResult(this.#ctx.redis, Number(r.id), Number(r.job_id));
+    return rows.rows.length;
+  }
+
+  async republishQueuedPlans(): Promise<number> {
+    // Only plans the relay already published: an unpublished outbox row is the relay's to send.
+    const rows = await sql<{ id: number }>`
+      SELECT j.id FROM jobs j
+      WHERE j.status = 'queued' AND j.product IN (${this.#products()})
+        AND j.created_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND
+        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = j.id AND o.topic = 'plan' AND o.published_at IS NULL)
+      ORDER BY j.id LIMIT 100`.execute(this.#ctx.db);
+    for (const r of rows.rows) await publishJob(this.#ctx.redis, Number(r.id), 'plan');
+    return rows.rows.length;
+  }
+
+  async recancel(): Promise<number> {
+    const rows = await sql<{ id: number }>`
+      SELECT id FROM jobs WHERE status = 'cancelling' AND product IN (${this.#products()})
+        AND cancel_requested_at < NOW(3) - INTERVAL 2 SECOND
+      ORDER BY id LIMIT 100`.execute(this.#ctx.db);
+    for (const r of rows.rows) await cancelJob(this.#ctx, Number(r.id));
+    return rows.rows.length;
+  }
+
+  async finalizeIdle(): Promise<number> {
+    const rows = await sql<{ id: number }>`
+      SELECT j.id FROM jobs j
+      WHERE j.status = 'running' AND j.product IN (${this.#products()})
+        AND j.started_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
+        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN ('pending', 'running') OR t.applied_at IS NULL))
+      ORDER BY j.id LIMIT 100`.execute(this.#ctx.db);
+    let n = 0;
+    for (const r of rows.rows) if (await finalizeJob(this.#ctx, Number(r.id), 'settle')) n++;
+    return n;
+  }
+}

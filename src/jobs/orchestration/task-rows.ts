@@ -1,0 +1,95 @@
+// Task statuses and the task/job rows the orchestrator and lane runner share.
+import { sql } from 'kysely';
+import type { JobStatus, TaskStatus } from '../../db/schema.ts';
+import type { CheckOutput, TaskOutcomeView } from '../../products/types.ts';
+import { parseJson, type Trx } from './transaction.ts';
+
+export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running'];
+/** Statuses whose task did work the workspace pays for (CONTRACT §6). */
+export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'partial'];
+
+export function isOpenTask(s: TaskStatus): boolean {
+  return OPEN_TASK_STATUSES.includes(s);
+}
+
+export interface TaskRow {
+  id: number;
+  job_id: number;
+  check_name: string;
+  object_key: string;
+  lane: string;
+  product_lane: string;
+  required: boolean;
+  unit_cost: number;
+  status: TaskStatus;
+  reason: string | null;
+  output: CheckOutput | null;
+  applied_at: Date | null;
+}
+
+export async function selectTasks(trx: Trx, jobId: number): Promise<TaskRow[]> {
+  const res = await sql<Record<string, unknown>>`
+    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, output, applied_at
+    FROM tasks WHERE job_id = ${jobId} ORDER BY id`.execute(trx);
+  return res.rows.map(toTaskRow);
+}
+
+export function toTaskRow(r: Record<string, unknown>): TaskRow {
+  return {
+    id: Number(r.id),
+    job_id: Number(r.job_id),
+    check_name: String(r.check_name),
+    object_key: String(r.object_key),
+    lane: String(r.lane),
+    product_lane: String(r.product_lane),
+    required: Number(r.required) === 1,
+    unit_cost: Number(r.unit_cost),
+    status: r.status as TaskStatus,
+    reason: (r.reason as string | null) ?? null,
+    output: parseJson<CheckOutput>(r.output),
+    applied_at: (r.applied_at as Date | null) ?? null,
+  };
+}
+
+export function taskView(t: TaskRow): TaskOutcomeView {
+  return {
+    check: t.check_name,
+    productLane: t.product_lane,
+    required: t.required,
+    objectKey: t.object_key,
+    // pending/running never reach a view: finalize cancels them first.
+    status: t.status as TaskOutcomeView['status'],
+    ...(t.reason ? { reason: t.reason } : {}),
+    output: t.output,
+  };
+}
+
+export interface LockedJob {
+  id: number;
+  workspace_id: number;
+  product: string;
+  status: JobStatus;
+  input: unknown;
+  request_id: string;
+  credits_reserved: number;
+  credits_captured: number;
+}
+
+/** Every transaction that touches a job's rows starts here: the job row lock orders them. */
+export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null> {
+  const res = await sql<Record<string, unknown>>`
+    SELECT id, workspace_id, product, status, input, request_id, credits_reserved, credits_captured
+    FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
+  const r = res.rows[0];
+  if (!r) return null;
+  return {
+    id: Number(r.id),
+    workspace_id: Number(r.workspace_id),
+    product: String(r.product),
+    status: r.status as JobStatus,
+    input: parseJson(r.input),
+    request_id: String(r.request_id),
+    credits_reserved: Number(r.credits_reserved),
+    credits_captured: Number(r.credits_captured),
+  };
+}

@@ -1,0 +1,19 @@
+// The dead-letter stream: an audit trail of entries given up on, with where they came from. The
+// durable consequence (a task marked failed/dead_lettered) is the caller's to record first.
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { ChainableCommander } from 'ioredis';
+import type { Delivery } from './stream-consumer.ts';
+import { DEAD_LETTER_MAXLEN, streams } from './streams.ts';
+
+/** Adds the dead-letter XADD to the MULTI that acknowledges the entry. */
+export function addDeadLetter(tx: ChainableCommander, stream: string, group: string, d: Delivery): void {
+  const fields = Object.entries(d.fields).flatMap(([k, v]) => [`f.${k}`, v]);
+  tx.xadd(streams.deadLetter, 'MAXLEN', '~', DEAD_LETTER_MAXLEN, '*',
+    'stream', stream, 'group', group, 'entry', d.id, 'deliveries', String(d.deliveries), 'at', new Date().toISOString(), ...fields);
+}
+
+/** Unique per process start: a restarted process never inherits a dead one's pending entries by name. */
+export function consumerName(role: string): string {
+  return `${role}-${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}

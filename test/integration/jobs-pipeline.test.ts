@@ -1,0 +1,635 @@
+// The job pipeline end to end on real MySQL and Redis streams: acceptance → orchestrator plan →
+// lane runner → task results → capture → finalize → release, plus the failure paths (timeout,
+// cancel, a dead consumer, dead-lettering, a skipped publish, a deleted stream).
+//
+// Each test gets its own product id (every orchestrator sweep is scoped to its products) and its
+// own Redis key prefix (fresh streams), so tests never see each other's jobs or entries.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig, type Config } from '../../src/config.ts';
+import { Authenticator } from '../../src/auth/authenticator.ts';
+import type { Principal } from '../../src/auth/principal.ts';
+import { balance, grantCredits } from '../../src/credits/ledger.ts';
+import { createDb, type DbHandle } from '../../src/db/database.ts';
+import { createKey, createWorkspace } from '../../src/db/tenancy-repo.ts';
+import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
+import { applyTaskResult } from '../../src/jobs/orchestration/apply-result.ts';
+import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
+import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
+import type { QueueSettings } from '../../src/queue/queue-settings.ts';
+import { LaneHealth } from '../../src/queue/lane-health.ts';
+import { groups, publishJob, publishTaskResult, streams } from '../../src/queue/streams.ts';
+import { createRedis, redisReady } from '../../src/redis/client.ts';
+import type { CheckOutput, CheckSpec, ProductDefinition, TaskOutcomeView } from '../../src/products/types.ts';
+import { checkTimeoutMs, registerCheck } from '../../workers/lanes/registry.ts';
+import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
+
+// ---- a tiny product and its checks ---------------------------------------------------------
+
+interface TaskSpec {
+  check?: string;
+  behavior?: 'ok' | 'timeout' | 'throw' | 'unavailable' | 'gate' | 'pool';
+  cost?: number;
+  required?: boolean;
+  lane?: string;
+}
+interface TestInput {
+  tasks: TaskSpec[];
+}
+
+const gates = new Map<string, { promise: Promise<void>; open(): void }>();
+function gate(name: string) {
+  let g = gates.get(name);
+  if (!g) {
+    let open!: () => void;
+    const promise = new Promise<void>((r) => (open = r));
+    g = { promise, open };
+    gates.set(name, g);
+  }
+  return g;
+}
+
+function okOutput(key: string, extra: Record<string, unknown> = {}): CheckOutput {
+  return {
+    status: 'completed',
+    projection: { [key]: { seen: true, ...extra } },
+    objects: [{ type: 'host', key, projection: { name: key, ...extra }, evidence: [{ summary: `probed ${key}` }] }],
+    relations: [{ from: { type: 'host', key }, relation: 'discovered_from', to: { type: 'domain', key: 'example.test' } }],
+    findings: [{ code: 'test_seen', severity: 'low', confidence: 'confirmed', title: 'Seen', summary: `Saw ${key}`, object: { type: 'host', key } }],
+    limitations: [],
+    sources: [{ source: 'test_probe' }],
+  };
+}
+
+const waitForAbort = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+
+const probe: CheckSpec = {
+  name: 'test.probe',
+  lane: 'dns',
+  timeoutMs: 300,
+  async run(task, ctx) {
+    switch (task.params.behavior) {
+      case 'timeout':
+        return waitForAbort(ctx.signal);
+      case 'throw':
+        throw new Error('internal detail that must not be stored');
+      case 'unavailable':
+        return { ...okOutput(task.objectKey), status: 'unavailable', reason: 'resolver_unreachable', objects: [], relations: [], findings: [] };
+      case 'pool': {
+        const spf = await ctx.runInPool!<{ includes: string[]; lookupCount: number }>('parseSpf', 'v=spf1 include:_spf.example.test mx -all');
+        return okOutput(task.objectKey, { spf });
+      }
+      default:
+        return okOutput(task.objectKey);
+    }
+  },
+};
+
+const gated: CheckSpec = {
+  name: 'test.gated',
+  lane: 'dns',
+  timeoutMs: 20_000,
+  async run(task, ctx) {
+    await Promise.race([gate(String(task.params.gate)).promise, waitForAbort(ctx.signal)]);
+    return okOutput(task.objectKey);
+  },
+};
+
+registerCheck(probe);
+registerCheck(gated);
+
+let productSeq = 0;
+function makeProduct(opts: { assemble?: boolean } = {}): ProductDefinition<TestInput> {
+  const id = `test.pipeline${++productSeq}.${randomBytes(2).toString('hex')}`;
+  const gateName = `${id}:gate`;
+  return {
+    id,
+    title: 'pipeline test product',
+    mode: 'async',
+    method: 'POST',
+    path: `/v2/test/${id}`,
+    scope: 'scan:create',
+    rateClass: 'async_lookup',
+    input: z.any(),
+    lanes: [{ lane: 'probe', required: false, description: 'test lane' }],
+    price: () => 0,
+    readiness: () => ({ probe: 'ready' }),
+    job: {
+      workerLanes: ['dns'],
+      target: () => ({ type: 'domain_name', value: 'example.test' }),
+      plan: (input) => input.tasks.map((t, n) => ({
+        check: t.check ?? (t.behavior === 'gate' ? gated.name : probe.name),
+        lane: 'dns',
+        productLane: t.lane ?? 'probe',
+        required: t.required ?? false,
+        unitCost: t.cost ?? 1,
+        objectKey: `h${n}.example.test`,
+        params: { behavior: t.behavior ?? 'ok', gate: gateName },
+      })),
+      ...(opts.assemble
+        ? {
+            assemble: (_input: TestInput, tasks: TaskOutcomeView[]) => ({
+              result: Object.assign({}, ...tasks.map((t) => t.output?.projection ?? {})),
+              lanes: tasks.map((t) => ({ lane: t.productLane, required: t.required, status: t.status, ...(t.reason ? { reason: t.reason } : {}) })),
+              sources: [{ source: 'test_probe' }],
+              limitations: [],
+            }),
+          }
+        : {}),
+      deadlineMs: 60_000,
+    },
+  };
+}
+
+// ---- harness ---------------------------------------------------------------------------------
+
+const silent = pino({ level: 'silent' });
+let dbh: DbHandle;
+let principal: Principal;
+
+function configWith(env: Record<string, string> = {}): Config {
+  if (!process.env.DATABASE_URL || !process.env.REDIS_URL) throw new Error('needs DATABASE_URL and REDIS_URL: run with `npm test`');
+  return parseConfig({ ...process.env, LOG_LEVEL: 'silent', ...env });
+}
+
+const FAST_TIMING = { relayEveryMs: 200, relayAfterMs: 2000, reconcileEveryMs: 250, unappliedAfterMs: 1000, sweepEveryMs: 250, purgeEveryMs: 3_600_000 };
+
+interface Rig {
+  redis: Redis;
+  product: ProductDefinition<TestInput>;
+  config: Config;
+  settings: Partial<QueueSettings>;
+  orchestrator?: OrchestratorHandle;
+  lanes: LaneWorkerHandle[];
+  startOrchestrator(): Promise<OrchestratorHandle>;
+  startLane(extra?: Partial<QueueSettings>): Promise<LaneWorkerHandle>;
+}
+
+const rigs: Rig[] = [];
+
+async function rig(opts: { assemble?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {}): Promise<Rig> {
+  const redis = createRedis(process.env.REDIS_URL!, `${process.env.REDIS_KEY_PREFIX ?? ''}pipeline:${randomBytes(4).toString('hex')}:`);
+  redis.on('error', () => {});
+  await redisReady(redis);
+  const r: Rig = {
+    redis,
+    product: makeProduct(opts),
+    config: configWith(opts.env),
+    settings: { LANE_VISIBILITY_MS: 1000, LANE_POOL_THREADS: 0, ...opts.settings },
+    lanes: [],
+    async startOrchestrator() {
+      r.orchestrator = await startOrchestrator({
+        config: r.config, log: silent, db: dbh.db, redis, products: [r.product], settings: r.settings, checkTimeoutMs, timing: FAST_TIMING,
+      });
+      return r.orchestrator;
+    },
+    async startLane(extra = {}) {
+      const w = await startLaneWorker('dns', {
+        config: r.config, log: silent, db: dbh.db, redis, settings: { ...r.settings, ...extra }, blockMs: 200, permitWaitMs: 100,
+      });
+      r.lanes.push(w);
+      return w;
+    },
+  };
+  rigs.push(r);
+  return r;
+}
+
+async function accept(r: Rig, input: TestInput, price: number, opts: { publish?: boolean; deadlineMs?: number } = {}) {
+  const accepted = await acceptJob(dbh.db, {
+    principal, product: r.product.id, target: { type: 'domain_name', value: 'example.test' }, profile: null, input, price,
+    deadlineMs: opts.deadlineMs ?? 60_000, requestId: `req_${randomBytes(8).toString('hex')}`, claim: undefined,
+  });
+  if (opts.publish !== false) {
+    await publishJob(r.redis, accepted.jobId, 'plan');
+    await markOutboxPublished(dbh.db, accepted.jobId, 'plan');
+  }
+  return accepted.jobId;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+const TERMINAL = ['completed', 'partial', 'cancelled', 'failed', 'unavailable'];
+
+async function job(jobId: number) {
+  return dbh.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
+}
+
+async function terminal(jobId: number, timeoutMs?: number) {
+  return until(`job ${jobId} terminal`, async () => {
+    const j = await job(jobId);
+    return TERMINAL.includes(j.status) ? j : null;
+  }, timeoutMs);
+}
+
+async function tasks(jobId: number) {
+  return dbh.db.selectFrom('tasks').selectAll().where('job_id', '=', jobId).orderBy('id').execute();
+}
+
+async function ledger(jobId: number) {
+  const entries = await dbh.db.selectFrom('credit_entries').selectAll().where('job_id', '=', jobId).execute();
+  return { captures: entries.filter((e) => e.kind === 'capture'), releases: entries.filter((e) => e.kind === 'release') };
+}
+
+/** Every entry of the stream delivered to the group and acknowledged. */
+async function drained(redis: Redis, stream: string, group: string): Promise<void> {
+  const [last] = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0] ?? [];
+  await until(`${stream} drained`, async () => {
+    const info = (await redis.xinfo('GROUPS', stream)) as unknown[][];
+    const g = info.map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]))).find((x) => x.name === group);
+    return g && Number(g.pending) === 0 && (!last || g['last-delivered-id'] === last);
+  });
+}
+
+const json = (v: unknown): any => (typeof v === 'string' ? JSON.parse(v) : v);
+
+beforeAll(async () => {
+  dbh = createDb(configWith().DATABASE_URL);
+  const ws = await createWorkspace(dbh.db, { name: `pipeline-${randomBytes(3).toString('hex')}` });
+  const key = await createKey(dbh.db, configWith().KEY_PEPPER, { workspace: ws.workspaceId });
+  principal = (await new Authenticator(dbh.db, configWith().KEY_PEPPER, 0).verify(key.key))!;
+  await grantCredits(dbh.db, principal.workspaceId, 100_000, `grant:${ws.workspaceId}`);
+});
+
+afterEach(async () => {
+  for (const g of gates.values()) g.open();
+  for (const r of rigs.splice(0)) {
+    await Promise.all(r.lanes.map((l) => l.close()));
+    await r.orchestrator?.close();
+    await r.redis.quit().catch(() => {});
+  }
+});
+
+afterAll(async () => {
+  // The ledger invariant holds for the workspace after everything above.
+  const b = await balance(dbh.db, principal.workspaceId);
+  expect(b.granted).toBe(b.available + b.reserved + b.captured);
+  await dbh.close();
+});
+
+// ---- tests -----------------------------------------------------------------------------------
+
+describe('job pipeline', () => {
+  it('runs a job to completed: objects, findings, capture per completed task, one release', async () => {
+    const r = await rig({ settings: { LANE_POOL_THREADS: 1 } });
+    await r.startOrchestrator();
+    const lane = await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 3 }, { cost: 1, behavior: 'pool' }] }, 10);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect(json(j.coverage)).toEqual({ complete: true, limitations: [] });
+    expect(Number(j.credits_captured)).toBe(6);
+    expect(Number(j.credits_released)).toBe(4);
+    expect(j.settled_at).not.toBeNull();
+    const l = await ledger(jobId);
+    expect(l.captures.map((c) => Number(c.amount)).sort()).toEqual([1, 2, 3]);
+    expect(l.releases.map((e) => Number(e.amount))).toEqual([4]);
+    const ts = await tasks(jobId);
+    expect(ts.map((t) => [t.status, t.attempts, t.applied_at !== null])).toEqual([['completed', 1, true], ['completed', 1, true], ['completed', 1, true]]);
+    // The pool task ran in a piscina thread and its parse is in the stored output.
+    expect(json(ts[2]!.output).projection['h2.example.test'].spf).toMatchObject({ includes: ['_spf.example.test'], lookupCount: 2 });
+    // 3 hosts + the shared domain object (a relation endpoint), deduplicated; pages ordered by seq.
+    const objects = await dbh.db.selectFrom('objects').selectAll().where('job_id', '=', jobId).orderBy('seq').execute();
+    expect(objects.map((o) => [o.seq, o.type, o.okey])).toHaveLength(4);
+    expect(objects.map((o) => o.seq)).toEqual([1, 2, 3, 4]);
+    expect(objects.filter((o) => o.type === 'domain')).toHaveLength(1);
+    const host = objects.find((o) => o.okey === 'h0.example.test')!;
+    expect(json(host.lanes)).toEqual([{ lane: 'probe', status: 'completed' }]);
+    expect(json(host.evidence)[0].ref).toMatch(/^ev_[0-9A-Z]{26}$/);
+    expect(host.public_id).toMatch(/^obj_/);
+    const rels = await dbh.db.selectFrom('relations').selectAll().where('job_id', '=', jobId).execute();
+    expect(rels).toHaveLength(3);
+    const findings = await dbh.db.selectFrom('findings').selectAll().where('job_id', '=', jobId).orderBy('seq').execute();
+    expect(findings.map((f) => [f.seq, f.code, f.severity])).toEqual([[1, 'test_seen', 1], [2, 'test_seen', 1], [3, 'test_seen', 1]]);
+    expect(Number(j.object_seq)).toBe(4);
+    expect(Number(j.finding_seq)).toBe(3);
+    // Metrics of the lane process.
+    const text = await lane.metrics.metrics();
+    expect(text).toMatch(/lss_task_duration_seconds_count\{lane="dns",outcome="completed"\} 3/);
+    expect(text).toMatch(/lss_stream_pending\{stream="\{lss\}:lane:dns",group="lane-dns"\} 0/);
+  });
+
+  it('captures each task once even when its result notice arrives again', async () => {
+    const r = await rig();
+    const o = await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }] }, 6);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    const ts = await tasks(jobId);
+    for (const t of ts) {
+      await publishTaskResult(r.redis, t.id, jobId);
+      await publishTaskResult(r.redis, t.id, jobId);
+    }
+    await Promise.all(ts.flatMap((t) => [applyTaskResult(o.context, t.id), applyTaskResult(o.context, t.id)]));
+    await drained(r.redis, streams.taskResults, groups.orchestrator);
+    const after = await job(jobId);
+    expect(Number(after.credits_captured)).toBe(6);
+    expect(Number(after.credits_released)).toBe(0);
+    const l = await ledger(jobId);
+    expect(l.captures).toHaveLength(3);
+    expect(l.releases).toHaveLength(0); // nothing left to release
+  });
+
+  it('a check that times out leaves the task `timeout`, the job `partial`, nothing captured for it', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2, behavior: 'timeout' }] }, 6);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('partial');
+    const ts = await tasks(jobId);
+    expect(ts.map((t) => [t.status, t.reason])).toEqual([['completed', null], ['completed', null], ['timeout', 'check_timeout']]);
+    expect(Number(j.credits_captured)).toBe(4);
+    expect(Number(j.credits_released)).toBe(2);
+    expect(json(j.coverage)).toEqual({ complete: false, limitations: [{ code: 'probe_timeout', message: expect.any(String) }] });
+    const l = await ledger(jobId);
+    expect(l.captures).toHaveLength(2);
+    expect(l.releases).toHaveLength(1);
+  });
+
+  it('a check that throws is `failed` with reason internal_error; the message is not stored', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ behavior: 'throw' }] }, 1);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('failed');
+    const [t] = await tasks(jobId);
+    expect([t!.status, t!.reason, t!.output]).toEqual(['failed', 'internal_error', null]);
+    expect(JSON.stringify(j)).not.toContain('internal detail');
+    expect(Number(j.credits_released)).toBe(1);
+  });
+
+  it('stops scheduling at the budget and records budget_exhausted', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 0 }] }, 5);
+    const j = await terminal(jobId);
+    expect((await tasks(jobId)).map((t) => t.status)).toEqual(['completed', 'completed', 'budget_exhausted', 'budget_exhausted']);
+    expect(j.status).toBe('partial');
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['budget_exhausted']);
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 1]);
+  });
+
+  it('a lookup job carries the CONTRACT §7 envelope, or `unavailable` when a required lane is', async () => {
+    const r = await rig({ assemble: true });
+    await r.startOrchestrator();
+    await r.startLane();
+    const ok = await terminal(await accept(r, { tasks: [{ cost: 1, required: true, lane: 'main' }, { cost: 1, lane: 'extra' }] }, 2));
+    expect(ok.status).toBe('completed');
+    const env = json(ok.result);
+    expect(env).toMatchObject({ product: r.product.id, status: 'completed', coverage: { complete: true }, credits: { charged: 2 } });
+    expect(env.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([['main', 'completed'], ['extra', 'completed']]);
+
+    const down = await terminal(await accept(r, { tasks: [{ cost: 1, required: true, lane: 'main', behavior: 'unavailable' }, { cost: 1, lane: 'extra' }] }, 2));
+    expect(down.status).toBe('unavailable');
+    const partialEnv = json(down.result);
+    expect(partialEnv.result).toBeUndefined(); // no projection when a required lane is missing
+    expect(partialEnv.credits).toEqual({ charged: 1 });
+    expect(json(down.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['main_unavailable']);
+    expect([Number(down.credits_captured), Number(down.credits_released)]).toEqual([1, 1]);
+  });
+
+  it('cancel mid-run: pending tasks cancelled, the running one finishes and is charged, remainder released once', async () => {
+    const r = await rig({ settings: { LANE_TENANT_CONCURRENCY: 1 } });
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 3 }, { behavior: 'gate', cost: 3 }, { behavior: 'gate', cost: 3 }] }, 9);
+    await until('one task running', async () => (await tasks(jobId)).some((t) => t.status === 'running'));
+    const cancelled = await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    expect(cancelled?.changed).toBe(true);
+    await publishJob(r.redis, jobId, 'cancel');
+    await until('pending tasks cancelled', async () => (await tasks(jobId)).filter((t) => t.status === 'cancelled').length === 2);
+    expect((await job(jobId)).status).toBe('cancelling');
+    gate(`${r.product.id}:gate`).open();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('cancelled');
+    expect((await tasks(jobId)).map((t) => t.status).sort()).toEqual(['cancelled', 'cancelled', 'completed']);
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([3, 6]);
+    const l = await ledger(jobId);
+    expect(l.releases.map((e) => Number(e.amount))).toEqual([6]);
+    expect(json(j.coverage).limitations.map((x: { code: string }) => x.code)).toContain('cancelled');
+  });
+
+  it('cancel with tasks still running past CANCEL_GRACE_MS: the sweeper finalizes `cancelled`', async () => {
+    const r = await rig({ env: { CANCEL_GRACE_MS: '500' } });
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 2 }, { behavior: 'gate', cost: 2 }] }, 4);
+    await until('both running', async () => (await tasks(jobId)).every((t) => t.status === 'running'));
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    await publishJob(r.redis, jobId, 'cancel');
+    const j = await terminal(jobId);
+    expect(j.status).toBe('cancelled');
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([0, 4]);
+    // The checks finish after the job ended: their compare-and-set fails, nothing is written or charged.
+    gate(`${r.product.id}:gate`).open();
+    await sleep(500);
+    expect((await tasks(jobId)).map((t) => t.status)).toEqual(['cancelled', 'cancelled']);
+    expect(await dbh.db.selectFrom('objects').select('id').where('job_id', '=', jobId).execute()).toHaveLength(0);
+    expect((await ledger(jobId)).captures).toHaveLength(0);
+    expect((await ledger(jobId)).releases).toHaveLength(1);
+  });
+
+  it('reclaims entries of a consumer that died (XAUTOCLAIM) and completes the job', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, unknown[]]>;
+    expect(read[0]![1]).toHaveLength(3); // the ghost holds them and never acks
+    await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect((await tasks(jobId)).map((t) => t.attempts)).toEqual([1, 1, 1]);
+    const pending = (await r.redis.xpending(streams.lane('dns'), groups.lane('dns'))) as [number];
+    expect(Number(pending[0])).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetter)).toBe(0);
+  });
+
+  it('dead-letters an entry delivered more than LANE_MAX_DELIVERIES times; coverage says so', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, Array<[string, string[]]>]>;
+    const [first] = read[0]![1];
+    const deadTask = Number(first![1][first![1].indexOf('task') + 1]);
+    // The ghost had started that task when it died (a poison task kills its runner)…
+    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) }).where('id', '=', deadTask).execute();
+    // …and so did a second consumer that reclaimed it: its second delivery.
+    await r.redis.xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
+    await r.startLane();
+    const j = await terminal(jobId);
+    const ts = await tasks(jobId);
+    expect(ts.map((t) => [t.id === deadTask, t.status, t.reason])).toEqual(
+      ts.map((t) => (t.id === deadTask ? [true, 'failed', 'dead_lettered'] : [false, 'completed', null])),
+    );
+    expect(j.status).toBe('partial');
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['dead_lettered']);
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 1]);
+    const dl = (await r.redis.xrange(streams.deadLetter, '-', '+')) as Array<[string, string[]]>;
+    expect(dl).toHaveLength(1);
+    expect(dl[0]![1]).toEqual(expect.arrayContaining(['stream', streams.lane('dns'), 'entry', first![0], 'deliveries', '3', 'f.task', String(deadTask)]));
+  });
+
+  it('an entry that ran out of deliveries before its task ever started is re-queued, not dead-lettered', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}] }, 1);
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
+    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, Array<[string, string[]]>]>;
+    // Two more deliveries that failed before the task started (e.g. MySQL was unreachable).
+    for (const c of ['g2', 'g3']) await r.redis.xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
+    await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 1]]);
+    expect(await r.redis.xlen(streams.deadLetter)).toBe(0);
+  });
+
+  it('the outbox relay publishes a job whose publish was skipped', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    await r.startLane();
+    const started = Date.now();
+    const jobId = await accept(r, { tasks: [{}, {}] }, 2, { publish: false });
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1900); // the relay waits 2 s for the web process
+    const rows = await dbh.db.selectFrom('outbox').selectAll().where('job_id', '=', jobId).execute();
+    expect(rows.map((o) => [o.topic, o.published_at !== null])).toEqual([['plan', true]]);
+  });
+
+  it('completes a job whose Redis streams were deleted (the reconciler rebuilds them from MySQL)', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await r.redis.del(streams.lane('dns'), streams.taskResults, streams.jobs);
+    await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([3, 0]);
+  });
+
+  it('resets a task stuck `running` by a runner that died with Redis flushed', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}] }, 1);
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
+    // A runner claimed the task and died; then Redis lost its stream.
+    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) }).where('job_id', '=', jobId).execute();
+    await r.redis.del(streams.lane('dns'));
+    await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 2]]);
+  });
+
+  it('a redelivered plan re-enqueues nothing that is still queued', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await publishJob(r.redis, jobId, 'plan');
+    await publishJob(r.redis, jobId, 'plan');
+    await drained(r.redis, streams.jobs, groups.orchestrator);
+    expect(await r.redis.xlen(streams.lane('dns'))).toBe(3);
+    await r.startLane();
+    expect((await terminal(jobId)).status).toBe('completed');
+  });
+
+  it('the sweeper finalizes a job past its deadline: `partial` with what finished, the rest cancelled', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { behavior: 'gate', cost: 2 }] }, 4, { deadlineMs: 1500 });
+    const j = await terminal(jobId);
+    expect(j.status).toBe('partial');
+    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([['completed', null], ['cancelled', 'deadline_exceeded']]);
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['deadline_exceeded']);
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 2]);
+    expect((await ledger(jobId)).releases).toHaveLength(1);
+  });
+
+  it('purges jobs past retention with everything under them, and nothing younger', async () => {
+    const r = await rig();
+    const o = await r.startOrchestrator();
+    await r.startLane();
+    const oldJob = await accept(r, { tasks: [{}, {}] }, 2);
+    const youngJob = await accept(r, { tasks: [{}] }, 1);
+    await terminal(oldJob);
+    await terminal(youngJob);
+    const days = r.config.JOB_RETENTION_DAYS;
+    await dbh.db.updateTable('jobs').set({ completed_at: new Date(Date.now() - (days + 1) * 86_400_000) }).where('id', '=', oldJob).execute();
+    expect(await purgeExpiredJobs(o.context)).toBe(1);
+    for (const table of ['objects', 'findings', 'relations', 'tasks'] as const) {
+      expect(await dbh.db.selectFrom(table).select('job_id').where('job_id', '=', oldJob).execute()).toHaveLength(0);
+      expect((await dbh.db.selectFrom(table).select('job_id').where('job_id', '=', youngJob).execute()).length).toBeGreaterThan(0);
+    }
+    expect(await dbh.db.selectFrom('jobs').select('id').where('id', '=', oldJob).execute()).toHaveLength(0);
+    expect((await ledger(oldJob)).captures).toHaveLength(2); // the ledger is immutable
+  });
+
+  it('close() drains an in-flight task before returning; a second close() waits on the first', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    const w = await r.startLane();
+    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 2 }] }, 2);
+    await until('task running', async () => (await tasks(jobId))[0]?.status === 'running');
+    const closing = [w.close(), w.close()];
+    setTimeout(() => gate(`${r.product.id}:gate`).open(), 200);
+    await Promise.all(closing);
+    expect((await tasks(jobId)).map((t) => t.status)).toEqual(['completed']); // persisted before close returned
+    expect((await terminal(jobId)).status).toBe('completed');
+  });
+
+  it('a shutdown that outlasts SHUTDOWN_TIMEOUT_MS hands the task back; another runner completes it', async () => {
+    const r = await rig({ env: { SHUTDOWN_TIMEOUT_MS: '200' }, settings: { LANE_VISIBILITY_MS: 400 } });
+    await r.startOrchestrator();
+    const first = await r.startLane();
+    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 2 }] }, 2);
+    await until('task running', async () => (await tasks(jobId))[0]?.status === 'running');
+    await first.close();
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['pending', 1]]);
+    gate(`${r.product.id}:gate`).open();
+    await r.startLane(); // reclaims the entry the first runner left pending
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 2]]);
+    expect(Number(j.credits_captured)).toBe(2);
+  });
+
+  it('reports lane liveness from heartbeats', async () => {
+    const r = await rig();
+    const health = new LaneHealth(r.redis);
+    await health.refresh();
+    expect(health.alive('dns')).toBe(false);
+    const w = await r.startLane();
+    await health.refresh();
+    expect([health.alive('dns'), health.alive('mail')]).toEqual([true, false]);
+    await w.close();
+    await w.close(); // idempotent
+    await health.refresh();
+    expect(health.alive('dns')).toBe(false);
+  });
+});

@@ -1,0 +1,27 @@
+// Entry point of the lane roles: `node workers/lane.ts <dns|mail|web|domain|active>`.
+import client from 'prom-client';
+import { loadConfigOrExit } from '../src/config.ts';
+import { createLogger } from '../src/log.ts';
+import { LANES, isLaneName } from '../src/queue/streams.ts';
+import { installShutdown } from './process-lifecycle.ts';
+import { serveMetrics } from './metrics-server.ts';
+import { startLaneWorker } from './start-lane-worker.ts';
+
+const lane = process.argv[2] ?? '';
+if (!isLaneName(lane)) {
+  process.stderr.write(`usage: node workers/lane.ts <${LANES.join('|')}>\n`);
+  process.exit(64); // EX_USAGE
+}
+const config = loadConfigOrExit();
+const log = createLogger(config.LOG_LEVEL, { role: `lane-${lane}` });
+const metrics = new client.Registry();
+const worker = await startLaneWorker(lane, { config, log, metrics });
+let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+if (config.METRICS_PORT) {
+  client.collectDefaultMetrics({ register: metrics });
+  metricsServer = await serveMetrics(metrics, config.METRICS_PORT);
+}
+installShutdown(log, config.SHUTDOWN_TIMEOUT_MS, async () => {
+  await worker.close();
+  await metricsServer?.close();
+});

@@ -1,0 +1,29 @@
+// Check name → CheckSpec, for every lane. Product modules export their checks; adding a product's
+// checks is adding its array to `productChecks`. Tests register their own with registerCheck().
+import type { CheckSpec } from '../../src/products/types.ts';
+import { domainChecks } from '../../src/products/domain/checks.ts';
+
+/** Every check a product module ships. */
+const productChecks: readonly CheckSpec[] = [...domainChecks];
+
+const registry = new Map<string, CheckSpec>();
+
+export function registerCheck(spec: CheckSpec): void {
+  const existing = registry.get(spec.name);
+  if (existing && existing !== spec) throw new Error(`check ${spec.name} is already registered`);
+  registry.set(spec.name, spec);
+}
+
+for (const spec of productChecks) registerCheck(spec);
+
+export type CheckLookup = (name: string) => CheckSpec | undefined;
+
+export const checkByName: CheckLookup = (name) => registry.get(name);
+
+export function checkTimeoutMs(name: string): number | undefined {
+  return registry.get(name)?.timeoutMs;
+}
+
+export function registeredChecks(): CheckSpec[] {
+  return [...registry.values()];
+}

@@ -1,0 +1,89 @@
+// Builds a lane worker (MySQL, Redis, piscina pool, product runtime, LaneRunner) and closes it in
+// order: stop reading → drain in-flight tasks (bounded by SHUTDOWN_TIMEOUT_MS) → pool → Redis →
+// MySQL, each step even if an earlier one failed. Used by workers/lane.ts and by tests in-process.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import client from 'prom-client';
+import type { Config } from '../src/config.ts';
+import { createDb, type Db } from '../src/db/database.ts';
+import { createProductRuntime } from '../src/products/runtime.ts';
+import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
+import { errInfo } from '../src/queue/stream-consumer.ts';
+import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
+import { groups, streams, type LaneName } from '../src/queue/streams.ts';
+import { createRedis, redisReady } from '../src/redis/client.ts';
+import { LaneRunner } from './lane-runner.ts';
+import type { CheckLookup } from './lanes/registry.ts';
+import { createParsePool } from './pool/parse-pool.ts';
+
+export interface LaneWorkerOptions {
+  config: Config;
+  log: Logger;
+  /** Shared handles are not closed by close(); handles created here are. */
+  db?: Db;
+  redis?: Redis;
+  settings?: Partial<QueueSettings>;
+  checks?: CheckLookup;
+  consumer?: string;
+  /** Registry the worker's metrics go to (default: a new one per worker). */
+  metrics?: client.Registry;
+  blockMs?: number;
+  permitWaitMs?: number;
+}
+
+export interface LaneWorkerHandle {
+  readonly runner: LaneRunner;
+  readonly metrics: client.Registry;
+  close(): Promise<void>;
+}
+
+export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): Promise<LaneWorkerHandle> {
+  const { config } = opts;
+  const log = opts.log.child({ lane });
+  const settings = parseQueueSettings(process.env, opts.settings);
+  const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
+  const ownRedis = opts.redis ? undefined : createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
+  const redis = opts.redis ?? ownRedis!;
+  await redisReady(redis);
+  const metrics = opts.metrics ?? new client.Registry();
+  const taskDuration = new client.Histogram({
+    name: 'lss_task_duration_seconds',
+    help: 'Lane task run time by lane and outcome (task status)',
+    labelNames: ['lane', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [metrics],
+  });
+  registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
+  const pool = createParsePool(settings.LANE_POOL_THREADS);
+  const runner = new LaneRunner({
+    lane,
+    db: opts.db ?? ownDb!.db,
+    redis,
+    log,
+    settings,
+    runtime: createProductRuntime(config, log),
+    pool,
+    taskDuration,
+    drainTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    ...(opts.checks ? { checks: opts.checks } : {}),
+    ...(opts.consumer ? { consumer: opts.consumer } : {}),
+    ...(opts.blockMs ? { blockMs: opts.blockMs } : {}),
+    ...(opts.permitWaitMs ? { permitWaitMs: opts.permitWaitMs } : {}),
+  });
+  await runner.start();
+  let closing: Promise<void> | undefined;
+  return {
+    runner,
+    metrics,
+    close() {
+      closing ??= (async () => {
+        await runner.close().catch((err) => log.warn({ err: errInfo(err) }, 'runner close failed'));
+        await pool.destroy().catch((err) => log.warn({ err: errInfo(err) }, 'pool destroy failed'));
+        if (ownRedis) await ownRedis.quit().catch(() => ownRedis.disconnect());
+        if (ownDb) await ownDb.close().catch(() => {});
+      })();
+      return closing;
+    },
+  };
+}
