@@ -27,7 +27,8 @@ import readline from 'node:readline';
 import { createDatabase, ensureServices } from './services.ts';
 import { ConfigError, parseConfig, type Config } from '../src/config.ts';
 import { createDb } from '../src/db/database.ts';
-import { createKey, createWorkspace } from '../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace, workspaceInternalId } from '../src/db/tenancy-repo.ts';
+import { grantCredits } from '../src/credits/ledger.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
@@ -42,7 +43,9 @@ const SECRETS_FILE = path.join(root, '.data', 'secrets.env');
 const SECRET_NAMES = ['KEY_PEPPER', 'CURSOR_SECRET'] as const;
 const DEFAULT_DB_NAME = 'lss';
 const DEMO_SCOPE = 'lab.test';
+const DEMO_CREDITS = 1000;
 const LAB_DNS_PORT = 5353;
+const LAB_RDAP_PORT = 8053;
 
 const log = (msg: string): void => {
   process.stderr.write(`[up] ${msg}\n`);
@@ -264,6 +267,7 @@ async function createDemo(config: Config) {
       acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
     });
     const key = await createKey(handle.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
+    await grantCredits(handle.db, await workspaceInternalId(handle.db, ws.workspaceId), DEMO_CREDITS, `grant:demo:${ws.workspaceId}`);
     return { ...ws, ...key };
   } finally {
     await handle.close();
@@ -278,7 +282,7 @@ function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, li
     rule,
     `  LSS is ${live ? 'up' : 'starting (web did not answer /livez yet)'}: ${url}  (GET /livez, /readyz, /v2/openapi.json)`,
     `  Demo workspace ${demo.workspaceId}: responsible use ${config.RESPONSIBLE_USE_VERSION} accepted,`,
-    `  active work permitted, approved target scope ${DEMO_SCOPE}. Key ${demo.keyId}, scopes ${demo.scopes.join(',')}.`,
+    `  active work permitted, approved target scope ${DEMO_SCOPE}, ${DEMO_CREDITS} credits. Key ${demo.keyId}, scopes ${demo.scopes.join(',')}.`,
     '',
     '  Demo API key (shown once; only its hash is stored):',
     '',
@@ -291,6 +295,11 @@ function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, li
     `      -H 'Content-Type: application/json' \\`,
     `      -H "Idempotency-Key: demo-$(date +%s%N)" \\`,
     `      -d '{"value":"F4:F5:E8:12:34:56"}'`,
+    '',
+    '  A job (domain lookup; with --lab try lab.test), then poll its links.self with GET:',
+    '',
+    `    curl -sS -X POST ${url}/v2/lookups/domain -H 'Authorization: Bearer ${demo.key}' \\`,
+    `      -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s%N)" -d '{"value":"lab.test"}'`,
     rule,
     '',
   ].join('\n');
@@ -336,6 +345,17 @@ async function main(): Promise<void> {
       env.DNS_SERVERS = `127.0.0.1:${LAB_DNS_PORT}`;
       env.ALLOW_PRIVATE_TARGETS = '127.0.0.0/8';
       log(`lab: DNS_SERVERS=${env.DNS_SERVERS} ALLOW_PRIVATE_TARGETS=${env.ALLOW_PRIVATE_TARGETS}`);
+      const rdapScript = path.join(root, 'test', 'lab', 'rdap-server.ts');
+      if (existsSync(rdapScript)) {
+        const rdap = start('lab-rdap', process.execPath, [path.relative(root, rdapScript), '--port', String(LAB_RDAP_PORT)], env);
+        const line = await firstLine(rdap, 10_000);
+        checkStopping();
+        const baseUrl = line ? (JSON.parse(line) as { baseUrl?: string }).baseUrl : undefined;
+        if (baseUrl) {
+          env.RDAP_BASE_URL = baseUrl;
+          log(`lab: RDAP_BASE_URL=${baseUrl}`);
+        } else log('lab-rdap: no ready line within 10 s; the domain lookup will report registration unavailable');
+      }
     }
   }
 

@@ -291,7 +291,10 @@ if (import.meta.main) {
     process.stderr.write('usage: node test/lab/dns-server.ts [--port 5353] [--host 127.0.0.1]\n');
     process.exit(64);
   }
-  const lab = await startLabDns({ port, host: argValue('--host') });
+  // Standalone (npm run up -- --lab) serves every fixture zone, the domain lookup's too.
+  const { labZones } = await import('./zones.ts');
+  const { domainZones } = await import('./domain-zones.ts');
+  const lab = await startLabDns({ port, host: argValue('--host'), zones: [...labZones, ...domainZones] });
   process.stdout.write(`${JSON.stringify({ lab: 'dns', address: lab.address, host: lab.host, port: lab.port })}\n`);
   const stop = () => void lab.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
