@@ -13,19 +13,11 @@ import {
   type SpecialPurposeRow,
 } from './special-registry.ts';
 
-export interface SpecialPurposeMatch {
+/** A registry row as the projection shows it: the one block that matched, note always present. */
+export type SpecialPurposeMatch = Omit<SpecialPurposeRow, 'registry' | 'blocks' | 'note' | 'scope'> & {
   addressBlock: string;
-  name: string;
-  rfc: string;
-  allocationDate: string;
-  terminationDate: string | null;
-  source: boolean | null;
-  destination: boolean | null;
-  forwardable: boolean | null;
-  globallyReachable: boolean | null;
-  reservedByProtocol: boolean | null;
   note: string | null;
-}
+};
 
 export interface MulticastInfo {
   /** interface_local, link_local, realm_local, admin_local, site_local, organization_local, global… */
