@@ -2,6 +2,7 @@
 // Admission as everywhere: key → scopes → application rate limit → query validation; then the
 // job within the caller's workspace (another tenant's job is job_not_found, exactly like none),
 // then the cursor, which must have been issued for this workspace, job, route and filter.
+import { PUBLIC_ID_RE } from '../lib/ids.ts';
 import type { Express, Request } from 'express';
 import type { z } from 'zod';
 import type { AppDeps } from '../http/deps.ts';
@@ -163,7 +164,12 @@ const iso = (d: Date) => new Date(d).toISOString();
 function evidenceList(raw: unknown, owner: string, evidenceRef: EvidenceRefs): Array<{ ref: string; summary: string }> {
   const list = parseJson(raw);
   if (!Array.isArray(list)) return [];
-  return list.map((e, i) => ({ ref: evidenceRef(owner, i), summary: typeof e?.summary === 'string' ? e.summary : '' }));
+  // The lane writer stores a random ev_ ref with each summary (stable across secret rotations);
+  // rows written without one get a keyed-hash ref, also stable while CURSOR_SECRET is.
+  return list.map((e, i) => ({
+    ref: typeof e?.ref === 'string' && PUBLIC_ID_RE.test(e.ref) && e.ref.startsWith('ev_') ? e.ref : evidenceRef(owner, i),
+    summary: typeof e?.summary === 'string' ? e.summary : '',
+  }));
 }
 
 /** Object lanes as stored (an array of {lane, status, reason?} or a {lane: status} map). */
