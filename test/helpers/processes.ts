@@ -1,0 +1,193 @@
+// Real processes for integration tests: the project's entry points (`node workers/lane.ts domain`,
+// `node workers/orchestrator.ts`, …) and a private redis-server, each tracked so a suite can kill
+// every child it started whatever happened; scratch databases for suites whose orchestrator
+// process must not sweep other test files' jobs; bounded polling.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { migrate } from '../../src/db/migrations.ts';
+import { createDatabase, dropDatabase, which } from '../../ops/services.ts';
+
+export const root = path.resolve(import.meta.dirname, '../..');
+
+export interface Proc {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** stdout and stderr so far, interleaved. */
+  output(): string;
+  /** Resolves on exit with the code, or 128 + 9/15… style when killed by a signal (as a shell reports it). */
+  readonly exited: Promise<number>;
+  running(): boolean;
+  /** Sends the signal if the process still runs; resolves on its exit (SIGKILL after `graceMs`). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number>;
+}
+
+const SIGNALS: Record<string, number> = { SIGKILL: 9, SIGTERM: 15, SIGINT: 2 };
+
+/** Children started through a ProcessGroup; kill them all with killAll(). */
+export class ProcessGroup {
+  readonly #procs: Proc[] = [];
+
+  /** `node <args…>` on this very node binary, in the project root, with process.env + `env`. */
+  node(name: string, args: string[], env: Record<string, string | undefined>): Proc {
+    return this.spawn(name, process.execPath, args, { ...process.env, ...env });
+  }
+
+  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Proc {
+    const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const append = (d: string) => {
+      out += d;
+      if (out.length > 200_000) out = out.slice(-100_000); // bounded: only the tail matters in a failure message
+    };
+    child.stdout!.setEncoding('utf8').on('data', append);
+    child.stderr!.setEncoding('utf8').on('data', append);
+    const exited = new Promise<number>((resolve) => {
+      child.once('error', (err) => {
+        append(`\n[spawn error] ${err.message}\n`);
+        resolve(127);
+      });
+      child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? (SIGNALS[signal] ?? 1) : 1)));
+    });
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const proc: Proc = {
+      name,
+      child,
+      output: () => out,
+      exited,
+      running,
+      async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 5000) {
+        if (running()) child.kill(signal);
+        if (signal !== 'SIGKILL') {
+          const timer = setTimeout(() => {
+            if (running()) child.kill('SIGKILL');
+          }, graceMs);
+          try {
+            return await exited;
+          } finally {
+            clearTimeout(timer);
+          }
+        }
+        return exited;
+      },
+    };
+    this.#procs.push(proc);
+    return proc;
+  }
+
+  /** SIGKILL every child still running and wait (bounded) for all of them. Never throws. */
+  async killAll(): Promise<void> {
+    for (const p of this.#procs) {
+      if (p.running()) {
+        try {
+          p.child.kill('SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    await Promise.race([Promise.allSettled(this.#procs.map((p) => p.exited)), sleep(5000)]);
+  }
+
+  /** The tail of every child's output, for a failure message. */
+  report(chars = 3000): string {
+    return this.#procs.map((p) => `--- ${p.name} (pid ${p.child.pid}, ${p.running() ? 'running' : `exited ${p.child.exitCode ?? p.child.signalCode}`}) ---\n${p.output().slice(-chars)}`).join('\n');
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => srv.close(() => resolve()));
+  return port;
+}
+
+/** Polls `fn` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > end) {
+      const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await sleep(everyMs);
+  }
+}
+
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A migrated database of its own beside the run's (`<run db>_<suffix>_<hex>`) on the same server:
+ * an orchestrator process sweeps every job of its database, so it must not see other files' jobs.
+ */
+export async function createScratchDatabase(suffix: string): Promise<ScratchDatabase> {
+  if (!process.env.DATABASE_URL) throw new Error('needs DATABASE_URL: run with `npm test`');
+  const base = new URL(process.env.DATABASE_URL);
+  const name = `${base.pathname.slice(1)}_${suffix}_${randomBytes(2).toString('hex')}`.slice(0, 64);
+  base.pathname = '/';
+  const server = base.toString();
+  const url = await createDatabase(server, name);
+  try {
+    await migrate(url);
+  } catch (err) {
+    await dropDatabase(server, name).catch(() => {});
+    throw err;
+  }
+  return { url, drop: () => dropDatabase(server, name) };
+}
+
+export interface RedisServerProc {
+  port: number;
+  url: string;
+  proc: Proc;
+}
+
+/**
+ * A private, empty, non-persistent redis-server on `port` (a child of this process, never the
+ * shared one), ready when this resolves.
+ */
+export async function startRedisServer(group: ProcessGroup, port: number): Promise<RedisServerProc> {
+  const bin = await which('redis-server');
+  if (!bin) throw new Error('redis-server not found (ops/services.ts installs it for `npm test`)');
+  const proc = group.spawn(`redis-server:${port}`, bin, [
+    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
+    '--dir', os.tmpdir(),
+  ]);
+  await until(`redis-server on ${port}`, async () => {
+    if (!proc.running()) throw new Error(`redis-server exited: ${proc.output()}`);
+    return pingRedis(port);
+  }, 10_000, 50);
+  return { port, url: `redis://127.0.0.1:${port}`, proc };
+}
+
+/** A raw PING over TCP (no client library state to clean up). */
+export function pingRedis(port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('error', () => done(false));
+    s.once('connect', () => s.write('PING\r\n'));
+    s.once('data', (d) => done(d.toString().startsWith('+PONG')));
+  });
+}
