@@ -125,7 +125,7 @@ export class LaneRunner {
     const takeoverAfterMs = (spec?.timeoutMs ?? 0) + TAKEOVER_GRACE_MS;
     if (task.jobStatus === 'cancelling' || isTerminal(task.jobStatus)) {
       // A running task of a cancelling job belongs to a live runner, which may still finish it.
-      return (await cancelTask(this.#o.db, task.id, takeoverAfterMs)) ? this.#publish(task) : ACK;
+      return (await cancelTask(this.#o.db, task.id, takeoverAfterMs)) ? this.#publish(task) : this.#leaveToOwner(task);
     }
     if (!spec || spec.lane !== this.lane) {
       // Probably a rolling deploy: leave it for a runner that knows the check. Repeated
@@ -138,7 +138,7 @@ export class LaneRunner {
     if (!permit) return this.#requeue(task);
     try {
       const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
-      if (attempt === null) return ACK; // another run owns it; its outcome will be published
+      if (attempt === null) return this.#leaveToOwner(task);
       const pool = this.#o.pool;
       const ctx = { runtime: this.#o.runtime, ...(pool ? { runInPool: <T>(name: string, payload: unknown) => pool.run<T>(name, payload) } : {}) };
       const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
@@ -153,6 +153,16 @@ export class LaneRunner {
     } finally {
       await permit.release();
     }
+  }
+
+  /**
+   * Another run holds the task: a live one publishes its outcome; a dead one (this entry was
+   * reclaimed from it) never will. Dropping the entry's marker with the ack is what lets the
+   * reconciler, which resets a task running past its timeout, put it back on the lane: an
+   * acknowledged entry still exists in the stream and would otherwise read as "still queued".
+   */
+  #leaveToOwner(task: { id: number }): Settlement {
+    return { ack: true, with: (tx) => { tx.del(queueKeys.taskMessage(task.id)); } };
   }
 
   /** No permit came free: put the entry at the back of the lane (no delivery is counted). */

@@ -463,6 +463,26 @@ describe('job pipeline', () => {
     expect(await r.redis.xlen(streams.deadLetter)).toBe(0);
   });
 
+  it('a reclaimed entry whose task its dead runner left `running` is re-run once the takeover window passes', async () => {
+    // Regression: the reclaiming runner cannot take over yet (the task started moments ago, its
+    // owner might be alive) and acknowledges the entry. It must drop the entry's marker with it,
+    // or the acknowledged entry (still in the stream as the last delivered one) reads as "still
+    // queued" and the reconciler never puts the task back: the job would wait for its deadline.
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}] }, 1);
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
+    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, unknown[]]>;
+    expect(read[0]![1]).toHaveLength(1);
+    // The ghost claimed the task and died just now.
+    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date() }).where('job_id', '=', jobId).execute();
+    await r.startLane();
+    const j = await terminal(jobId, 10_000);
+    expect(j.status).toBe('completed');
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 2]]);
+  });
+
   it('dead-letters an entry delivered more than LANE_MAX_DELIVERIES times; coverage says so', async () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
     await r.startOrchestrator();
