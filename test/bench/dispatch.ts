@@ -194,15 +194,15 @@ function bullSide(redisUrl: string, basePrefix: string): SideFactory {
       async open() {
         await Promise.all([qconn.connect(), wconn.connect()]);
         queue = new Queue<BenchJob>(name, { connection: qconn, prefix });
-        queue.on('error', (err) => log(`bullmq queue error: ${err.message}`));
+        queue.on('error', (err: Error) => log(`bullmq queue error: ${err.message}`));
         await queue.waitUntilReady();
       },
       async consume(onStart) {
-        worker = new Worker<BenchJob>(name, async (j) => {
+        worker = new Worker<BenchJob>(name, async (j: { data: BenchJob }) => {
           onStart(j.data.t);
         }, { connection: wconn, prefix, concurrency: settings.LANE_CONCURRENCY, lockDuration: settings.LANE_VISIBILITY_MS });
-        worker.on('error', (err) => log(`bullmq worker error: ${err.message}`));
-        worker.on('failed', (_j, err) => log(`bullmq job failed: ${err.message}`));
+        worker.on('error', (err: Error) => log(`bullmq worker error: ${err.message}`));
+        worker.on('failed', (_j: unknown, err: Error) => log(`bullmq job failed: ${err.message}`));
         worker.on('completed', () => {
           completed++;
           if (waiter && completed >= waiter.n) waiter.resolve();
