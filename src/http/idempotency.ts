@@ -23,7 +23,17 @@ export function sendReplay(res: Response, reply: CommittedReply): void {
   res.status(reply.status).type('application/json').send(reply.body);
 }
 
-export function claimIdempotency(db: Db, leases: IdempotencyLeases): RequestHandler {
+export interface ClaimOptions {
+  /**
+   * Read MySQL for a committed reply even when Redis has no marker for the key (markers are lost
+   * with Redis data). Needed where a retry could otherwise fail before reaching its commit, e.g.
+   * a paid request refused for credits instead of replayed. Inline zero-credit lookups skip it:
+   * after a Redis loss their retry executes again and, at commit, answers with the stored reply.
+   */
+  verifyCommitted: boolean;
+}
+
+export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimOptions = { verifyCommitted: true }): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
     const apiKeyId = s.principal!.keyId;
@@ -33,6 +43,10 @@ export function claimIdempotency(db: Db, leases: IdempotencyLeases): RequestHand
       const lease = await leases.claim(apiKeyId, key, fingerprint);
       if (lease.state === 'claimed') {
         s.claim = { apiKeyId, key, fingerprint, token: lease.token };
+        if (!opts.verifyCommitted) {
+          idempotencyEvents.inc({ event: 'claimed' });
+          return next();
+        }
         // No marker does not prove no commit (Redis may have lost it): one indexed read makes
         // sure a committed key is replayed or refused before anything executes.
         const committed = await findCommitted(db, apiKeyId, key);

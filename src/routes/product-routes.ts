@@ -100,7 +100,8 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
 }
 
 export function mountProductRoutes(app: Express, deps: AppDeps): void {
-  const idem = claimIdempotency(deps.db, deps.leases);
+  const idemSync = claimIdempotency(deps.db, deps.leases, { verifyCommitted: false });
+  const idemPaid = claimIdempotency(deps.db, deps.leases, { verifyCommitted: true });
   for (const def of deps.products) {
     const chain: RequestHandler[] = [
       authenticate(deps.auth, [def.scope]),
@@ -111,7 +112,8 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       productCheck(def),
       activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION),
       reportDeferredLimit,
-      idem,
+      // Inline lookups are zero-credit (CONTRACT §6): nothing to protect beyond the reply itself.
+      def.mode === 'sync' ? idemSync : idemPaid,
       readinessGate(deps, def),
     ];
     chain.push(def.mode === 'sync' ? executeInline(deps, def) : acceptAsync(deps, def));

@@ -247,6 +247,12 @@ async function main(): Promise<void> {
 
     const job = (url: string, idempotency: ClientJob['idempotency']): ClientJob =>
       ({ url, key, idempotency, replayKeys, warmupS: WARMUP_S, durationS: DURATION_S });
+    // BENCH_ONLY=b (profiling aid): measure only scenario (b), e.g. under --cpu-prof.
+    if (process.env.BENCH_ONLY === 'b') {
+      const b = await measure(job(full.url, 'unique'));
+      process.stdout.write(`(b) only: ${fmt(b.rps, 0)} req/s, p50 ${fmt(b.p50)} ms, p99 ${fmt(b.p99)} ms\n`);
+      return;
+    }
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
     const a = await measure(job(bare.url, 'unique'));
     log(`(b) full chain, unique Idempotency-Key: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
