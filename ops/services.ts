@@ -693,3 +693,32 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exitCode = 1;
   }
 }
+
+// ---------------------------------------------------------------------------
+// Scratch resources of a test or benchmark run
+
+/** yyyymmddhhmmss (UTC): the time part of scratch database names and key prefixes. */
+export function runTimestamp(d: Date = new Date()): string {
+  return d.toISOString().replace(/[-:T]/g, '').slice(0, 14);
+}
+
+/** Deletes every key under `prefix` (SCAN + UNLINK in batches); returns how many. */
+export async function deletePrefixedKeys(redisUrl: string, prefix: string): Promise<number> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  client.on('error', () => {});
+  let deleted = 0;
+  try {
+    await client.connect();
+    const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+      cursor = next;
+      for (let i = 0; i < keys.length; i += 500) deleted += await client.unlink(...keys.slice(i, i + 500));
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+  return deleted;
+}

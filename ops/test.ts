@@ -14,8 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Redis } from 'ioredis';
-import { createDatabase, dropDatabase, ensureServices } from './services.ts';
+import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const vitestArgs = process.argv.slice(2);
@@ -93,37 +92,13 @@ function runNode(script: string, args: string[], opts: { env?: NodeJS.ProcessEnv
   });
 }
 
-function timestamp(d: Date): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`;
-}
 
-async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
-  const client = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  client.on('error', () => {});
-  let deleted = 0;
-  try {
-    await client.connect();
-    const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-      cursor = next;
-      for (let i = 0; i < keys.length; i += 500) {
-        deleted += await client.unlink(...keys.slice(i, i + 500));
-      }
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-  return deleted;
-}
 
 async function main(): Promise<number> {
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
   checkInterrupted();
 
-  const suffix = `${timestamp(new Date())}_${randomBytes(3).toString('hex')}`;
+  const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_test_${suffix}`;
   const keyPrefix = `lsstest:${suffix}:`;
 
@@ -138,7 +113,7 @@ async function main(): Promise<number> {
       log(`warning: could not drop database ${dbName}: ${e instanceof Error ? e.message : String(e)}`);
     }
     try {
-      const n = await deleteRedisKeys(redisUrl, keyPrefix);
+      const n = await deletePrefixedKeys(redisUrl, keyPrefix);
       log(`deleted ${n} Redis key(s) with prefix ${keyPrefix}`);
     } catch (e) {
       log(`warning: could not delete Redis keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`);

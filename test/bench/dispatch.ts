@@ -36,7 +36,7 @@ import { setTimeout as sleep, setImmediate as tick } from 'node:timers/promises'
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { ensureServices } from '../../ops/services.ts';
+import { deletePrefixedKeys, ensureServices } from '../../ops/services.ts';
 import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import { ACK, StreamConsumer, type Settlement } from '../../src/queue/stream-consumer.ts';
 import { groups, queueKeys, streams } from '../../src/queue/streams.ts';
@@ -310,23 +310,6 @@ async function latencyRun(make: SideFactory, run: string, n: number, rate: numbe
 // ---------------------------------------------------------------------------
 // Main
 
-async function deleteKeys(redisUrl: string, prefix: string): Promise<number> {
-  const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  r.on('error', () => {});
-  let deleted = 0;
-  try {
-    await r.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await r.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    r.disconnect();
-  }
-  return deleted;
-}
 
 async function redisVersion(redisUrl: string): Promise<string> {
   const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -353,7 +336,7 @@ let cleaned = false;
 async function cleanup(): Promise<void> {
   if (cleaned) return;
   cleaned = true;
-  await deleteKeys(redisUrl, basePrefix).then(
+  await deletePrefixedKeys(redisUrl, basePrefix).then(
     (n) => log(`deleted ${n} Redis key(s) with prefix ${basePrefix}`),
     (e: Error) => log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`),
   );

@@ -235,28 +235,7 @@ function listen(handler: http.RequestListener): Promise<{ server: http.Server; u
   });
 }
 
-async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
-  const { Redis } = await import('ioredis');
-  const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  r.on('error', () => {});
-  let deleted = 0;
-  try {
-    await r.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await r.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    r.disconnect();
-  }
-  return deleted;
-}
 
-function timestamp(d: Date): string {
-  return d.toISOString().replace(/[-:T]/g, '').slice(0, 14);
-}
 
 const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
@@ -283,7 +262,7 @@ async function sanity(url: string, key: string, s: Scenario): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { createDatabase, dropDatabase, ensureServices } = await import('../../ops/services.ts');
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
   const { parseConfig } = await import('../../src/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
@@ -295,7 +274,7 @@ async function main(): Promise<void> {
   const { pino } = await import('pino');
 
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
-  const suffix = `${timestamp(new Date())}_${randomBytes(3).toString('hex')}`;
+  const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_bench_${suffix}`;
   const keyPrefix = `lssbench:${suffix}:`;
   let server: http.Server | null = null;
@@ -391,7 +370,7 @@ async function main(): Promise<void> {
         (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
       );
     }
-    await deleteRedisKeys(redisUrl, keyPrefix).then(
+    await deletePrefixedKeys(redisUrl, keyPrefix).then(
       (n) => log(`deleted ${n} Redis key(s) with prefix ${keyPrefix}`),
       (e: Error) => log(`warning: could not delete Redis keys ${keyPrefix}*: ${e.message}`),
     );

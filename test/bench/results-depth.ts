@@ -11,10 +11,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { sql } from 'kysely';
-import { createDatabase, dropDatabase, ensureServices } from '../../ops/services.ts';
+import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { parseConfig } from '../../src/config.ts';
 import { createDeps, type Deps } from '../../src/bootstrap.ts';
@@ -47,20 +46,8 @@ async function cleanup(): Promise<void> {
   server?.closeAllConnections();
   await deps?.close().catch(() => {});
   await dropDatabase(serverUrl, dbName).then(() => log(`dropped ${dbName}`), (e) => log(`could not drop ${dbName}: ${String(e)}`));
-  const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await r.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.unlink(...keys);
-    } while (cursor !== '0');
-  } catch (e) {
-    log(`could not delete Redis keys ${keyPrefix}*: ${String(e)}`);
-  } finally {
-    r.disconnect();
-  }
+  await deletePrefixedKeys(redisUrl, keyPrefix).catch((e) => log(`could not delete Redis keys ${keyPrefix}*: ${String(e)}`));
+
 }
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
