@@ -58,6 +58,8 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
   const config = loadConfigOrExit();
   const handle = createDb(config.DATABASE_URL, { connectionLimit: 2 });
   const db = handle.db;
+  // Every branch awaits its result: a bare `return promise` would let `finally` close the pool
+  // while the promise still needs it.
   try {
     switch (`${noun} ${verb}`) {
       case 'workspace create': {
@@ -79,24 +81,24 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         return { workspaceId: wsPublic, granted: applied ? amount : 0, duplicateReference: !applied, credits: await balance(db, await workspaceInternalId(db, wsPublic)) };
       }
       case 'workspace show':
-        return showWithBalance(db, need(o.workspace ?? arg, '--workspace'));
+        return await showWithBalance(db, need(o.workspace ?? arg, '--workspace'));
       case 'workspace set':
         await setWorkspaceFlags(db, need(o.workspace, '--workspace'), {
           active: o.active ? true : o['no-active'] ? false : undefined,
           acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : undefined,
         });
-        return showWithBalance(db, o.workspace!);
+        return await showWithBalance(db, o.workspace!);
       case 'key create':
-        return createKey(db, config.KEY_PEPPER, {
+        return await createKey(db, config.KEY_PEPPER, {
           workspace: need(o.workspace, '--workspace'),
           application: o.application,
           scopes: o.scopes ? (o.scopes.split(',').map((s) => s.trim()) as Scope[]) : undefined,
           monthlyCreditLimit: int(o['monthly-limit'], '--monthly-limit') ?? null,
         });
       case 'key revoke':
-        return revokeKey(db, need(o.key ?? arg, '--key'));
+        return await revokeKey(db, need(o.key ?? arg, '--key'));
       case 'scope approve':
-        return approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'));
+        return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'));
       case 'limits set': {
         const appPerMinute = int(o['app-per-minute'], '--app-per-minute');
         const appBurst = int(o['app-burst'], '--app-burst');
@@ -104,7 +106,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         const perHour = int(o['per-hour'], '--per-hour');
         if ((perMinute !== undefined || perHour !== undefined) && !o.product) throw new UsageError('--per-minute/--per-hour need --product');
         if (o.product && !productById(o.product)) throw new UsageError(`unknown product ${o.product}`);
-        return setLimits(db, need(o.workspace, '--workspace'), o.application, {
+        return await setLimits(db, need(o.workspace, '--workspace'), o.application, {
           app: appPerMinute !== undefined || appBurst !== undefined
             ? { ...(appPerMinute !== undefined ? { perMinute: appPerMinute } : {}), ...(appBurst !== undefined ? { burst: appBurst } : {}) }
             : undefined,
