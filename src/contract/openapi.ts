@@ -75,7 +75,13 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
       schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema ?? z.record(z.string(), z.unknown())), 'output');
       success = { '200': { description: 'Completed or partial product envelope', content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Envelope` } } } } };
     } else {
-      success = { '202': { description: 'Accepted: the job status (queued); poll links.self', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } } };
+      let description = 'Accepted: the job status (queued); poll links.self.';
+      if (def.resultSchema) {
+        // The terminal job's `result` is this product's envelope (CONTRACT §7).
+        schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema), 'output');
+        description += ` Once terminal, the job's \`result\` is a ${name}Envelope (components.schemas).`;
+      }
+      success = { '202': { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } } };
     }
     paths[def.path] = {
       post: {

@@ -50,3 +50,8 @@ function validate(ref: string, body: unknown, where: string): void {
   if (!v) throw new Error(`no schema ${ref}`);
   if (!v(body)) throw new Error(`${where}: body does not match ${ref}: ${ajv.errorsText(v.errors)}\n${JSON.stringify(body)}`);
 }
+
+/** Checks a body against one named component schema of the OpenAPI document. */
+export function assertMatchesSchema(component: string, body: unknown): void {
+  validate(`#/components/schemas/${component}`, body, component);
+}

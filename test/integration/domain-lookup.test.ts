@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
-import { assertMatchesContract } from '../helpers/contract-check.ts';
+import { assertMatchesContract, assertMatchesSchema } from '../helpers/contract-check.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
@@ -90,6 +90,7 @@ describe('lookup.domain.v1 as a job', () => {
     expect(done.body.result.result.registrableDomain).toBe('lab.test');
     expect(done.body.result.result.registration).toMatchObject({ registrar: { name: 'Lab Registrar, Inc.' } });
     expect(done.body.coverage.complete).toBe(true);
+    assertMatchesSchema('LookupDomainEnvelope', done.body.result);
     expect(done.body.ledger).toMatchObject({ reserved: 2, captured: 2, released: 0 });
     expect(await balance(h.deps.db, t.wsId)).toEqual({ granted: 10, reserved: 0, captured: 2, available: 8 });
 
