@@ -58,6 +58,8 @@ export const configSchema = z.object({
     .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
   JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+  JOB_DEADLINE_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).optional()
+    .describe('Overrides every product\'s own job deadline (domain lookup: 2 min); past it the sweeper settles the job'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
 });

@@ -73,7 +73,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
       profile: job.profile?.(s.input) ?? null,
       input: s.input,
       price: def.price(s.input),
-      deadlineMs: job.deadlineMs,
+      deadlineMs: deps.config.JOB_DEADLINE_MINUTES ? deps.config.JOB_DEADLINE_MINUTES * 60_000 : job.deadlineMs,
       requestId: s.requestId,
       claim: s.claim,
       ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
