@@ -18,7 +18,7 @@ export interface Deps extends AppDeps {
 
 export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
-  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000 });
+  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000, autoPipelining: true });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   const laneHealth = new LaneHealth(redis);
