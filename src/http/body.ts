@@ -1,28 +1,41 @@
-// Step 5a: read the JSON body only after the caller is known and the cheap checks passed, so an
-// unauthenticated client cannot make the service read 64 KiB. Bodies are JSON or absent.
+// Step 5a: the JSON body. It is read after authentication (an unknown caller never makes the
+// service read 64 KiB) and before the limits, because the admission script also claims the
+// Idempotency-Key's lease, whose fingerprint covers the body. Its errors are held and reported
+// at step 5, after the limit and key checks, as CONTRACT §2 orders.
 import express, { type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ApiError } from '../contract/errors.ts';
 import { state } from './context.ts';
+import { toApiError } from './errors.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 const parseJson = express.json({ limit: BODY_LIMIT_BYTES, strict: false, type: () => true });
 
-export const jsonBody: RequestHandler = (req, res, next) => {
+export const readBody: RequestHandler = (req, res, next) => {
+  const s = state(res);
   const hasBody = req.get('transfer-encoding') !== undefined || Number(req.get('content-length') ?? 0) > 0;
-  if (!hasBody) {
-    state(res).rawBody = undefined;
+  s.rawBody = undefined;
+  if (!hasBody) return next();
+  if (!req.is('application/json')) {
+    s.bodyError = new ApiError('unsupported_media_type');
     return next();
   }
-  if (!req.is('application/json')) throw new ApiError('unsupported_media_type');
-  const declared = Number(req.get('content-length') ?? 0);
-  if (declared > BODY_LIMIT_BYTES) throw new ApiError('payload_too_large');
+  if (Number(req.get('content-length') ?? 0) > BODY_LIMIT_BYTES) {
+    s.bodyError = new ApiError('payload_too_large');
+    return next();
+  }
   parseJson(req, res, (err?: unknown) => {
-    if (err) return next(err);
-    state(res).rawBody = req.body;
+    if (err) s.bodyError = toApiError(err);
+    else s.rawBody = req.body;
     next();
   });
+};
+
+export const reportBodyError: RequestHandler = (_req, res, next) => {
+  const err = state(res).bodyError;
+  if (err) throw err;
+  next();
 };
 
 export function zodIssues(error: z.ZodError): Array<{ path: string; message: string }> {

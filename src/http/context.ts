@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
 
 export interface IdempotencyClaim {
+  applicationId: number;
   apiKeyId: number;
   key: string;
   /** hex SHA-256 of method, path and canonical body */
@@ -25,6 +26,10 @@ export interface RequestState {
   deferredLimit?: ApiError;
   idempotencyKey?: string;
   claim?: IdempotencyClaim;
+  /** What the admission script found for the Idempotency-Key (step 3 learns it, step 8 acts). */
+  lease?: { state: 'none' | 'claimed' | 'done' | 'in_progress'; sameFingerprint: boolean; fingerprint: string };
+  /** A body error, reported at step 5 although the body is read before the limits (step 3). */
+  bodyError?: ApiError;
 }
 
 export function state(res: Response): RequestState {

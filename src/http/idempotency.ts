@@ -7,7 +7,7 @@ import { findCommitted, insertCommitted, type CommittedReply } from '../db/idemp
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import { admissionOutcomes, idempotencyEvents } from '../metrics.ts';
-import { state } from './context.ts';
+import { state, type RequestState } from './context.ts';
 
 export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
   const key = req.get('idempotency-key');
@@ -33,26 +33,33 @@ export interface ClaimOptions {
   verifyCommitted: boolean;
 }
 
+/**
+ * Step 8. The admission script (step 3) already claimed the key's lease or found it taken; this
+ * acts on what it found, in contract order, after the body, gates and product limit passed.
+ */
 export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimOptions = { verifyCommitted: true }): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
-    const apiKeyId = s.principal!.keyId;
+    const p = s.principal!;
     const key = s.idempotencyKey!;
-    const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+    let found = s.lease;
+    if (!found || found.state === 'none') {
+      // Not claimed at step 3 (a route without the admission script): claim now.
+      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+      found = await claimAlone(leases, res, fingerprint);
+    }
     for (let attempt = 0; attempt < 2; attempt++) {
-      const lease = await leases.claim(apiKeyId, key, fingerprint);
-      if (lease.state === 'claimed') {
-        s.claim = { apiKeyId, key, fingerprint, token: lease.token };
+      if (found.state === 'claimed') {
         if (!opts.verifyCommitted) {
           idempotencyEvents.inc({ event: 'claimed' });
           return next();
         }
         // No marker does not prove no commit (Redis may have lost it): one indexed read makes
         // sure a committed key is replayed or refused before anything executes.
-        const committed = await findCommitted(db, apiKeyId, key);
+        const committed = await findCommitted(db, p.keyId, key);
         if (committed) {
           await finishClaim(leases, res, true);
-          if (committed.fingerprint.toString('hex') !== fingerprint) {
+          if (committed.fingerprint.toString('hex') !== found.fingerprint) {
             idempotencyEvents.inc({ event: 'conflict' });
             throw new ApiError('idempotency_key_conflict');
           }
@@ -61,21 +68,33 @@ export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimO
         idempotencyEvents.inc({ event: 'claimed' });
         return next();
       }
-      if (!lease.sameFingerprint) {
+      if (!found.sameFingerprint) {
         idempotencyEvents.inc({ event: 'conflict' });
         throw new ApiError('idempotency_key_conflict');
       }
-      if (lease.state === 'in_progress') {
+      if (found.state === 'in_progress') {
         idempotencyEvents.inc({ event: 'in_progress' });
         throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
       }
-      const committed = await findCommitted(db, apiKeyId, key);
+      const committed = await findCommitted(db, p.keyId, key);
       if (committed) return sendReplay(res, committed);
       // The marker outlived its record (retention): forget it and claim afresh.
-      await leases.forget(apiKeyId, key);
+      await leases.forget(p.applicationId, p.keyId, key);
+      found = await claimAlone(leases, res, found.fingerprint);
     }
     throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
   };
+}
+
+async function claimAlone(leases: IdempotencyLeases, res: Response, fingerprint: string): Promise<NonNullable<RequestState['lease']>> {
+  const s = state(res);
+  const p = s.principal!;
+  const got = await leases.claim(p.applicationId, p.keyId, s.idempotencyKey!, fingerprint);
+  if (got.state === 'claimed') {
+    s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: s.idempotencyKey!, fingerprint, token: got.token };
+    return { state: 'claimed', sameFingerprint: true, fingerprint };
+  }
+  return { state: got.state, sameFingerprint: got.sameFingerprint, fingerprint };
 }
 
 /**

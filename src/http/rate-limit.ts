@@ -1,23 +1,44 @@
 // Step 3 (and 7): the application limit and, on product writes, the product's minute and hour
 // limits, checked and consumed together in one atomic script. A product refusal is remembered and
 // reported after the local checks (Idempotency-Key, body, active gates), as CONTRACT §2 orders.
+// On writes the same script also claims the Idempotency-Key's lease (reported at step 8), so an
+// admitted write costs one Redis round trip before it executes.
 import type { RequestHandler } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import { appPolicy, productPolicies } from '../ratelimit/policies.ts';
-import { rateLimitHeaders, type RateLimiter } from '../ratelimit/limiter.ts';
+import { rateLimitHeaders, type LeaseRequest, type RateLimiter } from '../ratelimit/limiter.ts';
+import type { IdempotencyLeases } from '../idempotency/lease.ts';
+import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
 import type { ProductDefinition } from '../products/types.ts';
 import { rateLimitDecisions } from '../metrics.ts';
 import { state } from './context.ts';
 
-export function rateLimit(limiter: RateLimiter, product?: ProductDefinition): RequestHandler {
-  return async (_req, res, next) => {
+/** Reads: the application limit. */
+export function rateLimit(limiter: RateLimiter): RequestHandler {
+  return limitAndClaim(limiter, undefined, undefined);
+}
+
+/** Writes: the application limit, the product's limits if any, and the Idempotency-Key lease. */
+export function admitWrite(limiter: RateLimiter, leases: IdempotencyLeases, product?: ProductDefinition): RequestHandler {
+  return limitAndClaim(limiter, leases, product);
+}
+
+function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefined, product: ProductDefinition | undefined): RequestHandler {
+  return async (req, res, next) => {
     const s = state(res);
     const p = s.principal!;
     const policies = [appPolicy(p.rateOverrides)];
     if (product) policies.push(...productPolicies(p.rateOverrides, product.id, product.rateClass));
+    // A lease is asked for only when step 4 and 5a will pass: a valid key and a readable body.
+    const key = req.get('idempotency-key');
+    let lease: LeaseRequest | undefined;
+    if (leases && isValidIdempotencyKey(key) && !s.bodyError) {
+      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+      lease = leases.request(p.applicationId, p.keyId, key, fingerprint);
+    }
     let decision;
     try {
-      decision = await limiter.consume(String(p.applicationId), policies);
+      decision = await limiter.consume(String(p.applicationId), policies, lease);
     } catch (err) {
       // Fail closed: without Redis there is no limit, so there is no service.
       rateLimitDecisions.inc({ scope: 'application', decision: 'error' });
@@ -25,6 +46,13 @@ export function rateLimit(limiter: RateLimiter, product?: ProductDefinition): Re
       throw new ApiError('service_unavailable', { retryAfterSeconds: 5 });
     }
     for (const [k, v] of Object.entries(rateLimitHeaders(decision))) res.setHeader(k, v);
+    if (lease && decision.lease) {
+      s.lease = { ...decision.lease, fingerprint: lease.fingerprint };
+      if (decision.lease.state === 'claimed') {
+        // From here every failure releases it (the error handler), every commit finishes it.
+        s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: key!, fingerprint: lease.fingerprint, token: lease.token };
+      }
+    }
     if (decision.allowed) {
       rateLimitDecisions.inc({ scope: product ? 'product' : 'application', decision: 'allowed' });
       return next();

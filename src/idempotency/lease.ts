@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import { RateLimiter, type LeaseRequest } from '../ratelimit/limiter.ts';
 
 const CLAIM = readFileSync(new URL('./claim-lease.lua', import.meta.url), 'utf8');
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
@@ -13,6 +14,7 @@ const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf
 export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean };
 
 export interface Lease {
+  applicationId: number;
   apiKeyId: number;
   key: string;
   fingerprint: string;
@@ -35,17 +37,27 @@ export class IdempotencyLeases {
     if (!r.finishLease) redis.defineCommand('finishLease', { lua: FINISH });
   }
 
-  #keys(apiKeyId: number, key: string): [string, string] {
+  /**
+   * Under the application's rate-limit hash tag: the lease is claimed by the same script that
+   * consumes the request's limits (one round trip), and a script's keys must share a slot.
+   */
+  #keys(applicationId: number, apiKeyId: number, key: string): [string, string] {
     // Hashed: the client's key may hold any visible characters and up to 255 of them.
     const h = createHash('sha256').update(key).digest('base64url');
-    const tag = `{lss:idem:${apiKeyId}}`;
-    return [`${tag}:lease:${h}`, `${tag}:done:${h}`];
+    const base = `${RateLimiter.tag(String(applicationId))}:idem:${apiKeyId}`;
+    return [`${base}:lease:${h}`, `${base}:done:${h}`];
   }
 
-  async claim(apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
+  /** What the limiter's script needs to claim this request's lease. */
+  request(applicationId: number, apiKeyId: number, key: string, fingerprint: string): LeaseRequest {
+    return { keys: this.#keys(applicationId, apiKeyId, key), fingerprint, token: randomBytes(12).toString('base64url'), leaseMs: this.#leaseMs };
+  }
+
+  /** A claim on its own (after a stale marker was forgotten; tests of abandoned leases). */
+  async claim(applicationId: number, apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
     const token = randomBytes(12).toString('base64url');
     const run = (this.#redis as unknown as { claimLease: Script }).claimLease.bind(this.#redis);
-    const [state, same] = (await run(2, ...this.#keys(apiKeyId, key), fingerprint, token, this.#leaseMs)) as [string, number];
+    const [state, same] = (await run(2, ...this.#keys(applicationId, apiKeyId, key), fingerprint, token, this.#leaseMs)) as [string, number];
     if (state === 'claimed') return { state, token };
     return { state: state as 'done' | 'in_progress', sameFingerprint: Number(same) === 1 };
   }
@@ -53,12 +65,12 @@ export class IdempotencyLeases {
   /** committed: leave the marker that sends identical retries to the stored reply. */
   async finish(lease: Lease, committed: boolean): Promise<boolean> {
     const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
-    const held = await run(2, ...this.#keys(lease.apiKeyId, lease.key), lease.fingerprint, lease.token, committed ? this.#markerMs : 0);
+    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key), lease.fingerprint, lease.token, committed ? this.#markerMs : 0);
     return Number(held) === 1;
   }
 
   /** A marker whose MySQL record is gone (expired or purged) must not keep answering "done". */
-  async forget(apiKeyId: number, key: string): Promise<void> {
-    await this.#redis.del(this.#keys(apiKeyId, key)[1]);
+  async forget(applicationId: number, apiKeyId: number, key: string): Promise<void> {
+    await this.#redis.del(this.#keys(applicationId, apiKeyId, key)[1]);
   }
 }

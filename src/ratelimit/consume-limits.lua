@@ -1,30 +1,40 @@
 --[[
-  consumeLimits: GCRA over several policies, all-or-nothing, on the server's clock.
+  consumeLimits: GCRA over several policies, all-or-nothing, on the server's clock; and, when the
+  request carries an Idempotency-Key, the claim of its in-flight lease in the same round trip.
 
-  KEYS[i]      the TAT (theoretical arrival time) key of policy i, in the caller's priority order
-  ARGV[2i-1]   emission interval of policy i in microseconds (window / limit)
-  ARGV[2i]     burst tolerance of policy i in microseconds (emission interval * (burst - 1))
+  KEYS[1..n]   the TAT (theoretical arrival time) key of each policy, in the caller's priority order
+  KEYS[n+1]    (optional) the idempotency lease key  (value: fingerprint .. ':' .. token)
+  KEYS[n+2]    (optional) the idempotency done marker (value: fingerprint)
+  ARGV[1]      n, the number of policies
+  ARGV[2i]     emission interval of policy i in microseconds (window / limit)
+  ARGV[2i+1]   burst tolerance of policy i in microseconds (emission interval * (burst - 1))
+  ARGV[2n+2]   (with the lease keys) request fingerprint
+  ARGV[2n+3]   (with the lease keys) lease token
+  ARGV[2n+4]   (with the lease keys) lease ms
 
-  Output: { refusedIndex, waitUs, r1, t1, r2, t2, ... }
+  Output: { refusedIndex, waitUs, r1, t1, ..., rn, tn, leaseState, leaseSameFingerprint }
     refusedIndex  0 when every policy conformed and all were consumed; otherwise the 1-based index
-                  of the first policy that refused, and then nothing was consumed
+                  of the first policy that refused, and then nothing was consumed or claimed
     waitUs        when refused: microseconds until that policy conforms again
     ri            remaining requests of policy i after this decision
     ti            microseconds until policy i is full again (or until it conforms, when refused)
+    leaseState    'none' (no lease asked, or a limit refused), 'claimed', 'done', 'in_progress'
+    leaseSameFingerprint  1 when an existing lease or marker carries this request's fingerprint
 
-  Redis TIME is the only clock, so every API process agrees and Retry-After is exact.
+  Redis TIME is the only clock, so every API process agrees and Retry-After is exact. All keys of
+  one call share the application's hash tag, so the script also runs on Redis Cluster.
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = #KEYS
+local n = tonumber(ARGV[1])
 local newTat = {}
 local out = { 0, 0 }
 local refused = 0
 local wait = 0
 
 for i = 1, n do
-  local interval = tonumber(ARGV[2 * i - 1])
-  local tolerance = tonumber(ARGV[2 * i])
+  local interval = tonumber(ARGV[2 * i])
+  local tolerance = tonumber(ARGV[2 * i + 1])
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   if tat < now then tat = now end
   local nt = tat + interval
@@ -45,21 +55,41 @@ for i = 1, n do
   end
 end
 
+local leaseState = 'none'
+local leaseSame = 0
 if refused == 0 then
   for i = 1, n do
     -- %.0f: Lua's default number formatting keeps only 14 digits, too few for microseconds.
     redis.call('SET', KEYS[i], string.format('%.0f', newTat[i]), 'PX', math.ceil((newTat[i] - now) / 1000) + 1)
+  end
+  if #KEYS >= n + 2 then
+    local fp = ARGV[2 * n + 2]
+    local done = redis.call('GET', KEYS[n + 2])
+    local lease = redis.call('GET', KEYS[n + 1])
+    if done then
+      leaseState = 'done'
+      if done == fp then leaseSame = 1 end
+    elseif lease then
+      leaseState = 'in_progress'
+      if string.sub(lease, 1, string.find(lease, ':', 1, true) - 1) == fp then leaseSame = 1 end
+    else
+      redis.call('SET', KEYS[n + 1], fp .. ':' .. ARGV[2 * n + 3], 'PX', ARGV[2 * n + 4])
+      leaseState = 'claimed'
+      leaseSame = 1
+    end
   end
 else
   -- Nothing is consumed: report the policies as they stand, not as they would after this request.
   for i = 1, n do
     if newTat[i] then
       out[2 * i + 1] = out[2 * i + 1] + 1
-      out[2 * i + 2] = out[2 * i + 2] - tonumber(ARGV[2 * i - 1])
+      out[2 * i + 2] = out[2 * i + 2] - tonumber(ARGV[2 * i])
       if out[2 * i + 2] < 0 then out[2 * i + 2] = 0 end
     end
   end
 end
 out[1] = refused
 out[2] = wait
+out[2 * n + 3] = leaseState
+out[2 * n + 4] = leaseSame
 return out

@@ -18,9 +18,19 @@ export interface LimitDecision {
   refusedBy?: RatePolicy;
   retryAfterSeconds?: number;
   states: PolicyState[];
+  /** Present when a lease was asked for; 'none' when a limit refused (then nothing was claimed). */
+  lease?: { state: 'none' | 'claimed' | 'done' | 'in_progress'; sameFingerprint: boolean };
 }
 
-type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<number[]>;
+/** The idempotency lease to claim in the same round trip (src/idempotency/lease.ts builds it). */
+export interface LeaseRequest {
+  keys: [lease: string, done: string];
+  fingerprint: string;
+  token: string;
+  leaseMs: number;
+}
+
+type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
 
 export class RateLimiter {
   readonly #redis: Redis;
@@ -31,23 +41,36 @@ export class RateLimiter {
     }
   }
 
-  /** `subject` groups the keys in one hash slot so the script also runs on Redis Cluster. */
-  async consume(subject: string, policies: RatePolicy[]): Promise<LimitDecision> {
-    const keys = policies.map((p) => `{lss:rl:${subject}}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`);
-    const args: number[] = [];
+  /** Keys of one subject share a hash tag, so one script serves Redis Cluster too. */
+  static tag(subject: string): string {
+    return `{lss:rl:${subject}}`;
+  }
+
+  async consume(subject: string, policies: RatePolicy[], lease?: LeaseRequest): Promise<LimitDecision> {
+    const tag = RateLimiter.tag(subject);
+    const keys = policies.map((p) => `${tag}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`);
+    const args: Array<number | string> = [policies.length];
     for (const p of policies) {
       const interval = Math.max(1, Math.round((p.windowSeconds * 1e6) / p.limit));
       args.push(interval, interval * (p.burst - 1));
     }
+    if (lease) {
+      keys.push(...lease.keys);
+      args.push(lease.fingerprint, lease.token, lease.leaseMs);
+    }
     const consume = (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits.bind(this.#redis);
     const out = await consume(keys.length, ...keys, ...args);
+    const n = policies.length;
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
       policy,
       remaining: Math.max(0, Number(out[2 + 2 * i])),
       resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
     }));
-    if (refused === 0) return { allowed: true, states };
+    const leaseOut = lease
+      ? { state: String(out[2 + 2 * n]) as NonNullable<LimitDecision['lease']>['state'], sameFingerprint: Number(out[3 + 2 * n]) === 1 }
+      : undefined;
+    if (refused === 0) return { allowed: true, states, ...(leaseOut ? { lease: leaseOut } : {}) };
     const waitUs = Number(out[1]);
     return {
       allowed: false,
@@ -55,6 +78,7 @@ export class RateLimiter {
       // Whole seconds, at least 1, rounded up: a retry at that moment conforms.
       retryAfterSeconds: Math.max(1, Math.ceil(waitUs / 1e6)),
       states,
+      ...(leaseOut ? { lease: leaseOut } : {}),
     };
   }
 }

@@ -4,9 +4,9 @@ import type { Express } from 'express';
 import { z } from 'zod';
 import type { AppDeps } from '../http/deps.ts';
 import { authenticate } from '../http/authenticate.ts';
-import { rateLimit } from '../http/rate-limit.ts';
+import { admitWrite, rateLimit } from '../http/rate-limit.ts';
 import { claimIdempotency, commitReply, requireIdempotencyKey } from '../http/idempotency.ts';
-import { jsonBody, validateBody } from '../http/body.ts';
+import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { state } from '../http/context.ts';
 import { ApiError } from '../contract/errors.ts';
 import { findJob, jobView } from '../jobs/job-view.ts';
@@ -26,9 +26,10 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
   app.post(
     '/v2/jobs/:job_ref/cancel',
     authenticate(deps.auth, ['scan:create']),
-    rateLimit(deps.limiter),
+    readBody,
+    admitWrite(deps.limiter, deps.leases),
     requireIdempotencyKey,
-    jsonBody,
+    reportBodyError,
     validateBody(cancelBody, { optional: true }),
     claimIdempotency(deps.db, deps.leases),
     async (req, res) => {

@@ -6,9 +6,9 @@ import { ApiError } from '../contract/errors.ts';
 import { buildEnvelope } from '../contract/envelope.ts';
 import type { AppDeps } from '../http/deps.ts';
 import { authenticate } from '../http/authenticate.ts';
-import { rateLimit, reportDeferredLimit } from '../http/rate-limit.ts';
+import { admitWrite, reportDeferredLimit } from '../http/rate-limit.ts';
 import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, requireIdempotencyKey } from '../http/idempotency.ts';
-import { jsonBody, validateBody } from '../http/body.ts';
+import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { state } from '../http/context.ts';
 import { productReadiness, type ProductDefinition } from '../products/types.ts';
@@ -105,9 +105,10 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
   for (const def of deps.products) {
     const chain: RequestHandler[] = [
       authenticate(deps.auth, [def.scope]),
-      rateLimit(deps.limiter, def),
+      readBody,
+      admitWrite(deps.limiter, deps.leases, def),
       requireIdempotencyKey,
-      jsonBody,
+      reportBodyError,
       validateBody(def.input),
       productCheck(def),
       activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION),

@@ -37,6 +37,7 @@ describe('idempotency', () => {
   let h: Harness;
   let t: Tenant;
   let apiKeyId: number;
+  let applicationId: number;
 
   const records = (key: string, id = apiKeyId) =>
     h.deps.db.selectFrom('idempotency_records').selectAll().where('api_key_id', '=', id).where('idem_key', '=', key).execute();
@@ -61,7 +62,7 @@ describe('idempotency', () => {
   /** A lease as another (possibly crashed) process holds it while executing. */
   async function holdLease(opts: { key: string; path: string; body: unknown; leaseMs: number }) {
     const leases = new IdempotencyLeases(h.deps.redis, { leaseMs: opts.leaseMs, ttlHours: 24 });
-    const got = await leases.claim(apiKeyId, opts.key, requestFingerprint('POST', opts.path, opts.body).toString('hex'));
+    const got = await leases.claim(applicationId, apiKeyId, opts.key, requestFingerprint('POST', opts.path, opts.body).toString('hex'));
     expect(got.state).toBe('claimed');
   }
 
@@ -69,6 +70,7 @@ describe('idempotency', () => {
     h = await startHarness();
     t = await createTenant(h, { limits: GENEROUS });
     apiKeyId = await internalKeyId(t.keyId);
+    applicationId = Number((await h.deps.db.selectFrom('api_keys').select('application_id').where('id', '=', apiKeyId).executeTakeFirstOrThrow()).application_id);
   });
   afterAll(() => h.close());
 
@@ -300,7 +302,7 @@ describe('idempotency', () => {
       const first = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(first.status).toBe(200);
       // Lose every Redis trace of the key, as a Redis flush would.
-      await new IdempotencyLeases(h.deps.redis, { leaseMs: 1000, ttlHours: 24 }).forget(apiKeyId, key);
+      await new IdempotencyLeases(h.deps.redis, { leaseMs: 1000, ttlHours: 24 }).forget(applicationId, apiKeyId, key);
       const again = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(again.status).toBe(200);
       expect(again.headers['idempotent-replayed']).toBe('true');

@@ -290,6 +290,29 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     expect(aAlone.states[0]!.remaining).toBe(3); // the second consumption of a, not the third
   });
 
+  it('claims the Idempotency-Key lease in the same call only when every limit conforms', async () => {
+    const s = subject();
+    const a = policy('a', 60, 60, 2);
+    const lease = (fingerprint: string, token: string) =>
+      ({ keys: [`{lss:rl:${s}}:idem:1:lease:k`, `{lss:rl:${s}}:idem:1:done:k`] as [string, string], fingerprint, token, leaseMs: 60_000 });
+    const first = await limiter.consume(s, [a], lease('fp1', 't1'));
+    expect(first.lease).toEqual({ state: 'claimed', sameFingerprint: true });
+    expect(await redis.get(`{lss:rl:${s}}:idem:1:lease:k`)).toBe('fp1:t1');
+    const twin = await limiter.consume(s, [a], lease('fp1', 't2'));
+    expect(twin.lease).toEqual({ state: 'in_progress', sameFingerprint: true });
+    // The limit is exhausted now: nothing is claimed or read for the refused request.
+    await redis.del(`{lss:rl:${s}}:idem:1:lease:k`);
+    const refused = await limiter.consume(s, [a], lease('fp2', 't3'));
+    expect(refused.allowed).toBe(false);
+    expect(refused.lease).toEqual({ state: 'none', sameFingerprint: false });
+    expect(await redis.get(`{lss:rl:${s}}:idem:1:lease:k`)).toBeNull();
+    // A committed marker answers 'done', with whether the fingerprint matches.
+    const s2 = subject();
+    await redis.set(`{lss:rl:${s2}}:idem:1:done:k`, 'fp9');
+    const done = await limiter.consume(s2, [a], { ...lease('fp8', 't4'), keys: [`{lss:rl:${s2}}:idem:1:lease:k`, `{lss:rl:${s2}}:idem:1:done:k`] });
+    expect(done.lease).toEqual({ state: 'done', sameFingerprint: false });
+  });
+
   it('reports the first refusing policy in the order given', async () => {
     const s = subject();
     const b = policy('b', 1, 3600, 1);
