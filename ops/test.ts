@@ -11,7 +11,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
@@ -147,7 +147,18 @@ async function main(): Promise<number> {
       CURSOR_SECRET: process.env.CURSOR_SECRET || TEST_CURSOR_SECRET,
     };
     log(`vitest run ${vitestArgs.join(' ')}`.trimEnd());
-    const vitest = await runNode(binEntry('vitest', 'vitest'), ['run', ...vitestArgs], { env });
+    // A JSON report beside the usual output, so the run ends with one plain, machine-readable
+    // line ("N passed, N failed") that CI can read whatever reporter is on screen.
+    const report = path.join(os.tmpdir(), `lss-vitest-${suffix}.json`);
+    const vitest = await runNode(binEntry('vitest', 'vitest'),
+      ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs], { env });
+    try {
+      const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number };
+      process.stdout.write(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed${r.numPendingTests ? `, ${r.numPendingTests} skipped` : ''}\n`);
+      rmSync(report, { force: true });
+    } catch {
+      log('no vitest JSON report was written');
+    }
     return vitest.code;
   } finally {
     await cleanup();
