@@ -15,10 +15,9 @@
 // Like ops/test.ts it makes MySQL and Redis available, uses a throwaway database
 // lss_bench_<time>_<hex> and Redis prefix lssbench:<same>:, and removes both at the end.
 // Targets are reported PASS/MISS; a MISS does not fail the process.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { clientRunner, fmt, listen } from './bench-kit.ts';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -106,42 +105,10 @@ const log = (msg: string): void => {
   process.stderr.write(`[bench] ${msg}\n`);
 };
 
-let client: ChildProcess | null = null;
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`${sig}: stopping and cleaning up`);
-    client?.kill('SIGTERM');
-  });
-}
+const runner = clientRunner(path.join(root, 'test/bench/admission.ts'), root, log);
+const measure = (job: ClientJob) => runner.run<Measured>(job);
 
-function measure(job: ClientJob): Promise<Measured> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [path.join(root, 'test/bench/admission.ts'), '--client', JSON.stringify(job)], {
-      cwd: root, stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    client = c;
-    let out = '';
-    c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    c.on('error', reject);
-    c.on('close', (code) => {
-      client = null;
-      if (interrupted) return reject(new Error('interrupted'));
-      const last = out.trim().split('\n').pop() ?? '';
-      if (code !== 0 || !last) return reject(new Error(`load generator failed (exit ${code}): ${out}`));
-      resolve(JSON.parse(last) as Measured);
-    });
-  });
-}
 
-function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-  });
-}
 
 async function post(url: string, key: string, idempotencyKey: string): Promise<Response> {
   return fetch(`${url}${MAC_PATH}`, {
@@ -153,7 +120,6 @@ async function post(url: string, key: string, idempotencyKey: string): Promise<R
 
 
 
-const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
 async function main(): Promise<void> {
   const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
@@ -296,8 +262,8 @@ function report(rows: Array<[string, Measured]>, authCacheTtlMs: number): void {
 
 try {
   await main();
-  process.exit(interrupted ? 130 : 0);
+  process.exit(runner.interrupted ? 130 : 0);
 } catch (e) {
   log(e instanceof Error ? e.message : String(e));
-  process.exit(interrupted ? 130 : 1);
+  process.exit(runner.interrupted ? 130 : 1);
 }

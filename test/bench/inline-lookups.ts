@@ -21,10 +21,9 @@
 //
 // Like admission.ts it makes MySQL and Redis available, uses a throwaway database
 // lss_bench_<time>_<hex> and Redis prefix lssbench:<same>:, and removes both at the end.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { clientRunner, fmt, listen } from './bench-kit.ts';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -197,47 +196,13 @@ const log = (msg: string): void => {
   process.stderr.write(`[bench] ${msg}\n`);
 };
 
-let client: ChildProcess | null = null;
-let interrupted = false;
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(sig, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`${sig}: stopping and cleaning up`);
-    client?.kill('SIGTERM');
-  });
-}
-
-function runClient<T>(job: ClientJob): Promise<T> {
-  return new Promise((resolve, reject) => {
-    if (interrupted) return reject(new Error('interrupted'));
-    const c = spawn(process.execPath, [path.join(root, 'test/bench/inline-lookups.ts'), '--client', JSON.stringify(job)], {
-      cwd: root, stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    client = c;
-    let out = '';
-    c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    c.on('error', reject);
-    c.on('close', (code) => {
-      client = null;
-      if (interrupted) return reject(new Error('interrupted'));
-      const last = out.trim().split('\n').pop() ?? '';
-      if (code !== 0 || !last) return reject(new Error(`load generator failed (exit ${code}): ${out}`));
-      resolve(JSON.parse(last) as T);
-    });
-  });
-}
-
-function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-  });
-}
+const runner = clientRunner(path.join(root, 'test/bench/inline-lookups.ts'), root, log);
+const runClient = <T>(job: ClientJob) => runner.run<T>(job);
 
 
 
-const fmt = (n: number, digits = 2) => n.toFixed(digits);
+
+
 
 /** One request of a scenario must answer 200 with a completed envelope before it is measured. */
 async function sanity(url: string, key: string, s: Scenario): Promise<void> {
@@ -339,7 +304,7 @@ async function main(): Promise<void> {
       const samples: number[] = [];
       let bad = 0;
       for (let i = 0; i < n; i++) {
-        if (interrupted) throw new Error('interrupted');
+        if (runner.interrupted) throw new Error('interrupted');
         const t0 = performance.now();
         const ok = await one();
         samples.push(performance.now() - t0);
@@ -422,8 +387,8 @@ function report(
 
 try {
   await main();
-  process.exit(interrupted ? 130 : 0);
+  process.exit(runner.interrupted ? 130 : 0);
 } catch (e) {
   log(e instanceof Error ? e.message : String(e));
-  process.exit(interrupted ? 130 : 1);
+  process.exit(runner.interrupted ? 130 : 1);
 }
