@@ -21,7 +21,7 @@ import type { QueueSettings } from '../src/queue/queue-settings.ts';
 import { ACK, RETAIN, StreamConsumer, type Delivery, type Settlement } from '../src/queue/stream-consumer.ts';
 import { TASK_MESSAGE_TTL_MS, groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
 import { executeCheck } from './lanes/execute-check.ts';
-import { startHeartbeat, type Heartbeat } from './lanes/heartbeat.ts';
+import { startHeartbeat, type Heartbeat } from '../src/queue/heartbeat.ts';
 import { persistOutcome } from './lanes/persist-outcome.ts';
 import { checkByName, type CheckLookup } from './lanes/registry.ts';
 import { cancelTask, claimTask, deadLetterTask, loadLaneTask, releaseTask, type LaneTask } from './lanes/task-repo.ts';

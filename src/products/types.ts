@@ -110,15 +110,16 @@ export interface WorkerLiveness {
 }
 
 /**
- * The product's own lane readiness, and for async products the liveness of the worker lanes
- * that run its checks: with no live worker every lane is `down`, however well configured.
+ * The product's own lane readiness, and for async products the liveness of the orchestrator and
+ * of the worker lanes that run its checks: without them every lane is `down`, however well
+ * configured (an accepted job would wait, not run).
  */
 export function laneReadiness(def: ProductDefinition, runtime: ProductRuntime): Record<string, LaneReadiness> {
   if (!def.execute && !def.job) return Object.fromEntries(def.lanes.map((l) => [l.lane, 'not_built' as const]));
   const own = def.readiness(runtime);
   if (!def.job) return own;
   const liveness = runtime.services.laneHealth as WorkerLiveness | undefined;
-  const workersUp = liveness ? def.job.workerLanes.every((l) => liveness.alive(l)) : false;
+  const workersUp = liveness ? liveness.alive('orchestrator') && def.job.workerLanes.every((l) => liveness.alive(l)) : false;
   if (workersUp) return own;
   return Object.fromEntries(def.lanes.map((l) => [l.lane, (own[l.lane] ?? 'not_built') === 'ready' ? 'down' as const : own[l.lane] ?? 'not_built']));
 }

@@ -8,6 +8,8 @@ import { LANES, queueKeys, type LaneName } from './streams.ts';
 /** A heartbeat older than this no longer counts; also how old a view may get before failing closed. */
 export const HEARTBEAT_TTL_MS = 15_000;
 const STALE_AFTER_MS = HEARTBEAT_TTL_MS;
+/** The lanes, and the orchestrator: without it accepted jobs would never be planned. */
+const WATCHED = [...LANES, 'orchestrator'] as const;
 
 export class LaneHealth {
   readonly #redis: Redis;
@@ -34,7 +36,7 @@ export class LaneHealth {
     this.#timer = undefined;
   }
 
-  alive(lane: LaneName | string): boolean {
+  alive(lane: LaneName | 'orchestrator' | string): boolean {
     // A view older than the heartbeat TTL says nothing about now: fail closed.
     if (Date.now() - this.#refreshedAt > STALE_AFTER_MS) return false;
     return this.#alive.has(lane);
@@ -53,10 +55,10 @@ export class LaneHealth {
   async #scan(): Promise<void> {
     const since = Date.now() - HEARTBEAT_TTL_MS;
     const pipeline = this.#redis.pipeline();
-    for (const lane of LANES) pipeline.zcount(queueKeys.laneAlive(lane), since, '+inf');
+    for (const lane of WATCHED) pipeline.zcount(queueKeys.laneAlive(lane), since, '+inf');
     const replies = (await pipeline.exec()) ?? [];
     const seen = new Set<string>();
-    LANES.forEach((lane, i) => {
+    WATCHED.forEach((lane, i) => {
       const [err, count] = replies[i] ?? [new Error('no reply'), 0];
       if (err) throw err;
       if (Number(count) > 0) seen.add(lane);

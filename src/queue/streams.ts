@@ -25,7 +25,7 @@ export const groups = {
 /** Non-stream keys of the queue layer (all under the same hash tag). */
 export const queueKeys = {
   /** Sorted set per lane: consumer → last heartbeat (ms). Lane liveness for readiness. */
-  laneAlive: (lane: LaneName) => `{lss}:lane-alive:${lane}`,
+  laneAlive: (lane: LaneName | 'orchestrator') => `{lss}:lane-alive:${lane}`,
   /** The stream id under which a task was last enqueued: lets the reconciler tell a lost entry from a queued one. */
   taskMessage: (taskId: number) => `{lss}:task-msg:${taskId}`,
   /** redis-semaphore adds its own `semaphore:` in front; the hash tag still applies. */

@@ -147,9 +147,10 @@ function redisPrefix(tag: string): string {
 
 async function laneAlive(h: Harness, timeoutMs = 20_000): Promise<void> {
   const health = h.deps.runtime.services.laneHealth as LaneHealth;
-  await until('the domain lane heartbeat', async () => {
+  // The domain product is available once its lane worker and the orchestrator both heartbeat.
+  await until('the domain lane and orchestrator heartbeats', async () => {
     await health.refresh();
-    return health.alive('domain');
+    return health.alive('domain') && health.alive('orchestrator');
   }, timeoutMs);
 }
 

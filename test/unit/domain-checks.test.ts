@@ -346,10 +346,12 @@ describe('readiness', () => {
     expect(domainProduct.readiness(rtNoRdap)).toEqual({ dns_delegation: 'ready', registration: 'ready', dns_records: 'ready' });
     // The product also needs a live domain lane worker (src/queue/lane-health.ts).
     expect(productReadiness(domainProduct, rt)).toBe('unavailable');
-    const live = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } } };
+    const live = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' || lane === 'orchestrator' } } };
     expect(productReadiness(domainProduct, live)).toBe('available');
-    const otherLane = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' } } };
+    const otherLane = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' || lane === 'orchestrator' } } };
     expect(productReadiness(domainProduct, otherLane)).toBe('unavailable');
+    const noOrchestrator = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } } };
+    expect(productReadiness(domainProduct, noOrchestrator)).toBe('unavailable');
   });
 
   it('without a resolver the required lane is unconfigured: the product is unavailable', () => {

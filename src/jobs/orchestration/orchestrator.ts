@@ -11,10 +11,11 @@ import { createDb, type Db } from '../../db/database.ts';
 import type { ProductDefinition } from '../../products/types.ts';
 import { createRedis, redisReady } from '../../redis/client.ts';
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
+import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
 import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
-import { groups, isJobOp, streams } from '../../queue/streams.ts';
+import { groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResult } from './apply-result.ts';
 import { cancelJob } from './cancel-job.ts';
@@ -125,6 +126,8 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
 
   await jobs.start();
   await results.start();
+  // Readiness of async products needs a live orchestrator (src/queue/lane-health.ts).
+  const heartbeat = startHeartbeat(redis, queueKeys.laneAlive('orchestrator'), consumer);
   const loops = [
     periodic('outbox-relay', timing.relayEveryMs, () => relayOutbox(ctx, { olderThanMs: timing.relayAfterMs })),
     periodic('reconciler', timing.reconcileEveryMs, () => reconciler.tick()),
@@ -140,6 +143,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
       closing ??= (async () => {
         // Each step runs even if another failed: stop reading → drain → Redis → MySQL.
         stop.abort();
+        await heartbeat.stop().catch(() => {});
         await Promise.allSettled(loops);
         await Promise.allSettled([jobs.close(), results.close()]);
         if (ownRedis) await ownRedis.quit().catch(() => ownRedis.disconnect());

@@ -1,4 +1,4 @@
-// Lane liveness (read by src/queue/lane-health.ts for readiness): this consumer's score in the
+// Liveness (read by src/queue/lane-health.ts for readiness): this consumer's score in the
 // lane's sorted set, refreshed every 5 s; entries older than a minute are pruned by every beat,
 // and a clean stop removes this consumer at once.
 import type { Redis } from 'ioredis';
