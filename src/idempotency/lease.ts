@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { RateLimiter, type LeaseRequest } from '../ratelimit/limiter.ts';
 
-const CLAIM = readFileSync(new URL('./claim-lease.lua', import.meta.url), 'utf8');
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
 
 export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean };
@@ -25,15 +24,16 @@ type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unkn
 
 export class IdempotencyLeases {
   readonly #redis: Redis;
+  readonly #claimer: RateLimiter;
   readonly #leaseMs: number;
   readonly #markerMs: number;
 
   constructor(redis: Redis, opts: { leaseMs: number; ttlHours: number }) {
     this.#redis = redis;
+    this.#claimer = new RateLimiter(redis);
     this.#leaseMs = opts.leaseMs;
     this.#markerMs = opts.ttlHours * 3_600_000;
     const r = redis as unknown as Record<string, unknown>;
-    if (!r.claimLease) redis.defineCommand('claimLease', { lua: CLAIM });
     if (!r.finishLease) redis.defineCommand('finishLease', { lua: FINISH });
   }
 
@@ -55,12 +55,13 @@ export class IdempotencyLeases {
 
   /** A claim on its own (after a stale marker was forgotten; tests of abandoned leases). */
   async claim(applicationId: number, apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
-    const token = randomBytes(12).toString('base64url');
-    const run = (this.#redis as unknown as { claimLease: Script }).claimLease.bind(this.#redis);
-    const [state, same] = (await run(2, ...this.#keys(applicationId, apiKeyId, key), fingerprint, token, this.#leaseMs)) as [string, number];
-    if (state === 'claimed') return { state, token };
-    return { state: state as 'done' | 'in_progress', sameFingerprint: Number(same) === 1 };
+    // The same script that admits writes, with no policy to check: one place claims leases.
+    const lease = this.request(applicationId, apiKeyId, key, fingerprint);
+    const found = (await this.#claimer.consume(String(applicationId), [], lease)).lease!;
+    if (found.state === 'claimed') return { state: 'claimed', token: lease.token };
+    return { state: found.state as 'done' | 'in_progress', sameFingerprint: found.sameFingerprint };
   }
+
 
   /** committed: leave the marker that sends identical retries to the stored reply. */
   async finish(lease: Lease, committed: boolean): Promise<boolean> {
