@@ -4,7 +4,8 @@
 //   2. creates a throwaway database lss_test_<yyyymmddhhmmss>_<hex6> and picks the
 //      Redis key prefix lsstest:<same suffix>:;
 //   3. type-checks (tsc -p tsconfig.json), failing fast;
-//   4. runs `vitest run <args…>` against them (the vitest globalSetup migrates);
+//   4. runs `vitest run <args…>` against them (the vitest globalSetup migrates), trusting the
+//      lab CA (test/lab/ca.ts) through NODE_EXTRA_CA_CERTS;
 //   5. always drops the database and deletes the prefixed Redis keys, also on
 //      SIGINT/SIGTERM;
 //   6. exits with vitest's exit code (or tsc's, if type-checking failed).
@@ -15,6 +16,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
+import { LAB_CA_DIR_ENV, loadLabCa } from '../test/lab/ca.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const vitestArgs = process.argv.slice(2);
@@ -136,8 +138,13 @@ async function main(): Promise<number> {
     }
     if (tsc.output.trim()) process.stderr.write(tsc.output);
 
+    // The lab CA must be trusted from the first instruction of every test process: Node reads
+    // NODE_EXTRA_CA_CERTS only at start.
+    const ca = await loadLabCa();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
+      NODE_EXTRA_CA_CERTS: ca.caFile,
+      [LAB_CA_DIR_ENV]: ca.dir,
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,
       REDIS_KEY_PREFIX: keyPrefix,

@@ -15,9 +15,9 @@
 //   8. forwards SIGINT/SIGTERM to the roles and exits once they all have exited; when a role
 //      exits on its own, the others are stopped too (as foreman does).
 //
-// `npm run up -- --lab` first starts the lab DNS server (test/lab/dns-server.ts, when present) on
-// 127.0.0.1:5353 and points the roles at it: DNS_SERVERS=127.0.0.1:5353,
-// ALLOW_PRIVATE_TARGETS=127.0.0.0/8.
+// `npm run up -- --lab` first starts the lab (test/lab/serve.ts: DNS on 127.0.0.1:5353 with every
+// fixture zone, RDAP on 8053, and every other lab part) and points the roles at it: DNS_SERVERS,
+// RDAP_BASE_URL, ALLOW_PRIVATE_TARGETS, OUTBOUND_PORT_MAP and NODE_EXTRA_CA_CERTS (the lab CA).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -319,7 +319,7 @@ function dbNameFrom(url: string | undefined): string | null {
 
 async function main(): Promise<void> {
   const roles = await readProcfile();
-  labelWidth = Math.max(labelWidth, ...roles.map((r) => r.name.length), lab ? 'lab-dns'.length : 0);
+  labelWidth = Math.max(labelWidth, ...roles.map((r) => r.name.length), lab ? 'lab'.length : 0);
   const release = roles.find((r) => r.name === 'release');
 
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
@@ -333,30 +333,17 @@ async function main(): Promise<void> {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, ...secrets };
 
   if (lab) {
-    const labScript = path.join(root, 'test', 'lab', 'dns-server.ts');
-    if (!existsSync(labScript)) {
-      log('--lab: test/lab/dns-server.ts does not exist yet; continuing without the lab DNS server');
-    } else {
-      const dns = start('lab-dns', process.execPath, [path.relative(root, labScript), '--port', String(LAB_DNS_PORT)], env);
-      const ready = await firstLine(dns, 10_000);
-      checkStopping();
-      if (!running.has('lab-dns')) throw new Error('the lab DNS server exited during start (is port 5353 taken?)');
-      if (ready === null) log('lab-dns: no ready line within 10 s; continuing');
-      env.DNS_SERVERS = `127.0.0.1:${LAB_DNS_PORT}`;
-      env.ALLOW_PRIVATE_TARGETS = '127.0.0.0/8';
-      log(`lab: DNS_SERVERS=${env.DNS_SERVERS} ALLOW_PRIVATE_TARGETS=${env.ALLOW_PRIVATE_TARGETS}`);
-      const rdapScript = path.join(root, 'test', 'lab', 'rdap-server.ts');
-      if (existsSync(rdapScript)) {
-        const rdap = start('lab-rdap', process.execPath, [path.relative(root, rdapScript), '--port', String(LAB_RDAP_PORT)], env);
-        const line = await firstLine(rdap, 10_000);
-        checkStopping();
-        const baseUrl = line ? (JSON.parse(line) as { baseUrl?: string }).baseUrl : undefined;
-        if (baseUrl) {
-          env.RDAP_BASE_URL = baseUrl;
-          log(`lab: RDAP_BASE_URL=${baseUrl}`);
-        } else log('lab-rdap: no ready line within 10 s; the domain lookup will report registration unavailable');
-      }
-    }
+    // One process serves every lab part (test/lab/serve.ts) and prints the configuration that
+    // points the roles at it; the lab CA it trusts reaches every role through NODE_EXTRA_CA_CERTS.
+    const labScript = path.join(root, 'test', 'lab', 'serve.ts');
+    const proc = start('lab', process.execPath, [path.relative(root, labScript), '--dns-port', String(LAB_DNS_PORT), '--rdap-port', String(LAB_RDAP_PORT)], env);
+    const line = await firstLine(proc, 20_000);
+    checkStopping();
+    if (!running.has('lab')) throw new Error(`the lab exited during start (are ports ${LAB_DNS_PORT} and ${LAB_RDAP_PORT} taken?)`);
+    if (line === null) throw new Error('the lab printed no ready line within 20 s');
+    const ready = JSON.parse(line) as { parts: string[]; env: Record<string, string> };
+    Object.assign(env, ready.env);
+    log(`lab (${ready.parts.join(', ')}): ${Object.entries(ready.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   }
 
   let config: Config;

@@ -4,6 +4,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { parseServer } from './dns/system-servers.ts';
+import { parsePortMap } from './net/port-map.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -44,6 +45,10 @@ export const configSchema = z.object({
   DNS_SERVERS: list(hostPort).optional().describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
   DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
   ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
+  OUTBOUND_PORT_MAP: z.string().default('')
+    .refine((s) => parsePortMap(s) !== null, 'must be a comma list of port=port, e.g. 25=2525,443=8443')
+    .transform((s) => parsePortMap(s)!)
+    .describe('Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production'),
   RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
   OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
   IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),

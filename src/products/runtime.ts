@@ -3,7 +3,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { ProductRuntime } from './types.ts';
 import { createResolver } from '../dns/stub-resolver.ts';
+import { createOutboundGuard } from '../net/outbound-guard.ts';
 
 export function createProductRuntime(config: Config, log: Logger, extra: Record<string, unknown> = {}): ProductRuntime {
-  return { config, log, services: { resolver: createResolver(config), ...extra } };
+  const resolver = createResolver(config);
+  // The one outbound guard of the process: every lane's HTTP, TCP and TLS goes through it.
+  const outbound = createOutboundGuard({ allow: config.ALLOW_PRIVATE_TARGETS, resolver, portMap: config.OUTBOUND_PORT_MAP });
+  return { config, log, services: { resolver, outbound, ...extra } };
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Config } from '../config.ts';
-import { guardedFetch, type HostResolver } from '../net/outbound-guard.ts';
+import type { OutboundGuard } from '../net/outbound-guard.ts';
 
 export interface DnsBootstrap {
   version: string;
@@ -83,17 +83,14 @@ interface RemoteState {
 let remote: RemoteState | null = null;
 
 export interface BootstrapFetchOptions {
-  allow: readonly string[];
+  guard: OutboundGuard;
   signal?: AbortSignal;
-  resolver?: HostResolver;
   timeoutMs?: number;
 }
 
 async function fetchRemote(url: string, opts: BootstrapFetchOptions): Promise<DnsBootstrap | null> {
   try {
-    const res = await guardedFetch(url, {
-      allow: opts.allow,
-      resolver: opts.resolver,
+    const res = await opts.guard.fetch(url, {
       timeoutMs: opts.timeoutMs ?? 10_000,
       maxBytes: 2 * 1024 * 1024, // IANA's full dns.json is about 100 KB
       headers: { accept: 'application/json' },

@@ -3,7 +3,7 @@
 // the name. Only a 404 from the RDAP server means "not registered"; every other failure is
 // `unavailable` or `timeout`, never absence. The server's URL never appears in what is returned.
 import type { Config } from '../config.ts';
-import { guardedFetch, OutboundFetchError, OutboundRefusedError, type HostResolver } from '../net/outbound-guard.ts';
+import { OutboundFetchError, OutboundRefusedError, type OutboundGuard } from '../net/outbound-guard.ts';
 import { activeBootstrap, findRdapService } from './bootstrap.ts';
 import { parseDomainResponse, type RdapDomainData } from './domain-response.ts';
 
@@ -29,11 +29,12 @@ export type RdapLookup =
   | { status: 'timeout' };
 
 export interface RdapLookupOptions {
-  config: Pick<Config, 'RDAP_BASE_URL' | 'RDAP_BOOTSTRAP_URL' | 'ALLOW_PRIVATE_TARGETS'>;
+  config: Pick<Config, 'RDAP_BASE_URL' | 'RDAP_BOOTSTRAP_URL'>;
+  /** Every RDAP request (bootstrap file included) goes through the process's outbound guard. */
+  guard: OutboundGuard;
   signal?: AbortSignal;
   /** Budget of the domain query (redirects included). */
   timeoutMs?: number;
-  resolver?: HostResolver;
 }
 
 function withSlash(base: string): string {
@@ -42,7 +43,7 @@ function withSlash(base: string): string {
 
 async function serviceFor(name: string, opts: RdapLookupOptions): Promise<{ baseUrl: string; info: RdapServiceInfo } | RdapUnavailableReason> {
   if (opts.config.RDAP_BASE_URL) return { baseUrl: opts.config.RDAP_BASE_URL, info: { via: 'base_url' } };
-  const active = await activeBootstrap(opts.config, { allow: opts.config.ALLOW_PRIVATE_TARGETS, resolver: opts.resolver });
+  const active = await activeBootstrap(opts.config, { guard: opts.guard });
   if (!active) return 'rdap_not_configured';
   const hit = findRdapService(active.bootstrap, name);
   if (!hit) return 'rdap_no_service_for_tld';
@@ -70,9 +71,7 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
   }
   let res;
   try {
-    res = await guardedFetch(url, {
-      allow: opts.config.ALLOW_PRIVATE_TARGETS,
-      resolver: opts.resolver,
+    res = await opts.guard.fetch(url, {
       timeoutMs: opts.timeoutMs ?? 15_000,
       signal: opts.signal,
       headers: { accept: 'application/rdap+json, application/json;q=0.9' },

@@ -7,6 +7,8 @@
 //
 // Dates are relative to `now`, so "expires in 10 days" stays true whenever the tests run.
 
+import { LAB_REFUSED_ADDRESS } from './addresses.ts';
+
 const DAY = 24 * 60 * 60 * 1000;
 
 export type RdapFixture =
@@ -25,7 +27,7 @@ export const rdapNames = {
   slow: 'lab-rdap-slow.test',
   serverError: 'lab-rdap-error.test',
   redirected: 'lab-rdap-redirect.test',
-  redirectToMetadata: 'lab-rdap-metadata.test',
+  redirectOutsideAllowlist: 'lab-rdap-refused-hop.test',
   notRegistered: 'lab-missing.test',
 } as const;
 
@@ -104,7 +106,9 @@ export function rdapFixtures(selfBase: string, now = new Date()): Map<string, Rd
     [n.signed, domain({ name: n.signed, expires: at(700), nameservers: [`ns1.${n.signed}`, `ns2.${n.signed}`], signed: true })],
     [n.redirected, { kind: 'redirect', location: `/registry-b/domain/${n.redirected}` }],
     [`registry-b:${n.redirected}`, domain({ name: n.redirected, expires: at(200), nameservers: ['ns1.lab.test'] })],
-    [n.redirectToMetadata, { kind: 'redirect', location: 'http://169.254.169.254/latest/meta-data/' }],
+    // A hop to a loopback address outside the test service's allowlist (LAB_ALLOW): refused by
+    // the guard. Never a non-loopback address: a regressed guard would really connect to it.
+    [n.redirectOutsideAllowlist, { kind: 'redirect', location: `http://${LAB_REFUSED_ADDRESS}:9/domain/${n.redirectOutsideAllowlist}` }],
     [n.slow, { kind: 'hang' }],
     [n.serverError, { kind: 'status', status: 500, body: { errorCode: 500, title: 'Internal Server Error', description: ['The lab plays a broken registry.'] } }],
   ]);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
-import { createResolver } from '../../src/dns/stub-resolver.ts';
+import { createProductRuntime } from '../../src/products/runtime.ts';
 import { createDomainChecks, domainInput, domainProduct, domainResult } from '../../src/products/domain/index.ts';
 import { resetBootstrapCache } from '../../src/rdap/bootstrap.ts';
 import { productReadiness, type CheckOutput, type CheckSpec, type FindingOut, type ProductRuntime, type TaskOutcomeView } from '../../src/products/types.ts';
@@ -32,7 +32,7 @@ function runtime(env: Record<string, string>): ProductRuntime {
     DNS_SERVERS: `[${dns.host}]:${dns.port}`, DNS_TIMEOUT_MS: '500',
     ...env,
   });
-  return { config, log: pino({ level: 'silent' }), services: { resolver: createResolver(config) } };
+  return createProductRuntime(config, pino({ level: 'silent' }));
 }
 
 beforeAll(async () => {

@@ -5,11 +5,17 @@ import { parseConfig, type Config } from '../../src/config.ts';
 import { findRdapService, parseDnsBootstrap, resetBootstrapCache, snapshotBootstrap } from '../../src/rdap/bootstrap.ts';
 import { lookupDomain } from '../../src/rdap/client.ts';
 import { parseDomainResponse } from '../../src/rdap/domain-response.ts';
+import { createResolver } from '../../src/dns/stub-resolver.ts';
+import { createOutboundGuard } from '../../src/net/outbound-guard.ts';
 import { LAB_REGISTRAR, rdapNames as n } from '../lab/rdap-fixtures.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
+import { LAB_ALLOW } from '../lab/addresses.ts';
 
 const BASE_ENV = { DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32) };
 const config = (env: Record<string, string> = {}): Config => parseConfig({ ...BASE_ENV, ...env });
+/** The guard a lane would get from its runtime for this configuration. */
+const guardFor = (c: Config) => createOutboundGuard({ allow: c.ALLOW_PRIVATE_TARGETS, resolver: createResolver(c), portMap: c.OUTBOUND_PORT_MAP });
+const via = (c: Config, extra: Record<string, unknown> = {}) => ({ config: c, guard: guardFor(c), ...extra });
 
 describe('RFC 9224 bootstrap', () => {
   const file = {
@@ -102,7 +108,7 @@ describe('lookupDomain against the RDAP lab', () => {
   beforeEach(() => resetBootstrapCache());
 
   it('a registered domain: registrar, events, status, name servers, DNSSEC; no server URL, no contact data', async () => {
-    const r = await lookupDomain(n.registered, { config: viaBase });
+    const r = await lookupDomain(n.registered, via(viaBase));
     expect(r.status).toBe('completed');
     if (r.status !== 'completed' || r.notFound) throw new Error('expected data');
     expect(r.data).toMatchObject({
@@ -121,38 +127,39 @@ describe('lookupDomain against the RDAP lab', () => {
   });
 
   it('404 from the server is the one "not registered"', async () => {
-    expect(await lookupDomain(n.notRegistered, { config: viaBase })).toEqual({ status: 'completed', notFound: true, service: { via: 'base_url' } });
+    expect(await lookupDomain(n.notRegistered, via(viaBase))).toEqual({ status: 'completed', notFound: true, service: { via: 'base_url' } });
   });
 
   it('a server error is unavailable, never not-registered', async () => {
-    expect(await lookupDomain(n.serverError, { config: viaBase })).toEqual({ status: 'unavailable', reason: 'rdap_unreachable' });
+    expect(await lookupDomain(n.serverError, via(viaBase))).toEqual({ status: 'unavailable', reason: 'rdap_unreachable' });
   });
 
   it('a server that never answers is a timeout', async () => {
     const t0 = performance.now();
-    expect(await lookupDomain(n.slow, { config: viaBase, timeoutMs: 300 })).toEqual({ status: 'timeout' });
+    expect(await lookupDomain(n.slow, via(viaBase, { timeoutMs: 300 }))).toEqual({ status: 'timeout' });
     expect(performance.now() - t0).toBeLessThan(3000);
   });
 
   it('follows a redirect to another server', async () => {
-    const r = await lookupDomain(n.redirected, { config: viaBase });
+    const r = await lookupDomain(n.redirected, via(viaBase));
     expect(r).toMatchObject({ status: 'completed', data: { ldhName: n.redirected } });
   });
 
-  it('a redirect to the metadata address is refused even with loopback allowed', async () => {
-    expect(await lookupDomain(n.redirectToMetadata, { config: viaBase })).toEqual({ status: 'unavailable', reason: 'target_not_allowed' });
+  it('a redirect to an address outside ALLOW_PRIVATE_TARGETS is refused, never fetched', async () => {
+    const narrow = config({ RDAP_BASE_URL: lab.baseUrl, ALLOW_PRIVATE_TARGETS: LAB_ALLOW });
+    expect(await lookupDomain(n.redirectOutsideAllowlist, via(narrow))).toEqual({ status: 'unavailable', reason: 'target_not_allowed' });
   });
 
   it('a private server is refused when ALLOW_PRIVATE_TARGETS is empty, before any request', async () => {
     const before = lab.requests.length;
-    const r = await lookupDomain(n.registered, { config: config({ RDAP_BASE_URL: lab.baseUrl }) });
+    const r = await lookupDomain(n.registered, via(config({ RDAP_BASE_URL: lab.baseUrl })));
     expect(r).toEqual({ status: 'unavailable', reason: 'target_not_allowed' });
     expect(lab.requests.length).toBe(before);
   });
 
   it('without RDAP_BASE_URL the snapshot decides: no entry for .test', async () => {
     const before = lab.requests.length;
-    expect(await lookupDomain(n.registered, { config: config({ ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' }) }))
+    expect(await lookupDomain(n.registered, via(config({ ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' }))))
       .toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
     expect(lab.requests.length).toBe(before);
   });
@@ -160,24 +167,24 @@ describe('lookupDomain against the RDAP lab', () => {
   it('RDAP_BOOTSTRAP_URL: the file is fetched at first use, once, and routes .test to the lab', async () => {
     const c = config({ RDAP_BOOTSTRAP_URL: lab.bootstrapUrl, ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' });
     const fetchesBefore = lab.requests.filter((p) => p === '/bootstrap/dns.json').length;
-    const [r1, r2] = await Promise.all([lookupDomain(n.registered, { config: c }), lookupDomain(n.notRegistered, { config: c })]);
+    const [r1, r2] = await Promise.all([lookupDomain(n.registered, via(c)), lookupDomain(n.notRegistered, via(c))]);
     expect(r1).toMatchObject({ status: 'completed', data: { ldhName: 'lab.test' }, service: { via: 'bootstrap_remote', bootstrapPublication: '2026-01-01T00:00:00Z' } });
     expect(r2).toMatchObject({ status: 'completed', notFound: true });
-    await lookupDomain(n.expired, { config: c });
+    await lookupDomain(n.expired, via(c));
     expect(lab.requests.filter((p) => p === '/bootstrap/dns.json').length - fetchesBefore).toBe(1);
   });
 
   it('RDAP_BOOTSTRAP_URL that cannot be fetched (or is refused) falls back to the snapshot', async () => {
     const refused = config({ RDAP_BOOTSTRAP_URL: lab.bootstrapUrl }); // loopback not allowed
-    expect(await lookupDomain(n.registered, { config: refused })).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
+    expect(await lookupDomain(n.registered, via(refused))).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
     resetBootstrapCache();
     const dead = config({ RDAP_BOOTSTRAP_URL: 'http://127.0.0.1:1/dns.json', ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' });
-    expect(await lookupDomain(n.registered, { config: dead })).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
+    expect(await lookupDomain(n.registered, via(dead))).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
   });
 
   it("the caller's abort propagates (the lane runner owns cancellation)", async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error('cancelled')), 50);
-    await expect(lookupDomain(n.slow, { config: viaBase, timeoutMs: 5000, signal: ac.signal })).rejects.toThrow('cancelled');
+    await expect(lookupDomain(n.slow, via(viaBase, { timeoutMs: 5000, signal: ac.signal }))).rejects.toThrow('cancelled');
   });
 });

@@ -2,6 +2,7 @@
 // expiration event only. A 404 from the RDAP server is the one "not registered"; an unconfigured,
 // refused or failing server makes the lane unavailable (or timeout) with a limitation.
 import { lookupDomain, type RdapLookup, type RdapUnavailableReason } from '../../rdap/client.ts';
+import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import type { CheckContext, CheckOutput, FindingOut, ObjectRef, SourceRef } from '../types.ts';
 import { notRun } from './dns-util.ts';
 import { finding } from './findings.ts';
@@ -38,7 +39,11 @@ export async function runRegistrationCheck(target: string, ctx: CheckContext, op
     // A public suffix is not registered by anyone: nothing to ask.
     return notRun('skipped', 'not_applicable', [], []);
   }
-  const r = await lookupDomain(domain, { config: ctx.runtime.config, signal: ctx.signal, timeoutMs: opts.rdapTimeoutMs });
+  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  if (!guard) {
+    return notRun('unavailable', 'rdap_not_configured', [{ code: 'registration_unavailable', message: 'No outbound guard is configured in this process; RDAP was not asked.' }], []);
+  }
+  const r = await lookupDomain(domain, { config: ctx.runtime.config, guard, signal: ctx.signal, timeoutMs: opts.rdapTimeoutMs });
   if (r.status === 'timeout') {
     return notRun('timeout', 'rdap_timeout', [{ code: 'registration_timeout', message: `The RDAP server did not answer for ${domain} in time; registration data is unknown.` }], [{ source: 'rdap' }]);
   }

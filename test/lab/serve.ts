@@ -1,0 +1,115 @@
+// The whole lab in one call (and one process for `npm run up -- --lab`): every registered lab part
+// is started, then the DNS lab with every part's zones, and the result is the configuration that
+// points a service at it (DNS_SERVERS, RDAP_BASE_URL, OUTBOUND_PORT_MAP, ALLOW_PRIVATE_TARGETS).
+//
+// A part (RDAP, the mail lab's SMTP and MTA-STS hosts, the web lab's HTTPS hosts…) is a factory
+// registered in `labParts`. Parts that serve a protocol on a fixed port (SMTP 25, HTTPS 443) bind
+// through ctx.listen(logicalPort, servers): every server of that logical port, whatever part it
+// belongs to, shares ONE real port on its own 127.x address, and that port goes into
+// OUTBOUND_PORT_MAP. Zones may depend on what a part generated at start (e.g. TLSA records of
+// the certificates it issued), which is why DNS starts last.
+//
+// Standalone: `node test/lab/serve.ts [--dns-port 5353] [--rdap-port 8053]` prints one JSON line
+// {"lab":"ready","env":{…}} and serves until SIGINT/SIGTERM.
+import type net from 'node:net';
+import { LAB_ALLOW } from './addresses.ts';
+import { loadLabCa, type LabCa } from './ca.ts';
+import { startLabDns } from './dns-server.ts';
+import { domainZones } from './domain-zones.ts';
+import { listenOnHosts } from './multi-host.ts';
+import { startLabRdap } from './rdap-server.ts';
+import { labZones, type Zone } from './zones.ts';
+
+export interface LabPart {
+  name: string;
+  zones: Zone[];
+  /** Configuration this part needs in the service (e.g. RDAP_BASE_URL). */
+  env?: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export interface LabContext {
+  ca: LabCa;
+  /**
+   * Binds servers on their 127.x hosts for a protocol's fixed port (25, 443, 80…). All servers of
+   * one logical port share a real port, recorded in OUTBOUND_PORT_MAP.
+   */
+  listen(logicalPort: number, servers: Array<{ host: string; server: net.Server }>): Promise<number>;
+  /** Ports requested by the standalone command line (e.g. rdap: 8053). */
+  fixedPorts: Record<string, number | undefined>;
+}
+
+export type LabPartFactory = (ctx: LabContext) => Promise<LabPart>;
+
+const rdapPart: LabPartFactory = async (ctx) => {
+  const rdap = await startLabRdap({ port: ctx.fixedPorts.rdap });
+  return { name: 'rdap', zones: domainZones, env: { RDAP_BASE_URL: rdap.baseUrl }, close: () => rdap.close() };
+};
+
+/** Every lab part, in start order. New labs append their factory here. */
+export const labParts: LabPartFactory[] = [rdapPart];
+
+export interface RunningLab {
+  /** The service configuration that points at this lab. */
+  env: Record<string, string>;
+  parts: string[];
+  close(): Promise<void>;
+}
+
+export async function startLab(opts: { dnsPort?: number; rdapPort?: number; parts?: LabPartFactory[] } = {}): Promise<RunningLab> {
+  const ca = await loadLabCa();
+  const portMap = new Map<number, number>();
+  const closers: Array<() => Promise<void>> = [];
+  const ctx: LabContext = {
+    ca,
+    fixedPorts: { rdap: opts.rdapPort },
+    async listen(logicalPort, servers) {
+      const l = await listenOnHosts(servers, { port: portMap.get(logicalPort) });
+      portMap.set(logicalPort, l.port);
+      closers.push(() => l.close());
+      return l.port;
+    },
+  };
+  const started: LabPart[] = [];
+  try {
+    for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
+    const dns = await startLabDns({ port: opts.dnsPort, zones: [...labZones, ...started.flatMap((p) => p.zones)] });
+    closers.push(() => dns.close());
+    const env: Record<string, string> = {
+      DNS_SERVERS: dns.address,
+      ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
+      NODE_EXTRA_CA_CERTS: ca.caFile,
+      ...Object.assign({}, ...started.map((p) => p.env ?? {})),
+    };
+    if (portMap.size > 0) env.OUTBOUND_PORT_MAP = [...portMap].map(([from, to]) => `${from}=${to}`).join(',');
+    return {
+      env,
+      parts: started.map((p) => p.name),
+      close: async () => {
+        await Promise.allSettled([...started.map((p) => p.close()), ...closers.map((c) => c())]);
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled([...started.map((p) => p.close()), ...closers.map((c) => c())]);
+    throw err;
+  }
+}
+
+function argValue(flag: string): number | undefined {
+  const i = process.argv.indexOf(flag);
+  if (i < 0) return undefined;
+  const n = Number(process.argv[i + 1]);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    process.stderr.write('usage: node test/lab/serve.ts [--dns-port 5353] [--rdap-port 8053]\n');
+    process.exit(64);
+  }
+  return n;
+}
+
+if (import.meta.main) {
+  const lab = await startLab({ dnsPort: argValue('--dns-port'), rdapPort: argValue('--rdap-port') });
+  process.stdout.write(`${JSON.stringify({ lab: 'ready', parts: lab.parts, env: lab.env })}\n`);
+  const stop = () => void lab.close().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

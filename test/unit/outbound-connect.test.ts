@@ -1,0 +1,129 @@
+// The guard's name resolution (the project's resolver, present / absent / indeterminate) and its
+// raw TCP and TLS connections, against the DNS lab and real servers on loopback with certificates
+// from the lab CA (trusted through NODE_EXTRA_CA_CERTS, which `npm test` sets).
+import net from 'node:net';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StubResolver } from '../../src/dns/stub-resolver.ts';
+import { parseServer } from '../../src/dns/system-servers.ts';
+import { createOutboundGuard, OutboundFetchError, OutboundRefusedError, stubHostResolver } from '../../src/net/outbound-guard.ts';
+import { parsePortMap } from '../../src/net/port-map.ts';
+import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+import { labNames } from '../lab/zones.ts';
+import { loadLabCa } from '../lab/ca.ts';
+import { listenOnHosts, type Listening } from '../lab/multi-host.ts';
+import { LAB_ALLOW, LAB_REFUSED_ADDRESS } from '../lab/addresses.ts';
+import type { Zone } from '../lab/zones.ts';
+
+const zone: Zone = {
+  origin: 'guard.lab.test',
+  records: [
+    { name: '@', type: 'SOA', data: { mname: 'ns1.lab.test', rname: 'h.lab.test', serial: 1, refresh: 1, retry: 1, expire: 1, minimum: 1 } },
+    { name: 'tls', type: 'A', data: '127.0.0.71' },
+    { name: 'refused', type: 'A', data: LAB_REFUSED_ADDRESS },
+    { name: 'mixed', type: 'A', data: '127.0.0.71' },
+    { name: 'mixed', type: 'A', data: LAB_REFUSED_ADDRESS },
+    { name: 'v4only', type: 'A', data: '127.0.0.72' },
+  ],
+  behaviours: [{ name: 'half', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['AAAA'] }],
+};
+
+let dns: LabDns;
+let resolver: StubResolver;
+let tlsLab: Listening;
+let refusedLab: Listening;
+let refusedConnections = 0;
+
+beforeAll(async () => {
+  dns = await startLabDns({ zones: [zone, ...(await import('../lab/zones.ts')).labZones] });
+  resolver = new StubResolver({ servers: [parseServer(dns.address)!], timeoutMs: 300 });
+  const ca = await loadLabCa();
+  const good = await ca.issue({ names: ['tls.guard.lab.test'] });
+  const server = tls.createServer({ key: good.keyPem, cert: good.chainPem }, (s) => s.end('hello over tls\n'));
+  tlsLab = await listenOnHosts([{ host: '127.0.0.71', server }]);
+  const counter = net.createServer((s) => {
+    refusedConnections++;
+    s.destroy();
+  });
+  refusedLab = await listenOnHosts([{ host: LAB_REFUSED_ADDRESS, server: counter }], { port: tlsLab.port });
+});
+
+afterAll(async () => {
+  await Promise.all([dns?.close(), tlsLab?.close(), refusedLab?.close()]);
+  expect(refusedConnections).toBe(0);
+});
+
+describe('stubHostResolver: host addresses by the DNS rule', () => {
+  it('present: the addresses of A (a SERVFAIL on AAAA does not hide them)', async () => {
+    const r = stubHostResolver(resolver);
+    expect(await r('v4only.guard.lab.test')).toEqual(['127.0.0.72']);
+    expect(await r(labNames.apex)).toEqual(expect.arrayContaining(['127.0.0.10', '::1']));
+  });
+
+  it('absent only on NXDOMAIN / NODATA for both types: host_not_found', async () => {
+    const err = await stubHostResolver(resolver)(labNames.nxdomain).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutboundFetchError);
+    expect((err as OutboundFetchError).kind).toBe('host_not_found');
+  });
+
+  it('indeterminate (SERVFAIL, timeout) is a dns_failure, never host_not_found', async () => {
+    for (const name of [labNames.servfail, labNames.timeout, 'half.guard.lab.test']) {
+      const err = await stubHostResolver(resolver)(name).catch((e: unknown) => e);
+      expect((err as OutboundFetchError).kind, name).toBe('dns_failure');
+    }
+  });
+});
+
+describe('the guard object: vetted connections only', () => {
+  const portMap = () => parsePortMap(`443=${tlsLab.port}`)!;
+  const guard = (allow: string[]) => createOutboundGuard({ allow, resolver, portMap: portMap() });
+
+  it('resolve() refuses a host when any address is outside the allowlist', async () => {
+    expect(await guard([LAB_ALLOW]).resolve('tls.guard.lab.test')).toEqual(['127.0.0.71']);
+    const err = await guard([LAB_ALLOW]).resolve('mixed.guard.lab.test').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutboundRefusedError);
+    expect(err).toMatchObject({ reason: 'target_not_allowed', range: 'loopback', host: 'mixed.guard.lab.test' });
+  });
+
+  it('connectTcp / connectTls refuse an address outside the allowlist before connecting', async () => {
+    const g = guard([LAB_ALLOW]);
+    await expect(g.connectTcp({ address: LAB_REFUSED_ADDRESS, port: 443 })).rejects.toBeInstanceOf(OutboundRefusedError);
+    await expect(g.connectTls({ address: LAB_REFUSED_ADDRESS, port: 443, servername: 'refused.guard.lab.test' })).rejects.toBeInstanceOf(OutboundRefusedError);
+    await expect(guard([]).connectTcp({ address: '127.0.0.71', port: 443 })).rejects.toMatchObject({ reason: 'target_not_allowed', range: 'loopback' });
+  });
+
+  it('connectTls maps port 443 to the lab port and trusts the lab CA (NODE_EXTRA_CA_CERTS)', async () => {
+    const [address] = await guard([LAB_ALLOW]).resolve('tls.guard.lab.test');
+    const socket = await guard([LAB_ALLOW]).connectTls({ address: address!, port: 443, servername: 'tls.guard.lab.test' });
+    expect(socket.authorized).toBe(true);
+    const line = await new Promise<string>((r) => socket.once('data', (d) => r(String(d))));
+    expect(line).toBe('hello over tls\n');
+    socket.destroy();
+  });
+
+  it('a certificate for another name is reported, not hidden, with rejectUnauthorized false', async () => {
+    const socket = await guard([LAB_ALLOW]).connectTls({ address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' }, { tls: { rejectUnauthorized: false } });
+    // The chain is trusted (the lab CA); the name is not: Node reports the mismatch as the reason.
+    expect(socket.authorized).toBe(false);
+    expect(String(socket.authorizationError)).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
+    expect(tls.checkServerIdentity('other.guard.lab.test', socket.getPeerCertificate())).toBeInstanceOf(Error);
+    expect(tls.checkServerIdentity('tls.guard.lab.test', socket.getPeerCertificate())).toBeUndefined();
+    socket.destroy();
+    const strict = await guard([LAB_ALLOW]).connectTls({ address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' }).catch((e: unknown) => e);
+    expect(strict).toBeInstanceOf(OutboundFetchError);
+    expect((strict as OutboundFetchError).kind).toBe('connection_failed');
+  });
+
+  it('a connection that cannot be made within the time is a timeout; refused ports are connection_failed', async () => {
+    const closed = await guard([LAB_ALLOW]).connectTcp({ address: '127.0.0.73', port: 9 }).catch((e: unknown) => e);
+    expect((closed as OutboundFetchError).kind).toBe('connection_failed');
+  });
+});
+
+describe('OUTBOUND_PORT_MAP', () => {
+  it('parses port=port pairs and rejects anything else', () => {
+    expect([...parsePortMap('25=2525, 443=8443')!]).toEqual([[25, 2525], [443, 8443]]);
+    expect(parsePortMap('')!.size).toBe(0);
+    for (const bad of ['25', '25=', '0=1', '25=70000', '25=1,25=2', 'a=b']) expect(parsePortMap(bad), bad).toBeNull();
+  });
+});
