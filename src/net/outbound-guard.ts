@@ -252,12 +252,29 @@ export async function connectTls(target: TlsTarget, allow: readonly string[], po
     port: mapPort(portMap, target.port),
     ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
   });
+  watchOcsp(socket, opts.tls);
   return settleConnect(socket, 'secureConnect', opts);
+}
+
+const stapled = new WeakMap<tls.TLSSocket, boolean>();
+
+/** The response arrives during the handshake: listen before it starts. */
+function watchOcsp(socket: tls.TLSSocket, options: tls.ConnectionOptions | undefined): void {
+  if (!options?.requestOCSP) return;
+  stapled.set(socket, false);
+  // Node emits null when the server stapled nothing.
+  socket.once('OCSPResponse', (response: Buffer | null) => stapled.set(socket, !!response && response.length > 0));
+}
+
+/** Whether the server stapled an OCSP response; null when the handshake did not ask (requestOCSP). */
+export function ocspStapled(socket: tls.TLSSocket): boolean | null {
+  return stapled.get(socket) ?? null;
 }
 
 /** Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. */
 export function upgradeTls(socket: net.Socket, servername: string | undefined, opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {}): Promise<tls.TLSSocket> {
   const secure = tls.connect({ ...opts.tls, socket, ...(servername && !isIP(servername) ? { servername } : {}) });
+  watchOcsp(secure, opts.tls);
   return settleConnect(secure, 'secureConnect', opts);
 }
 

@@ -14,6 +14,10 @@ import { loadLabCa } from '../lab/ca.ts';
 import { listenOnHosts, type Listening } from '../lab/multi-host.ts';
 import { LAB_ALLOW, LAB_REFUSED_ADDRESS } from '../lab/addresses.ts';
 import type { Zone } from '../lab/zones.ts';
+import { handshakeFacts } from '../../src/net/tls-facts.ts';
+import { ocspStapled } from '../../src/net/outbound-guard.ts';
+import { parseCertificate } from '../../workers/pool/parse-tasks.ts';
+import type { Issued } from '../lab/ca.ts';
 
 const zone: Zone = {
   origin: 'guard.lab.test',
@@ -33,6 +37,9 @@ let resolver: StubResolver;
 let tlsLab: Listening;
 let refusedLab: Listening;
 let refusedConnections = 0;
+let factsLab: Listening;
+const issued: Record<string, Issued> = {};
+const DAY = 86_400_000;
 
 beforeAll(async () => {
   dns = await startLabDns({ zones: [zone, ...(await import('../lab/zones.ts')).labZones] });
@@ -46,10 +53,19 @@ beforeAll(async () => {
     s.destroy();
   });
   refusedLab = await listenOnHosts([{ host: LAB_REFUSED_ADDRESS, server: counter }], { port: tlsLab.port });
+  // One host per certificate posture, all on one port (as the lab's HTTPS hosts are).
+  issued.good = good;
+  issued.expired = await ca.issue({ names: ['facts.guard.lab.test'], notBefore: new Date(Date.now() - 100 * DAY), notAfter: new Date(Date.now() - DAY) });
+  issued.selfSigned = await ca.issue({ names: ['facts.guard.lab.test'], selfSigned: true });
+  issued.rsa = await ca.issue({ names: ['facts.guard.lab.test'], key: { type: 'rsa', bits: 2048 } });
+  const hosts = { expired: '127.0.0.74', selfSigned: '127.0.0.75', rsa: '127.0.0.76' } as const;
+  factsLab = await listenOnHosts(Object.entries(hosts).map(([k, host]) => ({
+    host, server: tls.createServer({ key: issued[k]!.keyPem, cert: issued[k]!.chainPem }, (s) => s.end()),
+  })));
 });
 
 afterAll(async () => {
-  await Promise.all([dns?.close(), tlsLab?.close(), refusedLab?.close()]);
+  await Promise.all([dns?.close(), tlsLab?.close(), refusedLab?.close(), factsLab?.close()]);
   expect(refusedConnections).toBe(0);
 });
 
@@ -117,6 +133,45 @@ describe('the guard object: vetted connections only', () => {
   it('a connection that cannot be made within the time is a timeout; refused ports are connection_failed', async () => {
     const closed = await guard([LAB_ALLOW]).connectTcp({ address: '127.0.0.73', port: 9 }).catch((e: unknown) => e);
     expect((closed as OutboundFetchError).kind).toBe('connection_failed');
+  });
+});
+
+describe('handshakeFacts: trust, name and chain as separate facts', () => {
+  const guard = () => createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${factsLab.port}`)! });
+  const handshake = (address: string) =>
+    guard().connectTls({ address, port: 443, servername: 'facts.guard.lab.test' }, { tls: { rejectUnauthorized: false, requestOCSP: true } });
+
+  it('a good chain: trusted, the name matches, the path runs to the lab root, no stapled OCSP', async () => {
+    const g = createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${tlsLab.port}`)! });
+    const s = await g.connectTls({ address: '127.0.0.71', port: 443, servername: 'tls.guard.lab.test' }, { tls: { rejectUnauthorized: false, requestOCSP: true } });
+    const f = handshakeFacts(s, 'tls.guard.lab.test', ocspStapled(s));
+    s.destroy();
+    expect(f).toMatchObject({ chainTrusted: true, trustError: null, hostnameMatch: true, ocspStapled: false });
+    expect(f.protocol).toMatch(/^TLSv1\.[23]$/);
+    expect(f.chain).toHaveLength(3); // leaf, lab intermediate, lab root (the trust anchor)
+    expect(Buffer.from(f.chain[0]!, 'base64').equals(issued.good!.certDer)).toBe(true);
+  });
+
+  it('expired and self-signed are untrusted with their reason; the name still matches', async () => {
+    const expired = await handshake('127.0.0.74');
+    expect(handshakeFacts(expired, 'facts.guard.lab.test')).toMatchObject({ chainTrusted: false, trustError: 'CERT_HAS_EXPIRED', hostnameMatch: true });
+    expired.destroy();
+    const self = await handshake('127.0.0.75');
+    expect(handshakeFacts(self, 'facts.guard.lab.test')).toMatchObject({ chainTrusted: false, trustError: 'DEPTH_ZERO_SELF_SIGNED_CERT', hostnameMatch: true });
+    expect(handshakeFacts(self, 'other.guard.lab.test').hostnameMatch).toBe(false);
+    self.destroy();
+  });
+
+  it('parseCertificate gives key facts and the DANE digests of what was presented', async () => {
+    const s = await handshake('127.0.0.76');
+    const f = handshakeFacts(s, 'facts.guard.lab.test');
+    s.destroy();
+    const info = parseCertificate({ der: f.chain[0]! });
+    expect(info).toMatchObject({ keyType: 'rsa', keyBits: 2048, curve: null, signatureAlgorithm: 'ecdsa-with-SHA256', sans: ['facts.guard.lab.test'] });
+    const { createHash } = await import('node:crypto');
+    expect(info.digests.spkiSha256).toBe(createHash('sha256').update(issued.rsa!.spkiDer).digest('hex'));
+    expect(info.digests.certSha512).toBe(createHash('sha512').update(issued.rsa!.certDer).digest('hex'));
+    expect(parseCertificate(issued.good!.certPem)).toMatchObject({ keyType: 'ec', keyBits: 256, curve: 'prime256v1' });
   });
 });
 

@@ -1,6 +1,6 @@
 // CPU-bound parsers run in the lane's piscina pool (parse-worker.ts) or inline when the pool is
 // off. Plain functions of JSON-serialisable input and output: they cross a thread boundary.
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 
 export interface CertificateInfo {
   subject: string;
@@ -14,7 +14,18 @@ export interface CertificateInfo {
   serialNumber: string;
   isCA: boolean;
   selfIssued: boolean;
+  /** rsa, ec, ed25519… (Node's asymmetricKeyType). */
+  keyType: string | null;
+  /** RSA/DSA modulus length in bits; EC curve size in bits. */
+  keyBits: number | null;
+  curve: string | null;
+  /** e.g. sha256WithRSAEncryption, ecdsa-with-SHA256. */
+  signatureAlgorithm: string | null;
+  /** Hex digests for DANE (RFC 6698 selector 0 = full certificate, 1 = SubjectPublicKeyInfo). */
+  digests: { certSha256: string; certSha512: string; spkiSha256: string; spkiSha512: string };
 }
+
+const CURVE_BITS: Record<string, number> = { prime256v1: 256, secp384r1: 384, secp521r1: 521, secp256k1: 256 };
 
 /** A PEM string, or `{ der: base64 }`. */
 export function parseCertificate(input: string | { pem?: string; der?: string }): CertificateInfo {
@@ -39,7 +50,29 @@ export function parseCertificate(input: string | { pem?: string; der?: string })
     serialNumber: cert.serialNumber,
     isCA: cert.ca,
     selfIssued: cert.subject === cert.issuer,
+    ...keyFacts(cert),
+    signatureAlgorithm: cert.signatureAlgorithm ?? null,
+    digests: {
+      certSha256: hash('sha256', cert.raw), certSha512: hash('sha512', cert.raw),
+      spkiSha256: hash('sha256', spki(cert)), spkiSha512: hash('sha512', spki(cert)),
+    },
   };
+}
+
+function hash(alg: string, data: Buffer): string {
+  return createHash(alg).update(data).digest('hex');
+}
+
+function spki(cert: X509Certificate): Buffer {
+  return cert.publicKey.export({ type: 'spki', format: 'der' });
+}
+
+function keyFacts(cert: X509Certificate): Pick<CertificateInfo, 'keyType' | 'keyBits' | 'curve'> {
+  const key = cert.publicKey;
+  const d = key.asymmetricKeyDetails ?? {};
+  const curve = d.namedCurve ?? null;
+  const bits = d.modulusLength ?? (curve ? CURVE_BITS[curve] ?? null : key.asymmetricKeyType === 'ed25519' ? 256 : key.asymmetricKeyType === 'ed448' ? 456 : null);
+  return { keyType: key.asymmetricKeyType ?? null, keyBits: bits, curve };
 }
 
 export interface SpfTerm {
