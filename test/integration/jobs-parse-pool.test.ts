@@ -40,7 +40,17 @@ describe('parse pool', () => {
       serialNumber: expect.stringMatching(/^[0-9A-F]+$/),
       isCA: false,
       selfIssued: true,
+      keyType: expect.stringMatching(/^(rsa|ec)$/),
+      keyBits: expect.any(Number),
+      curve: info.keyType === 'ec' ? expect.any(String) : null,
+      signatureAlgorithm: expect.stringMatching(/with|SHA/i),
+      digests: {
+        certSha256: expect.stringMatching(/^[0-9a-f]{64}$/), certSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
+        spkiSha256: expect.stringMatching(/^[0-9a-f]{64}$/), spkiSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
+      },
     });
+    // The full-certificate digest is the fingerprint the certificate is known by.
+    expect(info.digests.certSha256).toBe(info.fingerprint256.replaceAll(':', '').toLowerCase());
     const der = Buffer.from(PEM.replace(/-----[A-Z ]+-----|\s/g, ''), 'base64').toString('base64');
     expect((await pool.run<CertificateInfo>('parseCertificate', { der })).fingerprint256).toBe(info.fingerprint256);
   });
