@@ -220,13 +220,35 @@ export interface TaskOutcomeView {
   output: CheckOutput | null;
 }
 
+/**
+ * What a lookup derives from several lanes at once, after every task finished (e.g. DANE records
+ * matched against the certificate the STARTTLS lane was shown): findings and objects no single
+ * check could produce. Persisted at finalize, attributed to `lane`.
+ */
+export interface DerivedOutput {
+  lane: string;
+  objects: ObjectOut[];
+  relations: RelationOut[];
+  findings: FindingOut[];
+  sources: SourceRef[];
+}
+
+/** The envelope body of a lookup job, plus what it derived across lanes. */
+export interface AssembledOutcome<R = unknown> extends SyncOutcome<R> {
+  derived?: DerivedOutput[];
+}
+
 export interface AsyncProduct<I> {
   /** The worker lanes that run this product's checks; readiness needs a live consumer on each. */
   workerLanes: WorkerLane[];
   target(input: I): { type: string; value: string };
   profile?(input: I): string | null;
   plan(input: I): TaskPlan[];
-  /** Builds the job's result envelope body from the finished tasks (lookups). */
-  assemble?(input: I, tasks: TaskOutcomeView[]): SyncOutcome;
+  /**
+   * Builds the job's result envelope body from the finished tasks (lookups). Pure. It may adjust
+   * a lane's reported status from what other lanes found (e.g. dane is partial when no
+   * certificate could be obtained to match), and return derived findings.
+   */
+  assemble?(input: I, tasks: TaskOutcomeView[]): AssembledOutcome;
   deadlineMs: number;
 }

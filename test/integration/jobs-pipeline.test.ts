@@ -104,7 +104,7 @@ registerCheck(probe);
 registerCheck(gated);
 
 let productSeq = 0;
-function makeProduct(opts: { assemble?: boolean } = {}): ProductDefinition<TestInput> {
+function makeProduct(opts: { assemble?: boolean; derive?: boolean } = {}): ProductDefinition<TestInput> {
   const id = `test.pipeline${++productSeq}.${randomBytes(2).toString('hex')}`;
   const gateName = `${id}:gate`;
   return {
@@ -138,6 +138,22 @@ function makeProduct(opts: { assemble?: boolean } = {}): ProductDefinition<TestI
               lanes: tasks.map((t) => ({ lane: t.productLane, required: t.required, status: t.status, ...(t.reason ? { reason: t.reason } : {}) })),
               sources: [{ source: 'test_probe' }],
               limitations: [],
+              // A cross-lane fact: how many tasks completed, as one finding on the target.
+              ...(opts.derive
+                ? {
+                    derived: [{
+                      lane: 'probe',
+                      objects: [],
+                      relations: [],
+                      sources: [{ source: 'test_derivation' }],
+                      findings: [{
+                        code: 'test_derived', severity: 'info' as const, confidence: 'firm' as const, title: 'Derived',
+                        summary: `${tasks.filter((t) => t.status === 'completed').length} of ${tasks.length} completed`,
+                        object: { type: 'domain', key: 'example.test' },
+                      }],
+                    }],
+                  }
+                : {}),
             }),
           }
         : {}),
@@ -172,7 +188,7 @@ interface Rig {
 
 const rigs: Rig[] = [];
 
-async function rig(opts: { assemble?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {}): Promise<Rig> {
+async function rig(opts: { assemble?: boolean; derive?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {}): Promise<Rig> {
   const redis = createRedis(process.env.REDIS_URL!, `${process.env.REDIS_KEY_PREFIX ?? ''}pipeline:${randomBytes(4).toString('hex')}:`);
   redis.on('error', () => {});
   await redisReady(redis);
@@ -320,6 +336,25 @@ describe('job pipeline', () => {
     const text = await lane.metrics.metrics();
     expect(text).toMatch(/lss_task_duration_seconds_count\{lane="dns",outcome="completed"\} 3/);
     expect(text).toMatch(/lss_stream_pending\{stream="\{lss\}:lane:dns",group="lane-dns"\} 0/);
+  });
+
+  it('persists what a lookup derives across lanes with the terminal status, once, attributed to its lane', async () => {
+    const r = await rig({ assemble: true, derive: true });
+    const o = await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { tasks: [{ cost: 1 }, { cost: 1, behavior: 'unavailable' }] }, 2);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('partial');
+    const findings = await dbh.db.selectFrom('findings').selectAll().where('job_id', '=', jobId).where('code', '=', 'test_derived').execute();
+    expect(findings).toHaveLength(1);
+    expect(findings[0]!.summary).toBe('1 of 2 completed');
+    expect(json(findings[0]!.sources)).toEqual([{ lane: 'probe', source: 'test_derivation' }]);
+    const target = await dbh.db.selectFrom('objects').selectAll().where('job_id', '=', jobId).where('okey', '=', 'example.test').executeTakeFirstOrThrow();
+    expect(findings[0]!.object_id).toBe(target.id);
+    // A second finalize changes nothing (terminal CAS): still one derived finding.
+    const { finalizeJob } = await import('../../src/jobs/orchestration/finalize-job.ts');
+    expect(await finalizeJob(o.context, jobId, 'settle')).toBeNull();
+    expect(await dbh.db.selectFrom('findings').select('id').where('job_id', '=', jobId).where('code', '=', 'test_derived').execute()).toHaveLength(1);
   });
 
   it('captures each task once even when its result notice arrives again', async () => {

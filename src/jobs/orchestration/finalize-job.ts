@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
 import { applyFinishedTask } from './apply-result.ts';
+import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type TerminalStatus } from './job-outcome.ts';
 import { lockJob, selectTasks, type LockedJob } from './task-rows.ts';
@@ -43,6 +44,13 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
       coverage = ${JSON.stringify(outcome.coverage)}, completed_at = NOW(3)
     WHERE id = ${job.id} AND status IN ('queued', 'running', 'cancelling')`.execute(trx);
   if (affected(done) !== 1) return null;
+  // What the product derived across lanes, in the same transaction as the terminal status: a
+  // reader never sees a terminal job without its derived findings.
+  for (const d of outcome.derived ?? []) {
+    const laneStatus = tasks.find((t) => t.product_lane === d.lane)?.status;
+    await writeOutput(trx, { jobId: job.id, workspaceId: job.workspace_id, productLane: d.lane, distance: 0 },
+      { status: laneStatus && laneStatus !== 'pending' && laneStatus !== 'running' ? laneStatus : 'completed', ...d });
+  }
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;

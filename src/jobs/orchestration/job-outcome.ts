@@ -8,7 +8,7 @@
 //   cancelled    cancel requested (whatever the tasks did; completed ones are still charged)
 // A deadline finalization is `partial` when any task produced results, else `failed`.
 import { buildEnvelope, type Envelope } from '../../contract/envelope.ts';
-import type { Limitation, ProductDefinition, SyncOutcome } from '../../products/types.ts';
+import type { AssembledOutcome, DerivedOutput, Limitation, ProductDefinition } from '../../products/types.ts';
 import { CAPTURED_TASK_STATUSES, taskView, type TaskRow } from './task-rows.ts';
 
 export type FinalizeMode = 'settle' | 'cancel' | 'deadline';
@@ -36,6 +36,8 @@ export interface JobOutcome {
   status: TerminalStatus;
   result: Record<string, unknown> | null;
   coverage: Coverage;
+  /** Findings and objects the product derived across lanes (persisted with the terminal CAS). */
+  derived?: DerivedOutput[];
 }
 
 const FAILURE_MESSAGES: Record<string, string> = {
@@ -104,14 +106,17 @@ export function decideOutcome(o: OutcomeInput): JobOutcome {
   } else if (o.mode === 'deadline') {
     const status: TerminalStatus = o.tasks.some(hasResults) ? 'partial' : 'failed';
     const result = out.result && status === 'partial' ? { ...out.result, status: 'partial', coverage: { complete: false } } : out.result;
-    out = { status, result, coverage: { complete: false, limitations: mergeLimitations(out.coverage.limitations, [{ code: 'deadline_exceeded', message: 'The job did not finish before its deadline.' }]) } };
+    out = {
+      status, result, coverage: { complete: false, limitations: mergeLimitations(out.coverage.limitations, [{ code: 'deadline_exceeded', message: 'The job did not finish before its deadline.' }]) },
+      ...(out.derived ? { derived: out.derived } : {}),
+    };
   }
   return out;
 }
 
 /** Lookups: the product assembles its envelope; a required lane that did not complete decides. */
 function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation[]): JobOutcome {
-  let outcome: SyncOutcome;
+  let outcome: AssembledOutcome;
   try {
     outcome = def.job!.assemble!(o.input, o.tasks.map(taskView));
   } catch {
@@ -126,12 +131,13 @@ function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation
       status: 'partial',
       result: { ...envelopeWithoutProjection(def, o, outcome), status: 'partial', result: outcome.result },
       coverage: { complete: false, limitations },
+      ...derivedOf(outcome),
     };
   }
   if (blocking) {
     // buildEnvelope refuses this case (a sync route answers 503); a job keeps what can be said.
     const status: TerminalStatus = blocking.status === 'unavailable' || blocking.status === 'timeout' ? 'unavailable' : 'failed';
-    return { status, result: envelopeWithoutProjection(def, o, outcome), coverage: { complete: false, limitations } };
+    return { status, result: envelopeWithoutProjection(def, o, outcome), coverage: { complete: false, limitations }, ...derivedOf(outcome) };
   }
   const env: Envelope = buildEnvelope(def, o.input, outcome, o.requestId, o.charged);
   const complete = env.coverage.complete && o.tasks.every(applicableDone);
@@ -139,10 +145,15 @@ function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation
     env.status = 'partial';
     env.coverage = { complete: false };
   }
-  return { status: complete ? 'completed' : 'partial', result: { ...env }, coverage: { complete, limitations } };
+  return { status: complete ? 'completed' : 'partial', result: { ...env }, coverage: { complete, limitations }, ...derivedOf(outcome) };
 }
 
-function envelopeWithoutProjection(def: ProductDefinition, o: OutcomeInput, outcome: SyncOutcome): Record<string, unknown> {
+function derivedOf(outcome: AssembledOutcome): Pick<JobOutcome, 'derived'> {
+  const { derived } = outcome;
+  return derived && derived.length > 0 ? { derived } : {};
+}
+
+function envelopeWithoutProjection(def: ProductDefinition, o: OutcomeInput, outcome: AssembledOutcome): Record<string, unknown> {
   return {
     product: def.id,
     input: def.echo ? def.echo(o.input) : o.input,
