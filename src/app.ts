@@ -12,6 +12,7 @@ import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
 import { mountJobPageRoutes } from './routes/job-pages.ts';
 import { state } from './http/context.ts';
+import { replaceUndecodableSegments } from './http/undecodable-path.ts';
 
 const observe: RequestHandler = (req, res, next) => {
   const start = process.hrtime.bigint();
@@ -38,7 +39,7 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  app.use(requestId(deps.log), observe);
+  app.use(requestId(deps.log), observe, replaceUndecodableSegments);
 
   mountHealthRoutes(app, deps, opts.isDraining ?? (() => false));
   mountMetaRoutes(app, deps);

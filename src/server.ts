@@ -8,6 +8,7 @@ import { loadConfigOrExit, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { createDeps } from './bootstrap.ts';
 import { createApp } from './app.ts';
+import { createHttpServer } from './http/server.ts';
 import { registry } from './metrics.ts';
 
 const config = loadConfigOrExit();
@@ -74,7 +75,7 @@ async function runWorker(cfg: Config): Promise<void> {
   const deps = await createDeps(cfg, log);
   let draining = false;
   const app = createApp(deps, { isDraining: () => draining });
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000 }, app);
+  const server = createHttpServer(app, log);
   server.listen(cfg.PORT, () => {
     log.info({ port: (server.address() as AddressInfo).port }, 'web worker listening');
   });

@@ -5,12 +5,29 @@
 import express, { type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ApiError } from '../contract/errors.ts';
+import { nestsDeeperThan } from '../idempotency/fingerprint.ts';
 import { state } from './context.ts';
 import { toApiError } from './errors.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/** No request body of the contract nests deeper than 3; 32 leaves room and bounds every walk. */
+export const BODY_MAX_DEPTH = 32;
+/** Content codings a body may arrive in (RFC 9110 §8.4.1: case-insensitive). */
+export const CONTENT_CODINGS = ['identity', 'gzip', 'deflate', 'br'] as const;
 
+// The 64 KiB limit applies to the decoded body too, so a compressed bomb ends in payload_too_large.
 const parseJson = express.json({ limit: BODY_LIMIT_BYTES, strict: false, type: () => true });
+
+function contentCodingError(req: Parameters<RequestHandler>[0]): ApiError | null {
+  const header = req.get('content-encoding');
+  if (header === undefined) return null;
+  const coding = header.trim().toLowerCase();
+  if ((CONTENT_CODINGS as readonly string[]).includes(coding)) return null;
+  return new ApiError('unsupported_media_type', {
+    message: 'The Content-Encoding is not supported.',
+    details: { supportedEncodings: [...CONTENT_CODINGS], contentEncoding: clip(header, 64) },
+  });
+}
 
 export const readBody: RequestHandler = (req, res, next) => {
   const s = state(res);
@@ -25,12 +42,39 @@ export const readBody: RequestHandler = (req, res, next) => {
     s.bodyError = new ApiError('payload_too_large');
     return next();
   }
+  const codingError = contentCodingError(req);
+  if (codingError) {
+    s.bodyError = codingError;
+    return next();
+  }
+  // body-parser lower-cases the coding itself; normalise the spacing it does not.
+  if (req.headers['content-encoding']) req.headers['content-encoding'] = req.headers['content-encoding'].trim();
   parseJson(req, res, (err?: unknown) => {
-    if (err) s.bodyError = toApiError(err);
-    else s.rawBody = req.body;
+    if (err) s.bodyError = bodyReadError(err);
+    else if (nestsDeeperThan(req.body, BODY_MAX_DEPTH)) {
+      s.bodyError = new ApiError('invalid_request', {
+        message: `The body nests deeper than ${BODY_MAX_DEPTH} levels.`,
+        details: { issues: [{ path: '', message: `nesting deeper than ${BODY_MAX_DEPTH}` }] },
+      });
+    } else s.rawBody = req.body;
     next();
   });
 };
+
+/** A body that could not be read: body-parser's typed errors, else a decoding failure (400). */
+function bodyReadError(err: unknown): ApiError {
+  const mapped = toApiError(err);
+  if (mapped.code !== 'internal_error') return mapped;
+  // Corrupt gzip/deflate/br data reaches us as a 400 without a type (the zlib error inside).
+  const e = err as { status?: number };
+  if (e?.status === 400) {
+    return new ApiError('invalid_request', {
+      message: 'The body could not be decoded with its Content-Encoding.',
+      details: { issues: [{ path: '', message: 'undecodable body' }] },
+    });
+  }
+  return mapped;
+}
 
 export const reportBodyError: RequestHandler = (_req, res, next) => {
   const err = state(res).bodyError;
@@ -38,8 +82,20 @@ export const reportBodyError: RequestHandler = (_req, res, next) => {
   next();
 };
 
+/** What an error may echo of the caller's input: field names and messages are clipped. */
+const MAX_ISSUES = 20;
+const MAX_PATH = 200;
+const MAX_MESSAGE = 300;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
 export function zodIssues(error: z.ZodError): Array<{ path: string; message: string }> {
-  return error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+  return error.issues.slice(0, MAX_ISSUES).map((i) => ({
+    path: clip(i.path.map((p) => clip(String(p), 64)).join('.'), MAX_PATH),
+    message: clip(i.message, MAX_MESSAGE),
+  }));
 }
 
 /** Step 5b: the zod schema is the contract; unknown fields are rejected by .strict() schemas. */
