@@ -54,6 +54,7 @@ export function buildEnvelope(def: ProductDefinition, input: unknown, outcome: S
     throw new ApiError('capability_unavailable', {
       details: { lane: failedRequired.lane, laneStatus: failedRequired.status },
       retryAfterSeconds: 5,
+      cause: `required lane ${failedRequired.lane} ended ${failedRequired.status}${failedRequired.reason ? ` (${failedRequired.reason})` : ''}`,
     });
   }
   // A skipped lane is one that does not apply to this input; every lane that applies must complete.

@@ -55,6 +55,8 @@ export interface ApiErrorOptions {
   details?: Record<string, unknown>;
   retryAfterSeconds?: number;
   headers?: Record<string, string>;
+  /** For the operator's log only (which dependency, which lane…); never part of the reply. */
+  cause?: string;
 }
 
 /** Thrown anywhere below the HTTP layer; rendered into the CONTRACT §3 envelope by one handler. */
@@ -64,9 +66,11 @@ export class ApiError extends Error {
   readonly details: Record<string, unknown> | undefined;
   readonly retryAfterSeconds: number | undefined;
   readonly headers: Record<string, string>;
+  readonly logCause: string | undefined;
   constructor(code: ErrorCode, opts: ApiErrorOptions = {}) {
     const spec = errorRegistry[code];
     super(opts.message ?? spec.message);
+    this.logCause = opts.cause;
     this.code = code;
     this.status = spec.status;
     this.details = opts.details;

@@ -1,10 +1,16 @@
 // The credit ledger (CONTRACT §6). Entries are immutable; credit_accounts is kept in step inside
 // the same transaction, and its CHECK (granted >= reserved + captured) makes oversubscription
 // impossible under any concurrency: a reservation is one conditional UPDATE.
+//
+// Lock order, everywhere: jobs → credit_accounts → key_month_usage. Acceptance (reserve) takes
+// credit_accounts then key_month_usage; settlement (capture, release) holds the job row, then
+// credit_accounts, then key_month_usage. One order means no cycle, so no deadlock between a new
+// job's reservation and another job's settlement of the same key.
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { Db } from '../db/database.ts';
 import { ApiError } from '../contract/errors.ts';
+import { inTransaction } from '../db/transaction.ts';
 
 type Trx = Transaction<Database> | Db;
 
@@ -18,7 +24,7 @@ async function ensureAccount(trx: Trx, workspaceId: number): Promise<void> {
 
 export async function grantCredits(db: Db, workspaceId: number, amount: number, dedupeKey: string): Promise<boolean> {
   if (!Number.isInteger(amount) || amount <= 0) throw new Error('grant amount must be a positive integer');
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     await ensureAccount(trx, workspaceId);
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, dedupe_key)
       VALUES (${workspaceId}, 'grant', ${amount}, ${dedupeKey})`.execute(trx);
@@ -38,21 +44,32 @@ export interface ReserveInput {
   dedupeKey: string;
 }
 
-/** Throws monthly_credit_limit_exceeded, then insufficient_credits (CONTRACT §2 step 10 order). */
+/**
+ * Reserves `amount` for a new job. Throws monthly_credit_limit_exceeded, else insufficient_credits
+ * (CONTRACT §2 step 10 order); the caller's transaction then rolls back whatever was taken.
+ */
 export async function reserveCredits(trx: Transaction<Database>, r: ReserveInput): Promise<void> {
   if (r.amount === 0) return;
+  // credit_accounts first (the lock order above); both conditions are checked, then reported in
+  // contract order.
+  const taken = await sql`UPDATE credit_accounts SET reserved = reserved + ${r.amount}
+    WHERE workspace_id = ${r.workspaceId} AND granted - reserved - captured >= ${r.amount}`.execute(trx);
+  const creditsOk = Number(taken.numAffectedRows ?? 0n) === 1;
+  let monthlyOk = true;
   if (r.monthlyLimit !== null) {
-    await sql`INSERT IGNORE INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, 0)`.execute(trx);
+    // The no-op upsert takes the usage row's exclusive lock at once (INSERT IGNORE would take a
+    // shared one, and two requests upgrading shared locks to exclusive deadlock each other).
+    await sql`INSERT INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, 0)
+      ON DUPLICATE KEY UPDATE amount = amount`.execute(trx);
     const used = await sql`UPDATE key_month_usage SET amount = amount + ${r.amount}
       WHERE api_key_id = ${r.apiKeyId} AND month = ${r.month} AND amount + ${r.amount} <= ${r.monthlyLimit}`.execute(trx);
-    if (Number(used.numAffectedRows ?? 0n) !== 1) throw new ApiError('monthly_credit_limit_exceeded');
+    monthlyOk = Number(used.numAffectedRows ?? 0n) === 1;
   } else {
     await sql`INSERT INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, ${r.amount})
       ON DUPLICATE KEY UPDATE amount = amount + VALUES(amount)`.execute(trx);
   }
-  const taken = await sql`UPDATE credit_accounts SET reserved = reserved + ${r.amount}
-    WHERE workspace_id = ${r.workspaceId} AND granted - reserved - captured >= ${r.amount}`.execute(trx);
-  if (Number(taken.numAffectedRows ?? 0n) !== 1) throw new ApiError('insufficient_credits');
+  if (!monthlyOk) throw new ApiError('monthly_credit_limit_exceeded');
+  if (!creditsOk) throw new ApiError('insufficient_credits');
   await sql`INSERT INTO credit_entries (workspace_id, kind, amount, api_key_id, dedupe_key)
     VALUES (${r.workspaceId}, 'reserve', ${r.amount}, ${r.apiKeyId}, ${r.dedupeKey})`.execute(trx);
 }
@@ -80,8 +97,7 @@ export async function captureTask(trx: Transaction<Database>, c: { workspaceId: 
 /**
  * Releases the unused remainder exactly once, at the terminal transition. Dedupe keys carry the
  * job's random public id, never a bare auto-increment id, which a restore or rebuild can reuse.
- * Lock order (jobs → key_month_usage → credit_accounts) follows reserveCredits so the two
- * cannot deadlock each other.
+ * Lock order: jobs → credit_accounts → key_month_usage, as everywhere (see the top).
  */
 export async function releaseRemainder(trx: Transaction<Database>, jobId: number): Promise<{ reserved: number; captured: number; released: number } | null> {
   const res = await sql<{ public_id: string; workspace_id: number; api_key_id: number; month: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
@@ -95,8 +111,8 @@ export async function releaseRemainder(trx: Transaction<Database>, jobId: number
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
       VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${job.public_id}`})`.execute(trx);
     if (Number(entry.numAffectedRows ?? 0n) === 1) {
-      await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
       await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(trx);
+      await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
     }
     // An existing release entry means the balance was already settled: settle the job row too.
   }

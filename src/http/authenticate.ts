@@ -9,6 +9,7 @@ const BEARER = /^Bearer +(\S+) *$/i;
 
 export function authenticate(auth: Authenticator, required: readonly Scope[]): RequestHandler {
   return async (req, res, next) => {
+    state(res).step = 'authentication';
     const m = BEARER.exec(req.get('authorization') ?? '');
     const principal = m ? await auth.verify(m[1]!) : null;
     if (!principal) {

@@ -1,5 +1,5 @@
 // What the admission chain learns about a request, kept on res.locals with one typed accessor.
-import type { Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
@@ -14,8 +14,14 @@ export interface IdempotencyClaim {
   token: string;
 }
 
+/** Where in the admission chain a request is (CONTRACT §2), for the log line of a failure. */
+export type AdmissionStep =
+  | 'authentication' | 'rate_limit' | 'idempotency_key' | 'validation' | 'active_gates' | 'product_limit'
+  | 'idempotency' | 'readiness' | 'credits_and_dispatch' | 'execution' | 'job_read' | 'cancel';
+
 export interface RequestState {
   requestId: string;
+  step?: AdmissionStep;
   log: Logger;
   principal?: Principal;
   /** The parsed JSON body exactly as sent (for the fingerprint). */
@@ -34,4 +40,12 @@ export interface RequestState {
 
 export function state(res: Response): RequestState {
   return res.locals as RequestState;
+}
+
+/** The handler, recording its admission step first (async handlers keep their promise). */
+export function atStep(step: AdmissionStep, handler: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    state(res).step = step;
+    return handler(req, res, next);
+  };
 }

@@ -20,10 +20,20 @@ export function toApiError(err: unknown): ApiError {
   }
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new ApiError('unsupported_media_type');
   if (e?.type === 'request.aborted') return new ApiError('invalid_request', { message: 'The request was aborted.' });
-  if (isDependencyDown(err)) return new ApiError('service_unavailable', { retryAfterSeconds: 5 });
+  if (isDependencyDown(err)) return new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: dependencyCause(err) });
   // A deadlock victim's transaction was rolled back whole: nothing happened, retrying is safe.
-  if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK') return new ApiError('service_unavailable', { retryAfterSeconds: 1 });
+  // (Write transactions retry deadlocks themselves: one that still surfaces was retried out.)
+  if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK') return new ApiError('service_unavailable', { retryAfterSeconds: 1, cause: dependencyCause(err) });
   return new ApiError('internal_error');
+}
+
+/** "mysql: ER_LOCK_DEADLOCK", "redis: Connection is closed." — for the log line of a 503. */
+export function dependencyCause(err: unknown): string {
+  const e = err as { code?: string; errno?: number; sqlState?: string; name?: string; message?: string } | null;
+  const mysql = e?.sqlState !== undefined || /^(ER_|PROTOCOL_|POOL_)/.test(e?.code ?? '') || /Pool is closed/.test(e?.message ?? '');
+  const redis = !mysql && (e?.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable|redis/i.test(e?.message ?? ''));
+  const which = mysql ? 'mysql' : redis ? 'redis' : 'dependency';
+  return `${which}: ${e?.code ?? e?.name ?? 'error'}${e?.message ? ` (${e.message.slice(0, 160)})` : ''}`;
 }
 
 const CONNECTION_CODES = new Set([
@@ -56,7 +66,11 @@ export function errorHandler(leases: IdempotencyLeases): ErrorRequestHandler {
   return async (err, _req, res, _next) => {
     const s = state(res);
     const apiError = toApiError(err);
-    if (apiError.code === 'internal_error') s.log?.error({ err }, 'unhandled error');
+    if (apiError.code === 'internal_error') s.log?.error({ err, step: s.step }, 'unhandled error');
+    // Every 503 says why, where, for which request (requestId is on the child logger).
+    if (apiError.status === 503) {
+      s.log?.warn({ status: 503, code: apiError.code, step: s.step ?? 'routing', cause: apiError.logCause ?? 'unspecified' }, 'request answered 503');
+    }
     // A failure before commit stores nothing: the lease goes, so the same key may be retried.
     await finishClaim(leases, res, false);
     if (s.principal || res.req.path.startsWith('/v2/')) admissionOutcomes.inc({ code: apiError.code });

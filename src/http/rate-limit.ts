@@ -12,6 +12,7 @@ import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/finger
 import type { ProductDefinition } from '../products/types.ts';
 import { rateLimitDecisions } from '../metrics.ts';
 import { state } from './context.ts';
+import { dependencyCause } from './errors.ts';
 
 /** Reads: the application limit. */
 export function rateLimit(limiter: RateLimiter): RequestHandler {
@@ -26,6 +27,7 @@ export function admitWrite(limiter: RateLimiter, leases: IdempotencyLeases, prod
 function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefined, product: ProductDefinition | undefined): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
+    s.step = 'rate_limit';
     const p = s.principal!;
     const policies = [appPolicy(p.rateOverrides)];
     if (product) policies.push(...productPolicies(p.rateOverrides, product.id, product.rateClass));
@@ -42,8 +44,7 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
     } catch (err) {
       // Fail closed: without Redis there is no limit, so there is no service.
       rateLimitDecisions.inc({ scope: 'application', decision: 'error' });
-      s.log.warn({ err }, 'rate limiter unavailable');
-      throw new ApiError('service_unavailable', { retryAfterSeconds: 5 });
+      throw new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: `rate limiter: ${dependencyCause(err)}` });
     }
     for (const [k, v] of Object.entries(rateLimitHeaders(decision))) res.setHeader(k, v);
     if (lease && decision.lease) {

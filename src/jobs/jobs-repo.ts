@@ -8,6 +8,7 @@ import type { IdempotencyClaim } from '../http/context.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../lib/ids.ts';
 import { insertCommitted } from '../db/idempotency-repo.ts';
+import { inTransaction } from '../db/transaction.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 
 export interface AcceptInput {
@@ -37,7 +38,7 @@ export interface Accepted {
 export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
   const jobRef = publicId('job');
   const now = new Date();
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     await reserveCredits(trx, {
       workspaceId: a.principal.workspaceId,
       apiKeyId: a.principal.keyId,
@@ -96,7 +97,7 @@ export async function markOutboxPublished(db: Db, jobId: number, topic: string):
  * a second cancel finds `cancelling` and changes nothing.
  */
 export async function requestCancel(db: Db, workspaceId: number, jobRef: string): Promise<{ job: JobRow; changed: boolean } | null> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const job = await findJob(trx as unknown as Db, workspaceId, jobRef);
     if (!job) return null;
     if (isTerminal(job.status) || job.status === 'cancelling') return { job, changed: false };

@@ -5,7 +5,7 @@
 // before seq n, and the existence checks below cannot race another writer.
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import { parseJson, type Trx } from './orchestration/transaction.ts';
+import { parseJson, type Trx } from '../db/transaction.ts';
 import { publicId } from '../lib/ids.ts';
 import { SEVERITIES, type FindingOut, type LaneStatus, type ObjectOut, type ObjectRef, type RelationOut, type SourceRef } from '../products/types.ts';
 

@@ -29,6 +29,10 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
     const missing = applied ? deps.expectedMigrations.filter((v) => !applied.includes(v)) : null;
     const migrations = missing === null ? 'unknown' : missing.length === 0 ? 'current' : 'pending';
     const ready = !isDraining() && mysql === 'ok' && redis === 'ok' && migrations === 'current';
+    if (!ready) {
+      // Every 503 logs its cause: here, which check failed (or that the process is draining).
+      deps.log.warn({ status: 503, code: 'not_ready', draining: isDraining(), checks: { mysql, redis, migrations } }, 'readiness answered 503');
+    }
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : isDraining() ? 'draining' : 'not_ready',
       checks: { mysql, redis, migrations },

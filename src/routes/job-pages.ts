@@ -35,6 +35,7 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
   const evidenceRef = createEvidenceRefs(deps.config.CURSOR_SECRET);
 
   app.get('/v2/jobs/:job_ref/results', authenticate(deps.auth, ['scan:read']), rateLimit(deps.limiter), async (req, res) => {
+    state(res).step = 'job_read';
     const query = parseQuery(resultPageQuery, req);
     const workspaceId = state(res).principal!.workspaceId;
     // The job (status) is read BEFORE the items: a job seen terminal has written its last item,
@@ -54,6 +55,7 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
   });
 
   app.get('/v2/jobs/:job_ref/findings', authenticate(deps.auth, ['scan:read', 'finding:read']), rateLimit(deps.limiter), async (req, res) => {
+    state(res).step = 'job_read';
     const query = parseQuery(findingPageQuery, req);
     const workspaceId = state(res).principal!.workspaceId;
     const job = await requireJob(deps, workspaceId, req);
@@ -71,6 +73,7 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
   });
 
   app.get('/v2/jobs/:job_ref/objects/:object_id', authenticate(deps.auth, ['scan:read']), rateLimit(deps.limiter), async (req, res) => {
+    state(res).step = 'job_read';
     const workspaceId = state(res).principal!.workspaceId;
     const job = await requireJob(deps, workspaceId, req);
     const obj = await findObject(deps.db, workspaceId, job.id, String(req.params.object_id));

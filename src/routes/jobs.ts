@@ -18,6 +18,7 @@ export const cancelBody = z.strictObject({ reason: z.string().max(200).optional(
 export function mountJobRoutes(app: Express, deps: AppDeps): void {
   app.get('/v2/jobs/:job_ref', authenticate(deps.auth, ['scan:read']), rateLimit(deps.limiter), async (req, res) => {
     const s = state(res);
+    s.step = 'job_read';
     const job = await findJob(deps.db, s.principal!.workspaceId, String(req.params.job_ref));
     if (!job) throw new ApiError('job_not_found');
     res.json(await jobView(deps.db, job));
@@ -34,6 +35,7 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
     claimIdempotency(deps.db, deps.leases),
     async (req, res) => {
       const s = state(res);
+      s.step = 'cancel';
       const out = await requestCancel(deps.db, s.principal!.workspaceId, String(req.params.job_ref));
       if (!out) throw new ApiError('job_not_found');
       if (out.changed) {

@@ -10,8 +10,8 @@ import { admitWrite, reportDeferredLimit } from '../http/rate-limit.ts';
 import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, requireIdempotencyKey } from '../http/idempotency.ts';
 import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
-import { state } from '../http/context.ts';
-import { productReadiness, type ProductDefinition } from '../products/types.ts';
+import { atStep, state } from '../http/context.ts';
+import { laneReadiness, productReadiness, type ProductDefinition } from '../products/types.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
@@ -29,10 +29,22 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
   return (_req, _res, next) => {
     if ((!def.execute && !def.job) || productReadiness(def, deps.runtime) === 'unavailable') {
       const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
-      throw new ApiError(code, { details: { product: def.id } });
+      throw new ApiError(code, { details: { product: def.id }, cause: notReadyCause(deps, def) });
     }
     next();
   };
+}
+
+/** "required lane dns_delegation: down (no live orchestrator or lane-domain worker)". */
+function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
+  if (!def.execute && !def.job) return 'product not built';
+  const lanes = laneReadiness(def, deps.runtime);
+  const blocking = def.lanes.filter((l) => l.required && lanes[l.lane] !== 'ready');
+  return blocking.map((l) => {
+    const r = lanes[l.lane] ?? 'not_built';
+    const why = r === 'down' && def.job ? ` (no live orchestrator or lane-${def.job.workerLanes.join('/lane-')} worker, or its dependency is down)` : '';
+    return `required lane ${l.lane}: ${r}${why}`;
+  }).join('; ') || 'unavailable';
 }
 
 function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
@@ -107,17 +119,17 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       authenticate(deps.auth, [def.scope]),
       readBody,
       admitWrite(deps.limiter, deps.leases, def),
-      requireIdempotencyKey,
-      reportBodyError,
+      atStep('idempotency_key', requireIdempotencyKey),
+      atStep('validation', reportBodyError),
       validateBody(def.input),
       productCheck(def),
-      activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION),
-      reportDeferredLimit,
+      atStep('active_gates', activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION)),
+      atStep('product_limit', reportDeferredLimit),
       // Inline lookups are zero-credit (CONTRACT §6): nothing to protect beyond the reply itself.
-      def.mode === 'sync' ? idemSync : idemPaid,
-      readinessGate(deps, def),
+      atStep('idempotency', def.mode === 'sync' ? idemSync : idemPaid),
+      atStep('readiness', readinessGate(deps, def)),
     ];
-    chain.push(def.mode === 'sync' ? executeInline(deps, def) : acceptAsync(deps, def));
+    chain.push(def.mode === 'sync' ? atStep('execution', executeInline(deps, def)) : atStep('credits_and_dispatch', acceptAsync(deps, def)));
     app.post(def.path, ...chain);
   }
 }

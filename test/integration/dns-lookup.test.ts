@@ -34,6 +34,9 @@ describe('POST /v2/lookups/dns', () => {
     const sf = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'servfail.lab.test' });
     expect(sf.status).toBe(200);
     expect(sf.body.result.records.A).toMatchObject({ outcome: 'servfail', rcode: 'SERVFAIL' });
+    // A SERVFAIL proves nothing about the records: never a complete answer.
+    expect(sf.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+    expect(sf.body.limitations.filter((l: { code: string }) => l.code === 'dns_indeterminate')).toHaveLength(8);
     const rf = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'refused.lab.test' });
     expect(rf.body.result.records.A).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
   });

@@ -6,7 +6,7 @@ import { parseConfig } from '../../src/config.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { createResolver, type StubResolver } from '../../src/dns/stub-resolver.ts';
-import { dnsInput, dnsProduct, dnsResult } from '../../src/products/dns/index.ts';
+import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns/index.ts';
 import { productReadiness, type ExecContext, type ProductRuntime } from '../../src/products/types.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
@@ -74,10 +74,22 @@ describe('lookup.dns.v1 against the lab', () => {
     expect(buildEnvelope(dnsProduct, {}, out, 'req_t').status).toBe('completed');
   });
 
-  it('SERVFAIL is also a reply: completed, with the rcode per type', async () => {
+  it('SERVFAIL for every type: the resolver answered, but nothing is known: partial, never complete', async () => {
     const out = await run(n.servfail);
     expect(out.result.records.MX).toMatchObject({ outcome: 'servfail', rcode: 'SERVFAIL' });
-    expect(out.lanes[0]!.status).toBe('completed');
+    expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
+      ['resolver', 'completed', undefined],
+      ['record_types', 'partial', 'some_types_indeterminate'],
+    ]);
+    const gaps = out.limitations.filter((l) => l.code === 'dns_indeterminate');
+    expect(gaps.map((l) => l.message.split(' ')[0]).sort()).toEqual([...dnsTypes].sort());
+    expect(gaps.every((l) => /SERVFAIL; whether it has \w+ records is unknown/.test(l.message))).toBe(true);
+    expect(buildEnvelope(dnsProduct, {}, out, 'req_t')).toMatchObject({ status: 'partial', coverage: { complete: false } });
+  });
+
+  it('REFUSED is indeterminate too; NODATA and NXDOMAIN are not', async () => {
+    expect(buildEnvelope(dnsProduct, {}, await run(n.refused), 'req_t').status).toBe('partial');
+    expect(buildEnvelope(dnsProduct, {}, await run(n.nodata), 'req_t').status).toBe('completed');
   });
 
   it('no reply for any type: resolver unavailable, and the route answers 503 capability_unavailable', async () => {
@@ -86,7 +98,7 @@ describe('lookup.dns.v1 against the lab', () => {
       expect.objectContaining({ lane: 'resolver', required: true, status: 'unavailable', reason: 'resolver_unreachable' }),
       expect.objectContaining({ lane: 'record_types', required: false, status: 'unavailable', reason: 'resolver_unreachable' }),
     ]);
-    expect(out.limitations.filter((l) => l.code === 'dns_query_timeout')).toHaveLength(8);
+    expect(out.limitations.filter((l) => l.code === 'dns_indeterminate')).toHaveLength(8);
     for (const rows of Object.values(out.result.records)) expect(rows).toMatchObject({ outcome: 'timeout', rcode: null });
     let err: unknown;
     try {
@@ -107,10 +119,10 @@ describe('lookup.dns.v1 against the lab', () => {
     expect(records.CAA).toMatchObject({ outcome: 'timeout', rcode: null, answers: [] });
     expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
       ['resolver', 'completed', undefined],
-      ['record_types', 'partial', 'some_types_unanswered'],
+      ['record_types', 'partial', 'some_types_indeterminate'],
     ]);
-    const gaps = out.limitations.filter((l) => l.code === 'dns_query_timeout');
-    expect(gaps.map((l) => l.message.split(' ')[1]).sort()).toEqual(['CAA', 'TXT']);
+    const gaps = out.limitations.filter((l) => l.code === 'dns_indeterminate');
+    expect(gaps.map((l) => l.message.split(' ')[0]).sort()).toEqual(['CAA', 'TXT']);
     expect(out.limitations[0]!.code).toBe('ad_flag_not_validated');
     const env = buildEnvelope(dnsProduct, {}, out, 'req_t');
     expect(env).toMatchObject({ status: 'partial', coverage: { complete: false } });

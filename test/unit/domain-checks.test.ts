@@ -313,7 +313,7 @@ describe('plan and assemble', () => {
     expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
       ['dns_delegation', 'completed', undefined], ['registration', 'unavailable', 'rdap_no_service_for_tld'], ['dns_records', 'timeout', 'dns_timeout'],
     ]);
-    expect(out.limitations.map((l) => l.code)).toEqual(expect.arrayContaining(['registration_unavailable', 'dns_record_type_unknown']));
+    expect(out.limitations.map((l) => l.code)).toEqual(expect.arrayContaining(['registration_unavailable', 'dns_indeterminate']));
     const env = buildEnvelope(domainProduct, { value: labNames.timeout }, out, 'req_t', 1);
     expect(env).toMatchObject({ status: 'partial', coverage: { complete: false } });
   });

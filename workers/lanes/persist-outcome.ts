@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
 import type { TaskStatus } from '../../src/db/schema.ts';
-import { inTransaction } from '../../src/jobs/orchestration/transaction.ts';
+import { inTransaction } from '../../src/db/transaction.ts';
 import { writeOutput } from '../../src/jobs/output-writer.ts';
 import type { CheckOutput } from '../../src/products/types.ts';
 

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/database.ts';
 import type { JobStatus, TaskStatus } from '../../src/db/schema.ts';
-import { affected, parseJson } from '../../src/jobs/orchestration/transaction.ts';
+import { affected, parseJson } from '../../src/db/transaction.ts';
 
 export interface LaneTask {
   id: number;

@@ -7,7 +7,7 @@ import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { CAPTURED_TASK_STATUSES, isOpenTask, lockJob, type LockedJob } from './task-rows.ts';
-import { affected, inTransaction, type Trx } from './transaction.ts';
+import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 
 export interface ApplicableTask {

@@ -7,7 +7,7 @@ import { countOpenTasks } from './apply-result.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { lockJob } from './task-rows.ts';
-import { inTransaction } from './transaction.ts';
+import { inTransaction } from '../../db/transaction.ts';
 
 export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
   await inTransaction(ctx.db, async (trx) => {

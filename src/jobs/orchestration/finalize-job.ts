@@ -10,7 +10,7 @@ import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type TerminalStatus } from './job-outcome.ts';
 import { lockJob, selectTasks, type LockedJob } from './task-rows.ts';
-import { affected, inTransaction, type Trx } from './transaction.ts';
+import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */

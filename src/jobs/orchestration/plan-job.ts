@@ -11,7 +11,7 @@ import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { budgetTasks, dedupePlans } from './task-budget.ts';
 import { lockJob, type LockedJob } from './task-rows.ts';
-import { inTransaction, type Trx } from './transaction.ts';
+import { inTransaction, type Trx } from '../../db/transaction.ts';
 
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';
 

@@ -13,7 +13,7 @@ import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeJob } from './finalize-job.ts';
-import { affected } from './transaction.ts';
+import { affected } from '../../db/transaction.ts';
 
 const BATCH = 500;
 

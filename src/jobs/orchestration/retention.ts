@@ -7,7 +7,7 @@
 import { sql } from 'kysely';
 import { purgeExpiredIdempotencyKeys } from '../../db/idempotency-repo.ts';
 import type { OrchestrationContext } from './context.ts';
-import { affected } from './transaction.ts';
+import { affected } from '../../db/transaction.ts';
 
 const CHILD_TABLES = ['relations', 'findings', 'objects', 'tasks'] as const;
 

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import type { JobStatus, TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput, TaskOutcomeView } from '../../products/types.ts';
-import { parseJson, type Trx } from './transaction.ts';
+import { parseJson, type Trx } from '../../db/transaction.ts';
 
 export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running'];
 /** Statuses whose task did work the workspace pays for (CONTRACT §6). */

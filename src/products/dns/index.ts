@@ -1,20 +1,22 @@
 // lookup.dns.v1: what the configured resolver says about a name, per record type: the rcode,
 // the answers with their TTLs and the AA/AD flags, never a verdict.
 //
-// Partial answers. Eight questions go out; some may time out while others are answered. Lanes:
+// Partial answers. Eight questions go out; each is present, absent or indeterminate
+// (src/dns/presence.ts: only records, NXDOMAIN or NODATA say anything about the name). Lanes:
 // - `resolver` (required) is about reachability: completed when at least one of the eight got a
-//   reply of any rcode (NXDOMAIN, SERVFAIL and REFUSED are the resolver's answers, reported per
-//   type). When none did, it is `unavailable` / resolver_unreachable and the route answers 503:
-//   eight empty rows would read as "this name has no records".
-// - `record_types` (optional) is about coverage: completed when all eight got a reply, `partial`
-//   when some did not. CONTRACT §7 fails the route on any required lane that is not `completed`,
+//   reply of any rcode. When none did, it is `unavailable` / resolver_unreachable and the route
+//   answers 503: eight empty rows would read as "this name has no records".
+// - `record_types` (optional) is about coverage: completed only when every type is present or
+//   absent; `partial` when any type is indeterminate (SERVFAIL, REFUSED, FORMERR, NOTIMP, timeout,
+//   no usable reply). CONTRACT §7 fails the route on any required lane that is not `completed`,
 //   so carrying the gap on the required lane would turn a mostly-answered name into a 503; carried
-//   on an optional lane, it makes the envelope `partial` with coverage.complete false, while each
-//   unanswered type says outcome `timeout`/`error` with rcode null and gets its own limitation.
-//   Together: a timeout never reads as absence, and a partial answer is still delivered.
+//   on an optional lane, it makes the envelope `partial` with coverage.complete false, and each
+//   indeterminate type gets a `dns_indeterminate` limitation naming it. A name whose server
+//   answers SERVFAIL for everything is therefore `partial`, never a complete answer.
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import type { QueryResult, RecordType, Resolver } from '../../dns/types.ts';
+import { indeterminateLimitation, presence } from '../../dns/presence.ts';
 import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SyncOutcome } from '../types.ts';
 import { laneOutcome } from '../types.ts';
 
@@ -64,7 +66,7 @@ type TypeRows = DnsResult['records'][DnsType];
 
 const lanes = {
   resolver: { lane: 'resolver', required: true, description: 'The project stub resolver over DNS_SERVERS: at least one record type answered' },
-  recordTypes: { lane: 'record_types', required: false, description: 'Every one of the eight record types answered (any rcode)' },
+  recordTypes: { lane: 'record_types', required: false, description: 'Every one of the eight record types present or absent (answers, NXDOMAIN or NODATA); partial when any is indeterminate' },
 } satisfies Record<string, LaneSpec>;
 
 function resolverOf(runtime: ProductRuntime): Resolver | undefined {
@@ -81,12 +83,6 @@ function rows(r: QueryResult): TypeRows {
     authoritative: r.flags.aa,
     authenticatedData: r.flags.ad,
   };
-}
-
-function noReplyLimitation(r: QueryResult): Limitation {
-  return r.outcome === 'timeout'
-    ? { code: 'dns_query_timeout', message: `The ${r.type} query got no reply within ${Math.round(r.durationMs)} ms; nothing is known about ${r.type} records of this name.` }
-    : { code: 'dns_query_failed', message: `The ${r.type} query failed (no usable reply from any resolver); nothing is known about ${r.type} records of this name.` };
 }
 
 const AD_LIMITATION: Limitation = {
@@ -111,8 +107,8 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   const durationMs = Math.round((performance.now() - t0) * 1000) / 1000;
 
   const answered = results.filter(replied);
-  const limitations: Limitation[] = [AD_LIMITATION];
-  for (const r of results) if (!replied(r)) limitations.push(noReplyLimitation(r));
+  const indeterminate = results.filter((r) => presence(r) === 'indeterminate');
+  const limitations: Limitation[] = [AD_LIMITATION, ...indeterminate.map((r) => indeterminateLimitation(r))];
 
   let outcomes: LaneOutcome[];
   if (answered.length === 0) {
@@ -123,9 +119,9 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   } else {
     outcomes = [
       laneOutcome(lanes.resolver, 'completed', { durationMs }),
-      answered.length === results.length
+      indeterminate.length === 0
         ? laneOutcome(lanes.recordTypes, 'completed', { durationMs })
-        : laneOutcome(lanes.recordTypes, 'partial', { durationMs, reason: 'some_types_unanswered' }),
+        : laneOutcome(lanes.recordTypes, 'partial', { durationMs, reason: 'some_types_indeterminate' }),
     ];
   }
 

@@ -2,6 +2,9 @@
 // reply reports itself (lane status, reason, limitation) instead of reporting absence.
 import ipaddr from 'ipaddr.js';
 import type { QueryResult, Resolver } from '../../dns/types.ts';
+import { isDeterminate } from '../../dns/presence.ts';
+
+export { outcomeText } from '../../dns/presence.ts';
 import type { CheckOutput, LaneStatus, Limitation, ObjectOut, ProductRuntime, SourceRef } from '../types.ts';
 
 export const DNS_SOURCE: SourceRef = { source: 'dns_resolver' };
@@ -10,10 +13,8 @@ export function resolverOf(runtime: ProductRuntime): Resolver | undefined {
   return runtime.services.resolver as Resolver | undefined;
 }
 
-/** A reply that says something about the name: records, no records of the type, or no such name. */
-export function known(r: QueryResult): boolean {
-  return r.outcome === 'answer' || r.outcome === 'nodata' || r.outcome === 'nxdomain';
-}
+/** A reply that says something about the name (present or absent: src/dns/presence.ts). */
+export const known = isDeterminate;
 
 /** Lane status and reason when none of `results` is known. */
 export function failureOf(results: QueryResult[]): { status: Extract<LaneStatus, 'timeout' | 'unavailable'>; reason: string } {
@@ -23,12 +24,6 @@ export function failureOf(results: QueryResult[]): { status: Extract<LaneStatus,
   return { status: 'unavailable', reason: 'dns_error' };
 }
 
-/** "SERVFAIL", "no reply before the deadline"… for limitation messages. */
-export function outcomeText(r: QueryResult): string {
-  if (r.outcome === 'timeout') return 'no reply before the deadline';
-  if (r.outcome === 'error') return 'no usable reply';
-  return r.rcode ?? r.outcome;
-}
 
 export function queryStatus(r: QueryResult): { outcome: QueryResult['outcome']; rcode: string | null } {
   return { outcome: r.outcome, rcode: r.rcode };

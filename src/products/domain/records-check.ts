@@ -3,7 +3,8 @@
 // when none did: a type without a usable reply is listed with its outcome, never as "no records".
 import type { QueryResult } from '../../dns/types.ts';
 import type { CheckContext, CheckOutput, LaneStatus, Limitation, ObjectOut, RelationOut } from '../types.ts';
-import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, outcomeText, resolverOf } from './dns-util.ts';
+import { indeterminateLimitation } from '../../dns/presence.ts';
+import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, resolverOf } from './dns-util.ts';
 import { nameParts } from './names.ts';
 import { recordTypes, type DomainRecordType, type RecordRows, type RecordsProjection } from './schema.ts';
 
@@ -29,10 +30,7 @@ export async function runRecordsCheck(target: string, ctx: CheckContext): Promis
   };
 
   const missing = recordTypes.filter((t) => !known(byType[t]));
-  const limitations: Limitation[] = missing.map((t) => ({
-    code: 'dns_record_type_unknown',
-    message: `${t} ${name}: ${outcomeText(byType[t])}; whether it has ${t} records is unknown.`,
-  }));
+  const limitations: Limitation[] = missing.map((t) => indeterminateLimitation(byType[t]));
   let status: LaneStatus = 'completed';
   let reason: string | undefined;
   if (missing.length === recordTypes.length) ({ status, reason } = failureOf(results));
