@@ -144,6 +144,10 @@ async function main(): Promise<number> {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       NODE_EXTRA_CA_CERTS: ca.caFile,
+      // Tests send traffic only to loopback: without a lab, a test's DNS questions go to a dead
+      // loopback port, never to the machine's own resolvers. Tests that need DNS set their lab.
+      DNS_SERVERS: process.env.LSS_TEST_DNS_SERVERS || '127.0.0.1:9',
+      ALLOW_PRIVATE_TARGETS: '',
       [LAB_CA_DIR_ENV]: ca.dir,
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,

@@ -2,7 +2,7 @@
 // the CONTRACT §3 envelope and an X-Request-Id, never a 500, an empty body or a silent close —
 // including what Node's own HTTP parser refuses before Express sees it. The server is built by the
 // same factory as the `web` role (src/http/server.ts).
-import net from 'node:net';
+import type net from 'node:net';
 import zlib from 'node:zlib';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -11,70 +11,9 @@ import { createApp } from '../../src/app.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { errorCodes } from '../../src/contract/errors.ts';
 import { createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { rawRequest, type RawReply } from '../helpers/raw-http.ts';
 
-interface RawReply {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-  /** The server closed the connection without sending a byte. */
-  silent: boolean;
-}
-
-/** Sends raw bytes on a fresh connection and reads one HTTP response (or the close). */
-function raw(port: number, bytes: string | Buffer, timeoutMs = 5000): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    let data = Buffer.alloc(0);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no reply within ${timeoutMs} ms`));
-    }, timeoutMs);
-    const finish = () => {
-      clearTimeout(timer);
-      const text = data.toString('latin1');
-      if (text.length === 0) return resolve({ status: 0, headers: {}, body: '', silent: true });
-      const [head, ...rest] = text.split('\r\n\r\n');
-      const lines = head!.split('\r\n');
-      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!)?.[1] ?? 0);
-      const headers: Record<string, string> = {};
-      for (const l of lines.slice(1)) {
-        const i = l.indexOf(':');
-        if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
-      }
-      let body = rest.join('\r\n\r\n');
-      if (headers['transfer-encoding'] === 'chunked') body = dechunk(body);
-      resolve({ status, headers, body, silent: false });
-    };
-    socket.on('data', (d) => {
-      data = Buffer.concat([data, d]);
-      // One response is enough; some error paths keep the socket open.
-      const text = data.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const len = /content-length: *(\d+)/i.exec(text.slice(0, end))?.[1];
-      if (len !== undefined && data.length >= end + 4 + Number(len)) {
-        socket.destroy();
-        finish();
-      }
-    });
-    socket.on('close', finish);
-    socket.on('error', () => {});
-    socket.write(bytes);
-  });
-}
-
-function dechunk(s: string): string {
-  let out = '';
-  let rest = s;
-  for (;;) {
-    const nl = rest.indexOf('\r\n');
-    if (nl < 0) return out;
-    const n = parseInt(rest.slice(0, nl), 16);
-    if (!n) return out;
-    out += rest.slice(nl + 2, nl + 2 + n);
-    rest = rest.slice(nl + 2 + n + 2);
-  }
-}
+const raw = rawRequest;
 
 function expectEnvelope(r: RawReply, status: number, code: string): void {
   expect(r.silent, `expected ${status} ${code}, the server closed silently`).toBe(false);
