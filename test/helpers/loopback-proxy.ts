@@ -9,6 +9,8 @@ export interface ProxiedRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
+  /** The request body as sent. */
+  body: string;
   /** performance.now() when the request reached the proxy. */
   at: number;
   /** performance.now() when the reply was sent on (or dropped). */
@@ -31,11 +33,12 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
   const requests: ProxiedRequest[] = [];
   const drops: Array<(r: ProxiedRequest) => boolean> = [];
   const server = http.createServer((req, res) => {
-    const record: ProxiedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, at: performance.now(), dropped: false };
+    const record: ProxiedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: '', at: performance.now(), dropped: false };
     requests.push(record);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      record.body = Buffer.concat(chunks).toString('utf8');
       const out = http.request({
         host: upstream.hostname, port: upstream.port, method: record.method, path: record.path, headers: req.headers, agent: false,
       }, (up) => {
