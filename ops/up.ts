@@ -11,7 +11,8 @@
 //   6. starts every other Procfile role whose entry file exists (a role whose script is not
 //      written yet is skipped, and said so), each line of output prefixed with the role's name;
 //      METRICS_PORT, when set, goes to `web` only, since every role would otherwise bind it;
-//   7. prints the demo key once, in a banner with a ready-to-paste curl, when /livez answers;
+//   7. prints the demo key once, in a banner with a ready-to-paste curl and `lss` commands to try
+//      (with --lab, commands against the lab zones), when /livez answers;
 //   8. forwards SIGINT/SIGTERM to the roles and exits once they all have exited; when a role
 //      exits on its own, the others are stopped too (as foreman does).
 //
@@ -274,6 +275,18 @@ async function createDemo(config: Config) {
   }
 }
 
+/** The `lss` commands the banner suggests; the lab ones only with --lab (their targets are lab zones). */
+function lssTryLines(withLab: boolean): string[] {
+  const always = ['lss products', 'lss lookup mac F4:F5:E8:12:34:56', 'lss lookup ip 8.8.8.8'];
+  const labOnly = [
+    'lss lookup dns lab.test', 'lss lookup dns partial.lab.test          # partial: exit code 2',
+    'lss lookup domain lab-expired.test --fail-on high   # a job with a progress bar; exit 1',
+    'lss --json lookup domain lab.test --no-wait          # then: lss job results <jobRef>',
+    'lss scan lab.test --profile quick --max-credits 20 --wait',
+  ];
+  return [...always, ...(withLab ? labOnly : [])].map((c) => `    ${c}`);
+}
+
 function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, live: boolean): string {
   const rule = '='.repeat(78);
   const url = `http://127.0.0.1:${config.PORT}`;
@@ -296,10 +309,13 @@ function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, li
     `      -H "Idempotency-Key: demo-$(date +%s%N)" \\`,
     `      -d '{"value":"F4:F5:E8:12:34:56"}'`,
     '',
-    '  A job (domain lookup; with --lab try lab.test), then poll its links.self with GET:',
+    '  Or with the lss CLI (retries, polling and cursors done for you; docs/client.md):',
     '',
-    `    curl -sS -X POST ${url}/v2/lookups/domain -H 'Authorization: Bearer ${demo.key}' \\`,
-    `      -H 'Content-Type: application/json' -H "Idempotency-Key: demo-$(date +%s%N)" -d '{"value":"lab.test"}'`,
+    `    export LSS_BASE_URL=${url} LSS_API_KEY=${demo.key}`,
+    `    alias lss='${path.join(root, 'src', 'client', 'bin', 'lss')}'`,
+    ...lssTryLines(lab),
+    '',
+    `  API reference: ${url}/docs`,
     rule,
     '',
   ].join('\n');

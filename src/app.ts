@@ -11,6 +11,7 @@ import { mountMetaRoutes } from './routes/meta.ts';
 import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
 import { mountJobPageRoutes } from './routes/job-pages.ts';
+import { mountDocsRoutes } from './routes/docs.ts';
 import { state } from './http/context.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
 
@@ -46,6 +47,7 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountProductRoutes(app, deps);
   mountJobRoutes(app, deps);
   mountJobPageRoutes(app, deps);
+  mountDocsRoutes(app);
 
   const allowed = new Map<string, string>([['/v2/openapi.json', 'GET'], ['/v2/products', 'GET'], ['/livez', 'GET'], ['/readyz', 'GET']]);
   for (const p of deps.products) allowed.set(p.path, 'POST');

@@ -47,3 +47,10 @@ export const laneOutcomes = new client.Counter({
   labelNames: ['product', 'lane', 'status'] as const,
   registers: [registry],
 });
+
+export const creditsReserved = new client.Counter({
+  name: 'lss_credits_reserved_total',
+  help: 'Credits reserved at acceptance of a paid job, by product (counted after the commit)',
+  labelNames: ['product'] as const,
+  registers: [registry],
+});

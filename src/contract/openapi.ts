@@ -6,6 +6,7 @@ import { envelopeSchema } from './envelope.ts';
 import { errorEnvelopeSchema, productListSchema } from './schemas.ts';
 import { cancelRequestSchema, jobStatusSchema } from './job-schemas.ts';
 import { jobPagePaths, jobPageSchemas } from './page-schemas.ts';
+import { describeApi } from './openapi-description.ts';
 import type { ProductDefinition } from '../products/types.ts';
 
 type Json = Record<string, unknown>;
@@ -134,7 +135,7 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   Object.assign(schemas, jobPageSchemas());
   return {
     openapi: '3.1.0',
-    info: { title: 'LSS Public Lookup and Scan Service', version: '2.0.0', description: 'Public API v2. Error codes: see components.schemas.ErrorEnvelope and x-error-registry.' },
+    info: { title: 'LSS Public Lookup and Scan Service', version: '2.0.0', description: describeApi(products) },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
     paths,

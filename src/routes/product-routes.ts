@@ -12,7 +12,7 @@ import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { laneReadiness, productReadiness, type ProductDefinition } from '../products/types.ts';
-import { laneOutcomes, productExecutions, admissionOutcomes } from '../metrics.ts';
+import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
 
@@ -98,6 +98,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
     }
     await finishClaim(deps.leases, res, true);
     admissionOutcomes.inc({ code: 'ok' });
+    creditsReserved.inc({ product: def.id }, def.price(s.input));
     // Dispatch after commit. If it fails (or the process dies here) the outbox relay publishes it.
     if (process.env.LSS_FAULT_SKIP_PUBLISH !== '1') {
       try {

@@ -15,6 +15,7 @@ import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
 import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
+import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResult } from './apply-result.ts';
@@ -109,6 +110,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   const results = new StreamConsumer({ ...common, stream: streams.taskResults, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(streams.taskResults) });
   if (opts.metrics) {
     registerStreamGauges(opts.metrics, redis, [{ stream: streams.jobs, group: groups.orchestrator }, { stream: streams.taskResults, group: groups.orchestrator }]);
+    registerCreditMetrics(opts.metrics, ctx.db);
   }
 
   const stop = new AbortController();

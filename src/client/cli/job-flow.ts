@@ -1,0 +1,86 @@
+// Shared by the lookup, scan and job commands: waiting for a job with a progress bar, reading its
+// findings, and turning a job state into an outcome. A terminal job is judged by its state and
+// coverage; --fail-on adds a verdict on findings but never turns a partial job into a complete one.
+import { LssApiError } from '../errors.ts';
+import type { LssClient } from '../client.ts';
+import type { Collected } from '../page-iterator.ts';
+import type { FindingPage, JobStatus, Severity } from '../types.ts';
+import { SEVERITIES } from '../../products/types.ts';
+import { EXIT_INTERRUPTED, type Outcome } from './exit-codes.ts';
+import { jobProgress } from './progress.ts';
+import { renderFindings, renderJob } from './render.ts';
+import type { Report } from './report.ts';
+import type { Terminal } from './terminal.ts';
+
+/** A terminal state judged with its coverage; a job still running is `whileRunning`. */
+export function stateOutcome(status: JobStatus['status'], terminal: boolean, coverageComplete: boolean, whileRunning: Outcome = 'in_progress'): Outcome {
+  if (!terminal) return whileRunning;
+  if (status === 'completed') return coverageComplete ? 'complete' : 'partial';
+  if (status === 'partial' || status === 'cancelled') return 'partial';
+  return 'service_error'; // failed, unavailable
+}
+
+export function jobOutcome(job: JobStatus): Outcome {
+  return stateOutcome(job.status, job.terminal, job.coverage.complete);
+}
+
+export function atOrAbove(severity: Severity, threshold: Severity): boolean {
+  return SEVERITIES.indexOf(severity) >= SEVERITIES.indexOf(threshold);
+}
+
+/** --fail-on outranks complete and partial (a finding is a fact); errors were thrown earlier. */
+export function withFailOn(outcome: Outcome, findings: Collected<FindingPage> | null, failOn: Severity | undefined): Outcome {
+  if (!failOn || !findings) return outcome;
+  return findings.items.some((f) => atOrAbove(f.severity, failOn)) ? 'fail_on' : outcome;
+}
+
+/** Waits with a progress bar; Ctrl-C stops waiting (not the job) and says how to look later. */
+export async function waitWithProgress(client: LssClient, term: Terminal, first: JobStatus, budget?: number): Promise<JobStatus> {
+  const progress = jobProgress(term, budget);
+  const abort = new AbortController();
+  const onSigint = () => abort.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    return (await client.waitForJob(first.jobRef, { first, onUpdate: (j) => progress.update(j), signal: abort.signal })).job;
+  } catch (err) {
+    if (abort.signal.aborted) {
+      progress.stop();
+      term.err(`lss: stopped waiting; the job goes on: lss job show ${first.jobRef}`);
+      process.exit(EXIT_INTERRUPTED);
+    }
+    throw err;
+  } finally {
+    progress.stop();
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/**
+ * Every finding of the job. Without --fail-on a key lacking finding:read only loses the findings
+ * table (said on stderr); with --fail-on the verdict needs them, so the refusal stands.
+ */
+export async function readFindings(client: LssClient, term: Terminal, jobRef: string, failOn: Severity | undefined): Promise<Collected<FindingPage> | null> {
+  try {
+    return await client.collectFindings(jobRef, { limit: 500 });
+  } catch (err) {
+    if (!failOn && err instanceof LssApiError && err.code === 'insufficient_scope') {
+      term.err('lss: findings not shown: the key lacks the finding:read scope');
+      return null;
+    }
+    throw err;
+  }
+}
+
+/** The report of a job that was waited for (or just accepted / read). */
+export function jobReport(term: Terminal, job: JobStatus, findings: Collected<FindingPage> | null, failOn: Severity | undefined, extra: { human?: () => string } = {}): Report {
+  const c = term.colors;
+  return {
+    outcome: withFailOn(jobOutcome(job), findings, failOn),
+    data: { job, ...(findings ? { findings } : {}) },
+    human: () => [
+      renderJob(job, c),
+      extra.human?.() ?? '',
+      findings ? renderFindings(findings, c) : '',
+    ].filter(Boolean).join('\n'),
+  };
+}

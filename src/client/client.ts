@@ -1,0 +1,177 @@
+// The LSS client: lookups, scans and retained jobs over the transport's retry and idempotency
+// rules. Every answer keeps what the service said about coverage: a lookup result carries
+// `status`, `coverage`, `lanes` and `limitations` and says `complete: false` when partial; a job
+// outcome carries its terminal state. Nothing is flattened into success or absence.
+import { LssPartialError } from './errors.ts';
+import { HttpTransport, type RetryEvent } from './http-transport.ts';
+import { jobOutcome, pollUntilTerminal, type JobOutcome, type WaitOptions } from './job-polling.ts';
+import { collectPages, iteratePages, type Collected, type PageOptions } from './page-iterator.ts';
+import { defaultRetrySettings, type RetrySettings } from './retry-policy.ts';
+import { apiPaths, productRoutes } from './routes.ts';
+import type {
+  AsyncKind, Envelope, FindingItem, FindingPage, JobStatus, ObjectDetail, ProductList, Requests, ResultItem, ResultPage, Results,
+  Severity, SyncKind,
+} from './types.ts';
+
+export const DEFAULT_BASE_URL = 'http://localhost:8080';
+
+export interface ClientOptions {
+  /** A workspace application key (lsk_…). Kept private to the transport; never logged. */
+  apiKey: string;
+  /** Default http://localhost:8080. */
+  baseUrl?: string | undefined;
+  /** Per-attempt timeout (default 30 s; inline lookups end within 25 s on the service). */
+  timeoutMs?: number | undefined;
+  retry?: Partial<RetrySettings> | undefined;
+  /** Observe retries (attempt, wait, reason, the unchanged Idempotency-Key). */
+  onRetry?: ((e: RetryEvent) => void) | undefined;
+  userAgent?: string | undefined;
+}
+
+export interface WriteOptions {
+  /** Your own key for this logical write; default: one generated and kept for all its retries. */
+  idempotencyKey?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface LookupOptions extends WriteOptions {
+  /** Throw LssPartialError instead of returning a partial result. */
+  requireComplete?: boolean | undefined;
+}
+
+export interface LookupResult<R> {
+  /** True only when the envelope is `completed` with complete coverage. */
+  complete: boolean;
+  status: Envelope<R>['status'];
+  result: R;
+  coverage: Envelope<R>['coverage'];
+  lanes: Envelope<R>['lanes'];
+  limitations: Envelope<R>['limitations'];
+  /** The envelope exactly as the service sent it. */
+  envelope: Envelope<R>;
+  requestId: string;
+  /** The service replayed a committed reply (a retry of a write that had executed). */
+  replayed: boolean;
+  idempotencyKey: string;
+}
+
+export interface Accepted {
+  job: JobStatus;
+  jobRef: string;
+  replayed: boolean;
+  idempotencyKey: string;
+}
+
+export interface FindingPageOptions extends PageOptions {
+  /** Minimum severity. */
+  severity?: Severity | undefined;
+}
+
+export class LssClient {
+  readonly #http: HttpTransport;
+
+  constructor(opts: ClientOptions) {
+    if (!opts.apiKey) throw new TypeError('apiKey is required');
+    this.#http = new HttpTransport({
+      apiKey: opts.apiKey,
+      baseUrl: opts.baseUrl ?? DEFAULT_BASE_URL,
+      timeoutMs: opts.timeoutMs ?? 30_000,
+      retry: { ...defaultRetrySettings, ...opts.retry },
+      userAgent: opts.userAgent ?? 'lss-client/2.0.0',
+      onRetry: opts.onRetry,
+    });
+  }
+
+  get baseUrl(): string {
+    return this.#http.baseUrl;
+  }
+
+  /** An inline lookup (mac, phone, ip, dns): 200 with a completed or partial envelope. */
+  async lookup<K extends SyncKind>(kind: K, body: Requests[K], opts: LookupOptions = {}): Promise<LookupResult<Results[K]>> {
+    const reply = await this.#http.call<Envelope<Results[K]>>('POST', productRoutes[kind].path, { expect: [200], body, ...writeOpts(opts) });
+    const envelope = reply.body;
+    const result: LookupResult<Results[K]> = {
+      complete: envelope.status === 'completed' && envelope.coverage.complete,
+      status: envelope.status,
+      result: envelope.result,
+      coverage: envelope.coverage,
+      lanes: envelope.lanes,
+      limitations: envelope.limitations,
+      envelope,
+      requestId: envelope.requestId,
+      replayed: reply.replayed,
+      idempotencyKey: reply.idempotencyKey!,
+    };
+    if (opts.requireComplete && !result.complete) throw new LssPartialError(envelope);
+    return result;
+  }
+
+  /** Starts background work (domain, mail, web lookups; scans): 202 with the queued job. */
+  async submit<K extends AsyncKind>(kind: K, body: Requests[K], opts: WriteOptions = {}): Promise<Accepted> {
+    const reply = await this.#http.call<JobStatus>('POST', productRoutes[kind].path, { expect: [202], body, ...writeOpts(opts) });
+    return { job: reply.body, jobRef: reply.body.jobRef, replayed: reply.replayed, idempotencyKey: reply.idempotencyKey! };
+  }
+
+  /** submit, then wait for the terminal state. */
+  async run<K extends AsyncKind>(kind: K, body: Requests[K], opts: WriteOptions & WaitOptions = {}): Promise<JobOutcome<Results[K]>> {
+    const accepted = await this.submit(kind, body, opts);
+    return this.waitForJob<Results[K]>(accepted.jobRef, { ...opts, first: accepted.job });
+  }
+
+  async getJob(jobRef: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<JobStatus> {
+    return (await this.#http.call<JobStatus>('GET', apiPaths.status(jobRef), { expect: [200], signal: opts.signal })).body;
+  }
+
+  /** Polls (honouring pollAfterMs) until the job is terminal. */
+  async waitForJob<R = Record<string, unknown>>(jobRef: string, opts: WaitOptions & { first?: JobStatus } = {}): Promise<JobOutcome<R>> {
+    const job = await pollUntilTerminal(() => this.getJob(jobRef, { signal: opts.signal }), opts.first, opts);
+    return jobOutcome<R>(job);
+  }
+
+  /** Asks the service to cancel; the answer is the status after the request (often `cancelling`). */
+  async cancelJob(jobRef: string, opts: WriteOptions & { reason?: string | undefined } = {}): Promise<JobStatus> {
+    const body = opts.reason === undefined ? {} : { reason: opts.reason };
+    return (await this.#http.call<JobStatus>('POST', apiPaths.cancel(jobRef), { expect: [202], body, ...writeOpts(opts) })).body;
+  }
+
+  resultPages(jobRef: string, opts: PageOptions = {}): AsyncGenerator<ResultPage> {
+    return iteratePages((cursor) => this.#page<ResultPage>(apiPaths.results(jobRef), { limit: opts.limit, cursor }, opts.signal), opts);
+  }
+
+  findingPages(jobRef: string, opts: FindingPageOptions = {}): AsyncGenerator<FindingPage> {
+    return iteratePages((cursor) => this.#page<FindingPage>(apiPaths.findings(jobRef), { limit: opts.limit, cursor, severity: opts.severity }, opts.signal), opts);
+  }
+
+  async *results(jobRef: string, opts: PageOptions = {}): AsyncGenerator<ResultItem> {
+    for await (const page of this.resultPages(jobRef, opts)) yield* page.items;
+  }
+
+  async *findings(jobRef: string, opts: FindingPageOptions = {}): AsyncGenerator<FindingItem> {
+    for await (const page of this.findingPages(jobRef, opts)) yield* page.items;
+  }
+
+  /** Every result item, with the job status, coverage and limitations of the last page read. */
+  collectResults(jobRef: string, opts: PageOptions = {}): Promise<Collected<ResultPage>> {
+    return collectPages(this.resultPages(jobRef, opts));
+  }
+
+  collectFindings(jobRef: string, opts: FindingPageOptions = {}): Promise<Collected<FindingPage>> {
+    return collectPages(this.findingPages(jobRef, opts));
+  }
+
+  async getObject(jobRef: string, objectId: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectDetail> {
+    return (await this.#http.call<ObjectDetail>('GET', apiPaths.object(jobRef, objectId), { expect: [200], signal: opts.signal })).body;
+  }
+
+  async products(opts: { signal?: AbortSignal } = {}): Promise<ProductList> {
+    return (await this.#http.call<ProductList>('GET', apiPaths.products(), { expect: [200], signal: opts.signal })).body;
+  }
+
+  async #page<P>(path: string, query: Record<string, string | number | undefined>, signal: AbortSignal | undefined): Promise<P> {
+    return (await this.#http.call<P>('GET', path, { expect: [200], query, signal })).body;
+  }
+}
+
+function writeOpts(opts: WriteOptions) {
+  return { idempotencyKey: opts.idempotencyKey, signal: opts.signal };
+}

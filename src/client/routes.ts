@@ -1,0 +1,45 @@
+// The routes the SDK calls. The product table is checked against the served OpenAPI document by
+// test/unit/client-drift.test.ts (path, product id, 200 vs 202, the body's fields and which are
+// required), so a product route cannot change without this file failing the build.
+import type { AsyncKind, ProductKind, Requests, SyncKind } from './types.ts';
+
+export interface ProductRoute<K extends ProductKind = ProductKind> {
+  product: string;
+  path: string;
+  mode: K extends SyncKind ? 'sync' : 'async';
+  /** Top-level body fields: required or optional. Keys are tied to the request type. */
+  fields: Record<keyof Requests[K], 'required' | 'optional'>;
+}
+
+export const productRoutes: { [K in ProductKind]: ProductRoute<K> } = {
+  mac: { product: 'lookup.mac.v1', path: '/v2/lookups/mac', mode: 'sync', fields: { value: 'required' } },
+  phone: { product: 'lookup.phone.v1', path: '/v2/lookups/phone', mode: 'sync', fields: { value: 'required', defaultRegion: 'optional' } },
+  ip: {
+    product: 'lookup.ip.v1', path: '/v2/lookups/ip', mode: 'sync',
+    fields: { value: 'required', includeContext: 'optional', reverseDns: 'optional' },
+  },
+  dns: { product: 'lookup.dns.v1', path: '/v2/lookups/dns', mode: 'sync', fields: { value: 'required' } },
+  domain: { product: 'lookup.domain.v1', path: '/v2/lookups/domain', mode: 'async', fields: { value: 'required' } },
+  mail: { product: 'lookup.mail.v1', path: '/v2/lookups/mail', mode: 'async', fields: { value: 'required' } },
+  web: { product: 'lookup.web.v1', path: '/v2/lookups/web', mode: 'async', fields: { url: 'required', authorized: 'optional' } },
+  scan: {
+    product: 'scan.recursive.v1', path: '/v2/scans', mode: 'async',
+    fields: { profile: 'required', target: 'required', options: 'required' },
+  },
+};
+
+export const syncKinds: readonly SyncKind[] = ['mac', 'phone', 'ip', 'dns'];
+export const asyncKinds: readonly AsyncKind[] = ['domain', 'mail', 'web', 'scan'];
+
+/** The other paths. A job reference is opaque: it is only ever URL-encoded, never parsed. */
+export const apiPaths = {
+  status: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}`,
+  cancel: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/cancel`,
+  results: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/results`,
+  findings: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/findings`,
+  object: (ref: string, objectId: string) => `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
+  products: () => '/v2/products',
+} as const;
+
+/** The OpenAPI operationIds the SDK implements besides the product routes (checked for drift). */
+export const jobOperationIds = ['getJob', 'cancelJob', 'listJobResults', 'listJobFindings', 'getJobObject', 'listProducts'] as const;

@@ -1,0 +1,99 @@
+// The SDK's types, derived from the service's own zod schemas (type-only imports: none of the
+// service's code is loaded by a client). A schema change in src/contract or a product module
+// changes these types, and `npm test` type-checks every use of them.
+import type { z } from 'zod';
+import type { ErrorCode } from '../contract/errors.ts';
+import type { laneOutcomeSchema, limitationSchema, sourceSchema } from '../contract/envelope.ts';
+import type { jobStatusSchema } from '../contract/job-schemas.ts';
+import type { findingPageSchema, objectDetailSchema, resultPageSchema } from '../contract/page-schemas.ts';
+import type { errorEnvelopeSchema, productListSchema } from '../contract/schemas.ts';
+import type { Severity } from '../products/types.ts';
+import type { macInput, macResult } from '../products/mac/index.ts';
+import type { phoneInput, phoneResult } from '../products/phone/index.ts';
+import type { ipInput, ipResult } from '../products/ip/index.ts';
+import type { dnsInput, dnsResult } from '../products/dns/index.ts';
+import type { domainInput } from '../products/domain/index.ts';
+import type { domainResult } from '../products/domain/schema.ts';
+
+export type { ErrorCode, Severity };
+
+export type JobStatus = z.output<typeof jobStatusSchema>;
+export type JobState = JobStatus['status'];
+export type TerminalJobState = Exclude<JobState, 'queued' | 'running' | 'cancelling'>;
+export type ResultPage = z.output<typeof resultPageSchema>;
+export type FindingPage = z.output<typeof findingPageSchema>;
+export type ResultItem = ResultPage['items'][number];
+export type FindingItem = FindingPage['items'][number];
+export type ObjectDetail = z.output<typeof objectDetailSchema>;
+export type ProductList = z.output<typeof productListSchema>;
+export type ErrorEnvelope = z.output<typeof errorEnvelopeSchema>;
+export type LaneOutcome = z.output<typeof laneOutcomeSchema>;
+export type Limitation = z.output<typeof limitationSchema>;
+export type SourceRef = z.output<typeof sourceSchema>;
+
+/** The CONTRACT §7 product envelope (a 200 lookup reply; the `result` of an async lookup job). */
+export interface Envelope<R = Record<string, unknown>> {
+  product: string;
+  status: 'completed' | 'partial';
+  input: Record<string, unknown>;
+  result: R;
+  lanes: LaneOutcome[];
+  sources: SourceRef[];
+  limitations: Limitation[];
+  coverage: { complete: boolean };
+  credits: { charged: number };
+  requestId: string;
+  completedAt: string;
+}
+
+// ---- Request bodies ------------------------------------------------------------------------
+// Built products: the input side of their zod schemas. Mail, web and scans are declared here from
+// SERVICE.md/CONTRACT §8 until their modules land; test/unit/client-drift.test.ts checks all eight
+// against the OpenAPI document the service serves.
+
+export type MacRequest = z.input<typeof macInput>;
+export type PhoneRequest = z.input<typeof phoneInput>;
+export type IpRequest = z.input<typeof ipInput>;
+export type DnsRequest = z.input<typeof dnsInput>;
+export type DomainRequest = z.input<typeof domainInput>;
+export interface MailRequest {
+  value: string;
+}
+export interface WebRequest {
+  url: string;
+  /** Authorized active checks (TLS protocol enumeration): passes the active gates. */
+  authorized?: boolean;
+}
+export type ScanProfile = 'quick' | 'balanced' | 'deep' | 'advanced';
+export interface ScanRequest {
+  profile: ScanProfile;
+  target: { type: 'domain_name'; value: string };
+  options: { active: boolean; maxCredits: number };
+}
+
+export interface Requests {
+  mac: MacRequest;
+  phone: PhoneRequest;
+  ip: IpRequest;
+  dns: DnsRequest;
+  domain: DomainRequest;
+  mail: MailRequest;
+  web: WebRequest;
+  scan: ScanRequest;
+}
+
+/** The `result` projection of each product (unbuilt products: an open record). */
+export interface Results {
+  mac: z.output<typeof macResult>;
+  phone: z.output<typeof phoneResult>;
+  ip: z.output<typeof ipResult>;
+  dns: z.output<typeof dnsResult>;
+  domain: z.output<typeof domainResult>;
+  mail: Record<string, unknown>;
+  web: Record<string, unknown>;
+  scan: Record<string, unknown>;
+}
+
+export type SyncKind = 'mac' | 'phone' | 'ip' | 'dns';
+export type AsyncKind = 'domain' | 'mail' | 'web' | 'scan';
+export type ProductKind = SyncKind | AsyncKind;
