@@ -3,6 +3,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
+import type { LeaseFound } from '../ratelimit/limiter.ts';
 
 export interface IdempotencyClaim {
   applicationId: number;
@@ -33,7 +34,7 @@ export interface RequestState {
   idempotencyKey?: string;
   claim?: IdempotencyClaim;
   /** What the admission script found for the Idempotency-Key (step 3 learns it, step 8 acts). */
-  lease?: { state: 'none' | 'claimed' | 'done' | 'in_progress'; sameFingerprint: boolean; fingerprint: string };
+  lease?: LeaseFound & { fingerprint: string };
   /** A body error, reported at step 5 although the body is read before the limits (step 3). */
   bodyError?: ApiError;
 }

@@ -6,6 +6,7 @@ import type { Db } from '../db/database.ts';
 import { findCommitted, insertCommitted, type CommittedReply } from '../db/idempotency-repo.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
+import type { StoredReply } from '../ratelimit/limiter.ts';
 import { admissionOutcomes, idempotencyEvents } from '../metrics.ts';
 import { state, type RequestState } from './context.ts';
 
@@ -16,7 +17,7 @@ export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
   next();
 };
 
-export function sendReplay(res: Response, reply: CommittedReply): void {
+export function sendReplay(res: Response, reply: Pick<CommittedReply, 'status' | 'body'>): void {
   idempotencyEvents.inc({ event: 'replayed' });
   admissionOutcomes.inc({ code: 'replayed' });
   res.setHeader('Idempotent-Replayed', 'true');
@@ -25,19 +26,20 @@ export function sendReplay(res: Response, reply: CommittedReply): void {
 
 export interface ClaimOptions {
   /**
-   * Read MySQL for a committed reply even when Redis has no marker for the key (markers are lost
-   * with Redis data). Needed where a retry could otherwise fail before reaching its commit, e.g.
-   * a paid request refused for credits instead of replayed. Inline zero-credit lookups skip it:
-   * after a Redis loss their retry executes again and, at commit, answers with the stored reply.
+   * Where committed replies of this route live. `mysql` (paid work, cancel): in the effect's own
+   * transaction; a claim also reads MySQL when Redis has no marker (markers are lost with Redis
+   * data), so a paid retry is replayed, not refused for credits. `redis` (zero-credit inline
+   * lookups): in the marker itself; a replay costs the admission round trip only, and after a
+   * Redis loss an identical retry runs again (harmless: the reply is the only effect).
    */
-  verifyCommitted: boolean;
+  replies: 'mysql' | 'redis';
 }
 
 /**
  * Step 8. The admission script (step 3) already claimed the key's lease or found it taken; this
  * acts on what it found, in contract order, after the body, gates and product limit passed.
  */
-export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimOptions = { verifyCommitted: true }): RequestHandler {
+export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimOptions = { replies: 'mysql' }): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
     const p = s.principal!;
@@ -50,7 +52,7 @@ export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimO
     }
     for (let attempt = 0; attempt < 2; attempt++) {
       if (found.state === 'claimed') {
-        if (!opts.verifyCommitted) {
+        if (opts.replies === 'redis') {
           idempotencyEvents.inc({ event: 'claimed' });
           return next();
         }
@@ -76,6 +78,9 @@ export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimO
         idempotencyEvents.inc({ event: 'in_progress' });
         throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
       }
+      if (found.reply) return sendReplay(res, found.reply);
+      // A marker without the reply: the reply is in MySQL (paid work, cancel, or an inline reply
+      // committed before replies moved to Redis).
       const committed = await findCommitted(db, p.keyId, key);
       if (committed) return sendReplay(res, committed);
       // The marker outlived its record (retention): forget it and claim afresh.
@@ -94,7 +99,7 @@ async function claimAlone(leases: IdempotencyLeases, res: Response, fingerprint:
     s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: s.idempotencyKey!, fingerprint, token: got.token };
     return { state: 'claimed', sameFingerprint: true, fingerprint };
   }
-  return { state: got.state, sameFingerprint: got.sameFingerprint, fingerprint };
+  return { state: got.state, sameFingerprint: got.sameFingerprint, fingerprint, ...(got.reply ? { reply: got.reply } : {}) };
 }
 
 /**
@@ -109,12 +114,18 @@ export async function answerCommittedElsewhere(db: Db, res: Response): Promise<v
   sendReplay(res, committed);
 }
 
-/** Stores the reply of an inline execution for replay, then sends it. */
-export async function commitReply(db: Db, leases: IdempotencyLeases, ttlHours: number, res: Response, status: number, body: unknown): Promise<void> {
+/**
+ * Stores a reply for replay, then sends it. `redis`: in the lease's done marker, by the same
+ * script that ends the lease (zero-credit lookups: one round trip); `mysql`: a committed row
+ * (the cancel route), then the marker.
+ */
+export async function commitReply(db: Db, leases: IdempotencyLeases, ttlHours: number, res: Response, status: number, body: unknown, where: 'mysql' | 'redis' = 'mysql'): Promise<void> {
   const s = state(res);
   const text = JSON.stringify(body);
   const claim = s.claim;
-  if (claim) {
+  if (claim && where === 'redis') {
+    await finishClaim(leases, res, true, { status, body: text });
+  } else if (claim) {
     const stored = await insertCommitted(db, {
       apiKeyId: claim.apiKeyId, key: claim.key, fingerprint: Buffer.from(claim.fingerprint, 'hex'), status, body: text, ttlHours,
     });
@@ -130,13 +141,13 @@ export async function commitReply(db: Db, leases: IdempotencyLeases, ttlHours: n
 }
 
 /** Ends this request's lease: with the committed marker, or released (a failure stores nothing). */
-export async function finishClaim(leases: IdempotencyLeases, res: Response, committed: boolean): Promise<void> {
+export async function finishClaim(leases: IdempotencyLeases, res: Response, committed: boolean, reply?: StoredReply): Promise<void> {
   const s = state(res);
   const claim = s.claim;
   if (!claim) return;
   s.claim = undefined;
   try {
-    const held = await leases.finish(claim, committed);
+    const held = await leases.finish(claim, committed, reply);
     if (!committed) idempotencyEvents.inc({ event: 'released' });
     if (!held) s.log.warn('idempotency lease had expired before the request finished');
   } catch (err) {

@@ -1,16 +1,19 @@
-// The in-progress half of idempotency, in Redis: a lease per (API key, Idempotency-Key) so that
-// concurrent identical requests execute once, and a marker once a reply is committed so that a
-// replay costs one indexed MySQL read. MySQL holds the committed replies and, through its unique
-// key, guarantees a single committed effect even if Redis lost every lease (then the loser's
-// transaction rolls back and it replays the winner's reply).
+// Idempotency in Redis: a lease per (API key, Idempotency-Key) so that concurrent identical
+// requests execute once, and a marker once a reply is committed.
+// - Paid work (a job): the reply is committed to MySQL in the job's transaction, whose unique key
+//   guarantees a single committed effect even if Redis lost every lease; the marker only sends a
+//   replay to that row.
+// - Zero-credit inline lookups: the reply is the only effect and re-running one is harmless, so
+//   the marker holds the reply itself (one round trip to commit, one to replay, no MySQL). After a
+//   Redis data loss an identical retry simply runs again (docs/api.md).
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { RateLimiter, type LeaseRequest } from '../ratelimit/limiter.ts';
+import { RateLimiter, decodeReply, encodeReply, type LeaseFound, type LeaseRequest, type StoredReply } from '../ratelimit/limiter.ts';
 
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
 
-export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean };
+export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean; reply?: StoredReply };
 
 export interface Lease {
   applicationId: number;
@@ -57,17 +60,28 @@ export class IdempotencyLeases {
   async claim(applicationId: number, apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
     // The same script that admits writes, with no policy to check: one place claims leases.
     const lease = this.request(applicationId, apiKeyId, key, fingerprint);
-    const found = (await this.#claimer.consume(String(applicationId), [], lease)).lease!;
+    const found: LeaseFound = (await this.#claimer.consume(String(applicationId), [], lease)).lease!;
     if (found.state === 'claimed') return { state: 'claimed', token: lease.token };
-    return { state: found.state as 'done' | 'in_progress', sameFingerprint: found.sameFingerprint };
+    return { state: found.state as 'done' | 'in_progress', sameFingerprint: found.sameFingerprint, ...(found.reply ? { reply: found.reply } : {}) };
   }
 
 
-  /** committed: leave the marker that sends identical retries to the stored reply. */
-  async finish(lease: Lease, committed: boolean): Promise<boolean> {
+  /**
+   * committed: leave the marker that sends identical retries to the committed reply; with
+   * `reply`, the marker stores that reply itself (zero-credit lookups, nothing in MySQL).
+   */
+  async finish(lease: Lease, committed: boolean, reply?: StoredReply): Promise<boolean> {
     const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
-    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key), lease.fingerprint, lease.token, committed ? this.#markerMs : 0);
+    const args: Array<string | number> = [lease.fingerprint, lease.token, committed ? this.#markerMs : 0];
+    if (committed && reply) args.push(encodeReply(reply));
+    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key), ...args);
     return Number(held) === 1;
+  }
+
+  /** The reply a done marker stores (zero-credit lookups); null when there is none. */
+  async storedReply(applicationId: number, apiKeyId: number, key: string): Promise<StoredReply | null> {
+    const marker = await this.#redis.get(this.#keys(applicationId, apiKeyId, key)[1]);
+    return marker && marker.length > 65 ? decodeReply(marker.slice(65)) ?? null : null;
   }
 
   /** A marker whose MySQL record is gone (expired or purged) must not keep answering "done". */

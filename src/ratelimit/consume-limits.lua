@@ -12,7 +12,7 @@
   ARGV[2n+3]   (with the lease keys) lease token
   ARGV[2n+4]   (with the lease keys) lease ms
 
-  Output: { refusedIndex, waitUs, r1, t1, ..., rn, tn, leaseState, leaseSameFingerprint }
+  Output: { refusedIndex, waitUs, r1, t1, ..., rn, tn, leaseState, leaseSameFingerprint, reply }
     refusedIndex  0 when every policy conformed and all were consumed; otherwise the 1-based index
                   of the first policy that refused, and then nothing was consumed or claimed
     waitUs        when refused: microseconds until that policy conforms again
@@ -20,6 +20,9 @@
     ti            microseconds until policy i is full again (or until it conforms, when refused)
     leaseState    'none' (no lease asked, or a limit refused), 'claimed', 'done', 'in_progress'
     leaseSameFingerprint  1 when an existing lease or marker carries this request's fingerprint
+    reply         when leaseState is 'done' with this fingerprint and the reply lives in Redis
+                  (finish-lease.lua ARGV[4]): "<status>\n<body>", so a replay costs this round trip
+                  only; otherwise ''
 
   Redis TIME is the only clock, so every API process agrees and Retry-After is exact. All keys of
   one call share the application's hash tag, so the script also runs on Redis Cluster.
@@ -57,6 +60,7 @@ end
 
 local leaseState = 'none'
 local leaseSame = 0
+local reply = ''
 if refused == 0 then
   for i = 1, n do
     -- %.0f: Lua's default number formatting keeps only 14 digits, too few for microseconds.
@@ -68,7 +72,11 @@ if refused == 0 then
     local lease = redis.call('GET', KEYS[n + 1])
     if done then
       leaseState = 'done'
-      if done == fp then leaseSame = 1 end
+      -- The marker is the 64-character fingerprint, then optionally "\n" and the stored reply.
+      if string.sub(done, 1, 64) == fp then
+        leaseSame = 1
+        if #done > 65 then reply = string.sub(done, 66) end
+      end
     elseif lease then
       leaseState = 'in_progress'
       if string.sub(lease, 1, string.find(lease, ':', 1, true) - 1) == fp then leaseSame = 1 end
@@ -92,4 +100,5 @@ out[1] = refused
 out[2] = wait
 out[2 * n + 3] = leaseState
 out[2 * n + 4] = leaseSame
+out[2 * n + 5] = reply
 return out

@@ -19,7 +19,30 @@ export interface LimitDecision {
   retryAfterSeconds?: number;
   states: PolicyState[];
   /** Present when a lease was asked for; 'none' when a limit refused (then nothing was claimed). */
-  lease?: { state: 'none' | 'claimed' | 'done' | 'in_progress'; sameFingerprint: boolean };
+  lease?: LeaseFound;
+}
+
+export interface LeaseFound {
+  state: 'none' | 'claimed' | 'done' | 'in_progress';
+  sameFingerprint: boolean;
+  /** A committed reply stored in Redis (zero-credit lookups), for a 'done' key with this fingerprint. */
+  reply?: StoredReply;
+}
+
+export interface StoredReply {
+  status: number;
+  body: string;
+}
+
+/** "<status>\n<body>" as finish-lease.lua stores it. */
+export function encodeReply(r: StoredReply): string {
+  return `${r.status}\n${r.body}`;
+}
+
+export function decodeReply(s: string): StoredReply | undefined {
+  const nl = s.indexOf('\n');
+  const status = Number(s.slice(0, nl));
+  return nl > 0 && Number.isInteger(status) ? { status, body: s.slice(nl + 1) } : undefined;
 }
 
 /** The idempotency lease to claim in the same round trip (src/idempotency/lease.ts builds it). */
@@ -67,9 +90,11 @@ export class RateLimiter {
       remaining: Math.max(0, Number(out[2 + 2 * i])),
       resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
     }));
-    const leaseOut = lease
-      ? { state: String(out[2 + 2 * n]) as NonNullable<LimitDecision['lease']>['state'], sameFingerprint: Number(out[3 + 2 * n]) === 1 }
-      : undefined;
+    let leaseOut: LeaseFound | undefined;
+    if (lease) {
+      const reply = out[4 + 2 * n] ? decodeReply(String(out[4 + 2 * n])) : undefined;
+      leaseOut = { state: String(out[2 + 2 * n]) as LeaseFound['state'], sameFingerprint: Number(out[3 + 2 * n]) === 1, ...(reply ? { reply } : {}) };
+    }
     if (refused === 0) return { allowed: true, states, ...(leaseOut ? { lease: leaseOut } : {}) };
     const waitUs = Number(out[1]);
     return {

@@ -63,7 +63,7 @@ function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
       const envelope = buildEnvelope(def, s.input, outcome, s.requestId);
       productExecutions.inc({ product: def.id, status: envelope.status });
-      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 200, envelope);
+      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 200, envelope, 'redis');
     } finally {
       clearTimeout(timer);
       res.off('close', onClose);
@@ -113,8 +113,8 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
 }
 
 export function mountProductRoutes(app: Express, deps: AppDeps): void {
-  const idemSync = claimIdempotency(deps.db, deps.leases, { verifyCommitted: false });
-  const idemPaid = claimIdempotency(deps.db, deps.leases, { verifyCommitted: true });
+  const idemSync = claimIdempotency(deps.db, deps.leases, { replies: 'redis' });
+  const idemPaid = claimIdempotency(deps.db, deps.leases, { replies: 'mysql' });
   for (const def of deps.products) {
     const chain: RequestHandler[] = [
       authenticate(deps.auth, [def.scope]),

@@ -41,6 +41,8 @@ describe('idempotency', () => {
 
   const records = (key: string, id = apiKeyId) =>
     h.deps.db.selectFrom('idempotency_records').selectAll().where('api_key_id', '=', id).where('idem_key', '=', key).execute();
+  /** A zero-credit lookup's committed reply: in the Redis done marker, not in MySQL. */
+  const committed = (key: string, id = apiKeyId) => h.deps.leases.storedReply(applicationId, id, key);
 
   async function internalKeyId(publicKeyId: string): Promise<number> {
     const row = await h.deps.db.selectFrom('api_keys').select('id').where('public_id', '=', publicKeyId).executeTakeFirstOrThrow();
@@ -92,8 +94,8 @@ describe('idempotency', () => {
         expect(again.headers['x-request-id']).not.toBe(first.headers['x-request-id']);
       }
       expect(await macExecutions()).toBe(before);
-      const [row] = await records(key);
-      expect(row).toMatchObject({ response_status: 200, response_body: first.text });
+      expect(await committed(key)).toEqual({ status: 200, body: first.text });
+      expect(await records(key)).toHaveLength(0); // inline replies never touch MySQL
     });
 
     it('same key, different body → 409 idempotency_key_conflict, and the original stays replayable', async () => {
@@ -159,8 +161,8 @@ describe('idempotency', () => {
       const d = await client(h.app, second.key).post(MAC, { value: 'F4:F5:E8:12:34:56' }, { 'Idempotency-Key': key2 });
       expect(d.headers['idempotent-replayed']).toBeUndefined();
       expect(d.body.requestId).not.toBe(c.body.requestId);
-      expect(await records(key2, await internalKeyId(second.keyId))).toHaveLength(1);
-      expect(await records(key2)).toHaveLength(1);
+      expect((await committed(key2, await internalKeyId(second.keyId)))?.body).toBe(d.text);
+      expect((await committed(key2))?.body).toBe(c.text);
     });
   });
 
@@ -186,9 +188,7 @@ describe('idempotency', () => {
         expect(r.body.error.retryable).toBe(true);
         expect(r.headers['retry-after']).toBe('1');
       }
-      const rows = await records(key);
-      expect(rows).toHaveLength(1);
-      expect(rows[0]!.response_status).toBe(200);
+      expect((await committed(key))?.status).toBe(200);
       // After the dust settles every retry is a replay of that one execution.
       const late = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(late.headers['idempotent-replayed']).toBe('true');
@@ -235,14 +235,14 @@ describe('idempotency', () => {
       const key = idemKey();
       const bad = await client(h.app, t.key).post(MAC, { value: 'not-a-mac' }, { 'Idempotency-Key': key });
       expect(bad.status).toBe(400);
-      expect(await records(key)).toHaveLength(0);
+      expect(await committed(key)).toBeNull();
       const malformed = await client(h.app, t.key).post(MAC, '{"value":', { 'Idempotency-Key': key });
       expect(malformed.status).toBe(400);
-      expect(await records(key)).toHaveLength(0);
+      expect(await committed(key)).toBeNull();
       const ok = await client(h.app, t.key).post(MAC, { value: 'F4F5E8123456' }, { 'Idempotency-Key': key });
       expect(ok.status).toBe(200);
       expect(ok.headers['idempotent-replayed']).toBeUndefined();
-      expect(await records(key)).toHaveLength(1);
+      expect((await committed(key))?.body).toBe(ok.text);
     });
 
     it('403 gate refusals leave no record', async () => {
@@ -268,8 +268,7 @@ describe('idempotency', () => {
       expect(res.headers['idempotent-replayed']).toBeUndefined();
       expect(res.body.result.normalized).toBe('F4:F5:E8:00:00:01');
       expect(await macExecutions()).toBe(before + 1);
-      const [row] = await records(key);
-      expect(row).toMatchObject({ response_status: 200, response_body: res.text });
+      expect(await committed(key)).toEqual({ status: 200, body: res.text });
       const replay = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(replay.text).toBe(res.text);
@@ -285,7 +284,7 @@ describe('idempotency', () => {
       expect(res.body.error.code).toBe('idempotency_request_in_progress');
       expect(res.headers['retry-after']).toBe('1');
       expect(await macExecutions()).toBe(before);
-      expect(await records(key)).toHaveLength(0);
+      expect(await committed(key)).toBeNull();
     });
 
     it('a live lease with a different fingerprint → conflict, not in progress', async () => {
@@ -296,20 +295,41 @@ describe('idempotency', () => {
       expect(res.body.error.code).toBe('idempotency_key_conflict');
     });
 
-    it('a committed reply whose Redis marker was lost is still replayed, never executed twice', async () => {
+    it('a zero-credit reply whose Redis marker was lost: the identical retry runs again (the documented trade)', async () => {
       const key = idemKey();
       const body = { value: 'F4:F5:E8:00:00:05' };
       const first = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(first.status).toBe(200);
       // Lose every Redis trace of the key, as a Redis flush would.
       await new IdempotencyLeases(h.deps.redis, { leaseMs: 1000, ttlHours: 24 }).forget(applicationId, apiKeyId, key);
+      const before = await macExecutions();
       const again = await client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key });
       expect(again.status).toBe(200);
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      expect(again.body.result).toEqual(first.body.result); // same answer, a second (harmless) execution
+      expect(await macExecutions()).toBe(before + 1);
+    });
+
+    it('a MySQL-committed reply (cancel, paid work) whose Redis marker was lost is still replayed, never executed twice', async () => {
+      const { acceptJob } = await import('../../src/jobs/jobs-repo.ts');
+      const { Authenticator } = await import('../../src/auth/authenticator.ts');
+      const principal = (await new Authenticator(h.deps.db, h.config.KEY_PEPPER, 0).verify(t.key))!;
+      const job = await acceptJob(h.deps.db, {
+        principal, product: 'lookup.domain.v1', target: { type: 'domain_name', value: 'lab.test' }, profile: null, input: { value: 'lab.test' },
+        price: 0, deadlineMs: 60_000, requestId: 'req_idemtest', claim: undefined,
+      });
+      const key = idemKey();
+      const path = `/v2/jobs/${job.jobRef}/cancel`;
+      const first = await client(h.app, t.key).post(path, {}, { 'Idempotency-Key': key });
+      expect(first.status).toBe(202);
+      expect(await records(key)).toHaveLength(1);
+      await new IdempotencyLeases(h.deps.redis, { leaseMs: 1000, ttlHours: 24 }).forget(applicationId, apiKeyId, key);
+      const again = await client(h.app, t.key).post(path, {}, { 'Idempotency-Key': key });
+      expect(again.status).toBe(202);
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.text).toBe(first.text);
-      const other = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:06' }, { 'Idempotency-Key': key });
+      const other = await client(h.app, t.key).post(path, { reason: 'other' }, { 'Idempotency-Key': key });
       expect(other.body.error.code).toBe('idempotency_key_conflict');
-      expect(await records(key)).toHaveLength(1);
     });
 
     it('a record past its retention frees the key for a new request', async () => {
@@ -318,9 +338,7 @@ describe('idempotency', () => {
       const res = await client(h.app, t.key).post(MAC, { value: 'F4:F5:E8:00:00:08' }, { 'Idempotency-Key': key });
       expect(res.status).toBe(200);
       expect(res.headers['idempotent-replayed']).toBeUndefined();
-      const rows = await records(key);
-      expect(rows).toHaveLength(1);
-      expect(rows[0]!.response_body).toBe(res.text);
+      expect((await committed(key))?.body).toBe(res.text);
     });
 
     it('idempotency state is checked before readiness (step 8 before 9)', async () => {
