@@ -29,6 +29,8 @@ export interface GuardedFetchOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
   maxBytes?: number;
+  /** Past maxBytes: fail with response_too_large (default) or keep the first maxBytes (truncated: true). */
+  bodyOverflow?: 'error' | 'truncate';
   headers?: Record<string, string>;
   portMap?: PortMap;
   method?: 'GET' | 'HEAD' | 'OPTIONS';
@@ -55,6 +57,8 @@ export interface GuardedResponse {
   url: string;
   redirects: number;
   body: Buffer;
+  /** The body was cut at maxBytes (bodyOverflow: 'truncate'). */
+  truncated: boolean;
   /** Every response of the chain, this one last. */
   hops: HopRecord[];
   /** Whether this response's certificate was verified; null over http. */
@@ -131,7 +135,7 @@ function hopRecord(u: URL, status: number, headers: Record<string, string | stri
   };
 }
 
-const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|^ERR_SSL_|^ERR_TLS_/;
+const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|KEY_TOO_SMALL|TOO_WEAK|^ERR_SSL_|^ERR_TLS_/;
 
 function classify(err: unknown, callerSignal: AbortSignal | undefined, deadline: AbortSignal): OutboundRefusedError | OutboundFetchError {
   if (err instanceof OutboundRefusedError || err instanceof OutboundFetchError) return err;
@@ -141,8 +145,12 @@ function classify(err: unknown, callerSignal: AbortSignal | undefined, deadline:
   const timeout: Record<string, FetchPhase> = { UND_ERR_CONNECT_TIMEOUT: 'connect', UND_ERR_HEADERS_TIMEOUT: 'headers', UND_ERR_BODY_TIMEOUT: 'body' };
   if (code && timeout[code]) return new OutboundFetchError('timeout', `outbound request timed out (${timeout[code]})`, { cause: err, phase: timeout[code] });
   if (code === 'UND_ERR_HEADERS_OVERFLOW') return new OutboundFetchError('headers_too_large', 'response headers larger than the cap', { cause: err });
-  if (code && TLS_CODE.test(code)) return new OutboundFetchError('tls_failed', `TLS failed: ${code}`, { cause: err, code });
-  return new OutboundFetchError('connection_failed', errorText(err), { cause: err });
+  // OpenSSL 3 reports some verification failures as code UNSPECIFIED with the reason as message
+  // ("EE certificate key too weak"): the reason, upper-snake-cased, stands in for the code.
+  const message = err instanceof Error ? err.message : '';
+  const tlsCode = code === 'UNSPECIFIED' && /certificate|signature|key too|digest/i.test(message) ? message.toUpperCase().replace(/\W+/g, '_') : code;
+  if (tlsCode && TLS_CODE.test(tlsCode)) return new OutboundFetchError('tls_failed', `TLS failed: ${tlsCode}`, { cause: err, code: tlsCode });
+  return new OutboundFetchError('connection_failed', errorText(err), { cause: err, ...(code ? { code } : {}) });
 }
 
 function errCode(err: unknown): string | null {
@@ -170,7 +178,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
         current = nextUrl(record.location, current);
         continue;
       }
-      return { status: res.status, headers: res.headers as http.IncomingHttpHeaders, url: current.href, redirects: hop, body: res.body, hops, tlsVerified: record.tlsVerified };
+      return { status: res.status, headers: res.headers as http.IncomingHttpHeaders, url: current.href, redirects: hop, body: res.body, truncated: res.truncated, hops, tlsVerified: record.tlsVerified };
     }
   } catch (err) {
     const e = classify(err, opts.signal, deadline);
@@ -189,6 +197,7 @@ interface RawResponse {
   status: number;
   headers: Record<string, string | string[]>;
   body: Buffer;
+  truncated: boolean;
 }
 
 /** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
@@ -223,24 +232,28 @@ async function exchange(u: URL, addresses: string[], opts: GuardedFetchOptions, 
     const headers = res.headers as Record<string, string | string[]>;
     if (REDIRECTS.has(res.statusCode) || opts.method === 'HEAD') {
       discard(res.body);
-      return { status: res.statusCode, headers, body: Buffer.alloc(0) };
+      return { status: res.statusCode, headers, body: Buffer.alloc(0), truncated: false };
     }
+    const truncate = opts.bodyOverflow === 'truncate';
     const declared = Number(firstHeader(headers, 'content-length'));
-    if (Number.isFinite(declared) && declared > maxBytes) {
+    if (!truncate && Number.isFinite(declared) && declared > maxBytes) {
       discard(res.body);
       throw new OutboundFetchError('response_too_large', `response larger than ${maxBytes} bytes`);
     }
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > maxBytes) {
+      const buf = chunk as Buffer;
+      if (size + buf.length > maxBytes) {
         discard(res.body);
-        throw new OutboundFetchError('response_too_large', `response larger than ${maxBytes} bytes`);
+        if (!truncate) throw new OutboundFetchError('response_too_large', `response larger than ${maxBytes} bytes`);
+        chunks.push(buf.subarray(0, maxBytes - size));
+        return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: true };
       }
-      chunks.push(chunk as Buffer);
+      size += buf.length;
+      chunks.push(buf);
     }
-    return { status: res.statusCode, headers, body: Buffer.concat(chunks) };
+    return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
   } finally {
     await agent.destroy().catch(() => {});
   }

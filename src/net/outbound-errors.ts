@@ -59,7 +59,7 @@ export class OutboundFetchError extends Error {
   readonly kind: FetchFailure;
   /** For timeouts: the phase that ran out of time. */
   readonly phase: FetchPhase | null;
-  /** For tls_failed: OpenSSL's reason (CERT_HAS_EXPIRED…). */
+  /** For tls_failed: OpenSSL's reason (CERT_HAS_EXPIRED…); for connection_failed: the socket error (ECONNREFUSED…). */
   readonly code: string | null;
   /** Responses received before the failure (a redirect chain), oldest first. */
   hops: HopRecord[] = [];
