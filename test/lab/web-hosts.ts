@@ -118,6 +118,7 @@ export const webHosts: WebHostSpec[] = [
   { label: 'tls10', n: 28, http: 'to_https', https: { handler: page(BASE_HEADERS), tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' } } },
   { label: 'tls13', n: 29, http: 'to_https', https: { handler: page(BASE_HEADERS), tls: { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' } } },
   { label: 'nohttps', n: 30, http: page(), https: null },
+  { label: 'badhsts', n: 32, http: 'to_https', https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'", 'strict-transport-security': 'max-age=3600' }) } },
   // <meta> policies in the page (CSP and referrer) and scripts, for the HTML parsing and SRI.
   {
     label: 'meta', n: 31, http: 'to_https',
