@@ -98,11 +98,11 @@ export const OBSERVATORY_MODIFIERS = {
     'x-frame-options-header-invalid': -20,
   },
   'cross-origin-resource-policy': {
-    'cross-origin-resource-policy-implemented-with-same-site': 10,
-    'cross-origin-resource-policy-implemented-with-same-origin': 10,
-    'cross-origin-resource-policy-implemented-with-cross-origin': 0,
-    'cross-origin-resource-policy-not-implemented': 0,
-    'cross-origin-resource-policy-header-invalid': -5,
+    'corp-implemented-with-same-site': 10,
+    'corp-implemented-with-same-origin': 10,
+    'corp-implemented-with-cross-origin': 0,
+    'corp-not-implemented': 0,
+    'corp-header-invalid': -5,
   },
 } as const;
 
@@ -343,10 +343,10 @@ function framingTest(headers: HeaderMap, csp: CspScore): ResultOf<'x-frame-optio
 
 function corpTest(headers: HeaderMap): ResultOf<'cross-origin-resource-policy'> {
   const v = firstValue(headers, 'cross-origin-resource-policy')?.slice(0, 256).trim().toLowerCase() ?? null;
-  if (!v) return 'cross-origin-resource-policy-not-implemented';
-  if (v === 'same-site') return 'cross-origin-resource-policy-implemented-with-same-site';
-  if (v === 'same-origin') return 'cross-origin-resource-policy-implemented-with-same-origin';
-  return v === 'cross-origin' ? 'cross-origin-resource-policy-implemented-with-cross-origin' : 'cross-origin-resource-policy-header-invalid';
+  if (!v) return 'corp-not-implemented';
+  if (v === 'same-site') return 'corp-implemented-with-same-site';
+  if (v === 'same-origin') return 'corp-implemented-with-same-origin';
+  return v === 'cross-origin' ? 'corp-implemented-with-cross-origin' : 'corp-header-invalid';
 }
 
 /** Null when no chain produced a response: there is nothing to score (never a grade of F for "unknown"). */
