@@ -5,14 +5,14 @@
 import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
+import { fundedTenant, pollTerminal as pollJob } from '../helpers/jobs.ts';
 import { assertMatchesSchema } from '../helpers/contract-check.ts';
 import { labEnv } from '../helpers/lab-runtime.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
 import { webLabPart, type WebLab } from '../lab/web-lab.ts';
 import { WEB_ZONE, webUrl } from '../lab/web-hosts.ts';
-import { grantCredits, balance } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import { createWebChecks } from '../../src/products/web/index.ts';
@@ -30,23 +30,8 @@ describe('lookup.web.v1 as a job', () => {
   let orchestrator: OrchestratorHandle;
   let worker: LaneWorkerHandle;
 
-  async function tenant(credits: number, opts: Parameters<typeof createTenant>[1] = {}): Promise<Tenant & { wsId: number }> {
-    const t = await createTenant(h, { limits: GENEROUS, ...opts });
-    const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
-    if (credits > 0) await grantCredits(h.deps.db, wsId, credits, `grant:test:${t.workspaceId}`);
-    return { ...t, wsId };
-  }
-
-  async function pollTerminal(key: string, jobRef: string, timeoutMs = 20_000) {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await client(h.app, key).get(`/v2/jobs/${jobRef}`);
-      expect(res.status).toBe(200);
-      if (res.body.terminal) return res;
-      if (Date.now() > until) throw new Error(`job ${jobRef} not terminal: ${JSON.stringify(res.body)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const tenant = (credits: number, opts: Parameters<typeof createTenant>[1] = {}) => fundedTenant(h, credits, { limits: GENEROUS, ...opts });
+  const pollTerminal = (key: string, jobRef: string, timeoutMs?: number) => pollJob(h, key, jobRef, timeoutMs);
 
   async function jobsOf(wsId: number): Promise<number> {
     const r = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${wsId}`.execute(h.deps.db);
