@@ -135,6 +135,9 @@ async function main(): Promise<void> {
     await lagP99(); // the scrape resets prom-client's event-loop histogram
     const burst = (await Promise.all(Array.from({ length: BURST }, oneJob))).sort((a, b) => a - b);
     const lag = await lagP99();
+    const metricsText = await (await fetch(`http://127.0.0.1:${LANE_METRICS_PORT}/metrics`)).text();
+    const taskTimes = [...metricsText.matchAll(/^lss_task_duration_seconds_(sum|count)\{lane="web",outcome="(\w+)"\} (\S+)$/gm)].map((m) => `${m[2]} ${m[1]}=${Number(m[3]).toFixed(2)}`);
+    log(`lane task durations (all runs): ${taskTimes.join(', ')}`);
 
     const out = [
       `lookup.web.v1 end to end (https://strict.weblab.test/: two chains, preflight, TLS handshake, pool parsing)`,
