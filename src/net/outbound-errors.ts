@@ -6,12 +6,36 @@ import type { RefusedRange } from './address-policy.ts';
 
 export type RefusalReason = 'target_not_allowed' | 'scheme_not_allowed' | 'credentials_not_allowed' | 'url_not_allowed';
 
+/** One response of a redirect chain, as the guard saw it (src/net/outbound-guard.ts). */
+export interface HopRecord {
+  url: string;
+  status: number;
+  /** The Location header as sent; null when there was none. */
+  location: string | null;
+  /** The URL the Location points to (resolved); null when not a redirect or unparseable. */
+  next: string | null;
+  /** http → https, https → http, or null when the scheme stays. */
+  schemeChange: 'http_to_https' | 'https_to_http' | null;
+  /** The next URL is on another host. */
+  hostChange: boolean;
+  /** Strict-Transport-Security as sent on this hop (browsers honour it on https only). */
+  hsts: string | null;
+  /** Whether the certificate was verified for this hop: null for http. */
+  tlsVerified: boolean | null;
+  headers: Record<string, string | string[]>;
+}
+
+/** Where a request spent the time it ran out of. */
+export type FetchPhase = 'dns' | 'connect' | 'headers' | 'body' | 'total';
+
 /** The request was refused by policy before any connection was made to the refused target. */
 export class OutboundRefusedError extends Error {
   readonly reason: RefusalReason;
   readonly host: string;
   /** For target_not_allowed: the range of the first refused address. */
   readonly range: RefusedRange | null;
+  /** Responses received before the refused hop (a redirect chain), oldest first. */
+  hops: HopRecord[] = [];
   constructor(reason: RefusalReason, host: string, range: RefusedRange | null = null, detail?: string) {
     super(`outbound request refused (${reason}${range ? `: ${range} address` : ''}${detail ? `: ${detail}` : ''})`);
     this.name = 'OutboundRefusedError';
@@ -33,10 +57,18 @@ export type FetchFailure =
 /** The request was allowed but did not produce a response. */
 export class OutboundFetchError extends Error {
   readonly kind: FetchFailure;
-  constructor(kind: FetchFailure, message: string = kind, options?: { cause?: unknown }) {
-    super(message, options);
+  /** For timeouts: the phase that ran out of time. */
+  readonly phase: FetchPhase | null;
+  /** For tls_failed: OpenSSL's reason (CERT_HAS_EXPIRED…); for connection_failed: the socket error (ECONNREFUSED…). */
+  readonly code: string | null;
+  /** Responses received before the failure (a redirect chain), oldest first. */
+  hops: HopRecord[] = [];
+  constructor(kind: FetchFailure, message: string = kind, options?: { cause?: unknown; phase?: FetchPhase; code?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OutboundFetchError';
     this.kind = kind;
+    this.phase = options?.phase ?? null;
+    this.code = options?.code ?? null;
   }
 }
 

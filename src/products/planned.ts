@@ -21,31 +21,6 @@ export const mailProduct: ProductDefinition = {
   lanes: mailLanes, price: () => 4, readiness: notBuilt(mailLanes),
 };
 
-const webInput = z.strictObject({
-  url: z.string().max(2048).refine((u) => {
-    try {
-      const p = new URL(u);
-      return (p.protocol === 'http:' || p.protocol === 'https:') && p.hostname.length > 0 && !p.username && !p.password;
-    } catch {
-      return false;
-    }
-  }, 'must be an absolute http or https URL without credentials'),
-  authorized: z.boolean().default(false),
-});
-const webLanes = [
-  lane('http', true, 'HTTP fetch, redirects and security headers'), lane('tls', false, 'Certificate and negotiated TLS'),
-  lane('tls_protocols', false, 'TLS protocol enumeration (authorized requests only)'),
-];
-export const webProduct: ProductDefinition<z.infer<typeof webInput>> = {
-  id: 'lookup.web.v1', title: 'Web and TLS posture lookup', mode: 'async', method: 'POST', path: '/v2/lookups/web',
-  scope: 'scan:create', rateClass: 'async_lookup',
-  input: webInput,
-  lanes: webLanes,
-  price: (i) => (i.authorized ? 8 : 4),
-  activeWork: (i) => ({ active: i.authorized, targetHost: new URL(i.url).hostname.replace(/^\[|\]$/g, '') }),
-  readiness: notBuilt(webLanes),
-};
-
 export const scanProfiles = ['quick', 'balanced', 'deep', 'advanced'] as const;
 export const scanBudgetBounds: Record<(typeof scanProfiles)[number], { min: number; max: number }> = {
   quick: { min: 5, max: 100 },

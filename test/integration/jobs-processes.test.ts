@@ -148,7 +148,8 @@ describe('worker processes', () => {
       expect(planned.status).toBe('running');
       const tasks = await dbh.db.selectFrom('tasks').select(['check_name', 'status']).where('job_id', '=', accepted.jobId).execute();
       expect(tasks.length).toBeGreaterThan(0);
-      expect(await redis.xlen(streams.lane('domain'))).toBe(tasks.length);
+      // The row turns running at the plan's commit; the tasks are put on the lane right after.
+      await until('tasks enqueued', async () => (await redis.xlen(streams.lane('domain'))) === tasks.length);
       await requestCancel(dbh.db, principal.workspaceId, accepted.jobRef);
       await publishJob(redis, accepted.jobId, 'cancel');
       const done = await until('job cancelled', async () => ((await jobRow()).status === 'cancelled' ? jobRow() : null));

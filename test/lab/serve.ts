@@ -19,6 +19,7 @@ import { domainZones } from './domain-zones.ts';
 import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
+import { webLabPart } from './web-lab.ts';
 
 export interface LabPart {
   name: string;
@@ -47,7 +48,7 @@ const rdapPart: LabPartFactory = async (ctx) => {
 };
 
 /** Every lab part, in start order. New labs append their factory here. */
-export const labParts: LabPartFactory[] = [rdapPart];
+export const labParts: LabPartFactory[] = [rdapPart, webLabPart()];
 
 export interface RunningLab {
   /** The service configuration that points at this lab. */

@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyAddress, isAllowedTarget } from '../../src/net/address-policy.ts';
+import { checkUrl } from '../../src/net/url-policy.ts';
 import { OutboundFetchError, OutboundRefusedError, guardedFetch as rawGuardedFetch, type GuardedFetchOptions, type HostResolver } from '../../src/net/outbound-guard.ts';
 
 /** These servers are addressed by literal IPs; a test that needs names brings its own resolver. */
@@ -148,6 +149,17 @@ beforeAll(async () => {
     }
     if (path === '/declared-big') return res.writeHead(200, { 'content-length': String(5 * 1024 * 1024) }).end();
     if (path === '/hang') return; // never answers
+    if (path === '/to-numeric') return res.writeHead(302, { location: `http://2130706433:${a.port}/hello` }).end();
+    if (path === '/to-numeric-relative') return res.writeHead(302, { location: `//0x7f.1:${a.port}/hello` }).end();
+    if (path === '/huge-headers') {
+      res.writeHead(200, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`x-big-${i}`, 'v'.repeat(4000)])));
+      return res.end('x');
+    }
+    if (path === '/slow-headers') {
+      res.socket?.write('HTTP/1.1 200 OK\r\n');
+      return; // the head never ends
+    }
+    if (path === '/hsts-hop') return res.writeHead(301, { location: '/hello', 'strict-transport-security': 'max-age=1' }).end();
     res.writeHead(404).end();
   });
 });
@@ -167,6 +179,26 @@ async function failure(p: Promise<unknown>): Promise<OutboundFetchError> {
   expect(err).toBeInstanceOf(OutboundFetchError);
   return err as OutboundFetchError;
 }
+
+describe('checkUrl: URL forms refused before anything is resolved (pure data)', () => {
+  const refused: Array<[string, string]> = [
+    ['http://2130706433/', 'numeric_host_form'], ['http://0x7f.1/', 'numeric_host_form'], ['http://017700000001/', 'numeric_host_form'],
+    ['http://127.1/', 'numeric_host_form'], ['http://0x7f000001/', 'numeric_host_form'], ['http://127.0.0.1./', 'numeric_host_form'],
+    ['http://１２７.０.０.１/', 'numeric_host_form'], ['http://%31%32%37.0.0.1/', 'encoded_host'], ['http://169.254.169.254.nip/', 'ok'],
+    ['http://user@example.com/', 'credentials_not_allowed'], ['http://:pw@example.com/', 'credentials_not_allowed'],
+    ['ftp://example.com/', 'scheme_not_allowed'], ['file:///etc/passwd', 'scheme_not_allowed'], ['gopher://example.com/', 'scheme_not_allowed'],
+    ['https:///x', 'authority_form'], ['http:\\\\example.com/', 'authority_form'], ['http:example.com', 'authority_form'],
+    ['http://example.com/\n', 'control_characters'], [' http://example.com/', 'control_characters'], ['http://example.com:0/', 'bad_port'],
+    [`http://example.com/${'a'.repeat(2030)}`, 'too_long'], ['example.com', 'not_a_url'],
+  ];
+  it.each(refused)('%s → %s', (url, problem) => {
+    const v = checkUrl(url);
+    expect(v.ok ? 'ok' : v.problem).toBe(problem);
+  });
+  it.each(['http://example.com/', 'https://example.com:8443/a?b=c#d', 'http://8.8.8.8/', 'http://[2001:4860::8888]/', 'HTTPS://EXAMPLE.COM'])('%s is accepted', (url) => {
+    expect(checkUrl(url).ok).toBe(true);
+  });
+});
 
 describe('guardedFetch', () => {
   it('refuses a loopback server by default, before connecting', async () => {
@@ -236,6 +268,48 @@ describe('guardedFetch', () => {
     expect((await failure(guardedFetch(a.url('/declared-big'), { allow: ['127.0.0.0/8'] }))).kind).toBe('response_too_large');
     const small = await guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 4 * 1024 * 1024 });
     expect(small.body.length).toBe(40 * 64 * 1024);
+  });
+
+  it('refuses numeric-form hosts, first or in a redirect, without connecting; the canonical form is allowed', async () => {
+    const before = a.hosts.length;
+    for (const url of [`http://2130706433:${a.port}/hello`, `http://127.1:${a.port}/hello`, `http://0x7f.0.0.1:${a.port}/hello`]) {
+      expect((await refusal(guardedFetch(url, { allow: ['127.0.0.0/8'] }))).reason, url).toBe('url_not_allowed');
+    }
+    expect(a.hosts.length).toBe(before);
+    for (const path of ['/to-numeric', '/to-numeric-relative']) {
+      const err = await refusal(guardedFetch(a.url(path), { allow: ['127.0.0.0/8'] }));
+      expect(err.reason).toBe('url_not_allowed');
+      expect(err.hops).toHaveLength(1); // the redirecting response is kept; its target was never asked
+    }
+    expect(a.hosts.length).toBe(before + 2);
+    expect((await guardedFetch(a.url('/hello'), { allow: ['127.0.0.0/8'] })).status).toBe(200);
+  });
+
+  it('keeps a record of every hop: status, Location, scheme or host change, HSTS', async () => {
+    const res = await guardedFetch(a.url('/hsts-hop'), { allow: ['127.0.0.0/8'] });
+    expect(res.hops.map((h) => [h.url, h.status, h.location, h.next, h.schemeChange, h.hostChange, h.hsts])).toEqual([
+      [a.url('/hsts-hop'), 301, '/hello', a.url('/hello'), null, false, 'max-age=1'],
+      [a.url('/hello'), 200, null, null, null, false, null],
+    ]);
+    const cross = await guardedFetch(a.url('/to-b'), { allow: ['127.0.0.0/8'] });
+    expect(cross.hops[0]).toMatchObject({ hostChange: true, next: b.url('/') });
+  });
+
+  it('caps the response head: too many header bytes is headers_too_large; a head that never ends is a headers timeout', async () => {
+    expect((await failure(guardedFetch(a.url('/huge-headers'), { allow: ['127.0.0.0/8'], maxHeaderBytes: 16 * 1024 }))).kind).toBe('headers_too_large');
+    const slow = await failure(guardedFetch(a.url('/slow-headers'), { allow: ['127.0.0.0/8'], headersTimeoutMs: 200, timeoutMs: 5000 }));
+    expect(slow).toMatchObject({ kind: 'timeout', phase: 'headers' });
+  });
+
+  it('undici asks no DNS of its own: a name only the guard resolver knows is fetched, once resolved', async () => {
+    let lookups = 0;
+    const resolver = async (host: string) => {
+      lookups++;
+      return host === 'only-the-guard-knows.invalid' ? ['127.0.0.1'] : [];
+    };
+    const res = await guardedFetch(`http://only-the-guard-knows.invalid:${a.port}/to-relative`, { allow: ['127.0.0.0/8'], resolver });
+    expect(res.body.toString()).toBe('hello');
+    expect(lookups).toBe(2); // one per hop, by the guard; the system resolver would answer NXDOMAIN for .invalid
   });
 
   it('caps the time: a server that never answers is a timeout', async () => {

@@ -1,6 +1,8 @@
 // CPU-bound parsers run in the lane's piscina pool (parse-worker.ts) or inline when the pool is
 // off. Plain functions of JSON-serialisable input and output: they cross a thread boundary.
 import { createHash, X509Certificate } from 'node:crypto';
+import type { WebEvidence } from '../../src/products/web/evidence.ts';
+import type { WebAssessment } from '../../src/products/web/assess.ts';
 
 export interface CertificateInfo {
   subject: string;
@@ -133,5 +135,14 @@ export function parseSpf(record: string): SpfInfo {
   return out;
 }
 
-export const parseTasks = { parseCertificate, parseSpf } as const;
+/** The web lane's parsing, loaded on first use: parse5 and tough-cookie stay out of every thread's start-up. */
+export async function assessWebEvidence(e: WebEvidence): Promise<WebAssessment | null> {
+  return (await import('../../src/products/web/assess.ts')).assessWebEvidence(e);
+}
+
+export const parseTasks = {
+  parseCertificate,
+  parseSpf,
+  assessWebEvidence,
+} as const;
 export type ParseTask = keyof typeof parseTasks;

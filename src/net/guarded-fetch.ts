@@ -1,0 +1,260 @@
+// HTTP(S) through the outbound guard, on undici. Each hop of a redirect chain is its own request
+// with its own undici Agent whose connector can only reach the addresses vetted for that hop: the
+// connector is undici's own (TLS, SNI, ALPN) with a `lookup` that answers from the vetted list and
+// never asks DNS, and the port passes through OUTBOUND_PORT_MAP after vetting. No pooled socket is
+// shared between hops or requests (the agent is destroyed with its hop), so a connection vetted for
+// one host can never carry another's request. Redirects are followed here, by hand: every Location
+// is checked as text (src/net/url-policy.ts), resolved, and its host resolved and vetted again.
+//
+// Caps: URL length and form, header bytes (maxHeaderSize), body bytes, redirects (5), and time per
+// phase — connect, headers, idle body — inside a deadline for the whole exchange. Every response
+// of the chain is kept as a HopRecord (status, Location, scheme or host change, HSTS, headers) so
+// lanes can report the chain itself; a failure carries the hops received before it.
+import type http from 'node:http';
+import { isIP } from 'node:net';
+import { Agent, buildConnector, request } from 'undici';
+import type { HostResolver } from './host-resolver.ts';
+import { OutboundFetchError, OutboundRefusedError, errorText, type FetchPhase, type HopRecord } from './outbound-errors.ts';
+import { NO_PORT_MAP, mapPort, type PortMap } from './port-map.ts';
+import { checkUrl, type UrlProblem } from './url-policy.ts';
+import { pinnedLookup, resolveVetted } from './vetting.ts';
+
+export interface GuardedFetchOptions {
+  /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
+  allow: readonly string[];
+  /** Host → vetted-to-be addresses: the project's resolver (stubHostResolver). */
+  resolver: HostResolver;
+  maxRedirects?: number;
+  /** Budget for the whole exchange, every hop included. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  maxBytes?: number;
+  /** Past maxBytes: fail with response_too_large (default) or keep the first maxBytes (truncated: true). */
+  bodyOverflow?: 'error' | 'truncate';
+  headers?: Record<string, string>;
+  portMap?: PortMap;
+  method?: 'GET' | 'HEAD' | 'OPTIONS';
+  /**
+   * Verify certificates (default true). With false the exchange proceeds whatever the certificate
+   * and each https hop records tlsVerified: false — the web lane reads headers of a site whose
+   * certificate is broken and reports the certificate as a fact, like the Observatory does.
+   */
+  verifyTls?: boolean;
+  /** Cap on the response head (status line + headers), bytes. */
+  maxHeaderBytes?: number;
+  /** Time to connect (and finish TLS) per hop. */
+  connectTimeoutMs?: number;
+  /** Time from the request to the end of the response head, per hop. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two body chunks. */
+  bodyIdleTimeoutMs?: number;
+}
+
+export interface GuardedResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The URL that produced this response (after redirects). */
+  url: string;
+  redirects: number;
+  body: Buffer;
+  /** The body was cut at maxBytes (bodyOverflow: 'truncate'). */
+  truncated: boolean;
+  /** Every response of the chain, this one last. */
+  hops: HopRecord[];
+  /** Whether this response's certificate was verified; null over http. */
+  tlsVerified: boolean | null;
+}
+
+export const DEFAULT_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_HEADER_BYTES = 64 * 1024;
+export const DEFAULT_MAX_REDIRECTS = 5;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const USER_AGENT = 'LSS/2 (+lookup and scan service)';
+
+const REFUSAL_OF: Partial<Record<UrlProblem, 'scheme_not_allowed' | 'credentials_not_allowed'>> = {
+  scheme_not_allowed: 'scheme_not_allowed',
+  credentials_not_allowed: 'credentials_not_allowed',
+};
+
+/** The URL as given, or the refusal its form earns (nothing is resolved or connected). */
+function acceptUrl(text: string, from?: string): URL {
+  const v = checkUrl(text);
+  let host = from ?? text.slice(0, 100);
+  try {
+    host = new URL(text).hostname || host;
+  } catch {
+    // keep what we have
+  }
+  if (v.ok) return v.url;
+  if (v.problem === 'not_a_url' || v.problem === 'missing_host') throw new OutboundFetchError('bad_redirect', `not a usable URL (${v.problem})`);
+  throw new OutboundRefusedError(REFUSAL_OF[v.problem] ?? 'url_not_allowed', host, null, v.problem);
+}
+
+/** Where a Location points, judged on its text when it names a host (absolute or scheme-relative). */
+function nextUrl(location: string, current: URL): URL {
+  if (/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(location)) return acceptUrl(location);
+  if (/^[\\/]{2}/.test(location)) return acceptUrl(`${current.protocol}${location}`);
+  let resolved: URL;
+  try {
+    resolved = new URL(location, current);
+  } catch (err) {
+    throw new OutboundFetchError('bad_redirect', 'unparseable Location header', { cause: err });
+  }
+  return acceptUrl(resolved.href);
+}
+
+function bareHost(u: URL): string {
+  return u.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+function firstHeader(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+  const v = headers[name];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? (v[0] ?? null) : v;
+}
+
+function hopRecord(u: URL, status: number, headers: Record<string, string | string[]>, verified: boolean | null): HopRecord {
+  const location = REDIRECTS.has(status) ? firstHeader(headers, 'location') : null;
+  let next: URL | null = null;
+  if (location) {
+    try {
+      next = new URL(location, u);
+    } catch {
+      next = null;
+    }
+  }
+  const schemeChange = next && next.protocol !== u.protocol
+    ? (next.protocol === 'https:' ? 'http_to_https' as const : u.protocol === 'https:' && next.protocol === 'http:' ? 'https_to_http' as const : null)
+    : null;
+  return {
+    url: u.href, status, location, next: next?.href ?? null, schemeChange,
+    hostChange: next !== null && next.hostname !== u.hostname,
+    hsts: firstHeader(headers, 'strict-transport-security'),
+    tlsVerified: verified,
+    headers,
+  };
+}
+
+const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|KEY_TOO_SMALL|TOO_WEAK|^ERR_SSL_|^ERR_TLS_/;
+
+function classify(err: unknown, callerSignal: AbortSignal | undefined, deadline: AbortSignal): OutboundRefusedError | OutboundFetchError {
+  if (err instanceof OutboundRefusedError || err instanceof OutboundFetchError) return err;
+  if (callerSignal?.aborted) return new OutboundFetchError('aborted', 'outbound request aborted by the caller', { cause: err });
+  if (deadline.aborted) return new OutboundFetchError('timeout', 'outbound request ran out of its total time', { cause: err, phase: 'total' });
+  const code = errCode(err);
+  const timeout: Record<string, FetchPhase> = { UND_ERR_CONNECT_TIMEOUT: 'connect', UND_ERR_HEADERS_TIMEOUT: 'headers', UND_ERR_BODY_TIMEOUT: 'body' };
+  if (code && timeout[code]) return new OutboundFetchError('timeout', `outbound request timed out (${timeout[code]})`, { cause: err, phase: timeout[code] });
+  if (code === 'UND_ERR_HEADERS_OVERFLOW') return new OutboundFetchError('headers_too_large', 'response headers larger than the cap', { cause: err });
+  // OpenSSL 3 reports some verification failures as code UNSPECIFIED with the reason as message
+  // ("EE certificate key too weak"): the reason, upper-snake-cased, stands in for the code.
+  const message = err instanceof Error ? err.message : '';
+  const tlsCode = code === 'UNSPECIFIED' && /certificate|signature|key too|digest/i.test(message) ? message.toUpperCase().replace(/\W+/g, '_') : code;
+  if (tlsCode && TLS_CODE.test(tlsCode)) return new OutboundFetchError('tls_failed', `TLS failed: ${tlsCode}`, { cause: err, code: tlsCode });
+  return new OutboundFetchError('connection_failed', errorText(err), { cause: err, ...(code ? { code } : {}) });
+}
+
+function errCode(err: unknown): string | null {
+  for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 4; e = (e as { cause?: unknown }).cause, i++) {
+    if ('code' in e && typeof e.code === 'string' && e.code !== 'UND_ERR_SOCKET') return e.code;
+  }
+  return null;
+}
+
+export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
+  const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  const deadline = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+  const hops: HopRecord[] = [];
+  try {
+    let current = acceptUrl(typeof url === 'string' ? url : url.href);
+    for (let hop = 0; ; hop++) {
+      signal.throwIfAborted();
+      const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
+      const res = await exchange(current, addresses, opts, signal);
+      const record = hopRecord(current, res.status, res.headers, current.protocol === 'https:' ? opts.verifyTls !== false : null);
+      hops.push(record);
+      if (record.location !== null && record.location.length > 0) {
+        if (hop >= maxRedirects) throw new OutboundFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
+        current = nextUrl(record.location, current);
+        continue;
+      }
+      return { status: res.status, headers: res.headers as http.IncomingHttpHeaders, url: current.href, redirects: hop, body: res.body, truncated: res.truncated, hops, tlsVerified: record.tlsVerified };
+    }
+  } catch (err) {
+    const e = classify(err, opts.signal, deadline);
+    e.hops = hops;
+    throw e;
+  }
+}
+
+/** Stops reading a body; undici reports the stop as an AbortError, which nobody needs. */
+function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  truncated: boolean;
+}
+
+/** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
+async function exchange(u: URL, addresses: string[], opts: GuardedFetchOptions, signal: AbortSignal): Promise<RawResponse> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  const portMap = opts.portMap ?? NO_PORT_MAP;
+  const host = bareHost(u);
+  const connect = buildConnector({
+    lookup: pinnedLookup(addresses),
+    timeout: opts.connectTimeoutMs ?? 5000,
+    rejectUnauthorized: opts.verifyTls !== false,
+    allowH2: false,
+    maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
+  });
+  const agent = new Agent({
+    // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
+    // a literal IPv6 host arrives bracketed and is connected to bare.
+    connect: (o, cb) => connect({ ...o, hostname: isIP(host) ? host : o.hostname, port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))) }, cb),
+    connections: 1,
+    pipelining: 0,
+    maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
+    headersTimeout: opts.headersTimeoutMs ?? 10_000,
+    bodyTimeout: opts.bodyIdleTimeoutMs ?? 10_000,
+  });
+  try {
+    const res = await request(u, {
+      dispatcher: agent,
+      method: opts.method ?? 'GET',
+      headers: { 'user-agent': USER_AGENT, ...opts.headers },
+      signal,
+    });
+    const headers = res.headers as Record<string, string | string[]>;
+    if (REDIRECTS.has(res.statusCode) || opts.method === 'HEAD') {
+      discard(res.body);
+      return { status: res.statusCode, headers, body: Buffer.alloc(0), truncated: false };
+    }
+    const truncate = opts.bodyOverflow === 'truncate';
+    const declared = Number(firstHeader(headers, 'content-length'));
+    if (!truncate && Number.isFinite(declared) && declared > maxBytes) {
+      discard(res.body);
+      throw new OutboundFetchError('response_too_large', `response larger than ${maxBytes} bytes`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      const buf = chunk as Buffer;
+      if (size + buf.length > maxBytes) {
+        discard(res.body);
+        if (!truncate) throw new OutboundFetchError('response_too_large', `response larger than ${maxBytes} bytes`);
+        chunks.push(buf.subarray(0, maxBytes - size));
+        return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: true };
+      }
+      size += buf.length;
+      chunks.push(buf);
+    }
+    return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
+  } finally {
+    await agent.destroy().catch(() => {});
+  }
+}

@@ -1,0 +1,103 @@
+// The http lane's I/O: both chains (from http:// and from https:// on the URL's host and path),
+// then a CORS preflight on the final URL, all through the outbound guard. As the Observatory
+// does, a chain whose certificate does not verify is read again without verification and marked
+// `verified: false`, so a broken certificate does not hide the headers (the tls lane reports the
+// certificate itself). Nothing here decides anything: it records what happened.
+import { OutboundFetchError, OutboundRefusedError, type GuardedResponse, type OutboundGuard } from '../../net/outbound-guard.ts';
+import type { ChainEvidence, ChainFailure, PreflightEvidence, WebEvidence } from './evidence.ts';
+
+export interface CollectOptions {
+  /** Budget of one chain (every hop), and of the preflight. */
+  fetchTimeoutMs: number;
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  bodyIdleTimeoutMs?: number;
+  maxBytes?: number;
+  signal: AbortSignal;
+}
+
+/** A foreign origin for the CORS preflight: reflected back with credentials, it means "any site". */
+export const CORS_PROBE_ORIGIN = 'https://cors-probe.lss.invalid';
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Only these bodies are kept (HTML for <meta> policies and scripts). */
+const TEXT_TYPES = /^(text\/|application\/(xhtml\+xml|xml|json))/i;
+
+function failureOf(err: unknown): ChainFailure {
+  if (err instanceof OutboundRefusedError) return { kind: 'refused', phase: null, code: null, reason: err.reason, range: err.range, host: err.host };
+  if (err instanceof OutboundFetchError) return { kind: err.kind, phase: err.phase, code: err.code, reason: null, range: null, host: null };
+  return { kind: 'connection_failed', phase: null, code: null, reason: null, range: null, host: null };
+}
+
+/** Verification failures (not protocol ones): the chain is read again without verification. */
+const CERT_PROBLEM = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|KEY_TOO_SMALL|TOO_WEAK/;
+
+function bodyText(res: GuardedResponse): string | null {
+  const type = res.headers['content-type'];
+  if (typeof type !== 'string' || !TEXT_TYPES.test(type)) return null;
+  return res.body.toString('utf8');
+}
+
+async function readChain(guard: OutboundGuard, start: string, o: CollectOptions): Promise<ChainEvidence> {
+  const fetchOnce = (verifyTls: boolean) => guard.fetch(start, {
+    signal: o.signal, timeoutMs: o.fetchTimeoutMs, verifyTls, maxBytes: o.maxBytes ?? MAX_BODY_BYTES, bodyOverflow: 'truncate',
+    headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    ...(o.connectTimeoutMs ? { connectTimeoutMs: o.connectTimeoutMs } : {}),
+    ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
+    ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
+  });
+  const hasHttps = (hops: { url: string }[]) => hops.some((h) => h.url.startsWith('https:'));
+  let verified: boolean | null = true;
+  let res: GuardedResponse;
+  try {
+    try {
+      res = await fetchOnce(true);
+    } catch (err) {
+      if (!(err instanceof OutboundFetchError && err.kind === 'tls_failed' && CERT_PROBLEM.test(err.code ?? ''))) throw err;
+      verified = false;
+      res = await fetchOnce(false);
+    }
+  } catch (err) {
+    o.signal.throwIfAborted();
+    const hops = (err as { hops?: ChainEvidence['hops'] }).hops ?? [];
+    const failure = failureOf(err);
+    return { start, outcome: failure.kind === 'refused' ? 'refused' : 'failed', hops, verified: hasHttps(hops) ? verified : null, body: null, failure };
+  }
+  return { start, outcome: 'response', hops: res.hops, verified: hasHttps(res.hops) ? verified : null, body: bodyText(res), failure: null };
+}
+
+async function preflight(guard: OutboundGuard, url: string, verifyTls: boolean, o: CollectOptions): Promise<PreflightEvidence | null> {
+  try {
+    const res = await guard.fetch(url, {
+      method: 'OPTIONS', signal: o.signal, timeoutMs: o.fetchTimeoutMs, maxRedirects: 0, maxBytes: 64 * 1024, bodyOverflow: 'truncate', verifyTls,
+      headers: { origin: CORS_PROBE_ORIGIN, 'access-control-request-method': 'GET' },
+    });
+    return { url, status: res.status, origin: CORS_PROBE_ORIGIN, headers: res.hops.at(-1)!.headers };
+  } catch {
+    o.signal.throwIfAborted();
+    return null; // no preflight answer: CORS is reported as not observed
+  }
+}
+
+function notAttempted(start: string, reason: string): ChainEvidence {
+  return { start, outcome: 'not_attempted', hops: [], verified: null, body: null, failure: null, skippedReason: reason };
+}
+
+export async function collectWebEvidence(input: URL, guard: OutboundGuard, o: CollectOptions): Promise<WebEvidence> {
+  const variant = (scheme: 'http:' | 'https:') => {
+    const u = new URL(input.href);
+    u.protocol = scheme;
+    return u.href;
+  };
+  // An explicit port belongs to one scheme: the other is not guessed.
+  const explicitPort = input.port !== '';
+  const httpStart = variant('http:');
+  const httpsStart = variant('https:');
+  const [http, https] = await Promise.all([
+    explicitPort && input.protocol !== 'http:' ? notAttempted(httpStart, 'explicit_port') : readChain(guard, httpStart, o),
+    explicitPort && input.protocol !== 'https:' ? notAttempted(httpsStart, 'explicit_port') : readChain(guard, httpsStart, o),
+  ]);
+  const primary = https.outcome === 'response' ? 'https' : http.outcome === 'response' ? 'http' : null;
+  const chain = primary === 'https' ? https : primary === 'http' ? http : null;
+  const pf = chain ? await preflight(guard, chain.hops.at(-1)!.url, chain.verified !== false, o) : null;
+  return { url: input.href, host: input.hostname.replace(/^\[(.*)\]$/, '$1'), http, https, primary, preflight: pf };
+}

@@ -1,0 +1,72 @@
+// lookup.web.v1: web and TLS posture of a URL. Runs as a job on the `web` worker lane: the http
+// check (required: both request chains, headers, cookies, CORS, score), the tls check and, for
+// authorized requests only, the tls_protocols check. Price 4 = http 2 + tls 2; +4 for
+// tls_protocols when authorized. A lane that ends unavailable/timeout/skipped is not captured.
+import { createHash } from 'node:crypto';
+import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../types.ts';
+import type { Resolver } from '../../dns/types.ts';
+import { assembleWeb, webLanes } from './assemble.ts';
+import { WEB_CHECKS } from './checks.ts';
+import { webInput, webResult, type WebInput, type WebResult } from './schema.ts';
+
+export { createWebChecks, webChecks } from './checks.ts';
+export { webFindings } from './findings.ts';
+export { webInput, webResult } from './schema.ts';
+
+export const WEB_DEADLINE_MS = 120_000;
+export const WEB_UNIT_COSTS = { http: 2, tls: 2, tlsProtocols: 4 } as const;
+
+/** The URL as the parser normalises it: the task key and the echo. */
+export function normalisedUrl(i: WebInput): string {
+  return new URL(i.url).href;
+}
+
+/** Task keys are at most 512 characters (the task table); a longer URL is keyed by its digest. */
+export function urlTaskKey(url: string): string {
+  return url.length <= 512 ? url : `sha256:${createHash('sha256').update(url).digest('hex')}`;
+}
+
+export function planWeb(input: WebInput): TaskPlan[] {
+  const url = normalisedUrl(input);
+  const task = (check: string, spec: { lane: string; required: boolean }, unitCost: number): TaskPlan => ({
+    check, lane: 'web', productLane: spec.lane, required: spec.required, unitCost, objectKey: urlTaskKey(url), distance: 0, params: { url },
+  });
+  const plans = [task(WEB_CHECKS.http, webLanes.http, WEB_UNIT_COSTS.http), task(WEB_CHECKS.tls, webLanes.tls, WEB_UNIT_COSTS.tls)];
+  if (input.authorized) plans.push(task(WEB_CHECKS.tlsProtocols, webLanes.tlsProtocols, WEB_UNIT_COSTS.tlsProtocols));
+  return plans;
+}
+
+/** Every lane resolves its host with the project's resolver and connects through the guard. */
+function outboundReadiness(runtime: ProductRuntime): LaneReadiness {
+  if (!runtime.services.outbound) return 'unconfigured';
+  return (runtime.services.resolver as Resolver | undefined)?.readiness() ?? 'unconfigured';
+}
+
+const job: AsyncProduct<WebInput> = {
+  workerLanes: ['web'],
+  target: (i) => ({ type: 'url', value: normalisedUrl(i) }),
+  plan: planWeb,
+  assemble: (i, tasks) => assembleWeb(normalisedUrl(i), tasks),
+  deadlineMs: WEB_DEADLINE_MS,
+};
+
+export const webProduct: ProductDefinition<WebInput, WebResult> = {
+  id: 'lookup.web.v1',
+  title: 'Web and TLS posture lookup',
+  mode: 'async',
+  method: 'POST',
+  path: '/v2/lookups/web',
+  scope: 'scan:create',
+  rateClass: 'async_lookup',
+  input: webInput,
+  echo: (i) => ({ url: normalisedUrl(i), authorized: i.authorized }),
+  resultSchema: webResult,
+  lanes: [webLanes.http, webLanes.tls, webLanes.tlsProtocols],
+  price: (i) => WEB_UNIT_COSTS.http + WEB_UNIT_COSTS.tls + (i.authorized ? WEB_UNIT_COSTS.tlsProtocols : 0),
+  activeWork: (i) => ({ active: i.authorized, targetHost: new URL(i.url).hostname.replace(/^\[|\]$/g, '') }),
+  readiness: (runtime) => {
+    const r = outboundReadiness(runtime);
+    return { http: r, tls: r, tls_protocols: r };
+  },
+  job,
+};

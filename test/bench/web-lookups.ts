@@ -1,0 +1,160 @@
+// `npm run bench:web` = `node test/bench/web-lookups.ts`: lookup.web.v1 end to end against the web
+// lab, and what 50 concurrent web lookups do to the web lane worker's event loop.
+//
+//   1. 200 jobs for https://strict.weblab.test/ (both chains, preflight, TLS handshake, pool
+//      parsing), 10 in flight: latency from POST to the first poll that sees the job terminal
+//      (polls every 10 ms), p50 / p99.
+//   2. 50 jobs submitted at once: the lane worker's event-loop lag p99 (prom-client's
+//      nodejs_eventloop_lag_p99_seconds from the worker's own /metrics, reset by a scrape just
+//      before the burst), target ≤ 20 ms; and the burst's latencies.
+//
+// The API, the lab (DNS + web hosts) and the client run in this process; the orchestrator and
+// the web lane worker are real role processes (workers/orchestrator.ts, workers/lane.ts web).
+// Like the other benchmarks it uses a throwaway database lss_bench_<time>_<hex> and Redis prefix
+// lssbench:<same>:, and removes both at the end. All traffic stays on 127.0.0.0/8.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fmt, listen } from './bench-kit.ts';
+
+const JOBS = 200;
+const IN_FLIGHT = 10;
+const BURST = 50;
+const POLL_MS = 10;
+const LANE_METRICS_PORT = 19_391;
+const root = path.resolve(import.meta.dirname, '..', '..');
+const log = (msg: string) => process.stderr.write(`[bench:web] ${msg}\n`);
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function lagP99(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${LANE_METRICS_PORT}/metrics`)).text();
+  const m = /^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text);
+  if (!m) throw new Error('the lane worker reports no nodejs_eventloop_lag_p99_seconds');
+  return Number(m[1]) * 1000;
+}
+
+async function main(): Promise<void> {
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
+  const { migrate } = await import('../../src/db/migrations.ts');
+  const { parseConfig } = await import('../../src/config.ts');
+  const { createDeps } = await import('../../src/bootstrap.ts');
+  const { createApp } = await import('../../src/app.ts');
+  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/db/tenancy-repo.ts');
+  const { grantCredits } = await import('../../src/credits/ledger.ts');
+  const { productReadiness } = await import('../../src/products/types.ts');
+  const { webProduct } = await import('../../src/products/web/index.ts');
+  const { startLab } = await import('../lab/serve.ts');
+  const { webLabPart } = await import('../lab/web-lab.ts');
+  const { labEnv } = await import('../helpers/lab-runtime.ts');
+  const { pino } = await import('pino');
+
+  const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
+  const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
+  const dbName = `lss_bench_${suffix}`;
+  const keyPrefix = `lssbench:${suffix}:`;
+  const children: ChildProcess[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
+  let dbCreated = false;
+  try {
+    const lab = await startLab({ parts: [webLabPart()] });
+    closers.push(() => lab.close());
+    const databaseUrl = await createDatabase(serverUrl, dbName);
+    dbCreated = true;
+    await migrate(databaseUrl);
+    const env: Record<string, string> = {
+      ...(process.env as Record<string, string>), ...labEnv(lab.env), NODE_ENV: 'production', LOG_LEVEL: 'silent',
+      DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix,
+      KEY_PEPPER: randomBytes(32).toString('base64url'), CURSOR_SECRET: randomBytes(32).toString('base64url'),
+    };
+    log(`database ${dbName}; Redis prefix ${keyPrefix}; lab ${lab.env.OUTBOUND_PORT_MAP}`);
+    const role = (script: string, args: string[], extra: Record<string, string> = {}) => {
+      // NODE_EXTRA_CA_CERTS (the lab CA) is in env: read by Node at the child's start.
+      const c = spawn(process.execPath, [script, ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
+      children.push(c);
+    };
+    role('workers/orchestrator.ts', []);
+    role('workers/lane.ts', ['web'], { METRICS_PORT: String(LANE_METRICS_PORT) });
+
+    const config = parseConfig(env);
+    const deps = await createDeps(config, pino({ level: 'silent' }));
+    closers.push(() => deps.close());
+    const app = await listen(createApp(deps));
+    closers.push(() => new Promise<void>((r) => { app.server.close(() => r()); app.server.closeAllConnections(); }));
+    const health = deps.runtime.services.laneHealth as { refresh(): Promise<void> };
+    for (let i = 0; ; i++) {
+      await health.refresh();
+      if (productReadiness(webProduct, deps.runtime) === 'available') break;
+      if (i > 150) throw new Error('the web lane worker or the orchestrator did not come up');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const ws = await createWorkspace(deps.db, { name: 'bench-web' });
+    await grantCredits(deps.db, await workspaceInternalId(deps.db, ws.workspaceId), 100_000, 'grant:bench');
+    const { key } = await createKey(deps.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
+    await setLimits(deps.db, ws.workspaceId, undefined, {
+      app: { perMinute: 10_000_000, burst: 1_000_000 }, products: { 'lookup.web.v1': { perMinute: 10_000_000, perHour: 600_000_000 } },
+    });
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const statuses = new Map<string, number>();
+    const oneJob = async (): Promise<number> => {
+      const t0 = performance.now();
+      const res = await fetch(`${app.url}/v2/lookups/web`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomBytes(8).toString('hex') }, body: JSON.stringify({ url: 'https://strict.weblab.test/' }) });
+      const body = (await res.json()) as { jobRef?: string };
+      if (res.status !== 202 || !body.jobRef) throw new Error(`POST answered ${res.status}: ${JSON.stringify(body)}`);
+      for (;;) {
+        const job = (await (await fetch(`${app.url}/v2/jobs/${body.jobRef}`, { headers })).json()) as { terminal: boolean; status: string };
+        if (job.terminal) {
+          statuses.set(job.status, (statuses.get(job.status) ?? 0) + 1);
+          return performance.now() - t0;
+        }
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    };
+
+    log('warm-up: 10 jobs');
+    await Promise.all(Array.from({ length: 10 }, oneJob));
+    statuses.clear();
+    log(`${JOBS} jobs, ${IN_FLIGHT} in flight`);
+    const latencies: number[] = [];
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < JOBS) {
+        next++;
+        latencies.push(await oneJob());
+      }
+    }));
+    const wall = (performance.now() - t0) / 1000;
+    latencies.sort((a, b) => a - b);
+    const steady = new Map(statuses);
+
+    statuses.clear();
+    log(`${BURST} jobs at once; lane event-loop lag from its /metrics`);
+    await lagP99(); // the scrape resets prom-client's event-loop histogram
+    const burst = (await Promise.all(Array.from({ length: BURST }, oneJob))).sort((a, b) => a - b);
+    const lag = await lagP99();
+    const metricsText = await (await fetch(`http://127.0.0.1:${LANE_METRICS_PORT}/metrics`)).text();
+    const taskTimes = [...metricsText.matchAll(/^lss_task_duration_seconds_(sum|count)\{lane="web",outcome="(\w+)"\} (\S+)$/gm)].map((m) => `${m[2]} ${m[1]}=${Number(m[3]).toFixed(2)}`);
+    log(`lane task durations (all runs): ${taskTimes.join(', ')}`);
+
+    const out = [
+      `lookup.web.v1 end to end (https://strict.weblab.test/: two chains, preflight, TLS handshake, pool parsing)`,
+      `  ${JOBS} jobs, ${IN_FLIGHT} in flight: p50 ${fmt(pct(latencies, 50), 1)} ms, p99 ${fmt(pct(latencies, 99), 1)} ms, ${fmt(JOBS / wall, 1)} jobs/s; statuses ${JSON.stringify(Object.fromEntries(steady))}`,
+      `  ${BURST} at once: p50 ${fmt(pct(burst, 50), 1)} ms, p99 ${fmt(pct(burst, 99), 1)} ms; statuses ${JSON.stringify(Object.fromEntries(statuses))}`,
+      `  web lane worker event-loop lag p99 during the burst: ${fmt(lag, 2)} ms (target ≤ 20 ms: ${lag <= 20 ? 'met' : 'NOT met'})`,
+      `  (latency includes the ${POLL_MS} ms poll interval, the orchestrator's plan and finalize, and the API, lab and client sharing this process)`,
+    ];
+    process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    for (const close of closers.reverse()) await close().catch(() => {});
+    if (dbCreated) await dropDatabase(serverUrl, dbName).catch((e: Error) => log(`warning: ${e.message}`));
+    await deletePrefixedKeys(redisUrl, keyPrefix).catch(() => {});
+  }
+}
+
+await main();
+process.exit(0);

@@ -1,0 +1,20 @@
+// A product runtime (resolver + outbound guard) pointed at a running lab, for tests that call
+// checks directly, below the job machinery.
+import { pino } from 'pino';
+import { parseConfig } from '../../src/config.ts';
+import { createProductRuntime } from '../../src/products/runtime.ts';
+import type { ProductRuntime } from '../../src/products/types.ts';
+
+/** The lab's env; DNS_SERVERS is bracketed because src/config.ts wants [ip]:port for an explicit port. */
+export function labEnv(env: Record<string, string>): Record<string, string> {
+  const [host, port] = env.DNS_SERVERS!.split(':');
+  return { ...env, DNS_SERVERS: `[${host}]:${port}` };
+}
+
+export function runtimeFor(env: Record<string, string>, extra: Record<string, string> = {}): ProductRuntime {
+  const config = parseConfig({
+    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
+    ...labEnv(env), DNS_TIMEOUT_MS: '500', ...extra,
+  });
+  return createProductRuntime(config, pino({ level: 'silent' }));
+}
