@@ -116,6 +116,8 @@ export interface JobsTable {
   completed_at: Date | null;
   cancel_requested_at: Date | null;
   deadline_at: Date;
+  /** At most this many objects are kept for the job (a scan profile's cap); null = no cap. */
+  object_cap: Generated<number | null>;
 }
 
 export interface OutboxTable {
@@ -126,7 +128,8 @@ export interface OutboxTable {
   published_at: Date | null;
 }
 
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'partial' | 'unavailable' | 'timeout' | 'failed' | 'skipped' | 'cancelled' | 'budget_exhausted';
+/** waiting: planned, held until the task it is gated on has finished (never enqueued before). */
+export type TaskStatus = 'pending' | 'running' | 'completed' | 'partial' | 'unavailable' | 'timeout' | 'failed' | 'skipped' | 'cancelled' | 'budget_exhausted' | 'waiting';
 
 export interface TasksTable {
   id: Generated<number>;
@@ -150,6 +153,8 @@ export interface TasksTable {
   created_at: CreatedAt;
   started_at: Date | null;
   finished_at: Date | null;
+  /** SHA-256 of "<check>\n<object key>" of the task this one waits for. */
+  gate_key_hash: Buffer | null;
 }
 
 export interface ObjectsTable {
@@ -192,7 +197,16 @@ export interface FindingsTable {
   detected_at: CreatedAt;
 }
 
+export interface JobLimitationsTable {
+  job_id: number;
+  code: string;
+  occurrences: number;
+  message: string;
+  gap: number;
+}
+
 export interface Database {
+  job_limitations: JobLimitationsTable;
   credit_accounts: CreditAccountsTable;
   credit_entries: CreditEntriesTable;
   key_month_usage: KeyMonthUsageTable;

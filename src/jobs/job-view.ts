@@ -63,13 +63,13 @@ export async function jobView(db: Db, job: JobRow) {
     const m = byLane.get(r.product_lane) ?? {};
     m[r.status] = (m[r.status] ?? 0) + Number(r.n);
     byLane.set(r.product_lane, m);
-    if (r.status === 'pending' || r.status === 'running') queued += Number(r.n);
+    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') queued += Number(r.n);
     else done += Number(r.n);
   }
   const terminal = isTerminal(job.status);
   const laneList = [...byLane].map(([lane, m]) => {
     const tasks = Object.values(m).reduce((a, b) => a + b, 0);
-    const open = (m.pending ?? 0) + (m.running ?? 0);
+    const open = (m.pending ?? 0) + (m.running ?? 0) + (m.waiting ?? 0);
     const status = open > 0 ? (m.running ? 'running' : 'queued') : laneSummary(m, tasks);
     return {
       lane, status, tasks,

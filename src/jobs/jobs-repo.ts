@@ -23,6 +23,8 @@ export interface AcceptInput {
   claim: IdempotencyClaim | undefined;
   /** Retention of the idempotency record (IDEMPOTENCY_TTL_HOURS); only used with a claim. */
   ttlHours?: number;
+  /** At most this many objects for the job (a scan profile's cap). */
+  objectCap?: number | null;
 }
 
 /** Another request committed this Idempotency-Key first; this transaction was rolled back. */
@@ -68,6 +70,7 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
       completed_at: null,
       cancel_requested_at: null,
       deadline_at: new Date(now.getTime() + a.deadlineMs),
+      object_cap: a.objectCap ?? null,
     }).executeTakeFirstOrThrow();
     const jobId = Number(ins.insertId);
     await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();

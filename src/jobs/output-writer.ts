@@ -36,8 +36,10 @@ interface PlannedObject {
   distance: number;
   projection: Record<string, unknown>;
   evidence: Array<{ summary: string }>;
-  /** Named in output.objects (gets this lane's status); otherwise only referenced. */
+  /** Named in output.objects (its projection, evidence and distance are written); else only referenced. */
   own: boolean;
+  /** Examined by this check (gets this lane's status); false for a merely discovered object. */
+  checked: boolean;
 }
 
 type Evidence = Array<{ ref: string; summary: string }>;
@@ -50,8 +52,12 @@ export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): P
   const planned = planObjects(t, out);
   if (planned.size === 0) return;
   const ids = await upsertObjects(trx, t, out.status, planned);
-  const idOf = (ref: ObjectRef) => ids.get(objectHash(ref).toString('hex'))!;
-  const relations = out.relations.map((rel) => sql`(${t.jobId}, ${idOf(rel.from)}, ${rel.relation}, ${idOf(rel.to)})`);
+  // An object past the job's cap was not written: what refers to it is dropped with it.
+  const idOf = (ref: ObjectRef) => ids.get(objectHash(ref).toString('hex'));
+  const relations = out.relations
+    .map((rel) => [idOf(rel.from), rel.relation, idOf(rel.to)] as const)
+    .filter(([from, , to]) => from !== undefined && to !== undefined)
+    .map(([from, relation, to]) => sql`(${t.jobId}, ${from}, ${relation}, ${to})`);
   if (relations.length > 0) {
     await sql`INSERT IGNORE INTO relations (job_id, from_object_id, relation, to_object_id) VALUES ${sql.join(relations)}`.execute(trx);
   }
@@ -65,7 +71,9 @@ function planObjects(t: OutputOrigin, out: OutputRows): Map<string, PlannedObjec
     const hash = objectHash(ref);
     const k = hash.toString('hex');
     const prev = planned.get(k);
+    const checked = own && !o?.discovered;
     if (prev) {
+      if (checked) prev.checked = true;
       if (own) {
         prev.own = true;
         Object.assign(prev.projection, o?.projection ?? {});
@@ -75,7 +83,7 @@ function planObjects(t: OutputOrigin, out: OutputRows): Map<string, PlannedObjec
       return;
     }
     planned.set(k, {
-      ref: { type: ref.type, key: ref.key }, hash, own,
+      ref: { type: ref.type, key: ref.key }, hash, own, checked,
       distance: o?.distance ?? t.distance,
       projection: { ...(o?.projection ?? {}) },
       evidence: [...(o?.evidence ?? [])],
@@ -103,20 +111,22 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
     if (!p) continue;
     ids.set(k, Number(row.id));
     if (!p.own) continue; // only referenced here: leave what its own checks wrote
-    const lanes = (parseJson<ObjectLanes>(row.lanes) ?? []).filter((l) => l.lane !== t.productLane);
-    lanes.push({ lane: t.productLane, status: laneStatus });
+    const lanes = parseJson<ObjectLanes>(row.lanes) ?? [];
+    if (p.checked) {
+      lanes.splice(0, lanes.length, ...lanes.filter((l) => l.lane !== t.productLane), { lane: t.productLane, status: laneStatus });
+    }
     const projection = { ...(parseJson<Record<string, unknown>>(row.projection) ?? {}), ...p.projection };
     const evidence = [...(parseJson<Evidence>(row.evidence) ?? []), ...withRefs(p.evidence)];
     await sql`UPDATE objects SET projection = ${JSON.stringify(projection)}, lanes = ${JSON.stringify(lanes)},
         evidence = ${JSON.stringify(evidence)}, distance = ${Math.min(Number(row.distance), p.distance)}
       WHERE id = ${row.id}`.execute(trx);
   }
-  const fresh = [...planned.entries()].filter(([k]) => !ids.has(k));
+  const fresh = await withinCap(trx, t.jobId, [...planned.entries()].filter(([k]) => !ids.has(k)));
   if (fresh.length > 0) {
     const first = await takeSeq(trx, t.jobId, 'object_seq', fresh.length);
     const rows = fresh.map(([, p], i) => sql`(${publicId('obj')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${p.ref.type.slice(0, 32)},
       ${p.ref.key.slice(0, 512)}, ${p.hash}, ${p.distance}, ${JSON.stringify(p.projection)},
-      ${JSON.stringify(p.own ? [{ lane: t.productLane, status: laneStatus }] : [])}, ${JSON.stringify(withRefs(p.evidence))})`);
+      ${JSON.stringify(p.checked ? [{ lane: t.productLane, status: laneStatus }] : [])}, ${JSON.stringify(withRefs(p.evidence))})`);
     await sql`INSERT INTO objects (public_id, job_id, seq, workspace_id, type, okey, okey_hash, distance, projection, lanes, evidence)
       VALUES ${sql.join(rows)}`.execute(trx);
     const inserted = await sql<{ id: number; okey_hash: Buffer }>`
@@ -126,6 +136,26 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
   return ids;
 }
 
+/**
+ * The new objects that fit under the job's object cap (a scan profile's), examined ones first,
+ * then discovered, then merely referenced. What does not fit is counted as a limitation.
+ */
+async function withinCap(trx: Trx, jobId: number, fresh: Array<[string, PlannedObject]>): Promise<Array<[string, PlannedObject]>> {
+  if (fresh.length === 0) return fresh;
+  const res = await sql<{ object_seq: number; object_cap: number | null }>`SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
+  const cap = res.rows[0]?.object_cap;
+  if (cap === null || cap === undefined) return fresh;
+  const room = Math.max(0, Number(cap) - Number(res.rows[0]!.object_seq));
+  if (fresh.length <= room) return fresh;
+  const rank = (p: PlannedObject) => (p.checked ? 0 : p.own ? 1 : 2);
+  const kept = [...fresh].sort((a, b) => rank(a[1]) - rank(b[1])).slice(0, room);
+  const dropped = fresh.length - kept.length;
+  await sql`INSERT INTO job_limitations (job_id, code, occurrences, message, gap)
+    VALUES (${jobId}, 'object_cap_reached', ${dropped}, ${`The job's object cap (${cap}) was reached: objects found after it were not recorded, and nothing was planned from them.`}, 1)
+    ON DUPLICATE KEY UPDATE occurrences = occurrences + ${dropped}`.execute(trx);
+  return kept;
+}
+
 /** Reserves n page positions; returns the first. The job row is already locked by this transaction. */
 async function takeSeq(trx: Trx, jobId: number, column: 'object_seq' | 'finding_seq', n: number): Promise<number> {
   await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(trx);
@@ -133,14 +163,16 @@ async function takeSeq(trx: Trx, jobId: number, column: 'object_seq' | 'finding_
   return Number(res.rows[0]!.last) - n + 1;
 }
 
-async function insertFindings(trx: Trx, t: OutputOrigin, out: OutputRows, idOf: (ref: ObjectRef) => number): Promise<void> {
+async function insertFindings(trx: Trx, t: OutputOrigin, out: OutputRows, idOf: (ref: ObjectRef) => number | undefined): Promise<void> {
   if (out.findings.length === 0) return;
   const keyed = new Map<string, { f: FindingOut; objectId: number }>();
   for (const f of out.findings) {
     const objectId = idOf(f.object);
+    if (objectId === undefined) continue; // its object was past the cap
     const k = `${objectId}\n${f.code}`;
     if (!keyed.has(k)) keyed.set(k, { f, objectId });
   }
+  if (keyed.size === 0) return;
   const objectIds = [...new Set([...keyed.values()].map((v) => v.objectId))];
   const existing = await sql<{ object_id: number; code: string }>`
     SELECT object_id, code FROM findings WHERE job_id = ${t.jobId} AND object_id IN (${sql.join(objectIds)})`.execute(trx);

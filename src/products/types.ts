@@ -151,6 +151,18 @@ export interface TaskPlan {
   objectKey: string;
   distance?: number;
   params?: Record<string, unknown>;
+  /**
+   * Run only after this task (same job) has finished: until then the task is `waiting`, never
+   * enqueued. On release its params gain `gate: { status, projection }` of that task, so a check
+   * can use what it found (a scan's wildcard probe of a zone level, for the names under it).
+   */
+  gate?: { check: string; objectKey: string };
+}
+
+/** What a gated task receives in params.gate when it is released. */
+export interface GateResult {
+  status: LaneStatus;
+  projection: Record<string, unknown> | null;
 }
 
 export interface ObjectRef {
@@ -162,6 +174,11 @@ export interface ObjectOut extends ObjectRef {
   distance?: number;
   projection: Record<string, unknown>;
   evidence?: Array<{ summary: string }>;
+  /**
+   * Recorded by this check but not examined by it (a name seen in a record, an address): it gets
+   * its projection and distance, not this lane's status.
+   */
+  discovered?: boolean;
 }
 
 export interface RelationOut {
@@ -238,9 +255,31 @@ export interface AssembledOutcome<R = unknown> extends SyncOutcome<R> {
   derived?: DerivedOutput[];
 }
 
+/** A finished task as the orchestrator hands it to a product's expand(). */
+export interface FinishedTask {
+  check: string;
+  objectKey: string;
+  distance: number;
+  status: LaneStatus;
+  output: CheckOutput | null;
+}
+
+export interface ExpandContext {
+  /** The workspace's approved target scopes (domain suffixes), read when first asked. */
+  approvedScopes(): Promise<string[]>;
+}
+
 export interface AsyncProduct<I> {
   /** The worker lanes that run this product's checks; readiness needs a live consumer on each. */
   workerLanes: WorkerLane[];
+  /**
+   * Plans more work from a finished task (recursive scans), under the job row lock, as results
+   * arrive. What it returns is deduplicated against the job's tasks, budgeted against its
+   * reservation and gated like the initial plan. Never called once the job is cancelling.
+   */
+  expand?(input: I, task: FinishedTask, ctx: ExpandContext): Promise<TaskPlan[]> | TaskPlan[];
+  /** At most this many objects are kept for one job (a scan profile's cap). */
+  objectCap?(input: I): number;
   target(input: I): { type: string; value: string };
   profile?(input: I): string | null;
   plan(input: I): TaskPlan[];

@@ -86,6 +86,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
       input: s.input,
       price: def.price(s.input),
       deadlineMs: deps.config.JOB_DEADLINE_MINUTES ? deps.config.JOB_DEADLINE_MINUTES * 60_000 : job.deadlineMs,
+      objectCap: job.objectCap?.(s.input) ?? null,
       requestId: s.requestId,
       claim: s.claim,
       ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,

@@ -100,10 +100,56 @@ const gated: CheckSpec = {
   },
 };
 
+/** Reports what it was given: its gate's result (when released) and the children it found. */
+const grow: CheckSpec = {
+  name: 'test.grow',
+  lane: 'dns',
+  timeoutMs: 2000,
+  async run(task) {
+    const out = okOutput(task.objectKey, { gate: task.params.gate ?? null });
+    return { ...out, projection: { children: task.params.children ?? [], gate: task.params.gate ?? null } };
+  },
+};
+
 registerCheck(probe);
 registerCheck(gated);
+registerCheck(grow);
 
 let productSeq = 0;
+interface ExpandInput {
+  /** Children of each generation: the root plans n children gated on one gate task; each child plans n more until depth. */
+  fanout: number;
+  depth: number;
+  cost: number;
+}
+
+/** A product that plans as results arrive: a gate task, a root, and children gated on the gate. */
+function makeExpandingProduct(objectCap?: number): ProductDefinition<ExpandInput> {
+  const id = `test.expand${++productSeq}.${randomBytes(2).toString('hex')}`;
+  const child = (key: string, depth: number, i: ExpandInput) => ({
+    check: grow.name, lane: 'dns' as const, productLane: 'probe', required: false, unitCost: i.cost, objectKey: key, distance: depth,
+    params: { children: depth < i.depth ? Array.from({ length: i.fanout }, (_, n) => `${key}.${n}`) : [] },
+    gate: { check: grow.name, objectKey: 'gate' },
+  });
+  return {
+    id, title: 'expanding test product', mode: 'async', method: 'POST', path: `/v2/test/${id}`, scope: 'scan:create', rateClass: 'scan',
+    input: z.any(), lanes: [{ lane: 'probe', required: false, description: 'test lane' }], price: () => 0, readiness: () => ({ probe: 'ready' }),
+    job: {
+      workerLanes: ['dns'],
+      target: () => ({ type: 'domain_name', value: 'example.test' }),
+      // The gate comes last in the plan: insertion still puts it first.
+      plan: (i) => [child('root', 0, i), { ...child('gate', 0, { ...i, depth: 0 }), gate: undefined }],
+      expand: (i, task) => {
+        if (task.check !== grow.name || task.objectKey === 'gate') return [];
+        const kids = (task.output?.projection.children as string[] | undefined) ?? [];
+        return kids.map((k) => child(k, task.distance + 1, i));
+      },
+      ...(objectCap ? { objectCap: () => objectCap } : {}),
+      deadlineMs: 60_000,
+    },
+  };
+}
+
 function makeProduct(opts: { assemble?: boolean; derive?: boolean } = {}): ProductDefinition<TestInput> {
   const id = `test.pipeline${++productSeq}.${randomBytes(2).toString('hex')}`;
   const gateName = `${id}:gate`;
@@ -220,6 +266,7 @@ async function accept(r: Rig, input: TestInput, price: number, opts: { publish?:
   const accepted = await acceptJob(dbh.db, {
     principal, product: r.product.id, target: { type: 'domain_name', value: 'example.test' }, profile: null, input, price,
     deadlineMs: opts.deadlineMs ?? 60_000, requestId: `req_${randomBytes(8).toString('hex')}`, claim: undefined,
+    objectCap: (r.product.job as { objectCap?: (i: unknown) => number } | undefined)?.objectCap?.(input) ?? null,
   });
   if (opts.publish !== false) {
     await publishJob(r.redis, accepted.jobId, 'plan');
@@ -355,6 +402,46 @@ describe('job pipeline', () => {
     const { finalizeJob } = await import('../../src/jobs/orchestration/finalize-job.ts');
     expect(await finalizeJob(o.context, jobId, 'settle')).toBeNull();
     expect(await dbh.db.selectFrom('findings').select('id').where('job_id', '=', jobId).where('code', '=', 'test_derived').execute()).toHaveLength(1);
+  });
+
+  it('expands as results arrive: gated tasks wait for their gate, children are planned once, the budget stops scheduling for good', async () => {
+    const r = await rig();
+    r.product = makeExpandingProduct() as never;
+    await r.startOrchestrator();
+    await r.startLane();
+    // gate 1 + root 1 + 3 children + 9 grandchildren = 14 tasks of cost 1; the reservation is 10.
+    const jobId = await accept(r, { fanout: 3, depth: 2, cost: 1 } as never, 10);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('partial');
+    const ts = await tasks(jobId);
+    const byKey = new Map(ts.map((t) => [t.object_key, t]));
+    expect(ts).toHaveLength(14);
+    // The gate ran first; everything gated on it received its result on release.
+    const rootOut = json(byKey.get('root')!.output);
+    expect(rootOut.projection.gate).toMatchObject({ status: 'completed', projection: { children: [] } });
+    expect(ts.filter((t) => t.status === 'completed')).toHaveLength(10);
+    expect(ts.filter((t) => t.status === 'budget_exhausted')).toHaveLength(4);
+    // Scheduling stopped for good: once a child was refused, no later one ran.
+    const firstRefused = Math.min(...ts.filter((t) => t.status === 'budget_exhausted').map((t) => Number(t.id)));
+    expect(ts.filter((t) => Number(t.id) > firstRefused && t.status === 'completed')).toHaveLength(0);
+    expect(Number(j.credits_captured)).toBe(10);
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('budget_exhausted');
+  });
+
+  it('keeps at most the job\'s object cap, and says so', async () => {
+    const r = await rig();
+    r.product = makeExpandingProduct(5) as never;
+    await r.startOrchestrator();
+    await r.startLane();
+    const jobId = await accept(r, { fanout: 4, depth: 1, cost: 0 } as never, 0);
+    const j = await terminal(jobId);
+    const objects = await dbh.db.selectFrom('objects').select('okey').where('job_id', '=', jobId).execute();
+    expect(objects).toHaveLength(5);
+    expect(j.status).toBe('partial');
+    const limits = await dbh.db.selectFrom('job_limitations').selectAll().where('job_id', '=', jobId).where('code', '=', 'object_cap_reached').execute();
+    expect(limits).toHaveLength(1);
+    expect(Number(limits[0]!.occurrences)).toBeGreaterThan(0);
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('object_cap_reached');
   });
 
   it('captures each task once even when its result notice arrives again', async () => {

@@ -1,12 +1,21 @@
-// Applying a finished task: capture its cost once (completed/partial only; CONTRACT §6) and mark
-// it applied, in one transaction under the job row lock. A repeated notice finds applied_at set
-// and changes nothing. When no task is left open, the job is finalized in the same transaction.
+// Applying a finished task, in one transaction under the job row lock: capture its cost once
+// (completed/partial only; CONTRACT §6), count its limitations for the job's coverage, release
+// the tasks gated on it, let the product plan more work from it (a scan's expansion: deduped,
+// budgeted, gated), and mark it applied. A repeated notice finds applied_at set and changes
+// nothing. When no task is left open, the job is finalized in the same transaction. What became
+// pending is enqueued after the commit (the reconciler re-enqueues it if this process dies first).
 import { sql } from 'kysely';
 import { captureTask } from '../../credits/ledger.ts';
+import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
+import { errInfo } from '../../queue/stream-consumer.ts';
+import type { CheckOutput, Limitation, TaskPlan } from '../../products/types.ts';
+import { parseJson } from '../../db/transaction.ts';
+import { gateResultOf, insertPlannedTasks, releaseGated } from './task-insert.ts';
+import { limitationCode, limitationMessage } from './job-outcome.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { CAPTURED_TASK_STATUSES, isOpenTask, lockJob, type LockedJob } from './task-rows.ts';
+import { CAPTURED_TASK_STATUSES, isOpenTask, isValidPlan, lockJob, type LockedJob } from './task-rows.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 
@@ -15,36 +24,103 @@ export interface ApplicableTask {
   status: TaskStatus;
   unit_cost: number;
   applied_at: Date | null;
+  reason?: string | null;
+  product_lane?: string;
+  /** Its limitations, counted into the job's coverage (job_limitations). */
+  output?: CheckOutput | null;
 }
 
 /** Caller holds the job row lock. Returns the credits captured (0 on a repeat). */
 export async function applyFinishedTask(trx: Trx, job: LockedJob, task: ApplicableTask): Promise<number> {
   if (task.applied_at || isOpenTask(task.status)) return 0;
   const marked = await sql`UPDATE tasks SET applied_at = NOW(3)
-    WHERE id = ${task.id} AND applied_at IS NULL AND status NOT IN ('pending', 'running')`.execute(trx);
+    WHERE id = ${task.id} AND applied_at IS NULL AND status NOT IN ('pending', 'running', 'waiting')`.execute(trx);
   if (affected(marked) !== 1) return 0;
+  await countLimitations(trx, job.id, task);
   if (!CAPTURED_TASK_STATUSES.includes(task.status) || task.unit_cost <= 0) return 0;
   return captureTask(trx, { workspaceId: job.workspace_id, jobId: job.id, taskId: task.id, amount: task.unit_cost });
 }
 
+/**
+ * The task's own limitations and the one its status stands for, counted once per task. With
+ * `gap`, they make the job's coverage incomplete by themselves (not a task's note).
+ */
+async function countLimitations(trx: Trx, jobId: number, task: ApplicableTask, gap = false): Promise<void> {
+  const lims: Limitation[] = [...(task.output?.limitations ?? [])];
+  if (task.product_lane) {
+    const row = { status: task.status, reason: task.reason ?? null, product_lane: task.product_lane };
+    const code = limitationCode(row);
+    if (code) lims.push({ code, message: limitationMessage(code, 1, row) });
+  }
+  const byCode = new Map<string, Limitation>();
+  for (const l of lims) if (!byCode.has(l.code)) byCode.set(l.code, l);
+  if (byCode.size === 0) return;
+  const rows = [...byCode.values()].map((l) => sql`(${jobId}, ${l.code.slice(0, 64)}, 1, ${String(l.message).slice(0, 500)}, ${gap ? 1 : 0})`);
+  await sql`INSERT INTO job_limitations (job_id, code, occurrences, message, gap) VALUES ${sql.join(rows)}
+    ON DUPLICATE KEY UPDATE occurrences = occurrences + 1, gap = GREATEST(gap, VALUES(gap))`.execute(trx);
+}
+
 export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
-  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId} AND status IN ('pending', 'running')`.execute(trx);
+  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId} AND status IN ('pending', 'running', 'waiting')`.execute(trx);
   return Number(res.rows[0]?.n ?? 0);
 }
 
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
   const head = await ctx.db.selectFrom('tasks').select('job_id').where('id', '=', taskId).executeTakeFirst();
   if (!head) return; // purged
-  await inTransaction(ctx.db, async (trx) => {
+  const next = await inTransaction(ctx.db, async (trx): Promise<TaskRef[]> => {
     const job = await lockJob(trx, head.job_id);
-    if (!job || isTerminal(job.status)) return;
-    const res = await sql<ApplicableTask>`SELECT id, status, unit_cost, applied_at FROM tasks WHERE id = ${taskId} FOR UPDATE`.execute(trx);
-    const task = res.rows[0];
-    if (!task) return;
-    await applyFinishedTask(trx, job, { ...task, unit_cost: Number(task.unit_cost) });
-    if (job.status === 'queued') return;
+    if (!job || isTerminal(job.status)) return [];
+    const res = await sql<Record<string, unknown>>`SELECT id, status, unit_cost, applied_at, reason, product_lane, check_name, object_key, distance, output
+      FROM tasks WHERE id = ${taskId} FOR UPDATE`.execute(trx);
+    const row = res.rows[0];
+    if (!row) return [];
+    const task = {
+      id: Number(row.id), status: row.status as TaskStatus, unit_cost: Number(row.unit_cost), applied_at: (row.applied_at as Date | null) ?? null,
+      reason: (row.reason as string | null) ?? null, product_lane: String(row.product_lane), output: parseJson<CheckOutput>(row.output),
+    };
+    if (task.applied_at || isOpenTask(task.status)) return [];
+    await applyFinishedTask(trx, job, task);
+    if (job.status === 'queued') return [];
+    const check = String(row.check_name);
+    const objectKey = String(row.object_key);
+    // Work gated on this task may start now, with what it found; new work only while not cancelling.
+    const released = await releaseGated(trx, job.id, { check, objectKey, result: gateResultOf(task.status, task.output) });
+    const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, { check, objectKey, distance: Number(row.distance), status: task.status, output: task.output });
     if ((await countOpenTasks(trx, job.id)) === 0) {
       await finalizeLocked(trx, ctx, job, job.status === 'cancelling' ? 'cancel' : 'settle');
+      return [];
     }
+    return [...released, ...expanded];
   });
+  if (next.length > 0) await enqueueTasks(ctx.redis, next);
+}
+
+/** The product's expansion of a finished task, validated, deduplicated, budgeted and gated. */
+async function expand(trx: Trx, ctx: OrchestrationContext, job: LockedJob, task: { check: string; objectKey: string; distance: number; status: TaskStatus; output: CheckOutput | null }): Promise<TaskRef[]> {
+  const def = ctx.catalog.get(job.product);
+  if (!def?.job?.expand) return [];
+  let plans: TaskPlan[];
+  try {
+    let scopes: Promise<string[]> | undefined;
+    plans = await def.job.expand(job.input, { ...task, status: task.status as never }, {
+      approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)),
+    });
+  } catch (err) {
+    // A bug in one expansion must not wedge the job: it ends with what it has, and says so.
+    ctx.log.error({ jobId: job.id, check: task.check, err: errInfo(err) }, 'expansion failed');
+    await countLimitations(trx, job.id, { id: 0, status: 'failed', unit_cost: 0, applied_at: null, output: { status: 'failed', projection: {}, objects: [], relations: [], findings: [], sources: [], limitations: [{ code: 'expansion_failed', message: 'Planning follow-up work from a finished task failed; what it would have found is missing.' }] } }, true);
+    return [];
+  }
+  const valid = plans.filter((p) => {
+    const ok = isValidPlan(p);
+    if (!ok) ctx.log.error({ jobId: job.id, check: p.check, lane: p.lane }, 'invalid expansion plan dropped');
+    return ok;
+  });
+  return insertPlannedTasks(trx, job, valid);
+}
+
+async function approvedScopesOf(trx: Trx, workspaceId: number): Promise<string[]> {
+  const rows = await sql<{ suffix: string }>`SELECT suffix FROM workspace_target_scopes WHERE workspace_id = ${workspaceId}`.execute(trx);
+  return rows.rows.map((r) => r.suffix);
 }

@@ -1,4 +1,5 @@
-// The `cancel` op (CONTRACT §9): pending tasks will never run; running ones may finish (and are
+// The `cancel` op (CONTRACT §9): pending and waiting tasks will never run (and nothing new is
+// planned: apply-result does not expand a cancelling job); running ones may finish (and are
 // charged) until the grace deadline. The job ends `cancelled` as soon as nothing is running:
 // here, on the last running task's result (apply-result.ts), or by the sweeper after
 // CANCEL_GRACE_MS.
@@ -15,7 +16,7 @@ export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promi
     if (!job || job.status !== 'cancelling') return;
     // Nothing to capture for these: they are applied at once.
     await sql`UPDATE tasks SET status = 'cancelled', reason = 'job_cancelled', finished_at = NOW(3), applied_at = NOW(3)
-      WHERE job_id = ${job.id} AND status = 'pending'`.execute(trx);
+      WHERE job_id = ${job.id} AND status IN ('pending', 'waiting')`.execute(trx);
     if ((await countOpenTasks(trx, job.id)) === 0) await finalizeLocked(trx, ctx, job, 'cancel');
   });
 }

@@ -8,9 +8,10 @@ import { isTerminal } from '../job-view.ts';
 import { applyFinishedTask } from './apply-result.ts';
 import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
-import { decideOutcome, type FinalizeMode, type TerminalStatus } from './job-outcome.ts';
-import { lockJob, selectTasks, type LockedJob } from './task-rows.ts';
+import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
+import { isOpenTask, lockJob, selectTasks, type LockedJob } from './task-rows.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
+import type { LaneStatus } from '../../products/types.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -26,16 +27,21 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
   // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
   // A runner still executing one of these loses its compare-and-set and writes nothing.
   await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
-    WHERE job_id = ${job.id} AND status IN ('pending', 'running')`.execute(trx);
-  const tasks = await selectTasks(trx, job.id);
-  for (const t of tasks) if (!t.applied_at) await applyFinishedTask(trx, job, t);
+    WHERE job_id = ${job.id} AND status IN ('pending', 'running', 'waiting')`.execute(trx);
+  for (const t of await selectTasks(trx, job.id, { unappliedOnly: true })) await applyFinishedTask(trx, job, t);
+  const def = ctx.catalog.get(job.product);
+  // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of
+  // tasks, so it is decided from their statuses and the limitations counted as they were applied.
+  const assembles = Boolean(def?.job?.assemble);
+  const tasks = await selectTasks(trx, job.id, { withOutput: assembles });
   const captured = await sql<{ c: number }>`SELECT credits_captured AS c FROM jobs WHERE id = ${job.id}`.execute(trx);
   const outcome = decideOutcome({
-    def: ctx.catalog.get(job.product),
+    def,
     productId: job.product,
     input: job.input,
     requestId: job.request_id,
     tasks,
+    ...(assembles ? {} : { recordedLimitations: await recordedLimitations(trx, job.id) }),
     mode: effective,
     charged: Number(captured.rows[0]?.c ?? 0),
     ...(opts.failure ? { failure: opts.failure } : {}),
@@ -49,11 +55,21 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
   for (const d of outcome.derived ?? []) {
     const laneStatus = tasks.find((t) => t.product_lane === d.lane)?.status;
     await writeOutput(trx, { jobId: job.id, workspaceId: job.workspace_id, productLane: d.lane, distance: 0 },
-      { status: laneStatus && laneStatus !== 'pending' && laneStatus !== 'running' ? laneStatus : 'completed', ...d });
+      { status: laneStatus && !isOpenTask(laneStatus) ? laneStatus as LaneStatus : 'completed', ...d });
   }
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;
+}
+
+/** The limitations counted per job as its tasks were applied (apply-result.ts). */
+async function recordedLimitations(trx: Trx, jobId: number): Promise<RecordedLimitation[]> {
+  const rows = await sql<{ code: string; occurrences: number; message: string; gap: number }>`
+    SELECT code, occurrences, message, gap FROM job_limitations WHERE job_id = ${jobId} ORDER BY code`.execute(trx);
+  return rows.rows.map((r) => ({
+    code: r.code, gap: Number(r.gap) === 1,
+    message: Number(r.occurrences) > 1 ? `${r.message} (${r.occurrences} occurrences)` : r.message,
+  }));
 }
 
 export async function finalizeJob(ctx: OrchestrationContext, jobId: number, mode: FinalizeMode, opts: FinalizeOptions = {}): Promise<TerminalStatus | null> {

@@ -25,6 +25,13 @@ export interface OutcomeInput {
   charged: number;
   /** A job-level failure (e.g. plan_failed): forces `failed`. */
   failure?: string;
+  /** Jobs decided without outputs (scans): the limitations counted as their tasks were applied. */
+  recordedLimitations?: RecordedLimitation[];
+}
+
+/** A limitation counted per job; `gap`: it makes coverage incomplete by itself (an object cap hit). */
+export interface RecordedLimitation extends Limitation {
+  gap: boolean;
 }
 
 export interface Coverage {
@@ -51,11 +58,14 @@ function hasResults(t: TaskRow): boolean {
 }
 
 /** A skipped task that does not apply to the input does not make coverage incomplete. */
-function applicableDone(t: TaskRow): boolean {
+function applicableDone(t: Pick<TaskRow, 'status' | 'reason'>): boolean {
   return t.status === 'completed' || (t.status === 'skipped' && t.reason === 'not_applicable');
 }
 
-function limitationCode(t: TaskRow): string | null {
+type LimitationSubject = Pick<TaskRow, 'status' | 'reason' | 'product_lane'>;
+
+/** The limitation a task's status stands for (null for one that completed or did not apply). */
+export function limitationCode(t: LimitationSubject): string | null {
   if (applicableDone(t)) return null;
   if (t.status === 'budget_exhausted') return 'budget_exhausted';
   if (t.reason === 'dead_lettered') return 'dead_lettered';
@@ -63,7 +73,7 @@ function limitationCode(t: TaskRow): string | null {
   return `${t.product_lane}_${t.status}`;
 }
 
-function limitationMessage(code: string, n: number, t: TaskRow): string {
+export function limitationMessage(code: string, n: number, t: LimitationSubject): string {
   const tasks = `${n} task${n === 1 ? '' : 's'}`;
   switch (code) {
     case 'budget_exhausted': return `${tasks} not scheduled: the credit budget was exhausted.`;
@@ -169,7 +179,8 @@ function envelopeWithoutProjection(def: ProductDefinition, o: OutcomeInput, outc
 
 /** Scans (no assemble): per product lane from the task statuses. */
 function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
-  const outputLims = o.tasks.flatMap((t) => t.output?.limitations ?? []);
+  const outputLims: Limitation[] = (o.recordedLimitations ?? o.tasks.flatMap((t) => t.output?.limitations ?? [])).map((l) => ({ code: l.code, message: l.message }));
+  const gaps = (o.recordedLimitations ?? []).some((l) => l.gap);
   const coverage = (complete: boolean): Coverage => ({ complete, limitations: complete ? [] : mergeLimitations(lims, outputLims) });
   const lanes = new Map<string, TaskRow[]>();
   for (const t of o.tasks) lanes.set(t.product_lane, [...(lanes.get(t.product_lane) ?? []), t]);
@@ -179,6 +190,6 @@ function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
     const unavailable = tried.length > 0 && tried.every((t) => t.status === 'unavailable' || t.status === 'timeout');
     return { status: unavailable ? 'unavailable' : 'failed', result: null, coverage: coverage(false) };
   }
-  if (o.tasks.length > 0 && o.tasks.every(applicableDone)) return { status: 'completed', result: null, coverage: coverage(true) };
+  if (o.tasks.length > 0 && o.tasks.every(applicableDone) && !gaps) return { status: 'completed', result: null, coverage: coverage(true) };
   return { status: o.tasks.some(hasResults) ? 'partial' : 'failed', result: null, coverage: coverage(false) };
 }

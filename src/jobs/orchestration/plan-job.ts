@@ -9,8 +9,10 @@ import { isLaneName } from '../../queue/streams.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { budgetTasks, dedupePlans } from './task-budget.ts';
-import { lockJob, type LockedJob } from './task-rows.ts';
+import { dedupePlans } from './task-budget.ts';
+import { insertPlannedTasks } from './task-insert.ts';
+import { countOpenTasks } from './apply-result.ts';
+import { isValidPlan, lockJob, type LockedJob } from './task-rows.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';
@@ -40,36 +42,19 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   let plans: TaskPlan[];
   try {
     plans = dedupePlans(def.job.plan(job.input));
-    plans.forEach(validatePlan);
+    for (const p of plans) if (!isValidPlan(p)) throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
   } catch (err) {
     ctx.log.error({ jobId: job.id, err: errInfo(err) }, 'plan failed');
     await finalizeLocked(trx, ctx, job, 'settle', { failure: 'plan_failed' });
     return 'nothing';
   }
-  const budgeted = budgetTasks(plans, job.credits_reserved);
-  for (let i = 0; i < budgeted.length; i += 500) {
-    const rows = budgeted.slice(i, i + 500).map(({ plan, status }) => sql`(
-      ${job.id}, ${job.workspace_id}, ${plan.objectKey}, ${plan.check}, ${plan.lane}, ${plan.productLane},
-      ${plan.required ? 1 : 0}, ${plan.unitCost}, ${plan.distance ?? 0}, ${plan.params ? JSON.stringify(plan.params) : null},
-      ${status}, ${status === 'budget_exhausted' ? 'budget_exhausted' : null},
-      ${status === 'budget_exhausted' ? sql`NOW(3)` : null}, ${status === 'budget_exhausted' ? sql`NOW(3)` : null})`);
-    await sql`INSERT IGNORE INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, required, unit_cost,
-        distance, params, status, reason, finished_at, applied_at)
-      VALUES ${sql.join(rows)}`.execute(trx);
-  }
+  const pending = await insertPlannedTasks(trx, job, plans);
   await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(trx);
-  if (!budgeted.some((b) => b.status === 'pending')) {
+  if (pending.length === 0 && (await countOpenTasks(trx, job.id)) === 0) {
     await finalizeLocked(trx, ctx, { ...job, status: 'running' }, 'settle');
     return 'nothing';
   }
   return 'enqueue_all';
-}
-
-/** A plan the tables or the streams cannot hold fails the job instead of a lane, later. */
-function validatePlan(p: TaskPlan): void {
-  const ok = isLaneName(p.lane) && Number.isInteger(p.unitCost) && p.unitCost >= 0 && p.objectKey.length > 0 && p.objectKey.length <= 512
-    && /^[a-z0-9_.-]{1,64}$/.test(p.check) && p.productLane.length > 0 && p.productLane.length <= 32;
-  if (!ok) throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
 }
 
 async function pendingTasks(ctx: OrchestrationContext, jobId: number): Promise<TaskRef[]> {

@@ -88,7 +88,7 @@ export class Reconciler {
     const rows = await sql<{ id: number; job_id: number }>`
       SELECT t.id, t.job_id FROM tasks t JOIN jobs j ON j.id = t.job_id
       WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()})
-        AND t.status NOT IN ('pending', 'running') AND t.applied_at IS NULL
+        AND t.status NOT IN ('pending', 'running', 'waiting') AND t.applied_at IS NULL
         AND t.finished_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
       ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
     for (const r of rows.rows) await publishTaskResult(this.#ctx.redis, Number(r.id), Number(r.job_id));
@@ -121,7 +121,7 @@ export class Reconciler {
       SELECT j.id FROM jobs j
       WHERE j.status = 'running' AND j.product IN (${this.#products()})
         AND j.started_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
-        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN ('pending', 'running') OR t.applied_at IS NULL))
+        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN ('pending', 'running', 'waiting') OR t.applied_at IS NULL))
       ORDER BY j.id LIMIT 100`.execute(this.#ctx.db);
     let n = 0;
     for (const r of rows.rows) if (await finalizeJob(this.#ctx, Number(r.id), 'settle')) n++;

@@ -1,12 +1,20 @@
 // Task statuses and the task/job rows the orchestrator and lane runner share.
 import { sql } from 'kysely';
 import type { JobStatus, TaskStatus } from '../../db/schema.ts';
-import type { CheckOutput, TaskOutcomeView } from '../../products/types.ts';
+import type { CheckOutput, TaskOutcomeView, TaskPlan } from '../../products/types.ts';
+import { isLaneName } from '../../queue/streams.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 
-export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running'];
+/** Work not finished: running, queued, or held until its gate finishes. */
+export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
 /** Statuses whose task did work the workspace pays for (CONTRACT §6). */
 export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'partial'];
+
+/** A plan the tables and the streams can hold (else the job fails instead of a lane, later). */
+export function isValidPlan(p: TaskPlan): boolean {
+  return isLaneName(p.lane) && Number.isInteger(p.unitCost) && p.unitCost >= 0 && p.objectKey.length > 0 && p.objectKey.length <= 512
+    && /^[a-z0-9_.-]{1,64}$/.test(p.check) && p.productLane.length > 0 && p.productLane.length <= 32;
+}
 
 export function isOpenTask(s: TaskStatus): boolean {
   return OPEN_TASK_STATUSES.includes(s);
@@ -27,10 +35,13 @@ export interface TaskRow {
   applied_at: Date | null;
 }
 
-export async function selectTasks(trx: Trx, jobId: number): Promise<TaskRow[]> {
+/** A job's tasks; without their outputs (a scan's thousands), or only those not applied yet. */
+export async function selectTasks(trx: Trx, jobId: number, opts: { withOutput?: boolean; unappliedOnly?: boolean } = {}): Promise<TaskRow[]> {
+  const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
+  const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN ('pending', 'running', 'waiting')` : sql``;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, output, applied_at
-    FROM tasks WHERE job_id = ${jobId} ORDER BY id`.execute(trx);
+    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, ${output}, applied_at
+    FROM tasks WHERE job_id = ${jobId} ${unapplied} ORDER BY id`.execute(trx);
   return res.rows.map(toTaskRow);
 }
 

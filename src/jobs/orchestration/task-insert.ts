@@ -1,0 +1,168 @@
+// Inserting planned tasks, for the initial plan and for what a scan expands as results arrive,
+// under the job row lock:
+//   - deduplicated: a plan whose (check, object key) already has a task is dropped before it can
+//     take budget (a rediscovered name adds a relation, never a second task);
+//   - budgeted (CONTRACT §6): plans are taken in order while the job's planned cost stays within
+//     its reservation; from the first that would pass it, scheduling stops for good and every
+//     later plan is recorded `budget_exhausted`;
+//   - gated: a plan with a gate waits for that task; it is `waiting` while the gate is open,
+//     `pending` with the gate's result when the gate has finished, `budget_exhausted` when the
+//     gate itself was never scheduled.
+// Returns the tasks that are pending now; the caller enqueues them after the commit.
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { GateResult, TaskPlan } from '../../products/types.ts';
+import type { TaskRef } from '../../queue/task-enqueue.ts';
+import { parseJson, type Trx } from '../../db/transaction.ts';
+import type { TaskStatus } from '../../db/schema.ts';
+import type { CheckOutput } from '../../products/types.ts';
+import { dedupePlans } from './task-budget.ts';
+import type { LockedJob } from './task-rows.ts';
+
+/** The identity of a task within its job, as gates refer to it. */
+export function taskKeyHash(check: string, objectKey: string): Buffer {
+  return createHash('sha256').update(`${check}\n${objectKey}`).digest();
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+type GateState = { kind: 'open' } | { kind: 'done'; result: GateResult } | { kind: 'never' };
+
+const NEVER_RUN: readonly TaskStatus[] = ['budget_exhausted', 'cancelled'];
+const OPEN: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
+
+async function existingKeys(trx: Trx, jobId: number, plans: readonly TaskPlan[]): Promise<Set<string>> {
+  const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
+  const out = new Set<string>();
+  for (let i = 0; i < hashes.length; i += 500) {
+    const rows = await sql<{ check_name: string; object_key: string }>`
+      SELECT check_name, object_key FROM tasks WHERE job_id = ${jobId} AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(trx);
+    for (const r of rows.rows) out.add(`${r.check_name}\n${r.object_key}`);
+  }
+  return out;
+}
+
+async function gateStates(trx: Trx, jobId: number, gates: Array<{ check: string; objectKey: string }>): Promise<Map<string, GateState>> {
+  const out = new Map<string, GateState>();
+  for (const g of gates) {
+    const key = `${g.check}\n${g.objectKey}`;
+    if (out.has(key)) continue;
+    const res = await sql<{ status: TaskStatus; output: unknown }>`
+      SELECT status, output FROM tasks WHERE job_id = ${jobId} AND check_name = ${g.check} AND object_key_hash = ${sha256(g.objectKey)}`.execute(trx);
+    const row = res.rows[0];
+    if (!row) out.set(key, { kind: 'done', result: { status: 'skipped', projection: null } });
+    else if (OPEN.includes(row.status)) out.set(key, { kind: 'open' });
+    else if (NEVER_RUN.includes(row.status)) out.set(key, { kind: 'never' });
+    else out.set(key, { kind: 'done', result: gateResultOf(row.status, parseJson<CheckOutput>(row.output)) });
+  }
+  return out;
+}
+
+export function gateResultOf(status: TaskStatus, output: CheckOutput | null): GateResult {
+  return { status: status as GateResult['status'], projection: output?.projection ?? null };
+}
+
+/** Cost already planned for the job, and whether scheduling has stopped on the budget. */
+async function budgetState(trx: Trx, jobId: number): Promise<{ planned: number; stopped: boolean }> {
+  const res = await sql<{ planned: number | null; exhausted: number | null }>`
+    SELECT SUM(CASE WHEN status <> 'budget_exhausted' THEN unit_cost ELSE 0 END) AS planned,
+           SUM(status = 'budget_exhausted') AS exhausted
+    FROM tasks WHERE job_id = ${jobId}`.execute(trx);
+  const r = res.rows[0];
+  return { planned: Number(r?.planned ?? 0), stopped: Number(r?.exhausted ?? 0) > 0 };
+}
+
+interface Row {
+  plan: TaskPlan;
+  status: 'pending' | 'waiting' | 'budget_exhausted';
+  gate?: GateResult;
+}
+
+export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readonly TaskPlan[]): Promise<TaskRef[]> {
+  const known = await existingKeys(trx, job.id, input);
+  // Gates first (stable otherwise): a dependent must see its gate's fate in the same batch.
+  const gateKeys = new Set(input.flatMap((p) => (p.gate ? [`${p.gate.check}\n${p.gate.objectKey}`] : [])));
+  const isGate = (p: TaskPlan) => (gateKeys.has(`${p.check}\n${p.objectKey}`) ? 1 : 0);
+  const plans = dedupePlans([...input].sort((a, b) => isGate(b) - isGate(a))).filter((p) => !known.has(`${p.check}\n${p.objectKey}`));
+  if (plans.length === 0) return [];
+
+  const budget = await budgetState(trx, job.id);
+  let spent = budget.planned;
+  let stopped = budget.stopped;
+  const inBatch = new Map<string, Row['status']>();
+  const gates = await gateStates(trx, job.id, plans.flatMap((p) => (p.gate && !plans.some((q) => q.check === p.gate!.check && q.objectKey === p.gate!.objectKey) ? [p.gate] : [])));
+  const rows: Row[] = [];
+  for (const plan of plans) {
+    let status: Row['status'];
+    let gate: GateResult | undefined;
+    if (stopped || spent + plan.unitCost > job.credits_reserved) {
+      stopped = true;
+      status = 'budget_exhausted';
+    } else if (plan.gate) {
+      const key = `${plan.gate.check}\n${plan.gate.objectKey}`;
+      const batch = inBatch.get(key);
+      const state: GateState = batch !== undefined
+        ? (batch === 'budget_exhausted' ? { kind: 'never' } : { kind: 'open' })
+        : gates.get(key) ?? { kind: 'done', result: { status: 'skipped', projection: null } };
+      if (state.kind === 'never') status = 'budget_exhausted';
+      else if (state.kind === 'open') status = 'waiting';
+      else {
+        status = 'pending';
+        gate = state.result;
+      }
+    } else {
+      status = 'pending';
+    }
+    if (status !== 'budget_exhausted') spent += plan.unitCost;
+    inBatch.set(`${plan.check}\n${plan.objectKey}`, status);
+    rows.push({ plan, status, ...(gate ? { gate } : {}) });
+  }
+
+  for (let i = 0; i < rows.length; i += 500) {
+    const values = rows.slice(i, i + 500).map(({ plan, status, gate }) => {
+      const params = gate ? { ...plan.params, gate } : plan.params;
+      const exhausted = status === 'budget_exhausted';
+      return sql`(
+        ${job.id}, ${job.workspace_id}, ${plan.objectKey}, ${plan.check}, ${plan.lane}, ${plan.productLane},
+        ${plan.required ? 1 : 0}, ${plan.unitCost}, ${plan.distance ?? 0}, ${params ? JSON.stringify(params) : null},
+        ${status}, ${exhausted ? 'budget_exhausted' : null}, ${exhausted ? sql`NOW(3)` : null}, ${exhausted ? sql`NOW(3)` : null},
+        ${status === 'waiting' && plan.gate ? taskKeyHash(plan.gate.check, plan.gate.objectKey) : null})`;
+    });
+    await sql`INSERT IGNORE INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, required, unit_cost,
+        distance, params, status, reason, finished_at, applied_at, gate_key_hash)
+      VALUES ${sql.join(values)}`.execute(trx);
+  }
+  const pending = rows.filter((r) => r.status === 'pending');
+  return pendingRefs(trx, job.id, pending.map((r) => r.plan));
+}
+
+async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<TaskRef[]> {
+  if (plans.length === 0) return [];
+  const wanted = new Set(plans.map((p) => `${p.check}\n${p.objectKey}`));
+  const refs: TaskRef[] = [];
+  const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
+  for (let i = 0; i < hashes.length; i += 500) {
+    const rows = await sql<{ id: number; lane: string; check_name: string; object_key: string }>`
+      SELECT id, lane, check_name, object_key FROM tasks
+      WHERE job_id = ${jobId} AND status = 'pending' AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(trx);
+    for (const r of rows.rows) if (wanted.has(`${r.check_name}\n${r.object_key}`)) refs.push({ id: Number(r.id), jobId, lane: r.lane });
+  }
+  return refs.sort((a, b) => a.id - b.id);
+}
+
+/**
+ * The gate task `check`/`objectKey` has finished: every task waiting on it becomes pending with
+ * the gate's result in params.gate. Returns them for enqueueing after the commit.
+ */
+export async function releaseGated(trx: Trx, jobId: number, gate: { check: string; objectKey: string; result: GateResult }): Promise<TaskRef[]> {
+  const hash = taskKeyHash(gate.check, gate.objectKey);
+  const waiting = await sql<{ id: number; lane: string; params: unknown }>`
+    SELECT id, lane, params FROM tasks WHERE job_id = ${jobId} AND gate_key_hash = ${hash} AND status = 'waiting' FOR UPDATE`.execute(trx);
+  const refs: TaskRef[] = [];
+  for (const r of waiting.rows) {
+    const params = { ...(parseJson<Record<string, unknown>>(r.params) ?? {}), gate: gate.result };
+    await sql`UPDATE tasks SET status = 'pending', params = ${JSON.stringify(params)} WHERE id = ${r.id} AND status = 'waiting'`.execute(trx);
+    refs.push({ id: Number(r.id), jobId, lane: r.lane });
+  }
+  return refs;
+}
