@@ -1,6 +1,7 @@
 // Every finding code the service can raise, gathered from the products that declare them.
 // docs/findings.md lists the same rows; test/unit/findings-catalog.test.ts fails when they drift.
 import { domainFindings, type FindingKind } from './domain/findings.ts';
+import { mailFindings } from './mail/findings.ts';
 
 export interface CatalogEntry extends FindingKind {
   product: string;
@@ -8,4 +9,5 @@ export interface CatalogEntry extends FindingKind {
 
 export const findingCatalog: readonly CatalogEntry[] = [
   ...Object.values(domainFindings).map((f) => ({ ...f, product: 'lookup.domain.v1' })),
+  ...Object.values(mailFindings).map((f) => ({ ...f, product: 'lookup.mail.v1' })),
 ];

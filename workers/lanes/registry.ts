@@ -2,9 +2,10 @@
 // checks is adding its array to `productChecks`. Tests register their own with registerCheck().
 import type { CheckSpec } from '../../src/products/types.ts';
 import { domainChecks } from '../../src/products/domain/checks.ts';
+import { mailChecks } from '../../src/products/mail/checks.ts';
 
 /** Every check a product module ships. */
-const productChecks: readonly CheckSpec[] = [...domainChecks];
+const productChecks: readonly CheckSpec[] = [...domainChecks, ...mailChecks];
 
 const registry = new Map<string, CheckSpec>();
 

@@ -1,6 +1,7 @@
 // CPU-bound parsers run in the lane's piscina pool (parse-worker.ts) or inline when the pool is
 // off. Plain functions of JSON-serialisable input and output: they cross a thread boundary.
 import { createHash, X509Certificate } from 'node:crypto';
+import { mailPoolTasks } from '../../src/products/mail/pool-tasks.ts';
 
 export interface CertificateInfo {
   subject: string;
@@ -133,5 +134,5 @@ export function parseSpf(record: string): SpfInfo {
   return out;
 }
 
-export const parseTasks = { parseCertificate, parseSpf } as const;
+export const parseTasks = { parseCertificate, parseSpf, ...mailPoolTasks } as const;
 export type ParseTask = keyof typeof parseTasks;
