@@ -33,6 +33,7 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
     return out.done({ ...base, txt: null, policy: null, coverage: [] } satisfies MtaStsProjection);
   }
   const txt = await inPool(ctx, 'mailMtaStsTxt', { domain, snapshot: asker.snapshot });
+  if (delivery.kind === 'unknown') out.indeterminate(delivery.query, 'MX hosts for policy coverage');
   const posture = postureObjects(out, domain, 'mta_sts', { txt: txt.state, id: txt.id });
   if (txt.state === 'absent') {
     out.finding(mailFinding('mta_sts_missing', { type: 'domain', key: domain }, `${domain} publishes no MTA-STS record.`, [evidenceLine(txtReply)]));
@@ -47,7 +48,6 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
   const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
   const fetched: NonNullable<MtaStsProjection['policy']> = { url, fetched: false, status: null, contentType: null, failure: null, mode: null, maxAge: null, mx: [], lax: false };
   const hosts = delivery.kind === 'hosts' ? delivery.hosts : [];
-  if (delivery.kind === 'unknown') out.indeterminate(delivery.query, 'MX hosts for policy coverage');
   if (!guard) {
     out.partial({ code: 'mta_sts_policy_not_fetched', message: 'No outbound guard is configured: the policy was not fetched.' });
     return out.done({ ...base, txt, policy: fetched, coverage: [] } satisfies MtaStsProjection);

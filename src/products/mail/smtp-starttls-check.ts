@@ -100,12 +100,12 @@ export async function runSmtpStarttlsCheck(domain: string, asker: DnsAsker, ctx:
   postureObjects(out, domain, 'smtp_starttls', { hosts: rows.map((r) => ({ host: r.host, states: r.sessions.map((s) => s.state) })) });
   const now = opts.now?.() ?? new Date();
   let known = 0;
-  const gaps: SessionResult['state'][] = [];
+  const gaps: Array<SessionResult['state'] | 'unresolved'> = [];
   for (const row of rows) {
     const ref = out.object({ type: 'mx_host', key: row.host, distance: 1, projection: { name: row.host, starttls: row.sessions.map((s) => ({ address: s.address, state: s.state, protocol: s.tls?.protocol ?? null })) } });
     if (row.resolution !== 'resolved') {
       out.partial({ code: row.resolution === 'not_allowed' ? 'smtp_target_not_allowed' : 'smtp_host_unresolved', message: `No SMTP session with ${row.host}: ${row.resolution === 'not_allowed' ? 'its addresses are refused by the outbound address policy' : row.resolution === 'no_address' ? 'it has no address' : 'its addresses are unknown (DNS failure)'}.` });
-      gaps.push(row.resolution === 'unknown' ? 'unreachable' : 'not_allowed');
+      gaps.push(row.resolution === 'not_allowed' ? 'not_allowed' : 'unresolved');
       continue;
     }
     for (const s of row.sessions) {
@@ -134,10 +134,11 @@ export async function runSmtpStarttlsCheck(domain: string, asker: DnsAsker, ctx:
     }
   }
   if (known === 0 && gaps.length > 0) {
-    const allTimeouts = gaps.every((g) => TIMEOUT_STATES.has(g));
+    const allTimeouts = gaps.every((g) => g !== 'unresolved' && TIMEOUT_STATES.has(g));
     const allViolations = gaps.every((g) => g === 'protocol_violation');
     out.status = allTimeouts ? 'timeout' : allViolations ? 'failed' : 'unavailable';
-    out.reason = allTimeouts ? 'smtp_timeout' : allViolations ? 'smtp_protocol_violation' : gaps.every((g) => g === 'not_allowed') ? 'target_not_allowed' : 'smtp_unreachable';
+    out.reason = allTimeouts ? 'smtp_timeout' : allViolations ? 'smtp_protocol_violation'
+      : gaps.every((g) => g === 'not_allowed') ? 'target_not_allowed' : gaps.every((g) => g === 'unresolved') ? 'dns_failure' : 'smtp_unreachable';
   }
   return out.done({ ...base, implicitMx: delivery.implicit, hosts: rows } satisfies SmtpProjection);
 }

@@ -137,6 +137,21 @@ function classify(raw: string, domain: string): Omit<SpfTerm, 'lookups' | 'void'
   return { term: raw, kind: mech as SpfTermKind, qualifier, target };
 }
 
+/**
+ * The first syntax error of a record's terms (mailauth's RFC 7208 validator), or false. Terms
+ * are visible ASCII (RFC 7208 §4.6.1, §12); mailauth's validator throws on a term with a control
+ * character or line break instead of reporting it, so those are caught first.
+ */
+function termsError(terms: string[]): string | false {
+  const bad = terms.find((t) => !/^[\x21-\x7e]+$/.test(t));
+  if (bad !== undefined) return `invalid character in term "${bad.replace(/[^\x20-\x7e]/g, '?').slice(0, 60)}"`;
+  try {
+    return mailauthSpf.validateTerms(terms);
+  } catch (err) {
+    return `unparseable term (${err instanceof Error ? err.message : String(err)})`;
+  }
+}
+
 function blankNode(domain: string, via: SpfNode['via'], status: SpfNode['status']): SpfNode {
   return { domain, via, query: null, status, record: null, terms: [], lookups: 0, total: 0, voids: 0, errors: [], children: [] };
 }
@@ -184,14 +199,14 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
   }
   node.record = records[0]!;
   const raw = node.record.slice(6).split(' ').filter((t) => t.length > 0);
-  const syntaxError = mailauthSpf.validateTerms(raw);
+  const syntaxError = termsError(raw);
   const terms = raw.map((t) => classify(t, domain));
   if (syntaxError) {
     node.status = 'syntax_error';
     node.errors.push(syntaxError);
     permerror(w, 'syntax', domain, syntaxError);
     // A record with a syntax error is not evaluated (RFC 7208 §4.6): list its terms, follow nothing.
-    node.terms = terms.map((t) => ({ ...t, lookups: 0, void: null, note: mailauthSpf.validateTerms([t.term]) || null }));
+    node.terms = terms.map((t) => ({ ...t, lookups: 0, void: null, note: termsError([t.term]) || null }));
     return node;
   }
   const hasAll = terms.some((t) => t.kind === 'all');
