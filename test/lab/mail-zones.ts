@@ -98,7 +98,7 @@ function spfSuiteZone(): Zone {
     txt('false-a-limit', 'v=spf1 a -all'), ...Array.from({ length: 12 }, (_, i) => a('false-a-limit', `127.0.1.${i + 1}`)),
     // Syntax and record selection (RFC 7208 §4.5, §4.6, §5), after "include-none", "include-empty-domain",
     // "multitxt2", "all-arg", "a-bad-cidr4", "modifier-charset-bad1", "detect-errors-anywhere",
-    // "redirect-is-modifier" (not a syntax error: an unknown modifier is allowed).
+    // "redirect-is-modifier" ("redirect:" is an unknown mechanism, not the modifier).
     txt('include-none', `v=spf1 include:no-record.${o} -all`), txt('no-record', 'this is not SPF'),
     txt('include-empty-domain', 'v=spf1 include: -all'),
     txt('multitxt2', 'v=spf1 -all'), txt('multitxt2', 'v=spf1 +all'),
