@@ -25,18 +25,17 @@ const spfTerm = z.object({
   term: z.string(), kind: z.string(), qualifier: z.enum(['+', '-', '~', '?']).nullable(), target: z.string().nullable(),
   lookups: z.number().int(), void: z.boolean().nullable(), note: z.string().nullable(),
 });
-export interface SpfNodeShape {
-  domain: string; via: 'root' | 'include' | 'redirect'; query: z.infer<typeof query> | null; status: string; record: string | null;
-  terms: Array<z.infer<typeof spfTerm>>; lookups: number; total: number; voids: number; errors: string[]; children: SpfNodeShape[];
-}
-const spfNode: z.ZodType<SpfNodeShape> = z.lazy(() => z.object({
+// One record of the SPF tree. Its children (include and redirect targets) have this same shape;
+// the OpenAPI document describes them as objects because component schemas cannot recurse here.
+const spfNode = z.object({
   domain: z.string(), via: z.enum(['root', 'include', 'redirect']), query: query.nullable(),
   status: z.string().describe('ok | absent | multiple | indeterminate | syntax_error | loop | not_followed | pending'),
   record: z.string().nullable(), terms: z.array(spfTerm),
   lookups: z.number().int().describe('Lookups of this record\'s own terms'),
   total: z.number().int().describe('This record\'s lookups plus its descendants\': the cost of the branch'),
-  voids: z.number().int(), errors: z.array(z.string()), children: z.array(spfNode),
-}));
+  voids: z.number().int(), errors: z.array(z.string()),
+  children: z.array(z.record(z.string(), z.unknown())).describe('Include and redirect targets: nodes of this same shape'),
+});
 
 export const spfProjection = z.object({
   domain: z.string(),

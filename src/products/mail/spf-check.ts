@@ -81,5 +81,5 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
   if (ev.usesPtr) {
     out.finding(mailFinding('spf_ptr_deprecated', posture, `The SPF tree of ${domain} uses the ptr mechanism.`));
   }
-  return out.done({ domain, state, query: queryStatus(root), records, evaluation: ev } satisfies SpfProjection);
+  return out.done({ domain, state, query: queryStatus(root), records, evaluation: ev as unknown as SpfProjection['evaluation'] } satisfies SpfProjection);
 }
