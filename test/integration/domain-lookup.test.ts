@@ -6,14 +6,14 @@ import supertest from 'supertest';
 import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
+import { fundedTenant as funded, pollTerminal as poll } from '../helpers/jobs.ts';
 import { assertMatchesContract, assertMatchesSchema } from '../helpers/contract-check.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
 import { domainZones } from '../lab/domain-zones.ts';
-import { grantCredits, balance } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
@@ -28,23 +28,9 @@ describe('lookup.domain.v1 as a job', () => {
   let orchestrator: OrchestratorHandle;
   let worker: LaneWorkerHandle;
 
-  async function fundedTenant(credits: number): Promise<Tenant & { wsId: number }> {
-    const t = await createTenant(h, { limits: GENEROUS });
-    const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
-    if (credits > 0) await grantCredits(h.deps.db, wsId, credits, `grant:test:${t.workspaceId}`);
-    return { ...t, wsId };
-  }
+  const fundedTenant = (credits: number) => funded(h, credits, GENEROUS);
+  const pollTerminal = (key: string, jobRef: string) => poll(h, key, jobRef);
 
-  async function pollTerminal(key: string, jobRef: string, timeoutMs = 20_000) {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await client(h.app, key).get(`/v2/jobs/${jobRef}`);
-      expect(res.status).toBe(200);
-      if (res.body.terminal) return res;
-      if (Date.now() > until) throw new Error(`job ${jobRef} not terminal: ${JSON.stringify(res.body)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   beforeAll(async () => {
     dns = await startLabDns({ zones: [...labZones, ...domainZones] });

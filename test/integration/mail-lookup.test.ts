@@ -5,13 +5,13 @@
 import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { client, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
+import { fundedTenant as funded, pollTerminal as poll } from '../helpers/jobs.ts';
 import { assertMatchesSchema } from '../helpers/contract-check.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
 import { mailLab as L } from '../lab/mail-zones.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
-import { balance, grantCredits } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { createMailChecks } from '../../src/products/mail/checks.ts';
 import { mailLanes } from '../../src/products/mail/lanes.ts';
@@ -28,23 +28,9 @@ describe('lookup.mail.v1 as a job', () => {
   let orchestrator: OrchestratorHandle;
   let worker: LaneWorkerHandle;
 
-  async function fundedTenant(credits: number): Promise<Tenant & { wsId: number }> {
-    const t = await createTenant(h, { limits: GENEROUS });
-    const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
-    if (credits > 0) await grantCredits(h.deps.db, wsId, credits, `grant:test:${t.workspaceId}`);
-    return { ...t, wsId };
-  }
+  const fundedTenant = (credits: number) => funded(h, credits, GENEROUS);
+  const pollTerminal = (key: string, jobRef: string) => poll(h, key, jobRef, 30_000);
 
-  async function pollTerminal(key: string, jobRef: string, timeoutMs = 30_000) {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const res = await client(h.app, key).get(`/v2/jobs/${jobRef}`);
-      expect(res.status).toBe(200);
-      if (res.body.terminal) return res;
-      if (Date.now() > until) throw new Error(`job ${jobRef} not terminal: ${JSON.stringify(res.body)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   async function run(t: Tenant, domain: string) {
     const accepted = await client(h.app, t.key).post(MAIL, { value: domain });

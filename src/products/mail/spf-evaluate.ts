@@ -80,6 +80,8 @@ export interface SpfStep {
 
 const VERSION = /^v=spf1(?: |$)/i;
 const MECHANISMS = new Set(['all', 'include', 'a', 'mx', 'ptr', 'exists', 'ip4', 'ip6']);
+/** Terms that cost one lookup toward the limit (RFC 7208 §4.6.4). */
+const LOOKUP_KINDS = new Set<SpfTermKind>(['include', 'redirect', 'a', 'mx', 'ptr', 'exists']);
 
 interface Walk {
   snapshot: DnsSnapshot;
@@ -215,44 +217,38 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
     node.terms.push(term);
     const macro = t.target !== null && t.target.includes('%');
     if (macro) w.macros.add(t.term);
-    switch (t.kind) {
-      case 'include':
-      case 'redirect': {
-        if (t.kind === 'redirect' && hasAll) {
+    if (t.kind === 'ptr') w.usesPtr = true;
+    const costs = LOOKUP_KINDS.has(t.kind) && !(t.kind === 'redirect' && hasAll);
+    if (costs) term.lookups = 1;
+    if (costs && macro) {
+      // The sender is needed to expand it: counted, never asked. An include/redirect's record is
+      // then unseen, so the count becomes a lower bound.
+      term.note = t.kind === 'include' || t.kind === 'redirect' ? 'macro target not expanded (needs the sender): its record is not counted' : 'macro target not expanded (needs the sender)';
+      if (t.kind === 'include' || t.kind === 'redirect') w.lowerBound = true;
+    }
+    switch (macro ? 'macro' : t.kind) {
+      case 'redirect':
+        if (hasAll) {
           term.note = 'ignored: the record has an all mechanism (RFC 7208 §6.1)';
           break;
         }
-        term.lookups = 1;
-        if (macro) {
-          term.note = 'macro target not expanded (needs the sender): its record is not counted';
-          w.lowerBound = true;
-          break;
-        }
+      // falls through: a redirect that applies is walked like an include
+      case 'include': {
         if (!mailauthSpf.isValidTargetName(t.target!)) {
           term.note = 'invalid target name';
           permerror(w, 'include_no_record', domain, `${t.kind} target "${t.target}" is not a valid domain name`);
           break;
         }
-        node.children.push(walkRecord(w, t.target!, t.kind, [...path, domain]));
+        node.children.push(walkRecord(w, t.target!, t.kind as 'include' | 'redirect', [...path, domain]));
         break;
       }
       case 'a': {
-        term.lookups = 1;
-        if (macro) {
-          term.note = 'macro target not expanded (needs the sender)';
-          break;
-        }
         const a = need(w, t.target!, 'A');
         const aaaa = need(w, t.target!, 'AAAA');
         if (a && aaaa) term.void = lookupVoid(w, [a, aaaa]);
         break;
       }
       case 'mx': {
-        term.lookups = 1;
-        if (macro) {
-          term.note = 'macro target not expanded (needs the sender)';
-          break;
-        }
         const mx = need(w, t.target!, 'MX');
         if (!mx) break;
         term.void = lookupVoid(w, [mx]);
@@ -264,19 +260,12 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
         break;
       }
       case 'exists': {
-        term.lookups = 1;
-        if (macro) {
-          term.note = 'macro target not expanded (needs the sender)';
-          break;
-        }
         const a = need(w, t.target!, 'A');
         if (a) term.void = lookupVoid(w, [a]);
         break;
       }
       case 'ptr':
-        term.lookups = 1;
         term.note = 'deprecated (RFC 7208 §5.5); its PTR sub-limit depends on the client';
-        w.usesPtr = true;
         break;
       default:
         break;
