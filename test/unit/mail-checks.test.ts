@@ -9,6 +9,7 @@ import { parseConfig } from '../../src/config.ts';
 import { createProductRuntime } from '../../src/products/runtime.ts';
 import { assembleMail } from '../../src/products/mail/assemble.ts';
 import { createMailChecks } from '../../src/products/mail/checks.ts';
+import { selectorsFor } from '../../src/products/mail/dkim-selectors.ts';
 import { mailFindings, type MailFindingCode } from '../../src/products/mail/findings.ts';
 import { mailLanes, type MailLaneName } from '../../src/products/mail/lanes.ts';
 import type { AssembledOutcome, CheckOutput, ProductRuntime, TaskOutcomeView } from '../../src/products/types.ts';
@@ -338,5 +339,28 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
     const ev = (await lookup(L.spfOver)).env.result.spf!.evaluation!;
     expect(ev).toMatchObject({ verdict: 'permerror', lookups: 12, lookupsLowerBound: false });
     expect(ev.tree).toMatchObject({ lookups: 2, total: 12, children: [{ domain: `a.${L.spfOver}`, via: 'include', lookups: 5, total: 5 }, { domain: `b.${L.spfOver}`, lookups: 5, total: 5 }] });
+  });
+});
+
+describe('dkim: selectors inferred from the MX hosts and SPF includes', () => {
+  it('puts provider selectors first, says where each came from, and caps the list', () => {
+    const probes = selectorsFor(['aspmx.l.google.com'], ['spf.protection.outlook.com', 'sendgrid.net']);
+    expect(probes.slice(0, 4)).toEqual([
+      { selector: 'google', source: 'mx:google_workspace' }, { selector: '20230601', source: 'mx:google_workspace' },
+      { selector: '20210112', source: 'mx:google_workspace' }, { selector: '20161025', source: 'mx:google_workspace' },
+    ]);
+    expect(probes).toContainEqual({ selector: 'selector1', source: 'spf:microsoft_365' });
+    expect(probes).toContainEqual({ selector: 's1', source: 'spf:sendgrid' });
+    expect(probes).toContainEqual({ selector: 'default', source: 'common' });
+    expect(probes.length).toBeLessThanOrEqual(40);
+    expect(new Set(probes.map((p) => p.selector)).size).toBe(probes.length);
+    // Nothing recognised: the documented list alone.
+    expect(selectorsFor(['mx1.good-mail.test'], []).every((p) => p.source === 'common')).toBe(true);
+  });
+
+  it('the good posture\'s key was found under a probed selector and the probes are listed', async () => {
+    const dkim = (await lookup(L.good)).env.result.dkim!;
+    expect(dkim.probes).toContain('selector1');
+    expect(dkim.probed).toBe(dkim.probes.length);
   });
 });

@@ -30,7 +30,23 @@ export interface MailCheckOptions {
 
 type Run = (domain: string, asker: DnsAsker, ctx: CheckContext) => Promise<CheckOutput>;
 
+/**
+ * One lane's check as a function of (domain, context): what the lane runner calls through
+ * createMailChecks, and what a recursive scan can call for any domain it discovers.
+ */
+export type MailLaneCheck = (lane: MailLaneName, domain: string, ctx: CheckContext) => Promise<CheckOutput>;
+
 export function createMailChecks(opts: MailCheckOptions = {}): CheckSpec[] {
+  const { run, timeoutMs } = mailLaneChecks(opts);
+  return (Object.keys(mailLanes) as MailLaneName[]).map((lane) => ({
+    name: mailLanes[lane].check,
+    lane: 'mail',
+    timeoutMs: timeoutMs[lane],
+    run: (task, ctx) => run(lane, (task.objectKey || task.target).toLowerCase().replace(/\.$/, ''), ctx),
+  }));
+}
+
+export function mailLaneChecks(opts: MailCheckOptions = {}): { run: MailLaneCheck; timeoutMs: Record<MailLaneName, number> } {
   const limits: SmtpLimits = { ...DEFAULT_SMTP_LIMITS, ...opts.smtpLimits };
   const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
   // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
@@ -47,19 +63,15 @@ export function createMailChecks(opts: MailCheckOptions = {}): CheckSpec[] {
     dane: { run: runDaneCheck, timeoutMs: 20_000 },
     smtp_starttls: { run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }), timeoutMs: smtpMs },
   };
-  return (Object.keys(runs) as MailLaneName[]).map((lane) => ({
-    name: mailLanes[lane].check,
-    lane: 'mail',
-    timeoutMs: runs[lane].timeoutMs,
-    run: (task, ctx) => {
-      const domain = (task.objectKey || task.target).toLowerCase().replace(/\.$/, '');
-      const resolver = resolverOf(ctx.runtime);
-      if (!resolver) {
-        return Promise.resolve(notRun('unavailable', 'resolver_not_configured', [{ code: `${lane}_unavailable`, message: 'No DNS resolver is configured; the check did not run.' }], []));
-      }
-      return runs[lane].run(domain, new DnsAsker(resolver, ctx.signal), ctx);
-    },
-  }));
+  const run: MailLaneCheck = (lane, domain, ctx) => {
+    const resolver = resolverOf(ctx.runtime);
+    if (!resolver) {
+      return Promise.resolve(notRun('unavailable', 'resolver_not_configured', [{ code: `${lane}_unavailable`, message: 'No DNS resolver is configured; the check did not run.' }], []));
+    }
+    return runs[lane].run(domain, new DnsAsker(resolver, ctx.signal), ctx);
+  };
+  const timeoutMs = Object.fromEntries((Object.keys(runs) as MailLaneName[]).map((l) => [l, runs[l].timeoutMs])) as Record<MailLaneName, number>;
+  return { run, timeoutMs };
 }
 
 export const mailChecks: CheckSpec[] = createMailChecks();
