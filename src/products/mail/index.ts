@@ -3,6 +3,8 @@
 // Price 4 split across lanes by unit cost (./lanes.ts); a lane that ends unavailable, timeout or
 // skipped is not captured. The dkim lane is at best partial (selectors cannot be listed), so a
 // mail job is `partial` even when every other lane completed: docs/products/mail.md.
+// The checks (./checks.ts) are imported by the lane workers only: the web and admin processes
+// never load them, nor mailauth behind them.
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../types.ts';
@@ -11,7 +13,6 @@ import { assembleMail } from './assemble.ts';
 import { MAIL_PRICE, mailLaneList } from './lanes.ts';
 import { mailResult, type MailResult } from './schema.ts';
 
-export { mailChecks, createMailChecks } from './checks.ts';
 export { mailFindings } from './findings.ts';
 export { mailResult } from './schema.ts';
 
