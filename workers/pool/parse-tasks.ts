@@ -1,7 +1,7 @@
 // CPU-bound parsers run in the lane's piscina pool (parse-worker.ts) or inline when the pool is
 // off. Plain functions of JSON-serialisable input and output: they cross a thread boundary.
 import { createHash, X509Certificate } from 'node:crypto';
-import { mailPoolTasks } from '../../src/products/mail/pool-tasks.ts';
+import { mailPoolTasks } from '../../src/products/mail/pool-entry.ts';
 
 export interface CertificateInfo {
   subject: string;

@@ -1,9 +1,7 @@
 // The mail product's pool tasks: CPU-bound parsing and evaluation of what the checks gathered
 // (SPF tree, DMARC discovery, MTA-STS record and policy, DKIM keys, certificate chains). Plain
-// functions of JSON input and output, registered in workers/pool/parse-tasks.ts (the one task
-// registry) and exported by name for the piscina worker (workers/pool/parse-worker.ts).
-// Import the registry, not this file, to run them (./pool.ts): parse-tasks.ts must load first,
-// since certificate-chain.ts uses its parseCertificate.
+// functions of JSON input and output. Loaded lazily through ./pool-entry.ts, which is what the
+// task registry (workers/pool/parse-tasks.ts) and the piscina worker register.
 import { certificateChainFacts } from './certificate-chain.ts';
 import { evaluateDmarc } from './dmarc-policy.ts';
 import { parseDkimKey } from './dkim-key.ts';
@@ -17,5 +15,3 @@ export const mailMtaStsPolicy = parseMtaStsPolicy;
 export const mailDkimKey = parseDkimKey;
 export const mailCertificateChain = certificateChainFacts;
 
-export const mailPoolTasks = { mailSpfEvaluate, mailDmarcEvaluate, mailMtaStsTxt, mailMtaStsPolicy, mailDkimKey, mailCertificateChain } as const;
-export type MailPoolTask = keyof typeof mailPoolTasks;
