@@ -2,6 +2,7 @@
 // docs/findings.md lists the same rows; test/unit/findings-catalog.test.ts fails when they drift.
 import { domainFindings, type FindingKind } from './domain/findings.ts';
 import { webFindings } from './web/findings.ts';
+import { mailFindings } from './mail/findings.ts';
 
 export interface CatalogEntry extends FindingKind {
   product: string;
@@ -10,4 +11,5 @@ export interface CatalogEntry extends FindingKind {
 export const findingCatalog: readonly CatalogEntry[] = [
   ...Object.values(domainFindings).map((f) => ({ ...f, product: 'lookup.domain.v1' })),
   ...Object.values(webFindings).map((f) => ({ ...f, product: 'lookup.web.v1' })),
+  ...Object.values(mailFindings).map((f) => ({ ...f, product: 'lookup.mail.v1' })),
 ];

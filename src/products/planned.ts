@@ -9,18 +9,6 @@ import type { LaneSpec, ProductDefinition } from './types.ts';
 const notBuilt = (lanes: LaneSpec[]) => () => Object.fromEntries(lanes.map((l) => [l.lane, 'not_built' as const]));
 const lane = (name: string, required: boolean, description: string): LaneSpec => ({ lane: name, required, description });
 
-const mailLanes = [
-  lane('mx', true, 'MX hosts'), lane('spf', false, 'SPF record'), lane('dmarc', false, 'DMARC policy'),
-  lane('mta_sts', false, 'MTA-STS'), lane('tls_rpt', false, 'TLS-RPT'), lane('dkim', false, 'DKIM common selectors'),
-  lane('bimi', false, 'BIMI'), lane('dane', false, 'TLSA records'), lane('smtp_starttls', false, 'STARTTLS per MX'),
-];
-export const mailProduct: ProductDefinition = {
-  id: 'lookup.mail.v1', title: 'Mail security lookup', mode: 'async', method: 'POST', path: '/v2/lookups/mail',
-  scope: 'scan:create', rateClass: 'async_lookup',
-  input: z.strictObject({ value: domainName }),
-  lanes: mailLanes, price: () => 4, readiness: notBuilt(mailLanes),
-};
-
 export const scanProfiles = ['quick', 'balanced', 'deep', 'advanced'] as const;
 export const scanBudgetBounds: Record<(typeof scanProfiles)[number], { min: number; max: number }> = {
   quick: { min: 5, max: 100 },

@@ -2,8 +2,9 @@
 // from this list. Adding a product is adding its module here.
 import type { ProductDefinition } from './types.ts';
 import { macProduct } from './mac/index.ts';
-import { mailProduct, scanProduct } from './planned.ts';
+import { scanProduct } from './planned.ts';
 import { webProduct } from './web/index.ts';
+import { mailProduct } from './mail/index.ts';
 import { domainProduct } from './domain/index.ts';
 import { phoneProduct } from './phone/index.ts';
 import { ipProduct } from './ip/index.ts';

@@ -16,6 +16,7 @@ import { LAB_ALLOW } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
 import { startLabDns } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
+import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
@@ -48,7 +49,7 @@ const rdapPart: LabPartFactory = async (ctx) => {
 };
 
 /** Every lab part, in start order. New labs append their factory here. */
-export const labParts: LabPartFactory[] = [rdapPart, webLabPart()];
+export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart];
 
 export interface RunningLab {
   /** The service configuration that points at this lab. */

@@ -3,9 +3,10 @@
 import type { CheckSpec } from '../../src/products/types.ts';
 import { domainChecks } from '../../src/products/domain/checks.ts';
 import { webChecks } from '../../src/products/web/checks.ts';
+import { mailChecks } from '../../src/products/mail/checks.ts';
 
 /** Every check a product module ships. */
-const productChecks: readonly CheckSpec[] = [...domainChecks, ...webChecks];
+const productChecks: readonly CheckSpec[] = [...domainChecks, ...webChecks, ...mailChecks];
 
 const registry = new Map<string, CheckSpec>();
 

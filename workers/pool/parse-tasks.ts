@@ -3,6 +3,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { WebEvidence } from '../../src/products/web/evidence.ts';
 import type { WebAssessment } from '../../src/products/web/assess.ts';
+import { mailPoolTasks } from '../../src/products/mail/pool-entry.ts';
 
 export interface CertificateInfo {
   subject: string;
@@ -144,5 +145,6 @@ export const parseTasks = {
   parseCertificate,
   parseSpf,
   assessWebEvidence,
+  ...mailPoolTasks,
 } as const;
 export type ParseTask = keyof typeof parseTasks;

@@ -1,0 +1,68 @@
+// mail.bimi: the BIMI assertion record at default._bimi.<domain> (and at the organisational domain
+// for a subdomain without one), parsed with mailauth's tag-list parser. Logo (l=) and certificate
+// (a=) URLs are reported, not fetched. The DMARC prerequisite needs the dmarc lane and is derived
+// at assembly (./derive.ts).
+import dkimTags from 'mailauth/lib/parse-dkim-headers.js';
+import { presence } from '../../dns/presence.ts';
+import type { CheckContext, CheckOutput } from '../types.ts';
+import { outcomeText, queryStatus } from '../domain/dns-util.ts';
+import { nameParts } from '../domain/names.ts';
+import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
+import { mailFinding } from './findings.ts';
+import { LaneOutput, postureObjects } from './output.ts';
+import type { BimiProjection } from './schema.ts';
+
+const VERSION = /^v[ \t]*=[ \t]*BIMI1[ \t]*(?:;|$)/i;
+
+function isHttps(u: string): boolean {
+  try {
+    return new URL(u).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckContext): Promise<CheckOutput> {
+  const out = new LaneOutput();
+  const org = nameParts(domain).registrableDomain;
+  const names = [`default._bimi.${domain}`, ...(org && org !== domain ? [`default._bimi.${org}`] : [])];
+  let chosen: { name: string; records: string[]; reply: Awaited<ReturnType<DnsAsker['ask']>> } | null = null;
+  const asked: BimiProjection['queried'] = [];
+  for (const name of names) {
+    const reply = await asker.ask(name, 'TXT');
+    asked.push({ name, ...queryStatus(reply) });
+    if (presence(reply) === 'indeterminate') {
+      out.failed([reply], { code: 'bimi_unknown', message: `The TXT query for ${name} got ${outcomeText(reply)}: whether BIMI is published is unknown, not missing.` });
+      postureObjects(out, domain, 'bimi', null);
+      return out.done({ domain, queried: asked, state: 'unknown', recordName: null, record: null, location: null, authority: null } satisfies BimiProjection);
+    }
+    const t = taggedTxt(reply, VERSION);
+    if (t.records.length > 0) {
+      chosen = { name, records: t.records, reply };
+      break;
+    }
+  }
+  if (!chosen) {
+    postureObjects(out, domain, 'bimi', { state: 'absent' });
+    return out.done({ domain, queried: asked, state: 'absent', recordName: null, record: null, location: null, authority: null } satisfies BimiProjection);
+  }
+  const record = chosen.records[0]!;
+  const tags: Record<string, string> = {};
+  for (const t of dkimTags.parseTagList(record).tags) if (t.name.trim()) tags[t.name.trim().toLowerCase()] = String(t.value ?? '').trim();
+  const location = tags.l ?? null;
+  const authority = tags.a ? tags.a : null;
+  const problems: string[] = [];
+  if (chosen.records.length > 1) problems.push(`${chosen.records.length} v=BIMI1 records at ${chosen.name}`);
+  const declined = location === '' && !authority;
+  if (!declined) {
+    if (!location) problems.push('no l= (logo) URL');
+    else if (!isHttps(location)) problems.push(`l= is not an https URL (${location.slice(0, 100)})`);
+    if (authority && !isHttps(authority)) problems.push(`a= is not an https URL (${authority.slice(0, 100)})`);
+  }
+  const state: BimiProjection['state'] = problems.length > 0 ? 'invalid' : declined ? 'declined' : 'present';
+  const posture = postureObjects(out, domain, 'bimi', { state, location, authority });
+  if (problems.length > 0) out.finding(mailFinding('bimi_record_invalid', posture, `The BIMI record of ${domain} is unusable: ${problems.join('; ')}.`, [evidenceLine(chosen.reply), record]));
+  if (location && isHttps(location)) out.relate(posture, 'links_to', out.object({ type: 'url', key: location, distance: 1, projection: { url: location, purpose: 'bimi_logo' } }));
+  if (authority && isHttps(authority)) out.relate(posture, 'links_to', out.object({ type: 'url', key: authority, distance: 1, projection: { url: authority, purpose: 'bimi_certificate' } }));
+  return out.done({ domain, queried: asked, state, recordName: chosen.name, record, location, authority } satisfies BimiProjection);
+}

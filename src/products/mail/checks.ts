@@ -1,0 +1,77 @@
+// The nine lane checks of lookup.mail.v1, all on the `mail` worker lane. Each is a function of
+// (domain, context) returning a CheckOutput of CONTRACT §10 objects (domain, mx_host, ip_address,
+// certificate, mail_posture, host, url), so a recursive scan can run any of them for any domain
+// it discovers. Every check asks the DNS through its own DnsAsker (one question per name and
+// type, answers kept for the pool).
+import type { CheckContext, CheckOutput, CheckSpec } from '../types.ts';
+import { notRun, resolverOf } from '../domain/dns-util.ts';
+import { runBimiCheck } from './bimi-check.ts';
+import { runDaneCheck } from './dane-check.ts';
+import { runDkimCheck } from './dkim-check.ts';
+import { runDmarcCheck } from './dmarc-check.ts';
+import { DnsAsker } from './dns-snapshot.ts';
+import { mailLanes, type MailLaneName } from './lanes.ts';
+import { runMtaStsCheck } from './mta-sts-check.ts';
+import { runMxCheck } from './mx-check.ts';
+import { runSmtpStarttlsCheck } from './smtp-starttls-check.ts';
+import { DEFAULT_SMTP_LIMITS, type SmtpLimits } from './smtp-session.ts';
+import { runSpfCheck } from './spf-check.ts';
+import { runTlsRptCheck } from './tls-rpt-check.ts';
+
+export interface MailCheckOptions {
+  /** SMTP per-phase deadlines and caps (tests shorten them to meet hostile peers quickly). */
+  smtpLimits?: Partial<SmtpLimits>;
+  /** MTA-STS policy fetch deadline (default 10 s). */
+  mtaStsFetchTimeoutMs?: number;
+  /** The name sent in EHLO (default: this machine's host name). */
+  ehloName?: string;
+  now?: () => Date;
+}
+
+type Run = (domain: string, asker: DnsAsker, ctx: CheckContext) => Promise<CheckOutput>;
+
+/**
+ * One lane's check as a function of (domain, context): what the lane runner calls through
+ * createMailChecks, and what a recursive scan can call for any domain it discovers.
+ */
+export type MailLaneCheck = (lane: MailLaneName, domain: string, ctx: CheckContext) => Promise<CheckOutput>;
+
+export function createMailChecks(opts: MailCheckOptions = {}): CheckSpec[] {
+  const { run, timeoutMs } = mailLaneChecks(opts);
+  return (Object.keys(mailLanes) as MailLaneName[]).map((lane) => ({
+    name: mailLanes[lane].check,
+    lane: 'mail',
+    timeoutMs: timeoutMs[lane],
+    run: (task, ctx) => run(lane, (task.objectKey || task.target).toLowerCase().replace(/\.$/, ''), ctx),
+  }));
+}
+
+export function mailLaneChecks(opts: MailCheckOptions = {}): { run: MailLaneCheck; timeoutMs: Record<MailLaneName, number> } {
+  const limits: SmtpLimits = { ...DEFAULT_SMTP_LIMITS, ...opts.smtpLimits };
+  const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
+  // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
+  // covers its lane's waves with room to spare. A check that overruns is `timeout`, without output.
+  const smtpMs = 3 * 2_000 + limits.connectMs + limits.bannerMs + 2 * limits.commandMs + limits.tlsMs + limits.quitMs + 5_000;
+  const runs: Record<MailLaneName, { run: Run; timeoutMs: number }> = {
+    mx: { run: runMxCheck, timeoutMs: 20_000 },
+    spf: { run: runSpfCheck, timeoutMs: 45_000 },
+    dmarc: { run: runDmarcCheck, timeoutMs: 20_000 },
+    mta_sts: { run: (d, a, c) => runMtaStsCheck(d, a, c, { fetchTimeoutMs }), timeoutMs: fetchTimeoutMs + 15_000 },
+    tls_rpt: { run: runTlsRptCheck, timeoutMs: 15_000 },
+    dkim: { run: runDkimCheck, timeoutMs: 30_000 },
+    bimi: { run: runBimiCheck, timeoutMs: 15_000 },
+    dane: { run: runDaneCheck, timeoutMs: 20_000 },
+    smtp_starttls: { run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }), timeoutMs: smtpMs },
+  };
+  const run: MailLaneCheck = (lane, domain, ctx) => {
+    const resolver = resolverOf(ctx.runtime);
+    if (!resolver) {
+      return Promise.resolve(notRun('unavailable', 'resolver_not_configured', [{ code: `${lane}_unavailable`, message: 'No DNS resolver is configured; the check did not run.' }], []));
+    }
+    return runs[lane].run(domain, new DnsAsker(resolver, ctx.signal), ctx);
+  };
+  const timeoutMs = Object.fromEntries((Object.keys(runs) as MailLaneName[]).map((l) => [l, runs[l].timeoutMs])) as Record<MailLaneName, number>;
+  return { run, timeoutMs };
+}
+
+export const mailChecks: CheckSpec[] = createMailChecks();

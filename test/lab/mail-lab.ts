@@ -1,0 +1,91 @@
+// The mail lab part (registered in ./serve.ts): SMTP servers on distinct 127.0.1.x addresses,
+// good and broken, HTTPS hosts serving MTA-STS policies (and one that never finishes its body),
+// certificates from the lab CA issued at start, DKIM keys generated at start, and the zones of
+// ./mail-zones.ts that point at all of them (TLSA records carry the digest of the certificate
+// the good SMTP server presents).
+import { generateKeyPairSync } from 'node:crypto';
+import https from 'node:https';
+import type net from 'node:net';
+import type { LabPartFactory } from './serve.ts';
+import { MAIL_HOSTS, mailLab, mailZones } from './mail-zones.ts';
+import { createSmtpServer } from './smtp-server.ts';
+
+const DAY = 24 * 60 * 60 * 1000;
+
+function dkimKey(bits: number): string {
+  const { publicKey } = generateKeyPairSync('rsa', { modulusLength: bits });
+  return publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
+}
+
+function policy(mode: string, mx: string[], maxAge: number): string {
+  return `version: STSv1\r\nmode: ${mode}\r\n${mx.map((m) => `mx: ${m}\r\n`).join('')}max_age: ${maxAge}\r\n`;
+}
+
+type Handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void;
+
+const servePolicy = (body: string): Handler => (req, res) => {
+  if (req.url !== '/.well-known/mta-sts.txt') {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
+};
+
+/** A policy whose body never ends: a line every 50 ms, for as long as the client listens. */
+const endlessPolicy: Handler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  res.write(policy('enforce', ['*.sts-endless.test'], 86400));
+  const timer = setInterval(() => res.write(`x-padding: ${'x'.repeat(200)}\r\n`), 50);
+  res.on('close', () => clearInterval(timer));
+};
+
+export const mailLabPart: LabPartFactory = async (ctx) => {
+  const { ca } = ctx;
+  const now = Date.now();
+  const [good, wrongHost, expired, giant, oldTls, selfSigned] = await Promise.all([
+    ca.issue({ names: ['mx1.good-mail.test', 'mx.dane-bad.test', 'mx2.dane-bad.test', 'mx1.sts-testing.test', 'mx.smtp-refuse.test'] }),
+    ca.issue({ names: ['not-this-host.test'] }),
+    ca.issue({ names: ['expired.smtp-bad.test'], notBefore: new Date(now - 400 * DAY), notAfter: new Date(now - 10 * DAY) }),
+    // Far over OpenSSL's 100 KiB certificate list limit: the client must refuse it, not choke.
+    ca.issue({ names: ['mx.smtp-giant.test', ...Array.from({ length: 4000 }, (_, i) => `padding-name-${i}.smtp-giant.test`)] }),
+    ca.issue({ names: ['old.smtp-bad.test'] }),
+    ca.issue({ names: ['self.smtp-bad.test'], selfSigned: true }),
+  ]);
+  const H = MAIL_HOSTS;
+  const smtp: Array<{ host: string; server: net.Server }> = [
+    { host: H.good, server: createSmtpServer('mx1.good-mail.test', { kind: 'starttls', cert: good }) },
+    { host: H.noStarttls, server: createSmtpServer('plain.lab', { kind: 'no_starttls' }) },
+    { host: H.wrongHost, server: createSmtpServer('wrong.lab', { kind: 'starttls', cert: wrongHost }) },
+    { host: H.expired, server: createSmtpServer('expired.lab', { kind: 'starttls', cert: expired }) },
+    { host: H.silent, server: createSmtpServer('silent.lab', { kind: 'silent' }) },
+    { host: H.endless, server: createSmtpServer('endless.lab', { kind: 'endless_banner' }) },
+    { host: H.giant, server: createSmtpServer('giant.lab', { kind: 'starttls', cert: giant }) },
+    { host: H.oldTls, server: createSmtpServer('old.lab', { kind: 'starttls', cert: oldTls, tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT:@SECLEVEL=0' } }) },
+    { host: H.selfSigned, server: createSmtpServer('self.lab', { kind: 'starttls', cert: selfSigned }) },
+    { host: H.refuseStarttls, server: createSmtpServer('refuse.lab', { kind: 'refuse_starttls' }) },
+  ];
+  await ctx.listen(25, smtp);
+
+  const cert = async (name: string) => ca.issue({ names: [name] });
+  const httpsHost = async (address: string, certName: string, handler: Handler) => {
+    const c = await cert(certName);
+    return { host: address, server: https.createServer({ key: c.keyPem, cert: c.chainPem }, handler) };
+  };
+  const L = mailLab;
+  await ctx.listen(443, await Promise.all([
+    httpsHost(H.stsGood, `mta-sts.${L.good}`, servePolicy(policy('enforce', [`mx1.${L.good}`], 604800))),
+    httpsHost(H.stsTesting, `mta-sts.${L.stsTesting}`, servePolicy(policy('testing', [`*.elsewhere.${L.stsTesting}`], 3600))),
+    httpsHost(H.stsEndless, `mta-sts.${L.stsEndless}`, endlessPolicy),
+    httpsHost(H.stsRedirect, `mta-sts.${L.stsRedirect}`, (_req, res) => res.writeHead(302, { location: `https://mta-sts.${L.good}/.well-known/mta-sts.txt` }).end()),
+    httpsHost(H.stsBadCert, 'someone-else.test', servePolicy(policy('enforce', ['*.good-mail.test'], 604800))),
+    httpsHost(H.stsEnforceBad, `mta-sts.${L.stsEnforceBad}`, servePolicy(policy('enforce', [`mx.${L.stsEnforceBad}`], 604800))),
+    httpsHost(H.sts404, `mta-sts.${L.sts404}`, (_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>no</h1>')),
+  ]));
+
+  return {
+    name: 'mail',
+    zones: mailZones({ goodSpki: good.spkiDer, dkim2048: dkimKey(2048), dkim1024: dkimKey(1024) }),
+    // Servers are closed by the lab's listeners (ctx.listen): nothing else to release.
+    close: async () => {},
+  };
+};

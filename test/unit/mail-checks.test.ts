@@ -1,0 +1,366 @@
+// lookup.mail.v1 below the job machinery: the nine checks against the real mail lab (DNS with
+// the posture zones, SMTP servers, MTA-STS HTTPS hosts, all on loopback) through the real
+// resolver and outbound guard, then assemble() with its cross-lane derivations. Every finding
+// code has a fixture that raises it and fixtures that must not; every lane is shown present,
+// absent and indeterminate; a SERVFAIL or a timeout never produces a "missing" finding.
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.ts';
+import { createProductRuntime } from '../../src/products/runtime.ts';
+import { assembleMail } from '../../src/products/mail/assemble.ts';
+import { createMailChecks } from '../../src/products/mail/checks.ts';
+import { selectorsFor } from '../../src/products/mail/dkim-selectors.ts';
+import { mailFindings, type MailFindingCode } from '../../src/products/mail/findings.ts';
+import { mailLanes, type MailLaneName } from '../../src/products/mail/lanes.ts';
+import type { AssembledOutcome, CheckOutput, ProductRuntime, TaskOutcomeView } from '../../src/products/types.ts';
+import type { MailResult, SpfProjection } from '../../src/products/mail/schema.ts';
+import { mailLabPart } from '../lab/mail-lab.ts';
+import { mailLab as L } from '../lab/mail-zones.ts';
+import { startLab, type RunningLab } from '../lab/serve.ts';
+
+let lab: RunningLab;
+let rt: ProductRuntime;
+const checks = createMailChecks({
+  smtpLimits: { connectMs: 1000, bannerMs: 1000, commandMs: 1000, tlsMs: 2000, quitMs: 300 },
+  mtaStsFetchTimeoutMs: 1500,
+});
+
+beforeAll(async () => {
+  lab = await startLab({ parts: [mailLabPart] });
+  const [host, port] = lab.env.DNS_SERVERS!.split(':');
+  const config = parseConfig({
+    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
+    ...lab.env, DNS_SERVERS: `[${host}]:${port}`, DNS_TIMEOUT_MS: '500',
+  });
+  rt = createProductRuntime(config, pino({ level: 'silent' }));
+}, 60_000);
+afterAll(async () => {
+  await lab?.close();
+});
+
+interface Lookup {
+  outputs: Record<MailLaneName, CheckOutput>;
+  env: AssembledOutcome<MailResult>;
+  codes: string[];
+}
+const cache = new Map<string, Promise<Lookup>>();
+
+/** All nine checks for a domain, assembled; once per domain for the whole file. */
+function lookup(domain: string): Promise<Lookup> {
+  let hit = cache.get(domain);
+  if (!hit) {
+    hit = (async () => {
+      const names = Object.keys(mailLanes) as MailLaneName[];
+      const outs = await Promise.all(names.map((lane) => checks.find((c) => c.name === mailLanes[lane].check)!
+        .run({ objectKey: domain, target: domain, params: {} }, { runtime: rt, signal: new AbortController().signal })));
+      const outputs = Object.fromEntries(names.map((n, i) => [n, outs[i]!])) as Record<MailLaneName, CheckOutput>;
+      const tasks: TaskOutcomeView[] = names.map((n) => ({
+        check: mailLanes[n].check, productLane: n, required: mailLanes[n].required, objectKey: domain,
+        status: outputs[n].status, reason: outputs[n].reason, output: outputs[n],
+      }));
+      const env = assembleMail(domain, tasks);
+      const codes = [...outs.flatMap((o) => o.findings), ...(env.derived ?? []).flatMap((d) => d.findings)].map((f) => f.code);
+      return { outputs, env, codes };
+    })();
+    cache.set(domain, hit);
+  }
+  return hit;
+}
+
+const status = async (domain: string, lane: MailLaneName) => (await lookup(domain)).outputs[lane].status;
+
+/** Every code: a fixture that raises it, and fixtures (the good posture and a near miss) that must not. */
+const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> = {
+  mx_null: { raisedBy: L.nullMx, notBy: [L.good, L.mxServfail] },
+  mx_null_with_other_records: { raisedBy: L.mxBad, notBy: [L.good, L.nullMx] },
+  mx_missing: { raisedBy: L.nothing, notBy: [L.good, L.nullMx, L.mxServfail, L.mxTimeout] },
+  mx_target_cname: { raisedBy: L.mxBad, notBy: [L.good] },
+  mx_target_ip_literal: { raisedBy: L.mxBad, notBy: [L.good] },
+  mx_host_unresolvable: { raisedBy: L.mxBad, notBy: [L.good, L.indeterminate] },
+  spf_missing: { raisedBy: L.nothing, notBy: [L.good, L.indeterminate, L.mxServfail] },
+  spf_multiple_records: { raisedBy: L.spfMulti, notBy: [L.good] },
+  spf_syntax_error: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
+  spf_lookup_limit_exceeded: { raisedBy: L.spfOver, notBy: [L.good, L.spfBad] },
+  spf_void_lookup_limit_exceeded: { raisedBy: L.spfVoid, notBy: [L.good, L.spfOver] },
+  spf_mx_limit_exceeded: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
+  spf_include_without_record: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
+  spf_all_pass: { raisedBy: L.spfBad, notBy: [L.good, L.spfNeutral] },
+  spf_all_neutral: { raisedBy: L.spfNeutral, notBy: [L.good, L.spfBad] },
+  spf_ptr_deprecated: { raisedBy: L.spfBad, notBy: [L.good] },
+  dmarc_missing: { raisedBy: L.nothing, notBy: [L.good, L.dmarcServfail, L.indeterminate, L.dmarcMulti] },
+  dmarc_multiple_records: { raisedBy: L.dmarcMulti, notBy: [L.good] },
+  dmarc_record_invalid: { raisedBy: L.dmarcInvalid, notBy: [L.good, L.dmarcNone] },
+  dmarc_policy_none: { raisedBy: L.dmarcNone, notBy: [L.good, L.dmarcLax] },
+  dmarc_subdomain_policy_none: { raisedBy: L.dmarcLax, notBy: [L.good, L.dmarcNone] },
+  dmarc_testing: { raisedBy: L.dmarcLax, notBy: [L.good] },
+  dmarc_removed_tags: { raisedBy: L.dmarcLax, notBy: [L.good] },
+  dmarc_rua_unauthorized: { raisedBy: L.ruaExternal, notBy: [L.good] },
+  mta_sts_missing: { raisedBy: L.nothing, notBy: [L.good, L.nullMx, L.indeterminate, L.stsMulti] },
+  mta_sts_record_invalid: { raisedBy: L.stsMulti, notBy: [L.good] },
+  mta_sts_policy_invalid: { raisedBy: L.stsBadCert, notBy: [L.good, L.stsEndless, L.stsRefused] },
+  mta_sts_testing: { raisedBy: L.stsTesting, notBy: [L.good] },
+  mta_sts_mx_not_covered: { raisedBy: L.stsTesting, notBy: [L.good] },
+  mta_sts_max_age_short: { raisedBy: L.stsTesting, notBy: [L.good] },
+  mta_sts_enforce_certificate_invalid: { raisedBy: L.stsEnforceBad, notBy: [L.good] },
+  tls_rpt_missing: { raisedBy: L.stsTesting, notBy: [L.good, L.nothing, L.indeterminate] },
+  tls_rpt_record_invalid: { raisedBy: L.tlsRptBad, notBy: [L.good] },
+  dkim_key_weak: { raisedBy: L.dkimBad, notBy: [L.good] },
+  dkim_key_testing: { raisedBy: L.dkimBad, notBy: [L.good] },
+  dkim_key_revoked: { raisedBy: L.dkimBad, notBy: [L.good] },
+  dkim_key_invalid: { raisedBy: L.dkimBad, notBy: [L.good] },
+  bimi_record_invalid: { raisedBy: L.bimiBad, notBy: [L.good, L.dmarcNone] },
+  bimi_dmarc_not_enforcing: { raisedBy: L.dmarcNone, notBy: [L.good, L.bimiBad] },
+  dane_tlsa_mismatch: { raisedBy: L.daneBad, notBy: [L.good, L.daneNoCert] },
+  dane_tlsa_unusable: { raisedBy: L.daneBad, notBy: [L.good] },
+  smtp_starttls_missing: { raisedBy: L.smtpBad, notBy: [L.good, L.smtpSilent, L.smtpEndless, L.smtpRefused] },
+  smtp_starttls_failed: { raisedBy: 'smtp-refuse.test', notBy: [L.good, L.smtpSilent] },
+  smtp_tls_certificate_untrusted: { raisedBy: L.smtpBad, notBy: [L.good] },
+  smtp_tls_certificate_name_mismatch: { raisedBy: L.smtpBad, notBy: [L.good] },
+  smtp_tls_certificate_expired: { raisedBy: L.smtpBad, notBy: [L.good] },
+  smtp_tls_protocol_outdated: { raisedBy: L.smtpBad, notBy: [L.good] },
+};
+
+/** Codes that claim something is missing: only an authoritative NXDOMAIN/NODATA may raise them. */
+const MISSING = ['mx_missing', 'spf_missing', 'dmarc_missing', 'mta_sts_missing', 'tls_rpt_missing', 'smtp_starttls_missing', 'mx_host_unresolvable', 'spf_include_without_record'];
+
+describe('the finding catalog against the lab', () => {
+  it('every code has a raising and a non-raising fixture', () => {
+    expect(Object.keys(FIXTURES).sort()).toEqual(Object.keys(mailFindings).sort());
+  });
+
+  for (const [code, f] of Object.entries(FIXTURES)) {
+    it(`${code}: raised by ${f.raisedBy}, not by ${f.notBy.join(', ')}`, async () => {
+      expect((await lookup(f.raisedBy)).codes).toContain(code);
+      for (const d of f.notBy) expect((await lookup(d)).codes, d).not.toContain(code);
+    });
+  }
+
+  it('the good posture raises no finding at all', async () => {
+    expect((await lookup(L.good)).codes).toEqual([]);
+  });
+
+  it('SERVFAIL and timeouts never produce a "missing" finding', async () => {
+    // Every question of indet-mail.test but the MX gets SERVFAIL, REFUSED or silence: no finding at all.
+    expect((await lookup(L.indeterminate)).codes).toEqual([]);
+    expect((await lookup(L.dmarcServfail)).codes).not.toContain('dmarc_missing');
+    for (const d of [L.mxServfail, L.mxTimeout]) {
+      const { codes } = await lookup(d);
+      expect(codes.filter((c) => ['mx_missing', 'mx_null', 'smtp_starttls_missing', 'mx_host_unresolvable'].includes(c)), d).toEqual([]);
+    }
+    // …while the same questions answered NXDOMAIN/NODATA do raise them.
+    expect((await lookup(L.nothing)).codes).toEqual(expect.arrayContaining(MISSING.filter((c) => !['tls_rpt_missing', 'mx_host_unresolvable', 'spf_include_without_record'].includes(c))));
+  });
+});
+
+describe('each lane: present, absent, indeterminate', () => {
+  const table: Array<[MailLaneName, string, string, string, string]> = [
+    // lane, present, absent, indeterminate, indeterminate status
+    ['mx', L.good, L.nothing, L.mxServfail, 'unavailable'],
+    ['spf', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['dmarc', L.good, L.nothing, L.dmarcServfail, 'unavailable'],
+    ['mta_sts', L.good, L.nothing, L.indeterminate, 'timeout'],
+    ['tls_rpt', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['dkim', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['bimi', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['dane', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['smtp_starttls', L.good, L.nothing, L.indeterminate, 'unavailable'],
+  ];
+  for (const [lane, present, absent, indet, indetStatus] of table) {
+    it(`${lane}: ${present} / ${absent} / ${indet}`, async () => {
+      // dkim is at best partial: selectors cannot be listed.
+      const best = lane === 'dkim' ? 'partial' : 'completed';
+      expect(await status(present, lane)).toBe(best);
+      expect(await status(absent, lane)).toBe(best);
+      const out = (await lookup(indet)).outputs[lane];
+      expect(out.status).toBe(indetStatus);
+      expect(out.limitations.length).toBeGreaterThan(0);
+      expect(out.findings).toEqual([]);
+    });
+  }
+
+  it('the projection says what was found, with null for what is unknown', async () => {
+    const good = (await lookup(L.good)).env.result;
+    expect(good.mx).toMatchObject({ state: 'mx', hosts: [{ name: 'mx1.good-mail.test', preference: 10, addresses: ['127.0.1.1'], resolution: 'resolved' }] });
+    expect(good.spf).toMatchObject({ state: 'present', evaluation: { verdict: 'ok', lookups: 1, lookupsLowerBound: false, all: { qualifier: '-' } } });
+    expect(good.dmarc).toMatchObject({ state: 'present', policy: { domain: 'reject', subdomains: 'reject', nonExistentSubdomains: 'reject', testing: false }, organisationalDomain: { dmarcbis: L.good, rfc7489: L.good, differ: false } });
+    expect(good.mtaSts).toMatchObject({ txt: { state: 'present', id: '20260101T000000' }, policy: { fetched: true, mode: 'enforce', maxAge: 604800 }, coverage: [{ host: 'mx1.good-mail.test', covered: true }] });
+    expect(good.tlsRpt).toMatchObject({ state: 'present', rua: [{ scheme: 'mailto', valid: true }] });
+    expect(good.dkim!.selectors).toEqual([expect.objectContaining({ selector: 'selector1', state: 'key', keyType: 'rsa', bits: 2048, testing: false })]);
+    expect(good.bimi).toMatchObject({ state: 'present', location: `https://${L.good}/logo.svg`, dmarcPrerequisite: { met: true } });
+    expect(good.dane!.hosts[0]).toMatchObject({ host: 'mx1.good-mail.test', presence: 'present', match: 'matched', records: [{ usage: 3, selector: 1, matchingType: 1, usable: true }] });
+    const session = good.smtpStarttls!.hosts[0]!.sessions[0]!;
+    expect(session).toMatchObject({ address: '127.0.1.1', state: 'tls', starttlsAdvertised: true, tls: { protocol: 'TLSv1.3', chainTrusted: true, hostnameMatch: true } });
+    expect(session.tls!.certificate).toMatchObject({ sans: expect.arrayContaining(['mx1.good-mail.test']), expired: false, keyType: 'ec' });
+    expect(session.banner).toContain('ESMTP');
+
+    const indet = (await lookup(L.indeterminate)).env.result;
+    expect(indet.spf).toBeNull();
+    expect(indet.dmarc).toBeNull();
+    expect(indet.bimi).toBeNull();
+  });
+
+  it('a null MX is a fact: mx completes, the receiving lanes are skipped as not applicable', async () => {
+    const { outputs, env } = await lookup(L.nullMx);
+    expect(outputs.mx.status).toBe('completed');
+    expect(env.result.mx).toMatchObject({ state: 'null_mx', hosts: [] });
+    for (const lane of ['mta_sts', 'tls_rpt', 'dane', 'smtp_starttls'] as const) expect(outputs[lane]).toMatchObject({ status: 'skipped', reason: 'not_applicable' });
+    for (const lane of ['spf', 'dmarc', 'bimi'] as const) expect(outputs[lane].status).toBe('completed');
+  });
+
+  it('no MX: the domain\'s own address is the implicit MX, and it is tested', async () => {
+    const { env } = await lookup(L.nothing);
+    expect(env.result.mx).toMatchObject({ state: 'no_mx', implicit: { addresses: ['127.0.1.2'], resolution: 'resolved' } });
+    expect(env.result.smtpStarttls).toMatchObject({ implicitMx: true, hosts: [{ host: L.nothing, sessions: [{ state: 'no_starttls', starttlsAdvertised: false }] }] });
+  });
+});
+
+describe('smtp_starttls sessions', () => {
+  it('tells apart no STARTTLS, wrong host, expired, self-signed and TLS 1.1, each on its own host', async () => {
+    const rows = (await lookup(L.smtpBad)).env.result.smtpStarttls!.hosts;
+    const by = (h: string) => rows.find((r) => r.host === `${h}.${L.smtpBad}`)!.sessions[0]!;
+    expect(by('plain')).toMatchObject({ state: 'no_starttls', tls: null });
+    expect(by('wrong').tls).toMatchObject({ chainTrusted: true, hostnameMatch: false });
+    expect(by('expired').tls).toMatchObject({ chainTrusted: false, trustError: 'CERT_HAS_EXPIRED', certificate: { expired: true } });
+    expect(by('self').tls).toMatchObject({ chainTrusted: false });
+    expect(by('old').tls).toMatchObject({ protocol: 'TLSv1.1' });
+    const findings = (await lookup(L.smtpBad)).outputs.smtp_starttls.findings;
+    expect(findings.find((f) => f.code === 'smtp_tls_certificate_expired')!.object).toEqual({ type: 'mx_host', key: `expired.${L.smtpBad}` });
+    expect(findings.filter((f) => f.code === 'smtp_tls_certificate_untrusted').map((f) => f.object.key)).toEqual([`self.${L.smtpBad}`]);
+  });
+
+  it('port 25 silent: banner timeout, lane timeout, never "no STARTTLS"', async () => {
+    const { outputs, env } = await lookup(L.smtpSilent);
+    expect(outputs.smtp_starttls).toMatchObject({ status: 'timeout', reason: 'smtp_timeout', findings: [] });
+    expect(env.result.smtpStarttls).toBeNull();
+    expect(outputs.smtp_starttls.limitations.map((l) => l.code)).toContain('smtp_banner_timeout');
+  });
+
+  it('an endless banner is cut at the byte cap: lane failed, no finding', async () => {
+    const { outputs } = await lookup(L.smtpEndless);
+    expect(outputs.smtp_starttls).toMatchObject({ status: 'failed', reason: 'smtp_protocol_violation', findings: [] });
+  });
+
+  it('a giant certificate chain is refused by the TLS client: the upgrade failed, the lane completes', async () => {
+    const { outputs, env } = await lookup(L.smtpGiant);
+    expect(outputs.smtp_starttls.status).toBe('completed');
+    expect(env.result.smtpStarttls!.hosts[0]!.sessions[0]).toMatchObject({ state: 'tls_failed' });
+  });
+
+  it('an MX outside the allowed addresses is never connected to', async () => {
+    const { outputs, env } = await lookup(L.smtpRefused);
+    expect(outputs.smtp_starttls).toMatchObject({ status: 'unavailable', reason: 'target_not_allowed', findings: [] });
+    expect(env.result.smtpStarttls).toBeNull();
+  });
+});
+
+describe('cross-lane derivations', () => {
+  it('dane: matched against the certificate presented; no certificate → dane partial with a limitation', async () => {
+    const bad = (await lookup(L.daneBad)).env;
+    expect(bad.result.dane!.hosts.map((h) => [h.host, h.match])).toEqual([[`mx.${L.daneBad}`, 'not_matched'], [`mx2.${L.daneBad}`, 'no_usable_records']]);
+    const nocert = (await lookup(L.daneNoCert)).env;
+    expect(nocert.result.dane!.hosts[0]!.match).toBe('no_certificate');
+    expect(nocert.lanes.find((l) => l.lane === 'dane')!.status).toBe('partial');
+    expect(nocert.limitations.map((l) => l.code)).toContain('dane_not_matched');
+  });
+
+  it('bimi: the DMARC prerequisite is checked against the dmarc lane\'s policy', async () => {
+    const { env } = await lookup(L.dmarcNone);
+    expect(env.result.bimi!.dmarcPrerequisite).toEqual({ met: false, reason: 'p=none' });
+    expect((await lookup(L.bimiBad)).env.result.bimi!.dmarcPrerequisite).toBeUndefined(); // an invalid record is not checked
+  });
+});
+
+describe('mta_sts policy fetch', () => {
+  it('a body that never ends is cut by the deadline: a limitation, no finding', async () => {
+    const { outputs } = await lookup(L.stsEndless);
+    expect(outputs.mta_sts.status).toBe('partial');
+    expect(outputs.mta_sts.findings).toEqual([]);
+    expect(outputs.mta_sts.limitations.map((l) => l.code)).toEqual(['mta_sts_policy_unreachable']);
+  });
+
+  it('a redirect, a 404 and a wrong-host certificate are facts about the policy host', async () => {
+    for (const [d, failure] of [[L.stsRedirect, 'redirect'], [L.sts404, 'invalid_policy'], [L.stsBadCert, 'certificate_invalid']] as const) {
+      const { outputs, env } = await lookup(d);
+      expect(outputs.mta_sts.findings.map((f) => f.code), d).toEqual(['mta_sts_policy_invalid']);
+      expect(env.result.mtaSts!.policy!.failure, d).toBe(failure);
+    }
+  });
+
+  it('a policy host outside the allowed addresses is refused: a limitation, no finding', async () => {
+    const { outputs } = await lookup(L.stsRefused);
+    expect(outputs.mta_sts).toMatchObject({ status: 'partial', findings: [] });
+    expect(outputs.mta_sts.limitations[0]!.message).toContain('target_not_allowed');
+  });
+});
+
+describe('spf: the RFC 7208 test suite cases that apply to static evaluation', () => {
+  // Each row re-expresses a case of the public RFC 7208 test suite (section "Processing limits"
+  // and the syntax sections), by its name there, as a lab zone (test/lab/mail-zones.ts). The
+  // expected verdict is the suite's result for a sender that matches nothing before the limit.
+  const cases: Array<[string, SpfProjection['evaluation'] extends infer E ? E extends { verdict: infer V } ? V : never : never, string?]> = [
+    ['redirect-loop', 'permerror', 'loop'],
+    ['include-loop', 'permerror', 'loop'],
+    ['mx-limit', 'permerror', 'mx_limit'],
+    ['mech-at-limit', 'ok'],
+    ['mech-over-limit', 'permerror', 'lookup_limit'],
+    ['include-over-limit', 'permerror', 'lookup_limit'],
+    // The suite expects pass: its client matches ip4 before the 11th lookup. Statically, a sender
+    // that matches nothing reaches 11 lookups: permerror (the one case where the two differ).
+    ['include-at-limit', 'permerror', 'lookup_limit'],
+    ['void-at-limit', 'ok'],
+    ['void-over-limit', 'permerror', 'void_limit'],
+    ['false-a-limit', 'ok'],
+    ['include-none', 'permerror', 'include_no_record'],
+    ['include-empty-domain', 'permerror', 'syntax'],
+    ['multitxt2', 'permerror', 'multiple_records'],
+    ['all-arg', 'permerror', 'syntax'],
+    ['a-bad-cidr4', 'permerror', 'syntax'],
+    ['modifier-charset-bad1', 'permerror', 'syntax'],
+    ['detect-errors-anywhere', 'permerror', 'syntax'],
+    ['redirect-is-modifier', 'permerror', 'syntax'],
+    ['mixed-case', 'ok'],
+    ['include-temperror', 'indeterminate'],
+  ];
+  for (const [name, verdict, reason] of cases) {
+    it(`${name}: ${verdict}${reason ? ` (${reason})` : ''}`, async () => {
+      const out = await checks.find((c) => c.name === 'mail.spf')!.run({ objectKey: `${name}.${L.spfSuite}`, target: '', params: {} }, { runtime: rt, signal: new AbortController().signal });
+      const ev = (out.projection as SpfProjection).evaluation!;
+      expect(ev.verdict).toBe(verdict);
+      if (reason) expect(ev.permerrors.map((p) => p.reason)).toContain(reason);
+      if (verdict === 'indeterminate') {
+        expect(out.status).toBe('partial');
+        expect(ev.lookupsLowerBound).toBe(true);
+        expect(out.findings.map((f) => f.code)).not.toContain('spf_include_without_record');
+      }
+    });
+  }
+
+  it('counts per branch: the tree shows each include\'s cost', async () => {
+    const ev = (await lookup(L.spfOver)).env.result.spf!.evaluation!;
+    expect(ev).toMatchObject({ verdict: 'permerror', lookups: 12, lookupsLowerBound: false });
+    expect(ev.tree).toMatchObject({ lookups: 2, total: 12, children: [{ domain: `a.${L.spfOver}`, via: 'include', lookups: 5, total: 5 }, { domain: `b.${L.spfOver}`, lookups: 5, total: 5 }] });
+  });
+});
+
+describe('dkim: selectors inferred from the MX hosts and SPF includes', () => {
+  it('puts provider selectors first, says where each came from, and caps the list', () => {
+    const probes = selectorsFor(['aspmx.l.google.com'], ['spf.protection.outlook.com', 'sendgrid.net']);
+    expect(probes.slice(0, 4)).toEqual([
+      { selector: 'google', source: 'mx:google_workspace' }, { selector: '20230601', source: 'mx:google_workspace' },
+      { selector: '20210112', source: 'mx:google_workspace' }, { selector: '20161025', source: 'mx:google_workspace' },
+    ]);
+    expect(probes).toContainEqual({ selector: 'selector1', source: 'spf:microsoft_365' });
+    expect(probes).toContainEqual({ selector: 's1', source: 'spf:sendgrid' });
+    expect(probes).toContainEqual({ selector: 'default', source: 'common' });
+    expect(probes.length).toBeLessThanOrEqual(40);
+    expect(new Set(probes.map((p) => p.selector)).size).toBe(probes.length);
+    // Nothing recognised: the documented list alone.
+    expect(selectorsFor(['mx1.good-mail.test'], []).every((p) => p.source === 'common')).toBe(true);
+  });
+
+  it('the good posture\'s key was found under a probed selector and the probes are listed', async () => {
+    const dkim = (await lookup(L.good)).env.result.dkim!;
+    expect(dkim.probes).toContain('selector1');
+    expect(dkim.probed).toBe(dkim.probes.length);
+  });
+});
