@@ -5,14 +5,9 @@ import { ApiError } from '../contract/errors.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { ActiveWork } from '../products/types.ts';
 import { state } from './context.ts';
+// One rule for the admission gate and for the scan planner's active work.
+import { inApprovedScope } from '../scan/names.ts';
 
-export function hostInApprovedScope(host: string, approved: readonly string[]): boolean {
-  const h = host.toLowerCase().replace(/\.$/, '');
-  return approved.some((suffix) => {
-    const s = suffix.toLowerCase().replace(/\.$/, '');
-    return h === s || h.endsWith(`.${s}`);
-  });
-}
 
 export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolicy: string): void {
   if (work.authorizationMissing) throw new ApiError('active_authorization_required');
@@ -21,7 +16,7 @@ export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolic
   }
   if (!work.active) return;
   if (!p.activeCapability) throw new ApiError('active_permission_required');
-  if (!work.targetHost || !hostInApprovedScope(work.targetHost, p.approvedScopes)) {
+  if (!work.targetHost || !inApprovedScope(work.targetHost, p.approvedScopes)) {
     throw new ApiError('approved_target_scope_required');
   }
 }

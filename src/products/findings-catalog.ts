@@ -3,6 +3,7 @@
 import { domainFindings, type FindingKind } from './domain/findings.ts';
 import { webFindings } from './web/findings.ts';
 import { mailFindings } from './mail/findings.ts';
+import { scanFindings } from './scan/findings.ts';
 
 export interface CatalogEntry extends FindingKind {
   product: string;
@@ -12,4 +13,5 @@ export const findingCatalog: readonly CatalogEntry[] = [
   ...Object.values(domainFindings).map((f) => ({ ...f, product: 'lookup.domain.v1' })),
   ...Object.values(webFindings).map((f) => ({ ...f, product: 'lookup.web.v1' })),
   ...Object.values(mailFindings).map((f) => ({ ...f, product: 'lookup.mail.v1' })),
+  ...Object.values(scanFindings).map((f) => ({ ...f, product: 'scan.recursive.v1' })),
 ];

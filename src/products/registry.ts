@@ -2,7 +2,7 @@
 // from this list. Adding a product is adding its module here.
 import type { ProductDefinition } from './types.ts';
 import { macProduct } from './mac/index.ts';
-import { scanProduct } from './planned.ts';
+import { scanProduct } from './scan/index.ts';
 import { webProduct } from './web/index.ts';
 import { mailProduct } from './mail/index.ts';
 import { domainProduct } from './domain/index.ts';

@@ -224,7 +224,8 @@ export interface CheckSpec {
   name: string;
   lane: WorkerLane;
   timeoutMs: number;
-  run(task: { objectKey: string; target: string; params: Record<string, unknown> }, ctx: CheckContext): Promise<CheckOutput>;
+  /** `distance`: the task's hops from the job's target (a scan places what it discovers one further). */
+  run(task: { objectKey: string; target: string; params: Record<string, unknown>; distance?: number }, ctx: CheckContext): Promise<CheckOutput>;
 }
 
 export interface TaskOutcomeView {
@@ -280,6 +281,13 @@ export interface AsyncProduct<I> {
   expand?(input: I, task: FinishedTask, ctx: ExpandContext): Promise<TaskPlan[]> | TaskPlan[];
   /** At most this many objects are kept for one job (a scan profile's cap). */
   objectCap?(input: I): number;
+  /**
+   * The worker lanes this input needs (a scan profile's); admission refuses with the product's
+   * unavailable code when one has no live consumer. Default: workerLanes.
+   */
+  lanesFor?(input: I): WorkerLane[];
+  /** This input's job deadline (a scan profile's); default deadlineMs. */
+  deadlineFor?(input: I): number;
   target(input: I): { type: string; value: string };
   profile?(input: I): string | null;
   plan(input: I): TaskPlan[];

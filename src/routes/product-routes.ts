@@ -11,7 +11,7 @@ import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, r
 import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
-import { laneReadiness, productReadiness, type ProductDefinition } from '../products/types.ts';
+import { laneReadiness, productReadiness, type ProductDefinition, type WorkerLiveness } from '../products/types.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
@@ -26,10 +26,17 @@ function productCheck(def: ProductDefinition): RequestHandler {
 }
 
 function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
-  return (_req, _res, next) => {
+  const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
+  return (_req, res, next) => {
     if ((!def.execute && !def.job) || productReadiness(def, deps.runtime) === 'unavailable') {
-      const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
       throw new ApiError(code, { details: { product: def.id }, cause: notReadyCause(deps, def) });
+    }
+    // An input may need more worker lanes than the product's minimum (a scan profile's web lane).
+    const needed = def.job?.lanesFor?.(state(res).input) ?? [];
+    const liveness = deps.runtime.services.laneHealth as WorkerLiveness | undefined;
+    const down = needed.filter((l) => !liveness?.alive(l));
+    if (down.length > 0) {
+      throw new ApiError(code, { details: { product: def.id }, cause: `no live lane-${down.join(', lane-')} worker for this input` });
     }
     next();
   };
@@ -85,7 +92,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
       profile: job.profile?.(s.input) ?? null,
       input: s.input,
       price: def.price(s.input),
-      deadlineMs: deps.config.JOB_DEADLINE_MINUTES ? deps.config.JOB_DEADLINE_MINUTES * 60_000 : job.deadlineMs,
+      deadlineMs: deps.config.JOB_DEADLINE_MINUTES ? deps.config.JOB_DEADLINE_MINUTES * 60_000 : job.deadlineFor?.(s.input) ?? job.deadlineMs,
       objectCap: job.objectCap?.(s.input) ?? null,
       requestId: s.requestId,
       claim: s.claim,

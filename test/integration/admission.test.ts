@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/auth/api-key.ts';
 import { errorRegistry, type ErrorCode } from '../../src/contract/errors.ts';
 import { revokeKey } from '../../src/db/tenancy-repo.ts';
-import { scanBudgetBounds } from '../../src/products/planned.ts';
+import { scanBudgetBounds } from '../../src/scan/profiles.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import { assertMatchesContract } from '../helpers/contract-check.ts';
 import { client, createTenant, idemKey, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
@@ -406,7 +406,11 @@ describe('admission', () => {
         expectError(await client(h.app, full.key).post('/v2/scans', scan('advanced', 'example.org', { active: true, maxCredits: 100 })), 403, 'active_permission_required');
       });
 
-      it.each(['example.org', 'notexample.com', 'example.com.evil.net', 'com', 'xample.com'])(
+      it('a public suffix is not a scan target at all: invalid_request (step 5), before any gate', async () => {
+        expectError(await client(h.app, activeOk.key).post('/v2/scans', scan('advanced', 'com', { active: true, maxCredits: 100 })), 400, 'invalid_request');
+      });
+
+      it.each(['example.org', 'notexample.com', 'example.com.evil.net', 'xample.com'])(
         'approved_target_scope_required for %s outside the approved example.com', async (target) => {
           expectError(await client(h.app, activeOk.key).post('/v2/scans', scan('advanced', target, { active: true, maxCredits: 100 })), 403, 'approved_target_scope_required');
         });

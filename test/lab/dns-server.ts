@@ -134,7 +134,8 @@ type Transport = 'udp' | 'tcp';
 type Action = { send: Buffer | null; delayMs?: number };
 
 function behaviourFor(z: CompiledZone | undefined, name: string, type: string, transport: Transport): Behaviour | null {
-  const b = z?.behaviours.find((x) => x.name === name && (!x.types || x.types.includes(type)) && (!x.transport || x.transport === transport));
+  const b = z?.behaviours.find((x) => (x.name === name || (x.subtree && name.endsWith(`.${x.name}`)))
+    && (!x.types || x.types.includes(type)) && (!x.transport || x.transport === transport));
   return b?.behaviour ?? null;
 }
 
@@ -177,6 +178,16 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
   if (behaviour?.kind === 'rcode') return { send: packet.encode({ ...base, flags: flags | RCODES[behaviour.rcode] }) };
   if (behaviour?.kind === 'silent') return { send: null };
   if (behaviour?.kind === 'garbage') return { send: garbage(id) };
+  if (behaviour?.kind === 'random-a') {
+    const answers = q.type === 'A' ? [{ name: qname, type: 'A' as const, class: 'IN' as const, ttl: 60, data: `${behaviour.prefix}${1 + Math.floor(Math.random() * 250)}` }] : [];
+    return { send: packet.encode({ ...base, flags, answers, authorities: answers.length ? [] : [zone.soa] }) };
+  }
+  if (q.type === 'AXFR') {
+    // A transfer is a TCP affair, and only a zone that allows it gets one (SOA, records, SOA).
+    if (transport !== 'tcp' || !zone.zone.allowAxfr || qname !== zone.origin) return { send: packet.encode({ ...base, flags: flags | RCODES.REFUSED }) };
+    const records = [...zone.byName.values()].flat().filter((r) => r.type !== 'SOA').map((r) => toAnswer(r));
+    return { send: packet.encode({ ...base, flags, answers: [zone.soa, ...records, zone.soa] }) };
+  }
 
   const r = zones.resolve(qname, q.type);
   const full = { ...base, id: behaviour?.kind === 'wrong-id' ? (id + 1) & 0xffff : id, flags: flags | r.rcode, answers: r.answers, authorities: r.authorities };

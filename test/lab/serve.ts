@@ -21,6 +21,7 @@ import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
 import { webLabPart } from './web-lab.ts';
+import { scanLabPart } from './scan-lab.ts';
 
 export interface LabPart {
   name: string;
@@ -49,7 +50,7 @@ const rdapPart: LabPartFactory = async (ctx) => {
 };
 
 /** Every lab part, in start order. New labs append their factory here. */
-export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart];
+export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, scanLabPart()];
 
 export interface RunningLab {
   /** The service configuration that points at this lab. */
@@ -77,6 +78,8 @@ export async function startLab(opts: { dnsPort?: number; rdapPort?: number; part
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
     const dns = await startLabDns({ port: opts.dnsPort, zones: [...labZones, ...started.flatMap((p) => p.zones)] });
     closers.push(() => dns.close());
+    // Guarded TCP to port 53 (a scan's zone transfer) goes to the lab's DNS server.
+    portMap.set(53, dns.port);
     const env: Record<string, string> = {
       DNS_SERVERS: dns.address,
       ALLOW_PRIVATE_TARGETS: LAB_ALLOW,

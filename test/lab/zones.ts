@@ -24,7 +24,9 @@ export type Behaviour =
   /** Sends random bytes. */
   | { kind: 'garbage' }
   /** Answers correctly after `ms` milliseconds. */
-  | { kind: 'delay'; ms: number };
+  | { kind: 'delay'; ms: number }
+  /** The name exists; each A query gets a different random address under `prefix` (a rotating or pattern wildcard), other types NODATA. */
+  | { kind: 'random-a'; prefix: string };
 
 export interface NameBehaviour {
   name: string;
@@ -33,6 +35,8 @@ export interface NameBehaviour {
   types?: string[];
   /** Only over this transport (default: both). */
   transport?: 'udp' | 'tcp';
+  /** Also every name below this one (a broken subzone). */
+  subtree?: boolean;
 }
 
 export interface Zone {
@@ -43,6 +47,8 @@ export interface Zone {
   behaviours?: NameBehaviour[];
   /** Set the AD bit on every reply from this zone (to check that the client reports it as given). */
   authenticatedData?: boolean;
+  /** Answer AXFR over TCP with every record of the zone (a misconfigured server); else REFUSED. */
+  allowAxfr?: boolean;
 }
 
 /** The usual SOA + NS pair every zone needs. */

@@ -30,7 +30,7 @@ export async function executeCheck(
   const aborted = new Promise<never>((_, reject) => ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true }));
   const durationMs = () => performance.now() - started;
   try {
-    const raw = await Promise.race([spec.run({ objectKey: task.objectKey, target: task.target, params: task.params }, { ...ctx, signal: ac.signal }), aborted]);
+    const raw = await Promise.race([spec.run({ objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance }, { ...ctx, signal: ac.signal }), aborted]);
     const output = normalizeOutput(raw);
     if (!output) {
       log.error({ check: spec.name, taskId: task.id }, 'check returned an invalid output');

@@ -4,9 +4,10 @@ import type { CheckSpec } from '../../src/products/types.ts';
 import { domainChecks } from '../../src/products/domain/checks.ts';
 import { webChecks } from '../../src/products/web/checks.ts';
 import { mailChecks } from '../../src/products/mail/checks.ts';
+import { scanChecks } from '../../src/products/scan/checks/index.ts';
 
 /** Every check a product module ships. */
-const productChecks: readonly CheckSpec[] = [...domainChecks, ...webChecks, ...mailChecks];
+const productChecks: readonly CheckSpec[] = [...domainChecks, ...webChecks, ...mailChecks, ...scanChecks];
 
 const registry = new Map<string, CheckSpec>();
 

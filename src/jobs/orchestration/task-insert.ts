@@ -62,10 +62,15 @@ export function gateResultOf(status: TaskStatus, output: CheckOutput | null): Ga
   return { status: status as GateResult['status'], projection: output?.projection ?? null };
 }
 
-/** Cost already planned for the job, and whether scheduling has stopped on the budget. */
+/**
+ * What the job's reservation already stands for: the cost of every task that was captured
+ * (completed, partial) or still may be (open), and whether scheduling has stopped on the budget.
+ * A task that ended without doing paid work (unavailable, timeout, failed, skipped, cancelled) is
+ * never captured, so its share goes back to the budget: captures can never pass the reservation.
+ */
 async function budgetState(trx: Trx, jobId: number): Promise<{ planned: number; stopped: boolean }> {
   const res = await sql<{ planned: number | null; exhausted: number | null }>`
-    SELECT SUM(CASE WHEN status <> 'budget_exhausted' THEN unit_cost ELSE 0 END) AS planned,
+    SELECT SUM(CASE WHEN status IN ('pending', 'running', 'waiting', 'completed', 'partial') THEN unit_cost ELSE 0 END) AS planned,
            SUM(status = 'budget_exhausted') AS exhausted
     FROM tasks WHERE job_id = ${jobId}`.execute(trx);
   const r = res.rows[0];

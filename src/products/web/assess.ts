@@ -15,7 +15,10 @@ import { scoreObservatory, type ObservatoryScore } from './observatory-score.ts'
 export interface WebAssessment {
   /** The final response assessed (of the primary chain). */
   final: { url: string; status: number; contentType: string | null; tlsVerified: boolean | null };
-  page: { html: boolean; metaCsp: number; metaReferrer: boolean; scripts: number; inlineScripts: number; scriptsWithIntegrity: number } | null;
+  page: {
+    html: boolean; metaCsp: number; metaReferrer: boolean; scripts: number; inlineScripts: number; scriptsWithIntegrity: number;
+    linkedHosts: string[]; linkedHostsTruncated: boolean;
+  } | null;
   csp: CspAssessment;
   hsts: HstsFacts;
   framing: FramingFacts;
@@ -48,6 +51,7 @@ export function assessWebEvidence(e: WebEvidence): WebAssessment | null {
     page: page && {
       html: true, metaCsp: page.csp.length, metaReferrer: page.referrer.length > 0, scripts: page.scripts.length,
       inlineScripts: page.inlineScripts, scriptsWithIntegrity: page.scripts.filter((s) => s.integrity).length,
+      linkedHosts: page.linkedHosts, linkedHostsTruncated: page.linkedHostsTruncated,
     },
     csp,
     hsts,

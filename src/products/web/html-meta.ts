@@ -1,6 +1,7 @@
 // What a page's HTML says about its own security, read with parse5 (the WHATWG HTML parsing
 // algorithm, as browsers parse): <meta http-equiv="content-security-policy">, <meta
-// name="referrer"> and the <script> elements (for Subresource Integrity). Runs in the pool.
+// name="referrer"> and the <script> elements (for Subresource Integrity); and the hosts the page
+// links to (<a href>), which a deep scan follows. Runs in the pool.
 import { parse } from 'parse5';
 
 export interface PageMeta {
@@ -9,6 +10,10 @@ export interface PageMeta {
   scripts: Array<{ src: string; integrity: string | null; crossorigin: string | null }>;
   /** <script> elements without src (inline scripts). */
   inlineScripts: number;
+  /** Host names of absolute http(s) links (<a href>), first seen first; a deep scan follows them. */
+  linkedHosts: string[];
+  /** More distinct linked hosts than MAX_LINKED_HOSTS were on the page. */
+  linkedHostsTruncated: boolean;
 }
 
 interface Node {
@@ -19,9 +24,20 @@ interface Node {
 }
 
 const MAX_SCRIPTS = 200;
+export const MAX_LINKED_HOSTS = 500;
+
+function linkHost(href: string): string | null {
+  if (!/^https?:\/\//i.test(href.trim())) return null; // relative links stay on the page's host
+  try {
+    return new URL(href.trim()).hostname.toLowerCase().replace(/\.$/, '') || null;
+  } catch {
+    return null;
+  }
+}
 
 export function readPageMeta(html: string): PageMeta {
-  const out: PageMeta = { csp: [], referrer: [], scripts: [], inlineScripts: 0 };
+  const out: PageMeta = { csp: [], referrer: [], scripts: [], inlineScripts: 0, linkedHosts: [], linkedHostsTruncated: false };
+  const hosts = new Set<string>();
   const stack: Node[] = [parse(html) as unknown as Node];
   while (stack.length > 0) {
     const node = stack.pop()!;
@@ -35,10 +51,17 @@ export function readPageMeta(html: string): PageMeta {
       const src = attr('src');
       if (src === null) out.inlineScripts++;
       else if (out.scripts.length < MAX_SCRIPTS) out.scripts.push({ src: src.trim(), integrity: attr('integrity'), crossorigin: attr('crossorigin') });
+    } else if (node.nodeName === 'a') {
+      const host = linkHost(attr('href') ?? '');
+      if (host && !hosts.has(host)) {
+        if (hosts.size < MAX_LINKED_HOSTS) hosts.add(host);
+        else out.linkedHostsTruncated = true;
+      }
     }
     if (node.content) stack.push(node.content);
     // Children in reverse so the stack visits them in document order.
     for (let i = (node.childNodes?.length ?? 0) - 1; i >= 0; i--) stack.push(node.childNodes![i]!);
   }
+  out.linkedHosts = [...hosts];
   return out;
 }

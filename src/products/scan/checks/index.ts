@@ -1,0 +1,35 @@
+// The checks of scan.recursive.v1, by worker lane: dns (scan.dns, scan.wildcard), web, mail,
+// domain, active. Each declares its lane and timeout; the lane runner does the rest.
+import type { CheckSpec } from '../../types.ts';
+import { SCAN_CHECKS } from '../../../scan/planner.ts';
+import { runScanDnsCheck } from './dns-check.ts';
+import { runWildcardCheck } from './wildcard-check.ts';
+import { postureTimeouts, runScanDomainCheck, runScanMailCheck, runScanWebCheck, type PostureOptions } from './posture-checks.ts';
+import { runAxfrCheck, runScanTlsProtocolsCheck, runTcpProbeCheck, runWellKnownCheck, runWordlistCheck, type TcpProbeOptions } from './active-checks.ts';
+
+export interface ScanCheckOptions extends PostureOptions {
+  tcp?: TcpProbeOptions;
+  /** Zone transfer, well-known fetches and TLS handshakes: one deadline each (tests shorten them). */
+  activeTimeoutMs?: number;
+}
+
+export function createScanChecks(o: ScanCheckOptions = {}): CheckSpec[] {
+  const t = postureTimeouts(o);
+  const activeMs = o.activeTimeoutMs ?? 10_000;
+  return [
+    // Up to 8 types + 14 SRV names, in two waves of DNS_TIMEOUT_MS (2 s by default).
+    { name: SCAN_CHECKS.dns, lane: 'dns', timeoutMs: 20_000, run: (task, ctx) => runScanDnsCheck(task, ctx) },
+    { name: SCAN_CHECKS.wildcard, lane: 'dns', timeoutMs: 15_000, run: (task, ctx) => runWildcardCheck(task, ctx) },
+    { name: SCAN_CHECKS.web, lane: 'web', timeoutMs: t.web, run: (task, ctx) => runScanWebCheck(task, ctx, o) },
+    { name: SCAN_CHECKS.mail, lane: 'mail', timeoutMs: t.mail, run: (task, ctx) => runScanMailCheck(task, ctx, o) },
+    { name: SCAN_CHECKS.domain, lane: 'domain', timeoutMs: t.domain, run: (task, ctx) => runScanDomainCheck(task, ctx, o) },
+    // 28 ports, 8 at a time, 2 s each at worst.
+    { name: SCAN_CHECKS.tcpProbe, lane: 'active', timeoutMs: 30_000, run: (task, ctx) => runTcpProbeCheck(task, ctx, o.tcp) },
+    { name: SCAN_CHECKS.axfr, lane: 'active', timeoutMs: 4 * activeMs + 10_000, run: (task, ctx) => runAxfrCheck(task, ctx, { timeoutMs: activeMs }) },
+    { name: SCAN_CHECKS.wordlist, lane: 'active', timeoutMs: 20_000, run: (task, ctx) => runWordlistCheck(task, ctx) },
+    { name: SCAN_CHECKS.wellKnown, lane: 'active', timeoutMs: activeMs + 10_000, run: (task, ctx) => runWellKnownCheck(task, ctx, { timeoutMs: activeMs }) },
+    { name: SCAN_CHECKS.tlsProtocols, lane: 'active', timeoutMs: activeMs + 10_000, run: (task, ctx) => runScanTlsProtocolsCheck(task, ctx, { handshakeTimeoutMs: activeMs }) },
+  ];
+}
+
+export const scanChecks: CheckSpec[] = createScanChecks();

@@ -1,0 +1,103 @@
+// scan.recursive.v1: bounded, budgeted, recursive attack-surface discovery of a domain (CONTRACT
+// §11). The planner (src/scan/planner.ts) decides what runs at distance 0 and what each finished
+// task leads to; the orchestrator expands as results arrive (deduped, budgeted, gated on wildcard
+// probes). Lanes: dns (required: the target's DNS), mail, web, domain, active (advanced only).
+// The reservation is options.maxCredits; every task captures its unit cost once when it did work.
+import { z } from 'zod';
+import { domainName } from '../../contract/domain-name.ts';
+import { ApiError } from '../../contract/errors.ts';
+import type { Resolver } from '../../dns/types.ts';
+import type { AsyncProduct, LaneReadiness, LaneSpec, ProductDefinition, ProductRuntime, WorkerLiveness } from '../types.ts';
+import { registrableOf } from '../../scan/names.ts';
+import { expandScan, planScan, scanObjectCap, type ScanInput } from '../../scan/planner.ts';
+import { profiles, scanBudgetBounds, scanProfiles } from '../../scan/profiles.ts';
+
+export { scanFindings } from './findings.ts';
+
+export const scanInput = z.strictObject({
+  profile: z.enum(scanProfiles),
+  target: z.strictObject({
+    type: z.literal('domain_name'),
+    // A public suffix has no registrable domain to scope a scan to (and belongs to nobody).
+    value: domainName.refine((n) => registrableOf(n) !== null, 'must be a domain name below a public suffix (a public suffix is not a scan target)'),
+  }),
+  options: z.strictObject({ active: z.boolean(), maxCredits: z.number() }),
+}).refine((s) => !(s.options.active && s.profile !== 'advanced'), {
+  message: 'options.active=true needs profile advanced', path: ['options', 'active'],
+});
+
+const lane = (name: string, required: boolean, description: string): LaneSpec => ({ lane: name, required, description });
+
+export const scanLanes = {
+  dns: lane('dns', true, 'DNS records of every in-scope name within the profile\'s hops, wildcard probes per zone level'),
+  mail: lane('mail', false, 'Mail posture of the target (and, deep and advanced, of every in-scope name with MX records)'),
+  web: lane('web', false, 'Web and TLS posture of the apex and www (balanced) or of every in-scope host (deep, advanced)'),
+  domain: lane('domain', false, 'Delegation and registration of the registrable domain (balanced and up)'),
+  active: lane('active', false, 'Advanced with options.active only: TCP probes, TLS protocol enumeration, AXFR, wordlist, well-known paths'),
+} satisfies Record<string, LaneSpec>;
+
+/** The worker lanes a profile's scan needs running; without one the profile is unavailable. */
+export function workerLanesFor(i: Pick<ScanInput, 'profile' | 'options'>): Array<'dns' | 'mail' | 'web' | 'domain' | 'active'> {
+  const p = profiles[i.profile];
+  return ['dns', 'mail', ...(p.web !== 'none' ? ['web' as const] : []), ...(p.domain ? ['domain' as const] : []), ...(i.options.active ? ['active' as const] : [])];
+}
+
+function liveness(runtime: ProductRuntime): WorkerLiveness | undefined {
+  return runtime.services.laneHealth as WorkerLiveness | undefined;
+}
+
+function scanReadiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
+  const resolver = (runtime.services.resolver as Resolver | undefined)?.readiness() ?? 'unconfigured';
+  const outbound = runtime.services.outbound ? 'ready' : 'unconfigured';
+  const alive = (l: string): LaneReadiness => (liveness(runtime)?.alive(l) ? 'ready' : 'down');
+  const worst = (...r: LaneReadiness[]): LaneReadiness => r.find((x) => x !== 'ready') ?? 'ready';
+  return {
+    dns: resolver,
+    mail: worst(resolver, outbound, alive('mail')),
+    web: worst(resolver, outbound, alive('web')),
+    domain: worst(resolver, alive('domain')),
+    active: worst(resolver, outbound, alive('active')),
+  };
+}
+
+const job: AsyncProduct<ScanInput> = {
+  // The dns lane is what every profile needs; the others are checked per profile at admission.
+  workerLanes: ['dns'],
+  lanesFor: (i) => workerLanesFor(i),
+  target: (i) => ({ type: 'domain_name', value: i.target.value }),
+  profile: (i) => i.profile,
+  plan: planScan,
+  expand: expandScan,
+  objectCap: scanObjectCap,
+  deadlineMs: 120 * 60_000,
+  deadlineFor: (i) => profiles[i.profile].deadlineMs,
+};
+
+export const scanProduct: ProductDefinition<ScanInput> = {
+  id: 'scan.recursive.v1',
+  title: 'Recursive scan',
+  mode: 'async',
+  method: 'POST',
+  path: '/v2/scans',
+  scope: 'scan:create',
+  rateClass: 'scan',
+  input: scanInput as unknown as z.ZodType<ScanInput>,
+  echo: (i) => ({ profile: i.profile, target: i.target, options: i.options }),
+  lanes: Object.values(scanLanes),
+  price: (i) => i.options.maxCredits,
+  check: (i) => {
+    const bounds = scanBudgetBounds[i.profile];
+    const m = i.options.maxCredits;
+    if (!Number.isInteger(m) || m < bounds.min || m > bounds.max) {
+      throw new ApiError('scan_credit_budget_invalid', { details: { bounds, profile: i.profile } });
+    }
+  },
+  activeWork: (i) => ({
+    active: i.profile === 'advanced' && i.options.active,
+    authorizationMissing: i.profile === 'advanced' && !i.options.active,
+    requiresResponsibleUse: true,
+    targetHost: i.target.value,
+  }),
+  readiness: scanReadiness,
+  job,
+};

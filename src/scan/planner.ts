@@ -1,0 +1,200 @@
+// The scan planner: what runs at distance 0 (planScan) and what a finished task leads to
+// (expandScan), from the profile's data (profiles.ts). Pure: the orchestrator calls expandScan
+// under the job row lock and then deduplicates (one task per (check, name)), budgets and gates
+// what it returns, so nothing of a job lives in process memory.
+//
+// Rules:
+//   - Scope is the target's registrable domain. An out-of-scope name is recorded (by the check
+//     that saw it, at distance 1) and never gets a task of its own: never expanded, never probed.
+//   - A name is scanned (a dns task) when it is in scope, came from one of the profile's sources
+//     and is at most `hops` away from the target; its distance is the shortest path found (a name
+//     found again closer resets to the closer distance: the writer keeps the minimum).
+//   - Every name but the target waits for the wildcard probe of its parent level (a gate): only
+//     then is it resolved and compared with the wildcard's answer set, before anything fans out
+//     from it. A name that matches the wildcard leads to nothing.
+//   - Web, mail and active work follow from a name's own DNS answers (it resolves, it has MX).
+//   - Active work (advanced, options.active) only for in-scope names inside the workspace's
+//     approved scopes, and never for a name at distance 1 that is out of scope (none get tasks).
+import type { ExpandContext, FinishedTask, TaskPlan, WorkerLane } from '../products/types.ts';
+import { inApprovedScope, isHostName, isServiceName, normalName, parentLevel, scopeOf, type Scope } from './names.ts';
+import { profiles, unitCosts, type NameSource, type ProfileSpec, type ScanProfile } from './profiles.ts';
+
+export interface ScanInput {
+  profile: ScanProfile;
+  target: { type: 'domain_name'; value: string };
+  options: { active: boolean; maxCredits: number };
+}
+
+export const SCAN_CHECKS = {
+  dns: 'scan.dns',
+  wildcard: 'scan.wildcard',
+  web: 'scan.web',
+  mail: 'scan.mail',
+  domain: 'scan.domain',
+  tcpProbe: 'scan.tcp_probe',
+  tlsProtocols: 'scan.tls_protocols',
+  axfr: 'scan.axfr',
+  wordlist: 'scan.wordlist',
+  wellKnown: 'scan.well_known',
+} as const;
+
+/** A name a check saw, and where. */
+export interface Discovery {
+  name: string;
+  source: NameSource;
+}
+
+/** What the dns check reports about its name (the projection expandScan reads). */
+export interface DnsFacts {
+  name: string;
+  /** How the name compares with its level's wildcard; 'n/a' for the target. */
+  match: 'match' | 'real' | 'possible' | 'unknown' | 'n/a';
+  addresses: string[];
+  hasMx: boolean;
+  cnameTargets: string[];
+  discoveries: Discovery[];
+}
+
+/** What the web check reports for expansion. */
+export interface WebFacts {
+  host: string;
+  httpsResponded: boolean;
+  discoveries: Discovery[];
+  /** The host's CNAME chain (from its dns task): an alias of a third party gets no active work. */
+  cnameTargets: string[];
+}
+
+export interface ScanParams {
+  target: string;
+  scope: string;
+  profile: ScanProfile;
+  sourceCap: number;
+  [k: string]: unknown;
+}
+
+interface Ctx {
+  input: ScanInput;
+  p: ProfileSpec;
+  scope: Scope;
+  target: string;
+  common: ScanParams;
+}
+
+function context(input: ScanInput): Ctx {
+  const target = normalName(input.target.value);
+  const scope = scopeOf(target);
+  const p = profiles[input.profile];
+  return { input, p, scope, target, common: { target, scope: scope.registrable, profile: input.profile, sourceCap: p.sourceCap } };
+}
+
+const task = (c: Ctx, check: string, lane: WorkerLane, productLane: string, unitCost: number, objectKey: string, distance: number, params: Record<string, unknown> = {}, extra: Partial<TaskPlan> = {}): TaskPlan =>
+  ({ check, lane, productLane, required: false, unitCost, objectKey, distance, params: { ...c.common, ...params }, ...extra });
+
+/** A wildcard probe of a level at or below the registrable domain; none above it (a public suffix). */
+function wildcardProbe(c: Ctx, level: string, distance: number): TaskPlan | null {
+  if (!level || !c.scope.inScope(level)) return null;
+  return task(c, SCAN_CHECKS.wildcard, 'dns', 'dns', unitCosts.dns, level, distance);
+}
+
+/** A name to resolve: the probe of its level first, itself gated on it. */
+function resolveName(c: Ctx, name: string, distance: number): TaskPlan[] {
+  const level = parentLevel(name);
+  const probe = wildcardProbe(c, level, distance);
+  const dns = task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, name, distance, {}, probe ? { gate: { check: SCAN_CHECKS.wildcard, objectKey: level } } : {});
+  return probe ? [probe, dns] : [dns];
+}
+
+function active(c: Ctx): boolean {
+  return c.input.profile === 'advanced' && c.input.options.active;
+}
+
+export function planScan(input: ScanInput): TaskPlan[] {
+  const c = context(input);
+  const { target, scope, p } = c;
+  // The target's own DNS is the one required task: without it the scan has nothing to stand on.
+  const plans: TaskPlan[] = [task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, target, 0, { srvProbes: target === scope.registrable }, { required: true })];
+  plans.push(task(c, SCAN_CHECKS.mail, 'mail', 'mail', unitCosts.mail, target, 0, { dkim: p.dkimProbes }));
+  if (p.domain) plans.push(task(c, SCAN_CHECKS.domain, 'domain', 'domain', unitCosts.domain, scope.registrable, 0));
+  if (p.web !== 'none') {
+    // The apex and www are web targets whatever led to them; they are resolved first like any name.
+    for (const name of [scope.registrable, `www.${scope.registrable}`]) if (name !== target) plans.push(...resolveName(c, name, 1));
+  }
+  if (active(c)) {
+    plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, scope.registrable, 0));
+    plans.push(task(c, SCAN_CHECKS.wordlist, 'active', 'active', unitCosts.active, scope.registrable, 0));
+  }
+  return plans;
+}
+
+function followDiscoveries(c: Ctx, from: number, discoveries: readonly Discovery[] | undefined): TaskPlan[] {
+  const next = from + 1;
+  if (next > c.p.hops) return [];
+  const out: TaskPlan[] = [];
+  for (const d of discoveries ?? []) {
+    const name = normalName(d.name);
+    if (!c.p.sources.includes(d.source) || !c.scope.inScope(name) || !isHostName(name)) continue;
+    out.push(...resolveName(c, name, next));
+  }
+  return out;
+}
+
+function wantsWeb(c: Ctx, name: string): boolean {
+  if (c.p.web === 'none' || !c.scope.inScope(name) || isServiceName(name)) return false;
+  if (c.p.web === 'every_host') return true;
+  return name === c.scope.registrable || name === `www.${c.scope.registrable}` || name === c.target;
+}
+
+export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandContext): Promise<TaskPlan[]> {
+  if (t.status !== 'completed' && t.status !== 'partial') return [];
+  const c = context(input);
+  const projection = t.output?.projection ?? {};
+  const approved = async (host: string) => active(c) && inApprovedScope(host, await ctx.approvedScopes());
+  switch (t.check) {
+    case SCAN_CHECKS.dns: {
+      const f = projection as unknown as DnsFacts;
+      if (f.match === 'match') return []; // a wildcard answer, not a host: nothing fans out from it
+      const name = normalName(f.name ?? t.objectKey);
+      const plans: TaskPlan[] = [];
+      const resolves = (f.addresses ?? []).length > 0;
+      if (resolves && wantsWeb(c, name)) {
+        plans.push(task(c, SCAN_CHECKS.web, 'web', 'web', unitCosts.web, name, t.distance, { url: `https://${name}/`, host: name, cnameTargets: f.cnameTargets ?? [] }));
+      }
+      if (f.hasMx && c.p.mailEveryDomain && name !== c.target && c.scope.inScope(name)) {
+        plans.push(task(c, SCAN_CHECKS.mail, 'mail', 'mail', unitCosts.mail, name, t.distance, { dkim: c.p.dkimProbes }));
+      }
+      // A name that is an alias of an out-of-scope name (a CDN) reaches someone else's address:
+      // passive checks may visit it like a browser, active work never touches it.
+      const aliasOfThirdParty = (f.cnameTargets ?? []).some((t) => !c.scope.inScope(t));
+      if (resolves && !isServiceName(name) && !aliasOfThirdParty && (await approved(name))) {
+        plans.push(task(c, SCAN_CHECKS.tcpProbe, 'active', 'active', unitCosts.active, name, t.distance, { host: name }));
+      }
+      plans.push(...followDiscoveries(c, t.distance, f.discoveries));
+      return plans;
+    }
+    case SCAN_CHECKS.web: {
+      const f = projection as unknown as WebFacts;
+      const plans = followDiscoveries(c, t.distance, f.discoveries);
+      if (f.httpsResponded && !thirdPartyAlias(c, t) && (await approved(f.host))) {
+        const url = `https://${f.host}/`;
+        plans.push(task(c, SCAN_CHECKS.tlsProtocols, 'active', 'active', unitCosts.active, f.host, t.distance, { url }));
+        plans.push(task(c, SCAN_CHECKS.wellKnown, 'active', 'active', unitCosts.active, f.host, t.distance, { url }));
+      }
+      return plans;
+    }
+    case SCAN_CHECKS.axfr:
+    case SCAN_CHECKS.wordlist:
+      return followDiscoveries(c, t.distance, (projection as { discoveries?: Discovery[] }).discoveries);
+    default:
+      return [];
+  }
+}
+
+/** The web task carries its host's CNAME targets (params): an alias of a third party? */
+function thirdPartyAlias(c: Ctx, t: FinishedTask): boolean {
+  const targets = ((t.output?.projection as { cnameTargets?: string[] } | undefined)?.cnameTargets) ?? [];
+  return targets.some((x) => !c.scope.inScope(x));
+}
+
+export function scanObjectCap(input: ScanInput): number {
+  return profiles[input.profile].objectCap;
+}

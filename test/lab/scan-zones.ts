@@ -1,0 +1,154 @@
+// Fixture zones of the scan lab (issue 10 item 11), as data. Every address is loopback: scan
+// hosts live in 127.0.3.0/24 (labHost('scan', n)); 127.0.3.99 is an out-of-scope CDN host whose
+// listeners count connections (an advanced scan must send it nothing).
+//
+//   scan-basic.test   third-party MX / NS / CDN, SPF includes, SRV, certificate SANs, a dangling
+//                     CNAME (NXDOMAIN), a provider alias serving the unclaimed-name page, a
+//                     dangling _tcp name (never a finding), a CNAME loop, a 40-deep chain, a
+//                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
+//   scan-wild.test    A wildcard with a real host under it, a CNAME-only wildcard level, a
+//                     pattern (rotating) wildcard level
+//   gen<N>.test       generated: N hosts linked as a tree from the apex page (benchmark)
+import { labHost } from './addresses.ts';
+import type { Zone, ZoneRecord } from './zones.ts';
+
+export const SCAN_ZONE = 'scan-basic.test';
+export const WILD_ZONE = 'scan-wild.test';
+/** An out-of-scope host (a CDN edge) inside the lab allowlist: it must see no connection. */
+export const OUT_OF_SCOPE_ADDRESS = labHost('scan', 99);
+export const FLOOD_LINKS = 3000;
+export const CHAIN_LENGTH = 40;
+
+export const scanAddresses = {
+  apex: labHost('scan', 10),
+  mail: labHost('scan', 11),
+  sip: labHost('scan', 12),
+  provider: labHost('scan', 13),
+  chainEnd: labHost('scan', 14),
+  api: labHost('scan', 15),
+  flood: labHost('scan', 16),
+  wildcard: labHost('scan', 20),
+  wildReal: labHost('scan', 21),
+  cnameTarget: labHost('scan', 22),
+} as const;
+
+const soa = (origin: string): ZoneRecord => ({
+  name: '@', type: 'SOA', ttl: 3600,
+  data: { mname: `ns1.${origin}`, rname: `hostmaster.${origin}`, serial: 2026112401, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 },
+});
+
+export function scanBasicZone(): Zone {
+  const chain: ZoneRecord[] = Array.from({ length: CHAIN_LENGTH }, (_, i) => ({ name: `chain-${i}`, type: 'CNAME', data: `chain-${i + 1}.${SCAN_ZONE}` }));
+  return {
+    origin: SCAN_ZONE,
+    allowAxfr: true,
+    records: [
+      soa(SCAN_ZONE),
+      { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
+      { name: '@', type: 'NS', data: 'ns.thirdparty-dns.test' },
+      { name: '@', type: 'A', data: scanAddresses.apex },
+      { name: '@', type: 'MX', data: { preference: 10, exchange: `mail.${SCAN_ZONE}` } },
+      { name: '@', type: 'MX', data: { preference: 20, exchange: 'mx.thirdparty-mail.test' } },
+      { name: '@', type: 'TXT', data: [`v=spf1 include:_spf.${SCAN_ZONE} include:_spf.thirdparty-mail.test -all`] },
+      { name: '_spf', type: 'TXT', data: ['v=spf1 ip4:127.0.3.0/24 -all'] },
+      { name: 'www', type: 'CNAME', data: SCAN_ZONE },
+      { name: 'mail', type: 'A', data: scanAddresses.mail },
+      // The lab DNS server itself (127.0.0.1): the zone's in-scope name server, which allows AXFR.
+      { name: 'ns1', type: 'A', data: '127.0.0.1' },
+      { name: 'api', type: 'A', data: scanAddresses.api },
+      { name: '_sip._tcp', type: 'SRV', data: { priority: 10, weight: 5, port: 5060, target: `sip.${SCAN_ZONE}` } },
+      { name: 'sip', type: 'A', data: scanAddresses.sip },
+      // A service name pointing nowhere: dangling, but never a takeover finding.
+      { name: '_xmpp-server._tcp', type: 'CNAME', data: `nowhere.${SCAN_ZONE}` },
+      // Out of scope: a CDN the site uses.
+      { name: 'cdn', type: 'CNAME', data: 'edge.thirdparty-cdn.test' },
+      // Dangling: the target does not exist (NXDOMAIN).
+      { name: 'old', type: 'CNAME', data: `gone.${SCAN_ZONE}` },
+      // A provider alias (lab copy of github.io) serving the unclaimed-name page.
+      { name: 'blog', type: 'CNAME', data: 'lss-lab.github.io' },
+      { name: 'loop-a', type: 'CNAME', data: `loop-b.${SCAN_ZONE}` },
+      { name: 'loop-b', type: 'CNAME', data: `loop-a.${SCAN_ZONE}` },
+      ...chain,
+      { name: `chain-${CHAIN_LENGTH}`, type: 'A', data: scanAddresses.chainEnd },
+      { name: 'flood', type: 'A', data: scanAddresses.flood },
+      { name: 'app.broken', type: 'A', data: scanAddresses.api },
+    ],
+    behaviours: [{ name: 'broken', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, subtree: true }],
+  };
+}
+
+export function scanWildZone(): Zone {
+  return {
+    origin: WILD_ZONE,
+    records: [
+      soa(WILD_ZONE),
+      { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
+      { name: '@', type: 'A', data: scanAddresses.wildReal },
+      // SPF names: one real host, one that only the wildcard answers, and names under the
+      // CNAME-only and the pattern wildcard levels.
+      { name: '@', type: 'TXT', data: [`v=spf1 include:real.${WILD_ZONE} include:ghost.${WILD_ZONE} include:x.cnw.${WILD_ZONE} include:y.pat.${WILD_ZONE} -all`] },
+      { name: '*', type: 'A', data: scanAddresses.wildcard },
+      { name: 'real', type: 'A', data: scanAddresses.wildReal },
+      { name: '*.cnw', type: 'CNAME', data: `target.${WILD_ZONE}` },
+      { name: 'target', type: 'A', data: scanAddresses.cnameTarget },
+      { name: 'pat', type: 'TXT', data: ['pattern wildcard level'] },
+    ],
+    behaviours: [{ name: 'pat', behaviour: { kind: 'random-a', prefix: '127.0.3.' }, subtree: true, types: ['A'] }],
+  };
+}
+
+/** Zones that only exist to make out-of-scope names and the provider alias resolve inside the lab. */
+export function thirdPartyZones(): Zone[] {
+  return [
+    { origin: 'thirdparty-mail.test', records: [soa('thirdparty-mail.test'), { name: 'mx', type: 'A', data: OUT_OF_SCOPE_ADDRESS }, { name: '_spf', type: 'TXT', data: ['v=spf1 -all'] }] },
+    { origin: 'thirdparty-dns.test', records: [soa('thirdparty-dns.test'), { name: 'ns', type: 'A', data: OUT_OF_SCOPE_ADDRESS }] },
+    { origin: 'thirdparty-cdn.test', records: [soa('thirdparty-cdn.test'), { name: 'edge', type: 'A', data: OUT_OF_SCOPE_ADDRESS }, { name: 'partner', type: 'A', data: OUT_OF_SCOPE_ADDRESS }] },
+    // Lab stand-in for the provider's zone: only loopback answers, never the real service.
+    { origin: 'github.io', records: [soa('github.io'), { name: 'lss-lab', type: 'A', data: scanAddresses.provider }] },
+  ];
+}
+
+// ---- generated zones (benchmark) ------------------------------------------------------------
+
+export const GEN_WEB_ADDRESSES = Array.from({ length: 8 }, (_, i) => labHost('scan', 100 + i));
+/** Hosts that resolve but serve nothing (connections refused): a realistic share of a zone. */
+export const GEN_DEAD_ADDRESS = labHost('scan', 120);
+
+export function genZoneName(n: number): string {
+  return `gen${n}.test`;
+}
+
+/** Children of host i in the link tree (the apex is 0): a tree of `fanout`, numbered breadth first. */
+export function genChildren(i: number, n: number, fanout: number): number[] {
+  return Array.from({ length: fanout }, (_, k) => i * fanout + k + 1).filter((j) => j < n);
+}
+
+/** Fanout so that 3 hops (a deep scan's limit) reach every one of n hosts. */
+export function genFanout(n: number): number {
+  let f = 2;
+  while (f + f * f + f * f * f < n) f++;
+  return f;
+}
+
+/**
+ * N hosts h1..hN (h0 is the apex): a third web hosts, a third CNAMEs to a web host, a third hosts
+ * without a web server; every 25th with an MX. Names are found by following the pages' links.
+ */
+export function generatedZone(n: number): Zone {
+  const origin = genZoneName(n);
+  const records: ZoneRecord[] = [
+    soa(origin), { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
+    { name: '@', type: 'A', data: GEN_WEB_ADDRESSES[0]! },
+    { name: '@', type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } },
+    { name: '@', type: 'TXT', data: ['v=spf1 mx -all'] },
+    { name: 'mail', type: 'A', data: GEN_DEAD_ADDRESS },
+  ];
+  for (let i = 1; i < n; i++) {
+    const label = `h${i}`;
+    if (i % 3 === 1) records.push({ name: label, type: 'A', data: GEN_WEB_ADDRESSES[i % GEN_WEB_ADDRESSES.length]! });
+    else if (i % 3 === 2) records.push({ name: label, type: 'CNAME', data: `h${i - 1}.${origin}` });
+    else records.push({ name: label, type: 'A', data: GEN_DEAD_ADDRESS });
+    if (i % 25 === 0 && i % 3 !== 2) records.push({ name: label, type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } });
+  }
+  return { origin, records };
+}
