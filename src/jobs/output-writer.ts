@@ -115,7 +115,10 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
     if (p.checked) {
       lanes.splice(0, lanes.length, ...lanes.filter((l) => l.lane !== t.productLane), { lane: t.productLane, status: laneStatus });
     }
-    const projection = { ...(parseJson<Record<string, unknown>>(row.projection) ?? {}), ...p.projection };
+    // What a check examined replaces what was known; what it merely saw (a discovered object)
+    // only adds: the first provenance of a name stays its provenance.
+    const known = parseJson<Record<string, unknown>>(row.projection) ?? {};
+    const projection = p.checked ? { ...known, ...p.projection } : { ...p.projection, ...known };
     const evidence = [...(parseJson<Evidence>(row.evidence) ?? []), ...withRefs(p.evidence)];
     await sql`UPDATE objects SET projection = ${JSON.stringify(projection)}, lanes = ${JSON.stringify(lanes)},
         evidence = ${JSON.stringify(evidence)}, distance = ${Math.min(Number(row.distance), p.distance)}

@@ -96,11 +96,11 @@ function wildcardProbe(c: Ctx, level: string, distance: number): TaskPlan | null
   return task(c, SCAN_CHECKS.wildcard, 'dns', 'dns', unitCosts.dns, level, distance);
 }
 
-/** A name to resolve: the probe of its level first, itself gated on it. */
-function resolveName(c: Ctx, name: string, distance: number): TaskPlan[] {
+/** A name to resolve: the probe of its level first, itself gated on it. `via`: how it was found. */
+function resolveName(c: Ctx, name: string, distance: number, via?: NameSource): TaskPlan[] {
   const level = parentLevel(name);
   const probe = wildcardProbe(c, level, distance);
-  const dns = task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, name, distance, {}, probe ? { gate: { check: SCAN_CHECKS.wildcard, objectKey: level } } : {});
+  const dns = task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, name, distance, via ? { via } : {}, probe ? { gate: { check: SCAN_CHECKS.wildcard, objectKey: level } } : {});
   return probe ? [probe, dns] : [dns];
 }
 
@@ -133,7 +133,7 @@ function followDiscoveries(c: Ctx, from: number, discoveries: readonly Discovery
   for (const d of discoveries ?? []) {
     const name = normalName(d.name);
     if (!c.p.sources.includes(d.source) || !c.scope.inScope(name) || !isHostName(name)) continue;
-    out.push(...resolveName(c, name, next));
+    out.push(...resolveName(c, name, next, d.source));
   }
   return out;
 }

@@ -428,6 +428,32 @@ describe('job pipeline', () => {
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('budget_exhausted');
   });
 
+  it('does not settle while a finished task is still unapplied: its expansion may plan more', async () => {
+    const r = await rig();
+    r.product = makeExpandingProduct() as never;
+    const o = await r.startOrchestrator();
+    // No lane yet: the two planned tasks stay open until this test finishes them by hand.
+    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
+    const planned = await until('planned', async () => { const ts = await tasks(jobId); return ts.length === 2 ? ts : null; });
+    const root = planned.find((t) => t.object_key === 'root')!;
+    const gateTask = planned.find((t) => t.object_key === 'gate')!;
+    // Both finish before either result is applied, as two runners finishing together would.
+    const finish = (id: number, children: string[]) => dbh.db.updateTable('tasks')
+      .set({ status: 'completed', finished_at: new Date(), output: JSON.stringify({ ...okOutput('x'), projection: { children } }) } as never)
+      .where('id', '=', id).execute();
+    await finish(root.id, ['root.0', 'root.1']);
+    await finish(gateTask.id, []);
+    // The gate's apply sees nothing open, but root's result is not applied yet: no settle.
+    await applyTaskResult(o.context, gateTask.id);
+    expect((await job(jobId)).status).toBe('running');
+    await applyTaskResult(o.context, root.id);
+    expect((await tasks(jobId)).map((t) => t.object_key).sort()).toEqual(['gate', 'root', 'root.0', 'root.1']);
+    await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect(Number(j.credits_captured)).toBe(4);
+  });
+
   it('keeps at most the job\'s object cap, and says so', async () => {
     const r = await rig();
     r.product = makeExpandingProduct(5) as never;

@@ -13,7 +13,7 @@ import { startLab, type RunningLab } from '../lab/serve.ts';
 import { scanLabPart, type ScanLab } from '../lab/scan-lab.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
-import { CHAIN_LENGTH, SCAN_ZONE, WILD_ZONE } from '../lab/scan-zones.ts';
+import { CHAIN_LENGTH, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -21,6 +21,9 @@ import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
 
 const SCANS = '/v2/scans';
+/** Generated zones (a link tree of N hosts): one that outgrows a minimum budget, one big enough to cancel mid-flight. */
+const GEN_SMALL = 60;
+const GEN_LARGE = 400;
 const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'scan.recursive.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
 
 interface Item { objectId: string; type: string; key: string; distance: number; projection: Record<string, unknown>; lanes: Array<{ lane: string; status: string }> }
@@ -65,7 +68,7 @@ describe('scan.recursive.v1', () => {
   const body = (profile: string, value: string, maxCredits: number, active = false) => ({ profile, target: { type: 'domain_name', value }, options: { active, maxCredits } });
 
   beforeAll(async () => {
-    lab = await startLab({ parts: [webLabPart(), mailLabPart, scanLabPart({ onReady: (s) => (scanLab = s) })] });
+    lab = await startLab({ parts: [webLabPart(), mailLabPart, scanLabPart({ generated: [GEN_SMALL, GEN_LARGE], onReady: (s) => (scanLab = s) })] });
     h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '700', CANCEL_GRACE_MS: '1000' });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
@@ -164,5 +167,190 @@ describe('scan.recursive.v1', () => {
       expect(lanes).not.toContain('active');
       expect(findings.length).toBeGreaterThan(0);
     });
+  });
+
+  describe('wildcard DNS, decided on answer sets', () => {
+    let job: Record<string, any>;
+    let items: Item[];
+    let findings: Finding[];
+    let t: Awaited<ReturnType<typeof tenant>>;
+    const byKey = (key: string) => items.find((i) => i.key === key);
+
+    beforeAll(async () => {
+      t = await tenant(1000);
+      job = await scan(t.key, body('balanced', WILD_ZONE, 200));
+      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
+      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
+    }, 120_000);
+
+    it('a name that only the wildcard answers collapses into one wildcard object; a real host under it survives', async () => {
+      const wildcard = byKey(`*.${WILD_ZONE}`);
+      expect(wildcard?.projection.wildcard).toBe(true);
+      const detail = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${wildcard!.objectId}`);
+      expect(JSON.stringify(detail.body.evidence)).toContain(`ghost.${WILD_ZONE}`);
+      expect(byKey(`ghost.${WILD_ZONE}`)?.lanes.map((l) => l.lane) ?? []).not.toContain('dns');
+      expect(byKey(`real.${WILD_ZONE}`)!.projection.wildcard).toBe('real');
+      expect(findings.filter((f) => f.code === 'scan_wildcard_dns').length).toBeGreaterThanOrEqual(1);
+      // www exists only through the wildcard: no web task for it.
+      const tasks = await sql<{ check_name: string; object_key: string }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(h.deps.db);
+      expect(tasks.rows.filter((r) => r.check_name === 'scan.web' && r.object_key === `www.${WILD_ZONE}`)).toEqual([]);
+    });
+
+    it('a CNAME-only wildcard level collapses its names too', async () => {
+      expect(byKey(`*.cnw.${WILD_ZONE}`)?.projection.wildcard).toBe(true);
+    });
+
+    it('a level answering random names with different data is a possible wildcard, and is said so', async () => {
+      expect(byKey(`y.pat.${WILD_ZONE}`)?.projection.wildcard).toBe('possible');
+      expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('wildcard_possible');
+      await ledgerHolds(t.wsId);
+    });
+  });
+
+  describe('deep: hops, links, loops, chains, dangling names, takeovers, floods, broken subzones', () => {
+    let job: Record<string, any>;
+    let items: Item[];
+    let findings: Finding[];
+    let t: Awaited<ReturnType<typeof tenant>>;
+    const byKey = (key: string) => items.find((i) => i.key === key);
+    const codesOn = (key: string) => findings.filter((f) => f.objectId === byKey(key)?.objectId).map((f) => f.code);
+
+    beforeAll(async () => {
+      t = await tenant(5000);
+      job = await scan(t.key, body('deep', SCAN_ZONE, 2000));
+      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
+      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
+    }, 180_000);
+
+    it('follows links on in-scope pages (a deep source)', async () => {
+      expect(byKey(`loop-a.${SCAN_ZONE}`)?.projection.foundVia).toBe('link');
+      expect(byKey(`chain-0.${SCAN_ZONE}`)?.lanes.map((l) => l.lane)).toContain('dns');
+    });
+
+    it('a CNAME loop and a runaway chain end in informational findings, not in a hang', async () => {
+      expect(codesOn(`loop-a.${SCAN_ZONE}`)).toContain('scan_cname_loop');
+      expect(codesOn(`chain-0.${SCAN_ZONE}`)).toContain('scan_cname_chain_runaway');
+      // Reported once, where the chain starts: the aliases along it (followed hop by hop) do not repeat it.
+      expect(findings.filter((f) => f.code === 'scan_cname_chain_runaway')).toHaveLength(1);
+      expect(findings.filter((f) => f.code === 'scan_cname_loop')).toHaveLength(1);
+      expect(byKey(`chain-2.${SCAN_ZONE}`)?.distance).toBe(3);
+      expect(CHAIN_LENGTH).toBeGreaterThan(16);
+    });
+
+    it('a dangling CNAME (authoritative NXDOMAIN) is a finding; a dangling service name never is', async () => {
+      expect(codesOn(`old.${SCAN_ZONE}`)).toContain('scan_dangling_cname');
+      expect(findings.filter((f) => f.summary.includes('_xmpp-server._tcp'))).toEqual([]);
+    });
+
+    it('a provider alias serving the unclaimed-name page is a takeover finding (suffix and body both match)', async () => {
+      const f = findings.find((x) => x.objectId === byKey(`blog.${SCAN_ZONE}`)?.objectId && x.code === 'scan_takeover_fingerprint');
+      expect(f?.severity).toBe('high');
+    });
+
+    it('a source that yields more names than the profile follows is truncated, and coverage says so', async () => {
+      expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('source_truncated');
+      expect(items.filter((i) => /^f\d+\./.test(i.key)).length).toBeLessThanOrEqual(200);
+      expect(job.status).toBe('partial');
+      expect(job.coverage.complete).toBe(false);
+    });
+
+    it('a SERVFAIL subzone is a gap with limitations, never a "missing" finding', async () => {
+      const codes = job.coverage.limitations.map((l: { code: string }) => l.code);
+      expect(codes).toContain('dns_indeterminate');
+      expect(codesOn(`app.broken.${SCAN_ZONE}`)).toEqual([]);
+      const lanes = job.lanes.find((l: { lane: string }) => l.lane === 'dns');
+      expect(lanes.tasks).toBe(lanes.completed + lanes.partial + lanes.unavailable + lanes.timeout + lanes.failed + lanes.skipped + lanes.cancelled + lanes.budgetExhausted);
+    });
+
+    it('rediscovery adds relations, never copies: one object per (type, name)', async () => {
+      const keys = items.map((i) => `${i.type}\n${i.key}`);
+      expect(new Set(keys).size).toBe(keys.length);
+      await ledgerHolds(t.wsId);
+    });
+  });
+
+  describe('budget: a hard stop, the remainder released once', () => {
+    it('stops scheduling at the reservation, records budget_exhausted, ends partial and releases the rest', async () => {
+      const t = await tenant(1000);
+      // A deep scan of 60 linked hosts wants several times its minimum budget (≥ 3 credits a host).
+      const job = await scan(t.key, body('deep', genZoneName(GEN_SMALL), 50));
+      expect(job.status).toBe('partial');
+      expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('budget_exhausted');
+      expect(job.lanes.reduce((n: number, l: { budgetExhausted: number }) => n + l.budgetExhausted, 0)).toBeGreaterThan(0);
+      expect(job.ledger.captured).toBeLessThanOrEqual(50);
+      expect(job.ledger.captured + job.ledger.released).toBe(50);
+      const releases = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries e JOIN jobs j ON j.id = e.job_id WHERE j.public_id = ${job.jobRef} AND e.kind = 'release'`.execute(h.deps.db);
+      expect(Number(releases.rows[0]!.n)).toBe(job.ledger.released > 0 ? 1 : 0);
+      await ledgerHolds(t.wsId);
+    }, 120_000);
+  });
+
+  describe('advanced: active work on approved, in-scope names only', () => {
+    let job: Record<string, any>;
+    let items: Item[];
+    let findings: Finding[];
+    let t: Awaited<ReturnType<typeof tenant>>;
+    const byKey = (key: string) => items.find((i) => i.key === key);
+
+    beforeAll(async () => {
+      t = await tenant(10_000, { active: true, approveScopes: [SCAN_ZONE] });
+      job = await scan(t.key, body('advanced', SCAN_ZONE, 3000, true));
+      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
+      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
+    }, 240_000);
+
+    it('probes TCP ports of in-scope hosts: service objects, sensitive ports as findings', async () => {
+      expect(byKey(`${SCAN_ZONE}:3306/tcp`)?.type).toBe('service');
+      expect(byKey(`${SCAN_ZONE}:22/tcp`)?.type).toBe('service');
+      expect(findings.some((f) => f.code === 'scan_sensitive_port_open' && f.summary.includes('3306'))).toBe(true);
+    });
+
+    it('asks the in-scope name server for a zone transfer, and follows what it gave', async () => {
+      expect(findings.some((f) => f.code === 'scan_zone_transfer_allowed')).toBe(true);
+      const viaAxfr = items.filter((i) => i.projection.foundVia === 'axfr');
+      expect(viaAxfr.length).toBeGreaterThan(0);
+    });
+
+    it('fetches well-known paths of in-scope web hosts', async () => {
+      expect(findings.some((f) => f.code === 'scan_exposed_git_repository')).toBe(true);
+      expect(findings.some((f) => f.code === 'scan_security_txt_missing')).toBe(true);
+    });
+
+    it('sends nothing to an out-of-scope host: its listeners counted no connection', async () => {
+      expect(scanLab.outOfScopeProbes()).toBe(0);
+      const tasks = await sql<{ check_name: string; object_key: string }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(h.deps.db);
+      const active = tasks.rows.filter((r) => ['scan.tcp_probe', 'scan.tls_protocols', 'scan.well_known'].includes(r.check_name));
+      expect(active.length).toBeGreaterThan(0);
+      // Neither out-of-scope names nor in-scope aliases of a third party (the CDN) are probed.
+      expect(active.filter((r) => r.object_key.includes('thirdparty') || r.object_key === `cdn.${SCAN_ZONE}`)).toEqual([]);
+      await ledgerHolds(t.wsId);
+    });
+  });
+
+  describe('cancellation', () => {
+    it('nothing new is scheduled after cancel; the job ends cancelled, results stay readable; a second cancel changes nothing', async () => {
+      const t = await tenant(6000);
+      const accepted = await client(h.app, t.key).post(SCANS, body('deep', genZoneName(GEN_LARGE), 5000));
+      expect(accepted.status).toBe(202);
+      // Let it start fanning out (some tasks planned beyond the initial plan), then cancel.
+      const planned = async () => Number((await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db)).rows[0]!.n);
+      const initial = await planned();
+      for (let i = 0; i < 200 && (await planned()) <= initial; i++) await new Promise((r) => setTimeout(r, 50));
+      const cancel = await client(h.app, t.key).post(`/v2/jobs/${accepted.body.jobRef}/cancel`, {});
+      expect(cancel.status).toBe(202);
+      const atCancel = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db);
+      const done = (await poll(t.key, accepted.body.jobRef)).body;
+      expect(done.status).toBe('cancelled');
+      const after = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db);
+      // Tasks finishing after the cancel may not plan anything new.
+      expect(Number(after.rows[0]!.n)).toBe(Number(atCancel.rows[0]!.n));
+      const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results`);
+      expect(results.status).toBe(200);
+      expect(results.body.terminal).toBe(true);
+      const again = await client(h.app, t.key).post(`/v2/jobs/${accepted.body.jobRef}/cancel`, {});
+      expect(again.status).toBe(202);
+      expect({ ...again.body, pollAfterMs: 0 }).toEqual({ ...done, pollAfterMs: 0 });
+      await ledgerHolds(t.wsId);
+    }, 120_000);
   });
 });

@@ -65,6 +65,18 @@ export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
   return Number(res.rows[0]?.n ?? 0);
 }
 
+/**
+ * Tasks the job still waits for: open ones, and finished ones whose result has not been applied
+ * yet. The latter matter: applying a scan's result may plan more work, so a job whose last open
+ * task just finished is not done until every finished task went through its own apply (its
+ * notice, or the reconciler's re-publish). Finalizing earlier would apply them without expansion.
+ */
+export async function countUnsettledTasks(trx: Trx, jobId: number): Promise<number> {
+  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
+    AND (status IN ('pending', 'running', 'waiting') OR applied_at IS NULL)`.execute(trx);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
   const head = await ctx.db.selectFrom('tasks').select('job_id').where('id', '=', taskId).executeTakeFirst();
   if (!head) return; // purged
@@ -87,7 +99,9 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
     // Work gated on this task may start now, with what it found; new work only while not cancelling.
     const released = await releaseGated(trx, job.id, { check, objectKey, result: gateResultOf(task.status, task.output) });
     const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, { check, objectKey, distance: Number(row.distance), status: task.status, output: task.output });
-    if ((await countOpenTasks(trx, job.id)) === 0) {
+    // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
+    const waitingFor = job.status === 'cancelling' ? await countOpenTasks(trx, job.id) : await countUnsettledTasks(trx, job.id);
+    if (waitingFor === 0) {
       await finalizeLocked(trx, ctx, job, job.status === 'cancelling' ? 'cancel' : 'settle');
       return [];
     }

@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
-import { applyFinishedTask } from './apply-result.ts';
+import { applyFinishedTask, countOpenTasks } from './apply-result.ts';
 import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
@@ -23,6 +23,12 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
   if (isTerminal(job.status)) return null;
   // A job cancelled by its owner ends `cancelled` even when the deadline sweeper gets there first.
   const effective: FinalizeMode = job.status === 'cancelling' ? 'cancel' : mode;
+  // A settle is only due when nothing is open. A caller that decided so before taking the lock
+  // (the reconciler's idle sweep) may be stale by now: refuse rather than cancel live work.
+  if (effective === 'settle' && !opts.failure && (await countOpenTasks(trx, job.id)) > 0) {
+    ctx.log.warn({ jobId: job.id }, 'settle refused: the job has open tasks');
+    return null;
+  }
   const reason = effective === 'deadline' ? 'deadline_exceeded' : 'job_cancelled';
   // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
   // A runner still executing one of these loses its compare-and-set and writes nothing.

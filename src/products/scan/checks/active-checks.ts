@@ -37,6 +37,14 @@ async function addressesOf(guard: OutboundGuard, host: string, signal: AbortSign
   }
 }
 
+/** Names a zone-wide source found, as discovered objects with their provenance. */
+function recorded(discoveries: readonly Discovery[], zone: string, distance: number): Pick<CheckOutput, 'objects' | 'relations'> {
+  return {
+    objects: discoveries.map((d) => ({ type: 'host', key: d.name, discovered: true, distance, projection: { name: d.name, inScope: true, foundVia: d.source, foundFrom: zone } })),
+    relations: discoveries.map((d) => ({ from: { type: 'host', key: d.name }, relation: 'discovered_from' as const, to: { type: 'domain', key: zone } })),
+  };
+}
+
 // ---- scan.tcp_probe ---------------------------------------------------------------------------
 
 /** The ports probed, and the ones whose exposure is a finding (databases, caches, remote admin). */
@@ -138,12 +146,14 @@ export async function runAxfrCheck(task: ScanTask, ctx: CheckContext, o: { timeo
     }
   }
   const discoveries: Discovery[] = [...names].filter((n) => n !== zone).map((name) => ({ name, source: 'axfr' }));
+  const distance = (task.distance ?? 0) + 1;
   const failed = asked.filter((a) => a.outcome === 'timeout' || a.outcome === 'failed' || a.outcome === 'unreachable');
   if (failed.length > 0) limitations.push({ code: 'axfr_unanswered', message: `No transfer answer from ${failed.map((f) => f.server).join(', ')}: whether they allow one is unknown.` });
   return {
     status: failed.length > 0 && failed.length === asked.length && asked.length > 0 ? 'unavailable' : failed.length > 0 ? 'partial' : 'completed',
     projection: { zone, servers: asked, discoveries },
-    objects: [], relations: [], findings, limitations, sources: [{ source: 'axfr' }],
+    ...recorded(discoveries, zone, distance),
+    findings, limitations, sources: [{ source: 'axfr' }],
   };
 }
 
@@ -235,7 +245,8 @@ export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promi
   return {
     status: indeterminate > 0 ? 'partial' : 'completed',
     projection: { zone, tried: WORDLIST.length, canaries: CANARIES, canaryHits, discoveries },
-    objects: [], relations: [], findings: [], limitations, sources: [{ source: 'dns_resolver' }],
+    ...recorded(discoveries, zone, (task.distance ?? 0) + 1),
+    findings: [], limitations, sources: [{ source: 'dns_resolver' }],
   };
 }
 

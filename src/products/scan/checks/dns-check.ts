@@ -97,17 +97,20 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
   // The CNAME chain (from the A answer, which carries it), loops and runaways, dangling targets.
   const chain = cnameChain(name, by.A!, by.CNAME!);
   if (chain.targets.length > 0) record(chain.targets[0]!, 'cname_to', 'to', 'cname');
+  // The rest of the chain is recorded; recursion follows it one alias (one hop) at a time.
   for (let i = 1; i < chain.targets.length && i <= CNAME_RUNAWAY; i++) {
     const from = chain.targets[i - 1]!;
     const to = chain.targets[i]!;
     if (isHostName(from) && isHostName(to)) {
-      found.objects.push({ type: 'host', key: to, discovered: true, distance: at(to), projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from } });
+      found.objects.push({ type: 'host', key: to, discovered: true, distance: at(to) + i, projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from } });
       found.relations.push({ from: { type: 'host', key: from }, relation: 'cname_to', to: { type: 'host', key: to } });
-      if (scope.inScope(to)) found.discoveries.push({ name: to, source: 'cname' });
     }
   }
-  if (chain.loop) findings.push(scanFinding('scan_cname_loop', self, `${name}'s CNAME chain comes back to ${chain.loop}.`, [`CNAME ${[name, ...chain.targets].slice(0, 20).join(' → ')}`]));
-  if (chain.targets.length > CNAME_RUNAWAY) {
+  // A loop or a runaway chain is reported once, on the alias where it starts; the names along it
+  // (followed because they were CNAME targets) do not repeat it.
+  const startsChain = task.params.via !== 'cname';
+  if (chain.loop && startsChain) findings.push(scanFinding('scan_cname_loop', self, `${name}'s CNAME chain comes back to ${chain.loop}.`, [`CNAME ${[name, ...chain.targets].slice(0, 20).join(' → ')}`]));
+  if (chain.targets.length > CNAME_RUNAWAY && startsChain) {
     findings.push(scanFinding('scan_cname_chain_runaway', self, `${name}'s CNAME chain has more than ${CNAME_RUNAWAY} aliases; it was followed no further.`, [`CNAME ${[name, ...chain.targets.slice(0, CNAME_RUNAWAY)].join(' → ')} → …`]));
   }
   // RFC 6604: with a CNAME, the rcode is its last target's. NXDOMAIN is authoritative absence.
