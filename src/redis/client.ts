@@ -1,6 +1,9 @@
 // ioredis with fail-fast settings: a command issued while Redis is down errors at once (the HTTP
 // layer answers 503) instead of queueing until the client reconnects.
-import { Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
+
+/** What every module that talks to Redis accepts: a single node or ioredis' Cluster client. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * commandTimeoutMs: for request-serving clients, so that a Redis that accepts but never answers
