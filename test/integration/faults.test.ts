@@ -17,8 +17,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import {
-  createScratchDatabase, freePort, pingRedis, ProcessGroup, startRedisServer, until, type Proc, type RedisServerProc, type ScratchDatabase,
+  createScratchDatabase, freePort, ProcessGroup, startPrivateRedis, until, type PrivateRedis, type Proc, type ScratchDatabase,
 } from '../helpers/processes.ts';
+import { hasRedis } from '../helpers/redis.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
@@ -39,7 +40,7 @@ let labRdap: LabRdap;
 let rdap: GatedRdap;
 
 beforeAll(async () => {
-  if (!process.env.DATABASE_URL || !process.env.REDIS_URL) throw new Error('needs DATABASE_URL and REDIS_URL: run with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
   dns = await startLabDns({ zones: [...labZones, ...domainZones] });
   labRdap = await startLabRdap();
   rdap = await startGatedRdap(labRdap.baseUrl);
@@ -125,10 +126,10 @@ async function startGatedRdap(upstream: string): Promise<GatedRdap> {
 }
 
 /** What every process of a group gets: its database, its Redis, the labs, short visibility. */
-function groupEnv(databaseUrl: string, redis: { url?: string; prefix: string }): Record<string, string> {
+function groupEnv(databaseUrl: string, redis: { env?: Record<string, string | undefined>; prefix: string }): Record<string, string | undefined> {
   return {
     DATABASE_URL: databaseUrl,
-    ...(redis.url ? { REDIS_URL: redis.url } : {}),
+    ...redis.env,
     REDIS_KEY_PREFIX: redis.prefix,
     DNS_SERVERS: dns.address,
     DNS_TIMEOUT_MS: '2000',
@@ -222,7 +223,7 @@ async function expectSettledLedger(h: Harness, wsId: number, jobId: number) {
 describe('a lane worker killed mid-task; a crash between commit and XADD', () => {
   let db: ScratchDatabase;
   let h: Harness;
-  let env: Record<string, string>;
+  let env: Record<string, string | undefined>;
   let worker: Proc;
   let orchestrator: Proc;
 
@@ -306,18 +307,17 @@ describe('a lane worker killed mid-task; a crash between commit and XADD', () =>
   }, 30_000);
 });
 
-describe('Redis restarted empty mid-run (a private redis-server)', () => {
+describe('Redis restarted empty mid-run (a private redis-server, or a private cluster in the cluster pass)', () => {
   let db: ScratchDatabase;
-  let redis: RedisServerProc;
+  let redis: PrivateRedis;
   let h: Harness;
   let orchestrator: Proc;
   let worker: Proc;
 
   beforeAll(async () => {
-    const port = await freePort();
-    [redis, db] = await Promise.all([startRedisServer(procs, port), createScratchDatabase('faultsr')]);
+    [redis, db] = await Promise.all([startPrivateRedis(procs), createScratchDatabase('faultsr')]);
     // One task at a time per worker: while one task runs, the job's next task waits in the stream.
-    const env = { ...groupEnv(db.url, { url: redis.url, prefix: 'faults:' }), LANE_CONCURRENCY: '1' };
+    const env = { ...groupEnv(db.url, { env: redis.env, prefix: 'faults:' }), LANE_CONCURRENCY: '1' };
     h = await startHarness(env);
     orchestrator = procs.node('orchestrator(redis)', ['workers/orchestrator.ts'], env);
     worker = procs.node('lane-domain(redis)', ['workers/lane.ts', 'domain'], env);
@@ -325,7 +325,7 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
   });
 
   afterAll(async () => {
-    await Promise.allSettled([worker?.stop('SIGKILL'), orchestrator?.stop('SIGKILL'), redis?.proc.stop('SIGKILL')]);
+    await Promise.allSettled([worker?.stop('SIGKILL'), orchestrator?.stop('SIGKILL'), redis?.stop()]);
     await h?.close();
     await db?.drop();
   });
@@ -345,8 +345,8 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
         && !OPEN.includes(tasks.delegation?.status ?? 'pending');
     }, 15_000, 50);
 
-    expect(await redis.proc.stop('SIGKILL')).toBe(137);
-    expect(await pingRedis(redis.port)).toBe(false);
+    await redis.kill();
+    expect(await redis.down()).toBe(true);
     const downSince = Date.now();
 
     let refused = 0;
@@ -380,7 +380,7 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
     }
     expect(refused).toBeGreaterThan(10);
 
-    redis = await startRedisServer(procs, redis.port);
+    await redis.revive();
     // Nothing in Redis knows the job any more: the reconciler re-enqueues the queued task and
     // re-publishes the finished one's notice, from MySQL.
     const done = await pollTerminal(h, t.key, jobRef, 40_000);

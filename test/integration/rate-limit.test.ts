@@ -2,13 +2,13 @@
 // headers, exact Retry-After, their place in the §2 order, and failing closed without Redis.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/db/tenancy-repo.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
-import { createRedis, redisReady } from '../../src/redis/client.ts';
+import type { RedisClient } from '../../src/redis/client.ts';
 import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
+import { deadRedisEnv, testRedis } from '../helpers/redis.ts';
 
 const MAC = '/v2/lookups/mac';
 const MAC_BODY = { value: 'F4:F5:E8:12:34:56' };
@@ -202,7 +202,7 @@ describe('rate limits over HTTP', () => {
   describe('fails closed without Redis', () => {
     let dead: Harness;
     beforeAll(async () => {
-      dead = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1' });
+      dead = await startHarness(deadRedisEnv());
     });
     afterAll(() => dead.close());
 
@@ -245,7 +245,7 @@ describe('rate limits over HTTP', () => {
 });
 
 describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let limiter: RateLimiter;
   // Under the run's prefix, so ops/test.ts deletes these keys with the rest.
   const prefix = `${process.env.REDIS_KEY_PREFIX}rl-unit-${randomBytes(4).toString('hex')}:`;
@@ -255,9 +255,8 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
   const subject = () => `s-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
-    if (!process.env.REDIS_URL || !process.env.REDIS_KEY_PREFIX) throw new Error('run with `npm test` (REDIS_URL, REDIS_KEY_PREFIX)');
-    redis = createRedis(process.env.REDIS_URL, prefix);
-    await redisReady(redis);
+    if (!process.env.REDIS_KEY_PREFIX) throw new Error('run with `npm test` (REDIS_KEY_PREFIX)');
+    redis = await testRedis(prefix);
     limiter = new RateLimiter(redis);
   });
   afterAll(async () => {
