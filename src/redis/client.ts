@@ -42,6 +42,15 @@ export interface RedisClientOptions {
 
 const retry = (times: number) => Math.min(100 * times, 2000);
 
+/**
+ * Scripts defined without a fixed key count (defineCommand without numberOfKeys) take the count as
+ * their first argument. ioredis' cluster auto-pipelining routes a command by its first argument,
+ * so it would file these under the wrong slot's batch and the batch would fail ("All keys in the
+ * pipeline should belong to the same slots allocation group"). On a cluster they are sent on
+ * their own: still one round trip each, only not batched with other requests' commands.
+ */
+const VARIADIC_SCRIPTS = ['consumeLimits', 'finishLease'];
+
 export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisClientOptions = {}): RedisClient {
   const node: RedisOptions = {
     connectTimeout: 2000,
@@ -72,7 +81,7 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     retryDelayOnClusterDown: 100,
     retryDelayOnTryAgain: 100,
     slotsRefreshTimeout: 2000,
-    ...(opts.autoPipelining ? { enableAutoPipelining: true } : {}),
+    ...(opts.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
     redisOptions: {
       ...node,
       ...(username ? { username } : {}),

@@ -13,13 +13,13 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import supertest from 'supertest';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import {
   createScratchDatabase, freePort, ProcessGroup, startPrivateRedis, until, type PrivateRedis, type Proc, type ScratchDatabase,
 } from '../helpers/processes.ts';
 import { hasRedis } from '../helpers/redis.ts';
+import { expectBalancedWorkspace, expectSettledJob } from '../helpers/ledger.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
@@ -181,41 +181,11 @@ async function pollTerminal(h: Harness, key: string, jobRef: string, timeoutMs: 
   });
 }
 
-/**
- * The ledger of one settled job and its workspace: each task row once, each task captured at most
- * once (and only a task that did work), the remainder released exactly once (no release when
- * nothing remained), nothing left reserved, and the account equal to the sums of its entries.
- */
+/** The ledger of one settled job and of its workspace (test/helpers/ledger.ts). */
 async function expectSettledLedger(h: Harness, wsId: number, jobId: number) {
-  const job = await h.deps.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
-  const tasks = await h.deps.db.selectFrom('tasks').select(['id', 'check_name', 'object_key', 'status']).where('job_id', '=', jobId).execute();
-  expect(new Set(tasks.map((t) => `${t.check_name}\n${t.object_key}`)).size).toBe(tasks.length);
-  for (const t of tasks) expect(OPEN).not.toContain(t.status);
-  const entries = await h.deps.db.selectFrom('credit_entries').select(['kind', 'amount', 'dedupe_key']).where('job_id', '=', jobId).execute();
-  const captures = entries.filter((e) => e.kind === 'capture');
-  const releases = entries.filter((e) => e.kind === 'release');
-  // Captures are keyed cap:<job>:<task>.
-  const capturedTasks = captures.map((c) => Number(c.dedupe_key.split(':').pop()));
-  expect(new Set(capturedTasks).size).toBe(capturedTasks.length);
-  for (const id of capturedTasks) expect(['completed', 'partial']).toContain(tasks.find((t) => Number(t.id) === id)?.status);
-  const captured = captures.reduce((s, c) => s + Number(c.amount), 0);
-  expect(captured).toBe(Number(job.credits_captured));
-  const remainder = Number(job.credits_reserved) - captured;
-  expect(releases).toHaveLength(remainder > 0 ? 1 : 0);
-  if (remainder > 0) expect(Number(releases[0]!.amount)).toBe(remainder);
-  expect(Number(job.credits_released)).toBe(remainder);
-  expect(job.settled_at).not.toBeNull();
-
-  const b = await balance(h.deps.db, wsId);
-  expect(b.granted).toBe(b.available + b.reserved + b.captured);
-  expect(b.reserved).toBe(0);
-  const sums = await sql<{ kind: string; total: number }>`
-    SELECT kind, SUM(amount) AS total FROM credit_entries WHERE workspace_id = ${wsId} GROUP BY kind`.execute(h.deps.db);
-  const sum = (k: string) => Number(sums.rows.find((r) => r.kind === k)?.total ?? 0);
-  expect(b.granted).toBe(sum('grant'));
-  expect(b.captured).toBe(sum('capture'));
-  expect(b.reserved).toBe(sum('reserve') - sum('capture') - sum('release'));
-  return { captured, released: remainder };
+  const settled = await expectSettledJob(h.deps.db, jobId);
+  await expectBalancedWorkspace(h.deps.db, wsId);
+  return settled;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/db/tenancy-repo.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
-import type { RedisClient } from '../../src/redis/client.ts';
+import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
+import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
 import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
-import { deadRedisEnv, testRedis } from '../helpers/redis.ts';
+import { deadRedisEnv, testRedis, testRedisTarget } from '../helpers/redis.ts';
 
 const MAC = '/v2/lookups/mac';
 const MAC_BODY = { value: 'F4:F5:E8:12:34:56' };
@@ -336,6 +337,29 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     // wide saw 3 consumptions, so 7 more pass alone and then it refuses.
     const alone = await Promise.all(Array.from({ length: 12 }, () => limiter.consume(s, [wide])));
     expect(alone.filter((r) => r.allowed)).toHaveLength(7);
+  });
+
+  it('many applications at once on an auto-pipelining client (the web role\'s): each call answers for its own keys', async () => {
+    // Regression (Redis Cluster): ioredis' auto-pipelining routes a command by its first argument,
+    // which for these scripts is the key count; batched together, calls for applications on
+    // different shards failed with "All keys in the pipeline should belong to the same slots
+    // allocation group". One call per application and tick, as concurrent requests do.
+    const piped = createRedis(testRedisTarget(), prefix, { autoPipelining: true, commandTimeoutMs: 2000 });
+    try {
+      await redisReady(piped);
+      const pipedLimiter = new RateLimiter(piped);
+      const leases = new IdempotencyLeases(piped, { leaseMs: 60_000, ttlHours: 1 });
+      const subjects = Array.from({ length: 40 }, () => String(1_000_000 + Math.floor(Math.random() * 1e9)));
+      const p = policy('piped', 60, 60, 2);
+      const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
+      const decisions = await Promise.all(subjects.map((s, i) => pipedLimiter.consume(s, [p], asked[i])));
+      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.lease?.state])).toEqual(subjects.map(() => [true, 1, 'claimed']));
+      const held = await Promise.all(subjects.map((s, i) =>
+        leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));
+      expect(held).toEqual(subjects.map(() => true));
+    } finally {
+      await closeRedis(piped);
+    }
   });
 
   it('keys expire once the policy is full again (no unbounded key growth)', async () => {
