@@ -9,7 +9,7 @@
 //   5. starts a 3-master Redis Cluster on loopback (ops/redis-cluster.ts) and runs the suites
 //      that exercise Redis (CLUSTER_SUITES, those matching the args' file filters) again, the
 //      same files, with REDIS_CLUSTER_NODES instead of REDIS_URL and a database of their own:
-//      the cluster pass;
+//      the cluster pass (CLUSTER_ONLY files run only there unless named);
 //   6. always drops the databases, deletes the prefixed Redis keys and stops the cluster, also on
 //      SIGINT/SIGTERM;
 //   7. exits non-zero when either pass failed (or tsc, if type-checking failed).
@@ -52,10 +52,17 @@ if (!['single', 'cluster', 'both'].includes(redisMode)) {
   process.exit(2);
 }
 
+/**
+ * Run in the cluster pass only, unless named: the many-processes test is written for the
+ * scale-out deployment and is the dearest file (about a minute of 7 processes on 2 cores).
+ */
+const CLUSTER_ONLY = ['test/integration/scale-out.test.ts'];
+
 /** File filters among the args (vitest matches them as substrings of test file paths). */
 const fileFilters = vitestArgs.filter((a) => !a.startsWith('-') && (/\.test\.ts$/.test(a) || /^(test|src)\//.test(a)));
 const clusterFiles = fileFilters.length === 0 ? CLUSTER_SUITES : CLUSTER_SUITES.filter((f) => fileFilters.some((x) => f.includes(x)));
 const otherArgs = vitestArgs.filter((a) => !fileFilters.includes(a));
+const singleArgs = [...vitestArgs, ...CLUSTER_ONLY.filter((f) => !fileFilters.some((x) => f.includes(x))).map((f) => `--exclude=${f}`)];
 
 // Fixed secrets for tests, used only when the environment does not set them (48 chars each).
 const TEST_KEY_PEPPER = 'lss-test-key-pepper-0123456789abcdefghijklmnopqr';
@@ -232,7 +239,7 @@ async function main(): Promise<number> {
     };
     delete env.REDIS_CLUSTER_NODES;
     const passes: PassResult[] = [];
-    if (runSingle) passes.push(await vitestPass('single Redis', vitestArgs, env, suffix));
+    if (runSingle) passes.push(await vitestPass('single Redis', singleArgs, env, suffix));
     checkInterrupted();
     if (runCluster) {
       cluster = await startRedisCluster({ root, log: (m) => log(m) });

@@ -21,7 +21,7 @@ import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
 import { LaneHealth } from '../../src/queue/lane-health.ts';
-import { groups, publishJob, publishTaskResult, streams } from '../../src/queue/streams.ts';
+import { groups, publishJob, publishTaskResult, queueKeys, streams } from '../../src/queue/streams.ts';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { delKeys, hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
@@ -583,6 +583,44 @@ describe('job pipeline', () => {
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([3, 0]);
+  });
+
+  it('an upgrade from the single-tag layout loses nothing: tasks queued and notices published under the old keys are rebuilt from MySQL', async () => {
+    // The layout before per-lane tags: everything under {lss}. New processes never read these
+    // keys; what they held is rebuilt from the task rows (docs/operations.md, Upgrades).
+    const legacy = { lane: '{lss}:lane:dns', taskResults: '{lss}:task-results', taskMessage: (id: number) => `{lss}:task-msg:${id}` };
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
+    // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
+    const old = await r.startOrchestrator();
+    const queued = await accept(r, { tasks: [{}, {}] }, 2);
+    await until('A on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await old.close();
+    const entries = (await r.redis.xrange(streams.lane('dns'), '-', '+')) as Array<[string, string[]]>;
+    for (const [, fields] of entries) {
+      const task = Number(fields[fields.indexOf('task') + 1]);
+      const id = await r.redis.xadd(legacy.lane, '*', ...fields);
+      await r.redis.set(legacy.taskMessage(task), id!);
+      await r.redis.del(queueKeys.taskMessage('dns', task));
+    }
+    await r.redis.del(streams.lane('dns'));
+    // Job B: its task finished under an old runner, whose notice went to the old results stream.
+    await r.startLane();
+    await r.startOrchestrator();
+    const finished = await accept(r, { tasks: [{ behavior: 'gate' }] }, 1);
+    await until('B running', async () => (await tasks(finished))[0]?.status === 'running');
+    await r.orchestrator!.close();
+    gate(`${r.product.id}:gate`).open();
+    await until('B finished, its notice on the lane results stream', async () => (await r.redis.xlen(streams.laneResults('dns'))) >= 1);
+    for (const [, fields] of (await r.redis.xrange(streams.laneResults('dns'), '-', '+')) as Array<[string, string[]]>) {
+      await r.redis.xadd(legacy.taskResults, '*', ...fields);
+    }
+    await r.redis.del(streams.laneResults('dns'));
+    expect((await tasks(finished)).map((t) => [t.status, t.applied_at])).toEqual([['completed', null]]);
+    // The new deployment: an orchestrator and the lane runner, reading only the new keys.
+    await r.startOrchestrator();
+    for (const jobId of [queued, finished]) expect((await terminal(jobId)).status).toBe('completed');
+    expect((await tasks(queued)).map((t) => t.attempts)).toEqual([1, 1]);
+    expect((await tasks(finished)).map((t) => t.attempts)).toEqual([1]);
   });
 
   it('resets a task stuck `running` by a runner that died with Redis flushed', async () => {

@@ -87,6 +87,10 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
       REDIS_KEY_PREFIX: testPrefix('scale'),
       LANE_VISIBILITY_MS: '1500',
       LANE_POOL_THREADS: '0',
+      // 8 tasks per lane process (4 workspaces x 8 permits cover all three): its MySQL pool stays
+      // at 10 connections, so 7 processes fit the shared server's max_connections with the
+      // other test files running.
+      LANE_CONCURRENCY: '8',
       SHUTDOWN_TIMEOUT_MS: '3000',
       // A lease left by the killed web process blocks its key's retries this long at most.
       IDEMPOTENCY_LOCK_MS: '2000',
