@@ -587,7 +587,7 @@ describe('job pipeline', () => {
 
   it('an upgrade from the single-tag layout loses nothing: tasks queued and notices published under the old keys are rebuilt from MySQL', async () => {
     // The layout before per-lane tags: everything under {lss}. New processes never read these
-    // keys; what they held is rebuilt from the task rows (docs/operations.md, Upgrades).
+    // keys; what they held is rebuilt from the task rows (docs/operations.md, "Upgrading to this layout").
     const legacy = { lane: '{lss}:lane:dns', taskResults: '{lss}:task-results', taskMessage: (id: number) => `{lss}:task-msg:${id}` };
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
