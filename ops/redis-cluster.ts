@@ -15,6 +15,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFile } from 'node:child_process';
+import { Cluster } from 'ioredis';
 import { livePid, pidAlive, which, withRedis, type Log } from './services.ts';
 
 export interface RedisCluster {
@@ -100,6 +101,43 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
   }
   log(`Redis Cluster of ${masters} masters ready on ${handle.seeds} (${dir})`);
   return handle;
+}
+
+/**
+ * Deletes every key under `prefix` on every master of the cluster named by `seeds` (SCAN + UNLINK
+ * node by node: a key lives on one master, and a multi-key UNLINK may not cross slots). Returns
+ * how many.
+ */
+export async function deletePrefixedClusterKeys(seeds: string, prefix: string): Promise<number> {
+  const nodes = seeds.split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
+    const i = s.lastIndexOf(':');
+    return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(s.slice(i + 1)) };
+  });
+  const cluster = new Cluster(nodes, { lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { connectTimeout: 5000, maxRetriesPerRequest: 1 } });
+  cluster.on('error', () => {});
+  let deleted = 0;
+  try {
+    await cluster.connect();
+    const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    for (const node of cluster.nodes('master')) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) {
+          const p = node.pipeline();
+          for (const k of keys) p.unlink(k);
+          for (const [err, n] of (await p.exec()) ?? []) {
+            if (err) throw err;
+            deleted += Number(n);
+          }
+        }
+      } while (cursor !== '0');
+    }
+  } finally {
+    cluster.disconnect();
+  }
+  return deleted;
 }
 
 /** Kills the nodes of runs whose owner process is gone and removes their directories. */

@@ -15,7 +15,8 @@
 //   7. exits non-zero when either pass failed (or tsc, if type-checking failed).
 //
 // LSS_TEST_REDIS=single|cluster|both (default both) picks the passes; `npm run test:cluster` is
-// LSS_TEST_REDIS=cluster.
+// LSS_TEST_REDIS=cluster. With REDIS_CLUSTER_NODES set, the cluster pass uses that cluster (under
+// the run's key prefix, deleted afterwards from every master) instead of starting one.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -23,7 +24,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
-import { startRedisCluster, type RedisCluster } from './redis-cluster.ts';
+import { deletePrefixedClusterKeys, startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { LAB_CA_DIR_ENV, loadLabCa } from '../test/lab/ca.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -176,6 +177,8 @@ async function main(): Promise<number> {
   const runSingle = redisMode !== 'cluster';
   const runCluster = redisMode !== 'single' && clusterFiles.length > 0;
   let cluster: RedisCluster | undefined;
+  const externalCluster = process.env.REDIS_CLUSTER_NODES;
+  let usedExternalCluster = false;
   const created = [dbName];
 
   let cleaned = false;
@@ -199,6 +202,11 @@ async function main(): Promise<number> {
     if (cluster) {
       await cluster.stop().catch((e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`));
       log('stopped the Redis Cluster');
+    } else if (externalCluster && usedExternalCluster) {
+      await deletePrefixedClusterKeys(externalCluster, keyPrefix).then(
+        (n) => log(`deleted ${n} key(s) with prefix ${keyPrefix} from the Redis Cluster`),
+        (e: unknown) => log(`warning: could not delete Redis Cluster keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`),
+      );
     }
   };
 
@@ -242,13 +250,21 @@ async function main(): Promise<number> {
     if (runSingle) passes.push(await vitestPass('single Redis', singleArgs, env, suffix));
     checkInterrupted();
     if (runCluster) {
-      cluster = await startRedisCluster({ root, log: (m) => log(m) });
+      let seeds: string;
+      if (externalCluster) {
+        usedExternalCluster = true;
+        seeds = externalCluster;
+        log(`Redis Cluster: using REDIS_CLUSTER_NODES (${seeds}) with key prefix ${keyPrefix}`);
+      } else {
+        cluster = await startRedisCluster({ root, log: (m) => log(m) });
+        seeds = cluster.seeds;
+      }
       checkInterrupted();
       created.push(clusterDbName);
       const clusterDbUrl = await createDatabase(serverUrl, clusterDbName);
       // REDIS_URL is removed, not only overridden: a test that still reads it fails loudly
       // instead of quietly running against the single Redis.
-      const clusterEnv: NodeJS.ProcessEnv = { ...env, DATABASE_URL: clusterDbUrl, REDIS_CLUSTER_NODES: cluster.seeds };
+      const clusterEnv: NodeJS.ProcessEnv = { ...env, DATABASE_URL: clusterDbUrl, REDIS_CLUSTER_NODES: seeds };
       delete clusterEnv.REDIS_URL;
       passes.push(await vitestPass('Redis Cluster', [...otherArgs, ...clusterFiles], clusterEnv, `${suffix}-c`));
     } else if (redisMode !== 'single') {

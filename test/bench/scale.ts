@@ -1,5 +1,5 @@
 // `npm run bench:scale` = `node test/bench/scale.ts [--redis cluster|single] [--jobs N]`: what
-// adding processes of a role buys, as ratios measured in one run (DESIGN.md "Measured, not
+// adding processes of a role buys, as ratios measured in one run (DESIGN.md "LoadResult, not
 // assumed"), on a 3-master Redis Cluster started on loopback (default) or the single Redis.
 //
 // Each configuration runs twice, in A-B-B-A order, and the ratios compare the means.
@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { clientRunner, fmt } from './bench-kit.ts';
+import { clientRunner, fmt, runBench, summarize, type LoadResult } from './bench-kit.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const arg = (flag: string): string | undefined => {
@@ -87,19 +87,10 @@ interface ClientJob {
   durationS: number;
 }
 
-interface Measured {
-  rps: number;
-  p50: number;
-  p99: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
-}
-
 // ---------------------------------------------------------------------------
 // Load generator (child process): one autocannon per web process, connections split evenly.
 
-async function runClient(job: ClientJob): Promise<Measured> {
+async function runClient(job: ClientJob): Promise<LoadResult> {
   const run = (durationS: number) => Promise.all(job.urls.map((url, u) => {
     let n = 0;
     const tag = randomBytes(4).toString('hex');
@@ -121,16 +112,8 @@ async function runClient(job: ClientJob): Promise<Measured> {
     });
   }));
   if (job.warmupS > 0) await run(job.warmupS);
-  const rs = await run(job.durationS);
-  return {
-    rps: rs.reduce((s, r) => s + r.requests.average, 0),
-    // Per-process percentiles, the worse one: a single figure that never flatters.
-    p50: Math.max(...rs.map((r) => r.latency.p50)),
-    p99: Math.max(...rs.map((r) => r.latency.p99)),
-    requests: rs.reduce((s, r) => s + r.requests.total, 0),
-    non2xx: rs.reduce((s, r) => s + r.non2xx, 0),
-    errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
-  };
+  // Per-process percentiles, the worse one: a single figure that never flatters.
+  return summarize(await run(job.durationS));
 }
 
 if (process.argv[2] === '--client') {
@@ -268,7 +251,7 @@ async function main(): Promise<void> {
     }
 
     // (2) admission throughput
-    const webRows: Array<{ procs: number; m: Measured; busy: number }> = [];
+    const webRows: Array<{ procs: number; m: LoadResult; busy: number }> = [];
     const keys = tenants.slice(0, APPS).map((t) => t.key);
     for (const [round, k] of WEB_PROCS.entries()) {
       const roundEnv = { ...env, REDIS_KEY_PREFIX: `${basePrefix}web${round}:` };
@@ -290,7 +273,7 @@ async function main(): Promise<void> {
       log(`(2) round ${round + 1}, ${k} web process(es): ${WARMUP_S} s warm-up + ${DURATION_S} s`);
       // The busy share covers the warm-up too: the same for both rounds.
       const cpuBefore = os.cpus();
-      const m = await runner.run<Measured>({ urls, keys, warmupS: WARMUP_S, durationS: DURATION_S } satisfies ClientJob);
+      const m = await runner.run<LoadResult>({ urls, keys, warmupS: WARMUP_S, durationS: DURATION_S } satisfies ClientJob);
       webRows.push({ procs: k, m, busy: cpuBusy(cpuBefore, os.cpus()) });
       await Promise.all(webs.map((p) => p.stop('SIGTERM')));
     }
@@ -310,7 +293,7 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(
 
 function report(
   lanes: LaneRow[],
-  webs: Array<{ procs: number; m: Measured; busy: number }>,
+  webs: Array<{ procs: number; m: LoadResult; busy: number }>,
   loadAtStart: number[],
   redis: string,
 ): void {
@@ -347,10 +330,4 @@ function report(
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-try {
-  await main();
-  process.exit(runner.interrupted ? 130 : 0);
-} catch (e) {
-  log(e instanceof Error ? (e.stack ?? e.message) : String(e));
-  process.exit(runner.interrupted ? 130 : 1);
-}
+await runBench(main, runner, log);
