@@ -1,7 +1,6 @@
 // Builds a lane worker (MySQL, Redis, piscina pool, product runtime, LaneRunner) and closes it in
 // order: stop reading → drain in-flight tasks (bounded by SHUTDOWN_TIMEOUT_MS) → pool → Redis →
 // MySQL, each step even if an earlier one failed. Used by workers/lane.ts and by tests in-process.
-import type { RedisClient } from '../src/redis/client.ts';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../src/config.ts';
@@ -11,7 +10,7 @@ import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-setti
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
 import { groups, streams, type LaneName } from '../src/queue/streams.ts';
-import { closeRedis, createRedis, redisReady, redisTarget } from '../src/redis/client.ts';
+import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner.ts';
 import type { CheckLookup } from './lanes/registry.ts';
 import { createParsePool } from './pool/parse-pool.ts';

@@ -12,9 +12,8 @@
 // - A handler that throws leaves the entry pending: it is reclaimed after `visibilityMs`.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChainableCommander, Redis } from 'ioredis';
-import type { RedisClient } from '../redis/client.ts';
 import type { Logger } from 'pino';
-import { duplicateRedis, redisReady } from '../redis/client.ts';
+import { duplicateRedis, redisReady, type RedisClient } from '../redis/client.ts';
 import { fieldsToRecord } from './stream-ids.ts';
 import { trimToPending } from './stream-trim.ts';
 

@@ -5,13 +5,12 @@
 // A lane's results stream lives in the lane's slot (its runners publish in the MULTI that acks),
 // so the orchestrator reads one results stream per lane, each on a connection of its own.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RedisClient } from '../../redis/client.ts';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
 import type { Config } from '../../config.ts';
 import { createDb, type Db } from '../../db/database.ts';
 import type { ProductDefinition } from '../../products/types.ts';
-import { closeRedis, createRedis, redisReady, redisTarget } from '../../redis/client.ts';
+import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../../redis/client.ts';
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
