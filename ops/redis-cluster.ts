@@ -25,6 +25,8 @@ export interface RedisCluster {
   readonly dir: string;
   /** SIGKILL every node: the whole cluster is down (for fault tests). */
   kill(): Promise<void>;
+  /** SIGKILL the node on ports[i]: one shard lost (for fault tests; revive() restarts it). */
+  killNode(i: number): Promise<void>;
   /** Start the killed nodes again on the same ports: the same slots, no data. */
   revive(): Promise<void>;
   /** Kill the nodes and remove the directory. Idempotent. */
@@ -64,13 +66,17 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
     child.on('error', () => {});
     children.set(port, child);
   };
-  const killNodes = async (): Promise<void> => {
-    const exits = [...children.values()].map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => {
+  const killNode = async (port: number): Promise<void> => {
+    const c = children.get(port);
+    children.delete(port);
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    await new Promise<void>((r) => {
       c.once('exit', () => r());
       c.kill('SIGKILL');
-    })));
-    await Promise.all(exits);
-    children.clear();
+    });
+  };
+  const killNodes = async (): Promise<void> => {
+    await Promise.all([...children.keys()].map(killNode));
   };
   let stopping: Promise<void> | undefined;
   const handle: RedisCluster = {
@@ -78,8 +84,9 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
     ports,
     dir,
     kill: killNodes,
+    killNode: (i) => killNode(ports[i]!),
     async revive() {
-      await Promise.all(ports.map(startNode));
+      await Promise.all(ports.filter((p) => !children.has(p)).map(startNode));
       await waitClusterOk(ports, dir);
     },
     stop() {

@@ -41,8 +41,11 @@ const CONNECTION_CODES = new Set([
   'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_LOCK_WAIT_TIMEOUT', 'POOL_CLOSED', 'ER_ACCESS_DENIED_ERROR',
 ]);
 
-/** ioredis' Cluster client when no node (or not the slot's master) can take the command. */
-const REDIS_CLUSTER_DOWN = /Cluster isn't ready|None of startup nodes is available|CLUSTERDOWN|Too many Cluster redirections|Cluster is ended/;
+/**
+ * ioredis' Cluster client when no node (or not the slot's master) can take the command; a MOVED or
+ * ASK reaches the caller when the node it redirects to is unreachable (a shard just lost).
+ */
+const REDIS_CLUSTER_DOWN = /^(?:MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |Cluster isn't ready|None of startup nodes is available|Too many Cluster redirections|Cluster is ended/;
 
 /** MySQL or Redis unreachable: the reply is 503 service_unavailable, never a 500. */
 export function isDependencyDown(err: unknown): boolean {

@@ -203,6 +203,9 @@ export interface PrivateRedis {
   /** REDIS_URL or REDIS_CLUSTER_NODES for the processes that must use it. */
   env: Record<string, string | undefined>;
   kill(): Promise<void>;
+  /** One node lost: the only one, or one master of the cluster (its shard). */
+  killOne(): Promise<void>;
+  /** Starts what was killed again, empty. */
   revive(): Promise<void>;
   /** No node answers PING. */
   down(): Promise<boolean>;
@@ -215,6 +218,7 @@ export async function startPrivateRedis(group: ProcessGroup): Promise<PrivateRed
     return {
       env: redisEnv({ seeds: cluster.seeds }),
       kill: () => cluster.kill(),
+      killOne: () => cluster.killNode(0),
       revive: () => cluster.revive(),
       down: async () => (await Promise.all(cluster.ports.map((p) => pingRedis(p)))).every((up) => !up),
       stop: () => cluster.stop(),
@@ -225,6 +229,7 @@ export async function startPrivateRedis(group: ProcessGroup): Promise<PrivateRed
   return {
     env: redisEnv({ url: server.url }),
     kill: async () => void (await server.proc.stop('SIGKILL')),
+    killOne: async () => void (await server.proc.stop('SIGKILL')),
     revive: async () => void (server = await startRedisServer(group, port)),
     down: async () => !(await pingRedis(port)),
     stop: async () => void (await server.proc.stop('SIGKILL')),

@@ -374,6 +374,48 @@ describe('Redis restarted empty mid-run (a private redis-server, or a private cl
   }, 75_000);
 });
 
+describe('one Redis node lost under a running service (the only one, or one master of a private cluster)', () => {
+  let redis: PrivateRedis;
+  let h: Harness;
+  const MAC = { path: '/v2/lookups/mac', body: { value: 'F4:F5:E8:12:34:56' } };
+  const limits = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis(procs);
+    h = await startHarness({ ...redis.env, REDIS_KEY_PREFIX: 'node-lost:' });
+  });
+
+  afterAll(async () => {
+    await h?.close();
+    await redis?.stop();
+  });
+
+  it('every request answers at once, 200 or 503 service_unavailable, never a 500 or a hang; all answer again once it is back', async () => {
+    // Several applications: on a cluster their limits and leases sit on different shards.
+    const tenants = await Promise.all(Array.from({ length: 6 }, () => createTenant(h, { limits })));
+    for (const t of tenants) expect((await client(h.app, t.key).post(MAC.path, MAC.body)).status).toBe(200);
+    await redis.killOne();
+    const statuses = new Map<number, number>();
+    const end = Date.now() + 5000; // past the cluster's node timeout (2 s): the whole cluster reports down
+    while (Date.now() < end) {
+      for (const t of tenants) {
+        const started = Date.now();
+        const res = await client(h.app, t.key).post(MAC.path, MAC.body);
+        expect(Date.now() - started, 'answered within the command timeout').toBeLessThan(3000);
+        expect([200, 503], JSON.stringify(res.body)).toContain(res.status);
+        if (res.status === 503) expect(res.body.error).toMatchObject({ code: 'service_unavailable', retryable: true });
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      }
+    }
+    expect(statuses.get(503)).toBeGreaterThan(0);
+    await redis.revive();
+    await until('every application answered again', async () => {
+      const replies = await Promise.all(tenants.map((t) => client(h.app, t.key).post(MAC.path, MAC.body)));
+      return replies.every((r) => r.status === 200);
+    }, 20_000, 250);
+  }, 45_000);
+});
+
 describe('MySQL unreachable', () => {
   let h: Harness;
 
