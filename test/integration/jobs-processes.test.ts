@@ -146,7 +146,8 @@ describe('worker processes', () => {
       expect(planned.status).toBe('running');
       const tasks = await dbh.db.selectFrom('tasks').select(['check_name', 'status']).where('job_id', '=', accepted.jobId).execute();
       expect(tasks.length).toBeGreaterThan(0);
-      expect(await redis.xlen(streams.lane('domain'))).toBe(tasks.length);
+      // The XADDs follow the plan's commit: the job may read `running` a moment before.
+      await until('the tasks on the lane stream', async () => (await redis.xlen(streams.lane('domain'))) === tasks.length);
       await requestCancel(dbh.db, principal.workspaceId, accepted.jobRef);
       await publishJob(redis, accepted.jobId, 'cancel');
       const done = await until('job cancelled', async () => ((await jobRow()).status === 'cancelled' ? jobRow() : null));
