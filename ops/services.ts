@@ -193,7 +193,7 @@ async function probeMysql(url: string): Promise<string | null> {
   return r.ok ? null : r.error;
 }
 
-async function withRedis<T>(url: string, fn: (r: Redis) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+export async function withRedis<T>(url: string, fn: (r: Redis) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
   const client = new Redis(url, {
     lazyConnect: true,
     connectTimeout: PROBE_TIMEOUT_MS,
@@ -552,7 +552,7 @@ async function acquireLock(lockDir: string, log: Log): Promise<() => Promise<voi
 }
 
 /** Alive = signalable and, where /proc tells, not a zombie (an unreaped, already dead process). */
-function pidAlive(pid: number): boolean {
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (e) {
@@ -568,7 +568,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** The pid in pidFile if that process is alive and (where /proc tells) is `comm`. */
-async function livePid(pidFile: string, comm: string): Promise<number | null> {
+export async function livePid(pidFile: string, comm: string): Promise<number | null> {
   const pid = Number((await fs.readFile(pidFile, 'utf8').catch(() => '')).trim());
   if (!Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) return null;
   const name = await fs.readFile(`/proc/${pid}/comm`, 'utf8').catch(() => null);

@@ -5,10 +5,18 @@
 //      Redis key prefix lsstest:<same suffix>:;
 //   3. type-checks (tsc -p tsconfig.json), failing fast;
 //   4. runs `vitest run <args…>` against them (the vitest globalSetup migrates), trusting the
-//      lab CA (test/lab/ca.ts) through NODE_EXTRA_CA_CERTS;
-//   5. always drops the database and deletes the prefixed Redis keys, also on
+//      lab CA (test/lab/ca.ts) through NODE_EXTRA_CA_CERTS: the single-Redis pass;
+//   5. starts a 3-master Redis Cluster on loopback (ops/redis-cluster.ts) and runs the suites
+//      that exercise Redis (CLUSTER_SUITES, those matching the args' file filters) again, the
+//      same files, with REDIS_CLUSTER_NODES instead of REDIS_URL and a database of their own:
+//      the cluster pass (CLUSTER_ONLY files run only there unless named);
+//   6. always drops the databases, deletes the prefixed Redis keys and stops the cluster, also on
 //      SIGINT/SIGTERM;
-//   6. exits with vitest's exit code (or tsc's, if type-checking failed).
+//   7. exits non-zero when either pass failed (or tsc, if type-checking failed).
+//
+// LSS_TEST_REDIS=single|cluster|both (default both) picks the passes; `npm run test:cluster` is
+// LSS_TEST_REDIS=cluster. With REDIS_CLUSTER_NODES set, the cluster pass uses that cluster (under
+// the run's key prefix, deleted afterwards from every master) instead of starting one.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,10 +24,46 @@ import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
+import { deletePrefixedClusterKeys, startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { LAB_CA_DIR_ENV, loadLabCa } from '../test/lab/ca.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const vitestArgs = process.argv.slice(2);
+
+/**
+ * The suites that run a second time against a Redis Cluster: everything that holds the Redis
+ * layout's guarantees (admission, idempotency, limits, streams and their trimming, the job
+ * pipeline, the fault tests) and the many-processes test written for the cluster.
+ */
+const CLUSTER_SUITES = [
+  'test/integration/admission.test.ts',
+  'test/integration/idempotency.test.ts',
+  'test/integration/rate-limit.test.ts',
+  'test/integration/jobs-pipeline.test.ts',
+  'test/integration/jobs-processes.test.ts',
+  'test/integration/faults.test.ts',
+  'test/integration/scale-out.test.ts',
+  'test/unit/streams-trim.test.ts',
+];
+
+type RedisMode = 'single' | 'cluster' | 'both';
+const redisMode = (process.env.LSS_TEST_REDIS ?? 'both') as RedisMode;
+if (!['single', 'cluster', 'both'].includes(redisMode)) {
+  process.stderr.write(`[test] LSS_TEST_REDIS must be single, cluster or both (got ${redisMode})\n`);
+  process.exit(2);
+}
+
+/**
+ * Run in the cluster pass only, unless named: the many-processes test is written for the
+ * scale-out deployment and is the dearest file (about a minute of 7 processes on 2 cores).
+ */
+const CLUSTER_ONLY = ['test/integration/scale-out.test.ts'];
+
+/** File filters among the args (vitest matches them as substrings of test file paths). */
+const fileFilters = vitestArgs.filter((a) => !a.startsWith('-') && (/\.test\.ts$/.test(a) || /^(test|src)\//.test(a)));
+const clusterFiles = fileFilters.length === 0 ? CLUSTER_SUITES : CLUSTER_SUITES.filter((f) => fileFilters.some((x) => f.includes(x)));
+const otherArgs = vitestArgs.filter((a) => !fileFilters.includes(a));
+const singleArgs = [...vitestArgs, ...CLUSTER_ONLY.filter((f) => !fileFilters.some((x) => f.includes(x))).map((f) => `--exclude=${f}`)];
 
 // Fixed secrets for tests, used only when the environment does not set them (48 chars each).
 const TEST_KEY_PEPPER = 'lss-test-key-pepper-0123456789abcdefghijklmnopqr';
@@ -94,7 +138,32 @@ function runNode(script: string, args: string[], opts: { env?: NodeJS.ProcessEnv
   });
 }
 
+interface PassResult {
+  name: string;
+  code: number;
+  passed: number;
+  failed: number;
+  skipped: number;
+  seconds: number;
+}
 
+/** One `vitest run`, with a JSON report beside the usual output for the closing summary line. */
+async function vitestPass(name: string, args: string[], env: NodeJS.ProcessEnv, suffix: string): Promise<PassResult> {
+  log(`${name}: vitest run ${args.join(' ')}`.trimEnd());
+  const report = path.join(os.tmpdir(), `lss-vitest-${suffix}-${name.replace(/\W+/g, '-')}.json`);
+  const started = Date.now();
+  const vitest = await runNode(binEntry('vitest', 'vitest'),
+    ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], { env });
+  const result: PassResult = { name, code: vitest.code, passed: 0, failed: 0, skipped: 0, seconds: Math.round((Date.now() - started) / 1000) };
+  try {
+    const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number };
+    Object.assign(result, { passed: r.numPassedTests, failed: r.numFailedTests, skipped: r.numPendingTests });
+    rmSync(report, { force: true });
+  } catch {
+    log(`${name}: no vitest JSON report was written`);
+  }
+  return result;
+}
 
 async function main(): Promise<number> {
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
@@ -102,23 +171,42 @@ async function main(): Promise<number> {
 
   const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_test_${suffix}`;
+  // The cluster pass gets a database of its own: the two passes never see each other's rows.
+  const clusterDbName = `${dbName}_c`;
   const keyPrefix = `lsstest:${suffix}:`;
+  const runSingle = redisMode !== 'cluster';
+  const runCluster = redisMode !== 'single' && clusterFiles.length > 0;
+  let cluster: RedisCluster | undefined;
+  const externalCluster = process.env.REDIS_CLUSTER_NODES;
+  let usedExternalCluster = false;
+  const created = [dbName];
 
   let cleaned = false;
   const cleanup = async (): Promise<void> => {
     if (cleaned) return;
     cleaned = true;
-    try {
-      await dropDatabase(serverUrl, dbName);
-      log(`dropped database ${dbName}`);
-    } catch (e) {
-      log(`warning: could not drop database ${dbName}: ${e instanceof Error ? e.message : String(e)}`);
+    for (const name of created) {
+      try {
+        await dropDatabase(serverUrl, name);
+        log(`dropped database ${name}`);
+      } catch (e) {
+        log(`warning: could not drop database ${name}: ${e instanceof Error ? e.message : String(e)}`);
+      }
     }
     try {
       const n = await deletePrefixedKeys(redisUrl, keyPrefix);
       log(`deleted ${n} Redis key(s) with prefix ${keyPrefix}`);
     } catch (e) {
       log(`warning: could not delete Redis keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (cluster) {
+      await cluster.stop().catch((e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`));
+      log('stopped the Redis Cluster');
+    } else if (externalCluster && usedExternalCluster) {
+      await deletePrefixedClusterKeys(externalCluster, keyPrefix).then(
+        (n) => log(`deleted ${n} key(s) with prefix ${keyPrefix} from the Redis Cluster`),
+        (e: unknown) => log(`warning: could not delete Redis Cluster keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`),
+      );
     }
   };
 
@@ -157,20 +245,38 @@ async function main(): Promise<number> {
       KEY_PEPPER: process.env.KEY_PEPPER || TEST_KEY_PEPPER,
       CURSOR_SECRET: process.env.CURSOR_SECRET || TEST_CURSOR_SECRET,
     };
-    log(`vitest run ${vitestArgs.join(' ')}`.trimEnd());
-    // A JSON report beside the usual output, so the run ends with one plain, machine-readable
-    // line ("N passed, N failed") that CI can read whatever reporter is on screen.
-    const report = path.join(os.tmpdir(), `lss-vitest-${suffix}.json`);
-    const vitest = await runNode(binEntry('vitest', 'vitest'),
-      ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...vitestArgs], { env });
-    try {
-      const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number };
-      process.stdout.write(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed${r.numPendingTests ? `, ${r.numPendingTests} skipped` : ''}\n`);
-      rmSync(report, { force: true });
-    } catch {
-      log('no vitest JSON report was written');
+    delete env.REDIS_CLUSTER_NODES;
+    const passes: PassResult[] = [];
+    if (runSingle) passes.push(await vitestPass('single Redis', singleArgs, env, suffix));
+    checkInterrupted();
+    if (runCluster) {
+      let seeds: string;
+      if (externalCluster) {
+        usedExternalCluster = true;
+        seeds = externalCluster;
+        log(`Redis Cluster: using REDIS_CLUSTER_NODES (${seeds}) with key prefix ${keyPrefix}`);
+      } else {
+        cluster = await startRedisCluster({ root, log: (m) => log(m) });
+        seeds = cluster.seeds;
+      }
+      checkInterrupted();
+      created.push(clusterDbName);
+      const clusterDbUrl = await createDatabase(serverUrl, clusterDbName);
+      // REDIS_URL is removed, not only overridden: a test that still reads it fails loudly
+      // instead of quietly running against the single Redis.
+      const clusterEnv: NodeJS.ProcessEnv = { ...env, DATABASE_URL: clusterDbUrl, REDIS_CLUSTER_NODES: seeds };
+      delete clusterEnv.REDIS_URL;
+      passes.push(await vitestPass('Redis Cluster', [...otherArgs, ...clusterFiles], clusterEnv, `${suffix}-c`));
+    } else if (redisMode !== 'single') {
+      log('Redis Cluster pass: no cluster suite matches the file filters');
     }
-    return vitest.code;
+    // One plain, machine-readable summary whatever reporter is on screen.
+    for (const p of passes) {
+      process.stdout.write(`tests (${p.name}, ${p.seconds} s): ${p.passed} passed, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}\n`);
+    }
+    const sum = (k: 'passed' | 'failed' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
+    process.stdout.write(`tests: ${sum('passed')} passed, ${sum('failed')} failed${sum('skipped') ? `, ${sum('skipped')} skipped` : ''}\n`);
+    return passes.find((p) => p.code !== 0)?.code ?? 0;
   } finally {
     await cleanup();
   }

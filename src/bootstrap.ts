@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { createDb } from './db/database.ts';
 import { listMigrations } from './db/migrations.ts';
-import { createRedis } from './redis/client.ts';
+import { closeRedis, createRedis, redisTarget } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { IdempotencyLeases } from './idempotency/lease.ts';
@@ -18,7 +18,7 @@ export interface Deps extends AppDeps {
 
 export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
-  const redis = createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000, autoPipelining: true });
+  const redis = createRedis(redisTarget(config), config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000, autoPipelining: true });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   const laneHealth = new LaneHealth(redis);
@@ -39,7 +39,7 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
       closing ??= (async () => {
         // Each step runs even if another failed.
         laneHealth.stop();
-        await redis.quit().catch(() => redis.disconnect());
+        await closeRedis(redis);
         await dbHandle.close().catch(() => {});
       })();
       return closing;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { parseServer } from './dns/system-servers.ts';
 import { parsePortMap } from './net/port-map.ts';
+import { parseClusterNodes } from './redis/cluster-nodes.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -32,8 +33,16 @@ export const configSchema = z.object({
     .describe('development | test | production'),
   DATABASE_URL: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL')
     .describe('MySQL/MariaDB connection URL (mysql://user:pass@host:port/db)'),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').describe('Redis connection URL'),
-  REDIS_KEY_PREFIX: z.string().max(64).default('').describe('Prefix for every Redis key (test isolation)'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()
+    .describe('Redis connection URL (a single node); required unless REDIS_CLUSTER_NODES is set'),
+  REDIS_CLUSTER_NODES: z.string().optional()
+    .refine((s) => s === undefined || parseClusterNodes(s) !== null,
+      'must be a comma list of host:port seed nodes (or redis:// / rediss:// URLs agreeing on credentials and TLS)')
+    .transform((s) => (s === undefined ? undefined : parseClusterNodes(s)!))
+    .describe('Redis Cluster seed nodes, comma list of host:port; when set it replaces REDIS_URL'),
+  // A brace in the prefix would make it the hash tag of every key: one slot for everything.
+  REDIS_KEY_PREFIX: z.string().max(64).regex(/^[^{}]*$/, 'must not contain { or } (they would become every key\'s hash tag)').default('')
+    .describe('Prefix for every Redis key (test isolation)'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Public HTTP port'),
   WEB_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(Math.min(os.availableParallelism(), 4))
     .describe('Express worker processes in the web cluster'),
@@ -67,6 +76,11 @@ export const configSchema = z.object({
     .describe('Overrides every product\'s own job deadline (domain lookup: 2 min); past it the sweeper settles the job'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
   TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
+}).refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
+  message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
+  path: ['REDIS_URL'],
+  // Also when other variables are wrong: every problem is reported in one round.
+  when: () => true,
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

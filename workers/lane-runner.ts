@@ -9,7 +9,8 @@
 //                                 findings in one transaction → publish + ack in one MULTI.
 // A crash anywhere leaves the entry pending (reclaimed by XAUTOCLAIM) or the task row in a state
 // the next delivery or the reconciler completes; no step runs twice with effect.
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../src/redis/client.ts';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
 import type { Db } from '../src/db/database.ts';
@@ -34,7 +35,7 @@ const TAKEOVER_GRACE_MS = 5000;
 export interface LaneRunnerOptions {
   lane: LaneName;
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   log: Logger;
   settings: QueueSettings;
   runtime: ProductRuntime;
@@ -106,8 +107,9 @@ export class LaneRunner {
     return {
       ack: true,
       with: (tx: ChainableCommander) => {
-        tx.xadd(streams.taskResults, '*', 'task', String(t.id), 'job', String(t.jobId));
-        tx.del(queueKeys.taskMessage(t.id));
+        // The lane's results stream and the marker share the lane's slot with the XACK.
+        tx.xadd(streams.laneResults(this.lane), '*', 'task', String(t.id), 'job', String(t.jobId));
+        tx.del(queueKeys.taskMessage(this.lane, t.id));
       },
     };
   }
@@ -162,13 +164,13 @@ export class LaneRunner {
    * acknowledged entry still exists in the stream and would otherwise read as "still queued".
    */
   #leaveToOwner(task: { id: number }): Settlement {
-    return { ack: true, with: (tx) => { tx.del(queueKeys.taskMessage(task.id)); } };
+    return { ack: true, with: (tx) => { tx.del(queueKeys.taskMessage(this.lane, task.id)); } };
   }
 
   /** No permit came free: put the entry at the back of the lane (no delivery is counted). */
   async #requeue(task: LaneTask): Promise<Settlement> {
     const id = await this.#o.redis.xadd(this.#stream, '*', 'task', String(task.id), 'job', String(task.jobId));
-    await this.#o.redis.set(queueKeys.taskMessage(task.id), String(id), 'PX', TASK_MESSAGE_TTL_MS);
+    await this.#o.redis.set(queueKeys.taskMessage(this.lane, task.id), String(id), 'PX', TASK_MESSAGE_TTL_MS);
     return ACK;
   }
 

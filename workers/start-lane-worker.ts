@@ -1,7 +1,6 @@
 // Builds a lane worker (MySQL, Redis, piscina pool, product runtime, LaneRunner) and closes it in
 // order: stop reading → drain in-flight tasks (bounded by SHUTDOWN_TIMEOUT_MS) → pool → Redis →
 // MySQL, each step even if an earlier one failed. Used by workers/lane.ts and by tests in-process.
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../src/config.ts';
@@ -11,7 +10,7 @@ import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-setti
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
 import { groups, streams, type LaneName } from '../src/queue/streams.ts';
-import { createRedis, redisReady } from '../src/redis/client.ts';
+import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner.ts';
 import type { CheckLookup } from './lanes/registry.ts';
 import { createParsePool } from './pool/parse-pool.ts';
@@ -21,7 +20,7 @@ export interface LaneWorkerOptions {
   log: Logger;
   /** Shared handles are not closed by close(); handles created here are. */
   db?: Db;
-  redis?: Redis;
+  redis?: RedisClient;
   settings?: Partial<QueueSettings>;
   checks?: CheckLookup;
   consumer?: string;
@@ -42,7 +41,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
   const log = opts.log.child({ lane });
   const settings = parseQueueSettings(process.env, opts.settings);
   const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
-  const ownRedis = opts.redis ? undefined : createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  const ownRedis = opts.redis ? undefined : createRedis(redisTarget(config), config.REDIS_KEY_PREFIX);
   ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
   const redis = opts.redis ?? ownRedis!;
   await redisReady(redis);
@@ -80,7 +79,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
       closing ??= (async () => {
         await runner.close().catch((err) => log.warn({ err: errInfo(err) }, 'runner close failed'));
         await pool.destroy().catch((err) => log.warn({ err: errInfo(err) }, 'pool destroy failed'));
-        if (ownRedis) await ownRedis.quit().catch(() => ownRedis.disconnect());
+        if (ownRedis) await closeRedis(ownRedis);
         if (ownDb) await ownDb.close().catch(() => {});
       })();
       return closing;

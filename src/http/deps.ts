@@ -1,5 +1,5 @@
 // Everything a route needs, built once per process and handed to createApp (and to tests).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
@@ -12,7 +12,7 @@ export interface AppDeps {
   config: Config;
   log: Logger;
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   auth: Authenticator;
   limiter: RateLimiter;
   leases: IdempotencyLeases;

@@ -8,7 +8,7 @@
 //   Redis data loss an identical retry simply runs again (docs/api.md).
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 import { RateLimiter, decodeReply, encodeReply, type LeaseFound, type LeaseRequest, type StoredReply } from '../ratelimit/limiter.ts';
 
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
@@ -26,12 +26,12 @@ export interface Lease {
 type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
 export class IdempotencyLeases {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #claimer: RateLimiter;
   readonly #leaseMs: number;
   readonly #markerMs: number;
 
-  constructor(redis: Redis, opts: { leaseMs: number; ttlHours: number }) {
+  constructor(redis: RedisClient, opts: { leaseMs: number; ttlHours: number }) {
     this.#redis = redis;
     this.#claimer = new RateLimiter(redis);
     this.#leaseMs = opts.leaseMs;

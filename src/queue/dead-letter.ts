@@ -6,10 +6,13 @@ import type { ChainableCommander } from 'ioredis';
 import type { Delivery } from './stream-consumer.ts';
 import { DEAD_LETTER_MAXLEN, streams } from './streams.ts';
 
-/** Adds the dead-letter XADD to the MULTI that acknowledges the entry. */
+/**
+ * Adds the dead-letter XADD to the MULTI that acknowledges the entry: to the dead letter in the
+ * stream's own slot (a MULTI on Redis Cluster must stay in one slot).
+ */
 export function addDeadLetter(tx: ChainableCommander, stream: string, group: string, d: Delivery): void {
   const fields = Object.entries(d.fields).flatMap(([k, v]) => [`f.${k}`, v]);
-  tx.xadd(streams.deadLetter, 'MAXLEN', '~', DEAD_LETTER_MAXLEN, '*',
+  tx.xadd(streams.deadLetterOf(stream), 'MAXLEN', '~', DEAD_LETTER_MAXLEN, '*',
     'stream', stream, 'group', group, 'entry', d.id, 'deliveries', String(d.deliveries), 'at', new Date().toISOString(), ...fields);
 }
 

@@ -1,13 +1,13 @@
 // Liveness (read by src/queue/lane-health.ts for readiness): this consumer's score in the
 // lane's sorted set, refreshed every 5 s; entries older than a minute are pruned by every beat,
 // and a clean stop removes this consumer at once.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 
 export interface Heartbeat {
   stop(): Promise<void>;
 }
 
-export function startHeartbeat(redis: Redis, key: string, member: string, opts: { everyMs?: number } = {}): Heartbeat {
+export function startHeartbeat(redis: RedisClient, key: string, member: string, opts: { everyMs?: number } = {}): Heartbeat {
   const everyMs = opts.everyMs ?? 5000;
   const beat = () => {
     const now = Date.now();

@@ -2,7 +2,7 @@
 // heartbeat in the lane's sorted set `{lss}:lane-alive:<lane>` (consumer → ms, refreshed every
 // 5 s). One pipelined ZCOUNT per lane every 2 s serves every lane, whatever the keyspace size;
 // alive() is then a memory read on the request path.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 import { LANES, queueKeys, type LaneName } from './streams.ts';
 
 /** A heartbeat older than this no longer counts; also how old a view may get before failing closed. */
@@ -12,14 +12,14 @@ const STALE_AFTER_MS = HEARTBEAT_TTL_MS;
 const WATCHED = [...LANES, 'orchestrator'] as const;
 
 export class LaneHealth {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #intervalMs: number;
   #alive = new Set<string>();
   #refreshedAt = 0;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
 
-  constructor(redis: Redis, opts: { intervalMs?: number } = {}) {
+  constructor(redis: RedisClient, opts: { intervalMs?: number } = {}) {
     this.#redis = redis;
     this.#intervalMs = opts.intervalMs ?? 2000;
   }

@@ -13,7 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChainableCommander, Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisReady } from '../redis/client.ts';
+import { duplicateRedis, redisReady, type RedisClient } from '../redis/client.ts';
 import { fieldsToRecord } from './stream-ids.ts';
 import { trimToPending } from './stream-trim.ts';
 
@@ -32,7 +32,7 @@ export const ACK: Settlement = { ack: true };
 export const RETAIN: Settlement = { ack: false };
 
 export interface StreamConsumerOptions {
-  redis: Redis;
+  redis: RedisClient;
   stream: string;
   group: string;
   consumer: string;
@@ -65,7 +65,7 @@ export class StreamConsumer {
   readonly #stop = new AbortController();
   readonly #inflight = new Map<string, InFlight>();
   #waiters: Array<() => void> = [];
-  #reader: Redis | undefined;
+  #reader: RedisClient | undefined;
   #loops: Promise<void>[] = [];
   #closing: Promise<void> | undefined;
 
@@ -92,7 +92,7 @@ export class StreamConsumer {
 
   async start(): Promise<void> {
     await this.ensureGroup();
-    this.#reader = this.#o.redis.duplicate();
+    this.#reader = duplicateRedis(this.#o.redis);
     this.#reader.on('error', () => {}); // the loop reports failures; avoid unhandled 'error' events
     await redisReady(this.#reader);
     this.#loops.push(this.#readLoop());
@@ -221,7 +221,8 @@ export class StreamConsumer {
     const { redis, stream, group, consumer } = this.#o;
     // Keep our own long-running entries from looking idle (JUSTID: no delivery is counted).
     const mine = [...this.#inflight.keys()];
-    if (mine.length > 0) await redis.xclaim(stream, group, consumer, 0, ...mine, 'JUSTID');
+    // (Typed through Redis: TypeScript cannot pick this variadic overload on the Redis | Cluster union.)
+    if (mine.length > 0) await (redis as Redis).xclaim(stream, group, consumer, 0, ...mine, 'JUSTID');
     let cursor = '0-0';
     for (let round = 0; round < 10 && !this.#stopped(); round++) {
       const free = this.#free();

@@ -1,7 +1,7 @@
 // Stream gauges, read from Redis at scrape time (never on the hot path). Ages come from the ids,
 // which carry the Redis clock: a skew between Redis and this host shifts them.
 import client from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 import { streamIdTime } from './stream-ids.ts';
 
 export interface StreamTarget {
@@ -9,7 +9,7 @@ export interface StreamTarget {
   group: string;
 }
 
-async function pendingSummary(redis: Redis, t: StreamTarget): Promise<{ count: number; oldest: string | null }> {
+async function pendingSummary(redis: RedisClient, t: StreamTarget): Promise<{ count: number; oldest: string | null }> {
   try {
     const s = (await redis.xpending(t.stream, t.group)) as [number, string | null, string | null, unknown];
     return { count: Number(s[0]), oldest: s[1] };
@@ -18,7 +18,7 @@ async function pendingSummary(redis: Redis, t: StreamTarget): Promise<{ count: n
   }
 }
 
-export function registerStreamGauges(registry: client.Registry, redis: Redis, targets: readonly StreamTarget[]): void {
+export function registerStreamGauges(registry: client.Registry, redis: RedisClient, targets: readonly StreamTarget[]): void {
   new client.Gauge({
     name: 'lss_stream_length',
     help: 'Entries in the stream (XLEN)',

@@ -1,7 +1,16 @@
-// Redis stream names and the producer side. Keys share the {lss} hash tag so the layout works on
-// Redis Cluster (and MULTI over several of them is allowed). Redis holds only queues: MySQL
-// (outbox, tasks) can rebuild every stream.
-import type { Redis } from 'ioredis';
+// Redis key layout of the queues, and the producer side. Redis holds only queues: MySQL (outbox,
+// tasks) can rebuild every stream.
+//
+// Every key carries a hash tag, so on Redis Cluster each script, MULTI and pipeline touches one
+// slot while the load spreads over the shards (ARCHITECTURE.md has the table):
+//   {lss}              the control plane: the jobs stream (web → orchestrator), its dead letter,
+//                      tick locks, heartbeats. Low volume; one slot is its single-writer point.
+//   {lss:lane:<lane>}  one lane: its task stream, the task-results stream its runners publish to
+//                      (read by the orchestrator), task markers and dead letter. The runner's ack
+//                      is one MULTI over these keys (XACK + XADD results + DEL marker).
+//   {lss:ws:<id>}      one workspace: its tenant permits (redis-semaphore), one key per lane.
+//   {lss:rl:<app>}     one application: rate-limit buckets and idempotency leases (src/ratelimit).
+import type { RedisClient } from '../redis/client.ts';
 
 export const LANES = ['dns', 'mail', 'web', 'domain', 'active'] as const;
 export type LaneName = (typeof LANES)[number];
@@ -10,11 +19,24 @@ export function isLaneName(s: string): s is LaneName {
   return (LANES as readonly string[]).includes(s);
 }
 
+const CONTROL = '{lss}';
+const laneTag = (lane: LaneName) => `{lss:lane:${lane}}`;
+
+/** The hash tag of a key of this layout (`{lss:lane:dns}` of `{lss:lane:dns}:tasks`). */
+export function hashTag(key: string): string {
+  const m = /^\{[^{}]+\}/.exec(key);
+  if (!m) throw new Error(`key without a hash tag: ${key}`);
+  return m[0];
+}
+
 export const streams = {
-  jobs: '{lss}:jobs',
-  taskResults: '{lss}:task-results',
-  deadLetter: '{lss}:dead-letter',
-  lane: (lane: LaneName) => `{lss}:lane:${lane}`,
+  jobs: `${CONTROL}:jobs`,
+  /** A lane's tasks (consumer group lane-<lane>). */
+  lane: (lane: LaneName) => `${laneTag(lane)}:tasks`,
+  /** Task-result notices of one lane (consumer group orchestrator), in the lane's slot. */
+  laneResults: (lane: LaneName) => `${laneTag(lane)}:results`,
+  /** Each stream's dead letter shares its slot: it is written in the MULTI that acknowledges. */
+  deadLetterOf: (stream: string) => `${hashTag(stream)}:dead-letter`,
 } as const;
 
 export const groups = {
@@ -22,15 +44,18 @@ export const groups = {
   lane: (lane: LaneName) => `lane-${lane}`,
 } as const;
 
-/** Non-stream keys of the queue layer (all under the same hash tag). */
+/** Non-stream keys of the queue layer. */
 export const queueKeys = {
-  /** Sorted set per lane: consumer → last heartbeat (ms). Lane liveness for readiness. */
-  laneAlive: (lane: LaneName | 'orchestrator') => `{lss}:lane-alive:${lane}`,
+  /**
+   * Sorted set per lane: consumer → last heartbeat (ms). Lane liveness for readiness. All under the
+   * control tag: a web process reads every lane's set in one pipeline.
+   */
+  laneAlive: (lane: LaneName | 'orchestrator') => `${CONTROL}:lane-alive:${lane}`,
   /** The stream id under which a task was last enqueued: lets the reconciler tell a lost entry from a queued one. */
-  taskMessage: (taskId: number) => `{lss}:task-msg:${taskId}`,
+  taskMessage: (lane: LaneName, taskId: number) => `${laneTag(lane)}:task-msg:${taskId}`,
   /** redis-semaphore adds its own `semaphore:` in front; the hash tag still applies. */
-  tenantPermits: (lane: LaneName, workspaceId: number) => `{lss}:lane-permits:${lane}:${workspaceId}`,
-  tickLock: (name: string) => `{lss}:tick-lock:${name}`,
+  tenantPermits: (lane: LaneName, workspaceId: number) => `{lss:ws:${workspaceId}}:permits:${lane}`,
+  tickLock: (name: string) => `${CONTROL}:tick-lock:${name}`,
 } as const;
 
 export type JobOp = 'plan' | 'cancel';
@@ -48,10 +73,11 @@ export const TASK_MESSAGE_TTL_MS = 24 * 3600_000;
 // Producers never cap a stream with MAXLEN: that drops the oldest entries whether or not a
 // consumer group still needs them. Consumers trim instead, never past the oldest pending entry
 // (stream-trim.ts).
-export async function publishJob(redis: Redis, jobId: number, op: JobOp): Promise<string | null> {
+export async function publishJob(redis: RedisClient, jobId: number, op: JobOp): Promise<string | null> {
   return redis.xadd(streams.jobs, '*', 'job', String(jobId), 'op', op);
 }
 
-export async function publishTaskResult(redis: Redis, taskId: number, jobId: number): Promise<string | null> {
-  return redis.xadd(streams.taskResults, '*', 'task', String(taskId), 'job', String(jobId));
+/** The notice that a task of `lane` finished: on the lane's results stream, in the lane's slot. */
+export async function publishTaskResult(redis: RedisClient, lane: LaneName, taskId: number, jobId: number): Promise<string | null> {
+  return redis.xadd(streams.laneResults(lane), '*', 'task', String(taskId), 'job', String(jobId));
 }

@@ -2,8 +2,11 @@
 // is only a wake-up. Each enqueue records the entry id in a marker key, so the reconciler and a
 // redelivered plan can tell "still queued" from "lost" (Redis flushed, stream deleted) and
 // re-enqueue only what was lost: blind re-enqueueing of a backlog would feed on itself.
-import type { Redis } from 'ioredis';
-import { TASK_MESSAGE_TTL_MS, isLaneName, queueKeys, streams } from './streams.ts';
+//
+// A lane's stream and markers share the lane's hash tag, so tasks are pipelined lane by lane: on
+// Redis Cluster an explicit pipeline must stay on one node.
+import type { RedisClient } from '../redis/client.ts';
+import { TASK_MESSAGE_TTL_MS, isLaneName, queueKeys, streams, type LaneName } from './streams.ts';
 
 export interface TaskRef {
   id: number;
@@ -13,62 +16,67 @@ export interface TaskRef {
 
 const CHUNK = 500;
 
-function laneStream(lane: string): string {
-  if (!isLaneName(lane)) throw new Error(`task on unknown lane ${lane}`);
-  return streams.lane(lane);
+/** Tasks grouped by lane, in chunks of at most CHUNK. */
+function laneChunks(tasks: readonly TaskRef[]): Array<{ lane: LaneName; chunk: TaskRef[] }> {
+  const byLane = new Map<LaneName, TaskRef[]>();
+  for (const t of tasks) {
+    if (!isLaneName(t.lane)) throw new Error(`task on unknown lane ${t.lane}`);
+    const list = byLane.get(t.lane) ?? [];
+    list.push(t);
+    byLane.set(t.lane, list);
+  }
+  const out: Array<{ lane: LaneName; chunk: TaskRef[] }> = [];
+  for (const [lane, list] of byLane) {
+    for (let i = 0; i < list.length; i += CHUNK) out.push({ lane, chunk: list.slice(i, i + CHUNK) });
+  }
+  return out;
+}
+
+/** The replies of a pipeline, in order; the first error is thrown. */
+async function replies(p: ReturnType<RedisClient['pipeline']>): Promise<unknown[]> {
+  return ((await p.exec()) ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
 }
 
 /** XADD every task and record its entry id. */
-export async function enqueueTasks(redis: Redis, tasks: readonly TaskRef[]): Promise<void> {
-  for (let i = 0; i < tasks.length; i += CHUNK) {
-    const chunk = tasks.slice(i, i + CHUNK);
+export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]): Promise<void> {
+  for (const { lane, chunk } of laneChunks(tasks)) {
     const adds = redis.pipeline();
-    for (const t of chunk) adds.xadd(laneStream(t.lane), '*', 'task', String(t.id), 'job', String(t.jobId));
-    const ids = (await adds.exec()) ?? [];
+    for (const t of chunk) adds.xadd(streams.lane(lane), '*', 'task', String(t.id), 'job', String(t.jobId));
+    const ids = await replies(adds);
     const marks = redis.pipeline();
-    chunk.forEach((t, n) => {
-      const [err, id] = ids[n] ?? [new Error('no reply'), null];
-      if (err) throw err;
-      marks.set(queueKeys.taskMessage(t.id), String(id), 'PX', TASK_MESSAGE_TTL_MS);
-    });
-    await marks.exec();
+    chunk.forEach((t, n) => marks.set(queueKeys.taskMessage(lane, t.id), String(ids[n]), 'PX', TASK_MESSAGE_TTL_MS));
+    await replies(marks);
   }
 }
 
 /** Re-enqueues the tasks whose entry is gone (no marker, or the marked entry no longer exists). */
-export async function ensureTasksEnqueued(redis: Redis, tasks: readonly TaskRef[]): Promise<number> {
+export async function ensureTasksEnqueued(redis: RedisClient, tasks: readonly TaskRef[]): Promise<number> {
   const lost: TaskRef[] = [];
-  for (let i = 0; i < tasks.length; i += CHUNK) {
-    const chunk = tasks.slice(i, i + CHUNK);
+  for (const { lane, chunk } of laneChunks(tasks)) {
     const gets = redis.pipeline();
-    for (const t of chunk) gets.get(queueKeys.taskMessage(t.id));
-    const marks = (await gets.exec()) ?? [];
+    for (const t of chunk) gets.get(queueKeys.taskMessage(lane, t.id));
+    const marks = await replies(gets);
     const probe = redis.pipeline();
     const probed: TaskRef[] = [];
     chunk.forEach((t, n) => {
-      const [err, id] = marks[n] ?? [null, null];
-      if (err) throw err;
+      const id = marks[n];
       if (typeof id !== 'string') {
         lost.push(t);
       } else {
-        probe.xrange(laneStream(t.lane), id, id);
+        probe.xrange(streams.lane(lane), id, id);
         probed.push(t);
       }
     });
     if (probed.length > 0) {
-      const found = (await probe.exec()) ?? [];
+      const found = await replies(probe);
       probed.forEach((t, n) => {
-        const [err, rows] = found[n] ?? [null, []];
-        if (err) throw err;
-        if ((rows as unknown[]).length === 0) lost.push(t);
+        if ((found[n] as unknown[]).length === 0) lost.push(t);
       });
     }
   }
   await enqueueTasks(redis, lost);
   return lost.length;
-}
-
-/** The task finished: its marker has no further use. */
-export function forgetTaskMessage(redis: Redis, taskId: number): Promise<number> {
-  return redis.del(queueKeys.taskMessage(taskId));
 }

@@ -1,6 +1,6 @@
 // Checks and consumes every policy of a request in one atomic Redis script (consume-limits.lua).
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/client.ts';
 import type { RatePolicy } from './policies.ts';
 
 const SCRIPT = readFileSync(new URL('./consume-limits.lua', import.meta.url), 'utf8');
@@ -56,8 +56,8 @@ export interface LeaseRequest {
 type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
 
 export class RateLimiter {
-  readonly #redis: Redis;
-  constructor(redis: Redis) {
+  readonly #redis: RedisClient;
+  constructor(redis: RedisClient) {
     this.#redis = redis;
     if (!(redis as unknown as { consumeLimits?: unknown }).consumeLimits) {
       redis.defineCommand('consumeLimits', { lua: SCRIPT });

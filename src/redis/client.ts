@@ -1,29 +1,111 @@
-// ioredis with fail-fast settings: a command issued while Redis is down errors at once (the HTTP
-// layer answers 503) instead of queueing until the client reconnects.
-import { Redis } from 'ioredis';
+// One Redis client type for the whole service: a single node (REDIS_URL) or ioredis' Cluster client
+// (REDIS_CLUSTER_NODES), both fail-fast: a command issued while Redis is down errors at once (the
+// HTTP layer answers 503) instead of queueing until the client reconnects.
+//
+// On a cluster every key names its slot by a hash tag (src/queue/streams.ts, the limiter's
+// per-application tag); every script, MULTI and explicit pipeline keeps its keys in one slot.
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { parseClusterNodes, type ClusterNodes } from './cluster-nodes.ts';
+
+/** What every module that talks to Redis accepts: the commands are the same on both. */
+export type RedisClient = Redis | Cluster;
+
+export type RedisTarget = { url: string } | { cluster: ClusterNodes };
+
+/** REDIS_CLUSTER_NODES, when set, replaces REDIS_URL. */
+export function redisTarget(config: { REDIS_URL?: string | undefined; REDIS_CLUSTER_NODES?: ClusterNodes | undefined }): RedisTarget {
+  if (config.REDIS_CLUSTER_NODES && config.REDIS_CLUSTER_NODES.nodes.length > 0) return { cluster: config.REDIS_CLUSTER_NODES };
+  if (!config.REDIS_URL) throw new Error('neither REDIS_CLUSTER_NODES nor REDIS_URL is set');
+  return { url: config.REDIS_URL };
+}
+
+/** The target named by the environment as given (tests, benchmarks, tools): the same rule as config. */
+export function redisTargetFromEnv(env: NodeJS.ProcessEnv = process.env): RedisTarget {
+  const nodes = env.REDIS_CLUSTER_NODES ? parseClusterNodes(env.REDIS_CLUSTER_NODES) : null;
+  if (env.REDIS_CLUSTER_NODES && !nodes) throw new Error(`REDIS_CLUSTER_NODES is not a list of host:port: ${env.REDIS_CLUSTER_NODES}`);
+  return redisTarget({ REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: nodes ?? undefined });
+}
+
+export interface RedisClientOptions {
+  lazy?: boolean;
+  /**
+   * For request-serving clients, so that a Redis that accepts but never answers fails closed
+   * instead of hanging requests. Not for clients (or their duplicates) that issue blocking reads.
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Commands issued in the same event-loop tick share one socket write (per node on a cluster):
+   * under concurrency that is most of them, and a write is the dearest part of a round trip here.
+   */
+  autoPipelining?: boolean;
+}
+
+const retry = (times: number) => Math.min(100 * times, 2000);
 
 /**
- * commandTimeoutMs: for request-serving clients, so that a Redis that accepts but never answers
- * fails closed instead of hanging requests. Not for clients (or their duplicates) that issue
- * blocking reads.
+ * Scripts defined without a fixed key count (defineCommand without numberOfKeys) take the count as
+ * their first argument. ioredis' cluster auto-pipelining routes a command by its first argument,
+ * so it would file these under the wrong slot's batch and the batch would fail ("All keys in the
+ * pipeline should belong to the same slots allocation group"). On a cluster they are sent on
+ * their own: still one round trip each, only not batched with other requests' commands.
  */
-export function createRedis(url: string, keyPrefix: string, opts: { lazy?: boolean; commandTimeoutMs?: number; autoPipelining?: boolean } = {}): Redis {
-  return new Redis(url, {
+const VARIADIC_SCRIPTS = ['consumeLimits', 'finishLease'];
+
+export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisClientOptions = {}): RedisClient {
+  const node: RedisOptions = {
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 1,
+    ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
+  };
+  if ('url' in target) {
+    return new Redis(target.url, {
+      ...node,
+      keyPrefix,
+      lazyConnect: opts.lazy ?? false,
+      enableOfflineQueue: false,
+      ...(opts.autoPipelining ? { enableAutoPipelining: true } : {}),
+      retryStrategy: retry,
+    });
+  }
+  const { nodes, username, password, tls } = target.cluster;
+  const options: ClusterOptions = {
     keyPrefix,
     lazyConnect: opts.lazy ?? false,
+    // Fail fast while the cluster (or a slot's master) is unreachable, as on a single node.
     enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
-    // Commands issued in the same event-loop tick share one socket write: under concurrency
-    // that is most of them, and a write is the dearest part of a round trip here.
-    ...(opts.autoPipelining ? { enableAutoPipelining: true } : {}),
-    retryStrategy: (times) => Math.min(100 * times, 2000),
-  });
+    clusterRetryStrategy: retry,
+    // MOVED/ASK (resharding) and CLUSTERDOWN/TRYAGAIN (failover) are retried a few times, 100 ms
+    // apart: a command never waits more than about a second on a cluster in trouble.
+    maxRedirections: 8,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: 2000,
+    ...(opts.autoPipelining ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
+    redisOptions: {
+      ...node,
+      ...(username ? { username } : {}),
+      ...(password ? { password } : {}),
+      ...(tls ? { tls: {} } : {}),
+    },
+  };
+  return new Cluster(nodes.map((n) => ({ host: n.host, port: n.port })), options);
+}
+
+/**
+ * A second client with the same target and options: a blocking read (XREADGROUP BLOCK) needs a
+ * connection of its own. On a cluster that is a second Cluster client (one connection per master).
+ */
+export function duplicateRedis(client: RedisClient): RedisClient {
+  return client instanceof Cluster ? client.duplicate() : client.duplicate();
+}
+
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
 }
 
 /** Resolves once the client is ready, or rejects after timeoutMs. */
-export function redisReady(redis: Redis, timeoutMs = 5000): Promise<void> {
+export function redisReady(redis: RedisClient, timeoutMs = 5000): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -41,4 +123,9 @@ export function redisReady(redis: Redis, timeoutMs = 5000): Promise<void> {
     redis.on('ready', onReady);
     if (redis.status === 'wait') redis.connect().catch(() => {});
   });
+}
+
+/** quit(), or disconnect() when quitting fails (Redis already gone). */
+export async function closeRedis(redis: RedisClient): Promise<void> {
+  await redis.quit().catch(() => redis.disconnect());
 }

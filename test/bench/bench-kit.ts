@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type autocannon from 'autocannon';
 
 export const fmt = (n: number, digits = 2): string => n.toFixed(digits);
 
@@ -54,4 +55,38 @@ export function clientRunner(script: string, cwd: string, log: (msg: string) => 
       return interrupted;
     },
   };
+}
+
+/** What a load generator reports: one autocannon run, or several run side by side. */
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  /** Errors and timeouts. */
+  errors: number;
+}
+
+/** Runs side by side (one per target) as one figure: rates and counts add up; the worst percentiles. */
+export function summarize(runs: autocannon.Result[]): LoadResult {
+  return {
+    rps: runs.reduce((s, r) => s + r.requests.average, 0),
+    p50: Math.max(...runs.map((r) => r.latency.p50)),
+    p99: Math.max(...runs.map((r) => r.latency.p99)),
+    requests: runs.reduce((s, r) => s + r.requests.total, 0),
+    non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
+    errors: runs.reduce((s, r) => s + r.errors + r.timeouts, 0),
+  };
+}
+
+/** A bench's entry: runs main, exits 0, 130 when interrupted, 1 with the error logged. */
+export async function runBench(main: () => Promise<void>, runner: ClientRunner, log: (msg: string) => void): Promise<never> {
+  try {
+    await main();
+    process.exit(runner.interrupted ? 130 : 0);
+  } catch (e) {
+    log(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    process.exit(runner.interrupted ? 130 : 1);
+  }
 }

@@ -86,8 +86,8 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
   return (run) => {
     // Each run gets its own key prefix, so the real stream/group names (and enqueueTasks) apply.
     const prefix = `${basePrefix}${run}:`;
-    const producer = createRedis(redisUrl, prefix);
-    const redis = createRedis(redisUrl, prefix);
+    const producer = createRedis({ url: redisUrl }, prefix);
+    const redis = createRedis({ url: redisUrl }, prefix);
     for (const r of [producer, redis]) r.on('error', (err) => log(`redis error (${run}): ${err.message}`));
     const stream = streams.lane(LANE);
     const sentAt = new Map<number, number>(); // (a+) only: enqueueTasks writes no timestamp
@@ -99,8 +99,8 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
         // As LaneRunner#publish: the result notice and the marker deletion ride the ack's MULTI.
         ack: true,
         with: (tx) => {
-          tx.xadd(streams.taskResults, '*', 'task', task, 'job', job);
-          tx.del(queueKeys.taskMessage(Number(task)));
+          tx.xadd(streams.laneResults(LANE), '*', 'task', task, 'job', job);
+          tx.del(queueKeys.taskMessage(LANE, Number(task)));
         },
       }
       : ACK;

@@ -10,11 +10,12 @@ import { createKey, createWorkspace, setLimits, type CreateWorkspaceInput } from
 import type { Scope } from '../../src/auth/principal.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import { assertMatchesContract } from './contract-check.ts';
+import { hasRedis } from './redis.ts';
 import type { Express } from 'express';
 
 export function testEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  if (!process.env.DATABASE_URL || !process.env.REDIS_URL) {
-    throw new Error('integration tests need DATABASE_URL and REDIS_URL: run them with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis()) {
+    throw new Error('integration tests need DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run them with `npm test`');
   }
   return { ...process.env, LOG_LEVEL: 'silent', AUTH_CACHE_TTL_MS: '0', ...overrides };
 }

@@ -10,6 +10,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { migrate } from '../../src/db/migrations.ts';
 import { createDatabase, dropDatabase, which } from '../../ops/services.ts';
+import { startRedisCluster } from '../../ops/redis-cluster.ts';
+import { onCluster, redisEnv } from './redis.ts';
 
 export const root = path.resolve(import.meta.dirname, '../..');
 
@@ -190,4 +192,46 @@ export function pingRedis(port: number, timeoutMs = 500): Promise<boolean> {
     s.once('connect', () => s.write('PING\r\n'));
     s.once('data', (d) => done(d.toString().startsWith('+PONG')));
   });
+}
+
+/**
+ * A Redis of a suite's own that it may kill and bring back empty, in the form of the run's Redis:
+ * a private redis-server in the single-Redis pass, a private 3-master cluster in the cluster pass
+ * (killed whole; revived on the same ports with its nodes.conf, so the same slots and no data).
+ */
+export interface PrivateRedis {
+  /** REDIS_URL or REDIS_CLUSTER_NODES for the processes that must use it. */
+  env: Record<string, string | undefined>;
+  kill(): Promise<void>;
+  /** One node lost: the only one, or one master of the cluster (its shard). */
+  killOne(): Promise<void>;
+  /** Starts what was killed again, empty. */
+  revive(): Promise<void>;
+  /** No node answers PING. */
+  down(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+export async function startPrivateRedis(group: ProcessGroup): Promise<PrivateRedis> {
+  if (onCluster()) {
+    const cluster = await startRedisCluster({ root, log: () => {} });
+    return {
+      env: redisEnv({ seeds: cluster.seeds }),
+      kill: () => cluster.kill(),
+      killOne: () => cluster.killNode(0),
+      revive: () => cluster.revive(),
+      down: async () => (await Promise.all(cluster.ports.map((p) => pingRedis(p)))).every((up) => !up),
+      stop: () => cluster.stop(),
+    };
+  }
+  const port = await freePort();
+  let server = await startRedisServer(group, port);
+  return {
+    env: redisEnv({ url: server.url }),
+    kill: async () => void (await server.proc.stop('SIGKILL')),
+    killOne: async () => void (await server.proc.stop('SIGKILL')),
+    revive: async () => void (server = await startRedisServer(group, port)),
+    down: async () => !(await pingRedis(port)),
+    stop: async () => void (await server.proc.stop('SIGKILL')),
+  };
 }

@@ -13,12 +13,13 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import supertest from 'supertest';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import {
-  createScratchDatabase, freePort, pingRedis, ProcessGroup, startRedisServer, until, type Proc, type RedisServerProc, type ScratchDatabase,
+  createScratchDatabase, freePort, ProcessGroup, startPrivateRedis, until, type PrivateRedis, type Proc, type ScratchDatabase,
 } from '../helpers/processes.ts';
+import { hasRedis } from '../helpers/redis.ts';
+import { expectBalancedWorkspace, expectSettledJob } from '../helpers/ledger.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
@@ -39,7 +40,7 @@ let labRdap: LabRdap;
 let rdap: GatedRdap;
 
 beforeAll(async () => {
-  if (!process.env.DATABASE_URL || !process.env.REDIS_URL) throw new Error('needs DATABASE_URL and REDIS_URL: run with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
   dns = await startLabDns({ zones: [...labZones, ...domainZones] });
   labRdap = await startLabRdap();
   rdap = await startGatedRdap(labRdap.baseUrl);
@@ -125,10 +126,10 @@ async function startGatedRdap(upstream: string): Promise<GatedRdap> {
 }
 
 /** What every process of a group gets: its database, its Redis, the labs, short visibility. */
-function groupEnv(databaseUrl: string, redis: { url?: string; prefix: string }): Record<string, string> {
+function groupEnv(databaseUrl: string, redis: { env?: Record<string, string | undefined>; prefix: string }): Record<string, string | undefined> {
   return {
     DATABASE_URL: databaseUrl,
-    ...(redis.url ? { REDIS_URL: redis.url } : {}),
+    ...redis.env,
     REDIS_KEY_PREFIX: redis.prefix,
     DNS_SERVERS: dns.address,
     DNS_TIMEOUT_MS: '2000',
@@ -180,41 +181,11 @@ async function pollTerminal(h: Harness, key: string, jobRef: string, timeoutMs: 
   });
 }
 
-/**
- * The ledger of one settled job and its workspace: each task row once, each task captured at most
- * once (and only a task that did work), the remainder released exactly once (no release when
- * nothing remained), nothing left reserved, and the account equal to the sums of its entries.
- */
+/** The ledger of one settled job and of its workspace (test/helpers/ledger.ts). */
 async function expectSettledLedger(h: Harness, wsId: number, jobId: number) {
-  const job = await h.deps.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
-  const tasks = await h.deps.db.selectFrom('tasks').select(['id', 'check_name', 'object_key', 'status']).where('job_id', '=', jobId).execute();
-  expect(new Set(tasks.map((t) => `${t.check_name}\n${t.object_key}`)).size).toBe(tasks.length);
-  for (const t of tasks) expect(OPEN).not.toContain(t.status);
-  const entries = await h.deps.db.selectFrom('credit_entries').select(['kind', 'amount', 'dedupe_key']).where('job_id', '=', jobId).execute();
-  const captures = entries.filter((e) => e.kind === 'capture');
-  const releases = entries.filter((e) => e.kind === 'release');
-  // Captures are keyed cap:<job>:<task>.
-  const capturedTasks = captures.map((c) => Number(c.dedupe_key.split(':').pop()));
-  expect(new Set(capturedTasks).size).toBe(capturedTasks.length);
-  for (const id of capturedTasks) expect(['completed', 'partial']).toContain(tasks.find((t) => Number(t.id) === id)?.status);
-  const captured = captures.reduce((s, c) => s + Number(c.amount), 0);
-  expect(captured).toBe(Number(job.credits_captured));
-  const remainder = Number(job.credits_reserved) - captured;
-  expect(releases).toHaveLength(remainder > 0 ? 1 : 0);
-  if (remainder > 0) expect(Number(releases[0]!.amount)).toBe(remainder);
-  expect(Number(job.credits_released)).toBe(remainder);
-  expect(job.settled_at).not.toBeNull();
-
-  const b = await balance(h.deps.db, wsId);
-  expect(b.granted).toBe(b.available + b.reserved + b.captured);
-  expect(b.reserved).toBe(0);
-  const sums = await sql<{ kind: string; total: number }>`
-    SELECT kind, SUM(amount) AS total FROM credit_entries WHERE workspace_id = ${wsId} GROUP BY kind`.execute(h.deps.db);
-  const sum = (k: string) => Number(sums.rows.find((r) => r.kind === k)?.total ?? 0);
-  expect(b.granted).toBe(sum('grant'));
-  expect(b.captured).toBe(sum('capture'));
-  expect(b.reserved).toBe(sum('reserve') - sum('capture') - sum('release'));
-  return { captured, released: remainder };
+  const settled = await expectSettledJob(h.deps.db, jobId);
+  await expectBalancedWorkspace(h.deps.db, wsId);
+  return settled;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,7 +193,7 @@ async function expectSettledLedger(h: Harness, wsId: number, jobId: number) {
 describe('a lane worker killed mid-task; a crash between commit and XADD', () => {
   let db: ScratchDatabase;
   let h: Harness;
-  let env: Record<string, string>;
+  let env: Record<string, string | undefined>;
   let worker: Proc;
   let orchestrator: Proc;
 
@@ -306,18 +277,17 @@ describe('a lane worker killed mid-task; a crash between commit and XADD', () =>
   }, 30_000);
 });
 
-describe('Redis restarted empty mid-run (a private redis-server)', () => {
+describe('Redis restarted empty mid-run (a private redis-server, or a private cluster in the cluster pass)', () => {
   let db: ScratchDatabase;
-  let redis: RedisServerProc;
+  let redis: PrivateRedis;
   let h: Harness;
   let orchestrator: Proc;
   let worker: Proc;
 
   beforeAll(async () => {
-    const port = await freePort();
-    [redis, db] = await Promise.all([startRedisServer(procs, port), createScratchDatabase('faultsr')]);
+    [redis, db] = await Promise.all([startPrivateRedis(procs), createScratchDatabase('faultsr')]);
     // One task at a time per worker: while one task runs, the job's next task waits in the stream.
-    const env = { ...groupEnv(db.url, { url: redis.url, prefix: 'faults:' }), LANE_CONCURRENCY: '1' };
+    const env = { ...groupEnv(db.url, { env: redis.env, prefix: 'faults:' }), LANE_CONCURRENCY: '1' };
     h = await startHarness(env);
     orchestrator = procs.node('orchestrator(redis)', ['workers/orchestrator.ts'], env);
     worker = procs.node('lane-domain(redis)', ['workers/lane.ts', 'domain'], env);
@@ -325,7 +295,7 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
   });
 
   afterAll(async () => {
-    await Promise.allSettled([worker?.stop('SIGKILL'), orchestrator?.stop('SIGKILL'), redis?.proc.stop('SIGKILL')]);
+    await Promise.allSettled([worker?.stop('SIGKILL'), orchestrator?.stop('SIGKILL'), redis?.stop()]);
     await h?.close();
     await db?.drop();
   });
@@ -345,8 +315,8 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
         && !OPEN.includes(tasks.delegation?.status ?? 'pending');
     }, 15_000, 50);
 
-    expect(await redis.proc.stop('SIGKILL')).toBe(137);
-    expect(await pingRedis(redis.port)).toBe(false);
+    await redis.kill();
+    expect(await redis.down()).toBe(true);
     const downSince = Date.now();
 
     let refused = 0;
@@ -380,7 +350,7 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
     }
     expect(refused).toBeGreaterThan(10);
 
-    redis = await startRedisServer(procs, redis.port);
+    await redis.revive();
     // Nothing in Redis knows the job any more: the reconciler re-enqueues the queued task and
     // re-publishes the finished one's notice, from MySQL.
     const done = await pollTerminal(h, t.key, jobRef, 40_000);
@@ -402,6 +372,48 @@ describe('Redis restarted empty mid-run (a private redis-server)', () => {
     expect(ready.status).toBe(200);
     expect(ready.body.checks).toEqual({ mysql: 'ok', redis: 'ok', migrations: 'current' });
   }, 75_000);
+});
+
+describe('one Redis node lost under a running service (the only one, or one master of a private cluster)', () => {
+  let redis: PrivateRedis;
+  let h: Harness;
+  const MAC = { path: '/v2/lookups/mac', body: { value: 'F4:F5:E8:12:34:56' } };
+  const limits = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis(procs);
+    h = await startHarness({ ...redis.env, REDIS_KEY_PREFIX: 'node-lost:' });
+  });
+
+  afterAll(async () => {
+    await h?.close();
+    await redis?.stop();
+  });
+
+  it('every request answers at once, 200 or 503 service_unavailable, never a 500 or a hang; all answer again once it is back', async () => {
+    // Several applications: on a cluster their limits and leases sit on different shards.
+    const tenants = await Promise.all(Array.from({ length: 6 }, () => createTenant(h, { limits })));
+    for (const t of tenants) expect((await client(h.app, t.key).post(MAC.path, MAC.body)).status).toBe(200);
+    await redis.killOne();
+    const statuses = new Map<number, number>();
+    const end = Date.now() + 5000; // past the cluster's node timeout (2 s): the whole cluster reports down
+    while (Date.now() < end) {
+      for (const t of tenants) {
+        const started = Date.now();
+        const res = await client(h.app, t.key).post(MAC.path, MAC.body);
+        expect(Date.now() - started, 'answered within the command timeout').toBeLessThan(3000);
+        expect([200, 503], JSON.stringify(res.body)).toContain(res.status);
+        if (res.status === 503) expect(res.body.error).toMatchObject({ code: 'service_unavailable', retryable: true });
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      }
+    }
+    expect(statuses.get(503)).toBeGreaterThan(0);
+    await redis.revive();
+    await until('every application answered again', async () => {
+      const replies = await Promise.all(tenants.map((t) => client(h.app, t.key).post(MAC.path, MAC.body)));
+      return replies.every((r) => r.status === 200);
+    }, 20_000, 250);
+  }, 45_000);
 });
 
 describe('MySQL unreachable', () => {

@@ -6,7 +6,6 @@
 // own Redis key prefix (fresh streams), so tests never see each other's jobs or entries.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -22,8 +21,10 @@ import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
 import { LaneHealth } from '../../src/queue/lane-health.ts';
-import { groups, publishJob, publishTaskResult, streams } from '../../src/queue/streams.ts';
-import { createRedis, redisReady } from '../../src/redis/client.ts';
+import { groups, publishJob, publishTaskResult, queueKeys, streams } from '../../src/queue/streams.ts';
+import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis/client.ts';
+import { delKeys, hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
 import type { CheckOutput, CheckSpec, ProductDefinition, TaskOutcomeView } from '../../src/products/types.ts';
 import { checkTimeoutMs, registerCheck } from '../../workers/lanes/registry.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -215,14 +216,14 @@ let dbh: DbHandle;
 let principal: Principal;
 
 function configWith(env: Record<string, string> = {}): Config {
-  if (!process.env.DATABASE_URL || !process.env.REDIS_URL) throw new Error('needs DATABASE_URL and REDIS_URL: run with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
   return parseConfig({ ...process.env, LOG_LEVEL: 'silent', ...env });
 }
 
 const FAST_TIMING = { relayEveryMs: 200, relayAfterMs: 2000, reconcileEveryMs: 250, unappliedAfterMs: 1000, sweepEveryMs: 250, purgeEveryMs: 3_600_000 };
 
 interface Rig {
-  redis: Redis;
+  redis: RedisClient;
   product: ProductDefinition<TestInput>;
   config: Config;
   settings: Partial<QueueSettings>;
@@ -235,9 +236,7 @@ interface Rig {
 const rigs: Rig[] = [];
 
 async function rig(opts: { assemble?: boolean; derive?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {}): Promise<Rig> {
-  const redis = createRedis(process.env.REDIS_URL!, `${process.env.REDIS_KEY_PREFIX ?? ''}pipeline:${randomBytes(4).toString('hex')}:`);
-  redis.on('error', () => {});
-  await redisReady(redis);
+  const redis = await testRedis(testPrefix('pipeline'));
   const r: Rig = {
     redis,
     product: makeProduct(opts),
@@ -308,7 +307,7 @@ async function ledger(jobId: number) {
 }
 
 /** Every entry of the stream delivered to the group and acknowledged. */
-async function drained(redis: Redis, stream: string, group: string): Promise<void> {
+async function drained(redis: RedisClient, stream: string, group: string): Promise<void> {
   const [last] = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0] ?? [];
   await until(`${stream} drained`, async () => {
     const info = (await redis.xinfo('GROUPS', stream)) as unknown[][];
@@ -382,7 +381,7 @@ describe('job pipeline', () => {
     // Metrics of the lane process.
     const text = await lane.metrics.metrics();
     expect(text).toMatch(/lss_task_duration_seconds_count\{lane="dns",outcome="completed"\} 3/);
-    expect(text).toMatch(/lss_stream_pending\{stream="\{lss\}:lane:dns",group="lane-dns"\} 0/);
+    expect(text).toContain(`lss_stream_pending{stream="${streams.lane('dns')}",group="lane-dns"} 0`);
   });
 
   it('persists what a lookup derives across lanes with the terminal status, once, attributed to its lane', async () => {
@@ -479,11 +478,11 @@ describe('job pipeline', () => {
     expect(j.status).toBe('completed');
     const ts = await tasks(jobId);
     for (const t of ts) {
-      await publishTaskResult(r.redis, t.id, jobId);
-      await publishTaskResult(r.redis, t.id, jobId);
+      await publishTaskResult(r.redis, 'dns', t.id, jobId);
+      await publishTaskResult(r.redis, 'dns', t.id, jobId);
     }
     await Promise.all(ts.flatMap((t) => [applyTaskResult(o.context, t.id), applyTaskResult(o.context, t.id)]));
-    await drained(r.redis, streams.taskResults, groups.orchestrator);
+    await drained(r.redis, streams.laneResults('dns'), groups.orchestrator);
     const after = await job(jobId);
     expect(Number(after.credits_captured)).toBe(6);
     expect(Number(after.credits_released)).toBe(0);
@@ -608,7 +607,7 @@ describe('job pipeline', () => {
     expect((await tasks(jobId)).map((t) => t.attempts)).toEqual([1, 1, 1]);
     const pending = (await r.redis.xpending(streams.lane('dns'), groups.lane('dns'))) as [number];
     expect(Number(pending[0])).toBe(0);
-    expect(await r.redis.xlen(streams.deadLetter)).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
   });
 
   it('a reclaimed entry whose task its dead runner left `running` is re-run once the takeover window passes', async () => {
@@ -643,7 +642,7 @@ describe('job pipeline', () => {
     // The ghost had started that task when it died (a poison task kills its runner)…
     await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) }).where('id', '=', deadTask).execute();
     // …and so did a second consumer that reclaimed it: its second delivery.
-    await r.redis.xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
+    await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
     await r.startLane();
     const j = await terminal(jobId);
     const ts = await tasks(jobId);
@@ -653,7 +652,7 @@ describe('job pipeline', () => {
     expect(j.status).toBe('partial');
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['dead_lettered']);
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 1]);
-    const dl = (await r.redis.xrange(streams.deadLetter, '-', '+')) as Array<[string, string[]]>;
+    const dl = (await r.redis.xrange(streams.deadLetterOf(streams.lane('dns')), '-', '+')) as Array<[string, string[]]>;
     expect(dl).toHaveLength(1);
     expect(dl[0]![1]).toEqual(expect.arrayContaining(['stream', streams.lane('dns'), 'entry', first![0], 'deliveries', '3', 'f.task', String(deadTask)]));
   });
@@ -666,12 +665,12 @@ describe('job pipeline', () => {
     await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, Array<[string, string[]]>]>;
     // Two more deliveries that failed before the task started (e.g. MySQL was unreachable).
-    for (const c of ['g2', 'g3']) await r.redis.xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
+    for (const c of ['g2', 'g3']) await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 1]]);
-    expect(await r.redis.xlen(streams.deadLetter)).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
   });
 
   it('the outbox relay publishes a job whose publish was skipped', async () => {
@@ -692,11 +691,49 @@ describe('job pipeline', () => {
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
     await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await r.redis.del(streams.lane('dns'), streams.taskResults, streams.jobs);
+    await delKeys(r.redis, streams.lane('dns'), streams.laneResults('dns'), streams.jobs);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([3, 0]);
+  });
+
+  it('an upgrade from the single-tag layout loses nothing: tasks queued and notices published under the old keys are rebuilt from MySQL', async () => {
+    // The layout before per-lane tags: everything under {lss}. New processes never read these
+    // keys; what they held is rebuilt from the task rows (docs/operations.md, "Upgrading to this layout").
+    const legacy = { lane: '{lss}:lane:dns', taskResults: '{lss}:task-results', taskMessage: (id: number) => `{lss}:task-msg:${id}` };
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
+    // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
+    const old = await r.startOrchestrator();
+    const queued = await accept(r, { tasks: [{}, {}] }, 2);
+    await until('A on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await old.close();
+    const entries = (await r.redis.xrange(streams.lane('dns'), '-', '+')) as Array<[string, string[]]>;
+    for (const [, fields] of entries) {
+      const task = Number(fields[fields.indexOf('task') + 1]);
+      const id = await r.redis.xadd(legacy.lane, '*', ...fields);
+      await r.redis.set(legacy.taskMessage(task), id!);
+      await r.redis.del(queueKeys.taskMessage('dns', task));
+    }
+    await r.redis.del(streams.lane('dns'));
+    // Job B: its task finished under an old runner, whose notice went to the old results stream.
+    await r.startLane();
+    await r.startOrchestrator();
+    const finished = await accept(r, { tasks: [{ behavior: 'gate' }] }, 1);
+    await until('B running', async () => (await tasks(finished))[0]?.status === 'running');
+    await r.orchestrator!.close();
+    gate(`${r.product.id}:gate`).open();
+    await until('B finished, its notice on the lane results stream', async () => (await r.redis.xlen(streams.laneResults('dns'))) >= 1);
+    for (const [, fields] of (await r.redis.xrange(streams.laneResults('dns'), '-', '+')) as Array<[string, string[]]>) {
+      await r.redis.xadd(legacy.taskResults, '*', ...fields);
+    }
+    await r.redis.del(streams.laneResults('dns'));
+    expect((await tasks(finished)).map((t) => [t.status, t.applied_at])).toEqual([['completed', null]]);
+    // The new deployment: an orchestrator and the lane runner, reading only the new keys.
+    await r.startOrchestrator();
+    for (const jobId of [queued, finished]) expect((await terminal(jobId)).status).toBe('completed');
+    expect((await tasks(queued)).map((t) => t.attempts)).toEqual([1, 1]);
+    expect((await tasks(finished)).map((t) => t.attempts)).toEqual([1]);
   });
 
   it('resets a task stuck `running` by a runner that died with Redis flushed', async () => {

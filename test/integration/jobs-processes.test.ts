@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
@@ -20,7 +19,8 @@ import { acceptJob, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { LaneHealth } from '../../src/queue/lane-health.ts';
 import { productById } from '../../src/products/registry.ts';
 import { publishJob, streams } from '../../src/queue/streams.ts';
-import { createRedis, redisReady } from '../../src/redis/client.ts';
+import type { RedisClient } from '../../src/redis/client.ts';
+import { hasRedis, testRedis } from '../helpers/redis.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { createDatabase, dropDatabase } from '../../ops/services.ts';
 
@@ -65,14 +65,14 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | null | f
 
 describe('worker processes', () => {
   let dbh: DbHandle;
-  let redis: Redis;
+  let redis: RedisClient;
   let principal: Principal;
   let env: Record<string, string>;
   let server: string;
   let dbName: string;
 
   beforeAll(async () => {
-    if (!process.env.DATABASE_URL || !process.env.REDIS_URL) throw new Error('needs DATABASE_URL and REDIS_URL: run with `npm test`');
+    if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
     const base = new URL(process.env.DATABASE_URL);
     dbName = `${base.pathname.slice(1)}_procs`;
     base.pathname = '/';
@@ -81,9 +81,7 @@ describe('worker processes', () => {
     await migrate(databaseUrl);
     const prefix = `${process.env.REDIS_KEY_PREFIX ?? ''}procs:${randomBytes(4).toString('hex')}:`;
     env = { DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '3000', LANE_POOL_THREADS: '1' };
-    redis = createRedis(process.env.REDIS_URL, prefix);
-    redis.on('error', () => {});
-    await redisReady(redis);
+    redis = await testRedis(prefix);
     dbh = createDb(databaseUrl);
     const pepper = process.env.KEY_PEPPER!;
     const ws = await createWorkspace(dbh.db, { name: `procs-${randomBytes(3).toString('hex')}` });
@@ -118,7 +116,7 @@ describe('worker processes', () => {
       const res = await fetch(`http://127.0.0.1:${port}/metrics`);
       return res.ok ? res.text() : null;
     });
-    expect(metrics).toContain('lss_stream_length{stream="{lss}:lane:domain"}');
+    expect(metrics).toContain(`lss_stream_length{stream="${streams.lane('domain')}"}`);
     expect(metrics).toContain('lss_stream_oldest_pending_age_seconds');
     expect(metrics).toContain('process_cpu_user_seconds_total');
     p.child.kill('SIGTERM');

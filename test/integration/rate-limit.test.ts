@@ -2,13 +2,14 @@
 // headers, exact Retry-After, their place in the §2 order, and failing closed without Redis.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/db/tenancy-repo.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
-import { createRedis, redisReady } from '../../src/redis/client.ts';
+import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
+import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
 import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
+import { deadRedisEnv, testRedis, testRedisTarget } from '../helpers/redis.ts';
 
 const MAC = '/v2/lookups/mac';
 const MAC_BODY = { value: 'F4:F5:E8:12:34:56' };
@@ -202,7 +203,7 @@ describe('rate limits over HTTP', () => {
   describe('fails closed without Redis', () => {
     let dead: Harness;
     beforeAll(async () => {
-      dead = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1' });
+      dead = await startHarness(deadRedisEnv());
     });
     afterAll(() => dead.close());
 
@@ -245,7 +246,7 @@ describe('rate limits over HTTP', () => {
 });
 
 describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let limiter: RateLimiter;
   // Under the run's prefix, so ops/test.ts deletes these keys with the rest.
   const prefix = `${process.env.REDIS_KEY_PREFIX}rl-unit-${randomBytes(4).toString('hex')}:`;
@@ -255,9 +256,8 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
   const subject = () => `s-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
-    if (!process.env.REDIS_URL || !process.env.REDIS_KEY_PREFIX) throw new Error('run with `npm test` (REDIS_URL, REDIS_KEY_PREFIX)');
-    redis = createRedis(process.env.REDIS_URL, prefix);
-    await redisReady(redis);
+    if (!process.env.REDIS_KEY_PREFIX) throw new Error('run with `npm test` (REDIS_KEY_PREFIX)');
+    redis = await testRedis(prefix);
     limiter = new RateLimiter(redis);
   });
   afterAll(async () => {
@@ -337,6 +337,29 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     // wide saw 3 consumptions, so 7 more pass alone and then it refuses.
     const alone = await Promise.all(Array.from({ length: 12 }, () => limiter.consume(s, [wide])));
     expect(alone.filter((r) => r.allowed)).toHaveLength(7);
+  });
+
+  it('many applications at once on an auto-pipelining client (the web role\'s): each call answers for its own keys', async () => {
+    // Regression (Redis Cluster): ioredis' auto-pipelining routes a command by its first argument,
+    // which for these scripts is the key count; batched together, calls for applications on
+    // different shards failed with "All keys in the pipeline should belong to the same slots
+    // allocation group". One call per application and tick, as concurrent requests do.
+    const piped = createRedis(testRedisTarget(), prefix, { autoPipelining: true, commandTimeoutMs: 2000 });
+    try {
+      await redisReady(piped);
+      const pipedLimiter = new RateLimiter(piped);
+      const leases = new IdempotencyLeases(piped, { leaseMs: 60_000, ttlHours: 1 });
+      const subjects = Array.from({ length: 40 }, () => String(1_000_000 + Math.floor(Math.random() * 1e9)));
+      const p = policy('piped', 60, 60, 2);
+      const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
+      const decisions = await Promise.all(subjects.map((s, i) => pipedLimiter.consume(s, [p], asked[i])));
+      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.lease?.state])).toEqual(subjects.map(() => [true, 1, 'claimed']));
+      const held = await Promise.all(subjects.map((s, i) =>
+        leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));
+      expect(held).toEqual(subjects.map(() => true));
+    } finally {
+      await closeRedis(piped);
+    }
   });
 
   it('keys expire once the policy is full again (no unbounded key growth)', async () => {

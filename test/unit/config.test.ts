@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config.ts';
+import { redisTarget } from '../../src/redis/client.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -55,6 +56,32 @@ describe('parseConfig', () => {
       expect(variablesOf(e.problems)).toEqual(['CURSOR_SECRET', 'DATABASE_URL', 'KEY_PEPPER', 'REDIS_URL']);
       for (const p of e.problems) expect(e.message).toContain(`  - ${p}`);
     }
+  });
+
+  it('REDIS_CLUSTER_NODES replaces REDIS_URL: seeds as host:port or redis(s) URLs, credentials and TLS shared', () => {
+    const { REDIS_URL: _url, ...noUrl } = valid;
+    const c = parseConfig({ ...noUrl, REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-a.internal:7001,[::1]:7002' });
+    expect(c.REDIS_URL).toBeUndefined();
+    expect(c.REDIS_CLUSTER_NODES).toEqual({
+      nodes: [{ host: '10.0.0.1', port: 7000 }, { host: 'redis-a.internal', port: 7001 }, { host: '::1', port: 7002 }], tls: false,
+    });
+    expect(redisTarget(c)).toEqual({ cluster: c.REDIS_CLUSTER_NODES });
+    const tls = parseConfig({ ...noUrl, REDIS_CLUSTER_NODES: 'rediss://default:s%3Acret@a.example:6380,rediss://default:s%3Acret@b.example' });
+    expect(tls.REDIS_CLUSTER_NODES).toEqual({
+      nodes: [{ host: 'a.example', port: 6380 }, { host: 'b.example', port: 6379 }], username: 'default', password: 's:cret', tls: true,
+    });
+    // Both set: the cluster wins.
+    expect(redisTarget(parseConfig({ ...valid, REDIS_CLUSTER_NODES: '10.0.0.1:7000' }))).toEqual({ cluster: expect.anything() });
+    expect(redisTarget(parseConfig(valid))).toEqual({ url: valid.REDIS_URL });
+  });
+
+  it('refuses a bad REDIS_CLUSTER_NODES, neither Redis variable, and braces in REDIS_KEY_PREFIX', () => {
+    const { REDIS_URL: _url, ...noUrl } = valid;
+    for (const bad of ['10.0.0.1', '10.0.0.1:0', 'a:1,b', 'http://a:1', 'rediss://u:p@a:1,redis://a:2', ' , ']) {
+      expect(problemsOf({ ...noUrl, REDIS_CLUSTER_NODES: bad }).map((p) => p.split(':')[0]), bad).toContain('REDIS_CLUSTER_NODES');
+    }
+    expect(problemsOf(noUrl)).toEqual([expect.stringMatching(/^REDIS_URL: set REDIS_URL .* or REDIS_CLUSTER_NODES/)]);
+    expect(problemsOf({ ...valid, REDIS_KEY_PREFIX: 'run{1}:' })).toEqual([expect.stringMatching(/^REDIS_KEY_PREFIX: must not contain \{ or \}/)]);
   });
 
   it('rejects wrong URL schemes, enums, numbers out of range and bad booleans', () => {

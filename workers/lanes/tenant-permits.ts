@@ -1,7 +1,7 @@
 // At most LANE_TENANT_CONCURRENCY tasks of one workspace run at once per lane, across every lane
 // process (CONTRACT §5): a redis-semaphore permit per (workspace, lane) held while a task runs.
 // A permit is refreshed while held and expires by itself if its holder dies.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis/client.ts';
 import type { Logger } from 'pino';
 import { Semaphore } from 'redis-semaphore';
 import { queueKeys, type LaneName } from '../../src/queue/streams.ts';
@@ -11,13 +11,13 @@ export interface Permit {
 }
 
 export class TenantPermits {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #lane: LaneName;
   readonly #limit: number;
   readonly #log: Logger;
   readonly #waitMs: number;
 
-  constructor(redis: Redis, lane: LaneName, limit: number, log: Logger, opts: { waitMs?: number } = {}) {
+  constructor(redis: RedisClient, lane: LaneName, limit: number, log: Logger, opts: { waitMs?: number } = {}) {
     this.#redis = redis;
     this.#lane = lane;
     this.#limit = limit;

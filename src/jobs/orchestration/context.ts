@@ -1,5 +1,5 @@
 // What every orchestration step needs. Built once by startOrchestrator; tests build their own.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/database.ts';
@@ -8,7 +8,7 @@ import type { ProductCatalog } from './product-catalog.ts';
 
 export interface OrchestrationContext {
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   log: Logger;
   config: Config;
   settings: QueueSettings;

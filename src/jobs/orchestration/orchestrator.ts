@@ -1,22 +1,23 @@
-// The orchestrator: consumes the jobs stream (plan, cancel) and the task-results stream (capture,
-// finalize), and runs the periodic jobs (outbox relay, reconciler, sweeper, retention purge), each
-// at most once per tick across instances (tick-lock.ts). Several orchestrators may run: the
-// consumer groups share the streams and every step is idempotent under the job row lock.
+// The orchestrator: consumes the jobs stream (plan, cancel) and every lane's task-results stream
+// (capture, finalize), and runs the periodic jobs (outbox relay, reconciler, sweeper, retention
+// purge), each at most once per tick across instances (tick-lock.ts). Several orchestrators may
+// run: the consumer groups share the streams and every step is idempotent under the job row lock.
+// A lane's results stream lives in the lane's slot (its runners publish in the MULTI that acks),
+// so the orchestrator reads one results stream per lane, each on a connection of its own.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
 import type { Config } from '../../config.ts';
 import { createDb, type Db } from '../../db/database.ts';
 import type { ProductDefinition } from '../../products/types.ts';
-import { createRedis, redisReady } from '../../redis/client.ts';
+import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../../redis/client.ts';
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
 import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
-import { groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
+import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResult } from './apply-result.ts';
 import { cancelJob } from './cancel-job.ts';
@@ -53,7 +54,7 @@ export interface OrchestratorOptions {
   log: Logger;
   /** Shared handles are not closed by close(); handles created here are. */
   db?: Db;
-  redis?: Redis;
+  redis?: RedisClient;
   /** The products this orchestrator owns (default: every async product of the registry). */
   products?: readonly ProductDefinition[];
   settings?: Partial<QueueSettings>;
@@ -74,7 +75,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   const timing = { ...DEFAULT_TIMING, ...opts.timing };
   const settings = parseQueueSettings(process.env, opts.settings);
   const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: 10 });
-  const ownRedis = opts.redis ? undefined : createRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  const ownRedis = opts.redis ? undefined : createRedis(redisTarget(config), config.REDIS_KEY_PREFIX);
   ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
   const redis = opts.redis ?? ownRedis!;
   await redisReady(redis);
@@ -107,9 +108,11 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d) };
   };
   const jobs = new StreamConsumer({ ...common, stream: streams.jobs, handle: (d) => handleJobOp(ctx, d), deadLetter: deadLetter(streams.jobs) });
-  const results = new StreamConsumer({ ...common, stream: streams.taskResults, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(streams.taskResults) });
+  const results = LANES.map((lane) => streams.laneResults(lane)).map((stream) =>
+    new StreamConsumer({ ...common, stream, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(stream) }));
+  const consumers = [jobs, ...results];
   if (opts.metrics) {
-    registerStreamGauges(opts.metrics, redis, [{ stream: streams.jobs, group: groups.orchestrator }, { stream: streams.taskResults, group: groups.orchestrator }]);
+    registerStreamGauges(opts.metrics, redis, consumers.map((c) => ({ stream: c.stream, group: groups.orchestrator })));
     registerCreditMetrics(opts.metrics, ctx.db);
   }
 
@@ -126,8 +129,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     }
   };
 
-  await jobs.start();
-  await results.start();
+  for (const c of consumers) await c.start();
   // Readiness of async products needs a live orchestrator (src/queue/lane-health.ts).
   const heartbeat = startHeartbeat(redis, queueKeys.laneAlive('orchestrator'), consumer);
   const loops = [
@@ -147,8 +149,8 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
         stop.abort();
         await heartbeat.stop().catch(() => {});
         await Promise.allSettled(loops);
-        await Promise.allSettled([jobs.close(), results.close()]);
-        if (ownRedis) await ownRedis.quit().catch(() => ownRedis.disconnect());
+        await Promise.allSettled(consumers.map((c) => c.close()));
+        if (ownRedis) await closeRedis(ownRedis);
         if (ownDb) await ownDb.close().catch(() => {});
       })();
       return closing;

@@ -8,7 +8,7 @@
 //   5. cancelling jobs → run the cancel op again (cancels pending tasks, finalizes when idle)
 //   6. running jobs with nothing open and nothing unapplied → finalize (crash after the last apply)
 import { sql } from 'kysely';
-import { publishJob, publishTaskResult } from '../../queue/streams.ts';
+import { isLaneName, publishJob, publishTaskResult } from '../../queue/streams.ts';
 import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
@@ -85,14 +85,19 @@ export class Reconciler {
   }
 
   async republishUnapplied(): Promise<number> {
-    const rows = await sql<{ id: number; job_id: number }>`
-      SELECT t.id, t.job_id FROM tasks t JOIN jobs j ON j.id = t.job_id
+    const rows = await sql<{ id: number; job_id: number; lane: string }>`
+      SELECT t.id, t.job_id, t.lane FROM tasks t JOIN jobs j ON j.id = t.job_id
       WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()})
         AND t.status NOT IN ('pending', 'running', 'waiting') AND t.applied_at IS NULL
         AND t.finished_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
       ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
-    for (const r of rows.rows) await publishTaskResult(this.#ctx.redis, Number(r.id), Number(r.job_id));
-    return rows.rows.length;
+    let n = 0;
+    for (const r of rows.rows) {
+      if (!isLaneName(r.lane)) continue; // a lane this build does not know: nothing could read its notice
+      await publishTaskResult(this.#ctx.redis, r.lane, Number(r.id), Number(r.job_id));
+      n++;
+    }
+    return n;
   }
 
   async republishQueuedPlans(): Promise<number> {
