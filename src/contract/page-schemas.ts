@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 import { limitationSchema } from './envelope.ts';
+import { laneCountsSchema } from './job-schemas.ts';
 import { SEVERITIES, type Severity } from '../products/types.ts';
 
 type Json = Record<string, unknown>;
@@ -85,6 +86,7 @@ function pageSchema<T extends z.ZodType>(item: T) {
     items: z.array(item),
     coverage: z.object({ complete: z.boolean() }),
     limitations: z.array(limitationSchema),
+    lanes: laneCountsSchema.describe('Per product lane: tasks and how they ended, as on the job status (what did not run is counted here).'),
     page: z.object({
       limit: z.number().int(),
       nextCursor: z.string().nullable().describe(

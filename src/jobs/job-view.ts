@@ -49,25 +49,25 @@ function parseJson(v: unknown): any {
   return typeof v === 'string' ? JSON.parse(v) : v;
 }
 
-export async function jobView(db: Db, job: JobRow) {
-  const lanes = await db
+/** Per product lane: how many tasks, and how each ended (CONTRACT §9); with the open/done totals. */
+export async function laneCounts(db: Db, jobId: number) {
+  const rows = await db
     .selectFrom('tasks')
     .select(['product_lane', 'status', sql<number>`COUNT(*)`.as('n')])
-    .where('job_id', '=', job.id)
+    .where('job_id', '=', jobId)
     .groupBy(['product_lane', 'status'])
     .execute();
   const byLane = new Map<string, Record<string, number>>();
   let queued = 0;
   let done = 0;
-  for (const r of lanes) {
+  for (const r of rows) {
     const m = byLane.get(r.product_lane) ?? {};
     m[r.status] = (m[r.status] ?? 0) + Number(r.n);
     byLane.set(r.product_lane, m);
     if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') queued += Number(r.n);
     else done += Number(r.n);
   }
-  const terminal = isTerminal(job.status);
-  const laneList = [...byLane].map(([lane, m]) => {
+  const lanes = [...byLane].map(([lane, m]) => {
     const tasks = Object.values(m).reduce((a, b) => a + b, 0);
     const open = (m.pending ?? 0) + (m.running ?? 0) + (m.waiting ?? 0);
     const status = open > 0 ? (m.running ? 'running' : 'queued') : laneSummary(m, tasks);
@@ -77,6 +77,12 @@ export async function jobView(db: Db, job: JobRow) {
       skipped: m.skipped ?? 0, failed: m.failed ?? 0, cancelled: m.cancelled ?? 0, budgetExhausted: m.budget_exhausted ?? 0,
     };
   });
+  return { lanes, queued, done };
+}
+
+export async function jobView(db: Db, job: JobRow) {
+  const { lanes: laneList, queued, done } = await laneCounts(db, job.id);
+  const terminal = isTerminal(job.status);
   const coverage = parseJson(job.coverage) ?? { complete: false, limitations: terminal ? [] : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }] };
   return {
     jobRef: job.public_id,

@@ -15,7 +15,7 @@ import {
   findingPageQuery, resultPageQuery,
   type FindingItem, type FindingPage, type ObjectDetail, type ResultItem, type ResultPage,
 } from '../contract/page-schemas.ts';
-import { findJob, isTerminal, type JobRow } from '../jobs/job-view.ts';
+import { findJob, isTerminal, laneCounts, type JobRow } from '../jobs/job-view.ts';
 import { createCursorCodec, createEvidenceRefs, type CursorCodec, type CursorRoute } from '../jobs/cursor.ts';
 import {
   findObject, findingPage, objectFindingIds, objectPage, objectRelations, severityName, type FindingRow, type ObjectRow,
@@ -45,6 +45,7 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
     const page = await objectPage(deps.db, job.id, after, query.limit);
     const body: ResultPage = {
       ...pageHead(job),
+      lanes: (await laneCounts(deps.db, job.id)).lanes,
       items: page.rows.map((r) => resultItem(r, evidenceRef)),
       page: {
         limit: query.limit,
@@ -66,6 +67,7 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
     const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity);
     const body: FindingPage = {
       ...pageHead(job),
+      lanes: (await laneCounts(deps.db, job.id)).lanes,
       items: page.rows.map((r) => findingItem(r, evidenceRef)),
       page: { limit: query.limit, nextCursor: nextCursor(cursors, job, page, scope, after) },
     };

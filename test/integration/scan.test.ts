@@ -281,6 +281,14 @@ describe('scan.recursive.v1', () => {
       expect(job.ledger.captured + job.ledger.released).toBe(50);
       const releases = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries e JOIN jobs j ON j.id = e.job_id WHERE j.public_id = ${job.jobRef} AND e.kind = 'release'`.execute(h.deps.db);
       expect(Number(releases.rows[0]!.n)).toBe(job.ledger.released > 0 ? 1 : 0);
+      // Every page says what did not run, read on its own: the same lane counts as the job.
+      for (const route of ['results', 'findings']) {
+        const page = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/${route}?limit=1`);
+        expect(page.status).toBe(200);
+        expect(page.body.lanes).toEqual(job.lanes);
+        expect(page.body.limitations.map((l: { code: string }) => l.code)).toContain('budget_exhausted');
+        expect(page.body.coverage.complete).toBe(false);
+      }
       await ledgerHolds(t.wsId);
     }, 120_000);
   });
@@ -325,6 +333,21 @@ describe('scan.recursive.v1', () => {
       expect(active.filter((r) => r.object_key.includes('thirdparty') || r.object_key === `cdn.${SCAN_ZONE}`)).toEqual([]);
       await ledgerHolds(t.wsId);
     });
+  });
+
+  describe('wordlist canaries: a zone that answers any name', () => {
+    it('drops the wordlist\'s hits when random canaries resolve too, and coverage says why', async () => {
+      const t = await tenant(10_000, { active: true, approveScopes: [WILD_ZONE] });
+      const job = await scan(t.key, body('advanced', WILD_ZONE, 2000, true));
+      expect(job.terminal).toBe(true);
+      expect(job.coverage.complete).toBe(false);
+      expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('wordlist_dropped_canaries');
+      const items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
+      // "admin", "vpn", "dev"… all resolve through the wildcard: none of them became a host of the scan.
+      expect(items.filter((i) => i.projection.foundVia === 'wordlist')).toEqual([]);
+      expect(items.some((i) => i.key === `admin.${WILD_ZONE}`)).toBe(false);
+      await ledgerHolds(t.wsId);
+    }, 120_000);
   });
 
   describe('cancellation', () => {
