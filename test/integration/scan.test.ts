@@ -3,6 +3,9 @@
 // streams and MySQL) → the whole lab (DNS, RDAP, web, mail and scan hosts on loopback) → terminal
 // job. Each scenario asserts objects, relations, findings, coverage and the ledger
 // (granted = available + reserved + captured) after the scan.
+import { execFile } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +22,8 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
+import { LssClient } from '../../src/client/client.ts';
+import { root } from '../helpers/processes.ts';
 
 const SCANS = '/v2/scans';
 /** Generated zones (a link tree of N hosts): one that outgrows a minimum budget, one big enough to cancel mid-flight. */
@@ -347,6 +352,40 @@ describe('scan.recursive.v1', () => {
       expect(items.filter((i) => i.projection.foundVia === 'wordlist')).toEqual([]);
       expect(items.some((i) => i.key === `admin.${WILD_ZONE}`)).toBe(false);
       await ledgerHolds(t.wsId);
+    }, 120_000);
+  });
+
+  describe('the client kit on a real scan', () => {
+    it('the SDK runs a scan to its terminal state and reads every page; the CLI waits and exits 2 on a partial scan', async () => {
+      const t = await tenant(1000);
+      const server = h.app.listen(0, '127.0.0.1');
+      await new Promise<void>((r) => server.once('listening', () => r()));
+      try {
+        const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const sdk = new LssClient({ apiKey: t.key, baseUrl });
+        const outcome = await sdk.run('scan', { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: false, maxCredits: 20 } }, { timeoutMs: 60_000 });
+        // The target's mail lane is at best partial (DKIM selectors cannot be listed): never "complete".
+        expect(outcome.status).toBe('partial');
+        expect(outcome.complete).toBe(false);
+        const collected = await sdk.collectResults(outcome.job.jobRef, { limit: 2 });
+        expect(collected.terminal).toBe(true);
+        expect(collected.nextCursor).toBeNull();
+        expect(collected.items.length).toBe(outcome.job.progress.objects);
+        expect(collected.limitations.length).toBeGreaterThan(0);
+
+        const cli = await new Promise<{ code: number; stdout: string }>((resolve) => {
+          execFile(process.execPath, [path.join(root, 'src/client/cli/main.ts'), '--json', 'scan', SCAN_ZONE, '--profile', 'quick', '--max-credits', '20', '--wait'],
+            { env: { ...process.env, LSS_API_KEY: t.key, LSS_BASE_URL: baseUrl, NO_COLOR: '1' }, timeout: 90_000 },
+            (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }));
+        });
+        expect(cli.code, cli.stdout).toBe(2);
+        const doc = JSON.parse(cli.stdout);
+        expect(doc.outcome).toBe('partial');
+        await ledgerHolds(t.wsId);
+      } finally {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      }
     }, 120_000);
   });
 
