@@ -22,7 +22,7 @@ import { pinnedLookup, resolveVetted } from './vetting.ts';
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
   allow: readonly string[];
-  /** Host → vetted-to-be addresses: the project's resolver (stubHostResolver). */
+  /** Host → vetted-to-be addresses: the project's resolver (hostResolverOver). */
   resolver: HostResolver;
   maxRedirects?: number;
   /** Budget for the whole exchange, every hop included. */

@@ -10,7 +10,8 @@ import { OutboundFetchError } from './outbound-errors.ts';
 /** Resolves a host name to its addresses; rejects with OutboundFetchError when it has none or nothing is known. */
 export type HostResolver = (host: string, signal?: AbortSignal) => Promise<string[]>;
 
-export function stubHostResolver(resolver: Resolver): HostResolver {
+/** A HostResolver over the project's DNS resolver (A and AAAA together); never getaddrinfo. */
+export function hostResolverOver(resolver: Resolver): HostResolver {
   return async (host, signal) => {
     const opts = signal ? { signal } : {};
     const [a, aaaa] = await Promise.all([resolver.query(host, 'A', opts), resolver.query(host, 'AAAA', opts)]);

@@ -14,14 +14,14 @@ import net, { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { Resolver } from '../dns/types.ts';
 import { guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
-import { stubHostResolver, type HostResolver } from './host-resolver.ts';
+import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import { NO_PORT_MAP, mapPort, type PortMap } from './port-map.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
 export { OutboundFetchError, OutboundRefusedError, type FetchFailure, type FetchPhase, type HopRecord, type RefusalReason } from './outbound-errors.ts';
-export { stubHostResolver, type HostResolver } from './host-resolver.ts';
+export { hostResolverOver, type HostResolver } from './host-resolver.ts';
 export { DEFAULT_MAX_BYTES, DEFAULT_MAX_REDIRECTS, guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
@@ -155,7 +155,7 @@ export interface OutboundGuardOptions {
 }
 
 export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
-  const resolver: HostResolver = typeof o.resolver === 'function' ? o.resolver : stubHostResolver(o.resolver);
+  const resolver: HostResolver = typeof o.resolver === 'function' ? o.resolver : hostResolverOver(o.resolver);
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
   return {

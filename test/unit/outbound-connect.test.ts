@@ -6,7 +6,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
 import { parseServer } from '../../src/dns/system-servers.ts';
-import { createOutboundGuard, OutboundFetchError, OutboundRefusedError, stubHostResolver } from '../../src/net/outbound-guard.ts';
+import { createOutboundGuard, OutboundFetchError, OutboundRefusedError, hostResolverOver } from '../../src/net/outbound-guard.ts';
 import { parsePortMap } from '../../src/net/port-map.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames } from '../lab/zones.ts';
@@ -69,22 +69,22 @@ afterAll(async () => {
   expect(refusedConnections).toBe(0);
 });
 
-describe('stubHostResolver: host addresses by the DNS rule', () => {
+describe('hostResolverOver: host addresses by the DNS rule', () => {
   it('present: the addresses of A (a SERVFAIL on AAAA does not hide them)', async () => {
-    const r = stubHostResolver(resolver);
+    const r = hostResolverOver(resolver);
     expect(await r('v4only.guard.lab.test')).toEqual(['127.0.0.72']);
     expect(await r(labNames.apex)).toEqual(expect.arrayContaining(['127.0.0.10', '::1']));
   });
 
   it('absent only on NXDOMAIN / NODATA for both types: host_not_found', async () => {
-    const err = await stubHostResolver(resolver)(labNames.nxdomain).catch((e: unknown) => e);
+    const err = await hostResolverOver(resolver)(labNames.nxdomain).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutboundFetchError);
     expect((err as OutboundFetchError).kind).toBe('host_not_found');
   });
 
   it('indeterminate (SERVFAIL, timeout) is a dns_failure, never host_not_found', async () => {
     for (const name of [labNames.servfail, labNames.timeout, 'half.guard.lab.test']) {
-      const err = await stubHostResolver(resolver)(name).catch((e: unknown) => e);
+      const err = await hostResolverOver(resolver)(name).catch((e: unknown) => e);
       expect((err as OutboundFetchError).kind, name).toBe('dns_failure');
     }
   });
