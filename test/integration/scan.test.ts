@@ -72,6 +72,14 @@ describe('scan.recursive.v1', () => {
 
   const body = (profile: string, value: string, maxCredits: number, active = false) => ({ profile, target: { type: 'domain_name', value }, options: { active, maxCredits } });
 
+  interface Scanned { t: Awaited<ReturnType<typeof tenant>>; job: Record<string, any>; items: Item[]; findings: Finding[] }
+  /** A funded tenant, one scan to its terminal state, and every result and finding page of it. */
+  async function scanAndRead(credits: number, tenantOpts: Parameters<typeof fundedTenant>[2], scanBody: ReturnType<typeof body>): Promise<Scanned> {
+    const t = await tenant(credits, tenantOpts);
+    const job = await scan(t.key, scanBody);
+    return { t, job, items: await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`), findings: await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`) };
+  }
+
   beforeAll(async () => {
     lab = await startLab({ parts: [webLabPart(), mailLabPart, scanLabPart({ generated: [GEN_SMALL, GEN_LARGE], onReady: (s) => (scanLab = s) })] });
     h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '700', CANCEL_GRACE_MS: '1000' });
@@ -112,18 +120,13 @@ describe('scan.recursive.v1', () => {
   });
 
   describe('balanced: recursion of one hop, scope, provenance', () => {
-    let t: Awaited<ReturnType<typeof tenant>>;
-    let job: Record<string, any>;
+    let t: Scanned['t'];
+    let job: Scanned['job'];
     let items: Item[];
     let findings: Finding[];
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => {
-      t = await tenant(1000);
-      job = await scan(t.key, body('balanced', SCAN_ZONE, 200));
-      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
-      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
-    }, 120_000);
+    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', SCAN_ZONE, 200))), 120_000);
 
     it('ends terminal with a ledger that holds, charging only what ran', async () => {
       expect(['completed', 'partial']).toContain(job.status);
@@ -175,18 +178,13 @@ describe('scan.recursive.v1', () => {
   });
 
   describe('wildcard DNS, decided on answer sets', () => {
-    let job: Record<string, any>;
+    let t: Scanned['t'];
+    let job: Scanned['job'];
     let items: Item[];
     let findings: Finding[];
-    let t: Awaited<ReturnType<typeof tenant>>;
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => {
-      t = await tenant(1000);
-      job = await scan(t.key, body('balanced', WILD_ZONE, 200));
-      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
-      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
-    }, 120_000);
+    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', WILD_ZONE, 200))), 120_000);
 
     it('a name that only the wildcard answers collapses into one wildcard object; a real host under it survives', async () => {
       const wildcard = byKey(`*.${WILD_ZONE}`);
@@ -213,19 +211,14 @@ describe('scan.recursive.v1', () => {
   });
 
   describe('deep: hops, links, loops, chains, dangling names, takeovers, floods, broken subzones', () => {
-    let job: Record<string, any>;
+    let t: Scanned['t'];
+    let job: Scanned['job'];
     let items: Item[];
     let findings: Finding[];
-    let t: Awaited<ReturnType<typeof tenant>>;
     const byKey = (key: string) => items.find((i) => i.key === key);
     const codesOn = (key: string) => findings.filter((f) => f.objectId === byKey(key)?.objectId).map((f) => f.code);
 
-    beforeAll(async () => {
-      t = await tenant(5000);
-      job = await scan(t.key, body('deep', SCAN_ZONE, 2000));
-      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
-      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
-    }, 180_000);
+    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(5000, {}, body('deep', SCAN_ZONE, 2000))), 180_000);
 
     it('follows links on in-scope pages (a deep source)', async () => {
       expect(byKey(`loop-a.${SCAN_ZONE}`)?.projection.foundVia).toBe('link');
@@ -299,18 +292,13 @@ describe('scan.recursive.v1', () => {
   });
 
   describe('advanced: active work on approved, in-scope names only', () => {
-    let job: Record<string, any>;
+    let t: Scanned['t'];
+    let job: Scanned['job'];
     let items: Item[];
     let findings: Finding[];
-    let t: Awaited<ReturnType<typeof tenant>>;
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => {
-      t = await tenant(10_000, { active: true, approveScopes: [SCAN_ZONE] });
-      job = await scan(t.key, body('advanced', SCAN_ZONE, 3000, true));
-      items = await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`);
-      findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
-    }, 240_000);
+    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(10_000, { active: true, approveScopes: [SCAN_ZONE] }, body('advanced', SCAN_ZONE, 3000, true))), 240_000);
 
     it('probes TCP ports of in-scope hosts: service objects, sensitive ports as findings', async () => {
       expect(byKey(`${SCAN_ZONE}:3306/tcp`)?.type).toBe('service');
