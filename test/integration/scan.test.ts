@@ -260,9 +260,18 @@ describe('scan.recursive.v1', () => {
       expect(lanes.tasks).toBe(lanes.completed + lanes.partial + lanes.unavailable + lanes.timeout + lanes.failed + lanes.skipped + lanes.cancelled + lanes.budgetExhausted);
     });
 
-    it('rediscovery adds relations, never copies: one object per (type, name)', async () => {
+    it('rediscovery adds relations, never copies: one object per (type, name), at its shortest distance', async () => {
       const keys = items.map((i) => `${i.type}\n${i.key}`);
       expect(new Set(keys).size).toBe(keys.length);
+      // The apex is found again from www (its CNAME, hop 2) and from pages (links): it stays at 0,
+      // with the relations of each rediscovery on its detail.
+      const apex = byKey(SCAN_ZONE)!;
+      expect(apex.distance).toBe(0);
+      const detail = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${apex.objectId}`);
+      expect(detail.body.relations.length).toBeGreaterThan(1);
+      // api is named by the apex's certificate (hop 1) and linked from the apex page (hop 1), and
+      // from deeper names: one object at 1.
+      expect(byKey(`api.${SCAN_ZONE}`)?.distance).toBe(1);
       await ledgerHolds(t.wsId);
     });
   });

@@ -132,9 +132,12 @@ export function genFanout(n: number): number {
 
 /**
  * N hosts h1..hN (h0 is the apex): a third web hosts, a third CNAMEs to a web host, a third hosts
- * without a web server; every 25th with an MX. Names are found by following the pages' links.
+ * without a web server; every 25th with an MX. Names are found by following the pages' links, so
+ * a host with children in the link tree always serves its page (only leaves may be dead): every
+ * host is reachable within 3 hops.
  */
 export function generatedZone(n: number): Zone {
+  const fanout = genFanout(n);
   const origin = genZoneName(n);
   const records: ZoneRecord[] = [
     soa(origin), { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
@@ -145,9 +148,10 @@ export function generatedZone(n: number): Zone {
   ];
   for (let i = 1; i < n; i++) {
     const label = `h${i}`;
-    if (i % 3 === 1) records.push({ name: label, type: 'A', data: GEN_WEB_ADDRESSES[i % GEN_WEB_ADDRESSES.length]! });
+    const web = GEN_WEB_ADDRESSES[i % GEN_WEB_ADDRESSES.length]!;
+    if (i % 3 === 1) records.push({ name: label, type: 'A', data: web });
     else if (i % 3 === 2) records.push({ name: label, type: 'CNAME', data: `h${i - 1}.${origin}` });
-    else records.push({ name: label, type: 'A', data: GEN_DEAD_ADDRESS });
+    else records.push({ name: label, type: 'A', data: genChildren(i, n, fanout).length > 0 ? web : GEN_DEAD_ADDRESS });
     if (i % 25 === 0 && i % 3 !== 2) records.push({ name: label, type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } });
   }
   return { origin, records };

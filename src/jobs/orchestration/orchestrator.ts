@@ -14,7 +14,7 @@ import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } fr
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
-import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
+import { ACK, HandlingBudget, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
@@ -108,8 +108,12 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d) };
   };
   const jobs = new StreamConsumer({ ...common, stream: streams.jobs, handle: (d) => handleJobOp(ctx, d), deadLetter: deadLetter(streams.jobs) });
+  // The per-lane results streams share one handling budget: every apply takes a job row lock and
+  // a MySQL connection, and a scan's results all wait on the same row, so five streams × the
+  // concurrency would only queue more transactions (each holding a parsed output) on that lock.
+  const handling = new HandlingBudget(opts.concurrency ?? 16);
   const results = LANES.map((lane) => streams.laneResults(lane)).map((stream) =>
-    new StreamConsumer({ ...common, stream, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(stream) }));
+    new StreamConsumer({ ...common, handling, stream, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(stream) }));
   const consumers = [jobs, ...results];
   if (opts.metrics) {
     registerStreamGauges(opts.metrics, redis, consumers.map((c) => ({ stream: c.stream, group: groups.orchestrator })));
