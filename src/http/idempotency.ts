@@ -47,7 +47,7 @@ export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimO
     let found = s.lease;
     if (!found || found.state === 'none') {
       // Not claimed at step 3 (a route without the admission script): claim now.
-      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody);
       found = await claimAlone(leases, res, fingerprint);
     }
     for (let attempt = 0; attempt < 2; attempt++) {

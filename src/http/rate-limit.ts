@@ -35,7 +35,7 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
     const key = req.get('idempotency-key');
     let lease: LeaseRequest | undefined;
     if (leases && isValidIdempotencyKey(key) && !s.bodyError) {
-      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody).toString('hex');
+      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody);
       lease = leases.request(p.applicationId, p.keyId, key, fingerprint);
     }
     let decision;

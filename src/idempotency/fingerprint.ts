@@ -1,6 +1,6 @@
 // CONTRACT §4: the fingerprint binds method, normalised path and the canonical JSON of the body as
 // sent (keys sorted, no insignificant whitespace, defaults NOT filled in).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 type Frame = { text: string } | { value: unknown };
 
@@ -63,10 +63,9 @@ export function normalizePath(path: string): string {
   return bare.length > 1 ? bare.replace(/\/$/, '') : bare;
 }
 
-export function requestFingerprint(method: string, path: string, body: unknown): Buffer {
-  return createHash('sha256')
-    .update(`${method.toUpperCase()}\n${normalizePath(path)}\n${canonicalJson(body ?? {})}`)
-    .digest();
+/** Hex SHA-256 of method, normalised path and canonical body (one-shot: no Hash object per request). */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  return hash('sha256', `${method.toUpperCase()}\n${normalizePath(path)}\n${canonicalJson(body ?? {})}`, 'hex');
 }
 
 /** 1–255 visible ASCII characters (0x21–0x7E). */

@@ -6,12 +6,22 @@
 // - Zero-credit inline lookups: the reply is the only effect and re-running one is harmless, so
 //   the marker holds the reply itself (one round trip to commit, one to replay, no MySQL). After a
 //   Redis data loss an identical retry simply runs again (docs/api.md).
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/client.ts';
 import { RateLimiter, decodeReply, encodeReply, type LeaseFound, type LeaseRequest, type StoredReply } from '../ratelimit/limiter.ts';
 
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
+
+// A lease token only has to be unique among the holders of one key: a random prefix per process
+// and a counter make it so without a getrandom call per request.
+const TOKEN_PREFIX = randomBytes(9).toString('base64url');
+let tokenSeq = 0;
+
+function nextToken(): string {
+  tokenSeq = (tokenSeq + 1) % Number.MAX_SAFE_INTEGER;
+  return `${TOKEN_PREFIX}${tokenSeq.toString(36)}`;
+}
 
 export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean; reply?: StoredReply };
 
@@ -46,14 +56,14 @@ export class IdempotencyLeases {
    */
   #keys(applicationId: number, apiKeyId: number, key: string): [string, string] {
     // Hashed: the client's key may hold any visible characters and up to 255 of them.
-    const h = createHash('sha256').update(key).digest('base64url');
+    const h = hash('sha256', key, 'base64url');
     const base = `${RateLimiter.tag(String(applicationId))}:idem:${apiKeyId}`;
     return [`${base}:lease:${h}`, `${base}:done:${h}`];
   }
 
   /** What the limiter's script needs to claim this request's lease. */
   request(applicationId: number, apiKeyId: number, key: string, fingerprint: string): LeaseRequest {
-    return { keys: this.#keys(applicationId, apiKeyId, key), fingerprint, token: randomBytes(12).toString('base64url'), leaseMs: this.#leaseMs };
+    return { keys: this.#keys(applicationId, apiKeyId, key), fingerprint, token: nextToken(), leaseMs: this.#leaseMs };
   }
 
   /** A claim on its own (after a stale marker was forgotten; tests of abandoned leases). */

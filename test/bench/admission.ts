@@ -213,12 +213,27 @@ async function main(): Promise<void> {
       process.stdout.write(`(b) only: ${fmt(b.rps, 0)} req/s, p50 ${fmt(b.p50)} ms, p99 ${fmt(b.p99)} ms\n`);
       return;
     }
+    // Where the two cores go: this server process and Redis, in cores busy over each scenario.
+    const redisCpuS = async () => {
+      const info = await deps.redis.info('cpu') as string;
+      const f = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+      return f('used_cpu_user') + f('used_cpu_sys');
+    };
+    const withCpu = async (j: ClientJob): Promise<Measured & { cpu: CpuShare }> => {
+      const t0 = process.hrtime.bigint();
+      const p0 = process.cpuUsage();
+      const r0 = await redisCpuS();
+      const m = await measure(j);
+      const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+      const p = process.cpuUsage(p0);
+      return { ...m, cpu: { server: (p.user + p.system) / 1e6 / wall, redis: ((await redisCpuS()) - r0) / wall } };
+    };
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
-    const a = await measure(job(bare.url, 'unique'));
+    const a = await withCpu(job(bare.url, 'unique'));
     log(`(b) full chain, unique Idempotency-Key: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
-    const b = await measure(job(full.url, 'unique'));
+    const b = await withCpu(job(full.url, 'unique'));
     log(`(c) full chain, replays of ${REPLAY_KEYS} keys: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
-    const c = await measure(job(full.url, 'replay'));
+    const c = await withCpu(job(full.url, 'replay'));
     log(`(d) bare Express at ${FIXED_RATE} req/s offered`);
     const d = await measure({ ...job(bare.url, 'unique'), rate: FIXED_RATE });
     log(`(e) full chain at ${FIXED_RATE} req/s offered`);
@@ -298,7 +313,14 @@ function topSelfTime(p: CpuProfile, n: number): string {
   return ['self ms   share  function', ...rows.map(([name, us]) => `${fmt(us / 1000, 0).padStart(7)}  ${fmt((100 * us) / total, 1).padStart(5)}%  ${name}`)].join('\n');
 }
 
-function report(rows: Array<[string, Measured]>, paced: Array<[string, Measured]>, authCacheTtlMs: number): void {
+interface CpuShare {
+  /** Cores busy in this (server) process over the scenario, warm-up included. */
+  server: number;
+  /** Cores busy in Redis over the same time (INFO cpu; the Redis shared with the rest of the box). */
+  redis: number;
+}
+
+function report(rows: Array<[string, Measured & { cpu: CpuShare }]>, paced: Array<[string, Measured]>, authCacheTtlMs: number): void {
   const a = rows[0]![1];
   const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'errors'];
   const body = rows.map(([name, m]) => [name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
@@ -314,6 +336,9 @@ function report(rows: Array<[string, Measured]>, paced: Array<[string, Measured]
   out.push(line(head));
   out.push(line(widths.map((w) => '-'.repeat(w))));
   for (const r of body) out.push(line(r));
+  out.push('');
+  out.push('CPU over each scenario (cores busy; the box has 2, shared with the load generator and MariaDB):');
+  for (const [name, m] of rows) out.push(`  ${name.padEnd(widths[0]!)}  server ${fmt(m.cpu.server)}  Redis ${fmt(m.cpu.redis)}`);
   out.push('');
   const check = (label: string, ok: boolean, detail: string) => out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
   for (const [name, m] of rows.slice(1)) {

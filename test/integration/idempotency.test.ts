@@ -54,7 +54,7 @@ describe('idempotency', () => {
     await h.deps.db.insertInto('idempotency_records').values({
       api_key_id: apiKeyId,
       idem_key: opts.key,
-      fingerprint: requestFingerprint('POST', opts.path, opts.body),
+      fingerprint: Buffer.from(requestFingerprint('POST', opts.path, opts.body), 'hex'),
       response_status: 200,
       response_body: '{"stored":true}',
       expires_at: sql<Date>`NOW(3) + INTERVAL ${(opts.expiresSeconds ?? 86_400) * 1_000_000} MICROSECOND`,
@@ -64,7 +64,7 @@ describe('idempotency', () => {
   /** A lease as another (possibly crashed) process holds it while executing. */
   async function holdLease(opts: { key: string; path: string; body: unknown; leaseMs: number }) {
     const leases = new IdempotencyLeases(h.deps.redis, { leaseMs: opts.leaseMs, ttlHours: 24 });
-    const got = await leases.claim(applicationId, apiKeyId, opts.key, requestFingerprint('POST', opts.path, opts.body).toString('hex'));
+    const got = await leases.claim(applicationId, apiKeyId, opts.key, requestFingerprint('POST', opts.path, opts.body));
     expect(got.state).toBe('claimed');
   }
 
