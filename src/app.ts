@@ -1,6 +1,7 @@
 // Express wiring: request ids and metrics first, then health, discovery, products and jobs, then
 // 405/404 and the single error handler.
 import express, { type Express, type RequestHandler } from 'express';
+import type { Logger } from 'pino';
 import type { AppDeps } from './http/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { errorHandler, routeNotFound } from './http/errors.ts';
@@ -15,19 +16,23 @@ import { mountDocsRoutes } from './routes/docs.ts';
 import { state } from './http/context.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
 
-const observe: RequestHandler = (req, res, next) => {
-  const start = process.hrtime.bigint();
-  res.once('finish', () => {
-    const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    httpRequestDuration.observe({ method: req.method, route, status_code: String(res.statusCode) }, seconds);
-    // One access line per request: operators correlate by requestId; 5xx are warnings.
-    const line = { method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e6) / 1e3 };
-    if (res.statusCode >= 500) state(res).log.warn(line, 'request failed');
-    else state(res).log.info(line, 'request');
-  });
-  next();
-};
+function observe(log: Logger): RequestHandler {
+  return (req, res, next) => {
+    const start = process.hrtime.bigint();
+    res.once('finish', () => {
+      const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      httpRequestDuration.observe({ method: req.method, route, status_code: String(res.statusCode) }, seconds);
+      // One access line per request: operators correlate by requestId; 5xx are warnings.
+      // Through the parent logger with the id as a field: the same line as the request's child
+      // would write, without making a child for requests that log nothing else.
+      const line = { requestId: state(res).requestId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e6) / 1e3 };
+      if (res.statusCode >= 500) log.warn(line, 'request failed');
+      else log.info(line, 'request');
+    });
+    next();
+  };
+}
 
 function methodNotAllowed(allow: string): RequestHandler {
   return () => {
@@ -40,7 +45,7 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  app.use(requestId(deps.log), observe, replaceUndecodableSegments);
+  app.use(requestId(deps.log), observe(deps.log), replaceUndecodableSegments);
 
   mountHealthRoutes(app, deps, opts.isDraining ?? (() => false));
   mountMetaRoutes(app, deps);

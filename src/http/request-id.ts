@@ -12,7 +12,16 @@ export function requestId(log: Logger): RequestHandler {
     const id = incoming && VISIBLE.test(incoming) ? incoming : publicId('req');
     const s = state(res);
     s.requestId = id;
-    s.log = log.child({ requestId: id });
+    // The request's child logger is made on first use: most requests log only their access line,
+    // which app.ts writes through the parent with the id as a field (a child per request showed
+    // in the admission profile).
+    let child: Logger | undefined;
+    Object.defineProperty(s, 'log', {
+      get: () => (child ??= log.child({ requestId: id })),
+      set: (l: Logger) => { child = l; },
+      configurable: true,
+      enumerable: true,
+    });
     res.setHeader('X-Request-Id', id);
     next();
   };
