@@ -26,6 +26,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import { createDatabase, ensureServices } from './services.ts';
+import { readProcfile } from './procfile.ts';
 import { ConfigError, parseConfig, type Config } from '../src/config.ts';
 import { createDb } from '../src/db/database.ts';
 import { createKey, createWorkspace, workspaceInternalId } from '../src/db/tenancy-repo.ts';
@@ -51,39 +52,6 @@ const LAB_RDAP_PORT = 8053;
 const log = (msg: string): void => {
   process.stderr.write(`[up] ${msg}\n`);
 };
-
-// ---------------------------------------------------------------------------
-// Procfile
-
-interface Role {
-  name: string;
-  command: string;
-  file: string;
-  args: string[];
-  /** The entry file a `node <script>` command runs; null for other commands. */
-  script: string | null;
-}
-
-async function readProcfile(): Promise<Role[]> {
-  const text = await fs.readFile(path.join(root, 'Procfile'), 'utf8');
-  const roles: Role[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([A-Za-z0-9_-]+):\s*(\S.*)$/.exec(line);
-    if (!m) throw new Error(`Procfile: cannot parse line ${JSON.stringify(raw)}`);
-    const command = m[2]!;
-    const [bin, ...rest] = command.split(/\s+/);
-    if (bin === 'node') {
-      // Run on this very Node (the project's Node 24), whatever `node` is on PATH.
-      const script = rest.find((a) => !a.startsWith('-')) ?? null;
-      roles.push({ name: m[1]!, command, file: process.execPath, args: rest, script });
-    } else {
-      roles.push({ name: m[1]!, command, file: '/bin/sh', args: ['-c', command], script: null });
-    }
-  }
-  return roles;
-}
 
 // ---------------------------------------------------------------------------
 // Secrets
@@ -334,7 +302,7 @@ function dbNameFrom(url: string | undefined): string | null {
 }
 
 async function main(): Promise<void> {
-  const roles = await readProcfile();
+  const roles = readProcfile(root);
   labelWidth = Math.max(labelWidth, ...roles.map((r) => r.name.length), lab ? 'lab'.length : 0);
   const release = roles.find((r) => r.name === 'release');
 

@@ -18,9 +18,10 @@
 //   budget_exhausted / object_cap_reached are in the job's limitations, and gives tasks/s for both
 //   sizes, so a wall ratio flattered by a budget stop shows as such.
 //
-//   Processes: for each size a fresh set of the Procfile roles, each its own OS process:
-//   `node src/server.ts` (WEB_CONCURRENCY=1: the cluster primary and its one Express worker),
-//   `node workers/orchestrator.ts`, and `node workers/lane.ts <lane>` for each lane a passive deep
+//   Processes: for each size a fresh set of the Procfile roles, each its own OS process started
+//   with its Procfile command (Node options included: the heap sizing of docs/operations.md):
+//   `src/server.ts` (WEB_CONCURRENCY=1: the cluster primary and its one Express worker),
+//   `workers/orchestrator.ts`, and `workers/lane.ts <lane>` for each lane a passive deep
 //   scan uses (dns, mail, web, domain), with the default worker settings (LANE_CONCURRENCY 32,
 //   LANE_TENANT_CONCURRENCY 8, LANE_POOL_THREADS 2). VmRSS of every process and of its descendants
 //   (the web worker) is read from /proc/<pid>/status every 200 ms; the report gives, per process
@@ -46,6 +47,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
+import { readProcfile } from '../../ops/procfile.ts';
 import { parseConfig } from '../../src/config.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/db/tenancy-repo.ts';
@@ -297,6 +299,13 @@ interface Ctx {
   stopping: boolean;
 }
 
+/** The role's `node` arguments from the Procfile (Node options, script, its arguments). */
+function procfileArgs(role: string): string[] {
+  const r = readProcfile(path.resolve(import.meta.dirname, '../..')).find((x) => x.name === role);
+  if (!r || r.script === null) throw new Error(`Procfile has no node role ${role}`);
+  return process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' ? r.args.filter((a) => !a.startsWith('--')) : r.args;
+}
+
 async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   const env: Record<string, string | undefined> = {
     ...labEnv(ctx.lab.env),
@@ -311,8 +320,9 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
     WEB_CONCURRENCY: '1',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LANE_CONCURRENCY: undefined, LANE_TENANT_CONCURRENCY: undefined, LANE_POOL_THREADS: undefined, LANE_VISIBILITY_MS: undefined,
-    // The service processes' Node options as a deployment sets them (the Procfile's heap bound);
-    // BENCH_NODE_OPTIONS overrides them, e.g. '' to measure with V8's default heap sizing.
+    // Each role runs its Procfile command, Node options (heap sizing) included. BENCH_NODE_OPTIONS
+    // adds options through NODE_OPTIONS; BENCH_PROCFILE_NODE_OPTIONS=0 drops the Procfile's, e.g.
+    // to measure with V8's default heap sizing.
     NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? process.env.NODE_OPTIONS,
   };
   const procs = new ProcessGroup();
@@ -322,9 +332,9 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   // Each process serves its private /metrics (METRICS_PORT, as in a deployment): the V8 heap
   // figures of prom-client's default metrics say whether a high RSS is live JS objects.
   const roles: Array<{ role: string; args: string[]; extra: Record<string, string> }> = [
-    { role: 'web', args: ['src/server.ts'], extra: { PORT: String(port) } },
-    { role: 'orchestrator', args: ['workers/orchestrator.ts'], extra: {} },
-    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: ['workers/lane.ts', lane], extra: {} })),
+    { role: 'web', args: procfileArgs('web'), extra: { PORT: String(port) } },
+    { role: 'orchestrator', args: procfileArgs('orchestrator'), extra: {} },
+    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileArgs(`lane-${lane}`), extra: {} })),
   ];
   const started: Array<{ role: string; proc: Proc; metricsPort: number }> = [];
   for (const r of roles) {
@@ -462,6 +472,8 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   out.push(`  POST /v2/scans {profile: deep, target gen<N>.test, active: false, maxCredits ${MAX_CREDITS}}; wall = POST → the ${POLL_MS} ms poll that sees it terminal`);
   out.push(`  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`);
   out.push('  default LANE_CONCURRENCY 32, LANE_TENANT_CONCURRENCY 8, LANE_POOL_THREADS 2); one workspace; the lab in this process.');
+  const nodeOptions = procfileArgs('lane-web').filter((a) => a.startsWith('--')).join(' ') || '(none)';
+  out.push(`  Node options: the Procfile's ${nodeOptions}; NODE_OPTIONS ${process.env.BENCH_NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? '(unset)'}`);
   out.push(`  ${PRODUCT} readiness at submission: ${[...new Set(results.map((r) => r.readiness))].join(', ')} (no active lane process: a passive deep scan does not use it)`);
   out.push('  objects = items paged from GET /v2/jobs/<ref>/results?limit=500 to the end (progress.objects in brackets);');
   out.push('  hosts found = host objects kept (the zone\'s dead third serves no page, so its link subtrees are never found);');

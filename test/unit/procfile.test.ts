@@ -1,0 +1,31 @@
+// The Procfile as `npm run up` and bench:scan read it: node roles run on this Node with their own
+// options, other commands under /bin/sh, and every long-running role carries the heap sizing that
+// docs/operations.md gives (the 256 MB per process bench:scan measures).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseProcfile, readProcfile } from '../../ops/procfile.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+describe('Procfile', () => {
+  it('parses node roles with their options and script, and other commands as shell', () => {
+    const roles = parseProcfile('# c\nweb: node --max-old-space-size=64 src/server.ts\n\nx: echo hi there\nlane-a: node workers/lane.ts a\n', '/n');
+    expect(roles).toEqual([
+      { name: 'web', command: 'node --max-old-space-size=64 src/server.ts', file: '/n', args: ['--max-old-space-size=64', 'src/server.ts'], script: 'src/server.ts' },
+      { name: 'x', command: 'echo hi there', file: '/bin/sh', args: ['-c', 'echo hi there'], script: null },
+      { name: 'lane-a', command: 'node workers/lane.ts a', file: '/n', args: ['workers/lane.ts', 'a'], script: 'workers/lane.ts' },
+    ]);
+    expect(() => parseProcfile('not a role line')).toThrow(/cannot parse/);
+  });
+
+  it('gives every long-running role the documented heap sizing and an existing entry file', () => {
+    const roles = readProcfile(root);
+    const longRunning = roles.filter((r) => r.name !== 'release');
+    expect(longRunning.map((r) => r.name)).toEqual(expect.arrayContaining(['web', 'orchestrator', 'lane-dns', 'lane-mail', 'lane-web', 'lane-domain', 'lane-active']));
+    for (const r of longRunning) {
+      expect(r.args, r.name).toEqual(expect.arrayContaining(['--max-semi-space-size=4', '--max-old-space-size=128']));
+      expect(existsSync(path.join(root, r.script!)), r.name).toBe(true);
+    }
+  });
+});
