@@ -13,6 +13,7 @@
 import type http from 'node:http';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
+import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, OutboundRefusedError, errorText, type FetchPhase, type HopRecord } from './outbound-errors.ts';
 import { NO_PORT_MAP, mapPort, type PortMap } from './port-map.ts';
@@ -205,13 +206,13 @@ async function exchange(u: URL, addresses: string[], opts: GuardedFetchOptions, 
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const portMap = opts.portMap ?? NO_PORT_MAP;
   const host = bareHost(u);
-  const connect = buildConnector({
+  const connect = buildConnector(withSharedSecureContext({
     lookup: pinnedLookup(addresses),
     timeout: opts.connectTimeoutMs ?? 5000,
     rejectUnauthorized: opts.verifyTls !== false,
     allowH2: false,
     maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
-  });
+  }));
   const agent = new Agent({
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.

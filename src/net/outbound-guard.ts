@@ -12,6 +12,7 @@
 // opens a socket of its own.
 import net, { isIP } from 'node:net';
 import tls from 'node:tls';
+import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
 import { guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
 import { hostResolverOver, type HostResolver } from './host-resolver.ts';
@@ -73,7 +74,7 @@ export interface TlsTarget extends TcpTarget {
 export async function connectTls(target: TlsTarget, allow: readonly string[], portMap: PortMap, opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {}): Promise<tls.TLSSocket> {
   vetAddress(target.address, allow, target.host ?? target.address);
   const socket = tls.connect({
-    ...opts.tls,
+    ...withSharedSecureContext(opts.tls ?? {}),
     host: target.address,
     port: mapPort(portMap, target.port),
     ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
@@ -99,7 +100,7 @@ export function ocspStapled(socket: tls.TLSSocket): boolean | null {
 
 /** Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. */
 export function upgradeTls(socket: net.Socket, servername: string | undefined, opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {}): Promise<tls.TLSSocket> {
-  const secure = tls.connect({ ...opts.tls, socket, ...(servername && !isIP(servername) ? { servername } : {}) });
+  const secure = tls.connect({ ...withSharedSecureContext(opts.tls ?? {}), socket, ...(servername && !isIP(servername) ? { servername } : {}) });
   watchOcsp(secure, opts.tls);
   return settleConnect(secure, 'secureConnect', opts);
 }

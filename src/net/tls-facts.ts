@@ -28,10 +28,10 @@ export interface HandshakeFacts {
 const ALTNAME = 'ERR_TLS_CERT_ALTNAME_INVALID';
 
 /** The peer's certificate path, leaf first, following issuerCertificate links (bounded, loop-safe). */
-function presentedChain(socket: tls.TLSSocket): string[] {
+function presentedChain(leaf: tls.DetailedPeerCertificate | undefined): string[] {
   const out: string[] = [];
   const seen = new Set<string>();
-  let cert: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+  let cert = leaf;
   while (cert && cert.raw && out.length < 10) {
     const der = cert.raw.toString('base64');
     if (seen.has(der)) break; // a self-signed root points at itself
@@ -46,7 +46,9 @@ export function handshakeFacts(socket: tls.TLSSocket, expectedName?: string, ocs
   const cipher = socket.getCipher();
   const error = socket.authorizationError ? String((socket.authorizationError as unknown as { code?: string }).code ?? socket.authorizationError) : null;
   const chainTrusted = socket.authorized || error === ALTNAME;
-  const leaf = socket.getPeerCertificate();
+  // Once, with the chain: each call converts every certificate to JS objects (a visible share of
+  // the web lane's main thread during a burst of handshakes).
+  const leaf = socket.getPeerCertificate(true);
   const hostnameMatch = expectedName && leaf && Object.keys(leaf).length > 0
     ? tls.checkServerIdentity(expectedName, leaf) === undefined
     : expectedName ? false : null;
@@ -56,7 +58,7 @@ export function handshakeFacts(socket: tls.TLSSocket, expectedName?: string, ocs
     chainTrusted,
     trustError: chainTrusted ? null : error,
     hostnameMatch,
-    chain: presentedChain(socket),
+    chain: presentedChain(leaf),
     ocspStapled,
   };
 }

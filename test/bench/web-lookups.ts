@@ -15,6 +15,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import os from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { fmt, listen } from './bench-kit.ts';
 
 const JOBS = 200;
@@ -70,13 +72,17 @@ async function main(): Promise<void> {
       KEY_PEPPER: randomBytes(32).toString('base64url'), CURSOR_SECRET: randomBytes(32).toString('base64url'),
     };
     log(`database ${dbName}; Redis prefix ${keyPrefix}; lab ${lab.env.OUTBOUND_PORT_MAP}`);
-    const role = (script: string, args: string[], extra: Record<string, string> = {}) => {
+    const role = (script: string, args: string[], extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
       // NODE_EXTRA_CA_CERTS (the lab CA) is in env: read by Node at the child's start.
-      const c = spawn(process.execPath, [script, ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
+      const c = spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
       children.push(c);
     };
     role('workers/orchestrator.ts', []);
-    role('workers/lane.ts', ['web'], { METRICS_PORT: String(LANE_METRICS_PORT) });
+    // `npm run bench:web -- --profile`: the lane worker writes a V8 CPU profile of its main thread
+    // when it exits (the whole run), to find what holds its event loop.
+    const profileDir = process.argv.includes('--profile') ? mkdtempSync(path.join(os.tmpdir(), 'lss-web-lane-prof-')) : null;
+    role('workers/lane.ts', ['web'], { METRICS_PORT: String(LANE_METRICS_PORT) }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    if (profileDir) closers.unshift(async () => log(`lane CPU profile (written at its exit): ${profileDir}`));
 
     const config = parseConfig(env);
     const deps = await createDeps(config, pino({ level: 'silent' }));
