@@ -8,7 +8,11 @@
 //       Idempotency-Key per request; the tenant's limits are raised so nothing is refused;
 //   (c) the same with 100 Idempotency-Keys used once beforehand: every request is a replay;
 //   (d) bare Express and (e) the full chain (unique keys) at a fixed offered rate of 1,000 req/s
-//       (below saturation): the latency a customer sees when the service is not overloaded.
+//       (below saturation), evenly spaced and open loop (bench-kit pacedLoad, latency counted from
+//       each request's due time): the latency a customer sees when the service is not overloaded;
+//   (f) the full chain with autocannon's overallRate 1,000: not a paced load but each second's
+//       1,000 requests sent at full speed at the top of the second. Figures before 2026-11-24 were
+//       taken this way; (f) is kept so they can be compared, and shows the tail under bursts.
 // The full chain logs like the web role does (LOG_LEVEL info, one access line per request, the
 // service's own destination) into /dev/null, so the cost of logging is part of what is measured.
 // `npm run bench -- --profile` also writes a CPU profile of this process during (b) and prints
@@ -23,7 +27,7 @@
 // Targets are reported PASS/MISS; a MISS does not fail the process.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { clientRunner, fmt, listen } from './bench-kit.ts';
+import { clientRunner, fmt, listen, pacedLoad } from './bench-kit.ts';
 import os from 'node:os';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -46,6 +50,12 @@ interface ClientJob {
   key: string;
   /** Offered requests per second over all connections; unset = as fast as possible. */
   rate?: number;
+  /**
+   * How `rate` is offered: 'paced' (default) spaces requests evenly, open loop (bench-kit
+   * pacedLoad); 'bursts' is autocannon's overallRate, each second's quota sent at full speed at
+   * the top of the second (kept to compare with figures taken that way before).
+   */
+  pacing?: 'paced' | 'bursts';
   /** unique: a fresh Idempotency-Key per request; replay: cycle through `replayKeys`. */
   idempotency: 'unique' | 'replay';
   replayKeys: string[];
@@ -61,12 +71,36 @@ interface Measured {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** Paced runs: how late the generator itself sent, p99 ms. */
+  sendLagP99?: number;
 }
 
 // ---------------------------------------------------------------------------
 // Load generator (child process)
 
+const idempotencyKey = (job: ClientJob, tag: string, i: number): string =>
+  job.idempotency === 'unique' ? `bench-${tag}-${i}` : job.replayKeys[i % job.replayKeys.length]!;
+
 async function runClient(job: ClientJob): Promise<Measured> {
+  if (job.rate && job.pacing !== 'bursts') {
+    const rate = job.rate;
+    const run = (durationS: number) => {
+      const tag = randomBytes(4).toString('hex');
+      return pacedLoad({
+        url: job.url,
+        method: 'POST',
+        path: MAC_PATH,
+        body: BODY,
+        rate,
+        durationS,
+        connections: CONNECTIONS,
+        headers: (i) => ({ 'content-type': 'application/json', authorization: `Bearer ${job.key}`, 'idempotency-key': idempotencyKey(job, tag, i) }),
+      });
+    };
+    if (job.warmupS > 0) await run(job.warmupS);
+    const r = await run(job.durationS);
+    return { rps: r.rps, p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.non2xx, errors: r.errors, timeouts: 0, sendLagP99: r.sendLagP99 };
+  }
   const run = async (durationS: number) => {
     let n = 0;
     const tag = randomBytes(4).toString('hex');
@@ -81,9 +115,7 @@ async function runClient(job: ClientJob): Promise<Measured> {
         headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
         body: BODY,
         setupRequest: (req) => {
-          const i = n++;
-          const key = job.idempotency === 'unique' ? `bench-${tag}-${i}` : job.replayKeys[i % job.replayKeys.length]!;
-          req.headers = { ...req.headers, 'idempotency-key': key };
+          req.headers = { ...req.headers, 'idempotency-key': idempotencyKey(job, tag, n++) };
           return req;
         },
       }],
@@ -207,13 +239,7 @@ async function main(): Promise<void> {
 
     const job = (url: string, idempotency: ClientJob['idempotency']): ClientJob =>
       ({ url, key, idempotency, replayKeys, warmupS: WARMUP_S, durationS: DURATION_S });
-    // BENCH_ONLY=b or e (profiling aid): measure only that scenario, e.g. under --cpu-prof.
-    if (process.env.BENCH_ONLY === 'b' || process.env.BENCH_ONLY === 'e') {
-      const only = process.env.BENCH_ONLY;
-      const m = await measure(only === 'b' ? job(full.url, 'unique') : { ...job(full.url, 'unique'), rate: FIXED_RATE });
-      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms\n`);
-      return;
-    }
+    // BENCH_ONLY=a, b, e or f (profiling aid): measure only that scenario, e.g. under --cpu-prof.
     // Where the two cores go: this server process and Redis, in cores busy over each scenario.
     const redisCpuS = async () => {
       const info = await deps.redis.info('cpu') as string;
@@ -227,8 +253,20 @@ async function main(): Promise<void> {
       const m = await measure(j);
       const wall = Number(process.hrtime.bigint() - t0) / 1e9;
       const p = process.cpuUsage(p0);
-      return { ...m, cpu: { server: (p.user + p.system) / 1e6 / wall, redis: ((await redisCpuS()) - r0) / wall } };
+      // Per request over the measured part only would need the warm-up's count; the load generator
+      // reports the measured requests, so scale by the whole run's share of time instead.
+      const serverS = (p.user + p.system) / 1e6;
+      const requestsAll = m.requests * ((j.warmupS + j.durationS) / j.durationS);
+      return { ...m, cpu: { server: serverS / wall, redis: ((await redisCpuS()) - r0) / wall, perRequestUs: (serverS * 1e6) / requestsAll } };
     };
+    const only = process.env.BENCH_ONLY;
+    if (only === 'a' || only === 'b' || only === 'e' || only === 'f') {
+      const unique = job(only === 'a' ? bare.url : full.url, 'unique');
+      const j = only === 'a' || only === 'b' ? unique : { ...unique, rate: FIXED_RATE, pacing: only === 'f' ? 'bursts' as const : 'paced' as const };
+      const m = PROFILE ? await profileOf(`(${only})`, () => withCpu(j)) : await withCpu(j);
+      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request\n`);
+      return;
+    }
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
     const a = await withCpu(job(bare.url, 'unique'));
     log(`(b) full chain, unique Idempotency-Key: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
@@ -239,20 +277,16 @@ async function main(): Promise<void> {
     const d = await measure({ ...job(bare.url, 'unique'), rate: FIXED_RATE });
     log(`(e) full chain at ${FIXED_RATE} req/s offered`);
     const e = await measure({ ...job(full.url, 'unique'), rate: FIXED_RATE });
+    log(`(f) full chain, autocannon overallRate ${FIXED_RATE} (once-a-second bursts)`);
+    const f = await measure({ ...job(full.url, 'unique'), rate: FIXED_RATE, pacing: 'bursts' });
 
     report([
       ['(a) bare Express 5', a],
       ['(b) full chain, unique key', b],
       ['(c) full chain, replay', c],
-    ], [['(d) bare Express 5', d], ['(e) full chain, unique key', e]], config.AUTH_CACHE_TTL_MS);
+    ], [['(d) bare Express 5', d], ['(e) full chain, unique key', e]], ['(f) full chain, bursts', f], config.AUTH_CACHE_TTL_MS);
 
-    if (PROFILE) {
-      log('(b) again under the CPU profiler');
-      const profile = await profiled(() => measure(job(full.url, 'unique')));
-      const file = path.join(os.tmpdir(), `lss-admission-${suffix}.cpuprofile`);
-      writeFileSync(file, JSON.stringify(profile));
-      process.stdout.write(`CPU profile of this process during (b): ${file}\n${topSelfTime(profile, 25)}\n`);
-    }
+    if (PROFILE) await profileOf('(b)', () => measure(job(full.url, 'unique')));
   } finally {
     await Promise.all(servers.map((s) => new Promise<void>((r) => {
       s.close(() => r());
@@ -268,6 +302,19 @@ async function main(): Promise<void> {
       (e: Error) => log(`warning: could not delete Redis keys ${keyPrefix}*: ${e.message}`),
     );
   }
+}
+
+/** Runs a scenario again under the CPU profiler, writes the profile and prints its top functions. */
+async function profileOf<T>(scenario: string, fn: () => Promise<T>): Promise<T> {
+  log(`${scenario} under the CPU profiler`);
+  let result: T | undefined;
+  const profile = await profiled(async () => {
+    result = await fn();
+  });
+  const file = path.join(os.tmpdir(), `lss-admission-${Date.now()}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+  process.stdout.write(`CPU profile of this process during ${scenario}: ${file}\n${topSelfTime(profile, 25)}\n`);
+  return result as T;
 }
 
 /** Runs fn under the V8 CPU profiler of this process (node:inspector) and returns the profile. */
@@ -319,9 +366,19 @@ interface CpuShare {
   server: number;
   /** Cores busy in Redis over the same time (INFO cpu; the Redis shared with the rest of the box). */
   redis: number;
+  /**
+   * Server CPU time per request, µs (warm-up included, requests scaled to the whole run). Less
+   * noisy than req/s: it does not depend on how much of the box the load generator took.
+   */
+  perRequestUs: number;
 }
 
-function report(rows: Array<[string, Measured & { cpu: CpuShare }]>, paced: Array<[string, Measured]>, authCacheTtlMs: number): void {
+function report(
+  rows: Array<[string, Measured & { cpu: CpuShare }]>,
+  paced: Array<[string, Measured]>,
+  bursts: [string, Measured],
+  authCacheTtlMs: number,
+): void {
   const a = rows[0]![1];
   const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'errors'];
   const body = rows.map(([name, m]) => [name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
@@ -332,14 +389,18 @@ function report(rows: Array<[string, Measured & { cpu: CpuShare }]>, paced: Arra
   out.push(`Admission benchmark: POST ${MAC_PATH}, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
   out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`);
   out.push('Servers: in this one Node process, no cluster, loopback (a fair code-path comparison);');
-  out.push(`load generator: autocannon in a separate process. Auth cache TTL ${authCacheTtlMs} ms (the default).`);
+  out.push('load generator in a separate process: autocannon for (a)-(c) and (f), an open-loop paced');
+  out.push(`generator for (d) and (e). Auth cache TTL ${authCacheTtlMs} ms (the default).`);
   out.push('');
   out.push(line(head));
   out.push(line(widths.map((w) => '-'.repeat(w))));
   for (const r of body) out.push(line(r));
   out.push('');
   out.push('CPU over each scenario (cores busy; the box has 2, shared with the load generator and MariaDB):');
-  for (const [name, m] of rows) out.push(`  ${name.padEnd(widths[0]!)}  server ${fmt(m.cpu.server)}  Redis ${fmt(m.cpu.redis)}`);
+  for (const [name, m] of rows) {
+    out.push(`  ${name.padEnd(widths[0]!)}  server ${fmt(m.cpu.server)}  Redis ${fmt(m.cpu.redis)}  server CPU per request ${fmt(m.cpu.perRequestUs, 0)} µs`);
+  }
+  for (const [name, m] of rows.slice(1)) out.push(`CPU per request ${name.slice(0, 3)}/(a) = ${fmt(m.cpu.perRequestUs / a.cpu.perRequestUs)}`);
   out.push('');
   const check = (label: string, ok: boolean, detail: string) => out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
   for (const [name, m] of rows.slice(1)) {
@@ -355,10 +416,17 @@ function report(rows: Array<[string, Measured & { cpu: CpuShare }]>, paced: Arra
     if (m.non2xx > 0 || m.errors + m.timeouts > 0) out.push(`      (${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts)`);
   }
   out.push('');
-  out.push(`At a fixed offered rate of ${FIXED_RATE} req/s (${CONNECTIONS} connections, ${DURATION_S} s):`);
+  out.push(`At a fixed offered rate of ${FIXED_RATE} req/s, evenly spaced, open loop (${CONNECTIONS} connections, ${DURATION_S} s;`);
+  out.push('latency from each request\'s due time):');
+  const row = ([name, m]: [string, Measured]) => line([name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
   out.push(line(head));
-  for (const [name, m] of paced) out.push(line([name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]));
+  for (const r of paced) out.push(row(r));
+  out.push(`generator send lag p99: ${paced.map(([name, m]) => `${name.slice(0, 3)} ${fmt(m.sendLagP99 ?? 0)} ms`).join(', ')}`);
   for (const [name, m] of paced) check(`${name}: p99 <= ${TARGET_P99_MS} ms at ${FIXED_RATE} req/s`, m.p99 <= TARGET_P99_MS, `${fmt(m.p99)} ms`);
+  out.push('');
+  out.push(`For comparison, no target: autocannon overallRate ${FIXED_RATE}, which sends each second's ${FIXED_RATE} requests`);
+  out.push('back to back at the top of the second (a burst at full speed, then idle):');
+  out.push(row(bursts));
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -90,3 +90,98 @@ export async function runBench(main: () => Promise<void>, runner: ClientRunner, 
     process.exit(runner.interrupted ? 130 : 1);
   }
 }
+
+/** One open-loop load run: what was sent, what came back, latency from each request's scheduled time. */
+export interface PacedResult {
+  /** Responses per second over the measured time. */
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  /** How late the generator itself sent, p99 in ms (its own health: near 0 means the schedule held). */
+  sendLagP99: number;
+}
+
+export interface PacedJob {
+  url: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  /** Headers of request number i (a fresh Idempotency-Key each, say). */
+  headers: (i: number) => Record<string, string>;
+  /** Requests per second, evenly spaced. */
+  rate: number;
+  durationS: number;
+  connections: number;
+}
+
+const percentile = (sorted: Float64Array, p: number): number =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+/**
+ * An open-loop generator in the manner of wrk2: request i is due at start + i/rate whatever the
+ * server is doing, and its latency is counted from that due time, so a stalled server is charged
+ * for the requests that queued behind it (no coordinated omission). autocannon's `overallRate` is
+ * not this: it gives each connection a per-second quota that it sends back to back at the top of
+ * the second (measured: 906 of 1,000 requests arrived in the first 100 ms), which is a burst at
+ * full speed once a second, not a paced load.
+ */
+export async function pacedLoad(job: PacedJob): Promise<PacedResult> {
+  const { Pool } = await import('undici');
+  const pool = new Pool(job.url, { connections: job.connections, pipelining: 1 });
+  const total = Math.round(job.rate * job.durationS);
+  const latencies = new Float64Array(total);
+  const sendLags = new Float64Array(total);
+  let done = 0;
+  let non2xx = 0;
+  let errors = 0;
+  let sent = 0;
+  let lastDone = 0;
+  const interval = 1000 / job.rate;
+  const start = performance.now();
+  const fire = (i: number, due: number) => {
+    sendLags[i] = performance.now() - due;
+    pool.request({ method: job.method, path: job.path, headers: job.headers(i), body: job.body }).then(
+      async (res) => {
+        await res.body.dump();
+        if (res.statusCode < 200 || res.statusCode > 299) non2xx++;
+      },
+      () => {
+        errors++;
+      },
+    ).finally(() => {
+      lastDone = performance.now();
+      latencies[i] = lastDone - due;
+      done++;
+    });
+  };
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + sent * interval <= now) {
+        fire(sent, start + sent * interval);
+        sent++;
+      }
+      if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
+      else resolve();
+    };
+    tick();
+  });
+  while (done < total) await new Promise((r) => setTimeout(r, 5));
+  await pool.close();
+  latencies.sort();
+  sendLags.sort();
+  return {
+    rps: total / ((lastDone - start) / 1000),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: latencies[latencies.length - 1] ?? 0,
+    requests: total,
+    non2xx,
+    errors,
+    sendLagP99: percentile(sendLags, 99),
+  };
+}
