@@ -2,6 +2,7 @@
 // 405/404 and the single error handler.
 import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { accessLogger } from './log.ts';
 import type { AppDeps } from './http/deps.ts';
 import { requestId } from './http/request-id.ts';
 import { errorHandler, routeNotFound } from './http/errors.ts';
@@ -17,6 +18,11 @@ import { state } from './http/context.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
 
 function observe(log: Logger): RequestHandler {
+  // The access line's fields are fixed and carry no secret (an id that passed request-id's check,
+  // the method, the matched route pattern, numbers), so it skips the redaction every other line
+  // gets: the logger's wildcard path ('*.authorization') ran the redactor over each of its values,
+  // about 5 % of a request's allocations in the admission profile.
+  const access = accessLogger(log);
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     res.once('finish', () => {
@@ -27,8 +33,8 @@ function observe(log: Logger): RequestHandler {
       // Through the parent logger with the id as a field: the same line as the request's child
       // would write, without making a child for requests that log nothing else.
       const line = { requestId: state(res).requestId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e6) / 1e3 };
-      if (res.statusCode >= 500) log.warn(line, 'request failed');
-      else log.info(line, 'request');
+      if (res.statusCode >= 500) access.warn(line, 'request failed');
+      else access.info(line, 'request');
     });
     next();
   };

@@ -33,6 +33,14 @@ export function createLogger(level: string, base: Record<string, unknown> = {}, 
   }, dest);
 }
 
+/**
+ * A child of `log` without redaction, for lines whose fields are fixed by the code and hold no
+ * secret (the access line). Every other line keeps the redaction of createLogger.
+ */
+export function accessLogger(log: Logger): Logger {
+  return log.child({}, { redact: [] });
+}
+
 function flushQuietly(dest: DestinationStream & { flush?: () => void }): void {
   try {
     dest.flush?.();

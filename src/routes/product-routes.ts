@@ -11,6 +11,7 @@ import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, r
 import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
+import { sequence } from '../http/sequence.ts';
 import { laneReadiness, productReadiness, type ProductDefinition, type WorkerLiveness } from '../products/types.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
@@ -139,6 +140,6 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       atStep('readiness', readinessGate(deps, def)),
     ];
     chain.push(def.mode === 'sync' ? atStep('execution', executeInline(deps, def)) : atStep('credits_and_dispatch', acceptAsync(deps, def)));
-    app.post(def.path, ...chain);
+    app.post(def.path, sequence(chain));
   }
 }

@@ -4,7 +4,8 @@
 // Scenarios, each 2 s warm-up then 8 s measured, 50 connections, POST /v2/lookups/mac:
 //   (a) bare Express 5: express.json() and one POST route answering a small JSON;
 //   (b) the full chain (createApp over createDeps: request id, metrics, auth, scopes, GCRA rate
-//       limits in Redis, idempotency claim/complete in MySQL, the MAC product) with a unique
+//       limits and the idempotency lease in one Redis script, the MAC product, the reply
+//       committed in the lease's Redis marker: two Redis round trips) with a unique
 //       Idempotency-Key per request; the tenant's limits are raised so nothing is refused;
 //   (c) the same with 100 Idempotency-Keys used once beforehand: every request is a replay;
 //   (d) bare Express and (e) the full chain (unique keys) at a fixed offered rate of 1,000 req/s
@@ -18,7 +19,9 @@
 // `npm run bench -- --profile` also writes a CPU profile of this process during (b) and prints
 // the functions with the most self time.
 // Both servers run in this one Node process (no cluster) on loopback, so the ratio compares code
-// paths, not process counts. The load generator (autocannon) runs in a separate process (this file
+// paths, not process counts. That process runs with the Node options of the Procfile's web role
+// (the heap sizing of docs/operations.md: the young generation's size sets how long a scavenge
+// pauses, which is the latency tail at 1,000 req/s); BENCH_PROCFILE_NODE_OPTIONS=0 runs without. The load generator (autocannon) runs in a separate process (this file
 // with --client) so it does not share the servers' event loop; every scenario sends the same
 // headers and body and sets a per-request Idempotency-Key the same way.
 //
@@ -30,6 +33,7 @@ import http from 'node:http';
 import { clientRunner, fmt, listen, pacedLoad } from './bench-kit.ts';
 import os from 'node:os';
 import { writeFileSync } from 'node:fs';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import path from 'node:path';
 import autocannon from 'autocannon';
 
@@ -133,6 +137,32 @@ async function runClient(job: ClientJob): Promise<Measured> {
     errors: r.errors,
     timeouts: r.timeouts,
   };
+}
+
+/**
+ * Re-runs this benchmark under the web role's Node options when it is not already under them;
+ * resolves with the exit code, or null when this process is the one to measure.
+ */
+async function underWebRoleOptions(): Promise<number | null> {
+  if (process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' || process.env.LSS_BENCH_UNDER_PROCFILE === '1') return null;
+  const { readProcfile } = await import('../../ops/procfile.ts');
+  const web = readProcfile(path.resolve(import.meta.dirname, '../..')).find((r) => r.name === 'web');
+  const options = (web?.args ?? []).filter((a) => a.startsWith('--'));
+  if (options.length === 0) return null;
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [...options, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, LSS_BENCH_UNDER_PROCFILE: '1' },
+  });
+  // Ctrl-C reaches the child through the terminal's process group; a SIGTERM is passed on.
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => child.kill('SIGTERM'));
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 + 15 : 1))));
+}
+
+if (process.argv[2] !== '--client') {
+  const code = await underWebRoleOptions();
+  if (code !== null) process.exit(code);
 }
 
 if (process.argv[2] === '--client') {
@@ -263,8 +293,10 @@ async function main(): Promise<void> {
     if (only === 'a' || only === 'b' || only === 'e' || only === 'f') {
       const unique = job(only === 'a' ? bare.url : full.url, 'unique');
       const j = only === 'a' || only === 'b' ? unique : { ...unique, rate: FIXED_RATE, pacing: only === 'f' ? 'bursts' as const : 'paced' as const };
+      const watch = watchServerLoop(only === 'a' ? bare.server : full.server);
       const m = PROFILE ? await profileOf(`(${only})`, () => withCpu(j)) : await withCpu(j);
-      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request\n`);
+      process.stdout.write(`inside the server process during (${only}):\n      ${watch.stop()}\n`);
+      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request, peak RSS ${fmt(process.resourceUsage().maxRSS / 1024, 0)} MB${m.sendLagP99 === undefined ? "" : `, generator send lag p99 ${fmt(m.sendLagP99)} ms`}\n`);
       return;
     }
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
@@ -273,10 +305,15 @@ async function main(): Promise<void> {
     const b = await withCpu(job(full.url, 'unique'));
     log(`(c) full chain, replays of ${REPLAY_KEYS} keys: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
     const c = await withCpu(job(full.url, 'replay'));
+    const watched = async (server: http.Server, j: ClientJob): Promise<Measured & { inside: string }> => {
+      const watch = watchServerLoop(server);
+      const m = await measure(j);
+      return { ...m, inside: watch.stop() };
+    };
     log(`(d) bare Express at ${FIXED_RATE} req/s offered`);
-    const d = await measure({ ...job(bare.url, 'unique'), rate: FIXED_RATE });
+    const d = await watched(bare.server, { ...job(bare.url, 'unique'), rate: FIXED_RATE });
     log(`(e) full chain at ${FIXED_RATE} req/s offered`);
-    const e = await measure({ ...job(full.url, 'unique'), rate: FIXED_RATE });
+    const e = await watched(full.server, { ...job(full.url, 'unique'), rate: FIXED_RATE });
     log(`(f) full chain, autocannon overallRate ${FIXED_RATE} (once-a-second bursts)`);
     const f = await measure({ ...job(full.url, 'unique'), rate: FIXED_RATE, pacing: 'bursts' });
 
@@ -302,6 +339,47 @@ async function main(): Promise<void> {
       (e: Error) => log(`warning: could not delete Redis keys ${keyPrefix}*: ${e.message}`),
     );
   }
+}
+
+/**
+ * This (server) process's event-loop delay and GC pauses while a scenario runs: what a latency
+ * tail at low load is made of when the server itself stalls.
+ */
+function watchServerLoop(server?: http.Server): { stop(): string } {
+  // Time inside the server, from the request's first byte parsed to the response handed to the
+  // kernel: what is left of a client-side tail beyond it is the box (scheduling, loopback, the
+  // load generator), not the code.
+  const inside: number[] = [];
+  const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    const t0 = performance.now();
+    res.once('finish', () => inside.push(performance.now() - t0));
+  };
+  server?.on('request', onRequest);
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  const pauses: Array<{ kind: string; ms: number }> = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      pauses.push({ kind: kind === constants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : kind === constants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : 'other', ms: e.duration });
+    }
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      h.disable();
+      obs.disconnect();
+      server?.off('request', onRequest);
+      inside.sort((x, y) => x - y);
+      const q = (p: number) => inside[Math.min(inside.length - 1, Math.ceil((p / 100) * inside.length) - 1)] ?? 0;
+      const served = server ? `time inside the server p50 ${fmt(q(50))} ms, p99 ${fmt(q(99))} ms, max ${fmt(q(100))} ms\n      ` : '';
+      const by = (k: string) => pauses.filter((p) => p.kind === k);
+      const sum = (xs: Array<{ ms: number }>) => xs.reduce((t, p) => t + p.ms, 0);
+      const max = (xs: Array<{ ms: number }>) => Math.max(0, ...xs.map((p) => p.ms));
+      return `${served}event-loop delay p50 ${fmt(h.percentile(50) / 1e6)} ms, p99 ${fmt(h.percentile(99) / 1e6)} ms, max ${fmt(h.max / 1e6)} ms\n      `
+        + `GC pauses: ${by("minor").length} minor (max ${fmt(max(by("minor")))} ms, total ${fmt(sum(by("minor")), 0)} ms), ${by('major').length} major (max ${fmt(max(by('major')))} ms, total ${fmt(sum(by('major')), 0)} ms)`;
+    },
+  };
 }
 
 /** Runs a scenario again under the CPU profiler, writes the profile and prints its top functions. */
@@ -375,7 +453,7 @@ interface CpuShare {
 
 function report(
   rows: Array<[string, Measured & { cpu: CpuShare }]>,
-  paced: Array<[string, Measured]>,
+  paced: Array<[string, Measured & { inside: string }]>,
   bursts: [string, Measured],
   authCacheTtlMs: number,
 ): void {
@@ -388,6 +466,7 @@ function report(
   out.push('');
   out.push(`Admission benchmark: POST ${MAC_PATH}, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
   out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`);
+  out.push(`Server process Node options: ${process.execArgv.filter((a) => a.startsWith('--')).join(' ') || '(none)'}${process.env.LSS_BENCH_UNDER_PROCFILE === '1' ? ' (the Procfile\'s web role)' : ''}`);
   out.push('Servers: in this one Node process, no cluster, loopback (a fair code-path comparison);');
   out.push('load generator in a separate process: autocannon for (a)-(c) and (f), an open-loop paced');
   out.push(`generator for (d) and (e). Auth cache TTL ${authCacheTtlMs} ms (the default).`);
@@ -422,6 +501,8 @@ function report(
   out.push(line(head));
   for (const r of paced) out.push(row(r));
   out.push(`generator send lag p99: ${paced.map(([name, m]) => `${name.slice(0, 3)} ${fmt(m.sendLagP99 ?? 0)} ms`).join(', ')}`);
+  out.push('inside the server process (warm-up included):');
+  for (const [name, m] of paced) out.push(`  ${name.slice(0, 3)} ${m.inside}`);
   for (const [name, m] of paced) check(`${name}: p99 <= ${TARGET_P99_MS} ms at ${FIXED_RATE} req/s`, m.p99 <= TARGET_P99_MS, `${fmt(m.p99)} ms`);
   out.push('');
   out.push(`For comparison, no target: autocannon overallRate ${FIXED_RATE}, which sends each second's ${FIXED_RATE} requests`);

@@ -339,12 +339,12 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     expect(alone.filter((r) => r.allowed)).toHaveLength(7);
   });
 
-  it('many applications at once on an auto-pipelining client (the web role\'s): each call answers for its own keys', async () => {
+  it('many applications at once on the web role\'s client (coalesced writes; auto-pipelining on a cluster): each call answers for its own keys', async () => {
     // Regression (Redis Cluster): ioredis' auto-pipelining routes a command by its first argument,
     // which for these scripts is the key count; batched together, calls for applications on
     // different shards failed with "All keys in the pipeline should belong to the same slots
     // allocation group". One call per application and tick, as concurrent requests do.
-    const piped = createRedis(testRedisTarget(), prefix, { autoPipelining: true, commandTimeoutMs: 2000 });
+    const piped = createRedis(testRedisTarget(), prefix, { coalesceWrites: true, commandTimeoutMs: 2000 });
     try {
       await redisReady(piped);
       const pipedLimiter = new RateLimiter(piped);
