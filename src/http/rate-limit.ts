@@ -5,7 +5,7 @@
 // admitted write costs one Redis round trip before it executes.
 import type { RequestHandler } from 'express';
 import { ApiError } from '../contract/errors.ts';
-import { appPolicy, productPolicies } from '../ratelimit/policies.ts';
+import { appPolicy, productPolicies, type RateOverrides, type RatePolicy } from '../ratelimit/policies.ts';
 import { rateLimitHeaders, type LeaseRequest, type RateLimiter } from '../ratelimit/limiter.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
@@ -25,12 +25,23 @@ export function admitWrite(limiter: RateLimiter, leases: IdempotencyLeases, prod
 }
 
 function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefined, product: ProductDefinition | undefined): RequestHandler {
+  // A principal's overrides object lives as long as its authentication cache entry, so its
+  // policies are built once per entry, not per request (and the limiter keys its per-policy
+  // script arguments on these same objects).
+  const built = new WeakMap<RateOverrides, RatePolicy[]>();
+  const policiesFor = (o: RateOverrides): RatePolicy[] => {
+    let policies = built.get(o);
+    if (!policies) {
+      policies = [appPolicy(o), ...(product ? productPolicies(o, product.id, product.rateClass) : [])];
+      built.set(o, policies);
+    }
+    return policies;
+  };
   return async (req, res, next) => {
     const s = state(res);
     s.step = 'rate_limit';
     const p = s.principal!;
-    const policies = [appPolicy(p.rateOverrides)];
-    if (product) policies.push(...productPolicies(p.rateOverrides, product.id, product.rateClass));
+    const policies = policiesFor(p.rateOverrides);
     // A lease is asked for only when step 4 and 5a will pass: a valid key and a readable body.
     const key = req.get('idempotency-key');
     let lease: LeaseRequest | undefined;
@@ -46,7 +57,11 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
       rateLimitDecisions.inc({ scope: 'application', decision: 'error' });
       throw new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: `rate limiter: ${dependencyCause(err)}` });
     }
-    for (const [k, v] of Object.entries(rateLimitHeaders(decision))) res.setHeader(k, v);
+    const headers = rateLimitHeaders(decision);
+    if (headers) {
+      res.setHeader('RateLimit-Policy', headers.policy);
+      res.setHeader('RateLimit', headers.state);
+    }
     if (lease && decision.lease) {
       s.lease = { ...decision.lease, fingerprint: lease.fingerprint };
       if (decision.lease.state === 'claimed') {

@@ -55,6 +55,28 @@ export interface LeaseRequest {
 
 type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
 
+interface PolicyShape {
+  /** After the subject's tag: the policy's identity, so a changed limit starts a fresh bucket. */
+  keySuffix: string;
+  /** GCRA emission interval and burst tolerance, µs. */
+  interval: number;
+  tolerance: number;
+}
+
+// Policies are built once per principal (src/http/rate-limit.ts), so their script arguments are
+// worked out once per policy object rather than once per request.
+const shapes = new WeakMap<RatePolicy, PolicyShape>();
+
+function policyShape(p: RatePolicy): PolicyShape {
+  let shape = shapes.get(p);
+  if (!shape) {
+    const interval = Math.max(1, Math.round((p.windowSeconds * 1e6) / p.limit));
+    shape = { keySuffix: `:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`, interval, tolerance: interval * (p.burst - 1) };
+    shapes.set(p, shape);
+  }
+  return shape;
+}
+
 export class RateLimiter {
   readonly #redis: RedisClient;
   constructor(redis: RedisClient) {
@@ -71,19 +93,20 @@ export class RateLimiter {
 
   async consume(subject: string, policies: RatePolicy[], lease?: LeaseRequest): Promise<LimitDecision> {
     const tag = RateLimiter.tag(subject);
-    const keys = policies.map((p) => `${tag}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`);
-    const args: Array<number | string> = [policies.length];
-    for (const p of policies) {
-      const interval = Math.max(1, Math.round((p.windowSeconds * 1e6) / p.limit));
-      args.push(interval, interval * (p.burst - 1));
-    }
-    if (lease) {
-      keys.push(...lease.keys);
-      args.push(lease.fingerprint, lease.token, lease.leaseMs);
-    }
-    const consume = (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits.bind(this.#redis);
-    const out = await consume(keys.length, ...keys, ...args);
+    // KEYS then ARGV, in one array: the policies' keys, the lease's keys, the policy count, each
+    // policy's (interval, tolerance), the lease's fields.
     const n = policies.length;
+    const keyCount = n + (lease ? 2 : 0);
+    const call: Array<number | string> = [keyCount];
+    for (const p of policies) call.push(tag + policyShape(p).keySuffix);
+    if (lease) call.push(lease.keys[0], lease.keys[1]);
+    call.push(n);
+    for (const p of policies) {
+      const shape = policyShape(p);
+      call.push(shape.interval, shape.tolerance);
+    }
+    if (lease) call.push(lease.fingerprint, lease.token, lease.leaseMs);
+    const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(...(call as [number, ...Array<number | string>]));
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
       policy,
@@ -108,8 +131,8 @@ export class RateLimiter {
   }
 }
 
-/** The IETF httpapi RateLimit headers for the policy closest to exhaustion. */
-export function rateLimitHeaders(decision: LimitDecision): Record<string, string> {
+/** The IETF httpapi RateLimit headers (RateLimit-Policy, RateLimit) for the policy closest to exhaustion. */
+export function rateLimitHeaders(decision: LimitDecision): { policy: string; state: string } | null {
   let pick: PolicyState | undefined;
   if (!decision.allowed && decision.refusedBy) {
     pick = decision.states.find((s) => s.policy === decision.refusedBy);
@@ -118,10 +141,10 @@ export function rateLimitHeaders(decision: LimitDecision): Record<string, string
     if (pick && !decision.allowed) break;
     if (!pick || s.remaining / s.policy.limit < pick.remaining / pick.policy.limit) pick = s;
   }
-  if (!pick) return {};
+  if (!pick) return null;
   const t = decision.allowed ? pick.resetSeconds : decision.retryAfterSeconds ?? pick.resetSeconds;
   return {
-    'RateLimit-Policy': `"${pick.policy.name}";q=${pick.policy.limit};w=${pick.policy.windowSeconds}`,
-    RateLimit: `"${pick.policy.name}";r=${pick.remaining};t=${t}`,
+    policy: `"${pick.policy.name}";q=${pick.policy.limit};w=${pick.policy.windowSeconds}`,
+    state: `"${pick.policy.name}";r=${pick.remaining};t=${t}`,
   };
 }
