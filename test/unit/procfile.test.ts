@@ -28,6 +28,8 @@ describe('Procfile', () => {
       const semi = r.name === 'web' ? '--max-semi-space-size=16' : '--max-semi-space-size=4';
       expect(r.args, r.name).toEqual(expect.arrayContaining([semi, '--max-old-space-size=128']));
       expect(existsSync(path.join(root, r.script!)), r.name).toBe(true);
+      // One V8 background thread per web worker: the workers already take a core each.
+      if (r.name === 'web') expect(r.args).toContain('--v8-pool-size=1');
     }
   });
 });
