@@ -23,6 +23,8 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const redis = createRedis(redisTarget(config), config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000, coalesceWrites: true });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
+  // Inline products run here: load their big tables now rather than on a customer's request.
+  for (const p of products) if (p.execute) p.warm?.();
   const laneHealth = new LaneHealth(redis);
   laneHealth.start();
   let closing: Promise<void> | undefined;

@@ -96,6 +96,8 @@ export interface ProductDefinition<I = any, R = any> {
   readiness: (runtime: ProductRuntime) => Record<string, LaneReadiness>;
   /** Present when the product is built and completes inline. */
   execute?: (input: I, ctx: ExecContext) => Promise<SyncOutcome<R>>;
+  /** Loads what `execute` needs that is too big to load in every role (the web role calls it at start). */
+  warm?: () => void;
   /** Present when the product is built and runs as a job. */
   job?: AsyncProduct<I>;
 }

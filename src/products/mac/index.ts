@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../types.ts';
 import { laneOutcome } from '../types.ts';
 import { formatMac, macBits, parseMac, type SlapQuadrant } from './mac-address.ts';
-import { OUI_DATA_VERSION, isRegistrationAuthorityBlock, matchIeeeRegistry, type Assignment } from './oui-registry.ts';
+import { OUI_DATA_VERSION, isRegistrationAuthorityBlock, matchIeeeRegistry, ouiTable, type Assignment } from './oui-registry.ts';
 import { loadExtendedRegistry, matchExtended, type ExtendedRegistry } from './oui-extended.ts';
 
 export const macInput = z.strictObject({
@@ -146,4 +146,7 @@ export const macProduct: ProductDefinition<MacInput, MacResult> = {
     oui_extended: extendedRegistry(runtime) ? 'ready' : 'unconfigured',
   }),
   execute,
+  warm: () => {
+    ouiTable();
+  },
 };
