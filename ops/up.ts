@@ -1,4 +1,4 @@
-// `npm run up` = `node ops/up.ts [--lab]`: the whole service on one machine, from nothing.
+// `npm run up` = `node ops/up.ts [--lab] [--cluster]`: the whole service on one machine, from nothing.
 //
 //   1. makes MySQL and Redis available (ops/services.ts);
 //   2. creates the database (the one named in $DATABASE_URL, else `lss`) if it is missing;
@@ -19,6 +19,11 @@
 // `npm run up -- --lab` first starts the lab (test/lab/serve.ts: DNS on 127.0.0.1:5353 with every
 // fixture zone, RDAP on 8053, and every other lab part) and points the roles at it: DNS_SERVERS,
 // RDAP_BASE_URL, ALLOW_PRIVATE_TARGETS, OUTBOUND_PORT_MAP and NODE_EXTRA_CA_CERTS (the lab CA).
+//
+// `npm run up -- --cluster` runs every role on a Redis Cluster instead of the single Redis: a
+// 3-master loopback cluster (ops/redis-cluster.ts, the one the tests use) started before the roles
+// and given to them as REDIS_CLUSTER_NODES, and stopped (its files removed) after they exit. It
+// keeps nothing from one run to the next, as the single local Redis keeps nothing on disk.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -26,6 +31,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import { createDatabase, ensureServices } from './services.ts';
+import { startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { readProcfile } from './procfile.ts';
 import { ConfigError, parseConfig, type Config } from '../src/config.ts';
 import { createDb } from '../src/db/database.ts';
@@ -35,9 +41,10 @@ import { grantCredits } from '../src/credits/ledger.ts';
 const root = path.resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const lab = args.includes('--lab');
-const unknown = args.filter((a) => a !== '--lab');
+const onCluster = args.includes('--cluster');
+const unknown = args.filter((a) => a !== '--lab' && a !== '--cluster');
 if (unknown.length > 0) {
-  process.stderr.write(`usage: npm run up [-- --lab]\n(unknown argument: ${unknown.join(' ')})\n`);
+  process.stderr.write(`usage: npm run up [-- [--lab] [--cluster]]\n(unknown argument: ${unknown.join(' ')})\n`);
   process.exit(64);
 }
 
@@ -175,9 +182,16 @@ function stopAll(signal: NodeJS.Signals): void {
   forceTimer.unref();
 }
 
-function finish(): void {
+let redisCluster: RedisCluster | undefined;
+
+function finish(code: number = unexpectedExit ? 1 : 0): void {
   clearTimeout(forceTimer);
-  process.exit(unexpectedExit ? 1 : 0);
+  if (!redisCluster) process.exit(code);
+  // After the roles: they drain against it.
+  void redisCluster.stop().then(
+    () => log('Redis Cluster stopped'),
+    (e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`),
+  ).finally(() => process.exit(code));
 }
 
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => stopAll(sig));
@@ -262,6 +276,7 @@ function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, li
     '',
     rule,
     `  LSS is ${live ? 'up' : 'starting (web did not answer /livez yet)'}: ${url}  (GET /livez, /readyz, /v2/openapi.json)`,
+    ...(redisCluster ? [`  Redis: a 3-master loopback cluster, REDIS_CLUSTER_NODES=${redisCluster.seeds} (stopped with the roles)`] : []),
     `  Demo workspace ${demo.workspaceId}: responsible use ${config.RESPONSIBLE_USE_VERSION} accepted,`,
     `  active work permitted, approved target scope ${DEMO_SCOPE}, ${DEMO_CREDITS} credits. Key ${demo.keyId}, scopes ${demo.scopes.join(',')}.`,
     '',
@@ -315,6 +330,13 @@ async function main(): Promise<void> {
   checkStopping();
 
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, ...secrets };
+  if (onCluster) {
+    redisCluster = await startRedisCluster({ root, log: (m) => log(`redis-cluster: ${m}`) });
+    env.REDIS_CLUSTER_NODES = redisCluster.seeds;
+    delete env.REDIS_URL;
+    log(`Redis Cluster on ${redisCluster.seeds} (REDIS_CLUSTER_NODES; REDIS_URL unset for the roles)`);
+    checkStopping();
+  }
 
   if (lab) {
     // One process serves every lab part (test/lab/serve.ts) and prints the configuration that
@@ -337,7 +359,7 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       unexpectedExit = true;
-      if (running.size === 0) process.exit(78);
+      if (running.size === 0) finish(78);
       stopAll('SIGTERM');
       return;
     }
@@ -382,6 +404,6 @@ try {
 } catch (err) {
   log(err instanceof Error ? err.message : String(err));
   unexpectedExit = true;
-  if (running.size === 0) process.exit(1);
-  stopAll('SIGTERM');
+  if (running.size === 0) finish(1);
+  else stopAll('SIGTERM');
 }
