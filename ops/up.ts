@@ -359,8 +359,9 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       unexpectedExit = true;
+      // finish() may still be stopping the cluster: stopAll would call it again with code 1.
       if (running.size === 0) finish(78);
-      stopAll('SIGTERM');
+      else stopAll('SIGTERM');
       return;
     }
     throw err;

@@ -35,15 +35,11 @@ export interface RedisClientOptions {
    */
   commandTimeoutMs?: number;
   /**
-   * ioredis' auto-pipelining: commands issued in the same event-loop tick share one socket write
-   * (per node on a cluster), one batch in flight at a time.
-   */
-  autoPipelining?: boolean;
-  /**
    * Commands written in the same event-loop turn leave in one write: on a single node the socket
-   * is corked at the first and uncorked at setImmediate (coalesceWrites below). Unlike
+   * is corked at the first and uncorked at setImmediate (coalesceWrites below). Unlike ioredis'
    * auto-pipelining, nothing waits for an earlier batch's replies and no pipeline object holds
-   * the commands. A cluster client has a connection per node, so there it means auto-pipelining.
+   * the commands. A cluster client has a connection per node, so there it means auto-pipelining
+   * (one batch per node in flight at a time).
    */
   coalesceWrites?: boolean;
 }
@@ -71,7 +67,6 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
       keyPrefix,
       lazyConnect: opts.lazy ?? false,
       enableOfflineQueue: false,
-      ...(opts.autoPipelining ? { enableAutoPipelining: true } : {}),
       retryStrategy: retry,
     });
     if (opts.coalesceWrites) coalesceWrites(client);
@@ -91,7 +86,7 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     retryDelayOnClusterDown: 100,
     retryDelayOnTryAgain: 100,
     slotsRefreshTimeout: 2000,
-    ...(opts.autoPipelining || opts.coalesceWrites ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
+    ...(opts.coalesceWrites ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
     redisOptions: {
       ...node,
       ...(username ? { username } : {}),

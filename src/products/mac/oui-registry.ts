@@ -60,7 +60,3 @@ export function matchIeeeRegistry(hex12: string): Assignment | null {
 export function isRegistrationAuthorityBlock(a: Assignment): boolean {
   return IEEE_RA.test(a.organization);
 }
-
-export function registrySize(): number {
-  return Object.keys(ouiTable()).length;
-}
