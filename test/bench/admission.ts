@@ -20,17 +20,18 @@
 // the functions with the most self time.
 // Both servers run in this one Node process (no cluster) on loopback, so the ratio compares code
 // paths, not process counts. That process runs with the Node options of the Procfile's web role
-// (the heap sizing of docs/operations.md: the young generation's size sets how long a scavenge
-// pauses, which is the latency tail at 1,000 req/s); BENCH_PROCFILE_NODE_OPTIONS=0 runs without. The load generator (autocannon) runs in a separate process (this file
-// with --client) so it does not share the servers' event loop; every scenario sends the same
-// headers and body and sets a per-request Idempotency-Key the same way.
+// (docs/operations.md: the young generation's size and V8's helper threads shape both the CPU
+// per request and the latency tail); BENCH_PROCFILE_NODE_OPTIONS=0 runs without them. The load
+// generators (autocannon, and bench-kit's pacedLoad) run in a separate process (this file with
+// --client) so they do not share the servers' event loop; every scenario sends the same headers
+// and body and sets a per-request Idempotency-Key the same way.
 //
 // Like ops/test.ts it makes MySQL and Redis available, uses a throwaway database
 // lss_bench_<time>_<hex> and Redis prefix lssbench:<same>:, and removes both at the end.
 // Targets are reported PASS/MISS; a MISS does not fail the process.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { clientRunner, fmt, listen, pacedLoad } from './bench-kit.ts';
+import { clientRunner, fmt, listen, pacedLoad, percentile, procfileRoleArgs, type LoadResult } from './bench-kit.ts';
 import os from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
@@ -67,13 +68,7 @@ interface ClientJob {
   durationS: number;
 }
 
-interface Measured {
-  rps: number;
-  p50: number;
-  p99: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
+interface Measured extends LoadResult {
   timeouts: number;
   /** Paced runs: how late the generator itself sent, p99 ms. */
   sendLagP99?: number;
@@ -144,10 +139,8 @@ async function runClient(job: ClientJob): Promise<Measured> {
  * resolves with the exit code, or null when this process is the one to measure.
  */
 async function underWebRoleOptions(): Promise<number | null> {
-  if (process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' || process.env.LSS_BENCH_UNDER_PROCFILE === '1') return null;
-  const { readProcfile } = await import('../../ops/procfile.ts');
-  const web = readProcfile(path.resolve(import.meta.dirname, '../..')).find((r) => r.name === 'web');
-  const options = (web?.args ?? []).filter((a) => a.startsWith('--'));
+  if (process.env.LSS_BENCH_UNDER_PROCFILE === '1') return null;
+  const options = procfileRoleArgs('web').filter((a) => a.startsWith('--'));
   if (options.length === 0) return null;
   const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, [...options, ...process.execArgv, ...process.argv.slice(1)], {
@@ -296,7 +289,7 @@ async function main(): Promise<void> {
       const watch = watchServerLoop(only === 'a' ? bare.server : full.server);
       const m = PROFILE ? await profileOf(`(${only})`, () => withCpu(j)) : await withCpu(j);
       process.stdout.write(`inside the server process during (${only}):\n      ${watch.stop()}\n`);
-      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request, peak RSS ${fmt(process.resourceUsage().maxRSS / 1024, 0)} MB${m.sendLagP99 === undefined ? "" : `, generator send lag p99 ${fmt(m.sendLagP99)} ms`}\n`);
+      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request, peak RSS ${fmt(process.resourceUsage().maxRSS / 1024, 0)} MB${m.sendLagP99 === undefined ? '' : `, generator send lag p99 ${fmt(m.sendLagP99)} ms`}\n`);
       return;
     }
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
@@ -371,13 +364,13 @@ function watchServerLoop(server?: http.Server): { stop(): string } {
       obs.disconnect();
       server?.off('request', onRequest);
       inside.sort((x, y) => x - y);
-      const q = (p: number) => inside[Math.min(inside.length - 1, Math.ceil((p / 100) * inside.length) - 1)] ?? 0;
+      const q = (p: number) => percentile(inside, p);
       const served = server ? `time inside the server p50 ${fmt(q(50))} ms, p99 ${fmt(q(99))} ms, max ${fmt(q(100))} ms\n      ` : '';
       const by = (k: string) => pauses.filter((p) => p.kind === k);
       const sum = (xs: Array<{ ms: number }>) => xs.reduce((t, p) => t + p.ms, 0);
       const max = (xs: Array<{ ms: number }>) => Math.max(0, ...xs.map((p) => p.ms));
       return `${served}event-loop delay p50 ${fmt(h.percentile(50) / 1e6)} ms, p99 ${fmt(h.percentile(99) / 1e6)} ms, max ${fmt(h.max / 1e6)} ms\n      `
-        + `GC pauses: ${by("minor").length} minor (max ${fmt(max(by("minor")))} ms, total ${fmt(sum(by("minor")), 0)} ms), ${by('major').length} major (max ${fmt(max(by('major')))} ms, total ${fmt(sum(by('major')), 0)} ms)`;
+        + `GC pauses: ${by('minor').length} minor (max ${fmt(max(by('minor')))} ms, total ${fmt(sum(by('minor')), 0)} ms), ${by('major').length} major (max ${fmt(max(by('major')))} ms, total ${fmt(sum(by('major')), 0)} ms)`;
     },
   };
 }

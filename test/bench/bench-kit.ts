@@ -3,9 +3,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type autocannon from 'autocannon';
+import { readProcfile } from '../../ops/procfile.ts';
 
 export const fmt = (n: number, digits = 2): string => n.toFixed(digits);
+
+/**
+ * A Procfile node role's arguments (its Node options, script and script arguments), as the
+ * benchmarks start it; BENCH_PROCFILE_NODE_OPTIONS=0 drops the Node options to measure without.
+ */
+export function procfileRoleArgs(role: string): string[] {
+  const r = readProcfile(path.resolve(import.meta.dirname, '../..')).find((x) => x.name === role);
+  if (!r || r.script === null) throw new Error(`Procfile has no node role ${role}`);
+  return process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' ? r.args.filter((a) => !a.startsWith('--')) : r.args;
+}
 
 export function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
   const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
@@ -57,7 +69,7 @@ export function clientRunner(script: string, cwd: string, log: (msg: string) => 
   };
 }
 
-/** What a load generator reports: one autocannon run, or several run side by side. */
+/** What a load generator reports: one run (autocannon or pacedLoad), or several side by side. */
 export interface LoadResult {
   rps: number;
   p50: number;
@@ -92,15 +104,8 @@ export async function runBench(main: () => Promise<void>, runner: ClientRunner, 
 }
 
 /** One open-loop load run: what was sent, what came back, latency from each request's scheduled time. */
-export interface PacedResult {
-  /** Responses per second over the measured time. */
-  rps: number;
-  p50: number;
-  p99: number;
+export interface PacedResult extends LoadResult {
   max: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
   /** How late the generator itself sent, p99 in ms (its own health: near 0 means the schedule held). */
   sendLagP99: number;
 }
@@ -118,7 +123,8 @@ export interface PacedJob {
   connections: number;
 }
 
-const percentile = (sorted: Float64Array, p: number): number =>
+/** The p-th percentile (nearest rank) of ascending values. */
+export const percentile = (sorted: ArrayLike<number>, p: number): number =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /**

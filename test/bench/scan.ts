@@ -47,7 +47,6 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
-import { readProcfile } from '../../ops/procfile.ts';
 import { parseConfig } from '../../src/config.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/db/tenancy-repo.ts';
@@ -61,7 +60,7 @@ import { scanLabPart } from '../lab/scan-lab.ts';
 import { genFanout, genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import { webLabPart } from '../lab/web-lab.ts';
-import { fmt } from './bench-kit.ts';
+import { fmt, procfileRoleArgs } from './bench-kit.ts';
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -299,13 +298,6 @@ interface Ctx {
   stopping: boolean;
 }
 
-/** The role's `node` arguments from the Procfile (Node options, script, its arguments). */
-function procfileArgs(role: string): string[] {
-  const r = readProcfile(path.resolve(import.meta.dirname, '../..')).find((x) => x.name === role);
-  if (!r || r.script === null) throw new Error(`Procfile has no node role ${role}`);
-  return process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' ? r.args.filter((a) => !a.startsWith('--')) : r.args;
-}
-
 async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   const env: Record<string, string | undefined> = {
     ...labEnv(ctx.lab.env),
@@ -332,9 +324,9 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   // Each process serves its private /metrics (METRICS_PORT, as in a deployment): the V8 heap
   // figures of prom-client's default metrics say whether a high RSS is live JS objects.
   const roles: Array<{ role: string; args: string[]; extra: Record<string, string> }> = [
-    { role: 'web', args: procfileArgs('web'), extra: { PORT: String(port) } },
-    { role: 'orchestrator', args: procfileArgs('orchestrator'), extra: {} },
-    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileArgs(`lane-${lane}`), extra: {} })),
+    { role: 'web', args: procfileRoleArgs('web'), extra: { PORT: String(port) } },
+    { role: 'orchestrator', args: procfileRoleArgs('orchestrator'), extra: {} },
+    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileRoleArgs(`lane-${lane}`), extra: {} })),
   ];
   const started: Array<{ role: string; proc: Proc; metricsPort: number }> = [];
   for (const r of roles) {
@@ -472,7 +464,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   out.push(`  POST /v2/scans {profile: deep, target gen<N>.test, active: false, maxCredits ${MAX_CREDITS}}; wall = POST → the ${POLL_MS} ms poll that sees it terminal`);
   out.push(`  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`);
   out.push('  default LANE_CONCURRENCY 32, LANE_TENANT_CONCURRENCY 8, LANE_POOL_THREADS 2); one workspace; the lab in this process.');
-  const nodeOptions = procfileArgs('lane-web').filter((a) => a.startsWith('--')).join(' ') || '(none)';
+  const nodeOptions = procfileRoleArgs('lane-web').filter((a) => a.startsWith('--')).join(' ') || '(none)';
   out.push(`  Node options: the Procfile's ${nodeOptions}; NODE_OPTIONS ${process.env.BENCH_NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? '(unset)'}`);
   out.push(`  ${PRODUCT} readiness at submission: ${[...new Set(results.map((r) => r.readiness))].join(', ')} (no active lane process: a passive deep scan does not use it)`);
   out.push('  objects = items paged from GET /v2/jobs/<ref>/results?limit=500 to the end (progress.objects in brackets);');
