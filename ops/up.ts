@@ -4,7 +4,7 @@
 //   2. creates the database (the one named in $DATABASE_URL, else `lss`) if it is missing;
 //   3. takes KEY_PEPPER / CURSOR_SECRET from the environment, else from .data/secrets.env, which is
 //      generated once (mode 0600, git-ignored) so keys stay valid from one run to the next;
-//   4. validates the resulting configuration (src/config.ts) and runs the Procfile `release` role
+//   4. validates the resulting configuration (src/config/config.ts) and runs the Procfile `release` role
 //      (migrations), waiting for it;
 //   5. creates a demo workspace (responsible use accepted, active work permitted, approved scope
 //      lab.test) and a demo key, every run;
@@ -33,9 +33,9 @@ import readline from 'node:readline';
 import { createDatabase, ensureServices } from './services.ts';
 import { startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { readProcfile } from './procfile.ts';
-import { ConfigError, parseConfig, type Config } from '../src/config.ts';
+import { ConfigError, parseConfig, type Config } from '../src/config/config.ts';
 import { createDb } from '../src/db/database.ts';
-import { createKey, createWorkspace, workspaceInternalId } from '../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace, workspaceInternalId } from '../src/auth/tenancy-repo.ts';
 import { grantCredits } from '../src/credits/ledger.ts';
 
 const root = path.resolve(import.meta.dirname, '..');

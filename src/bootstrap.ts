@@ -1,13 +1,13 @@
 // Builds the process-wide dependencies of the API from validated config, and closes them in order.
 import type { Logger } from 'pino';
-import type { Config } from './config.ts';
+import type { Config } from './config/config.ts';
 import { createDb } from './db/database.ts';
 import { listMigrations } from './db/migrations.ts';
 import { closeRedis, createRedis, redisTarget } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { IdempotencyLeases } from './idempotency/lease.ts';
-import { createProductRuntime } from './products/runtime.ts';
+import { createProductRuntime } from './products/kit/runtime.ts';
 import { products } from './products/registry.ts';
 import { LaneHealth } from './queue/lane-health.ts';
 import type { AppDeps } from './http/deps.ts';

@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
-import { loadConfigOrExit, type Config } from './config.ts';
+import { loadConfigOrExit, type Config } from './config/config.ts';
 import { createLogger } from './log.ts';
 import { createDeps } from './bootstrap.ts';
 import { createApp } from './app.ts';

@@ -1,6 +1,6 @@
 // Entry point of the lane roles: `node workers/lane.ts <dns|mail|web|domain|active>`.
 import client from 'prom-client';
-import { loadConfigOrExit } from '../src/config.ts';
+import { loadConfigOrExit } from '../src/config/config.ts';
 import { createLogger } from '../src/log.ts';
 import { LANES, isLaneName } from '../src/queue/streams.ts';
 import { installShutdown } from './process-lifecycle.ts';

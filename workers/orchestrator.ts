@@ -1,9 +1,9 @@
 // Entry point of the orchestrator role: `node workers/orchestrator.ts`.
 import client from 'prom-client';
-import { loadConfigOrExit } from '../src/config.ts';
+import { loadConfigOrExit } from '../src/config/config.ts';
 import { createLogger } from '../src/log.ts';
 import { startOrchestrator } from '../src/jobs/orchestration/orchestrator.ts';
-import { checkTimeoutMs } from './lanes/registry.ts';
+import { checkTimeoutMs } from './lane-runner/registry.ts';
 import { installShutdown } from './process-lifecycle.ts';
 import { serveMetrics } from './metrics-server.ts';
 

@@ -3,16 +3,16 @@
 // MySQL, each step even if an earlier one failed. Used by workers/lane.ts and by tests in-process.
 import type { Logger } from 'pino';
 import client from 'prom-client';
-import type { Config } from '../src/config.ts';
+import type { Config } from '../src/config/config.ts';
 import { createDb, type Db } from '../src/db/database.ts';
-import { createProductRuntime } from '../src/products/runtime.ts';
+import { createProductRuntime } from '../src/products/kit/runtime.ts';
 import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
 import { groups, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
-import { LaneRunner } from './lane-runner.ts';
-import type { CheckLookup } from './lanes/registry.ts';
+import { LaneRunner } from './lane-runner/runner.ts';
+import type { CheckLookup } from './lane-runner/registry.ts';
 import { createParsePool } from './pool/parse-pool.ts';
 
 export interface LaneWorkerOptions {

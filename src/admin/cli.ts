@@ -1,12 +1,12 @@
 // Admin CLI (CONTRACT §12): `npm run admin -- <noun> <verb> [--flags]`, JSON on stdout.
 // A created key is printed once and never again; it is not logged.
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '../config.ts';
+import { loadConfigOrExit } from '../config/config.ts';
 import { createDb } from '../db/database.ts';
 import type { Scope } from '../auth/principal.ts';
 import {
   approveScope, createKey, createWorkspace, NotFoundError, revokeKey, setLimits, setWorkspaceFlags, showWorkspace, workspaceInternalId,
-} from '../db/tenancy-repo.ts';
+} from '../auth/tenancy-repo.ts';
 import { balance, grantCredits } from '../credits/ledger.ts';
 import { randomUUID } from 'node:crypto';
 import { productById } from '../products/registry.ts';

@@ -5,7 +5,7 @@ import { hash } from 'node:crypto';
 import { hashApiKey, isWellFormedApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 import type { Db } from '../db/database.ts';
-import { findPrincipalByKeyHash } from '../db/keys-repo.ts';
+import { findPrincipalByKeyHash } from './keys-repo.ts';
 
 interface Entry {
   principal: Principal | null;

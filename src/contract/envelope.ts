@@ -3,7 +3,7 @@
 // producing an envelope that could read as an answer.
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
-import { laneStatuses, type ProductDefinition, type SyncOutcome } from '../products/types.ts';
+import { laneStatuses, type ProductDefinition, type SyncOutcome } from '../products/kit/product-contract.ts';
 
 export const laneOutcomeSchema = z.object({
   lane: z.string(),

@@ -7,8 +7,8 @@
 // a slow reply still wins. An attempt that fails outright (port unreachable, broken TCP reply)
 // starts the next one at once instead of waiting for its slot.
 import { randomInt } from 'node:crypto';
-import type { Config } from '../config.ts';
-import type { LaneReadiness } from '../products/types.ts';
+import type { Config } from '../config/config.ts';
+import type { LaneReadiness } from '../products/kit/product-contract.ts';
 import type { QueryOutcome, QueryResult, RecordType, Resolver } from './types.ts';
 import { resolveServers, type DnsServer } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';

@@ -1,5 +1,5 @@
 // The contract of the project's stub resolver, used by every lane that asks DNS a question.
-import type { LaneReadiness } from '../products/types.ts';
+import type { LaneReadiness } from '../products/kit/product-contract.ts';
 
 export const recordTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA', 'PTR', 'DS', 'DNSKEY', 'SRV', 'TLSA'] as const;
 export type RecordType = (typeof recordTypes)[number];

@@ -3,10 +3,10 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { ActiveWork } from '../products/types.ts';
+import type { ActiveWork } from '../products/kit/product-contract.ts';
 import { state } from './context.ts';
 // One rule for the admission gate and for the scan planner's active work.
-import { inApprovedScope } from '../scan/names.ts';
+import { inApprovedScope } from '../products/scan/rules/names.ts';
 
 
 export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolicy: string): void {

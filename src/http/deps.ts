@@ -1,12 +1,12 @@
 // Everything a route needs, built once per process and handed to createApp (and to tests).
 import type { RedisClient } from '../redis/client.ts';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { Db } from '../db/database.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
-import type { ProductDefinition, ProductRuntime } from '../products/types.ts';
+import type { ProductDefinition, ProductRuntime } from '../products/kit/product-contract.ts';
 
 export interface AppDeps {
   config: Config;

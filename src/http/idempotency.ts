@@ -3,7 +3,7 @@
 import type { RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import type { Db } from '../db/database.ts';
-import { findCommitted, insertCommitted, type CommittedReply } from '../db/idempotency-repo.ts';
+import { findCommitted, insertCommitted, type CommittedReply } from '../idempotency/idempotency-repo.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import type { StoredReply } from '../ratelimit/limiter.ts';

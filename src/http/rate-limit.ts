@@ -9,7 +9,7 @@ import { appPolicy, productPolicies, type RateOverrides, type RatePolicy } from 
 import { rateLimitHeaders, type LeaseRequest, type RateLimiter } from '../ratelimit/limiter.ts';
 import type { IdempotencyLeases } from '../idempotency/lease.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
-import type { ProductDefinition } from '../products/types.ts';
+import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { rateLimitDecisions } from '../metrics.ts';
 import { state } from './context.ts';
 import { dependencyCause } from './errors.ts';

@@ -1,7 +1,7 @@
 // X-Request-Id: echo a sane incoming one (1-128 visible ASCII), else mint req_ + 26 base32.
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { publicId } from '../lib/ids.ts';
+import { publicId } from '../contract/ids.ts';
 import { state } from './context.ts';
 
 const VISIBLE = /^[\x21-\x7e]{1,128}$/;

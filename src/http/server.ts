@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
 import { ApiError, errorEnvelope, type ErrorCode } from '../contract/errors.ts';
-import { publicId } from '../lib/ids.ts';
+import { publicId } from '../contract/ids.ts';
 
 export interface HttpServerOptions {
   requestTimeoutMs?: number;

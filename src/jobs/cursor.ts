@@ -19,7 +19,7 @@
 // workspace/job/route/filter all come out of decode() as null, which the route answers with
 // 400 invalid_cursor. Only canonical base64url is accepted, so no two strings decode to one token.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { base32Crockford128 } from '../lib/ids.ts';
+import { base32Crockford128 } from '../contract/ids.ts';
 
 export type CursorRoute = 'results' | 'findings';
 

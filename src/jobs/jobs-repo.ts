@@ -6,8 +6,8 @@ import type { Db } from '../db/database.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { IdempotencyClaim } from '../http/context.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
-import { publicId } from '../lib/ids.ts';
-import { insertCommitted } from '../db/idempotency-repo.ts';
+import { publicId } from '../contract/ids.ts';
+import { insertCommitted } from '../idempotency/idempotency-repo.ts';
 import { inTransaction } from '../db/transaction.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 

@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { parseJson, type Trx } from '../db/transaction.ts';
-import { publicId } from '../lib/ids.ts';
-import { SEVERITIES, type FindingOut, type LaneStatus, type ObjectOut, type ObjectRef, type RelationOut, type SourceRef } from '../products/types.ts';
+import { publicId } from '../contract/ids.ts';
+import { SEVERITIES, type FindingOut, type LaneStatus, type ObjectOut, type ObjectRef, type RelationOut, type SourceRef } from '../products/kit/product-contract.ts';
 
 /** Where an output comes from: the job, the product lane it belongs to, and its default distance. */
 export interface OutputOrigin {

@@ -1,8 +1,8 @@
 // Settings of the stream workers (lanes and orchestrator), parsed from the environment once at
-// start like src/config.ts. They live here rather than in configSchema because only the worker
+// start like src/config/config.ts. They live here rather than in configSchema because only the worker
 // roles read them; the web role must not fail on them.
 import { z } from 'zod';
-import { ConfigError } from '../config.ts';
+import { ConfigError } from '../config/config.ts';
 
 const int = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
 

@@ -4,7 +4,7 @@
 // falling back to the snapshot while that fetch fails; RDAP_BASE_URL skips bootstrap entirely.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import type { OutboundGuard } from '../net/outbound-guard.ts';
 
 export interface DnsBootstrap {

@@ -2,7 +2,7 @@
 // RDAP_BASE_URL when set (every TLD; how the lab is used), else the RFC 9224 bootstrap entry for
 // the name. Only a 404 from the RDAP server means "not registered"; every other failure is
 // `unavailable` or `timeout`, never absence. The server's URL never appears in what is returned.
-import type { Config } from '../config.ts';
+import type { Config } from '../config/config.ts';
 import { OutboundFetchError, OutboundRefusedError, type OutboundGuard } from '../net/outbound-guard.ts';
 import { activeBootstrap, findRdapService } from './bootstrap.ts';
 import { parseDomainResponse, type RdapDomainData } from './domain-response.ts';

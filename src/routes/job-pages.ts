@@ -2,7 +2,7 @@
 // Admission as everywhere: key → scopes → application rate limit → query validation; then the
 // job within the caller's workspace (another tenant's job is job_not_found, exactly like none),
 // then the cursor, which must have been issued for this workspace, job, route and filter.
-import { PUBLIC_ID_RE } from '../lib/ids.ts';
+import { PUBLIC_ID_RE } from '../contract/ids.ts';
 import type { Express, Request } from 'express';
 import type { z } from 'zod';
 import type { AppDeps } from '../http/deps.ts';
@@ -20,7 +20,7 @@ import { createCursorCodec, createEvidenceRefs, type CursorCodec, type CursorRou
 import {
   findObject, findingPage, objectFindingIds, objectPage, objectRelations, severityName, type FindingRow, type ObjectRow,
 } from '../jobs/pages-repo.ts';
-import type { Limitation, Severity } from '../products/types.ts';
+import type { Limitation, Severity } from '../products/kit/product-contract.ts';
 
 type EvidenceRefs = (owner: string, index: number) => string;
 

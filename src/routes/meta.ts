@@ -3,8 +3,8 @@ import type { Express } from 'express';
 import type { AppDeps } from '../http/deps.ts';
 import { authenticateAny } from '../http/authenticate.ts';
 import { rateLimit } from '../http/rate-limit.ts';
-import { buildOpenApi } from '../contract/openapi.ts';
-import { laneReadiness, productReadiness } from '../products/types.ts';
+import { buildOpenApi } from './openapi/openapi.ts';
+import { laneReadiness, productReadiness } from '../products/kit/product-contract.ts';
 
 export function productList(deps: AppDeps) {
   return {

@@ -12,7 +12,7 @@ import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
-import { laneReadiness, productReadiness, type ProductDefinition, type WorkerLiveness } from '../products/types.ts';
+import { laneReadiness, productReadiness, type ProductDefinition, type WorkerLiveness } from '../products/kit/product-contract.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';

@@ -192,10 +192,10 @@ async function post(url: string, key: string, idempotencyKey: string): Promise<R
 async function main(): Promise<void> {
   const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
   const { createApp } = await import('../../src/app.ts');
-  const { createKey, createWorkspace, setLimits } = await import('../../src/db/tenancy-repo.ts');
+  const { createKey, createWorkspace, setLimits } = await import('../../src/auth/tenancy-repo.ts');
   const { default: express } = await import('express');
   const { pino } = await import('pino');
 

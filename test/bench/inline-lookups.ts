@@ -229,12 +229,12 @@ async function sanity(url: string, key: string, s: Scenario): Promise<void> {
 async function main(): Promise<void> {
   const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
   const { createApp } = await import('../../src/app.ts');
-  const { createKey, createWorkspace, setLimits } = await import('../../src/db/tenancy-repo.ts');
+  const { createKey, createWorkspace, setLimits } = await import('../../src/auth/tenancy-repo.ts');
   const { createResolver } = await import('../../src/dns/stub-resolver.ts');
-  const { dnsTypes } = await import('../../src/products/dns/index.ts');
+  const { dnsTypes } = await import('../../src/products/dns-lookup/index.ts');
   const { startLabDns } = await import('../lab/dns-server.ts');
   const { pino } = await import('pino');
 

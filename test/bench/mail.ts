@@ -31,7 +31,7 @@ interface LagReport { p50: number; p99: number; max: number; mean: number; sampl
 
 if (process.argv.includes('--worker')) {
   // The mail lane worker: reports its event-loop delay on request.
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { startLaneWorker } = await import('../../workers/start-lane-worker.ts');
   const config = parseConfig(process.env);
   const worker = await startLaneWorker('mail', { config, log: pino({ level: 'warn' }) });
@@ -62,10 +62,10 @@ async function main(): Promise<void> {
 
   const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices } = await import('../../ops/services.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
   const { createApp } = await import('../../src/app.ts');
-  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/db/tenancy-repo.ts');
+  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/auth/tenancy-repo.ts');
   const { grantCredits } = await import('../../src/credits/ledger.ts');
   const { startOrchestrator } = await import('../../src/jobs/orchestration/orchestrator.ts');
   const { startLab } = await import('../lab/serve.ts');

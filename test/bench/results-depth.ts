@@ -15,11 +15,11 @@ import { pino } from 'pino';
 import { sql } from 'kysely';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { createDeps, type Deps } from '../../src/bootstrap.ts';
 import { createApp } from '../../src/app.ts';
-import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/db/tenancy-repo.ts';
-import { publicId } from '../../src/lib/ids.ts';
+import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
+import { publicId } from '../../src/contract/ids.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const OBJECTS = 100_500;

@@ -133,9 +133,9 @@ async function main(): Promise<void> {
   const { startLab } = await import('../lab/serve.ts');
   const { rdapNames } = await import('../lab/rdap-fixtures.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { createDb } = await import('../../src/db/database.ts');
-  const { createKey, createWorkspace, setLimits } = await import('../../src/db/tenancy-repo.ts');
+  const { createKey, createWorkspace, setLimits } = await import('../../src/auth/tenancy-repo.ts');
   const { Authenticator } = await import('../../src/auth/authenticator.ts');
   const { grantCredits } = await import('../../src/credits/ledger.ts');
   const { acceptJob, markOutboxPublished } = await import('../../src/jobs/jobs-repo.ts');

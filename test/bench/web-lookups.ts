@@ -41,12 +41,12 @@ async function lagP99(): Promise<number> {
 async function main(): Promise<void> {
   const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
   const { migrate } = await import('../../src/db/migrations.ts');
-  const { parseConfig } = await import('../../src/config.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
   const { createApp } = await import('../../src/app.ts');
-  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/db/tenancy-repo.ts');
+  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/auth/tenancy-repo.ts');
   const { grantCredits } = await import('../../src/credits/ledger.ts');
-  const { productReadiness } = await import('../../src/products/types.ts');
+  const { productReadiness } = await import('../../src/products/kit/product-contract.ts');
   const { webProduct } = await import('../../src/products/web/index.ts');
   const { startLab } = await import('../lab/serve.ts');
   const { webLabPart } = await import('../lab/web-lab.ts');

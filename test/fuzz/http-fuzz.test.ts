@@ -1,7 +1,7 @@
 // A bounded, seeded run of the HTTP fuzzer in `npm test` (`npm run fuzz` runs ≥ 20,000). On a
 // failure the seed and each violating request are printed: LSS_FUZZ_SEED=<seed> replays it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { testEnv } from '../helpers/harness.ts';
 import { runFuzz, secretsInLogs } from './fuzz-http.ts';
 import { startFuzzTarget, type RunningTarget } from './fuzz-target.ts';

@@ -2,7 +2,7 @@
 // route, the schema of its body, and for errors that the code is one the route documents.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Response } from 'supertest';
-import { buildOpenApi } from '../../src/contract/openapi.ts';
+import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { products } from '../../src/products/registry.ts';
 
 type Json = Record<string, any>;

@@ -3,10 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import supertest from 'supertest';
 import { pino } from 'pino';
-import { parseConfig, type Config } from '../../src/config.ts';
+import { parseConfig, type Config } from '../../src/config/config.ts';
 import { createDeps, type Deps } from '../../src/bootstrap.ts';
 import { createApp } from '../../src/app.ts';
-import { createKey, createWorkspace, setLimits, type CreateWorkspaceInput } from '../../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace, setLimits, type CreateWorkspaceInput } from '../../src/auth/tenancy-repo.ts';
 import type { Scope } from '../../src/auth/principal.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import { assertMatchesContract } from './contract-check.ts';

@@ -1,7 +1,7 @@
 // Async-product test helpers: a funded tenant and polling a job until it is terminal.
 import { expect } from 'vitest';
 import { grantCredits } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { client, createTenant, type Harness, type Tenant } from './harness.ts';
 
 export async function fundedTenant(h: Harness, credits: number, opts: Parameters<typeof createTenant>[1] = {}): Promise<Tenant & { wsId: number }> {

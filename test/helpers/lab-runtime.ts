@@ -1,11 +1,11 @@
 // A product runtime (resolver + outbound guard) pointed at a running lab, for tests that call
 // checks directly, below the job machinery.
 import { pino } from 'pino';
-import { parseConfig } from '../../src/config.ts';
-import { createProductRuntime } from '../../src/products/runtime.ts';
-import type { ProductRuntime } from '../../src/products/types.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import { createProductRuntime } from '../../src/products/kit/runtime.ts';
+import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
 
-/** The lab's env; DNS_SERVERS is bracketed because src/config.ts wants [ip]:port for an explicit port. */
+/** The lab's env; DNS_SERVERS is bracketed because src/config/config.ts wants [ip]:port for an explicit port. */
 export function labEnv(env: Record<string, string>): Record<string, string> {
   const [host, port] = env.DNS_SERVERS!.split(':');
   return { ...env, DNS_SERVERS: `[${host}]:${port}` };

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
-import { parseConfig, type Config } from '../../src/config.ts';
+import { parseConfig, type Config } from '../../src/config/config.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

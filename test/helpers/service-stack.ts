@@ -10,11 +10,11 @@ import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
 import { domainZones } from '../lab/domain-zones.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
-import type { CreateWorkspaceInput } from '../../src/db/tenancy-repo.ts';
+import type { CreateWorkspaceInput } from '../../src/auth/tenancy-repo.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import type { Scope } from '../../src/auth/principal.ts';
 

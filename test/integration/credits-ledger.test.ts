@@ -6,7 +6,7 @@ import { startHarness, createTenant, type Harness } from '../helpers/harness.ts'
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import { balance, captureTask, grantCredits, releaseRemainder } from '../../src/credits/ledger.ts';
-import { createKey, workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { createKey, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import type { Principal } from '../../src/auth/principal.ts';
 

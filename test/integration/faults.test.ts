@@ -26,7 +26,7 @@ import { labZones } from '../lab/zones.ts';
 import { domainZones } from '../lab/domain-zones.ts';
 import { rdapNames } from '../lab/rdap-fixtures.ts';
 import { balance, grantCredits } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { generateApiKey } from '../../src/auth/api-key.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 

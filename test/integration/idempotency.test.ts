@@ -5,7 +5,7 @@ import http from 'node:http';
 import supertest from 'supertest';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../src/db/tenancy-repo.ts';
+import { createKey } from '../../src/auth/tenancy-repo.ts';
 import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
 import { requestFingerprint } from '../../src/idempotency/fingerprint.ts';
 import { registry } from '../../src/metrics.ts';

@@ -2,11 +2,11 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
-import { publicId } from '../../src/lib/ids.ts';
+import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
+import { publicId } from '../../src/contract/ids.ts';
 import type { Db } from '../../src/db/database.ts';
 import type { JobStatus } from '../../src/db/schema.ts';
-import { SEVERITIES, type Severity } from '../../src/products/types.ts';
+import { SEVERITIES, type Severity } from '../../src/products/kit/product-contract.ts';
 
 // ---- Fixture writer: rows written directly, seqs taken the way the real writer takes them --------
 

@@ -9,12 +9,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig, type Config } from '../../src/config.ts';
+import { parseConfig, type Config } from '../../src/config/config.ts';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
 import { balance, grantCredits } from '../../src/credits/ledger.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
-import { createKey, createWorkspace } from '../../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResult } from '../../src/jobs/orchestration/apply-result.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
@@ -25,8 +25,8 @@ import { groups, publishJob, publishTaskResult, queueKeys, streams } from '../..
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { delKeys, hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
-import type { CheckOutput, CheckSpec, ProductDefinition, TaskOutcomeView } from '../../src/products/types.ts';
-import { checkTimeoutMs, registerCheck } from '../../workers/lanes/registry.ts';
+import type { CheckOutput, CheckSpec, ProductDefinition, TaskOutcomeView } from '../../src/products/kit/product-contract.ts';
+import { checkTimeoutMs, registerCheck } from '../../workers/lane-runner/registry.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 
 // ---- a tiny product and its checks ---------------------------------------------------------

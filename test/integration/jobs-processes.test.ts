@@ -14,7 +14,7 @@ import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
-import { createKey, createWorkspace } from '../../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { LaneHealth } from '../../src/queue/lane-health.ts';
 import { productById } from '../../src/products/registry.ts';

@@ -10,7 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grantCredits } from '../../src/credits/ledger.ts';
 import { createDb } from '../../src/db/database.ts';
-import { createKey, createWorkspace, workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { createKey, createWorkspace, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';

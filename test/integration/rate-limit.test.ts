@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../src/db/tenancy-repo.ts';
+import { createKey } from '../../src/auth/tenancy-repo.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
 import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';

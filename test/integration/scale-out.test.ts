@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { balance, grantCredits } from '../../src/credits/ledger.ts';
-import { workspaceInternalId } from '../../src/db/tenancy-repo.ts';
+import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { groups, queueKeys, streams } from '../../src/queue/streams.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { createTenant, startHarness, type Harness } from '../helpers/harness.ts';

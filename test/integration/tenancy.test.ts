@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveScope, createKey, revokeKey, setWorkspaceFlags } from '../../src/db/tenancy-repo.ts';
+import { approveScope, createKey, revokeKey, setWorkspaceFlags } from '../../src/auth/tenancy-repo.ts';
 import { products as registered } from '../../src/products/registry.ts';
 import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
 

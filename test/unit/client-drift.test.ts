@@ -3,7 +3,7 @@
 // required), its sample bodies against the products' own zod schemas, every job operation of the
 // document implemented, and its retry decision against the error registry's `retryable` flags.
 import { describe, expect, it } from 'vitest';
-import { buildOpenApi } from '../../src/contract/openapi.ts';
+import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { errorRegistry, errorCodes } from '../../src/contract/errors.ts';
 import { products } from '../../src/products/registry.ts';
 import { apiPaths, jobOperationIds, productRoutes } from '../../src/client/routes.ts';

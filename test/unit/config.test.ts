@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config.ts';
+import { ConfigError, parseConfig } from '../../src/config/config.ts';
 import { redisTarget } from '../../src/redis/client.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');

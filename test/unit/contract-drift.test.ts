@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { errorRegistry, errorCodes } from '../../src/contract/errors.ts';
-import { buildOpenApi } from '../../src/contract/openapi.ts';
+import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { products } from '../../src/products/registry.ts';
 
 const apiMd = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');

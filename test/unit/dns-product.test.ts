@@ -2,12 +2,12 @@
 // then through buildEnvelope to see what the route would answer.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { createResolver, type StubResolver } from '../../src/dns/stub-resolver.ts';
-import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns/index.ts';
-import { productReadiness, type ExecContext, type ProductRuntime } from '../../src/products/types.ts';
+import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns-lookup/index.ts';
+import { productReadiness, type ExecContext, type ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
 
@@ -19,7 +19,7 @@ beforeAll(async () => {
   lab = await startLabDns();
   const config = parseConfig({
     DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
-    // Bracketed: src/config.ts currently rejects plain "ip:port" (lab.address); see the report.
+    // Bracketed: src/config/config.ts currently rejects plain "ip:port" (lab.address); see the report.
     DNS_SERVERS: `[${lab.host}]:${lab.port}`, DNS_TIMEOUT_MS: '500',
   });
   resolver = createResolver(config);

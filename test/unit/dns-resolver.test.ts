@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as packet from 'dns-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { StubResolver, createResolver } from '../../src/dns/stub-resolver.ts';
 import { parseServer, readResolvConf, resolveServers, type DnsServer } from '../../src/dns/system-servers.ts';
 import { acceptReply, buildQuery } from '../../src/dns/wire.ts';
@@ -262,7 +262,7 @@ describe('servers and retries', () => {
   });
 
   it('createResolver takes DNS_SERVERS and DNS_TIMEOUT_MS from config', async () => {
-    // Bracketed IPv4 because src/config.ts's validator currently rejects plain "ip:port" (its
+    // Bracketed IPv4 because src/config/config.ts's validator currently rejects plain "ip:port" (its
     // greedy pattern swallows the port); parseServer accepts both forms.
     const config = parseConfig({
       DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),

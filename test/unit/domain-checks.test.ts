@@ -2,13 +2,13 @@
 // the real StubResolver) and the real RDAP lab, then plan() and assemble() on their outputs.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
+import { parseConfig } from '../../src/config/config.ts';
 import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
-import { createProductRuntime } from '../../src/products/runtime.ts';
+import { createProductRuntime } from '../../src/products/kit/runtime.ts';
 import { createDomainChecks, domainInput, domainProduct, domainResult } from '../../src/products/domain/index.ts';
 import { resetBootstrapCache } from '../../src/rdap/bootstrap.ts';
-import { productReadiness, type CheckOutput, type CheckSpec, type FindingOut, type ProductRuntime, type TaskOutcomeView } from '../../src/products/types.ts';
+import { productReadiness, type CheckOutput, type CheckSpec, type FindingOut, type ProductRuntime, type TaskOutcomeView } from '../../src/products/kit/product-contract.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { domainLabNames as d, domainZones } from '../lab/domain-zones.ts';
 import { LAB_REGISTRAR } from '../lab/rdap-fixtures.ts';
@@ -28,7 +28,7 @@ const spec = (name: string): CheckSpec => checks.find((c) => c.name === name)!;
 function runtime(env: Record<string, string>): ProductRuntime {
   const config = parseConfig({
     DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
-    // Bracketed: src/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
+    // Bracketed: src/config/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
     DNS_SERVERS: `[${dns.host}]:${dns.port}`, DNS_TIMEOUT_MS: '500',
     ...env,
   });

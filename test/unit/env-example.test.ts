@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config.ts';
+import { configSchema } from '../../src/config/config.ts';
 import { queueSettingsSchema } from '../../src/queue/queue-settings.ts';
 
 const file = path.resolve(import.meta.dirname, '../../.env.example');

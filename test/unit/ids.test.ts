@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { base32Crockford128, publicId, PUBLIC_ID_RE } from '../../src/lib/ids.ts';
+import { base32Crockford128, publicId, PUBLIC_ID_RE } from '../../src/contract/ids.ts';
 
 /** Reference encoding through BigInt, independent of the fast path. */
 function reference(bytes: Uint8Array): string {

@@ -5,14 +5,14 @@
 // absent and indeterminate; a SERVFAIL or a timeout never produces a "missing" finding.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
-import { createProductRuntime } from '../../src/products/runtime.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import { createProductRuntime } from '../../src/products/kit/runtime.ts';
 import { assembleMail } from '../../src/products/mail/assemble.ts';
 import { createMailChecks } from '../../src/products/mail/checks.ts';
 import { selectorsFor } from '../../src/products/mail/dkim-selectors.ts';
 import { mailFindings, type MailFindingCode } from '../../src/products/mail/findings.ts';
 import { mailLanes, type MailLaneName } from '../../src/products/mail/lanes.ts';
-import type { AssembledOutcome, CheckOutput, ProductRuntime, TaskOutcomeView } from '../../src/products/types.ts';
+import type { AssembledOutcome, CheckOutput, ProductRuntime, TaskOutcomeView } from '../../src/products/kit/product-contract.ts';
 import type { MailResult, SpfProjection } from '../../src/products/mail/schema.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
 import { mailLab as L } from '../lab/mail-zones.ts';

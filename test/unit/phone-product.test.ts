@@ -2,8 +2,8 @@ import { describe, it, expect } from 'vitest';
 import pino from 'pino';
 import { getCountries, getExampleNumber, type CountryCode } from 'libphonenumber-js/max';
 import mobileExamples from 'libphonenumber-js/examples.mobile.json';
-import { parseConfig } from '../../src/config.ts';
-import type { ExecContext } from '../../src/products/types.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import type { ExecContext } from '../../src/products/kit/product-contract.ts';
 import { phoneProduct, phoneResult, type PhoneInput, type PhoneResult } from '../../src/products/phone/index.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 

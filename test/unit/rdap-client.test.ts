@@ -1,7 +1,7 @@
 // RDAP: RFC 9224 bootstrap matching, the reply reduction, and the client against the real RDAP
 // lab server on loopback (no mocks): base URL, bootstrap URL, 404, errors, redirects, refusals.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseConfig, type Config } from '../../src/config.ts';
+import { parseConfig, type Config } from '../../src/config/config.ts';
 import { findRdapService, parseDnsBootstrap, resetBootstrapCache, snapshotBootstrap } from '../../src/rdap/bootstrap.ts';
 import { lookupDomain } from '../../src/rdap/client.ts';
 import { parseDomainResponse } from '../../src/rdap/domain-response.ts';

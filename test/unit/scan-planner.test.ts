@@ -1,11 +1,11 @@
-// The scan planner against the profile table (src/scan/profiles.ts, CONTRACT §11): what each
+// The scan planner against the profile table (src/products/scan/rules/profiles.ts, CONTRACT §11): what each
 // profile runs at distance 0, which sources it follows and how far, what never gets a task (out
 // of scope, beyond the hop limit, wildcard matches, service names for web), and the gates that
 // keep active work to approved, in-scope names that are not aliases of a third party.
 import { describe, expect, it } from 'vitest';
-import { expandScan, planScan, SCAN_CHECKS, type DnsFacts, type ScanInput, type WebFacts } from '../../src/scan/planner.ts';
-import { profiles, scanProfiles, unitCosts, type NameSource, type ScanProfile } from '../../src/scan/profiles.ts';
-import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/products/types.ts';
+import { expandScan, planScan, SCAN_CHECKS, type DnsFacts, type ScanInput, type WebFacts } from '../../src/products/scan/rules/planner.ts';
+import { profiles, scanProfiles, unitCosts, type NameSource, type ScanProfile } from '../../src/products/scan/rules/profiles.ts';
+import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/products/kit/product-contract.ts';
 
 const TARGET = 'example.test';
 const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput => ({ profile, target: { type: 'domain_name', value: target }, options: { active, maxCredits: 1000 } });

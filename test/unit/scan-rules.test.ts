@@ -3,9 +3,9 @@
 // label boundaries, service names never, edge-case providers), and scope per the public suffix list.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerSet, classifyProbe, classifyType, matchWildcard, WILDCARD_TYPES, type WildcardType } from '../../src/scan/wildcard.ts';
-import { fingerprintMatch, providerFor, takeoverProviders } from '../../src/scan/takeover.ts';
-import { inApprovedScope, isHostName, isServiceName, parentLevel, registrableOf, scopeOf } from '../../src/scan/names.ts';
+import { answerSet, classifyProbe, classifyType, matchWildcard, WILDCARD_TYPES, type WildcardType } from '../../src/products/scan/rules/wildcard.ts';
+import { fingerprintMatch, providerFor, takeoverProviders } from '../../src/products/scan/rules/takeover.ts';
+import { inApprovedScope, isHostName, isServiceName, parentLevel, registrableOf, scopeOf } from '../../src/products/scan/rules/names.ts';
 import type { QueryOutcome, QueryResult, RecordType } from '../../src/dns/types.ts';
 
 const flags = { aa: true, ad: false, tc: false, ra: true };

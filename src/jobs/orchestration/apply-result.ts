@@ -8,14 +8,14 @@ import { sql } from 'kysely';
 import { captureTask } from '../../credits/ledger.ts';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
-import type { CheckOutput, Limitation, TaskPlan } from '../../products/types.ts';
+import type { CheckOutput, Limitation, TaskPlan } from '../../products/kit/product-contract.ts';
 import { parseJson } from '../../db/transaction.ts';
-import { gateResultOf, insertPlannedTasks, releaseGated } from './task-insert.ts';
+import { gateResultOf, insertPlannedTasks, releaseGated } from '../tasks/task-insert.ts';
 import { limitationCode, limitationMessage } from './job-outcome.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { CAPTURED_TASK_STATUSES, isOpenTask, isValidPlan, lockJob, type LockedJob } from './task-rows.ts';
+import { CAPTURED_TASK_STATUSES, isOpenTask, isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 

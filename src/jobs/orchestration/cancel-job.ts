@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { countOpenTasks } from './apply-result.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { lockJob } from './task-rows.ts';
+import { lockJob } from '../tasks/task-rows.ts';
 import { inTransaction } from '../../db/transaction.ts';
 
 export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {

@@ -1,7 +1,7 @@
 // What every orchestration step needs. Built once by startOrchestrator; tests build their own.
 import type { RedisClient } from '../../redis/client.ts';
 import type { Logger } from 'pino';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/database.ts';
 import type { QueueSettings } from '../../queue/queue-settings.ts';
 import type { ProductCatalog } from './product-catalog.ts';

@@ -7,9 +7,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../config/config.ts';
 import { createDb, type Db } from '../../db/database.ts';
-import type { ProductDefinition } from '../../products/types.ts';
+import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../../redis/client.ts';
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';

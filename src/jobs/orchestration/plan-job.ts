@@ -2,17 +2,17 @@
 // pending tasks are put on their lane streams. A redelivered plan for a running job re-enqueues
 // only tasks whose stream entry was lost.
 import { sql } from 'kysely';
-import type { TaskPlan } from '../../products/types.ts';
+import type { TaskPlan } from '../../products/kit/product-contract.ts';
 import { enqueueTasks, ensureTasksEnqueued, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import { isLaneName } from '../../queue/streams.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { dedupePlans } from './task-budget.ts';
-import { insertPlannedTasks } from './task-insert.ts';
+import { dedupePlans } from '../tasks/task-budget.ts';
+import { insertPlannedTasks } from '../tasks/task-insert.ts';
 import { countOpenTasks } from './apply-result.ts';
-import { isValidPlan, lockJob, type LockedJob } from './task-rows.ts';
+import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';

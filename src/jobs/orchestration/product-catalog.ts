@@ -1,7 +1,7 @@
 // The products an orchestrator owns. Default: every async product of the registry. Tests (and a
 // deployment that splits product families across orchestrators) pass their own list; every
 // database sweep is scoped to these product ids.
-import type { ProductDefinition } from '../../products/types.ts';
+import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { products as registryProducts } from '../../products/registry.ts';
 
 export interface ProductCatalog {

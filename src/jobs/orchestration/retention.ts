@@ -5,7 +5,7 @@
 // The outbox has no index on job_id, so its rows are purged by age through
 // ix_outbox_unpublished (published_at, id) instead of per job.
 import { sql } from 'kysely';
-import { purgeExpiredIdempotencyKeys } from '../../db/idempotency-repo.ts';
+import { purgeExpiredIdempotencyKeys } from '../../idempotency/idempotency-repo.ts';
 import type { OrchestrationContext } from './context.ts';
 import { affected } from '../../db/transaction.ts';
 

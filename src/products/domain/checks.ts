@@ -1,7 +1,7 @@
 // The lane checks of lookup.domain.v1, all on the `domain` worker lane. The lane runner supplies
 // the task (objectKey = the normalised name) and the context; each check returns its part of the
 // projection, its objects and findings, or a status that says why it has none.
-import type { CheckSpec } from '../types.ts';
+import type { CheckSpec } from '../kit/product-contract.ts';
 import { runDelegationCheck } from './delegation-check.ts';
 import { runRecordsCheck } from './records-check.ts';
 import { runRegistrationCheck, type RegistrationCheckOptions } from './registration-check.ts';

@@ -3,10 +3,10 @@
 // DS is "not signed". A SERVFAIL, timeout or error leaves the fact unknown: the lane is
 // unavailable/timeout (NS) or partial (SOA, DS), with a limitation, and no finding.
 import type { QueryResult, Resolver } from '../../dns/types.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../types.ts';
-import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, outcomeText, queryStatus, resolverOf } from './dns-util.ts';
+import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
+import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, outcomeText, queryStatus, resolverOf } from '../kit/dns-replies.ts';
 import { finding } from './findings.ts';
-import { nameParts, type NameParts } from './names.ts';
+import { nameParts, type NameParts } from '../kit/name-parts.ts';
 import type { DelegationProjection } from './schema.ts';
 
 /** More NS hosts than this are listed but not resolved (real delegations have 2–13). */

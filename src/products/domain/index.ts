@@ -5,11 +5,11 @@
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import { snapshotBootstrap } from '../../rdap/bootstrap.ts';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../types.ts';
+import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
 import { assembleDomain, domainLanes } from './assemble.ts';
 import { DOMAIN_CHECKS } from './checks.ts';
-import { resolverOf } from './dns-util.ts';
-import { nameParts } from './names.ts';
+import { resolverOf } from '../kit/dns-replies.ts';
+import { nameParts } from '../kit/name-parts.ts';
 import { domainResult, type DomainResult } from './schema.ts';
 
 export { domainChecks, createDomainChecks } from './checks.ts';

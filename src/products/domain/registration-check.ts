@@ -3,10 +3,10 @@
 // refused or failing server makes the lane unavailable (or timeout) with a limitation.
 import { lookupDomain, type RdapLookup, type RdapUnavailableReason } from '../../rdap/client.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, ObjectRef, SourceRef } from '../types.ts';
-import { notRun } from './dns-util.ts';
+import type { CheckContext, CheckOutput, FindingOut, ObjectRef, SourceRef } from '../kit/product-contract.ts';
+import { notRun } from '../kit/dns-replies.ts';
 import { finding } from './findings.ts';
-import { nameParts } from './names.ts';
+import { nameParts } from '../kit/name-parts.ts';
 import type { RegistrationProjection } from './schema.ts';
 
 const DAY = 24 * 60 * 60 * 1000;

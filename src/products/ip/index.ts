@@ -3,8 +3,8 @@
 // PTR names the DNS holds for it.
 import { z } from 'zod';
 import type { Resolver } from '../../dns/types.ts';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../types.ts';
-import { laneOutcome } from '../types.ts';
+import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../kit/product-contract.ts';
+import { laneOutcome } from '../kit/product-contract.ts';
 import { formatIp, parseIp, reverseName, type IpAddress } from './address.ts';
 import { classify } from './classify.ts';
 import { DatasetUnreadableError, contextDataset, contextDatasetUsable, lookupContext } from './context-dataset.ts';

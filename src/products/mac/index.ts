@@ -1,7 +1,7 @@
 // lookup.mac.v1: IEEE assignment of a MAC address, plus what its first octet says about it.
 import { z } from 'zod';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../types.ts';
-import { laneOutcome } from '../types.ts';
+import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../kit/product-contract.ts';
+import { laneOutcome } from '../kit/product-contract.ts';
 import { formatMac, macBits, parseMac, type SlapQuadrant } from './mac-address.ts';
 import { OUI_DATA_VERSION, isRegistrationAuthorityBlock, matchIeeeRegistry, ouiTable, type Assignment } from './oui-registry.ts';
 import { loadExtendedRegistry, matchExtended, type ExtendedRegistry } from './oui-extended.ts';

@@ -4,9 +4,9 @@
 // at assembly (./derive.ts).
 import dkimTags from 'mailauth/lib/parse-dkim-headers.js';
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../types.ts';
-import { outcomeText, queryStatus } from '../domain/dns-util.ts';
-import { nameParts } from '../domain/names.ts';
+import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
+import { nameParts } from '../kit/name-parts.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
 import { LaneOutput, postureObjects } from './output.ts';

@@ -3,8 +3,8 @@
 // certificate, mail_posture, host, url), so a recursive scan can run any of them for any domain
 // it discovers. Every check asks the DNS through its own DnsAsker (one question per name and
 // type, answers kept for the pool).
-import type { CheckContext, CheckOutput, CheckSpec } from '../types.ts';
-import { notRun, resolverOf } from '../domain/dns-util.ts';
+import type { CheckContext, CheckOutput, CheckSpec } from '../kit/product-contract.ts';
+import { notRun, resolverOf } from '../kit/dns-replies.ts';
 import { runBimiCheck } from './bimi-check.ts';
 import { runDaneCheck } from './dane-check.ts';
 import { runDkimCheck } from './dkim-check.ts';
@@ -14,7 +14,7 @@ import { mailLanes, type MailLaneName } from './lanes.ts';
 import { runMtaStsCheck } from './mta-sts-check.ts';
 import { runMxCheck } from './mx-check.ts';
 import { runSmtpStarttlsCheck } from './smtp-starttls-check.ts';
-import { DEFAULT_SMTP_LIMITS, type SmtpLimits } from './smtp-session.ts';
+import { DEFAULT_SMTP_LIMITS, type SmtpLimits } from '../../smtp/smtp-session.ts';
 import { runSpfCheck } from './spf-check.ts';
 import { runTlsRptCheck } from './tls-rpt-check.ts';
 

@@ -7,8 +7,8 @@
 // never load them, nor mailauth behind them.
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../types.ts';
-import { resolverOf } from '../domain/dns-util.ts';
+import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
+import { resolverOf } from '../kit/dns-replies.ts';
 import { assembleMail } from './assemble.ts';
 import { MAIL_PRICE, mailLaneList } from './lanes.ts';
 import { mailResult, type MailResult } from './schema.ts';

@@ -5,8 +5,8 @@
 // need the smtp_starttls lane and are derived at assembly (./derive.ts).
 import { presence } from '../../dns/presence.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput } from '../types.ts';
-import { outcomeText, queryStatus } from '../domain/dns-util.ts';
+import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
 import { deliveryHosts } from './mx-hosts.ts';

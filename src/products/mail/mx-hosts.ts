@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import type { QueryResult } from '../../dns/types.ts';
 import { presence, recordsOf, type Presence } from '../../dns/presence.ts';
-import { canonicalIp, hostName } from '../domain/dns-util.ts';
+import { canonicalIp, hostName } from '../kit/dns-replies.ts';
 import type { DnsAsker } from './dns-snapshot.ts';
 
 /** Hosts beyond this are listed but not resolved or connected to (real sets have 1–5). */

@@ -1,9 +1,9 @@
 // One lane's CheckOutput, built up as the check learns things. `partial(l)` records a gap (the
 // lane is at best partial, and says why); objects are kept once per (type, key).
-import type { CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut, SourceRef } from '../types.ts';
+import type { CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut, SourceRef } from '../kit/product-contract.ts';
 import { indeterminateLimitation } from '../../dns/presence.ts';
 import type { QueryResult } from '../../dns/types.ts';
-import { failureOf } from '../domain/dns-util.ts';
+import { failureOf } from '../kit/dns-replies.ts';
 
 export const DNS_SOURCE: SourceRef = { source: 'dns_resolver' };
 

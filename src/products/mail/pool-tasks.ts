@@ -2,7 +2,7 @@
 // (SPF tree, DMARC discovery, MTA-STS record and policy, DKIM keys, certificate chains). Plain
 // functions of JSON input and output. Loaded lazily through ./pool-entry.ts, which is what the
 // task registry (workers/pool/parse-tasks.ts) and the piscina worker register.
-import { certificateChainFacts } from './certificate-chain.ts';
+import { certificateChainFacts } from '../../net/certificate-chain.ts';
 import { evaluateDmarc } from './dmarc-policy.ts';
 import { parseDkimKey } from './dkim-key.ts';
 import { parseMtaStsPolicy, parseMtaStsTxt } from './mta-sts-policy.ts';

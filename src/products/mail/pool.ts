@@ -1,6 +1,6 @@
 // Runs a mail pool task in the lane's piscina pool (CheckContext.runInPool), or inline where the
 // context has no pool (unit tests, LANE_POOL_THREADS=0): the same function either way.
-import type { CheckContext } from '../types.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
 import { mailPoolTasks, type MailPoolTask } from './pool-entry.ts';
 
 type Tasks = typeof mailPoolTasks;

@@ -2,8 +2,8 @@
 // metadata). It can tell format, calling code, region, validity and the range's type; it cannot
 // tell carrier, porting or whether the line is in service, and says so on every answer.
 import { z } from 'zod';
-import type { ExecContext, LaneSpec, Limitation, ProductDefinition, SyncOutcome } from '../types.ts';
-import { laneOutcome } from '../types.ts';
+import type { ExecContext, LaneSpec, Limitation, ProductDefinition, SyncOutcome } from '../kit/product-contract.ts';
+import { laneOutcome } from '../kit/product-contract.ts';
 import { LIBPHONENUMBER_VERSION, hasPlus, invalidReasons, isKnownRegion, phoneTypes, readNumber } from './numbering-plan.ts';
 
 const defaultRegion = z

@@ -1,5 +1,5 @@
 // scan.recursive.v1: bounded, budgeted, recursive attack-surface discovery of a domain (CONTRACT
-// §11). The planner (src/scan/planner.ts) decides what runs at distance 0 and what each finished
+// §11). The planner (src/products/scan/rules/planner.ts) decides what runs at distance 0 and what each finished
 // task leads to; the orchestrator expands as results arrive (deduped, budgeted, gated on wildcard
 // probes). Lanes: dns (required: the target's DNS), mail, web, domain, active (advanced only).
 // The reservation is options.maxCredits; every task captures its unit cost once when it did work.
@@ -7,10 +7,10 @@ import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import { ApiError } from '../../contract/errors.ts';
 import type { Resolver } from '../../dns/types.ts';
-import type { AsyncProduct, LaneReadiness, LaneSpec, ProductDefinition, ProductRuntime, WorkerLiveness } from '../types.ts';
-import { registrableOf } from '../../scan/names.ts';
-import { expandScan, planScan, scanObjectCap, type ScanInput } from '../../scan/planner.ts';
-import { profiles, scanBudgetBounds, scanProfiles } from '../../scan/profiles.ts';
+import type { AsyncProduct, LaneReadiness, LaneSpec, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
+import { registrableOf } from './rules/names.ts';
+import { expandScan, planScan, scanObjectCap, type ScanInput } from './rules/planner.ts';
+import { profiles, scanBudgetBounds, scanProfiles } from './rules/profiles.ts';
 
 export { scanFindings } from './findings.ts';
 

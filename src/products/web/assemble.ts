@@ -1,7 +1,7 @@
-// The job's result envelope from the finished tasks (src/products/lane-assembly.ts). tls_protocols
+// The job's result envelope from the finished tasks (src/products/kit/lane-assembly.ts). tls_protocols
 // is planned only for authorized requests; otherwise it is `skipped` / not_applicable.
-import type { LaneSpec, SyncOutcome, TaskOutcomeView } from '../types.ts';
-import { laneAssembly } from '../lane-assembly.ts';
+import type { LaneSpec, SyncOutcome, TaskOutcomeView } from '../kit/product-contract.ts';
+import { laneAssembly } from '../kit/lane-assembly.ts';
 import type { WebResult } from './schema.ts';
 
 export const webLanes = {

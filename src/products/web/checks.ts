@@ -1,7 +1,7 @@
 // The lane checks of lookup.web.v1, all on the `web` worker lane. Each is a pure function of
 // (target URL, context) — recursive scans run the same checks per discovered host. Timeouts are
 // the sum of the phases a check may spend, so the lane runner's timeout only fires on a bug.
-import type { CheckSpec } from '../types.ts';
+import type { CheckSpec } from '../kit/product-contract.ts';
 import { runHttpCheck } from './http-check.ts';
 import { runTlsCheck } from './tls-check.ts';
 import { runTlsProtocolsCheck } from './tls-protocols-check.ts';

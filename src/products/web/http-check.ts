@@ -4,7 +4,7 @@
 // partial when one did and another failed, timed out or was refused (each with a limitation);
 // unavailable / timeout when none did. Findings come only from responses actually received.
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../types.ts';
+import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
 import { assessWebEvidence, type WebAssessment } from './assess.ts';
 import { collectWebEvidence, type CollectOptions } from './collect-evidence.ts';
 import type { ChainEvidence, WebEvidence } from './evidence.ts';

@@ -3,7 +3,7 @@
 // authorized requests only, the tls_protocols check. Price 4 = http 2 + tls 2; +4 for
 // tls_protocols when authorized. A lane that ends unavailable/timeout/skipped is not captured.
 import { createHash } from 'node:crypto';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../types.ts';
+import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
 import type { Resolver } from '../../dns/types.ts';
 import { assembleWeb, webLanes } from './assemble.ts';
 import { WEB_CHECKS } from './checks.ts';

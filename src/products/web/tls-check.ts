@@ -10,7 +10,7 @@ import { OutboundFetchError, OutboundRefusedError, ocspStapled, type OutboundGua
 import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
 import type { CertificateInfo } from '../../../workers/pool/parse-tasks.ts';
 import { parseCertificate } from '../../../workers/pool/parse-tasks.ts';
-import type { CheckContext, CheckOutput, FindingOut, ObjectRef, RelationOut } from '../types.ts';
+import type { CheckContext, CheckOutput, FindingOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
 import { webFinding } from './findings.ts';
 import { addressObjects, notRun, resolveTlsTarget, type TlsTarget } from './tls-target.ts';
 

@@ -10,7 +10,7 @@
 // SSLv3, export and NULL suites…) is reported as a limitation, never as "not supported".
 import type tls from 'node:tls';
 import { OutboundFetchError, type OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation } from '../types.ts';
+import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation } from '../kit/product-contract.ts';
 import { webFinding } from './findings.ts';
 import { addressObjects, resolveTlsTarget, type TlsTarget } from './tls-target.ts';
 

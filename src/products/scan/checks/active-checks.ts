@@ -11,10 +11,10 @@ import * as packet from 'dns-packet';
 import { presence, recordsOf } from '../../../dns/presence.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, Limitation, ObjectOut, RelationOut } from '../../types.ts';
-import { notRun, resolverOf } from '../../domain/dns-util.ts';
-import { isHostName, normalName, scopeOf } from '../../../scan/names.ts';
-import type { Discovery } from '../../../scan/planner.ts';
+import type { CheckContext, CheckOutput, FindingOut, Limitation, ObjectOut, RelationOut } from '../../kit/product-contract.ts';
+import { notRun, resolverOf } from '../../kit/dns-replies.ts';
+import { isHostName, normalName, scopeOf } from '../rules/names.ts';
+import type { Discovery } from '../rules/planner.ts';
 import { scanFinding } from '../findings.ts';
 import { runTlsProtocolsCheck } from '../../web/tls-protocols-check.ts';
 

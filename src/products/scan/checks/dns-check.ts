@@ -12,12 +12,12 @@
 //     than this name.
 import type { QueryResult, RecordType, Resolver } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
-import type { CheckContext, CheckOutput, FindingOut, GateResult, Limitation, ObjectOut, ObjectRef, RelationOut } from '../../types.ts';
-import { canonicalIp, failureOf, notRun, resolverOf } from '../../domain/dns-util.ts';
-import { WILDCARD_TYPES, matchWildcard, type WildcardMatch, type WildcardProbe, type WildcardType } from '../../../scan/wildcard.ts';
-import { isHostName, isServiceName, normalName, parentLevel, scopeOf } from '../../../scan/names.ts';
-import type { Discovery, DnsFacts } from '../../../scan/planner.ts';
-import type { NameSource } from '../../../scan/profiles.ts';
+import type { CheckContext, CheckOutput, FindingOut, GateResult, Limitation, ObjectOut, ObjectRef, RelationOut } from '../../kit/product-contract.ts';
+import { canonicalIp, failureOf, notRun, resolverOf } from '../../kit/dns-replies.ts';
+import { WILDCARD_TYPES, matchWildcard, type WildcardMatch, type WildcardProbe, type WildcardType } from '../rules/wildcard.ts';
+import { isHostName, isServiceName, normalName, parentLevel, scopeOf } from '../rules/names.ts';
+import type { Discovery, DnsFacts } from '../rules/planner.ts';
+import type { NameSource } from '../rules/profiles.ts';
 import { scanFinding } from '../findings.ts';
 import { capped } from './compose.ts';
 

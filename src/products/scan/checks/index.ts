@@ -1,7 +1,7 @@
 // The checks of scan.recursive.v1, by worker lane: dns (scan.dns, scan.wildcard), web, mail,
 // domain, active. Each declares its lane and timeout; the lane runner does the rest.
-import type { CheckSpec } from '../../types.ts';
-import { SCAN_CHECKS } from '../../../scan/planner.ts';
+import type { CheckSpec } from '../../kit/product-contract.ts';
+import { SCAN_CHECKS } from '../rules/planner.ts';
 import { runScanDnsCheck } from './dns-check.ts';
 import { runWildcardCheck } from './wildcard-check.ts';
 import { postureTimeouts, runScanDomainCheck, runScanMailCheck, runScanWebCheck, type PostureOptions } from './posture-checks.ts';

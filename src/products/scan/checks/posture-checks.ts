@@ -13,14 +13,14 @@ import { mailLaneChecks, type MailCheckOptions } from '../../mail/checks.ts';
 import { mailLanes, type MailLaneName } from '../../mail/lanes.ts';
 import { runHttpCheck, type HttpCheckOptions } from '../../web/http-check.ts';
 import { runTlsCheck } from '../../web/tls-check.ts';
-import type { CheckContext, CheckOutput, TaskOutcomeView } from '../../types.ts';
+import type { CheckContext, CheckOutput, TaskOutcomeView } from '../../kit/product-contract.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
-import { isHostName, normalName, scopeOf } from '../../../scan/names.ts';
-import type { Discovery, WebFacts } from '../../../scan/planner.ts';
-import { fingerprintMatch, providerFor } from '../../../scan/takeover.ts';
+import { isHostName, normalName, scopeOf } from '../rules/names.ts';
+import type { Discovery, WebFacts } from '../rules/planner.ts';
+import { fingerprintMatch, providerFor } from '../rules/takeover.ts';
 import { scanFinding } from '../findings.ts';
 import { capped, combinedStatus, composeOutputs, placeObjects } from './compose.ts';
-import { profiles, type ScanProfile } from '../../../scan/profiles.ts';
+import { profiles, type ScanProfile } from '../rules/profiles.ts';
 
 export interface PostureOptions {
   web?: Partial<HttpCheckOptions> & { handshakeTimeoutMs?: number };

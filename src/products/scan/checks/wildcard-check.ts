@@ -1,13 +1,13 @@
 // scan.wildcard: does a zone level answer any name? PROBE_LABELS random labels under it, each
-// asked for every wildcard type, classified on answer sets (src/scan/wildcard.ts). The names
+// asked for every wildcard type, classified on answer sets (src/products/scan/rules/wildcard.ts). The names
 // under the level wait for this task (their gate) and receive its projection.
 import { randomBytes } from 'node:crypto';
 import { indeterminateLimitation, presence } from '../../../dns/presence.ts';
 import type { QueryResult } from '../../../dns/types.ts';
-import type { CheckContext, CheckOutput, Limitation } from '../../types.ts';
-import { notRun, resolverOf } from '../../domain/dns-util.ts';
-import { PROBE_LABELS, WILDCARD_TYPES, classifyProbe, probeLabel, type WildcardType } from '../../../scan/wildcard.ts';
-import { normalName } from '../../../scan/names.ts';
+import type { CheckContext, CheckOutput, Limitation } from '../../kit/product-contract.ts';
+import { notRun, resolverOf } from '../../kit/dns-replies.ts';
+import { PROBE_LABELS, WILDCARD_TYPES, classifyProbe, probeLabel, type WildcardType } from '../rules/wildcard.ts';
+import { normalName } from '../rules/names.ts';
 import { scanFinding } from '../findings.ts';
 
 export async function runWildcardCheck(task: { objectKey: string }, ctx: CheckContext): Promise<CheckOutput> {

@@ -8,9 +8,9 @@
 // (EHLO answered without it): only the second is a fact about the server's TLS.
 import type net from 'node:net';
 import type tls from 'node:tls';
-import { OutboundFetchError, OutboundRefusedError } from '../../net/outbound-errors.ts';
-import { upgradeTls, type OutboundGuard } from '../../net/outbound-guard.ts';
-import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
+import { OutboundFetchError, OutboundRefusedError } from '../net/outbound-errors.ts';
+import { upgradeTls, type OutboundGuard } from '../net/outbound-guard.ts';
+import { handshakeFacts, type HandshakeFacts } from '../net/tls-facts.ts';
 
 export interface SmtpLimits {
   connectMs: number;

@@ -1,9 +1,9 @@
 // The lane runner's reads and compare-and-sets on one task row. `attempts` is the fencing token:
 // the run that moved the task to running with attempts = k is the only one whose outcome counts.
 import { sql } from 'kysely';
-import type { Db } from '../../src/db/database.ts';
-import type { JobStatus, TaskStatus } from '../../src/db/schema.ts';
-import { affected, parseJson } from '../../src/db/transaction.ts';
+import type { Db } from '../../db/database.ts';
+import type { JobStatus, TaskStatus } from '../../db/schema.ts';
+import { affected, parseJson } from '../../db/transaction.ts';
 
 export interface LaneTask {
   id: number;

@@ -1,10 +1,10 @@
 // Workspaces, applications, keys and approved scopes: the writes behind the admin CLI (and the
 // test fixtures, which use the same functions so they exercise the real path).
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { generateApiKey, hashApiKey } from '../auth/api-key.ts';
-import { SCOPES, type Scope } from '../auth/principal.ts';
-import { publicId } from '../lib/ids.ts';
+import type { Db } from '../db/database.ts';
+import { generateApiKey, hashApiKey } from './api-key.ts';
+import { SCOPES, type Scope } from './principal.ts';
+import { publicId } from '../contract/ids.ts';
 import { rateOverridesSchema, parseOverrides, type RateOverrides } from '../ratelimit/policies.ts';
 
 export class NotFoundError extends Error {}

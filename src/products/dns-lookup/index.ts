@@ -17,8 +17,8 @@ import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import type { QueryResult, RecordType, Resolver } from '../../dns/types.ts';
 import { indeterminateLimitation, presence } from '../../dns/presence.ts';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SyncOutcome } from '../types.ts';
-import { laneOutcome } from '../types.ts';
+import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SyncOutcome } from '../kit/product-contract.ts';
+import { laneOutcome } from '../kit/product-contract.ts';
 
 export const dnsTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA'] as const satisfies readonly RecordType[];
 type DnsType = (typeof dnsTypes)[number];

@@ -1,8 +1,8 @@
 // The prose of the OpenAPI document (info.description, Markdown): the client rules of SERVICE.md,
 // the product table and the error-code table, generated from the product and error registries so
 // the reference page (GET /docs renders this document) cannot disagree with the service.
-import { errorRegistry, type ErrorCode } from './errors.ts';
-import type { ProductDefinition } from '../products/types.ts';
+import { errorRegistry, type ErrorCode } from '../../contract/errors.ts';
+import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 
 const CLIENT_RULES = [
   'Send `Authorization: Bearer $LSS_API_KEY` on every request. The key is a workspace application key; it is used only server side and never goes into browser code, examples or logs.',

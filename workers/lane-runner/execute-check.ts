@@ -3,9 +3,9 @@
 // overruns is `timeout`. Only a shutdown interrupts without an outcome.
 import type { Logger } from 'pino';
 import type { TaskStatus } from '../../src/db/schema.ts';
-import { laneStatuses, type CheckContext, type CheckOutput, type CheckSpec, type LaneStatus } from '../../src/products/types.ts';
+import { laneStatuses, type CheckContext, type CheckOutput, type CheckSpec, type LaneStatus } from '../../src/products/kit/product-contract.ts';
 import { errInfo } from '../../src/queue/stream-consumer.ts';
-import type { LaneTask } from './task-repo.ts';
+import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 
 export type CheckResult =
   | { kind: 'done'; status: TaskStatus; reason: string | null; output: CheckOutput | null; durationMs: number }

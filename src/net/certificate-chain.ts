@@ -3,7 +3,7 @@
 // the DANE digests of every chain element (leaf first) for TLSA matching at assembly. The exact
 // DER (TLSA matching type 0) is kept only for elements small enough to store.
 import { X509Certificate } from 'node:crypto';
-import { parseCertificate } from '../../../workers/pool/parse-tasks.ts';
+import { parseCertificate } from '../../workers/pool/parse-tasks.ts';
 
 const EXACT_MAX_BYTES = 2048;
 const MAX_SANS = 50;

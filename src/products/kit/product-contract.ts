@@ -3,7 +3,7 @@
 // layer turns that into the CONTRACT §7 envelope.
 import type { z } from 'zod';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import type { Config } from '../../config/config.ts';
 
 export const laneStatuses = [
   'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped', 'cancelled', 'budget_exhausted',

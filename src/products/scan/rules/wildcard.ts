@@ -12,8 +12,8 @@
 // A name under the level then `match`es the wildcard (every type's set equals the wildcard's:
 // it collapses into one wildcard object), is `real` (some type differs: real hosts under a
 // wildcard survive), `possible` (kept, marked) or `unknown` (kept, with a limitation).
-import { presence, recordsOf } from '../dns/presence.ts';
-import type { QueryResult, RecordType } from '../dns/types.ts';
+import { presence, recordsOf } from '../../../dns/presence.ts';
+import type { QueryResult, RecordType } from '../../../dns/types.ts';
 
 export const WILDCARD_TYPES = ['A', 'AAAA', 'CNAME', 'MX', 'TXT'] as const satisfies readonly RecordType[];
 export type WildcardType = (typeof WILDCARD_TYPES)[number];

@@ -2,7 +2,7 @@
 // transaction as its effect where there is one (a job); the unique key (api_key_id, idem_key)
 // makes a second commit for the same key impossible, whatever happened to the Redis lease.
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { Db } from '../db/database.ts';
 
 export interface CommittedReply {
   fingerprint: Buffer;

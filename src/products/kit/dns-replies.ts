@@ -5,7 +5,7 @@ import type { QueryResult, Resolver } from '../../dns/types.ts';
 import { isDeterminate } from '../../dns/presence.ts';
 
 export { outcomeText } from '../../dns/presence.ts';
-import type { CheckOutput, LaneStatus, Limitation, ObjectOut, ProductRuntime, SourceRef } from '../types.ts';
+import type { CheckOutput, LaneStatus, Limitation, ObjectOut, ProductRuntime, SourceRef } from './product-contract.ts';
 
 export const DNS_SOURCE: SourceRef = { source: 'dns_resolver' };
 

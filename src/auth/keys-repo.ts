@@ -1,6 +1,6 @@
 // Queries behind authentication: one indexed read by key hash.
-import type { Db } from './database.ts';
-import { SCOPES, type Principal, type Scope } from '../auth/principal.ts';
+import type { Db } from '../db/database.ts';
+import { SCOPES, type Principal, type Scope } from './principal.ts';
 import { parseOverrides } from '../ratelimit/policies.ts';
 
 export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<Principal | null> {

@@ -1,9 +1,9 @@
 // The shared services product lanes use, built once per process.
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
-import type { ProductRuntime } from './types.ts';
-import { createResolver } from '../dns/stub-resolver.ts';
-import { createOutboundGuard } from '../net/outbound-guard.ts';
+import type { Config } from '../../config/config.ts';
+import type { ProductRuntime } from './product-contract.ts';
+import { createResolver } from '../../dns/stub-resolver.ts';
+import { createOutboundGuard } from '../../net/outbound-guard.ts';
 
 export function createProductRuntime(config: Config, log: Logger, extra: Record<string, unknown> = {}): ProductRuntime {
   const resolver = createResolver(config);

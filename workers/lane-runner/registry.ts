@@ -1,6 +1,6 @@
 // Check name → CheckSpec, for every lane. Product modules export their checks; adding a product's
 // checks is adding its array to `productChecks`. Tests register their own with registerCheck().
-import type { CheckSpec } from '../../src/products/types.ts';
+import type { CheckSpec } from '../../src/products/kit/product-contract.ts';
 import { domainChecks } from '../../src/products/domain/checks.ts';
 import { webChecks } from '../../src/products/web/checks.ts';
 import { mailChecks } from '../../src/products/mail/checks.ts';

@@ -1,13 +1,13 @@
 // The OpenAPI 3.1 document, generated from the product registry, the zod schemas and the error
 // registry. Nothing here is written by hand that a schema already says.
 import { z } from 'zod';
-import { errorRegistry, type ErrorCode } from './errors.ts';
-import { envelopeSchema } from './envelope.ts';
-import { errorEnvelopeSchema, productListSchema } from './schemas.ts';
-import { cancelRequestSchema, jobStatusSchema } from './job-schemas.ts';
-import { jobPagePaths, jobPageSchemas } from './page-schemas.ts';
+import { errorRegistry, type ErrorCode } from '../../contract/errors.ts';
+import { envelopeSchema } from '../../contract/envelope.ts';
+import { errorEnvelopeSchema, productListSchema } from '../../contract/schemas.ts';
+import { cancelRequestSchema, jobStatusSchema } from '../../contract/job-schemas.ts';
+import { jobPagePaths, jobPageSchemas } from '../../contract/page-schemas.ts';
 import { describeApi } from './openapi-description.ts';
-import type { ProductDefinition } from '../products/types.ts';
+import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 
 type Json = Record<string, unknown>;
 

@@ -10,24 +10,24 @@
 // A crash anywhere leaves the entry pending (reclaimed by XAUTOCLAIM) or the task row in a state
 // the next delivery or the reconciler completes; no step runs twice with effect.
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../src/redis/client.ts';
+import type { RedisClient } from '../../src/redis/client.ts';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
-import type { Db } from '../src/db/database.ts';
-import type { ProductRuntime } from '../src/products/types.ts';
-import { isOpenTask } from '../src/jobs/orchestration/task-rows.ts';
-import { isTerminal } from '../src/jobs/job-view.ts';
-import { addDeadLetter, consumerName } from '../src/queue/dead-letter.ts';
-import type { QueueSettings } from '../src/queue/queue-settings.ts';
-import { ACK, RETAIN, StreamConsumer, type Delivery, type Settlement } from '../src/queue/stream-consumer.ts';
-import { TASK_MESSAGE_TTL_MS, groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
-import { executeCheck } from './lanes/execute-check.ts';
-import { startHeartbeat, type Heartbeat } from '../src/queue/heartbeat.ts';
-import { persistOutcome } from './lanes/persist-outcome.ts';
-import { checkByName, type CheckLookup } from './lanes/registry.ts';
-import { cancelTask, claimTask, deadLetterTask, loadLaneTask, releaseTask, type LaneTask } from './lanes/task-repo.ts';
-import { TenantPermits } from './lanes/tenant-permits.ts';
-import type { ParsePool } from './pool/parse-pool.ts';
+import type { Db } from '../../src/db/database.ts';
+import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
+import { isOpenTask } from '../../src/jobs/tasks/task-rows.ts';
+import { isTerminal } from '../../src/jobs/job-view.ts';
+import { addDeadLetter, consumerName } from '../../src/queue/dead-letter.ts';
+import type { QueueSettings } from '../../src/queue/queue-settings.ts';
+import { ACK, RETAIN, StreamConsumer, type Delivery, type Settlement } from '../../src/queue/stream-consumer.ts';
+import { TASK_MESSAGE_TTL_MS, groups, queueKeys, streams, type LaneName } from '../../src/queue/streams.ts';
+import { executeCheck } from './execute-check.ts';
+import { startHeartbeat, type Heartbeat } from '../../src/queue/heartbeat.ts';
+import { persistOutcome } from './persist-outcome.ts';
+import { checkByName, type CheckLookup } from './registry.ts';
+import { cancelTask, claimTask, deadLetterTask, loadLaneTask, releaseTask, type LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
+import { TenantPermits } from './tenant-permits.ts';
+import type { ParsePool } from '../pool/parse-pool.ts';
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
