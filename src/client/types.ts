@@ -7,7 +7,7 @@ import type { laneOutcomeSchema, limitationSchema, sourceSchema } from '../contr
 import type { jobStatusSchema } from '../contract/job-schemas.ts';
 import type { findingPageSchema, objectDetailSchema, resultPageSchema } from '../contract/page-schemas.ts';
 import type { errorEnvelopeSchema, productListSchema } from '../contract/schemas.ts';
-import type { Severity } from '../products/kit/product-contract.ts';
+import type { Severity } from '../contract/tasks.ts';
 import type { macInput, macResult } from '../products/mac/index.ts';
 import type { phoneInput, phoneResult } from '../products/phone/index.ts';
 import type { ipInput, ipResult } from '../products/ip/index.ts';

@@ -3,7 +3,8 @@
 // producing an envelope that could read as an answer.
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
-import { laneStatuses, type ProductDefinition, type SyncOutcome } from '../products/kit/product-contract.ts';
+import { laneStatuses, type SyncOutcome } from './lanes.ts';
+import type { ProductDefinition } from '../products/kit/product-contract.ts';
 
 export const laneOutcomeSchema = z.object({
   lane: z.string(),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 import { limitationSchema } from './envelope.ts';
 import { laneCountsSchema } from './job-schemas.ts';
-import { SEVERITIES, type Severity } from '../products/kit/product-contract.ts';
+import { SEVERITIES, type Severity } from './tasks.ts';
 
 type Json = Record<string, unknown>;
 

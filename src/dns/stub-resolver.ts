@@ -8,8 +8,7 @@
 // starts the next one at once instead of waiting for its slot.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
-import type { LaneReadiness } from '../products/kit/product-contract.ts';
-import type { QueryOutcome, QueryResult, RecordType, Resolver } from './types.ts';
+import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
 import { resolveServers, type DnsServer } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
 import { acceptReply, answerRecords, buildQuery, encodableName, outcomeOf, rcodeName, replyRcode, type Reply } from './wire.ts';
@@ -44,7 +43,7 @@ export class StubResolver implements Resolver {
     this.minAttempts = opts.minAttempts ?? 2;
   }
 
-  readiness(): LaneReadiness {
+  readiness(): ResolverHealth {
     if (this.servers.length === 0) return 'unconfigured';
     return this.consecutiveUnreachable >= this.downAfter ? 'down' : 'ready';
   }

@@ -1,6 +1,4 @@
 // The contract of the project's stub resolver, used by every lane that asks DNS a question.
-import type { LaneReadiness } from '../products/kit/product-contract.ts';
-
 export const recordTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA', 'PTR', 'DS', 'DNSKEY', 'SRV', 'TLSA'] as const;
 export type RecordType = (typeof recordTypes)[number];
 
@@ -34,8 +32,11 @@ export interface QueryResult {
   durationMs: number;
 }
 
+/** Whether the resolver can answer: servers configured and reachable of late. */
+export type ResolverHealth = 'ready' | 'unconfigured' | 'down';
+
 export interface Resolver {
   query(name: string, type: RecordType, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<QueryResult>;
   /** ready when servers are configured and the recent queries did not all fail to reach them. */
-  readiness(): LaneReadiness;
+  readiness(): ResolverHealth;
 }

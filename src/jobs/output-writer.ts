@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { parseJson, type Trx } from '../db/transaction.ts';
 import { publicId } from '../contract/ids.ts';
-import { SEVERITIES, type FindingOut, type LaneStatus, type ObjectOut, type ObjectRef, type RelationOut, type SourceRef } from '../products/kit/product-contract.ts';
+import { SEVERITIES, type FindingOut, type ObjectOut, type ObjectRef, type RelationOut } from '../contract/tasks.ts';
+import type { LaneStatus, SourceRef } from '../contract/lanes.ts';
 
 /** Where an output comes from: the job, the product lane it belongs to, and its default distance. */
 export interface OutputOrigin {

@@ -5,7 +5,7 @@
 // while the job runs never skip or repeat. Every query is scoped by job (and the job was found
 // within the caller's workspace); objects are also matched on workspace_id.
 import type { Db } from '../db/database.ts';
-import { SEVERITIES, type Severity } from '../products/kit/product-contract.ts';
+import { SEVERITIES, type Severity } from '../contract/tasks.ts';
 
 /** findings.severity stores the index in SEVERITIES: info 0, low 1, medium 2, high 3, critical 4. */
 export function severityRank(s: Severity): number {

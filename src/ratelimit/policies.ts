@@ -1,6 +1,6 @@
 // Rate policies of CONTRACT §5 and their per-application overrides (admin `limits set`).
 import { z } from 'zod';
-import type { RateClass } from '../products/kit/product-contract.ts';
+import type { RateClass } from '../contract/lanes.ts';
 
 export interface RatePolicy {
   /** Name shown in the RateLimit / RateLimit-Policy headers. */

@@ -20,7 +20,8 @@ import { createCursorCodec, createEvidenceRefs, type CursorCodec, type CursorRou
 import {
   findObject, findingPage, objectFindingIds, objectPage, objectRelations, severityName, type FindingRow, type ObjectRow,
 } from '../jobs/pages-repo.ts';
-import type { Limitation, Severity } from '../products/kit/product-contract.ts';
+import type { Limitation } from '../contract/lanes.ts';
+import type { Severity } from '../contract/tasks.ts';
 
 type EvidenceRefs = (owner: string, index: number) => string;
 

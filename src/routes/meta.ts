@@ -4,7 +4,7 @@ import type { AppDeps } from '../http/deps.ts';
 import { authenticateAny } from '../http/authenticate.ts';
 import { rateLimit } from '../http/rate-limit.ts';
 import { buildOpenApi } from './openapi/openapi.ts';
-import { laneReadiness, productReadiness } from '../products/kit/product-contract.ts';
+import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
 
 export function productList(deps: AppDeps) {
   return {

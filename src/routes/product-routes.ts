@@ -12,7 +12,8 @@ import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
-import { laneReadiness, productReadiness, type ProductDefinition, type WorkerLiveness } from '../products/kit/product-contract.ts';
+import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
+import type { ProductDefinition, WorkerLiveness } from '../products/kit/product-contract.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
@@ -34,7 +35,7 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
     }
     // An input may need more worker lanes than the product's minimum (a scan profile's web lane).
     const needed = def.job?.lanesFor?.(state(res).input) ?? [];
-    const liveness = deps.runtime.services.laneHealth as WorkerLiveness | undefined;
+    const liveness = deps.runtime.services.laneHealth;
     const down = needed.filter((l) => !liveness?.alive(l));
     if (down.length > 0) {
       throw new ApiError(code, { details: { product: def.id }, cause: `no live lane-${down.join(', lane-')} worker for this input` });

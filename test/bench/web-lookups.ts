@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const { createApp } = await import('../../src/app.ts');
   const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/auth/tenancy-repo.ts');
   const { grantCredits } = await import('../../src/credits/ledger.ts');
-  const { productReadiness } = await import('../../src/products/kit/product-contract.ts');
+  const { productReadiness } = await import('../../src/products/kit/readiness.ts');
   const { webProduct } = await import('../../src/products/web/index.ts');
   const { startLab } = await import('../lab/serve.ts');
   const { webLabPart } = await import('../lab/web-lab.ts');
@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     closers.push(() => deps.close());
     const app = await listen(createApp(deps));
     closers.push(() => new Promise<void>((r) => { app.server.close(() => r()); app.server.closeAllConnections(); }));
-    const health = deps.runtime.services.laneHealth as { refresh(): Promise<void> };
+    const health = deps.runtime.services.laneHealth as import('../../src/queue/lane-health.ts').LaneHealth;
     for (let i = 0; ; i++) {
       await health.refresh();
       if (productReadiness(webProduct, deps.runtime) === 'available') break;

@@ -6,7 +6,7 @@ import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { publicId } from '../../src/contract/ids.ts';
 import type { Db } from '../../src/db/database.ts';
 import type { JobStatus } from '../../src/db/schema.ts';
-import { SEVERITIES, type Severity } from '../../src/products/kit/product-contract.ts';
+import { SEVERITIES, type Severity } from '../../src/contract/tasks.ts';
 
 // ---- Fixture writer: rows written directly, seqs taken the way the real writer takes them --------
 

@@ -25,7 +25,8 @@ import { groups, publishJob, publishTaskResult, queueKeys, streams } from '../..
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { delKeys, hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
-import type { CheckOutput, CheckSpec, ProductDefinition, TaskOutcomeView } from '../../src/products/kit/product-contract.ts';
+import type { CheckOutput, TaskOutcomeView } from '../../src/contract/tasks.ts';
+import type { CheckSpec, ProductDefinition } from '../../src/products/kit/product-contract.ts';
 import { checkTimeoutMs, registerCheck } from '../../workers/lane-runner/registry.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 

@@ -7,7 +7,8 @@ import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { createResolver, type StubResolver } from '../../src/dns/stub-resolver.ts';
 import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns-lookup/index.ts';
-import { productReadiness, type ExecContext, type ProductRuntime } from '../../src/products/kit/product-contract.ts';
+import { productReadiness } from '../../src/products/kit/readiness.ts';
+import type { ExecContext, ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
 

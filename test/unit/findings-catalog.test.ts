@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { findingCatalog } from '../../src/products/findings-catalog.ts';
-import { SEVERITIES } from '../../src/products/kit/product-contract.ts';
+import { SEVERITIES } from '../../src/contract/tasks.ts';
 
 const md = readFileSync(new URL('../../docs/findings.md', import.meta.url), 'utf8');
 

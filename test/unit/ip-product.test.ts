@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 import { parseConfig } from '../../src/config/config.ts';
 import type { ExecContext } from '../../src/products/kit/product-contract.ts';
-import { productReadiness } from '../../src/products/kit/product-contract.ts';
+import { productReadiness } from '../../src/products/kit/readiness.ts';
 import type { QueryOutcome, QueryResult, RecordType, Resolver } from '../../src/dns/types.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { ipProduct, ipResult, type IpInput, type IpResult } from '../../src/products/ip/index.ts';

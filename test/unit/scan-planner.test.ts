@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { expandScan, planScan, SCAN_CHECKS, type DnsFacts, type ScanInput, type WebFacts } from '../../src/products/scan/rules/planner.ts';
 import { profiles, scanProfiles, unitCosts, type NameSource, type ScanProfile } from '../../src/products/scan/rules/profiles.ts';
-import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/products/kit/product-contract.ts';
+import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/contract/tasks.ts';
 
 const TARGET = 'example.test';
 const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput => ({ profile, target: { type: 'domain_name', value: target }, options: { active, maxCredits: 1000 } });

@@ -8,7 +8,8 @@ import { createWebChecks, planWeb, webInput, webProduct } from '../../src/produc
 import { webFindings, type WebFindingCode } from '../../src/products/web/findings.ts';
 import { assembleWeb } from '../../src/products/web/assemble.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
-import type { CheckOutput, ProductRuntime, TaskOutcomeView } from '../../src/products/kit/product-contract.ts';
+import type { CheckOutput, TaskOutcomeView } from '../../src/contract/tasks.ts';
+import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
 import { webLabPart, type WebLab } from '../lab/web-lab.ts';
 import { webUrl } from '../lab/web-hosts.ts';

@@ -3,7 +3,9 @@
 // overruns is `timeout`. Only a shutdown interrupts without an outcome.
 import type { Logger } from 'pino';
 import type { TaskStatus } from '../../src/db/schema.ts';
-import { laneStatuses, type CheckContext, type CheckOutput, type CheckSpec, type LaneStatus } from '../../src/products/kit/product-contract.ts';
+import { laneStatuses, type LaneStatus } from '../../src/contract/lanes.ts';
+import type { CheckContext, CheckSpec } from '../../src/products/kit/product-contract.ts';
+import type { CheckOutput } from '../../src/contract/tasks.ts';
 import { errInfo } from '../../src/queue/stream-consumer.ts';
 import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 

@@ -7,7 +7,7 @@ import type { Db } from '../../src/db/database.ts';
 import type { TaskStatus } from '../../src/db/schema.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
 import { writeOutput } from '../../src/jobs/output-writer.ts';
-import type { CheckOutput } from '../../src/products/kit/product-contract.ts';
+import type { CheckOutput } from '../../src/contract/tasks.ts';
 
 
 export interface PersistTask {

@@ -2,7 +2,7 @@
 // argument, so it stays out of shell history and process lists; LSS_BASE_URL) and the terminal.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_BASE_URL, LssClient } from '../client.ts';
-import { SEVERITIES } from '../../products/kit/product-contract.ts';
+import { SEVERITIES } from '../../contract/tasks.ts';
 import { UsageError, type Report } from './report.ts';
 import { createTerminal, type Terminal } from './terminal.ts';
 

@@ -3,7 +3,7 @@
 // since more may come.
 import { Option, type Command } from 'commander';
 import type { Severity } from '../types.ts';
-import { SEVERITIES } from '../../products/kit/product-contract.ts';
+import { SEVERITIES } from '../../contract/tasks.ts';
 import { jobReport, readFindings, stateOutcome, waitWithProgress, withFailOn } from './job-flow.ts';
 import { renderFindings, renderObject, renderResults } from './render.ts';
 import { failOnOption, integerArg, type Action, type Context } from './context.ts';

@@ -5,7 +5,7 @@ import { LssApiError } from '../errors.ts';
 import type { LssClient } from '../client.ts';
 import type { Collected } from '../page-iterator.ts';
 import type { FindingPage, JobStatus, Severity } from '../types.ts';
-import { SEVERITIES } from '../../products/kit/product-contract.ts';
+import { SEVERITIES } from '../../contract/tasks.ts';
 import { EXIT_INTERRUPTED, type Outcome } from './exit-codes.ts';
 import { jobProgress } from './progress.ts';
 import { renderFindings, renderJob } from './render.ts';

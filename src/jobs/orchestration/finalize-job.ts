@@ -11,7 +11,7 @@ import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
 import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
-import type { LaneStatus } from '../../products/kit/product-contract.ts';
+import type { LaneStatus } from '../../contract/lanes.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */

@@ -8,7 +8,9 @@
 //   cancelled    cancel requested (whatever the tasks did; completed ones are still charged)
 // A deadline finalization is `partial` when any task produced results, else `failed`.
 import { buildEnvelope, type Envelope } from '../../contract/envelope.ts';
-import type { AssembledOutcome, DerivedOutput, Limitation, ProductDefinition } from '../../products/kit/product-contract.ts';
+import type { AssembledOutcome, DerivedOutput } from '../../contract/tasks.ts';
+import type { Limitation } from '../../contract/lanes.ts';
+import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { CAPTURED_TASK_STATUSES, taskView, type TaskRow } from '../tasks/task-rows.ts';
 
 export type FinalizeMode = 'settle' | 'cancel' | 'deadline';

@@ -2,7 +2,7 @@
 // pending tasks are put on their lane streams. A redelivered plan for a running job re-enqueues
 // only tasks whose stream entry was lost.
 import { sql } from 'kysely';
-import type { TaskPlan } from '../../products/kit/product-contract.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
 import { enqueueTasks, ensureTasksEnqueued, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import { isLaneName } from '../../queue/streams.ts';

@@ -1,7 +1,7 @@
 // Which planned tasks fit the job's reservation (CONTRACT §6): tasks are taken in plan order (the
 // product's priority) while their summed unit cost stays within the reservation; from the first
 // task that would exceed it, scheduling stops and every later task is `budget_exhausted`.
-import type { TaskPlan } from '../../products/kit/product-contract.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
 
 export interface BudgetedTask {
   plan: TaskPlan;

@@ -11,11 +11,11 @@
 // Returns the tasks that are pending now; the caller enqueues them after the commit.
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { GateResult, TaskPlan } from '../../products/kit/product-contract.ts';
+import type { GateResult, TaskPlan } from '../../contract/tasks.ts';
 import type { TaskRef } from '../../queue/task-enqueue.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
-import type { CheckOutput } from '../../products/kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { dedupePlans } from './task-budget.ts';
 import type { LockedJob } from './task-rows.ts';
 

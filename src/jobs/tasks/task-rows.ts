@@ -1,7 +1,7 @@
 // Task statuses and the task/job rows the orchestrator and lane runner share.
 import { sql } from 'kysely';
 import type { JobStatus, TaskStatus } from '../../db/schema.ts';
-import type { CheckOutput, TaskOutcomeView, TaskPlan } from '../../products/kit/product-contract.ts';
+import type { CheckOutput, TaskOutcomeView, TaskPlan } from '../../contract/tasks.ts';
 import { isLaneName } from '../../queue/streams.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 

@@ -17,8 +17,9 @@ import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import type { QueryResult, RecordType, Resolver } from '../../dns/types.ts';
 import { indeterminateLimitation, presence } from '../../dns/presence.ts';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SyncOutcome } from '../kit/product-contract.ts';
-import { laneOutcome } from '../kit/product-contract.ts';
+import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneOutcome, LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 
 export const dnsTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA'] as const satisfies readonly RecordType[];
 type DnsType = (typeof dnsTypes)[number];
@@ -70,7 +71,7 @@ const lanes = {
 } satisfies Record<string, LaneSpec>;
 
 function resolverOf(runtime: ProductRuntime): Resolver | undefined {
-  return runtime.services.resolver as Resolver | undefined;
+  return runtime.services.resolver;
 }
 
 const replied = (r: QueryResult) => r.outcome !== 'timeout' && r.outcome !== 'error';

@@ -1,6 +1,7 @@
 // Builds the job's result envelope body from the three finished tasks (src/products/kit/lane-assembly.ts):
 // each lane's status is its task's; a lane that did not complete contributes null and its reason.
-import type { LaneSpec, SyncOutcome, TaskOutcomeView } from '../kit/product-contract.ts';
+import type { LaneSpec, SyncOutcome } from '../../contract/lanes.ts';
+import type { TaskOutcomeView } from '../../contract/tasks.ts';
 import { laneAssembly } from '../kit/lane-assembly.ts';
 import { nameParts } from '../kit/name-parts.ts';
 import type { DelegationProjection, DomainResult, RecordsProjection, RegistrationProjection } from './schema.ts';

@@ -3,7 +3,9 @@
 // DS is "not signed". A SERVFAIL, timeout or error leaves the fact unknown: the lane is
 // unavailable/timeout (NS) or partial (SOA, DS), with a limitation, and no finding.
 import type { QueryResult, Resolver } from '../../dns/types.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, outcomeText, queryStatus, resolverOf } from '../kit/dns-replies.ts';
 import { finding } from './findings.ts';
 import { nameParts, type NameParts } from '../kit/name-parts.ts';

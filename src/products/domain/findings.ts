@@ -1,6 +1,6 @@
 // The domain product's finding codes, declared once: the checks build findings from these rows
 // and docs/products/domain.md lists them (docs/findings.md takes the same table).
-import type { FindingOut, ObjectRef, Severity } from '../kit/product-contract.ts';
+import type { FindingOut, ObjectRef, Severity } from '../../contract/tasks.ts';
 
 export interface FindingKind {
   code: string;

@@ -5,7 +5,9 @@
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import { snapshotBootstrap } from '../../rdap/bootstrap.ts';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
+import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneReadiness } from '../../contract/lanes.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
 import { assembleDomain, domainLanes } from './assemble.ts';
 import { DOMAIN_CHECKS } from './checks.ts';
 import { resolverOf } from '../kit/dns-replies.ts';

@@ -2,7 +2,9 @@
 // reply about the name (records, NODATA or NXDOMAIN), partial when some did, unavailable/timeout
 // when none did: a type without a usable reply is listed with its outcome, never as "no records".
 import type { QueryResult } from '../../dns/types.ts';
-import type { CheckContext, CheckOutput, LaneStatus, Limitation, ObjectOut, RelationOut } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, ObjectOut, RelationOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 import { indeterminateLimitation } from '../../dns/presence.ts';
 import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, resolverOf } from '../kit/dns-replies.ts';
 import { nameParts } from '../kit/name-parts.ts';

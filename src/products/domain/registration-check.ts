@@ -3,7 +3,9 @@
 // refused or failing server makes the lane unavailable (or timeout) with a limitation.
 import { lookupDomain, type RdapLookup, type RdapUnavailableReason } from '../../rdap/client.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, ObjectRef, SourceRef } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectRef } from '../../contract/tasks.ts';
+import type { SourceRef } from '../../contract/lanes.ts';
 import { notRun } from '../kit/dns-replies.ts';
 import { finding } from './findings.ts';
 import { nameParts } from '../kit/name-parts.ts';
@@ -39,7 +41,7 @@ export async function runRegistrationCheck(target: string, ctx: CheckContext, op
     // A public suffix is not registered by anyone: nothing to ask.
     return notRun('skipped', 'not_applicable', [], []);
   }
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   if (!guard) {
     return notRun('unavailable', 'rdap_not_configured', [{ code: 'registration_unavailable', message: 'No outbound guard is configured in this process; RDAP was not asked.' }], []);
   }

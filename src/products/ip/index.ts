@@ -3,8 +3,9 @@
 // PTR names the DNS holds for it.
 import { z } from 'zod';
 import type { Resolver } from '../../dns/types.ts';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../kit/product-contract.ts';
-import { laneOutcome } from '../kit/product-contract.ts';
+import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneOutcome, LaneSpec, Limitation, SourceRef, SyncOutcome } from '../../contract/lanes.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 import { formatIp, parseIp, reverseName, type IpAddress } from './address.ts';
 import { classify } from './classify.ts';
 import { DatasetUnreadableError, contextDataset, contextDatasetUsable, lookupContext } from './context-dataset.ts';
@@ -93,7 +94,7 @@ function round(ms: number): number {
 }
 
 function resolverOf(runtime: ProductRuntime): Resolver | undefined {
-  return runtime.services.resolver as Resolver | undefined;
+  return runtime.services.resolver;
 }
 
 interface LaneResult<T> {

@@ -1,7 +1,7 @@
 // The reverse_dns lane: one PTR question through the project resolver. Only an authoritative
 // answer (records, NXDOMAIN or NODATA) is an answer; anything else leaves ptr null.
 import type { QueryResult, Resolver } from '../../dns/types.ts';
-import type { LaneStatus, Limitation } from '../kit/product-contract.ts';
+import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 
 export interface ReverseOutcome {
   status: LaneStatus;

@@ -5,12 +5,14 @@ import type { QueryResult, Resolver } from '../../dns/types.ts';
 import { isDeterminate } from '../../dns/presence.ts';
 
 export { outcomeText } from '../../dns/presence.ts';
-import type { CheckOutput, LaneStatus, Limitation, ObjectOut, ProductRuntime, SourceRef } from './product-contract.ts';
+import type { CheckOutput, ObjectOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation, SourceRef } from '../../contract/lanes.ts';
+import type { ProductRuntime } from './product-contract.ts';
 
 export const DNS_SOURCE: SourceRef = { source: 'dns_resolver' };
 
 export function resolverOf(runtime: ProductRuntime): Resolver | undefined {
-  return runtime.services.resolver as Resolver | undefined;
+  return runtime.services.resolver;
 }
 
 /** A reply that says something about the name (present or absent: src/dns/presence.ts). */

@@ -1,8 +1,9 @@
 // Shared by async lookups' assemble(): the envelope's lanes, sources and limitations from the
 // finished tasks, one product lane at a time. A lane whose task did not complete (or left no
 // output) contributes null to the result plus its limitations, so null always comes with a reason.
-import type { LaneOutcome, LaneSpec, Limitation, SourceRef, TaskOutcomeView } from './product-contract.ts';
-import { laneOutcome } from './product-contract.ts';
+import type { LaneOutcome, LaneSpec, Limitation, SourceRef } from '../../contract/lanes.ts';
+import type { TaskOutcomeView } from '../../contract/tasks.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 
 const CONTRIBUTES = new Set(['completed', 'partial']);
 

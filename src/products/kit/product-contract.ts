@@ -1,65 +1,43 @@
 // The contract every product module fulfils. Product modules never import Express: they receive a
 // validated input and an execution context and return lane outcomes plus a projection; the HTTP
-// layer turns that into the CONTRACT §7 envelope.
-import type { z } from 'zod';
+// layer turns that into the CONTRACT §7 envelope. The data they exchange (lane outcomes, task
+// plans, check outputs) is the vocabulary in src/contract/lanes.ts and src/contract/tasks.ts.
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { Config } from '../../config/config.ts';
+import type { LaneReadiness, LaneSpec, RateClass, SyncOutcome } from '../../contract/lanes.ts';
+import type { AssembledOutcome, CheckOutput, FinishedTask, TaskOutcomeView, TaskPlan, WorkerLane } from '../../contract/tasks.ts';
+import type { Resolver } from '../../dns/types.ts';
+import type { OutboundGuard } from '../../net/outbound-guard.ts';
 
-export const laneStatuses = [
-  'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped', 'cancelled', 'budget_exhausted',
-] as const;
-export type LaneStatus = (typeof laneStatuses)[number];
-
-export interface LaneOutcome {
-  lane: string;
-  required: boolean;
-  status: LaneStatus;
-  durationMs?: number;
-  /** Machine reason for a non-completed lane (e.g. resolver_unreachable, not_configured). */
-  reason?: string;
+/** What answers "is this lane's worker process running?" (src/queue/lane-health.ts). */
+export interface WorkerLiveness {
+  alive(lane: string): boolean;
 }
 
-export interface Limitation {
-  code: string;
-  message: string;
+/**
+ * The shared services product lanes use, built once per process (kit/runtime.ts). Each is
+ * optional: a product whose service is missing reports its lane `unconfigured`, never absent.
+ */
+export interface ProductServices {
+  /** The project's DNS resolver (src/dns/): every DNS question a product asks goes through it. */
+  resolver?: Resolver;
+  /** The one outbound guard: every HTTP, TCP and TLS connection to a target goes through it. */
+  outbound?: OutboundGuard;
+  /** Worker liveness, where the process answers admission (the web role). */
+  laneHealth?: WorkerLiveness;
 }
-
-export interface SourceRef {
-  source: string;
-  version?: string;
-}
-
-export interface LaneSpec {
-  lane: string;
-  required: boolean;
-  description: string;
-}
-
-/** What a lane can do right now, independent of any request. */
-export type LaneReadiness = 'ready' | 'unconfigured' | 'down' | 'not_built';
-
-export type ProductReadiness = 'available' | 'partially_configured' | 'unavailable';
-
-export type RateClass = 'sync_lookup' | 'async_lookup' | 'scan';
 
 export interface ProductRuntime {
   config: Config;
   log: Logger;
-  /** Optional shared services wired in by later products (resolver, datasets…). */
-  services: Record<string, unknown>;
+  services: ProductServices;
 }
 
 export interface ExecContext {
   runtime: ProductRuntime;
   requestId: string;
   signal: AbortSignal;
-}
-
-export interface SyncOutcome<R = unknown> {
-  result: R;
-  lanes: LaneOutcome[];
-  sources: SourceRef[];
-  limitations: Limitation[];
 }
 
 export interface ActiveWork {
@@ -73,6 +51,7 @@ export interface ActiveWork {
   targetHost?: string;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds products of every input and result type
 export interface ProductDefinition<I = any, R = any> {
   id: string;
   title: string;
@@ -102,118 +81,7 @@ export interface ProductDefinition<I = any, R = any> {
   job?: AsyncProduct<I>;
 }
 
-export function laneOutcome(spec: LaneSpec, status: LaneStatus, extra: Partial<LaneOutcome> = {}): LaneOutcome {
-  return { lane: spec.lane, required: spec.required, status, ...extra };
-}
-
-/** What answers "is this lane's worker process running?" (src/queue/lane-health.ts). */
-export interface WorkerLiveness {
-  alive(lane: string): boolean;
-}
-
-/**
- * The product's own lane readiness, and for async products the liveness of the orchestrator and
- * of the worker lanes that run its checks: without them every lane is `down`, however well
- * configured (an accepted job would wait, not run).
- */
-export function laneReadiness(def: ProductDefinition, runtime: ProductRuntime): Record<string, LaneReadiness> {
-  if (!def.execute && !def.job) return Object.fromEntries(def.lanes.map((l) => [l.lane, 'not_built' as const]));
-  const own = def.readiness(runtime);
-  if (!def.job) return own;
-  const liveness = runtime.services.laneHealth as WorkerLiveness | undefined;
-  const workersUp = liveness ? liveness.alive('orchestrator') && def.job.workerLanes.every((l) => liveness.alive(l)) : false;
-  if (workersUp) return own;
-  return Object.fromEntries(def.lanes.map((l) => [l.lane, (own[l.lane] ?? 'not_built') === 'ready' ? 'down' as const : own[l.lane] ?? 'not_built']));
-}
-
-export function productReadiness(def: ProductDefinition, runtime: ProductRuntime): ProductReadiness {
-  const lanes = laneReadiness(def, runtime);
-  let partial = false;
-  for (const spec of def.lanes) {
-    const r = lanes[spec.lane] ?? 'not_built';
-    if (r === 'ready') continue;
-    if (spec.required) return 'unavailable';
-    partial = true;
-  }
-  return partial ? 'partially_configured' : 'available';
-}
-
-// ---- Async products: jobs, tasks and lane checks -------------------------------------------
-
-export type WorkerLane = 'dns' | 'mail' | 'web' | 'domain' | 'active';
-
-/** One unit of work, keyed by (job, check, objectKey): a redelivery finds the same row. */
-export interface TaskPlan {
-  check: string;
-  lane: WorkerLane;
-  /** The lane name reported in the envelope and job status (e.g. dns_delegation). */
-  productLane: string;
-  required: boolean;
-  unitCost: number;
-  objectKey: string;
-  distance?: number;
-  params?: Record<string, unknown>;
-  /**
-   * Run only after this task (same job) has finished: until then the task is `waiting`, never
-   * enqueued. On release its params gain `gate: { status, projection }` of that task, so a check
-   * can use what it found (a scan's wildcard probe of a zone level, for the names under it).
-   */
-  gate?: { check: string; objectKey: string };
-}
-
-/** What a gated task receives in params.gate when it is released. */
-export interface GateResult {
-  status: LaneStatus;
-  projection: Record<string, unknown> | null;
-}
-
-export interface ObjectRef {
-  type: string;
-  key: string;
-}
-
-export interface ObjectOut extends ObjectRef {
-  distance?: number;
-  projection: Record<string, unknown>;
-  evidence?: Array<{ summary: string }>;
-  /**
-   * Recorded by this check but not examined by it (a name seen in a record, an address): it gets
-   * its projection and distance, not this lane's status.
-   */
-  discovered?: boolean;
-}
-
-export interface RelationOut {
-  from: ObjectRef;
-  relation: 'resolves_to' | 'mx_of' | 'ns_of' | 'cname_to' | 'san_of' | 'links_to' | 'discovered_from';
-  to: ObjectRef;
-}
-
-export type Severity = 'info' | 'low' | 'medium' | 'high' | 'critical';
-export const SEVERITIES: readonly Severity[] = ['info', 'low', 'medium', 'high', 'critical'];
-
-export interface FindingOut {
-  code: string;
-  severity: Severity;
-  confidence: 'confirmed' | 'firm' | 'tentative';
-  title: string;
-  summary: string;
-  object: ObjectRef;
-  evidence?: Array<{ summary: string }>;
-}
-
-/** What a check returns; the lane runner persists it idempotently. */
-export interface CheckOutput {
-  status: LaneStatus;
-  reason?: string;
-  /** This lane's part of the product projection (assembled into the job's result). */
-  projection: Record<string, unknown>;
-  objects: ObjectOut[];
-  relations: RelationOut[];
-  findings: FindingOut[];
-  limitations: Limitation[];
-  sources: SourceRef[];
-}
+// ---- Async products: the checks the lane runner executes ------------------------------------
 
 export interface CheckContext {
   runtime: ProductRuntime;
@@ -227,44 +95,10 @@ export interface CheckSpec {
   lane: WorkerLane;
   timeoutMs: number;
   /** `distance`: the task's hops from the job's target (a scan places what it discovers one further). */
-  run(task: { objectKey: string; target: string; params: Record<string, unknown>; distance?: number }, ctx: CheckContext): Promise<CheckOutput>;
-}
-
-export interface TaskOutcomeView {
-  check: string;
-  productLane: string;
-  required: boolean;
-  objectKey: string;
-  status: LaneStatus;
-  reason?: string;
-  output: CheckOutput | null;
-}
-
-/**
- * What a lookup derives from several lanes at once, after every task finished (e.g. DANE records
- * matched against the certificate the STARTTLS lane was shown): findings and objects no single
- * check could produce. Persisted at finalize, attributed to `lane`.
- */
-export interface DerivedOutput {
-  lane: string;
-  objects: ObjectOut[];
-  relations: RelationOut[];
-  findings: FindingOut[];
-  sources: SourceRef[];
-}
-
-/** The envelope body of a lookup job, plus what it derived across lanes. */
-export interface AssembledOutcome<R = unknown> extends SyncOutcome<R> {
-  derived?: DerivedOutput[];
-}
-
-/** A finished task as the orchestrator hands it to a product's expand(). */
-export interface FinishedTask {
-  check: string;
-  objectKey: string;
-  distance: number;
-  status: LaneStatus;
-  output: CheckOutput | null;
+  run(
+    task: { objectKey: string; target: string; params: Record<string, unknown>; distance?: number },
+    ctx: CheckContext,
+  ): Promise<CheckOutput>;
 }
 
 export interface ExpandContext {

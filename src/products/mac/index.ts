@@ -1,7 +1,8 @@
 // lookup.mac.v1: IEEE assignment of a MAC address, plus what its first octet says about it.
 import { z } from 'zod';
-import type { ExecContext, LaneOutcome, LaneSpec, Limitation, ProductDefinition, ProductRuntime, SourceRef, SyncOutcome } from '../kit/product-contract.ts';
-import { laneOutcome } from '../kit/product-contract.ts';
+import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneOutcome, LaneSpec, Limitation, SourceRef, SyncOutcome } from '../../contract/lanes.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 import { formatMac, macBits, parseMac, type SlapQuadrant } from './mac-address.ts';
 import { OUI_DATA_VERSION, isRegistrationAuthorityBlock, matchIeeeRegistry, ouiTable, type Assignment } from './oui-registry.ts';
 import { loadExtendedRegistry, matchExtended, type ExtendedRegistry } from './oui-extended.ts';

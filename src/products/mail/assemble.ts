@@ -2,8 +2,9 @@
 // is its task's, except where a cross-lane derivation lowers it (dane with no certificate to
 // match); a lane that did not complete contributes null and its limitations, so null always
 // comes with the reason. Cross-lane findings (./derive.ts) are returned as `derived`.
-import type { AssembledOutcome, LaneOutcome, Limitation, SourceRef, TaskOutcomeView } from '../kit/product-contract.ts';
-import { laneOutcome } from '../kit/product-contract.ts';
+import type { AssembledOutcome, TaskOutcomeView } from '../../contract/tasks.ts';
+import type { LaneOutcome, Limitation, SourceRef } from '../../contract/lanes.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 import { deriveAcrossLanes } from './derive.ts';
 import { mailLaneList, mailLanes, type MailLane } from './lanes.ts';
 import type { MailResult } from './schema.ts';

@@ -4,7 +4,8 @@
 // at assembly (./derive.ts).
 import dkimTags from 'mailauth/lib/parse-dkim-headers.js';
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { nameParts } from '../kit/name-parts.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';

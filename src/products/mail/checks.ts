@@ -3,7 +3,8 @@
 // certificate, mail_posture, host, url), so a recursive scan can run any of them for any domain
 // it discovers. Every check asks the DNS through its own DnsAsker (one question per name and
 // type, answers kept for the pool).
-import type { CheckContext, CheckOutput, CheckSpec } from '../kit/product-contract.ts';
+import type { CheckContext, CheckSpec } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { notRun, resolverOf } from '../kit/dns-replies.ts';
 import { runBimiCheck } from './bimi-check.ts';
 import { runDaneCheck } from './dane-check.ts';

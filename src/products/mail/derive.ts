@@ -5,7 +5,8 @@
 //   bimi × dmarc             BIMI's prerequisite: an enforcing DMARC policy
 //   tls_rpt × (mta_sts, dane) reporting is expected once MTA-STS or DANE is deployed
 // A derivation whose input lane gave no answer derives nothing (and says so in a limitation).
-import type { DerivedOutput, FindingOut, Limitation } from '../kit/product-contract.ts';
+import type { DerivedOutput, FindingOut } from '../../contract/tasks.ts';
+import type { Limitation } from '../../contract/lanes.ts';
 import type { ChainDigests } from '../../net/certificate-chain.ts';
 import { mailFinding } from './findings.ts';
 import type { BimiProjection, DaneProjection, DmarcProjection, MtaStsProjection, SmtpProjection, TlsRptProjection } from './schema.ts';

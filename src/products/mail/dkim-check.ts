@@ -4,7 +4,8 @@
 // is never reported as "no DKIM" (there is no such finding).
 import { presence } from '../../dns/presence.ts';
 import type { QueryResult } from '../../dns/types.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { txtValues, type DnsAsker } from './dns-snapshot.ts';
 import { selectorsFor } from './dkim-selectors.ts';
 import { mailFinding } from './findings.ts';

@@ -3,7 +3,8 @@
 // suffix list beside the tree walk's, and the authorization record of every external report
 // destination. A walk cut by SERVFAIL or a timeout is `unknown`, never "no DMARC".
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText } from '../kit/dns-replies.ts';
 import { nameParts } from '../kit/name-parts.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';

@@ -3,7 +3,7 @@
 // lists them (test/unit/findings-catalog.test.ts fails when they drift). Every description says
 // when the finding is raised and what never raises it: a "missing X" code is raised only from an
 // authoritative NXDOMAIN or NODATA, never from SERVFAIL, a timeout or a refused connection.
-import type { FindingOut, ObjectRef } from '../kit/product-contract.ts';
+import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
 import type { FindingKind } from '../domain/findings.ts';
 
 const k = (severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string) =>

@@ -7,7 +7,9 @@
 // never load them, nor mailauth behind them.
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
+import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneReadiness } from '../../contract/lanes.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
 import { resolverOf } from '../kit/dns-replies.ts';
 import { assembleMail } from './assemble.ts';
 import { MAIL_PRICE, mailLaneList } from './lanes.ts';

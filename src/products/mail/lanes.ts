@@ -3,7 +3,7 @@
 // client pays for (the MX walk every other lane leans on, the SPF tree, the DMARC tree walk with
 // its report authorizations, live SMTP sessions). The five others cost 0. A lane that ends
 // unavailable, timeout or skipped is not captured, so a partial lookup costs less.
-import type { LaneSpec } from '../kit/product-contract.ts';
+import type { LaneSpec } from '../../contract/lanes.ts';
 
 export interface MailLane extends LaneSpec {
   check: string;

@@ -5,7 +5,8 @@
 // need the smtp_starttls lane and are derived at assembly (./derive.ts).
 import { presence } from '../../dns/presence.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
@@ -45,7 +46,7 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
   }
 
   const url = `https://mta-sts.${domain}/.well-known/mta-sts.txt`;
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   const fetched: NonNullable<MtaStsProjection['policy']> = { url, fetched: false, status: null, contentType: null, failure: null, mode: null, maxAge: null, mx: [], lax: false };
   const hosts = delivery.kind === 'hosts' ? delivery.hosts : [];
   if (!guard) {

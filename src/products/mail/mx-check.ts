@@ -3,7 +3,8 @@
 // (the domain's own address); an MX query without a usable reply makes the lane unavailable or
 // timeout (required: the job is then unavailable), never "no MX".
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { ipObject, outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';

@@ -1,6 +1,7 @@
 // One lane's CheckOutput, built up as the check learns things. `partial(l)` records a gap (the
 // lane is at best partial, and says why); objects are kept once per (type, key).
-import type { CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut, SourceRef } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation, SourceRef } from '../../contract/lanes.ts';
 import { indeterminateLimitation } from '../../dns/presence.ts';
 import type { QueryResult } from '../../dns/types.ts';
 import { failureOf } from '../kit/dns-replies.ts';

@@ -8,7 +8,8 @@ import os from 'node:os';
 import { isIPv6 } from 'node:net';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../net/outbound-errors.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText } from '../kit/dns-replies.ts';
 import type { DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
@@ -84,7 +85,7 @@ export async function runSmtpStarttlsCheck(domain: string, asker: DnsAsker, ctx:
     out.failed([delivery.query], { code: 'smtp_starttls_unknown', message: `The mail hosts of ${domain} are unknown (${outcomeText(delivery.query)}): no SMTP session was attempted.` });
     return out.done({ ...base, implicitMx: false, hosts: [] } satisfies SmtpProjection);
   }
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   if (!guard) {
     out.status = 'unavailable';
     out.reason = 'outbound_not_configured';

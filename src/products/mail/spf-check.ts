@@ -2,7 +2,8 @@
 // parse pool (./spf-evaluate.ts) on the answers gathered so far; the questions it still needs are
 // asked here in parallel, and the loop repeats until nothing is missing (breadth-first).
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding, type MailFindingCode } from './findings.ts';

@@ -2,7 +2,8 @@
 // syntax, and rua URIs with a mailto: or https: scheme. Whether it is missing matters only when
 // MTA-STS or DANE is deployed, which needs the other lanes: tls_rpt_missing is derived at assembly.
 import { presence } from '../../dns/presence.ts';
-import type { CheckContext, CheckOutput } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';

@@ -2,8 +2,9 @@
 // metadata). It can tell format, calling code, region, validity and the range's type; it cannot
 // tell carrier, porting or whether the line is in service, and says so on every answer.
 import { z } from 'zod';
-import type { ExecContext, LaneSpec, Limitation, ProductDefinition, SyncOutcome } from '../kit/product-contract.ts';
-import { laneOutcome } from '../kit/product-contract.ts';
+import type { ExecContext, ProductDefinition } from '../kit/product-contract.ts';
+import type { LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
+import { laneOutcome } from '../../contract/lanes.ts';
 import { LIBPHONENUMBER_VERSION, hasPlus, invalidReasons, isKnownRegion, phoneTypes, readNumber } from './numbering-plan.ts';
 
 const defaultRegion = z

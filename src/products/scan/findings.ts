@@ -3,7 +3,7 @@
 // and docs/findings.md lists them (drift-tested). Every row says when it is raised and what never
 // raises it: a question that got no authoritative answer is a limitation, never one of these.
 import type { FindingKind } from '../domain/findings.ts';
-import type { FindingOut, ObjectRef } from '../kit/product-contract.ts';
+import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
 
 const k = (code: string, severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string): FindingKind =>
   ({ code, severity, confidence, title, description });

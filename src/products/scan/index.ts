@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import { ApiError } from '../../contract/errors.ts';
 import type { Resolver } from '../../dns/types.ts';
-import type { AsyncProduct, LaneReadiness, LaneSpec, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
+import type { AsyncProduct, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
+import type { LaneReadiness, LaneSpec } from '../../contract/lanes.ts';
 import { registrableOf } from './rules/names.ts';
 import { expandScan, planScan, scanObjectCap, type ScanInput } from './rules/planner.ts';
 import { profiles, scanBudgetBounds, scanProfiles } from './rules/profiles.ts';
@@ -43,11 +44,11 @@ export function workerLanesFor(i: Pick<ScanInput, 'profile' | 'options'>): Array
 }
 
 function liveness(runtime: ProductRuntime): WorkerLiveness | undefined {
-  return runtime.services.laneHealth as WorkerLiveness | undefined;
+  return runtime.services.laneHealth;
 }
 
 function scanReadiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
-  const resolver = (runtime.services.resolver as Resolver | undefined)?.readiness() ?? 'unconfigured';
+  const resolver = (runtime.services.resolver)?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? 'ready' : 'unconfigured';
   const alive = (l: string): LaneReadiness => (liveness(runtime)?.alive(l) ? 'ready' : 'down');
   const worst = (...r: LaneReadiness[]): LaneReadiness => r.find((x) => x !== 'ready') ?? 'ready';

@@ -1,6 +1,7 @@
 // The job's result envelope from the finished tasks (src/products/kit/lane-assembly.ts). tls_protocols
 // is planned only for authorized requests; otherwise it is `skipped` / not_applicable.
-import type { LaneSpec, SyncOutcome, TaskOutcomeView } from '../kit/product-contract.ts';
+import type { LaneSpec, SyncOutcome } from '../../contract/lanes.ts';
+import type { TaskOutcomeView } from '../../contract/tasks.ts';
 import { laneAssembly } from '../kit/lane-assembly.ts';
 import type { WebResult } from './schema.ts';
 

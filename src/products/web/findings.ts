@@ -2,7 +2,7 @@
 // src/products/findings-catalog.ts gathers them and docs/findings.md lists them (drift-tested).
 // Every row says when it is raised and what never raises it: a chain or handshake that did not
 // happen (timeout, refusal, DNS failure) is a lane status and a limitation, never one of these.
-import type { FindingOut, ObjectRef } from '../kit/product-contract.ts';
+import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
 import type { FindingKind } from '../domain/findings.ts';
 
 const k = (code: string, severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string): FindingKind =>

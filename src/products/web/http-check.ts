@@ -4,7 +4,9 @@
 // partial when one did and another failed, timed out or was refused (each with a limitation);
 // unavailable / timeout when none did. Findings come only from responses actually received.
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation, ObjectOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 import { assessWebEvidence, type WebAssessment } from './assess.ts';
 import { collectWebEvidence, type CollectOptions } from './collect-evidence.ts';
 import type { ChainEvidence, WebEvidence } from './evidence.ts';
@@ -63,7 +65,7 @@ function mergeFindings(findings: FindingOut[]): FindingOut[] {
 }
 
 export async function runHttpCheck(target: string, ctx: CheckContext, opts: HttpCheckOptions): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   if (!guard) {
     return { status: 'unavailable', reason: 'outbound_not_configured', projection: {}, objects: [], relations: [], findings: [], limitations: [{ code: 'http_unavailable', message: 'No outbound guard in this process: nothing was fetched.' }], sources: [] };
   }

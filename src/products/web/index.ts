@@ -3,7 +3,9 @@
 // authorized requests only, the tls_protocols check. Price 4 = http 2 + tls 2; +4 for
 // tls_protocols when authorized. A lane that ends unavailable/timeout/skipped is not captured.
 import { createHash } from 'node:crypto';
-import type { AsyncProduct, LaneReadiness, ProductDefinition, ProductRuntime, TaskPlan } from '../kit/product-contract.ts';
+import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { LaneReadiness } from '../../contract/lanes.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
 import type { Resolver } from '../../dns/types.ts';
 import { assembleWeb, webLanes } from './assemble.ts';
 import { WEB_CHECKS } from './checks.ts';
@@ -39,7 +41,7 @@ export function planWeb(input: WebInput): TaskPlan[] {
 /** Every lane resolves its host with the project's resolver and connects through the guard. */
 function outboundReadiness(runtime: ProductRuntime): LaneReadiness {
   if (!runtime.services.outbound) return 'unconfigured';
-  return (runtime.services.resolver as Resolver | undefined)?.readiness() ?? 'unconfigured';
+  return (runtime.services.resolver)?.readiness() ?? 'unconfigured';
 }
 
 const job: AsyncProduct<WebInput> = {

@@ -10,7 +10,8 @@ import { OutboundFetchError, OutboundRefusedError, ocspStapled, type OutboundGua
 import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
 import type { CertificateInfo } from '../../../workers/pool/parse-tasks.ts';
 import { parseCertificate } from '../../../workers/pool/parse-tasks.ts';
-import type { CheckContext, CheckOutput, FindingOut, ObjectRef, RelationOut } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
 import { webFinding } from './findings.ts';
 import { addressObjects, notRun, resolveTlsTarget, type TlsTarget } from './tls-target.ts';
 
@@ -50,7 +51,7 @@ function failureOf(err: unknown): { status: CheckOutput['status']; reason: strin
 }
 
 export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCheckOptions): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   const resolved = await resolveTlsTarget(target, guard, 'tls', ctx.signal);
   if (!('addresses' in resolved)) return resolved;
   const t = resolved;

@@ -10,7 +10,9 @@
 // SSLv3, export and NULL suites…) is reported as a limitation, never as "not supported".
 import type tls from 'node:tls';
 import { OutboundFetchError, type OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, LaneStatus, Limitation } from '../kit/product-contract.ts';
+import type { CheckContext } from '../kit/product-contract.ts';
+import type { CheckOutput, FindingOut } from '../../contract/tasks.ts';
+import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 import { webFinding } from './findings.ts';
 import { addressObjects, resolveTlsTarget, type TlsTarget } from './tls-target.ts';
 
@@ -47,7 +49,7 @@ async function probe(guard: OutboundGuard, t: TlsTarget, address: string, v: Tls
 export const NOT_PROBED = 'SSL 2.0 and SSL 3.0 are not probed: the OpenSSL bundled with Node cannot speak them (no SSLv2/SSLv3 method). Export-grade, NULL and anonymous suites are not enumerated either; TLS 1.0/1.1 are probed at security level 0.';
 
 export async function runTlsProtocolsCheck(target: string, ctx: CheckContext, opts: TlsProtocolsOptions): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   const resolved = await resolveTlsTarget(target, guard, 'tls_protocols', ctx.signal);
   if (!('addresses' in resolved)) return resolved;
   const t = resolved;

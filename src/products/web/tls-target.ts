@@ -2,7 +2,8 @@
 // https URL that names one, else 443), every address resolved and vetted by the outbound guard.
 // A host that cannot be resolved or is refused is a lane status with a limitation, never "no TLS".
 import { OutboundFetchError, OutboundRefusedError, type OutboundGuard } from '../../net/outbound-guard.ts';
-import type { CheckOutput, Limitation, ObjectOut, RelationOut } from '../kit/product-contract.ts';
+import type { CheckOutput, ObjectOut, RelationOut } from '../../contract/tasks.ts';
+import type { Limitation } from '../../contract/lanes.ts';
 
 export interface TlsTarget {
   host: string;

@@ -11,7 +11,9 @@ import * as packet from 'dns-packet';
 import { presence, recordsOf } from '../../../dns/presence.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../../net/outbound-guard.ts';
-import type { CheckContext, CheckOutput, FindingOut, Limitation, ObjectOut, RelationOut } from '../../kit/product-contract.ts';
+import type { CheckContext } from '../../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, ObjectOut, RelationOut } from '../../../contract/tasks.ts';
+import type { Limitation } from '../../../contract/lanes.ts';
 import { notRun, resolverOf } from '../../kit/dns-replies.ts';
 import { isHostName, normalName, scopeOf } from '../rules/names.ts';
 import type { Discovery } from '../rules/planner.ts';
@@ -21,7 +23,7 @@ import { runTlsProtocolsCheck } from '../../web/tls-protocols-check.ts';
 type ScanTask = { objectKey: string; params: Record<string, unknown>; distance?: number };
 
 function guardOf(ctx: CheckContext): OutboundGuard | undefined {
-  return ctx.runtime.services.outbound as OutboundGuard | undefined;
+  return ctx.runtime.services.outbound;
 }
 
 const noGuard = (what: string) => notRun('unavailable', 'outbound_not_configured', [{ code: 'active_unavailable', message: `No outbound guard in this process: ${what} did not run.` }], []);

@@ -3,7 +3,8 @@
 // every limitation, and a status that says how much of it ran. Names the product checks record
 // as mx_host / ns_host become plain `host` objects, so that a name is one object per scan whatever
 // role led to it (the relations mx_of, ns_of… keep the role).
-import type { CheckOutput, LaneStatus, ObjectOut, ObjectRef, RelationOut } from '../../kit/product-contract.ts';
+import type { CheckOutput, ObjectOut, ObjectRef, RelationOut } from '../../../contract/tasks.ts';
+import type { LaneStatus } from '../../../contract/lanes.ts';
 
 const NAME_TYPES = new Set(['mx_host', 'ns_host']);
 

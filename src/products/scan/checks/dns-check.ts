@@ -12,7 +12,9 @@
 //     than this name.
 import type { QueryResult, RecordType, Resolver } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
-import type { CheckContext, CheckOutput, FindingOut, GateResult, Limitation, ObjectOut, ObjectRef, RelationOut } from '../../kit/product-contract.ts';
+import type { CheckContext } from '../../kit/product-contract.ts';
+import type { CheckOutput, FindingOut, GateResult, ObjectOut, ObjectRef, RelationOut } from '../../../contract/tasks.ts';
+import type { Limitation } from '../../../contract/lanes.ts';
 import { canonicalIp, failureOf, notRun, resolverOf } from '../../kit/dns-replies.ts';
 import { WILDCARD_TYPES, matchWildcard, type WildcardMatch, type WildcardProbe, type WildcardType } from '../rules/wildcard.ts';
 import { isHostName, isServiceName, normalName, parentLevel, scopeOf } from '../rules/names.ts';

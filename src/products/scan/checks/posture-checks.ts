@@ -13,7 +13,8 @@ import { mailLaneChecks, type MailCheckOptions } from '../../mail/checks.ts';
 import { mailLanes, type MailLaneName } from '../../mail/lanes.ts';
 import { runHttpCheck, type HttpCheckOptions } from '../../web/http-check.ts';
 import { runTlsCheck } from '../../web/tls-check.ts';
-import type { CheckContext, CheckOutput, TaskOutcomeView } from '../../kit/product-contract.ts';
+import type { CheckContext } from '../../kit/product-contract.ts';
+import type { CheckOutput, TaskOutcomeView } from '../../../contract/tasks.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { isHostName, normalName, scopeOf } from '../rules/names.ts';
 import type { Discovery, WebFacts } from '../rules/planner.ts';
@@ -91,7 +92,7 @@ export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: Post
 }
 
 async function takeoverFindings(host: string, cnameTargets: readonly string[], ctx: CheckContext) {
-  const guard = ctx.runtime.services.outbound as OutboundGuard | undefined;
+  const guard = ctx.runtime.services.outbound;
   if (!guard) return [];
   for (const scheme of ['https', 'http']) {
     try {

@@ -4,7 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { indeterminateLimitation, presence } from '../../../dns/presence.ts';
 import type { QueryResult } from '../../../dns/types.ts';
-import type { CheckContext, CheckOutput, Limitation } from '../../kit/product-contract.ts';
+import type { CheckContext } from '../../kit/product-contract.ts';
+import type { CheckOutput } from '../../../contract/tasks.ts';
+import type { Limitation } from '../../../contract/lanes.ts';
 import { notRun, resolverOf } from '../../kit/dns-replies.ts';
 import { PROBE_LABELS, WILDCARD_TYPES, classifyProbe, probeLabel, type WildcardType } from '../rules/wildcard.ts';
 import { normalName } from '../rules/names.ts';

@@ -15,7 +15,8 @@
 //   - Web, mail and active work follow from a name's own DNS answers (it resolves, it has MX).
 //   - Active work (advanced, options.active) only for in-scope names inside the workspace's
 //     approved scopes, and never for a name at distance 1 that is out of scope (none get tasks).
-import type { ExpandContext, FinishedTask, TaskPlan, WorkerLane } from '../../kit/product-contract.ts';
+import type { ExpandContext } from '../../kit/product-contract.ts';
+import type { FinishedTask, TaskPlan, WorkerLane } from '../../../contract/tasks.ts';
 import { inApprovedScope, isHostName, isServiceName, normalName, parentLevel, scopeOf, type Scope } from './names.ts';
 import { profiles, unitCosts, type NameSource, type ProfileSpec, type ScanProfile } from './profiles.ts';
 
