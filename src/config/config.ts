@@ -5,7 +5,7 @@ import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import { parseServer } from '../dns/system-servers.ts';
 import { parsePortMap } from '../net/port-map.ts';
-import { parseClusterNodes } from '../redis/cluster-nodes.ts';
+import { parseClusterNodes } from './redis-cluster-nodes.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])

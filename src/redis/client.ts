@@ -6,7 +6,7 @@
 // per-application tag); every script, MULTI and explicit pipeline keeps its keys in one slot.
 import type { Socket } from 'node:net';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { parseClusterNodes, type ClusterNodes } from './cluster-nodes.ts';
+import { parseClusterNodes, type ClusterNodes } from '../config/redis-cluster-nodes.ts';
 
 /** What every module that talks to Redis accepts: the commands are the same on both. */
 export type RedisClient = Redis | Cluster;
