@@ -68,6 +68,6 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
 
   app.use(routeNotFound);
-  app.use(errorHandler(deps.leases));
+  app.use(errorHandler(deps.idempotency));
   return app;
 }

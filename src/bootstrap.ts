@@ -6,6 +6,7 @@ import { listMigrations } from './db/migrations.ts';
 import { closeRedis, createRedis, redisTarget } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
+import { Idempotency } from './idempotency/idempotency.ts';
 import { IdempotencyLeases } from './idempotency/lease.ts';
 import { createProductRuntime } from './products/kit/runtime.ts';
 import { products } from './products/registry.ts';
@@ -35,7 +36,11 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
     redis,
     auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS),
     limiter: new RateLimiter(redis),
-    leases: new IdempotencyLeases(redis, { leaseMs: config.IDEMPOTENCY_LOCK_MS, ttlHours: config.IDEMPOTENCY_TTL_HOURS }),
+    idempotency: new Idempotency(
+      dbHandle.db,
+      new IdempotencyLeases(redis, { leaseMs: config.IDEMPOTENCY_LOCK_MS, ttlHours: config.IDEMPOTENCY_TTL_HOURS }),
+      config.IDEMPOTENCY_TTL_HOURS,
+    ),
     runtime: createProductRuntime(config, log, { laneHealth }),
     products,
     expectedMigrations,

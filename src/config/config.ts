@@ -3,8 +3,8 @@
 import os from 'node:os';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
-import { parseServer } from '../dns/system-servers.ts';
-import { parsePortMap } from '../net/port-map.ts';
+import { parseServer } from './dns-servers.ts';
+import { parsePortMap } from './port-map.ts';
 import { parseClusterNodes } from './redis-cluster-nodes.ts';
 
 const bool = z

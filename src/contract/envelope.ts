@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
 import { laneStatuses, type SyncOutcome } from './lanes.ts';
-import type { ProductDefinition } from '../products/kit/product-contract.ts';
 
 export const laneOutcomeSchema = z.object({
   lane: z.string(),
@@ -49,7 +48,14 @@ export interface Envelope {
 
 const NOT_APPLICABLE = new Set(['skipped']);
 
-export function buildEnvelope(def: ProductDefinition, input: unknown, outcome: SyncOutcome, requestId: string, charged = 0): Envelope {
+/** What the envelope needs of a product: its id and how it echoes its input (a ProductDefinition is one). */
+export interface EnvelopeProduct {
+  id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: any product's echo, whatever its input type
+  echo?: (input: any) => Record<string, unknown>;
+}
+
+export function buildEnvelope(def: EnvelopeProduct, input: unknown, outcome: SyncOutcome, requestId: string, charged = 0): Envelope {
   const failedRequired = outcome.lanes.find((l) => l.required && l.status !== 'completed');
   if (failedRequired) {
     throw new ApiError('capability_unavailable', {

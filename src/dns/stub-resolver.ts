@@ -9,7 +9,8 @@
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
-import { resolveServers, type DnsServer } from './system-servers.ts';
+import type { DnsServer } from '../config/dns-servers.ts';
+import { resolveServers } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
 import { acceptReply, answerRecords, buildQuery, encodableName, outcomeOf, rcodeName, replyRcode, type Reply } from './wire.ts';
 

@@ -3,7 +3,7 @@
 // waiting), and they always release their socket.
 import dgram from 'node:dgram';
 import net from 'node:net';
-import type { DnsServer } from './system-servers.ts';
+import type { DnsServer } from '../config/dns-servers.ts';
 import type { Reply } from './wire.ts';
 
 export type Exchange =

@@ -3,17 +3,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
-import type { LeaseFound } from '../ratelimit/limiter.ts';
-
-export interface IdempotencyClaim {
-  applicationId: number;
-  apiKeyId: number;
-  key: string;
-  /** hex SHA-256 of method, path and canonical body */
-  fingerprint: string;
-  /** Identifies this request's Redis lease. */
-  token: string;
-}
+import type { IdempotencyClaim, LeaseFound } from '../idempotency/lease.ts';
 
 /** Where in the admission chain a request is (CONTRACT §2), for the log line of a failure. */
 export type AdmissionStep =

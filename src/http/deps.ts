@@ -5,7 +5,7 @@ import type { Config } from '../config/config.ts';
 import type { Db } from '../db/database.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
-import type { IdempotencyLeases } from '../idempotency/lease.ts';
+import type { Idempotency } from '../idempotency/idempotency.ts';
 import type { ProductDefinition, ProductRuntime } from '../products/kit/product-contract.ts';
 
 export interface AppDeps {
@@ -15,7 +15,8 @@ export interface AppDeps {
   redis: RedisClient;
   auth: Authenticator;
   limiter: RateLimiter;
-  leases: IdempotencyLeases;
+  /** Idempotency-Key leases and committed replies (src/idempotency/). */
+  idempotency: Idempotency;
   runtime: ProductRuntime;
   products: readonly ProductDefinition[];
   /** Migration versions applied at start-up check time vs on disk (for /readyz). */

@@ -4,7 +4,7 @@ import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ApiError, errorEnvelope, errorRegistry } from '../contract/errors.ts';
 import { admissionOutcomes } from '../metrics.ts';
 import { state } from './context.ts';
-import type { IdempotencyLeases } from '../idempotency/lease.ts';
+import type { Idempotency } from '../idempotency/idempotency.ts';
 import { finishClaim } from './idempotency.ts';
 
 /** Maps body-parser and other framework errors onto registry codes. */
@@ -68,7 +68,7 @@ export function sendError(res: Response, err: ApiError): void {
   res.status(err.status).json(errorEnvelope(err, s.requestId));
 }
 
-export function errorHandler(leases: IdempotencyLeases): ErrorRequestHandler {
+export function errorHandler(idempotency: Idempotency): ErrorRequestHandler {
   return async (err, _req, res, _next) => {
     const s = state(res);
     const apiError = toApiError(err);
@@ -78,7 +78,7 @@ export function errorHandler(leases: IdempotencyLeases): ErrorRequestHandler {
       s.log?.warn({ status: 503, code: apiError.code, step: s.step ?? 'routing', cause: apiError.logCause ?? 'unspecified' }, 'request answered 503');
     }
     // A failure before commit stores nothing: the lease goes, so the same key may be retried.
-    await finishClaim(leases, res, false);
+    await finishClaim(idempotency, res, false);
     if (s.principal || res.req.path.startsWith('/v2/')) admissionOutcomes.inc({ code: apiError.code });
     if (res.headersSent) return;
     sendError(res, apiError);

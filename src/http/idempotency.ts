@@ -1,154 +1,84 @@
-// Steps 4 and 8: the Idempotency-Key header, then the lease that makes exactly one execution of
-// any number of identical requests, the replay of a committed reply, and the commit itself.
-import type { RequestHandler, Response } from 'express';
+// Steps 4 and 8 of the admission chain over src/idempotency/: the Idempotency-Key (read once, at
+// step 3, by the admission script's caller), then what its lease means for this request (execute
+// once, replay, conflict, in progress), and the commit. The decisions live in
+// src/idempotency/idempotency.ts; this file only moves them to and from Express.
+import type { Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
-import type { Db } from '../db/database.ts';
-import { findCommitted, insertCommitted, type CommittedReply } from '../idempotency/idempotency-repo.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
-import type { IdempotencyLeases } from '../idempotency/lease.ts';
-import type { StoredReply } from '../ratelimit/limiter.ts';
-import { admissionOutcomes, idempotencyEvents } from '../metrics.ts';
-import { state, type RequestState } from './context.ts';
+import type { Idempotency, ReplyStore } from '../idempotency/idempotency.ts';
+import type { StoredReply } from '../idempotency/lease.ts';
+import { admissionOutcomes } from '../metrics.ts';
+import { state } from './context.ts';
 
-export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
+/** The request's Idempotency-Key when it is well-formed (CONTRACT §4), else undefined. */
+export function idempotencyKeyOf(req: Request): string | undefined {
   const key = req.get('idempotency-key');
-  if (!isValidIdempotencyKey(key)) throw new ApiError('idempotency_key_required');
-  state(res).idempotencyKey = key;
+  return isValidIdempotencyKey(key) ? key : undefined;
+}
+
+/** Step 4: the key the admission step read must be there and well-formed. */
+export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
+  const s = state(res);
+  s.idempotencyKey ??= idempotencyKeyOf(req);
+  if (!s.idempotencyKey) throw new ApiError('idempotency_key_required');
   next();
 };
 
-export function sendReplay(res: Response, reply: Pick<CommittedReply, 'status' | 'body'>): void {
-  idempotencyEvents.inc({ event: 'replayed' });
+export function sendReplay(res: Response, reply: StoredReply): void {
   admissionOutcomes.inc({ code: 'replayed' });
   res.setHeader('Idempotent-Replayed', 'true');
   res.status(reply.status).type('application/json').send(reply.body);
 }
 
-export interface ClaimOptions {
-  /**
-   * Where committed replies of this route live. `mysql` (paid work, cancel): in the effect's own
-   * transaction; a claim also reads MySQL when Redis has no marker (markers are lost with Redis
-   * data), so a paid retry is replayed, not refused for credits. `redis` (zero-credit inline
-   * lookups): in the marker itself; a replay costs the admission round trip only, and after a
-   * Redis loss an identical retry runs again (harmless: the reply is the only effect).
-   */
-  replies: 'mysql' | 'redis';
-}
-
-/**
- * Step 8. The admission script (step 3) already claimed the key's lease or found it taken; this
- * acts on what it found, in contract order, after the body, gates and product limit passed.
- */
-export function claimIdempotency(db: Db, leases: IdempotencyLeases, opts: ClaimOptions = { replies: 'mysql' }): RequestHandler {
+/** Step 8: execute (holding the claim), or answer with the replay; conflicts and waits throw. */
+export function claimIdempotency(idempotency: Idempotency, store: ReplyStore): RequestHandler {
   return async (req, res, next) => {
     const s = state(res);
     const p = s.principal!;
-    const key = s.idempotencyKey!;
-    let found = s.lease;
-    if (!found || found.state === 'none') {
-      // Not claimed at step 3 (a route without the admission script): claim now.
-      const fingerprint = requestFingerprint(req.method, req.path, s.rawBody);
-      found = await claimAlone(leases, res, fingerprint);
-    }
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (found.state === 'claimed') {
-        if (opts.replies === 'redis') {
-          idempotencyEvents.inc({ event: 'claimed' });
-          return next();
-        }
-        // No marker does not prove no commit (Redis may have lost it): one indexed read makes
-        // sure a committed key is replayed or refused before anything executes.
-        const committed = await findCommitted(db, p.keyId, key);
-        if (committed) {
-          await finishClaim(leases, res, true);
-          if (committed.fingerprint.toString('hex') !== found.fingerprint) {
-            idempotencyEvents.inc({ event: 'conflict' });
-            throw new ApiError('idempotency_key_conflict');
-          }
-          return sendReplay(res, committed);
-        }
-        idempotencyEvents.inc({ event: 'claimed' });
-        return next();
-      }
-      if (!found.sameFingerprint) {
-        idempotencyEvents.inc({ event: 'conflict' });
-        throw new ApiError('idempotency_key_conflict');
-      }
-      if (found.state === 'in_progress') {
-        idempotencyEvents.inc({ event: 'in_progress' });
-        throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
-      }
-      if (found.reply) return sendReplay(res, found.reply);
-      // A marker without the reply: the reply is in MySQL (paid work, cancel, or an inline reply
-      // committed before replies moved to Redis).
-      const committed = await findCommitted(db, p.keyId, key);
-      if (committed) return sendReplay(res, committed);
-      // The marker outlived its record (retention): forget it and claim afresh.
-      await leases.forget(p.applicationId, p.keyId, key);
-      found = await claimAlone(leases, res, found.fingerprint);
-    }
-    throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+    const fingerprint = s.lease?.fingerprint ?? requestFingerprint(req.method, req.path, s.rawBody);
+    const who = { applicationId: p.applicationId, apiKeyId: p.keyId, key: s.idempotencyKey! };
+    // The lease step 3 claimed passes to decide(), which hands it back only to execute.
+    const held = s.claim;
+    s.claim = undefined;
+    const decision = await idempotency.decide(who, fingerprint, s.lease, store, held);
+    if (decision.kind === 'replay') return sendReplay(res, decision.reply);
+    s.claim = decision.claim;
+    next();
   };
 }
 
-async function claimAlone(leases: IdempotencyLeases, res: Response, fingerprint: string): Promise<NonNullable<RequestState['lease']>> {
+/** Keeps the reply for replay (where `store` says), ends the lease, and sends it. */
+export async function commitReply(idempotency: Idempotency, res: Response, status: number, body: unknown, store: ReplyStore): Promise<void> {
   const s = state(res);
-  const p = s.principal!;
-  const got = await leases.claim(p.applicationId, p.keyId, s.idempotencyKey!, fingerprint);
-  if (got.state === 'claimed') {
-    s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: s.idempotencyKey!, fingerprint, token: got.token };
-    return { state: 'claimed', sameFingerprint: true, fingerprint };
-  }
-  return { state: got.state, sameFingerprint: got.sameFingerprint, fingerprint, ...(got.reply ? { reply: got.reply } : {}) };
-}
-
-/**
- * After a request lost the race to commit (its insert met the unique key): answer with the
- * reply that was committed, or a conflict when that reply belongs to another request.
- */
-export async function answerCommittedElsewhere(db: Db, res: Response): Promise<void> {
-  const claim = state(res).claim!;
-  const committed = await findCommitted(db, claim.apiKeyId, claim.key);
-  if (!committed) throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
-  if (committed.fingerprint.toString('hex') !== claim.fingerprint) throw new ApiError('idempotency_key_conflict');
-  sendReplay(res, committed);
-}
-
-/**
- * Stores a reply for replay, then sends it. `redis`: in the lease's done marker, by the same
- * script that ends the lease (zero-credit lookups: one round trip); `mysql`: a committed row
- * (the cancel route), then the marker.
- */
-export async function commitReply(db: Db, leases: IdempotencyLeases, ttlHours: number, res: Response, status: number, body: unknown, where: 'mysql' | 'redis' = 'mysql'): Promise<void> {
-  const s = state(res);
-  const text = JSON.stringify(body);
   const claim = s.claim;
-  if (claim && where === 'redis') {
-    await finishClaim(leases, res, true, { status, body: text });
-  } else if (claim) {
-    const stored = await insertCommitted(db, {
-      apiKeyId: claim.apiKeyId, key: claim.key, fingerprint: Buffer.from(claim.fingerprint, 'hex'), status, body: text, ttlHours,
-    });
-    if (stored === 'duplicate') {
-      await answerCommittedElsewhere(db, res);
-      await finishClaim(leases, res, true);
-      return;
-    }
-    await finishClaim(leases, res, true);
+  const text = JSON.stringify(body);
+  if (claim) {
+    s.claim = undefined;
+    const out = await idempotency.commit(claim, { status, body: text }, store);
+    if (out.replayed) return sendReplay(res, out.reply);
   }
   admissionOutcomes.inc({ code: 'ok' });
   res.status(status).type('application/json').send(text);
 }
 
+/** After an async product's job transaction met the unique key: the reply committed first. */
+export async function answerCommittedElsewhere(idempotency: Idempotency, res: Response): Promise<void> {
+  const claim = state(res).claim!;
+  try {
+    sendReplay(res, await idempotency.committedElsewhere(claim));
+  } finally {
+    await finishClaim(idempotency, res, true);
+  }
+}
+
 /** Ends this request's lease: with the committed marker, or released (a failure stores nothing). */
-export async function finishClaim(leases: IdempotencyLeases, res: Response, committed: boolean, reply?: StoredReply): Promise<void> {
+export async function finishClaim(idempotency: Idempotency, res: Response, committed: boolean): Promise<void> {
   const s = state(res);
   const claim = s.claim;
   if (!claim) return;
   s.claim = undefined;
   try {
-    const held = await leases.finish(claim, committed, reply);
-    if (!committed) idempotencyEvents.inc({ event: 'released' });
+    const held = await idempotency.finish(claim, committed);
     if (!held) s.log.warn('idempotency lease had expired before the request finished');
   } catch (err) {
     // The lease expires on its own (IDEMPOTENCY_LOCK_MS); a committed reply is in MySQL anyway.

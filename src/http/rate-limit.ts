@@ -6,9 +6,10 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import { appPolicy, productPolicies, type RateOverrides, type RatePolicy } from '../ratelimit/policies.ts';
-import { rateLimitHeaders, type LeaseRequest, type RateLimiter } from '../ratelimit/limiter.ts';
-import type { IdempotencyLeases } from '../idempotency/lease.ts';
-import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
+import { rateLimitHeaders, type RateLimiter } from '../ratelimit/limiter.ts';
+import { leaseFound, type IdempotencyLeases, type LeaseRequest } from '../idempotency/lease.ts';
+import { requestFingerprint } from '../idempotency/fingerprint.ts';
+import { idempotencyKeyOf } from './idempotency.ts';
 import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { rateLimitDecisions } from '../metrics.ts';
 import { state } from './context.ts';
@@ -43,15 +44,16 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
     const p = s.principal!;
     const policies = policiesFor(p.rateOverrides);
     // A lease is asked for only when step 4 and 5a will pass: a valid key and a readable body.
-    const key = req.get('idempotency-key');
+    // The key is read here, once: the script claims its lease; step 4 reports a missing one.
+    const key = leases ? (s.idempotencyKey = idempotencyKeyOf(req)) : undefined;
     let lease: LeaseRequest | undefined;
-    if (leases && isValidIdempotencyKey(key) && !s.bodyError) {
+    if (leases && key && !s.bodyError) {
       const fingerprint = requestFingerprint(req.method, req.path, s.rawBody);
       lease = leases.request(p.applicationId, p.keyId, key, fingerprint);
     }
     let decision;
     try {
-      decision = await limiter.consume(String(p.applicationId), policies, lease);
+      decision = await limiter.consume(String(p.applicationId), policies, lease?.tail);
     } catch (err) {
       // Fail closed: without Redis there is no limit, so there is no service.
       rateLimitDecisions.inc({ scope: 'application', decision: 'error' });
@@ -62,9 +64,10 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
       res.setHeader('RateLimit-Policy', headers.policy);
       res.setHeader('RateLimit', headers.state);
     }
-    if (lease && decision.lease) {
-      s.lease = { ...decision.lease, fingerprint: lease.fingerprint };
-      if (decision.lease.state === 'claimed') {
+    if (lease && decision.tail) {
+      const found = leaseFound(decision.tail);
+      s.lease = { ...found, fingerprint: lease.fingerprint };
+      if (found.state === 'claimed') {
         // From here every failure releases it (the error handler), every commit finishes it.
         s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: key!, fingerprint: lease.fingerprint, token: lease.token };
       }

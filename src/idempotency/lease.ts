@@ -9,7 +9,8 @@
 import { hash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/client.ts';
-import { RateLimiter, decodeReply, encodeReply, type LeaseFound, type LeaseRequest, type StoredReply } from '../ratelimit/limiter.ts';
+import { RateLimiter, type ScriptTail } from '../ratelimit/limiter.ts';
+import { applicationTag } from '../redis/hash-tags.ts';
 
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
 
@@ -25,12 +26,52 @@ function nextToken(): string {
 
 export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean; reply?: StoredReply };
 
-export interface Lease {
+/** The lease a request holds while it executes: released on failure, finished on commit. */
+export interface IdempotencyClaim {
   applicationId: number;
   apiKeyId: number;
   key: string;
+  /** hex SHA-256 of method, path and canonical body */
+  fingerprint: string;
+  /** Identifies this request's Redis lease. */
+  token: string;
+}
+
+/** What the admission script found for a request's key. */
+export interface LeaseFound {
+  state: 'none' | 'claimed' | 'done' | 'in_progress';
+  sameFingerprint: boolean;
+  /** A committed reply stored in Redis (zero-credit lookups), for a 'done' key with this fingerprint. */
+  reply?: StoredReply;
+}
+
+/** The lease to claim in the admission script's round trip, and how to read what it found. */
+export interface LeaseRequest {
+  tail: ScriptTail;
   fingerprint: string;
   token: string;
+}
+
+export interface StoredReply {
+  status: number;
+  body: string;
+}
+
+/** "<status>\n<body>" as finish-lease.lua stores it. */
+export function encodeReply(r: StoredReply): string {
+  return `${r.status}\n${r.body}`;
+}
+
+export function decodeReply(s: string): StoredReply | undefined {
+  const nl = s.indexOf('\n');
+  const status = Number(s.slice(0, nl));
+  return nl > 0 && Number.isInteger(status) ? { status, body: s.slice(nl + 1) } : undefined;
+}
+
+/** The admission script's tail output (consume-limits.lua: leaseState, sameFingerprint, reply). */
+export function leaseFound(tail: [string, number, string]): LeaseFound {
+  const reply = tail[2] ? decodeReply(tail[2]) : undefined;
+  return { state: tail[0] as LeaseFound['state'], sameFingerprint: tail[1] === 1, ...(reply ? { reply } : {}) };
 }
 
 type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
@@ -57,20 +98,21 @@ export class IdempotencyLeases {
   #keys(applicationId: number, apiKeyId: number, key: string): [string, string] {
     // Hashed: the client's key may hold any visible characters and up to 255 of them.
     const h = hash('sha256', key, 'base64url');
-    const base = `${RateLimiter.tag(String(applicationId))}:idem:${apiKeyId}`;
+    const base = `${applicationTag(String(applicationId))}:idem:${apiKeyId}`;
     return [`${base}:lease:${h}`, `${base}:done:${h}`];
   }
 
   /** What the limiter's script needs to claim this request's lease. */
   request(applicationId: number, apiKeyId: number, key: string, fingerprint: string): LeaseRequest {
-    return { keys: this.#keys(applicationId, apiKeyId, key), fingerprint, token: nextToken(), leaseMs: this.#leaseMs };
+    const token = nextToken();
+    return { tail: { keys: this.#keys(applicationId, apiKeyId, key), args: [fingerprint, token, this.#leaseMs] }, fingerprint, token };
   }
 
   /** A claim on its own (after a stale marker was forgotten; tests of abandoned leases). */
   async claim(applicationId: number, apiKeyId: number, key: string, fingerprint: string): Promise<LeaseState> {
     // The same script that admits writes, with no policy to check: one place claims leases.
     const lease = this.request(applicationId, apiKeyId, key, fingerprint);
-    const found: LeaseFound = (await this.#claimer.consume(String(applicationId), [], lease)).lease!;
+    const found = leaseFound((await this.#claimer.consume(String(applicationId), [], lease.tail)).tail!);
     if (found.state === 'claimed') return { state: 'claimed', token: lease.token };
     return { state: found.state as 'done' | 'in_progress', sameFingerprint: found.sameFingerprint, ...(found.reply ? { reply: found.reply } : {}) };
   }
@@ -80,7 +122,7 @@ export class IdempotencyLeases {
    * committed: leave the marker that sends identical retries to the committed reply; with
    * `reply`, the marker stores that reply itself (zero-credit lookups, nothing in MySQL).
    */
-  async finish(lease: Lease, committed: boolean, reply?: StoredReply): Promise<boolean> {
+  async finish(lease: IdempotencyClaim, committed: boolean, reply?: StoredReply): Promise<boolean> {
     const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
     const args: Array<string | number> = [lease.fingerprint, lease.token, committed ? this.#markerMs : 0];
     if (committed && reply) args.push(encodeReply(reply));

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { Principal } from '../auth/principal.ts';
-import type { IdempotencyClaim } from '../http/context.ts';
+import type { IdempotencyClaim } from '../idempotency/lease.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../contract/ids.ts';
 import { insertCommitted } from '../idempotency/idempotency-repo.ts';

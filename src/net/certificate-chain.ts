@@ -1,9 +1,9 @@
 // The certificate chain an MX presented, parsed in the pool with the shared parser
-// (workers/pool/parse-tasks.ts parseCertificate): the leaf's facts for the projection, and
+// (certificate.ts parseCertificate): the leaf's facts for the projection, and
 // the DANE digests of every chain element (leaf first) for TLSA matching at assembly. The exact
 // DER (TLSA matching type 0) is kept only for elements small enough to store.
 import { X509Certificate } from 'node:crypto';
-import { parseCertificate } from '../../workers/pool/parse-tasks.ts';
+import { parseCertificate } from './certificate.ts';
 
 const EXACT_MAX_BYTES = 2048;
 const MAX_SANS = 50;

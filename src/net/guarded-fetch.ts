@@ -16,7 +16,8 @@ import { Agent, buildConnector, request } from 'undici';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, OutboundRefusedError, errorText, type FetchPhase, type HopRecord } from './outbound-errors.ts';
-import { NO_PORT_MAP, mapPort, type PortMap } from './port-map.ts';
+import type { PortMap } from '../config/port-map.ts';
+import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { pinnedLookup, resolveVetted } from './vetting.ts';
 

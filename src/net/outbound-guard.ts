@@ -17,7 +17,8 @@ import type { Resolver } from '../dns/types.ts';
 import { guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
 import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
-import { NO_PORT_MAP, mapPort, type PortMap } from './port-map.ts';
+import type { PortMap } from '../config/port-map.ts';
+import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';

@@ -1,6 +1,7 @@
 // Every finding code the service can raise, gathered from the products that declare them.
 // docs/findings.md lists the same rows; test/unit/findings-catalog.test.ts fails when they drift.
-import { domainFindings, type FindingKind } from './domain/findings.ts';
+import { domainFindings } from './domain/findings.ts';
+import type { FindingKind } from './kit/findings.ts';
 import { webFindings } from './web/findings.ts';
 import { mailFindings } from './mail/findings.ts';
 import { scanFindings } from './scan/findings.ts';

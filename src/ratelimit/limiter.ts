@@ -1,6 +1,7 @@
 // Checks and consumes every policy of a request in one atomic Redis script (consume-limits.lua).
 import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/client.ts';
+import { applicationTag } from '../redis/hash-tags.ts';
 import type { RatePolicy } from './policies.ts';
 
 const SCRIPT = readFileSync(new URL('./consume-limits.lua', import.meta.url), 'utf8');
@@ -18,39 +19,17 @@ export interface LimitDecision {
   refusedBy?: RatePolicy;
   retryAfterSeconds?: number;
   states: PolicyState[];
-  /** Present when a lease was asked for; 'none' when a limit refused (then nothing was claimed). */
-  lease?: LeaseFound;
+  /** The tail's output (leaseState, sameFingerprint, reply) when a tail was given. */
+  tail?: [string, number, string];
 }
 
-export interface LeaseFound {
-  state: 'none' | 'claimed' | 'done' | 'in_progress';
-  sameFingerprint: boolean;
-  /** A committed reply stored in Redis (zero-credit lookups), for a 'done' key with this fingerprint. */
-  reply?: StoredReply;
-}
-
-export interface StoredReply {
-  status: number;
-  body: string;
-}
-
-/** "<status>\n<body>" as finish-lease.lua stores it. */
-export function encodeReply(r: StoredReply): string {
-  return `${r.status}\n${r.body}`;
-}
-
-export function decodeReply(s: string): StoredReply | undefined {
-  const nl = s.indexOf('\n');
-  const status = Number(s.slice(0, nl));
-  return nl > 0 && Number.isInteger(status) ? { status, body: s.slice(nl + 1) } : undefined;
-}
-
-/** The idempotency lease to claim in the same round trip (src/idempotency/lease.ts builds it). */
-export interface LeaseRequest {
-  keys: [lease: string, done: string];
-  fingerprint: string;
-  token: string;
-  leaseMs: number;
+/**
+ * Two more keys and three arguments for the script's tail: the claim of an idempotency lease in the
+ * same round trip (src/idempotency/lease.ts builds it and reads what the tail returns).
+ */
+export interface ScriptTail {
+  keys: [string, string];
+  args: [string, string, number];
 }
 
 type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
@@ -88,10 +67,10 @@ export class RateLimiter {
 
   /** Keys of one subject share a hash tag, so one script serves Redis Cluster too. */
   static tag(subject: string): string {
-    return `{lss:rl:${subject}}`;
+    return applicationTag(subject);
   }
 
-  async consume(subject: string, policies: RatePolicy[], lease?: LeaseRequest): Promise<LimitDecision> {
+  async consume(subject: string, policies: RatePolicy[], lease?: ScriptTail): Promise<LimitDecision> {
     const tag = RateLimiter.tag(subject);
     // KEYS then ARGV, in one array: the policies' keys, the lease's keys, the policy count, each
     // policy's (interval, tolerance), the lease's fields.
@@ -105,7 +84,7 @@ export class RateLimiter {
       const shape = policyShape(p);
       call.push(shape.interval, shape.tolerance);
     }
-    if (lease) call.push(lease.fingerprint, lease.token, lease.leaseMs);
+    if (lease) call.push(...lease.args);
     const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(...(call as [number, ...Array<number | string>]));
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
@@ -113,12 +92,8 @@ export class RateLimiter {
       remaining: Math.max(0, Number(out[2 + 2 * i])),
       resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
     }));
-    let leaseOut: LeaseFound | undefined;
-    if (lease) {
-      const reply = out[4 + 2 * n] ? decodeReply(String(out[4 + 2 * n])) : undefined;
-      leaseOut = { state: String(out[2 + 2 * n]) as LeaseFound['state'], sameFingerprint: Number(out[3 + 2 * n]) === 1, ...(reply ? { reply } : {}) };
-    }
-    if (refused === 0) return { allowed: true, states, ...(leaseOut ? { lease: leaseOut } : {}) };
+    const tail: LimitDecision['tail'] = lease ? [String(out[2 + 2 * n]), Number(out[3 + 2 * n]), String(out[4 + 2 * n] ?? '')] : undefined;
+    if (refused === 0) return { allowed: true, states, ...(tail ? { tail } : {}) };
     const waitUs = Number(out[1]);
     return {
       allowed: false,
@@ -126,7 +101,7 @@ export class RateLimiter {
       // Whole seconds, at least 1, rounded up: a retry at that moment conforms.
       retryAfterSeconds: Math.max(1, Math.ceil(waitUs / 1e6)),
       states,
-      ...(leaseOut ? { lease: leaseOut } : {}),
+      ...(tail ? { tail } : {}),
     };
   }
 }

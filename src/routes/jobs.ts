@@ -28,11 +28,11 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
     '/v2/jobs/:job_ref/cancel',
     authenticate(deps.auth, ['scan:create']),
     readBody,
-    admitWrite(deps.limiter, deps.leases),
+    admitWrite(deps.limiter, deps.idempotency.leases),
     requireIdempotencyKey,
     reportBodyError,
     validateBody(cancelBody, { optional: true }),
-    claimIdempotency(deps.db, deps.leases),
+    claimIdempotency(deps.idempotency, 'mysql'),
     async (req, res) => {
       const s = state(res);
       s.step = 'cancel';
@@ -46,7 +46,7 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
           s.log.warn({ err: { message: (err as Error).message } }, 'cancel publish deferred to the outbox relay');
         }
       }
-      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 202, await jobView(deps.db, out.job));
+      await commitReply(deps.idempotency, res, 202, await jobView(deps.db, out.job), 'mysql');
     },
   );
 }

@@ -72,7 +72,7 @@ function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
       const envelope = buildEnvelope(def, s.input, outcome, s.requestId);
       productExecutions.inc({ product: def.id, status: envelope.status });
-      await commitReply(deps.db, deps.leases, deps.config.IDEMPOTENCY_TTL_HOURS, res, 200, envelope, 'redis');
+      await commitReply(deps.idempotency, res, 200, envelope, 'redis');
     } finally {
       clearTimeout(timer);
       res.off('close', onClose);
@@ -102,11 +102,10 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
       });
     } catch (err) {
       if (!(err instanceof CommittedElsewhere)) throw err;
-      await answerCommittedElsewhere(deps.db, res);
-      await finishClaim(deps.leases, res, true);
+      await answerCommittedElsewhere(deps.idempotency, res);
       return;
     }
-    await finishClaim(deps.leases, res, true);
+    await finishClaim(deps.idempotency, res, true);
     admissionOutcomes.inc({ code: 'ok' });
     creditsReserved.inc({ product: def.id }, def.price(s.input));
     // Dispatch after commit. If it fails (or the process dies here) the outbox relay publishes it.
@@ -123,13 +122,13 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
 }
 
 export function mountProductRoutes(app: Express, deps: AppDeps): void {
-  const idemSync = claimIdempotency(deps.db, deps.leases, { replies: 'redis' });
-  const idemPaid = claimIdempotency(deps.db, deps.leases, { replies: 'mysql' });
+  const idemSync = claimIdempotency(deps.idempotency, 'redis');
+  const idemPaid = claimIdempotency(deps.idempotency, 'mysql');
   for (const def of deps.products) {
     const chain: RequestHandler[] = [
       authenticate(deps.auth, [def.scope]),
       readBody,
-      admitWrite(deps.limiter, deps.leases, def),
+      admitWrite(deps.limiter, deps.idempotency.leases, def),
       atStep('idempotency_key', requireIdempotencyKey),
       atStep('validation', reportBodyError),
       validateBody(def.input),

@@ -42,7 +42,7 @@ describe('idempotency', () => {
   const records = (key: string, id = apiKeyId) =>
     h.deps.db.selectFrom('idempotency_records').selectAll().where('api_key_id', '=', id).where('idem_key', '=', key).execute();
   /** A zero-credit lookup's committed reply: in the Redis done marker, not in MySQL. */
-  const committed = (key: string, id = apiKeyId) => h.deps.leases.storedReply(applicationId, id, key);
+  const committed = (key: string, id = apiKeyId) => h.deps.idempotency.leases.storedReply(applicationId, id, key);
 
   async function internalKeyId(publicKeyId: string): Promise<number> {
     const row = await h.deps.db.selectFrom('api_keys').select('id').where('public_id', '=', publicKeyId).executeTakeFirstOrThrow();

@@ -2,22 +2,10 @@
 // worker with Node's type stripping) and inline (0 threads): same results either way.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createParsePool } from '../../workers/pool/parse-pool.ts';
-import { parseSpf, type CertificateInfo, type SpfInfo } from '../../workers/pool/parse-tasks.ts';
+import type { CertificateInfo } from '../../src/net/certificate.ts';
+import { FIXED_CERTIFICATE_PEM } from '../helpers/fixed-certificate.ts';
 
-// Self-signed lab certificate (openssl, P-256), fixed so the expectations are exact.
-const PEM = `-----BEGIN CERTIFICATE-----
-MIIB6DCCAY2gAwIBAgIUJVgmhArHcpzbW8ITVBDa6/NKfwowCgYIKoZIzj0EAwIw
-LTEZMBcGA1UEAwwQbGFiLmV4YW1wbGUudGVzdDEQMA4GA1UECgwHTFNTIExhYjAe
-Fw0yNjExMjIwNDE1NDJaFw0zNjExMTkwNDE1NDJaMC0xGTAXBgNVBAMMEGxhYi5l
-eGFtcGxlLnRlc3QxEDAOBgNVBAoMB0xTUyBMYWIwWTATBgcqhkjOPQIBBggqhkjO
-PQMBBwNCAARTUdhErku2Dan/5SBItplKtzpeVfinEI406suqUApA/u00Go9jjMmX
-woVM91LgCuDr3jvI5Ot1Z1Bm4MK3hK8ko4GKMIGHMB0GA1UdDgQWBBQzx84rFQ24
-qlkq8BZqm/AgTfRLLDAfBgNVHSMEGDAWgBQzx84rFQ24qlkq8BZqm/AgTfRLLDA3
-BgNVHREEMDAughBsYWIuZXhhbXBsZS50ZXN0ghR3d3cubGFiLmV4YW1wbGUudGVz
-dIcEfwAACTAMBgNVHRMBAf8EAjAAMAoGCCqGSM49BAMCA0kAMEYCIQDB9KsKKazc
-a7ZNS1mACBxkP35osKQ1cW1RkZ2t0V508QIhAPfP50uBJvuLZYk9PACecCRyYgiJ
-6hn3BOTNbG8+nG7e
------END CERTIFICATE-----`;
+const PEM = FIXED_CERTIFICATE_PEM;
 
 describe('parse pool', () => {
   const pooled = createParsePool(2);
@@ -60,22 +48,4 @@ describe('parse pool', () => {
     await expect(pooled.run('parseCertificate', 'not a certificate')).rejects.toThrow();
   });
 
-  it('parses SPF: terms, modifiers, DNS lookup count, errors', async () => {
-    const spf = await pooled.run<SpfInfo>('parseSpf', 'v=spf1 ip4:192.0.2.0/24 a/24 mx include:_spf.example.net ~all redirect=spf.example.org');
-    expect(spf.valid).toBe(true);
-    expect(spf.terms).toEqual([
-      { qualifier: '+', mechanism: 'ip4', value: '192.0.2.0/24' },
-      { qualifier: '+', mechanism: 'a', value: '/24' },
-      { qualifier: '+', mechanism: 'mx', value: null },
-      { qualifier: '+', mechanism: 'include', value: '_spf.example.net' },
-      { qualifier: '~', mechanism: 'all', value: null },
-    ]);
-    expect(spf.modifiers).toEqual({ redirect: 'spf.example.org' });
-    expect(spf.lookupCount).toBe(4);
-    expect(spf.includes).toEqual(['_spf.example.net']);
-    expect(parseSpf('v=spf2.0/pra -all')).toMatchObject({ valid: false, errors: ['not an SPF record (no v=spf1)'] });
-    expect(parseSpf('v=spf1 foo:bar include: -all').errors).toEqual(['unknown term foo:bar', 'include needs a value']);
-    const many = parseSpf(`v=spf1 ${Array.from({ length: 11 }, (_, i) => `include:i${i}.example`).join(' ')} -all`);
-    expect([many.valid, many.lookupCount, many.errors]).toEqual([false, 11, ['too many DNS lookups (11 > 10)']]);
-  });
 });

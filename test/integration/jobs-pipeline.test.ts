@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FIXED_CERTIFICATE_PEM } from '../helpers/fixed-certificate.ts';
 import { parseConfig, type Config } from '../../src/config/config.ts';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
@@ -83,8 +84,8 @@ const probe: CheckSpec = {
       case 'unavailable':
         return { ...okOutput(task.objectKey), status: 'unavailable', reason: 'resolver_unreachable', objects: [], relations: [], findings: [] };
       case 'pool': {
-        const spf = await ctx.runInPool!<{ includes: string[]; lookupCount: number }>('parseSpf', 'v=spf1 include:_spf.example.test mx -all');
-        return okOutput(task.objectKey, { spf });
+        const cert = await ctx.runInPool!<{ sans: string[]; keyType: string }>('parseCertificate', FIXED_CERTIFICATE_PEM);
+        return okOutput(task.objectKey, { cert });
       }
       default:
         return okOutput(task.objectKey);
@@ -363,7 +364,7 @@ describe('job pipeline', () => {
     const ts = await tasks(jobId);
     expect(ts.map((t) => [t.status, t.attempts, t.applied_at !== null])).toEqual([['completed', 1, true], ['completed', 1, true], ['completed', 1, true]]);
     // The pool task ran in a piscina thread and its parse is in the stored output.
-    expect(json(ts[2]!.output).projection['h2.example.test'].spf).toMatchObject({ includes: ['_spf.example.test'], lookupCount: 2 });
+    expect(json(ts[2]!.output).projection['h2.example.test'].cert).toMatchObject({ sans: ['lab.example.test', 'www.lab.example.test'], keyType: 'ec' });
     // 3 hosts + the shared domain object (a relation endpoint), deduplicated; pages ordered by seq.
     const objects = await dbh.db.selectFrom('objects').selectAll().where('job_id', '=', jobId).orderBy('seq').execute();
     expect(objects.map((o) => [o.seq, o.type, o.okey])).toHaveLength(4);

@@ -7,7 +7,7 @@ import { createKey } from '../../src/auth/tenancy-repo.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
 import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
-import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
+import { IdempotencyLeases, leaseFound } from '../../src/idempotency/lease.ts';
 import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
 import { deadRedisEnv, testRedis, testRedisTarget } from '../helpers/redis.ts';
 
@@ -294,23 +294,24 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     const s = subject();
     const a = policy('a', 60, 60, 2);
     const lease = (fingerprint: string, token: string) =>
-      ({ keys: [`{lss:rl:${s}}:idem:1:lease:k`, `{lss:rl:${s}}:idem:1:done:k`] as [string, string], fingerprint, token, leaseMs: 60_000 });
+      ({ keys: [`{lss:rl:${s}}:idem:1:lease:k`, `{lss:rl:${s}}:idem:1:done:k`] as [string, string], args: [fingerprint, token, 60_000] as [string, string, number] });
+    const found = (d: { tail?: [string, number, string] }) => leaseFound(d.tail!);
     const first = await limiter.consume(s, [a], lease('fp1', 't1'));
-    expect(first.lease).toEqual({ state: 'claimed', sameFingerprint: true });
+    expect(found(first)).toEqual({ state: 'claimed', sameFingerprint: true });
     expect(await redis.get(`{lss:rl:${s}}:idem:1:lease:k`)).toBe('fp1:t1');
     const twin = await limiter.consume(s, [a], lease('fp1', 't2'));
-    expect(twin.lease).toEqual({ state: 'in_progress', sameFingerprint: true });
+    expect(found(twin)).toEqual({ state: 'in_progress', sameFingerprint: true });
     // The limit is exhausted now: nothing is claimed or read for the refused request.
     await redis.del(`{lss:rl:${s}}:idem:1:lease:k`);
     const refused = await limiter.consume(s, [a], lease('fp2', 't3'));
     expect(refused.allowed).toBe(false);
-    expect(refused.lease).toEqual({ state: 'none', sameFingerprint: false });
+    expect(found(refused)).toEqual({ state: 'none', sameFingerprint: false });
     expect(await redis.get(`{lss:rl:${s}}:idem:1:lease:k`)).toBeNull();
     // A committed marker answers 'done', with whether the fingerprint matches.
     const s2 = subject();
     await redis.set(`{lss:rl:${s2}}:idem:1:done:k`, 'fp9');
     const done = await limiter.consume(s2, [a], { ...lease('fp8', 't4'), keys: [`{lss:rl:${s2}}:idem:1:lease:k`, `{lss:rl:${s2}}:idem:1:done:k`] });
-    expect(done.lease).toEqual({ state: 'done', sameFingerprint: false });
+    expect(found(done)).toEqual({ state: 'done', sameFingerprint: false });
   });
 
   it('reports the first refusing policy in the order given', async () => {
@@ -352,8 +353,8 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
       const subjects = Array.from({ length: 40 }, () => String(1_000_000 + Math.floor(Math.random() * 1e9)));
       const p = policy('piped', 60, 60, 2);
       const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
-      const decisions = await Promise.all(subjects.map((s, i) => pipedLimiter.consume(s, [p], asked[i])));
-      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.lease?.state])).toEqual(subjects.map(() => [true, 1, 'claimed']));
+      const decisions = await Promise.all(subjects.map((s, i) => pipedLimiter.consume(s, [p], asked[i]!.tail)));
+      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.tail && leaseFound(d.tail).state])).toEqual(subjects.map(() => [true, 1, 'claimed']));
       const held = await Promise.all(subjects.map((s, i) =>
         leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));
       expect(held).toEqual(subjects.map(() => true));

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
-import { IdempotencyLeases } from '../../src/idempotency/lease.ts';
+import { IdempotencyLeases, leaseFound } from '../../src/idempotency/lease.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
 import { testPrefix } from '../helpers/redis.ts';
 
@@ -81,14 +81,14 @@ describe('coalesced Redis writes', () => {
     const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
     // Three rounds for each subject in one turn: two pass, the third is refused (burst 2).
     const rounds = await Promise.all(subjects.flatMap((s, i) => [
-      limiter.consume(s, [p], asked[i]),
+      limiter.consume(s, [p], asked[i]!.tail),
       limiter.consume(s, [p]),
       limiter.consume(s, [p]),
     ]));
     for (let i = 0; i < subjects.length; i++) {
       const [first, second, third] = rounds.slice(3 * i, 3 * i + 3);
       expect([first!.allowed, second!.allowed, third!.allowed]).toEqual([true, true, false]);
-      expect(first!.lease?.state).toBe('claimed');
+      expect(leaseFound(first!.tail!).state).toBe('claimed');
     }
     const held = await Promise.all(subjects.map((s, i) =>
       leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));

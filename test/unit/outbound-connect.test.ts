@@ -5,9 +5,9 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
-import { parseServer } from '../../src/dns/system-servers.ts';
+import { parseServer } from '../../src/config/dns-servers.ts';
 import { createOutboundGuard, OutboundFetchError, OutboundRefusedError, hostResolverOver } from '../../src/net/outbound-guard.ts';
-import { parsePortMap } from '../../src/net/port-map.ts';
+import { parsePortMap } from '../../src/config/port-map.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames } from '../lab/zones.ts';
 import { loadLabCa } from '../lab/ca.ts';
@@ -16,7 +16,7 @@ import { LAB_ALLOW, LAB_REFUSED_ADDRESS } from '../lab/addresses.ts';
 import type { Zone } from '../lab/zones.ts';
 import { handshakeFacts } from '../../src/net/tls-facts.ts';
 import { ocspStapled } from '../../src/net/outbound-guard.ts';
-import { parseCertificate } from '../../workers/pool/parse-tasks.ts';
+import { parseCertificate } from '../../src/net/certificate.ts';
 import type { Issued } from '../lab/ca.ts';
 
 const zone: Zone = {

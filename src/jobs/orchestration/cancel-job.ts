@@ -4,7 +4,7 @@
 // here, on the last running task's result (apply-result.ts), or by the sweeper after
 // CANCEL_GRACE_MS.
 import { sql } from 'kysely';
-import { countOpenTasks } from './apply-result.ts';
+import { countOpenTasks } from '../tasks/task-settlement.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { lockJob } from '../tasks/task-rows.ts';

@@ -5,11 +5,11 @@
 import { sql } from 'kysely';
 import { releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
-import { applyFinishedTask, countOpenTasks } from './apply-result.ts';
+import { applyFinishedTask, countOpenTasks } from '../tasks/task-settlement.ts';
 import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
-import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
+import { isOpenTask, lockJob, OPEN_STATUSES_SQL, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
 
@@ -33,7 +33,7 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
   // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
   // A runner still executing one of these loses its compare-and-set and writes nothing.
   await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
-    WHERE job_id = ${job.id} AND status IN ('pending', 'running', 'waiting')`.execute(trx);
+    WHERE job_id = ${job.id} AND status IN (${OPEN_STATUSES_SQL})`.execute(trx);
   for (const t of await selectTasks(trx, job.id, { unappliedOnly: true })) await applyFinishedTask(trx, job, t);
   const def = ctx.catalog.get(job.product);
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of

@@ -11,7 +11,7 @@ import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { dedupePlans } from '../tasks/task-budget.ts';
 import { insertPlannedTasks } from '../tasks/task-insert.ts';
-import { countOpenTasks } from './apply-result.ts';
+import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 

@@ -14,6 +14,7 @@ import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeJob } from './finalize-job.ts';
 import { affected } from '../../db/transaction.ts';
+import { OPEN_STATUSES_SQL } from '../tasks/task-rows.ts';
 
 const BATCH = 500;
 
@@ -88,7 +89,7 @@ export class Reconciler {
     const rows = await sql<{ id: number; job_id: number; lane: string }>`
       SELECT t.id, t.job_id, t.lane FROM tasks t JOIN jobs j ON j.id = t.job_id
       WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()})
-        AND t.status NOT IN ('pending', 'running', 'waiting') AND t.applied_at IS NULL
+        AND t.status NOT IN (${OPEN_STATUSES_SQL}) AND t.applied_at IS NULL
         AND t.finished_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
       ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
     let n = 0;
@@ -126,7 +127,7 @@ export class Reconciler {
       SELECT j.id FROM jobs j
       WHERE j.status = 'running' AND j.product IN (${this.#products()})
         AND j.started_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
-        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN ('pending', 'running', 'waiting') OR t.applied_at IS NULL))
+        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN (${OPEN_STATUSES_SQL}) OR t.applied_at IS NULL))
       ORDER BY j.id LIMIT 100`.execute(this.#ctx.db);
     let n = 0;
     for (const r of rows.rows) if (await finalizeJob(this.#ctx, Number(r.id), 'settle')) n++;

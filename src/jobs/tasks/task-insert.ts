@@ -17,7 +17,7 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { dedupePlans } from './task-budget.ts';
-import type { LockedJob } from './task-rows.ts';
+import { isOpenTask, type LockedJob } from './task-rows.ts';
 
 /** The identity of a task within its job, as gates refer to it. */
 export function taskKeyHash(check: string, objectKey: string): Buffer {
@@ -29,7 +29,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest();
 type GateState = { kind: 'open' } | { kind: 'done'; result: GateResult } | { kind: 'never' };
 
 const NEVER_RUN: readonly TaskStatus[] = ['budget_exhausted', 'cancelled'];
-const OPEN: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
+
 
 async function existingKeys(trx: Trx, jobId: number, plans: readonly TaskPlan[]): Promise<Set<string>> {
   const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
@@ -51,7 +51,7 @@ async function gateStates(trx: Trx, jobId: number, gates: Array<{ check: string;
       SELECT status, output FROM tasks WHERE job_id = ${jobId} AND check_name = ${g.check} AND object_key_hash = ${sha256(g.objectKey)}`.execute(trx);
     const row = res.rows[0];
     if (!row) out.set(key, { kind: 'done', result: { status: 'skipped', projection: null } });
-    else if (OPEN.includes(row.status)) out.set(key, { kind: 'open' });
+    else if (isOpenTask(row.status)) out.set(key, { kind: 'open' });
     else if (NEVER_RUN.includes(row.status)) out.set(key, { kind: 'never' });
     else out.set(key, { kind: 'done', result: gateResultOf(row.status, parseJson<CheckOutput>(row.output)) });
   }

@@ -7,6 +7,8 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 
 /** Work not finished: running, queued, or held until its gate finishes. */
 export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
+/** OPEN_TASK_STATUSES as a SQL list, for `status IN (${OPEN_STATUSES_SQL})`: written once. */
+export const OPEN_STATUSES_SQL = sql.join(OPEN_TASK_STATUSES.map((st) => sql.lit(st)));
 /** Statuses whose task did work the workspace pays for (CONTRACT §6). */
 export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'partial'];
 
@@ -38,7 +40,7 @@ export interface TaskRow {
 /** A job's tasks; without their outputs (a scan's thousands), or only those not applied yet. */
 export async function selectTasks(trx: Trx, jobId: number, opts: { withOutput?: boolean; unappliedOnly?: boolean } = {}): Promise<TaskRow[]> {
   const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
-  const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN ('pending', 'running', 'waiting')` : sql``;
+  const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})` : sql``;
   const res = await sql<Record<string, unknown>>`
     SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, ${output}, applied_at
     FROM tasks WHERE job_id = ${jobId} ${unapplied} ORDER BY id`.execute(trx);

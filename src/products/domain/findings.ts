@@ -1,15 +1,6 @@
 // The domain product's finding codes, declared once: the checks build findings from these rows
 // and docs/products/domain.md lists them (docs/findings.md takes the same table).
-import type { FindingOut, ObjectRef, Severity } from '../../contract/tasks.ts';
-
-export interface FindingKind {
-  code: string;
-  severity: Severity;
-  confidence: FindingOut['confidence'];
-  title: string;
-  /** When it is raised; what never raises it. */
-  description: string;
-}
+import { findingFactory, type FindingKind } from '../kit/findings.ts';
 
 export const domainFindings = {
   dns_delegation_missing: {
@@ -46,10 +37,4 @@ export const domainFindings = {
 
 export type DomainFindingCode = keyof typeof domainFindings;
 
-export function finding(code: DomainFindingCode, object: ObjectRef, summary: string, evidence: string[] = []): FindingOut {
-  const k = domainFindings[code];
-  return {
-    code: k.code, severity: k.severity, confidence: k.confidence, title: k.title, summary, object,
-    ...(evidence.length ? { evidence: evidence.map((e) => ({ summary: e })) } : {}),
-  };
-}
+export const finding = findingFactory(domainFindings);

@@ -3,8 +3,7 @@
 // lists them (test/unit/findings-catalog.test.ts fails when they drift). Every description says
 // when the finding is raised and what never raises it: a "missing X" code is raised only from an
 // authoritative NXDOMAIN or NODATA, never from SERVFAIL, a timeout or a refused connection.
-import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
-import type { FindingKind } from '../domain/findings.ts';
+import { findingFactory, type FindingKind } from '../kit/findings.ts';
 
 const k = (severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string) =>
   ({ severity, confidence, title, description });
@@ -75,10 +74,4 @@ export type MailFindingCode = keyof typeof rows;
 export const mailFindings = Object.fromEntries(Object.entries(rows).map(([code, r]) => [code, { code, ...r }])) as
   { [C in MailFindingCode]: FindingKind & { code: C } };
 
-export function mailFinding(code: MailFindingCode, object: ObjectRef, summary: string, evidence: string[] = []): FindingOut {
-  const f = mailFindings[code];
-  return {
-    code: f.code, severity: f.severity, confidence: f.confidence, title: f.title, summary, object,
-    ...(evidence.length ? { evidence: evidence.slice(0, 20).map((e) => ({ summary: e.slice(0, 500) })) } : {}),
-  };
-}
+export const mailFinding = findingFactory(mailFindings);

@@ -2,8 +2,7 @@
 // codes). Declared once: the scan checks build findings from these rows, the catalog gathers them
 // and docs/findings.md lists them (drift-tested). Every row says when it is raised and what never
 // raises it: a question that got no authoritative answer is a limitation, never one of these.
-import type { FindingKind } from '../domain/findings.ts';
-import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
+import { findingFactory, type FindingKind } from '../kit/findings.ts';
 
 const k = (code: string, severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string): FindingKind =>
   ({ code, severity, confidence, title, description });
@@ -35,10 +34,4 @@ export const scanFindings = {
 
 export type ScanFindingCode = keyof typeof scanFindings;
 
-export function scanFinding(code: ScanFindingCode, object: ObjectRef, summary: string, evidence: string[] = []): FindingOut {
-  const f = scanFindings[code];
-  return {
-    code: f.code, severity: f.severity, confidence: f.confidence, title: f.title, summary, object,
-    ...(evidence.length ? { evidence: evidence.map((e) => ({ summary: e })) } : {}),
-  };
-}
+export const scanFinding = findingFactory(scanFindings);

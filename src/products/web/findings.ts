@@ -2,8 +2,7 @@
 // src/products/findings-catalog.ts gathers them and docs/findings.md lists them (drift-tested).
 // Every row says when it is raised and what never raises it: a chain or handshake that did not
 // happen (timeout, refusal, DNS failure) is a lane status and a limitation, never one of these.
-import type { FindingOut, ObjectRef } from '../../contract/tasks.ts';
-import type { FindingKind } from '../domain/findings.ts';
+import { findingFactory, type FindingKind } from '../kit/findings.ts';
 
 const k = (code: string, severity: FindingKind['severity'], confidence: FindingKind['confidence'], title: string, description: string): FindingKind =>
   ({ code, severity, confidence, title, description });
@@ -79,10 +78,4 @@ export const webFindings = {
 
 export type WebFindingCode = keyof typeof webFindings;
 
-export function webFinding(code: WebFindingCode, object: ObjectRef, summary: string, evidence: string[] = []): FindingOut {
-  const f = webFindings[code];
-  return {
-    code: f.code, severity: f.severity, confidence: f.confidence, title: f.title, summary: summary.slice(0, 1000), object,
-    ...(evidence.length ? { evidence: evidence.slice(0, 20).map((e) => ({ summary: e.slice(0, 500) })) } : {}),
-  };
-}
+export const webFinding = findingFactory(webFindings);

@@ -8,8 +8,7 @@
 import type tls from 'node:tls';
 import { OutboundFetchError, OutboundRefusedError, ocspStapled, type OutboundGuard } from '../../net/outbound-guard.ts';
 import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
-import type { CertificateInfo } from '../../../workers/pool/parse-tasks.ts';
-import { parseCertificate } from '../../../workers/pool/parse-tasks.ts';
+import { parseCertificate, type CertificateInfo } from '../../net/certificate.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
 import { webFinding } from './findings.ts';
