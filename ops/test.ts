@@ -3,7 +3,7 @@
 //   1. makes MySQL and Redis available (ops/services.ts);
 //   2. creates a throwaway database lss_test_<yyyymmddhhmmss>_<hex6> and picks the
 //      Redis key prefix lsstest:<same suffix>:;
-//   3. type-checks (tsc -p tsconfig.json), failing fast;
+//   3. type-checks (tsc -p tsconfig.json) and checks the import rules (ops/lint.ts), failing fast;
 //   4. runs `vitest run <args…>` against them (the vitest globalSetup migrates), trusting the
 //      lab CA (test/lab/ca.ts) through NODE_EXTRA_CA_CERTS: the single-Redis pass;
 //   5. starts a 3-master Redis Cluster on loopback (ops/redis-cluster.ts) and runs the suites
@@ -24,6 +24,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
+import { importRulesHold } from './lint.ts';
 import { deletePrefixedClusterKeys, startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { LAB_CA_DIR_ENV, loadLabCa } from '../test/lab/ca.ts';
 
@@ -225,6 +226,14 @@ async function main(): Promise<number> {
       return tsc.code;
     }
     if (tsc.output.trim()) process.stderr.write(tsc.output);
+
+    log('import rules: no circle, no import against the layers (.dependency-cruiser.cjs)');
+    const imports = await importRulesHold();
+    checkInterrupted();
+    if (imports !== 0) {
+      log(`the import rules do not hold (exit ${imports})`);
+      return imports;
+    }
 
     // The lab CA must be trusted from the first instruction of every test process: Node reads
     // NODE_EXTRA_CA_CERTS only at start.

@@ -3,7 +3,7 @@
 // the same body: an uncertain write is repeated, never duplicated (SERVICE.md Limits 5).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LssApiError, LssError, LssTransportError } from './errors.ts';
+import { LssApiError, type LssError, LssTransportError } from './errors.ts';
 import { decideRetry, parseRetryAfter, type Failure, type RetrySettings } from './retry-policy.ts';
 import type { ErrorCode, ErrorEnvelope } from './types.ts';
 

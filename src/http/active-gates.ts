@@ -21,6 +21,7 @@ export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolic
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: any product's activeWork, whatever its input type
 export function activeGates(activeWork: ((input: any) => ActiveWork) | undefined, currentPolicy: string): RequestHandler {
   return (_req, res, next) => {
     if (activeWork) {

@@ -45,7 +45,8 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
     const policies = policiesFor(p.rateOverrides);
     // A lease is asked for only when step 4 and 5a will pass: a valid key and a readable body.
     // The key is read here, once: the script claims its lease; step 4 reports a missing one.
-    const key = leases ? (s.idempotencyKey = idempotencyKeyOf(req)) : undefined;
+    const key = leases ? idempotencyKeyOf(req) : undefined;
+    if (key) s.idempotencyKey = key;
     let lease: LeaseRequest | undefined;
     if (leases && key && !s.bodyError) {
       const fingerprint = requestFingerprint(req.method, req.path, s.rawBody);

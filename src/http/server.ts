@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
-import { ApiError, errorEnvelope, type ErrorCode } from '../contract/errors.ts';
+import { ApiError, errorEnvelope, } from '../contract/errors.ts';
 import { publicId } from '../contract/ids.ts';
 
 export interface HttpServerOptions {

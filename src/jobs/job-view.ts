@@ -45,6 +45,7 @@ export async function findJob(db: Db, workspaceId: number, jobRef: string): Prom
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
+// biome-ignore lint/suspicious/noExplicitAny: stored JSON columns, read as the view's fields
 function parseJson(v: unknown): any {
   return typeof v === 'string' ? JSON.parse(v) : v;
 }

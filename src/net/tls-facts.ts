@@ -32,7 +32,7 @@ function presentedChain(leaf: tls.DetailedPeerCertificate | undefined): string[]
   const out: string[] = [];
   const seen = new Set<string>();
   let cert = leaf;
-  while (cert && cert.raw && out.length < 10) {
+  while (cert?.raw && out.length < 10) {
     const der = cert.raw.toString('base64');
     if (seen.has(der)) break; // a self-signed root points at itself
     seen.add(der);

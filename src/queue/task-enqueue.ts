@@ -47,7 +47,9 @@ export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]
     for (const t of chunk) adds.xadd(streams.lane(lane), '*', 'task', String(t.id), 'job', String(t.jobId));
     const ids = await replies(adds);
     const marks = redis.pipeline();
-    chunk.forEach((t, n) => marks.set(queueKeys.taskMessage(lane, t.id), String(ids[n]), 'PX', TASK_MESSAGE_TTL_MS));
+    chunk.forEach((t, n) => {
+      marks.set(queueKeys.taskMessage(lane, t.id), String(ids[n]), 'PX', TASK_MESSAGE_TTL_MS);
+    });
     await replies(marks);
   }
 }

@@ -1,6 +1,6 @@
 // Liveness (the process answers) and readiness (its dependencies answer and the schema is current).
 import type { Express } from 'express';
-import { sql } from 'kysely';
+import { appliedMigrations, pingDatabase } from '../db/health.ts';
 import type { AppDeps } from '../http/deps.ts';
 import { productList } from './meta.ts';
 
@@ -22,9 +22,9 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
   });
   app.get('/readyz', async (_req, res) => {
     const [mysql, redis, applied] = await Promise.all([
-      check(() => sql`SELECT 1`.execute(deps.db)),
+      check(() => pingDatabase(deps.db)),
       check(() => deps.redis.ping()),
-      deps.db.selectFrom('schema_migrations').select('version').execute().then((r) => r.map((x) => x.version), () => null),
+      appliedMigrations(deps.db),
     ]);
     const missing = applied ? deps.expectedMigrations.filter((v) => !applied.includes(v)) : null;
     const migrations = missing === null ? 'unknown' : missing.length === 0 ? 'current' : 'pending';

@@ -13,7 +13,7 @@ import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
 import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
-import type { ProductDefinition, WorkerLiveness } from '../products/kit/product-contract.ts';
+import type { ProductDefinition, } from '../products/kit/product-contract.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';

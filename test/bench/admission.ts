@@ -30,7 +30,7 @@
 // lss_bench_<time>_<hex> and Redis prefix lssbench:<same>:, and removes both at the end.
 // Targets are reported PASS/MISS; a MISS does not fail the process.
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
+import type http from 'node:http';
 import { clientRunner, fmt, listen, pacedLoad, percentile, procfileRoleArgs, type LoadResult } from './bench-kit.ts';
 import os from 'node:os';
 import { writeFileSync } from 'node:fs';
@@ -197,8 +197,6 @@ async function main(): Promise<void> {
   const { createApp } = await import('../../src/app.ts');
   const { createKey, createWorkspace, setLimits } = await import('../../src/auth/tenancy-repo.ts');
   const { default: express } = await import('express');
-  const { pino } = await import('pino');
-
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
   const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_bench_${suffix}`;

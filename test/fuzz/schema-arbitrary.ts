@@ -24,10 +24,11 @@ function resolve(schema: Schema, ctx: SchemaContext): Schema {
 /** Strings the products care about: domain names, URLs, MACs, phone numbers, IPs, and junk. */
 export const interestingString = fc.oneof(
   fc.constantFrom(
-    'lab.test', 'www.lab.test', 'example.com', 'xn--bcher-kva.lab.test', 'Bücher.lab.test', 'a..b', '-a.test', 'a'.repeat(64) + '.test',
-    `${'a'.repeat(63)}.`.repeat(5) + 'test', 'http://lab.test/', 'https://127.0.0.1/', 'https://[::1]:8443/x', 'ftp://lab.test/',
+    'lab.test', 'www.lab.test', 'example.com', 'xn--bcher-kva.lab.test', 'Bücher.lab.test', 'a..b', '-a.test', `${'a'.repeat(64)}.test`,
+    `${`${'a'.repeat(63)}.`.repeat(5)}test`, 'http://lab.test/', 'https://127.0.0.1/', 'https://[::1]:8443/x', 'ftp://lab.test/',
     'https://user:pw@lab.test/', 'http://2130706433/', 'http://0x7f.1/', '127.1', '::ffff:127.0.0.1', '10.0.0.0/8',
     'F4:F5:E8:12:34:56', 'f4f5.e812.3456', '00-00-5E-00-53-01', '+1 202 555 0100', '0044 20 7946 0000', 'DE', 'us', 'ZZ',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: hostile input on purpose (a log4j-style lookup string)
     '', ' ', '\u0000', '\u202e', '%00', '../../etc/passwd', '${jndi:ldap://127.0.0.1/a}', "'; DROP TABLE jobs;--", '<script>',
   ),
   fc.string({ maxLength: 40 }),

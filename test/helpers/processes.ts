@@ -230,7 +230,9 @@ export async function startPrivateRedis(group: ProcessGroup): Promise<PrivateRed
     env: redisEnv({ url: server.url }),
     kill: async () => void (await server.proc.stop('SIGKILL')),
     killOne: async () => void (await server.proc.stop('SIGKILL')),
-    revive: async () => void (server = await startRedisServer(group, port)),
+    revive: async () => {
+      server = await startRedisServer(group, port);
+    },
     down: async () => !(await pingRedis(port)),
     stop: async () => void (await server.proc.stop('SIGKILL')),
   };

@@ -60,7 +60,7 @@ describe('bodies the JSON parser accepts but the service must bound', () => {
   it('deeply nested JSON is invalid_request (400), not a 500', async () => {
     const deep = '['.repeat(5000) + ']'.repeat(5000);
     expectEnvelope(await raw(port, post('/v2/lookups/mac', deep)), 400, 'invalid_request');
-    const deepObject = '{"value":' + '{"a":'.repeat(3000) + '1' + '}'.repeat(3000) + '}';
+    const deepObject = `{"value":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}`;
     expectEnvelope(await raw(port, post('/v2/lookups/mac', deepObject)), 400, 'invalid_request');
   });
 

@@ -1,6 +1,4 @@
-// CONTRACT §4: replay of committed replies, conflicts, canonical fingerprints, per-key scope,
-// exactly-once execution under concurrency, nothing stored on failure, crash recovery.
-import { randomBytes } from 'node:crypto';
+
 import http from 'node:http';
 import supertest from 'supertest';
 import { sql } from 'kysely';

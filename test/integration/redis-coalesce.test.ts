@@ -28,7 +28,7 @@ async function client(coalesceWrites: boolean): Promise<Redis> {
 
 /** Counts the socket writes (each is one write or writev system call) made from now on. */
 function countWrites(c: Redis): () => number {
-  const socket = (c as unknown as { stream: Socket & { _write: Function; _writev: Function } }).stream;
+  const socket = (c as unknown as { stream: Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
   let n = 0;
   const write = socket._write.bind(socket);
   const writev = socket._writev.bind(socket);

@@ -103,7 +103,7 @@ describe('scan.recursive.v1', () => {
       ['an unknown target type', { profile: 'quick', target: { type: 'ip_address', value: '127.0.0.1' }, options: { active: false, maxCredits: 10 } }, 'invalid_request'],
       ['an IP as target', body('quick', '127.0.0.1', 10), 'invalid_request'],
       ['a public suffix as target', body('quick', 'co.uk', 10), 'invalid_request'],
-      ['a name over 253 characters', body('quick', `${'a'.repeat(60)}.`.repeat(5) + 'test', 10), 'invalid_request'],
+      ['a name over 253 characters', body('quick', `${`${'a'.repeat(60)}.`.repeat(5)}test`, 10), 'invalid_request'],
       ['maxCredits missing', { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: false } }, 'invalid_request'],
       ['maxCredits not an integer', body('quick', SCAN_ZONE, 10.5), 'scan_credit_budget_invalid'],
       ['maxCredits out of the profile bounds', body('deep', SCAN_ZONE, 20), 'scan_credit_budget_invalid'],

@@ -5,7 +5,7 @@
 import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
+import { client, type createTenant, idemKey, startHarness, type Harness } from '../helpers/harness.ts';
 import { fundedTenant, pollTerminal as pollJob } from '../helpers/jobs.ts';
 import { assertMatchesSchema } from '../helpers/contract-check.ts';
 import { labEnv } from '../helpers/lab-runtime.ts';

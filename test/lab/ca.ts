@@ -121,8 +121,8 @@ async function createCa(dir: string): Promise<void> {
   });
   mkdirSync(path.dirname(dir), { recursive: true });
   const tmp = mkdtempSync(`${dir}.tmp-`);
-  writeFileSync(path.join(tmp, 'root.pem'), root.toString('pem') + '\n');
-  writeFileSync(path.join(tmp, 'intermediate.pem'), inter.toString('pem') + '\n');
+  writeFileSync(path.join(tmp, 'root.pem'), `${root.toString('pem')}\n`);
+  writeFileSync(path.join(tmp, 'intermediate.pem'), `${inter.toString('pem')}\n`);
   writeFileSync(path.join(tmp, 'intermediate-key.pem'), await keyPem(interKeys.privateKey), { mode: 0o600 });
   try {
     renameSync(tmp, dir);
@@ -187,7 +187,7 @@ async function issueLeaf(spec: LeafSpec, inter: x509.X509Certificate, interKey: 
       signingKey: interKey, publicKey: keys.publicKey, signingAlgorithm: { name: 'ECDSA', hash }, extensions,
     });
   }
-  const certPem = cert.toString('pem') + '\n';
+  const certPem = `${cert.toString('pem')}\n`;
   return {
     certPem,
     keyPem: await keyPem(keys.privateKey),

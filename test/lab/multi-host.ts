@@ -2,7 +2,7 @@
 // that a single OUTBOUND_PORT_MAP entry (25=<port>, 443=<port>) sends the service's connections to
 // the right lab host by address alone. The port is chosen by the first bind (an ephemeral port);
 // if another address has it taken, everything is retried on a new port.
-import net from 'node:net';
+import type net from 'node:net';
 
 export interface Listening {
   port: number;

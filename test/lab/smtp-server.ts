@@ -43,8 +43,7 @@ function speak(socket: net.Socket, name: string, behaviour: Exclude<SmtpBehaviou
   const onData = (chunk: Buffer) => {
     buf += chunk.toString('latin1');
     if (buf.length > 4096) return void socket.destroy();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
       const line = buf.slice(0, nl).replace(/\r$/, '');
       buf = buf.slice(nl + 1);
       const verb = line.split(' ')[0]!.toUpperCase();
@@ -75,8 +74,7 @@ function upgrade(socket: net.Socket, name: string, behaviour: Extract<SmtpBehavi
   secure.on('data', (chunk: Buffer) => {
     buf += chunk.toString('latin1');
     if (buf.length > 4096) return void secure.destroy();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
       const verb = buf.slice(0, nl).replace(/\r$/, '').split(' ')[0]!.toUpperCase();
       buf = buf.slice(nl + 1);
       if (verb === 'QUIT') return void secure.end(`221 ${name} closing\r\n`);

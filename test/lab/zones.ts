@@ -75,7 +75,7 @@ function expandV6(ip: string): string[] {
   return [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
 }
 
-const LONG_TXT = 'lab-long-txt ' + 'x'.repeat(300); // > 255 octets: two character-strings
+const LONG_TXT = `lab-long-txt ${'x'.repeat(300)}`; // > 255 octets: two character-strings
 
 /** The ordinary zone plus one name per answer shape the resolver must handle. */
 export const labTest: Zone = {
@@ -106,7 +106,7 @@ export const labTest: Zone = {
     { name: 'dangling', type: 'CNAME', data: 'gone.lab.test' },
     // Too big for a 1232-byte UDP reply: truncated over UDP, complete over TCP.
     ...Array.from({ length: 60 }, (_, i) => ({ name: 'big', type: 'A', data: `127.0.1.${i + 1}` })),
-    ...Array.from({ length: 6 }, (_, i) => ({ name: 'big', type: 'TXT', data: [`big-${i} ` + 'y'.repeat(240)] })),
+    ...Array.from({ length: 6 }, (_, i) => ({ name: 'big', type: 'TXT', data: [`big-${i} ${'y'.repeat(240)}`] })),
     // Same size, but the TCP reply is garbage: the fallback must end in an error, not a crash.
     ...Array.from({ length: 60 }, (_, i) => ({ name: 'tcp-garbage', type: 'A', data: `127.0.2.${i + 1}` })),
     // Wildcard: anything.wild.lab.test answers, wild.lab.test itself is an empty non-terminal.

@@ -20,6 +20,7 @@ export interface Context {
   idempotencyKey: string | undefined;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: commander hands each command its own argument types
 export type Handler = (ctx: Context, ...args: any[]) => Promise<Report>;
 export type Action = (handler: Handler) => (...args: unknown[]) => Promise<void>;
 

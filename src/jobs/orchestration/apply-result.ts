@@ -5,19 +5,17 @@
 // nothing. When no task is left open, the job is finalized in the same transaction. What became
 // pending is enqueued after the commit (the reconciler re-enqueues it if this process dies first).
 import { sql } from 'kysely';
-import { captureTask } from '../../credits/ledger.ts';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { CheckOutput, TaskPlan } from '../../contract/tasks.ts';
-import type { Limitation } from '../../contract/lanes.ts';
 import { parseJson } from '../../db/transaction.ts';
 import { gateResultOf, insertPlannedTasks, releaseGated } from '../tasks/task-insert.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { applyFinishedTask, countLimitations, countOpenTasks, countUnsettledTasks } from '../tasks/task-settlement.ts';
-import { CAPTURED_TASK_STATUSES, isOpenTask, isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
-import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
+import { isOpenTask, isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
+import { inTransaction, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {

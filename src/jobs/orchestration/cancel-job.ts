@@ -13,7 +13,7 @@ import { inTransaction } from '../../db/transaction.ts';
 export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
   await inTransaction(ctx.db, async (trx) => {
     const job = await lockJob(trx, jobId);
-    if (!job || job.status !== 'cancelling') return;
+    if (job?.status !== 'cancelling') return;
     // Nothing to capture for these: they are applied at once.
     await sql`UPDATE tasks SET status = 'cancelled', reason = 'job_cancelled', finished_at = NOW(3), applied_at = NOW(3)
       WHERE job_id = ${job.id} AND status IN ('pending', 'waiting')`.execute(trx);

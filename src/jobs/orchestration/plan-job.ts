@@ -5,7 +5,6 @@ import { sql } from 'kysely';
 import type { TaskPlan } from '../../contract/tasks.ts';
 import { enqueueTasks, ensureTasksEnqueued, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
-import { isLaneName } from '../../queue/streams.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';

@@ -2,7 +2,6 @@
 // expiration event only. A 404 from the RDAP server is the one "not registered"; an unconfigured,
 // refused or failing server makes the lane unavailable (or timeout) with a limitation.
 import { lookupDomain, type RdapLookup, type RdapUnavailableReason } from '../../rdap/client.ts';
-import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectRef } from '../../contract/tasks.ts';
 import type { SourceRef } from '../../contract/lanes.ts';

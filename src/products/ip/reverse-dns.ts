@@ -57,7 +57,6 @@ export async function reverseLookup(resolver: Resolver | undefined, name: string
     case 'formerr':
     case 'notimp':
       return unavailable(name, 'failed', result.outcome, `the resolver answered ${result.rcode ?? result.outcome.toUpperCase()}`);
-    case 'error':
     default:
       return unavailable(name, 'unavailable', result.outcome, 'the resolver could not be reached or its reply was unusable');
   }

@@ -30,7 +30,8 @@ let loaded: Record<string, string> | undefined;
 
 /** The IEEE table, loaded once. */
 export function ouiTable(): Record<string, string> {
-  return (loaded ??= require('oui-data') as Record<string, string>);
+  loaded ??= require('oui-data') as Record<string, string>;
+  return loaded;
 }
 const IEEE_RA = /^IEEE Registration Authority\b/i;
 

@@ -106,7 +106,7 @@ function deriveMtaStsEnforce(i: DeriveInput, out: Derivation): void {
 }
 
 function deriveBimi(i: DeriveInput, out: Derivation): void {
-  if (!i.bimi || i.bimi.state !== 'present') return;
+  if (i.bimi?.state !== 'present') return;
   if (!i.dmarcAnswered || !i.dmarc || i.dmarc.state === 'unknown') {
     i.bimi.dmarcPrerequisite = { met: null, reason: 'the dmarc lane gave no answer' };
     out.limitations.push({ code: 'bimi_prerequisite_unknown', message: 'BIMI is published, but the DMARC policy is unknown: its prerequisite was not checked.' });

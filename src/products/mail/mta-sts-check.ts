@@ -4,7 +4,6 @@
 // mode, max_age and whether the mx patterns cover every MX host. Enforce-mode certificate checks
 // need the smtp_starttls lane and are derived at assembly (./derive.ts).
 import { presence } from '../../dns/presence.ts';
-import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';

@@ -161,7 +161,7 @@ function blankNode(domain: string, via: SpfNode['via'], status: SpfNode['status'
 /** An a/mx/exists lookup: void when every question it makes is answered without records. */
 function lookupVoid(w: Walk, questions: QueryResult[]): boolean | null {
   if (questions.some((q) => presence(q) === 'indeterminate')) {
-    questions.filter((q) => presence(q) === 'indeterminate').forEach((q) => noteIndeterminate(w, q));
+    for (const q of questions) if (presence(q) === 'indeterminate') noteIndeterminate(w, q);
     return null;
   }
   return questions.every((q) => presence(q) === 'absent');
@@ -215,7 +215,7 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
   for (const t of terms) {
     const term: SpfTerm = { ...t, lookups: 0, void: null, note: null };
     node.terms.push(term);
-    const macro = t.target !== null && t.target.includes('%');
+    const macro = t.target?.includes('%');
     if (macro) w.macros.add(t.term);
     if (t.kind === 'ptr') w.usesPtr = true;
     const costs = LOOKUP_KINDS.has(t.kind) && !(t.kind === 'redirect' && hasAll);
@@ -227,6 +227,7 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
       if (t.kind === 'include' || t.kind === 'redirect') w.lowerBound = true;
     }
     switch (macro ? 'macro' : t.kind) {
+      // biome-ignore lint/suspicious/noFallthroughSwitchClause: a redirect that applies is walked like an include
       case 'redirect':
         if (hasAll) {
           term.note = 'ignored: the record has an all mechanism (RFC 7208 §6.1)';

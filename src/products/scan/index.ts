@@ -6,7 +6,6 @@
 import { z } from 'zod';
 import { domainName } from '../../contract/domain-name.ts';
 import { ApiError } from '../../contract/errors.ts';
-import type { Resolver } from '../../dns/types.ts';
 import type { AsyncProduct, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
 import type { LaneReadiness, LaneSpec } from '../../contract/lanes.ts';
 import { registrableOf } from './rules/names.ts';

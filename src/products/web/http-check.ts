@@ -1,9 +1,4 @@
-// web.http: both request chains, the final response's security headers, cookies and CORS, and
-// the Observatory-style score. A pure function of (target URL, context): recursive scans run it
-// per discovered URL. The lane completes when every chain it attempted produced a response;
-// partial when one did and another failed, timed out or was refused (each with a limitation);
-// unavailable / timeout when none did. Findings come only from responses actually received.
-import type { OutboundGuard } from '../../net/outbound-guard.ts';
+
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
 import type { LaneStatus, Limitation } from '../../contract/lanes.ts';

@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto';
 import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneReadiness } from '../../contract/lanes.ts';
 import type { TaskPlan } from '../../contract/tasks.ts';
-import type { Resolver } from '../../dns/types.ts';
 import { assembleWeb, webLanes } from './assemble.ts';
 import { WEB_CHECKS } from './checks.ts';
 import { webInput, webResult, type WebInput, type WebResult } from './schema.ts';

@@ -10,7 +10,7 @@
 //     authoritative NXDOMAIN for the name (the rcode of a CNAME chain is its last target's).
 //   - Out-of-scope names are recorded at distance 1, never followed; in-scope ones one hop further
 //     than this name.
-import type { QueryResult, RecordType, Resolver } from '../../../dns/types.ts';
+import type { QueryResult, RecordType, } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, GateResult, ObjectOut, ObjectRef, RelationOut } from '../../../contract/tasks.ts';

@@ -15,7 +15,6 @@ import { runHttpCheck, type HttpCheckOptions } from '../../web/http-check.ts';
 import { runTlsCheck } from '../../web/tls-check.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
 import type { CheckOutput, TaskOutcomeView } from '../../../contract/tasks.ts';
-import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { isHostName, normalName, scopeOf } from '../rules/names.ts';
 import type { Discovery, WebFacts } from '../rules/planner.ts';
 import { fingerprintMatch, providerFor } from '../rules/takeover.ts';

@@ -45,7 +45,7 @@ export function fingerprintMatch(name: string, cnameTargets: readonly string[], 
   if (isServiceName(name) || !body) return null;
   for (const target of cnameTargets) {
     const p = providerFor(target);
-    if (p && p.fingerprints.some((f) => body.includes(f))) return p;
+    if (p?.fingerprints.some((f) => body.includes(f))) return p;
   }
   return null;
 }
