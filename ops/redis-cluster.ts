@@ -45,7 +45,10 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
   const log = opts.log ?? defaultLog;
   const masters = opts.masters ?? 3;
   const [server, cli] = await Promise.all([which('redis-server'), which('redis-cli')]);
-  if (!server || !cli) throw new Error('redis-server and redis-cli are needed for the Redis Cluster (Debian package redis-server; ops/services.ts installs it)');
+  if (!server || !cli)
+    throw new Error(
+      'redis-server and redis-cli are needed for the Redis Cluster (Debian package redis-server; ops/services.ts installs it)',
+    );
   const base = path.resolve(opts.root, '.data', 'redis-cluster');
   await sweepStaleRuns(base, log);
   const dir = path.join(base, `${process.pid}-${randomBytes(3).toString('hex')}`);
@@ -57,12 +60,36 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
   const startNode = async (port: number): Promise<void> => {
     const nodeDir = path.join(dir, String(port));
     await fs.mkdir(nodeDir, { recursive: true });
-    const child = spawn(server, [
-      '--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--daemonize', 'no',
-      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000',
-      '--dir', nodeDir, '--save', '', '--appendonly', 'no',
-      '--logfile', path.join(nodeDir, 'redis.log'), '--pidfile', path.join(nodeDir, 'redis.pid'),
-    ], { stdio: 'ignore' });
+    const child = spawn(
+      server,
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--protected-mode',
+        'no',
+        '--daemonize',
+        'no',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '2000',
+        '--dir',
+        nodeDir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--logfile',
+        path.join(nodeDir, 'redis.log'),
+        '--pidfile',
+        path.join(nodeDir, 'redis.pid'),
+      ],
+      { stdio: 'ignore' },
+    );
     child.on('error', () => {});
     children.set(port, child);
   };
@@ -100,7 +127,14 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
   try {
     await Promise.all(ports.map(startNode));
     await Promise.all(ports.map((p) => waitPing(p, dir)));
-    await run(cli, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run(cli, [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     await waitClusterOk(ports, dir);
   } catch (err) {
     await handle.stop();
@@ -116,11 +150,19 @@ export async function startRedisCluster(opts: { root: string; masters?: number; 
  * how many.
  */
 export async function deletePrefixedClusterKeys(seeds: string, prefix: string): Promise<number> {
-  const nodes = seeds.split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
-    const i = s.lastIndexOf(':');
-    return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(s.slice(i + 1)) };
+  const nodes = seeds
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const i = s.lastIndexOf(':');
+      return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(s.slice(i + 1)) };
+    });
+  const cluster = new Cluster(nodes, {
+    lazyConnect: true,
+    clusterRetryStrategy: () => null,
+    redisOptions: { connectTimeout: 5000, maxRetriesPerRequest: 1 },
   });
-  const cluster = new Cluster(nodes, { lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { connectTimeout: 5000, maxRetriesPerRequest: 1 } });
   cluster.on('error', () => {});
   let deleted = 0;
   try {
@@ -184,13 +226,19 @@ function portFree(port: number): Promise<boolean> {
 }
 
 async function waitPing(port: number, dir: string): Promise<void> {
-  await poll(`redis-server on ${port}`, dir, async () => (await withRedis(`redis://127.0.0.1:${port}`, (c) => c.ping())).ok);
+  await poll(
+    `redis-server on ${port}`,
+    dir,
+    async () => (await withRedis(`redis://127.0.0.1:${port}`, (c) => c.ping())).ok,
+  );
 }
 
 /** Every node says cluster_state:ok (all slots served, every node reachable). */
 async function waitClusterOk(ports: readonly number[], dir: string): Promise<void> {
   await poll('cluster_state:ok on every node', dir, async () => {
-    const states = await Promise.all(ports.map((p) => withRedis(`redis://127.0.0.1:${p}`, (c) => c.cluster('INFO') as Promise<string>)));
+    const states = await Promise.all(
+      ports.map((p) => withRedis(`redis://127.0.0.1:${p}`, (c) => c.cluster('INFO') as Promise<string>)),
+    );
     return states.every((s) => s.ok && /cluster_state:ok/.test(s.value));
   });
 }

@@ -80,7 +80,11 @@ export async function ensureServices(opts: { root: string; log?: Log }): Promise
  * CREATE DATABASE `name` (utf8mb4_bin); returns serverUrl with the database as its path.
  * With `ifNotExists`, an existing database of that name is kept as it is (idempotent).
  */
-export async function createDatabase(serverUrl: string, name: string, opts: { ifNotExists?: boolean } = {}): Promise<string> {
+export async function createDatabase(
+  serverUrl: string,
+  name: string,
+  opts: { ifNotExists?: boolean } = {},
+): Promise<string> {
   checkDbName(name);
   const conn = await createConnection({ uri: stripDatabase(serverUrl), connectTimeout: 10_000 });
   try {
@@ -170,7 +174,10 @@ async function findRedis(envUrl: string | undefined, skipDefaults: boolean, log:
 }
 
 /** Connects to url (as given: no database selected by callers) and runs `query`; never throws. */
-async function withMysql<T>(url: string, query: (c: Connection) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+async function withMysql<T>(
+  url: string,
+  query: (c: Connection) => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
   let conn: Connection | undefined;
   try {
     const connecting = createConnection({ uri: url, connectTimeout: PROBE_TIMEOUT_MS });
@@ -193,7 +200,10 @@ async function probeMysql(url: string): Promise<string | null> {
   return r.ok ? null : r.error;
 }
 
-export async function withRedis<T>(url: string, fn: (r: Redis) => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+export async function withRedis<T>(
+  url: string,
+  fn: (r: Redis) => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
   const client = new Redis(url, {
     lazyConnect: true,
     connectTimeout: PROBE_TIMEOUT_MS,
@@ -304,7 +314,10 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
   await fs.mkdir(p.mysqlDataDir, { recursive: true, mode: 0o700 });
   if ((await fs.readdir(p.mysqlDataDir)).length === 0) {
     log(`MySQL: initialising ${p.mysqlDataDir} (log: ${p.mysqlInstallLog})`);
-    const help = await run(installDb, ['--help']).then((r) => r.stdout + r.stderr, () => '');
+    const help = await run(installDb, ['--help']).then(
+      (r) => r.stdout + r.stderr,
+      () => '',
+    );
     const args = ['--no-defaults', `--datadir=${p.mysqlDataDir}`];
     // --user is documented as root-only for mariadb-install-db (it chowns files);
     // as any other user, files are owned by the current user anyway.
@@ -318,7 +331,9 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
     if (res instanceof Error) {
       // Leave no half-initialised datadir behind: the next run starts from scratch.
       await fs.rm(p.mysqlDataDir, { recursive: true, force: true });
-      throw new Error(`mariadb-install-db failed (${res.message}); see ${p.mysqlInstallLog}\n${tail(res.stdout + res.stderr)}`);
+      throw new Error(
+        `mariadb-install-db failed (${res.message}); see ${p.mysqlInstallLog}\n${tail(res.stdout + res.stderr)}`,
+      );
     }
   } else if (!(await exists(path.join(p.mysqlDataDir, 'mysql')))) {
     throw new Error(
@@ -358,13 +373,21 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
 
 type WaitResult = { ok: true } | { ok: false; exited: boolean; message: string };
 
-async function waitMysqlReady(p: PrivatePaths, exitedReason: (() => string | null) | null, pid: number | null): Promise<WaitResult> {
+async function waitMysqlReady(
+  p: PrivatePaths,
+  exitedReason: (() => string | null) | null,
+  pid: number | null,
+): Promise<WaitResult> {
   const deadline = Date.now() + MYSQL_START_TIMEOUT_MS;
   for (;;) {
     const state = await privateMysqlState(p);
     if (state === 'ours') return { ok: true };
     if (state !== 'none') {
-      return { ok: false, exited: false, message: `port ${PRIVATE_MYSQL_PORT} is taken by another MySQL/MariaDB server (${state.foreign})` };
+      return {
+        ok: false,
+        exited: false,
+        message: `port ${PRIVATE_MYSQL_PORT} is taken by another MySQL/MariaDB server (${state.foreign})`,
+      };
     }
     const reason = exitedReason?.() ?? (pid !== null && !pidAlive(pid) ? 'exited' : null);
     if (reason !== null) {
@@ -398,26 +421,38 @@ async function ensurePrivateRedis(p: PrivatePaths, log: Log): Promise<string> {
     return PRIVATE_REDIS_URL;
   }
   if (state !== 'none') {
-    throw new Error(`port ${PRIVATE_REDIS_PORT} is taken by another Redis server (${state.foreign}); stop it, or set REDIS_URL`);
+    throw new Error(
+      `port ${PRIVATE_REDIS_PORT} is taken by another Redis server (${state.foreign}); stop it, or set REDIS_URL`,
+    );
   }
   const redisServer = await which('redis-server');
   if (!redisServer) throw new Error(missingMessage(['redis-server']));
 
   await fs.mkdir(p.redisDir, { recursive: true });
   const args = [
-    '--port', String(PRIVATE_REDIS_PORT),
-    '--bind', '127.0.0.1',
-    '--daemonize', 'yes',
-    '--dir', p.redisDir,
-    '--save', '',
-    '--appendonly', 'no',
-    '--logfile', p.redisLog,
-    '--pidfile', p.redisPidFile,
+    '--port',
+    String(PRIVATE_REDIS_PORT),
+    '--bind',
+    '127.0.0.1',
+    '--daemonize',
+    'yes',
+    '--dir',
+    p.redisDir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--logfile',
+    p.redisLog,
+    '--pidfile',
+    p.redisPidFile,
   ];
   log(`Redis: starting private Redis on 127.0.0.1:${PRIVATE_REDIS_PORT} (log: ${p.redisLog})`);
   const res = await run(redisServer, args).catch((e: RunError) => e);
   if (res instanceof Error) {
-    throw new Error(`redis-server failed to start (${res.message}); see ${p.redisLog}\n${tail(res.stdout + res.stderr)}\n${await tailFile(p.redisLog)}`);
+    throw new Error(
+      `redis-server failed to start (${res.message}); see ${p.redisLog}\n${tail(res.stdout + res.stderr)}\n${await tailFile(p.redisLog)}`,
+    );
   }
   const deadline = Date.now() + REDIS_START_TIMEOUT_MS;
   for (;;) {
@@ -425,7 +460,9 @@ async function ensurePrivateRedis(p: PrivatePaths, log: Log): Promise<string> {
     if (s === 'ours') break;
     if (s !== 'none') throw new Error(`port ${PRIVATE_REDIS_PORT} is taken by another Redis server (${s.foreign})`);
     if (Date.now() > deadline) {
-      throw new Error(`private redis-server did not answer on 127.0.0.1:${PRIVATE_REDIS_PORT} within ${REDIS_START_TIMEOUT_MS / 1000}s; see ${p.redisLog}\n${await tailFile(p.redisLog)}`);
+      throw new Error(
+        `private redis-server did not answer on 127.0.0.1:${PRIVATE_REDIS_PORT} within ${REDIS_START_TIMEOUT_MS / 1000}s; see ${p.redisLog}\n${await tailFile(p.redisLog)}`,
+      );
     }
     await sleep(200);
   }
@@ -440,7 +477,8 @@ let aptUpdated = false;
 
 async function ensureBinaries(need: { mysql: boolean; redis: boolean }, p: PrivatePaths, log: Log): Promise<void> {
   const missing: string[] = [];
-  if (need.mysql && (!(await which('mariadbd')) || !(await which('mariadb-install-db')))) missing.push('mariadb-server');
+  if (need.mysql && (!(await which('mariadbd')) || !(await which('mariadb-install-db'))))
+    missing.push('mariadb-server');
   if (need.redis && !(await which('redis-server'))) missing.push('redis-server');
   if (missing.length === 0) return;
 
@@ -462,7 +500,12 @@ async function ensureBinaries(need: { mysql: boolean; redis: boolean }, p: Priva
     const res = await run(cmd, rest, { env, maxBuffer: 256 * 1024 * 1024 }).catch((e: RunError) => e);
     await fs.appendFile(p.aptLog, `$ ${argv.join(' ')}\n${res.stdout}${res.stderr}\n`);
     if (res instanceof Error) {
-      throw new Error(missingMessage(missing, `\`${argv.join(' ')}\` failed: ${res.message}; see ${p.aptLog}\n${tail(res.stdout + res.stderr)}`));
+      throw new Error(
+        missingMessage(
+          missing,
+          `\`${argv.join(' ')}\` failed: ${res.message}; see ${p.aptLog}\n${tail(res.stdout + res.stderr)}`,
+        ),
+      );
     }
   };
   log(`missing ${missing.join(', ')}; installing with apt-get (this can take a minute; log: ${p.aptLog})`);
@@ -507,12 +550,21 @@ export async function which(cmd: string): Promise<string | null> {
 
 type RunError = Error & { stdout: string; stderr: string };
 
-function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; maxBuffer?: number } = {}): Promise<{ stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; maxBuffer?: number } = {},
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { env: opts.env ?? process.env, maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) => {
-      if (err) reject(Object.assign(err, { stdout: String(stdout ?? ''), stderr: String(stderr ?? '') }) as RunError);
-      else resolve({ stdout, stderr });
-    });
+    execFile(
+      cmd,
+      args,
+      { env: opts.env ?? process.env, maxBuffer: opts.maxBuffer ?? 16 * 1024 * 1024, encoding: 'utf8' },
+      (err, stdout, stderr) => {
+        if (err) reject(Object.assign(err, { stdout: String(stdout ?? ''), stderr: String(stderr ?? '') }) as RunError);
+        else resolve({ stdout, stderr });
+      },
+    );
   });
 }
 
@@ -537,7 +589,10 @@ async function acquireLock(lockDir: string, log: Log): Promise<() => Promise<voi
     }
     // Stale lock: holder gone (pid file) or older than the timeout.
     const holder = Number(await fs.readFile(path.join(lockDir, 'pid'), 'utf8').catch(() => ''));
-    const age = await fs.stat(lockDir).then((s) => Date.now() - s.mtimeMs, () => 0);
+    const age = await fs.stat(lockDir).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
     if ((holder > 0 && !pidAlive(holder)) || age > LOCK_TIMEOUT_MS) {
       await fs.rm(lockDir, { recursive: true, force: true });
       continue;
@@ -546,7 +601,8 @@ async function acquireLock(lockDir: string, log: Log): Promise<() => Promise<voi
       log(`waiting for another process setting up services (${lockDir})`);
       announced = true;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${lockDir}; remove it if no other run is active`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for lock ${lockDir}; remove it if no other run is active`);
     await sleep(250);
   }
 }
@@ -604,11 +660,15 @@ async function samePath(a: string, b: string): Promise<boolean> {
 }
 
 async function exists(p: string): Promise<boolean> {
-  return fs.access(p).then(() => true, () => false);
+  return fs.access(p).then(
+    () => true,
+    () => false,
+  );
 }
 
 function checkDbName(name: string): void {
-  if (!DB_NAME_RE.test(name)) throw new Error(`invalid database name ${JSON.stringify(name)} (must match ${DB_NAME_RE})`);
+  if (!DB_NAME_RE.test(name))
+    throw new Error(`invalid database name ${JSON.stringify(name)} (must match ${DB_NAME_RE})`);
 }
 
 /** The server URL without a database path (query kept). */
@@ -705,7 +765,12 @@ export function runTimestamp(d: Date = new Date()): string {
 /** Deletes every key under `prefix` (SCAN + UNLINK in batches); returns how many. */
 export async function deletePrefixedKeys(redisUrl: string, prefix: string): Promise<number> {
   const { Redis } = await import('ioredis');
-  const client = new Redis(redisUrl, { lazyConnect: true, connectTimeout: 5000, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  const client = new Redis(redisUrl, {
+    lazyConnect: true,
+    connectTimeout: 5000,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  });
   client.on('error', () => {});
   let deleted = 0;
   try {

@@ -62,9 +62,13 @@ const CLUSTER_ONLY = ['test/integration/scale-out.test.ts'];
 
 /** File filters among the args (vitest matches them as substrings of test file paths). */
 const fileFilters = vitestArgs.filter((a) => !a.startsWith('-') && (/\.test\.ts$/.test(a) || /^(test|src)\//.test(a)));
-const clusterFiles = fileFilters.length === 0 ? CLUSTER_SUITES : CLUSTER_SUITES.filter((f) => fileFilters.some((x) => f.includes(x)));
+const clusterFiles =
+  fileFilters.length === 0 ? CLUSTER_SUITES : CLUSTER_SUITES.filter((f) => fileFilters.some((x) => f.includes(x)));
 const otherArgs = vitestArgs.filter((a) => !fileFilters.includes(a));
-const singleArgs = [...vitestArgs, ...CLUSTER_ONLY.filter((f) => !fileFilters.some((x) => f.includes(x))).map((f) => `--exclude=${f}`)];
+const singleArgs = [
+  ...vitestArgs,
+  ...CLUSTER_ONLY.filter((f) => !fileFilters.some((x) => f.includes(x))).map((f) => `--exclude=${f}`),
+];
 
 // Fixed secrets for tests, used only when the environment does not set them (48 chars each).
 const TEST_KEY_PEPPER = 'lss-test-key-pepper-0123456789abcdefghijklmnopqr';
@@ -109,14 +113,20 @@ for (const sig of Object.keys(SIGNAL_NUMBERS) as HandledSignal[]) {
 /** The JS entry of a package's bin, to run on this very node binary. */
 function binEntry(pkg: string, bin: string): string {
   const dir = path.join(root, 'node_modules', pkg);
-  const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string> };
+  const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+    bin?: string | Record<string, string>;
+  };
   const rel = typeof manifest.bin === 'string' ? manifest.bin : manifest.bin?.[bin];
   if (!rel) throw new Error(`${pkg}/package.json has no bin "${bin}" (run npm install?)`);
   return path.join(dir, rel);
 }
 
 /** Runs node <script> <args…>; resolves with the exit code (128+n when killed by a signal). */
-function runNode(script: string, args: string[], opts: { env?: NodeJS.ProcessEnv; capture?: boolean }): Promise<{ code: number; output: string }> {
+function runNode(
+  script: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; capture?: boolean },
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, [script, ...args], {
       cwd: root,
@@ -153,11 +163,25 @@ async function vitestPass(name: string, args: string[], env: NodeJS.ProcessEnv, 
   log(`${name}: vitest run ${args.join(' ')}`.trimEnd());
   const report = path.join(os.tmpdir(), `lss-vitest-${suffix}-${name.replace(/\W+/g, '-')}.json`);
   const started = Date.now();
-  const vitest = await runNode(binEntry('vitest', 'vitest'),
-    ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args], { env });
-  const result: PassResult = { name, code: vitest.code, passed: 0, failed: 0, skipped: 0, seconds: Math.round((Date.now() - started) / 1000) };
+  const vitest = await runNode(
+    binEntry('vitest', 'vitest'),
+    ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args],
+    { env },
+  );
+  const result: PassResult = {
+    name,
+    code: vitest.code,
+    passed: 0,
+    failed: 0,
+    skipped: 0,
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
   try {
-    const r = JSON.parse(readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number };
+    const r = JSON.parse(readFileSync(report, 'utf8')) as {
+      numPassedTests: number;
+      numFailedTests: number;
+      numPendingTests: number;
+    };
     Object.assign(result, { passed: r.numPassedTests, failed: r.numFailedTests, skipped: r.numPendingTests });
     rmSync(report, { force: true });
   } catch {
@@ -201,12 +225,19 @@ async function main(): Promise<number> {
       log(`warning: could not delete Redis keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`);
     }
     if (cluster) {
-      await cluster.stop().catch((e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`));
+      await cluster
+        .stop()
+        .catch((e: unknown) =>
+          log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`),
+        );
       log('stopped the Redis Cluster');
     } else if (externalCluster && usedExternalCluster) {
       await deletePrefixedClusterKeys(externalCluster, keyPrefix).then(
         (n) => log(`deleted ${n} key(s) with prefix ${keyPrefix} from the Redis Cluster`),
-        (e: unknown) => log(`warning: could not delete Redis Cluster keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`),
+        (e: unknown) =>
+          log(
+            `warning: could not delete Redis Cluster keys ${keyPrefix}*: ${e instanceof Error ? e.message : String(e)}`,
+          ),
       );
     }
   };
@@ -281,10 +312,14 @@ async function main(): Promise<number> {
     }
     // One plain, machine-readable summary whatever reporter is on screen.
     for (const p of passes) {
-      process.stdout.write(`tests (${p.name}, ${p.seconds} s): ${p.passed} passed, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}\n`);
+      process.stdout.write(
+        `tests (${p.name}, ${p.seconds} s): ${p.passed} passed, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}\n`,
+      );
     }
     const sum = (k: 'passed' | 'failed' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
-    process.stdout.write(`tests: ${sum('passed')} passed, ${sum('failed')} failed${sum('skipped') ? `, ${sum('skipped')} skipped` : ''}\n`);
+    process.stdout.write(
+      `tests: ${sum('passed')} passed, ${sum('failed')} failed${sum('skipped') ? `, ${sum('skipped')} skipped` : ''}\n`,
+    );
     return passes.find((p) => p.code !== 0)?.code ?? 0;
   } finally {
     await cleanup();

@@ -188,10 +188,13 @@ function finish(code: number = unexpectedExit ? 1 : 0): void {
   clearTimeout(forceTimer);
   if (!redisCluster) process.exit(code);
   // After the roles: they drain against it.
-  void redisCluster.stop().then(
-    () => log('Redis Cluster stopped'),
-    (e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`),
-  ).finally(() => process.exit(code));
+  void redisCluster
+    .stop()
+    .then(
+      () => log('Redis Cluster stopped'),
+      (e: unknown) => log(`warning: could not stop the Redis Cluster: ${e instanceof Error ? e.message : String(e)}`),
+    )
+    .finally(() => process.exit(code));
 }
 
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => stopAll(sig));
@@ -250,7 +253,12 @@ async function createDemo(config: Config) {
       acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
     });
     const key = await createKey(handle.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
-    await grantCredits(handle.db, await workspaceInternalId(handle.db, ws.workspaceId), DEMO_CREDITS, `grant:demo:${ws.workspaceId}`);
+    await grantCredits(
+      handle.db,
+      await workspaceInternalId(handle.db, ws.workspaceId),
+      DEMO_CREDITS,
+      `grant:demo:${ws.workspaceId}`,
+    );
     return { ...ws, ...key };
   } finally {
     await handle.close();
@@ -261,7 +269,8 @@ async function createDemo(config: Config) {
 function lssTryLines(withLab: boolean): string[] {
   const always = ['lss products', 'lss lookup mac F4:F5:E8:12:34:56', 'lss lookup ip 8.8.8.8'];
   const labOnly = [
-    'lss lookup dns lab.test', 'lss lookup dns partial.lab.test          # partial: exit code 2',
+    'lss lookup dns lab.test',
+    'lss lookup dns partial.lab.test          # partial: exit code 2',
     'lss lookup domain lab-expired.test --fail-on high   # a job with a progress bar; exit 1',
     'lss --json lookup domain lab.test --no-wait          # then: lss job results <jobRef>',
     'lss scan lab.test --profile quick --max-credits 20 --wait',
@@ -276,7 +285,9 @@ function banner(config: Config, demo: Awaited<ReturnType<typeof createDemo>>, li
     '',
     rule,
     `  LSS is ${live ? 'up' : 'starting (web did not answer /livez yet)'}: ${url}  (GET /livez, /readyz, /v2/openapi.json)`,
-    ...(redisCluster ? [`  Redis: a 3-master loopback cluster, REDIS_CLUSTER_NODES=${redisCluster.seeds} (stopped with the roles)`] : []),
+    ...(redisCluster
+      ? [`  Redis: a 3-master loopback cluster, REDIS_CLUSTER_NODES=${redisCluster.seeds} (stopped with the roles)`]
+      : []),
     `  Demo workspace ${demo.workspaceId}: responsible use ${config.RESPONSIBLE_USE_VERSION} accepted,`,
     `  active work permitted, approved target scope ${DEMO_SCOPE}, ${DEMO_CREDITS} credits. Key ${demo.keyId}, scopes ${demo.scopes.join(',')}.`,
     '',
@@ -342,14 +353,24 @@ async function main(): Promise<void> {
     // One process serves every lab part (test/lab/serve.ts) and prints the configuration that
     // points the roles at it; the lab CA it trusts reaches every role through NODE_EXTRA_CA_CERTS.
     const labScript = path.join(root, 'test', 'lab', 'serve.ts');
-    const proc = start('lab', process.execPath, [path.relative(root, labScript), '--dns-port', String(LAB_DNS_PORT), '--rdap-port', String(LAB_RDAP_PORT)], env);
+    const proc = start(
+      'lab',
+      process.execPath,
+      [path.relative(root, labScript), '--dns-port', String(LAB_DNS_PORT), '--rdap-port', String(LAB_RDAP_PORT)],
+      env,
+    );
     const line = await firstLine(proc, 20_000);
     checkStopping();
-    if (!running.has('lab')) throw new Error(`the lab exited during start (are ports ${LAB_DNS_PORT} and ${LAB_RDAP_PORT} taken?)`);
+    if (!running.has('lab'))
+      throw new Error(`the lab exited during start (are ports ${LAB_DNS_PORT} and ${LAB_RDAP_PORT} taken?)`);
     if (line === null) throw new Error('the lab printed no ready line within 20 s');
     const ready = JSON.parse(line) as { parts: string[]; env: Record<string, string> };
     Object.assign(env, ready.env);
-    log(`lab (${ready.parts.join(', ')}): ${Object.entries(ready.env).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    log(
+      `lab (${ready.parts.join(', ')}): ${Object.entries(ready.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
   }
 
   let config: Config;

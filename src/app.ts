@@ -32,7 +32,13 @@ function observe(log: Logger): RequestHandler {
       // One access line per request: operators correlate by requestId; 5xx are warnings.
       // Through the parent logger with the id as a field: the same line as the request's child
       // would write, without making a child for requests that log nothing else.
-      const line = { requestId: state(res).requestId, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e6) / 1e3 };
+      const line = {
+        requestId: state(res).requestId,
+        method: req.method,
+        route,
+        status: res.statusCode,
+        ms: Math.round(seconds * 1e6) / 1e3,
+      };
       if (res.statusCode >= 500) access.warn(line, 'request failed');
       else access.info(line, 'request');
     });
@@ -60,7 +66,12 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountJobPageRoutes(app, deps);
   mountDocsRoutes(app);
 
-  const allowed = new Map<string, string>([['/v2/openapi.json', 'GET'], ['/v2/products', 'GET'], ['/livez', 'GET'], ['/readyz', 'GET']]);
+  const allowed = new Map<string, string>([
+    ['/v2/openapi.json', 'GET'],
+    ['/v2/products', 'GET'],
+    ['/livez', 'GET'],
+    ['/readyz', 'GET'],
+  ]);
   for (const p of deps.products) allowed.set(p.path, 'POST');
   allowed.set('/v2/jobs/:job_ref', 'GET');
   allowed.set('/v2/jobs/:job_ref/cancel', 'POST');

@@ -21,7 +21,10 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
   // Writes coalesced per event-loop turn rather than ioredis' auto-pipelining: `npm run bench`
   // measured 12-16 % more admission throughput and a third of the full GCs (client.ts says why).
-  const redis = createRedis(redisTarget(config), config.REDIS_KEY_PREFIX, { commandTimeoutMs: 2000, coalesceWrites: true });
+  const redis = createRedis(redisTarget(config), config.REDIS_KEY_PREFIX, {
+    commandTimeoutMs: 2000,
+    coalesceWrites: true,
+  });
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis error'));
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   // Inline products run here: load their big tables now rather than on a customer's request.

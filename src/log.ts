@@ -22,15 +22,25 @@ export function createLogger(level: string, base: Record<string, unknown> = {}, 
   const sync = opts.sync ?? false;
   const dest = pino.destination({ dest: opts.destination ?? 1, sync, minLength: sync ? 0 : BUFFER_BYTES });
   if (!sync) setInterval(() => flushQuietly(dest), FLUSH_EVERY_MS).unref();
-  return pino({
-    level,
-    base: { pid: process.pid, ...base },
-    redact: {
-      paths: ['authorization', 'headers.authorization', 'req.headers.authorization', '*.authorization', 'key', 'apiKey'],
-      censor: '[redacted]',
+  return pino(
+    {
+      level,
+      base: { pid: process.pid, ...base },
+      redact: {
+        paths: [
+          'authorization',
+          'headers.authorization',
+          'req.headers.authorization',
+          '*.authorization',
+          'key',
+          'apiKey',
+        ],
+        censor: '[redacted]',
+      },
+      timestamp: pino.stdTimeFunctions.isoTime,
     },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  }, dest);
+    dest,
+  );
 }
 
 /**

@@ -22,9 +22,10 @@ export async function serveMetrics(registry: client.Registry, port: number): Pro
     server.listen(port, () => resolve());
   });
   return {
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

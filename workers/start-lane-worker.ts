@@ -40,7 +40,9 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
   const { config } = opts;
   const log = opts.log.child({ lane });
   const settings = parseQueueSettings(process.env, opts.settings);
-  const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
+  const ownDb = opts.db
+    ? undefined
+    : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
   const ownRedis = opts.redis ? undefined : createRedis(redisTarget(config), config.REDIS_KEY_PREFIX);
   ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
   const redis = opts.redis ?? ownRedis!;

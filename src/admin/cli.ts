@@ -5,7 +5,15 @@ import { loadConfigOrExit } from '../config/config.ts';
 import { createDb } from '../db/database.ts';
 import type { Scope } from '../auth/principal.ts';
 import {
-  approveScope, createKey, createWorkspace, NotFoundError, revokeKey, setLimits, setWorkspaceFlags, showWorkspace, workspaceInternalId,
+  approveScope,
+  createKey,
+  createWorkspace,
+  NotFoundError,
+  revokeKey,
+  setLimits,
+  setWorkspaceFlags,
+  showWorkspace,
+  workspaceInternalId,
 } from '../auth/tenancy-repo.ts';
 import { balance, grantCredits } from '../credits/ledger.ts';
 import { randomUUID } from 'node:crypto';
@@ -29,12 +37,25 @@ const USAGE = `usage: npm run admin -- <command> [options]
              [--product ID --per-minute N --per-hour N]`;
 
 const options = {
-  name: { type: 'string' }, credits: { type: 'string' }, active: { type: 'boolean' }, 'no-active': { type: 'boolean' },
-  'approve-scope': { type: 'string', multiple: true }, 'accept-responsible-use': { type: 'boolean' },
-  workspace: { type: 'string' }, application: { type: 'string' }, scopes: { type: 'string' },
-  'monthly-limit': { type: 'string' }, key: { type: 'string' }, domain: { type: 'string' },
-  'app-per-minute': { type: 'string' }, 'app-burst': { type: 'string' }, product: { type: 'string' },
-  'per-minute': { type: 'string' }, 'per-hour': { type: 'string' }, amount: { type: 'string' }, reference: { type: 'string' },
+  name: { type: 'string' },
+  credits: { type: 'string' },
+  active: { type: 'boolean' },
+  'no-active': { type: 'boolean' },
+  'approve-scope': { type: 'string', multiple: true },
+  'accept-responsible-use': { type: 'boolean' },
+  workspace: { type: 'string' },
+  application: { type: 'string' },
+  scopes: { type: 'string' },
+  'monthly-limit': { type: 'string' },
+  key: { type: 'string' },
+  domain: { type: 'string' },
+  'app-per-minute': { type: 'string' },
+  'app-burst': { type: 'string' },
+  product: { type: 'string' },
+  'per-minute': { type: 'string' },
+  'per-hour': { type: 'string' },
+  amount: { type: 'string' },
+  reference: { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
@@ -70,15 +91,35 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
           approveScopes: o['approve-scope'] ?? [],
           acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null,
         });
-        if (credits) await grantCredits(db, await workspaceInternalId(db, ws.workspaceId), credits, `grant:create:${ws.workspaceId}`);
-        return { ...ws, responsibleUseVersion: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null, credits: await balance(db, await workspaceInternalId(db, ws.workspaceId)) };
+        if (credits)
+          await grantCredits(
+            db,
+            await workspaceInternalId(db, ws.workspaceId),
+            credits,
+            `grant:create:${ws.workspaceId}`,
+          );
+        return {
+          ...ws,
+          responsibleUseVersion: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null,
+          credits: await balance(db, await workspaceInternalId(db, ws.workspaceId)),
+        };
       }
       case 'credits grant': {
         const wsPublic = need(o.workspace, '--workspace');
         const amount = need(int(o.amount, '--amount'), '--amount');
         if (amount <= 0) throw new UsageError('--amount must be positive');
-        const applied = await grantCredits(db, await workspaceInternalId(db, wsPublic), amount, `grant:${o.reference ?? randomUUID()}`);
-        return { workspaceId: wsPublic, granted: applied ? amount : 0, duplicateReference: !applied, credits: await balance(db, await workspaceInternalId(db, wsPublic)) };
+        const applied = await grantCredits(
+          db,
+          await workspaceInternalId(db, wsPublic),
+          amount,
+          `grant:${o.reference ?? randomUUID()}`,
+        );
+        return {
+          workspaceId: wsPublic,
+          granted: applied ? amount : 0,
+          duplicateReference: !applied,
+          credits: await balance(db, await workspaceInternalId(db, wsPublic)),
+        };
       }
       case 'workspace show':
         return await showWithBalance(db, need(o.workspace ?? arg, '--workspace'));
@@ -104,13 +145,25 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         const appBurst = int(o['app-burst'], '--app-burst');
         const perMinute = int(o['per-minute'], '--per-minute');
         const perHour = int(o['per-hour'], '--per-hour');
-        if ((perMinute !== undefined || perHour !== undefined) && !o.product) throw new UsageError('--per-minute/--per-hour need --product');
+        if ((perMinute !== undefined || perHour !== undefined) && !o.product)
+          throw new UsageError('--per-minute/--per-hour need --product');
         if (o.product && !productById(o.product)) throw new UsageError(`unknown product ${o.product}`);
         return await setLimits(db, need(o.workspace, '--workspace'), o.application, {
-          app: appPerMinute !== undefined || appBurst !== undefined
-            ? { ...(appPerMinute !== undefined ? { perMinute: appPerMinute } : {}), ...(appBurst !== undefined ? { burst: appBurst } : {}) }
+          app:
+            appPerMinute !== undefined || appBurst !== undefined
+              ? {
+                  ...(appPerMinute !== undefined ? { perMinute: appPerMinute } : {}),
+                  ...(appBurst !== undefined ? { burst: appBurst } : {}),
+                }
+              : undefined,
+          products: o.product
+            ? {
+                [o.product]: {
+                  ...(perMinute !== undefined ? { perMinute } : {}),
+                  ...(perHour !== undefined ? { perHour } : {}),
+                },
+              }
             : undefined,
-          products: o.product ? { [o.product]: { ...(perMinute !== undefined ? { perMinute } : {}), ...(perHour !== undefined ? { perHour } : {}) } } : undefined,
         });
       }
       default:
@@ -128,7 +181,9 @@ if (import.meta.main) {
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const notFound = err instanceof NotFoundError;
-    process.stdout.write(`${JSON.stringify({ error: usage ? 'usage' : notFound ? 'not_found' : 'failed', message: (err as Error).message })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ error: usage ? 'usage' : notFound ? 'not_found' : 'failed', message: (err as Error).message })}\n`,
+    );
     process.exit(usage ? 64 : notFound ? 66 : 1);
   }
 }

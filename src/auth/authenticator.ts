@@ -40,7 +40,9 @@ export class Authenticator {
     if (!isWellFormedApiKey(key)) return null;
     let pending = this.#inflight.get(cacheKey);
     if (!pending) {
-      pending = findPrincipalByKeyHash(this.#db, hashApiKey(key, this.#pepper)).finally(() => this.#inflight.delete(cacheKey));
+      pending = findPrincipalByKeyHash(this.#db, hashApiKey(key, this.#pepper)).finally(() =>
+        this.#inflight.delete(cacheKey),
+      );
       this.#inflight.set(cacheKey, pending);
     }
     const principal = await pending;

@@ -9,18 +9,27 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
     .innerJoin('applications as a', 'a.id', 'k.application_id')
     .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
     .select([
-      'k.id as keyId', 'k.scopes', 'k.monthly_credit_limit', 'k.revoked_at',
-      'a.id as applicationId', 'a.public_id as applicationPublicId', 'a.rate_limits',
-      'w.id as workspaceId', 'w.active_capability', 'w.responsible_use_version',
+      'k.id as keyId',
+      'k.scopes',
+      'k.monthly_credit_limit',
+      'k.revoked_at',
+      'a.id as applicationId',
+      'a.public_id as applicationPublicId',
+      'a.rate_limits',
+      'w.id as workspaceId',
+      'w.active_capability',
+      'w.responsible_use_version',
     ])
     .where('k.key_hash', '=', keyHash)
     .executeTakeFirst();
   if (!row || row.revoked_at) return null;
   // A second indexed read rather than GROUP_CONCAT, which MySQL silently truncates at 1 KiB.
-  const approved = await db.selectFrom('workspace_target_scopes').select('suffix').where('workspace_id', '=', row.workspaceId).execute();
-  const scopes = new Set(
-    row.scopes.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)),
-  );
+  const approved = await db
+    .selectFrom('workspace_target_scopes')
+    .select('suffix')
+    .where('workspace_id', '=', row.workspaceId)
+    .execute();
+  const scopes = new Set(row.scopes.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)));
   return {
     keyId: Number(row.keyId),
     applicationId: Number(row.applicationId),

@@ -20,18 +20,27 @@ export interface CreateWorkspaceInput {
 export async function createWorkspace(db: Db, input: CreateWorkspaceInput) {
   return db.transaction().execute(async (trx) => {
     const wsPublic = publicId('ws');
-    const ws = await trx.insertInto('workspaces').values({
-      public_id: wsPublic,
-      name: input.name,
-      active_capability: input.active ? 1 : 0,
-      responsible_use_version: input.acceptResponsibleUse ?? null,
-      responsible_use_accepted_at: input.acceptResponsibleUse ? new Date() : null,
-    }).executeTakeFirstOrThrow();
+    const ws = await trx
+      .insertInto('workspaces')
+      .values({
+        public_id: wsPublic,
+        name: input.name,
+        active_capability: input.active ? 1 : 0,
+        responsible_use_version: input.acceptResponsibleUse ?? null,
+        responsible_use_accepted_at: input.acceptResponsibleUse ? new Date() : null,
+      })
+      .executeTakeFirstOrThrow();
     const workspaceId = Number(ws.insertId);
     const appPublic = publicId('app');
-    await trx.insertInto('applications').values({ public_id: appPublic, workspace_id: workspaceId, name: 'default', rate_limits: null }).execute();
+    await trx
+      .insertInto('applications')
+      .values({ public_id: appPublic, workspace_id: workspaceId, name: 'default', rate_limits: null })
+      .execute();
     for (const suffix of input.approveScopes ?? []) {
-      await trx.insertInto('workspace_target_scopes').values({ workspace_id: workspaceId, suffix: normalizeSuffix(suffix) }).execute();
+      await trx
+        .insertInto('workspace_target_scopes')
+        .values({ workspace_id: workspaceId, suffix: normalizeSuffix(suffix) })
+        .execute();
     }
     return { workspaceId: wsPublic, applicationId: appPublic };
   });
@@ -57,7 +66,10 @@ async function applicationRow(db: Db, workspaceId: number, appPublic?: string) {
   let q = db.selectFrom('applications').selectAll().where('workspace_id', '=', workspaceId);
   q = appPublic ? q.where('public_id', '=', appPublic) : q.orderBy('id', 'asc');
   const row = await q.executeTakeFirst();
-  if (!row) throw new NotFoundError(appPublic ? `no application ${appPublic} in this workspace` : 'workspace has no application');
+  if (!row)
+    throw new NotFoundError(
+      appPublic ? `no application ${appPublic} in this workspace` : 'workspace has no application',
+    );
   return row;
 }
 
@@ -75,22 +87,29 @@ export async function createKey(db: Db, pepper: string, input: CreateKeyInput) {
   for (const s of scopes) if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope ${s}`);
   const { key, hint } = generateApiKey();
   const keyPublic = publicId('key');
-  await db.insertInto('api_keys').values({
-    public_id: keyPublic,
-    application_id: app.id,
-    workspace_id: ws.id,
-    key_hash: hashApiKey(key, pepper),
-    hint,
-    scopes: scopes.join(','),
-    monthly_credit_limit: input.monthlyCreditLimit ?? null,
-    revoked_at: null,
-  }).execute();
+  await db
+    .insertInto('api_keys')
+    .values({
+      public_id: keyPublic,
+      application_id: app.id,
+      workspace_id: ws.id,
+      key_hash: hashApiKey(key, pepper),
+      hint,
+      scopes: scopes.join(','),
+      monthly_credit_limit: input.monthlyCreditLimit ?? null,
+      revoked_at: null,
+    })
+    .execute();
   return { keyId: keyPublic, key, hint, scopes, applicationId: app.public_id, workspaceId: ws.public_id };
 }
 
 export async function revokeKey(db: Db, keyPublic: string) {
-  const res = await db.updateTable('api_keys').set({ revoked_at: sql`NOW(3)` as unknown as Date })
-    .where('public_id', '=', keyPublic).where('revoked_at', 'is', null).executeTakeFirst();
+  const res = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: sql`NOW(3)` as unknown as Date })
+    .where('public_id', '=', keyPublic)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) {
     const exists = await db.selectFrom('api_keys').select('id').where('public_id', '=', keyPublic).executeTakeFirst();
     if (!exists) throw new NotFoundError(`no key ${keyPublic}`);
@@ -106,7 +125,11 @@ export async function approveScope(db: Db, wsPublic: string, suffix: string) {
   return { workspaceId: wsPublic, approved: s };
 }
 
-export async function setWorkspaceFlags(db: Db, wsPublic: string, flags: { active?: boolean; acceptResponsibleUse?: string }) {
+export async function setWorkspaceFlags(
+  db: Db,
+  wsPublic: string,
+  flags: { active?: boolean; acceptResponsibleUse?: string },
+) {
   const ws = await workspaceRow(db, wsPublic);
   const set: Record<string, unknown> = {};
   if (flags.active !== undefined) set.active_capability = flags.active ? 1 : 0;
@@ -123,19 +146,43 @@ export async function setLimits(db: Db, wsPublic: string, appPublic: string | un
   const current = parseOverrides(app.rate_limits);
   const merged = rateOverridesSchema.parse({
     app: { ...current.app, ...patch.app },
-    products: { ...current.products, ...Object.fromEntries(Object.entries(patch.products ?? {}).map(([k, v]) => [k, { ...current.products?.[k], ...v }])) },
+    products: {
+      ...current.products,
+      ...Object.fromEntries(
+        Object.entries(patch.products ?? {}).map(([k, v]) => [k, { ...current.products?.[k], ...v }]),
+      ),
+    },
   });
-  await db.updateTable('applications').set({ rate_limits: JSON.stringify(merged) }).where('id', '=', app.id).execute();
+  await db
+    .updateTable('applications')
+    .set({ rate_limits: JSON.stringify(merged) })
+    .where('id', '=', app.id)
+    .execute();
   return { workspaceId: wsPublic, applicationId: app.public_id, rateLimits: merged };
 }
 
 export async function showWorkspace(db: Db, wsPublic: string) {
   const ws = await workspaceRow(db, wsPublic);
   const [apps, keys, scopes] = await Promise.all([
-    db.selectFrom('applications').select(['public_id', 'name', 'rate_limits']).where('workspace_id', '=', ws.id).execute(),
-    db.selectFrom('api_keys as k').innerJoin('applications as a', 'a.id', 'k.application_id')
-      .select(['k.public_id', 'k.hint', 'k.scopes', 'k.monthly_credit_limit', 'k.revoked_at', 'k.created_at', 'a.public_id as app'])
-      .where('k.workspace_id', '=', ws.id).execute(),
+    db
+      .selectFrom('applications')
+      .select(['public_id', 'name', 'rate_limits'])
+      .where('workspace_id', '=', ws.id)
+      .execute(),
+    db
+      .selectFrom('api_keys as k')
+      .innerJoin('applications as a', 'a.id', 'k.application_id')
+      .select([
+        'k.public_id',
+        'k.hint',
+        'k.scopes',
+        'k.monthly_credit_limit',
+        'k.revoked_at',
+        'k.created_at',
+        'a.public_id as app',
+      ])
+      .where('k.workspace_id', '=', ws.id)
+      .execute(),
     db.selectFrom('workspace_target_scopes').select('suffix').where('workspace_id', '=', ws.id).execute(),
   ]);
   return {
@@ -144,10 +191,19 @@ export async function showWorkspace(db: Db, wsPublic: string) {
     activeCapability: ws.active_capability === 1,
     responsibleUse: { version: ws.responsible_use_version, acceptedAt: ws.responsible_use_accepted_at },
     approvedScopes: scopes.map((s) => s.suffix),
-    applications: apps.map((a) => ({ applicationId: a.public_id, name: a.name, rateLimits: parseOverrides(a.rate_limits) })),
+    applications: apps.map((a) => ({
+      applicationId: a.public_id,
+      name: a.name,
+      rateLimits: parseOverrides(a.rate_limits),
+    })),
     keys: keys.map((k) => ({
-      keyId: k.public_id, hint: `lsk_${k.hint}…`, scopes: k.scopes.split(','), applicationId: k.app,
-      monthlyCreditLimit: k.monthly_credit_limit, revokedAt: k.revoked_at, createdAt: k.created_at,
+      keyId: k.public_id,
+      hint: `lsk_${k.hint}…`,
+      scopes: k.scopes.split(','),
+      applicationId: k.app,
+      monthlyCreditLimit: k.monthly_credit_limit,
+      revokedAt: k.revoked_at,
+      createdAt: k.created_at,
     })),
   };
 }

@@ -9,8 +9,19 @@ import { collectPages, iteratePages, type Collected, type PageOptions } from './
 import { defaultRetrySettings, type RetrySettings } from './retry-policy.ts';
 import { apiPaths, productRoutes } from './routes.ts';
 import type {
-  AsyncKind, Envelope, FindingItem, FindingPage, JobStatus, ObjectDetail, ProductList, Requests, ResultItem, ResultPage, Results,
-  Severity, SyncKind,
+  AsyncKind,
+  Envelope,
+  FindingItem,
+  FindingPage,
+  JobStatus,
+  ObjectDetail,
+  ProductList,
+  Requests,
+  ResultItem,
+  ResultPage,
+  Results,
+  Severity,
+  SyncKind,
 } from './types.ts';
 
 export const DEFAULT_BASE_URL = 'http://localhost:8080';
@@ -87,8 +98,16 @@ export class LssClient {
   }
 
   /** An inline lookup (mac, phone, ip, dns): 200 with a completed or partial envelope. */
-  async lookup<K extends SyncKind>(kind: K, body: Requests[K], opts: LookupOptions = {}): Promise<LookupResult<Results[K]>> {
-    const reply = await this.#http.call<Envelope<Results[K]>>('POST', productRoutes[kind].path, { expect: [200], body, ...writeOpts(opts) });
+  async lookup<K extends SyncKind>(
+    kind: K,
+    body: Requests[K],
+    opts: LookupOptions = {},
+  ): Promise<LookupResult<Results[K]>> {
+    const reply = await this.#http.call<Envelope<Results[K]>>('POST', productRoutes[kind].path, {
+      expect: [200],
+      body,
+      ...writeOpts(opts),
+    });
     const envelope = reply.body;
     const result: LookupResult<Results[K]> = {
       complete: envelope.status === 'completed' && envelope.coverage.complete,
@@ -108,22 +127,39 @@ export class LssClient {
 
   /** Starts background work (domain, mail, web lookups; scans): 202 with the queued job. */
   async submit<K extends AsyncKind>(kind: K, body: Requests[K], opts: WriteOptions = {}): Promise<Accepted> {
-    const reply = await this.#http.call<JobStatus>('POST', productRoutes[kind].path, { expect: [202], body, ...writeOpts(opts) });
-    return { job: reply.body, jobRef: reply.body.jobRef, replayed: reply.replayed, idempotencyKey: reply.idempotencyKey! };
+    const reply = await this.#http.call<JobStatus>('POST', productRoutes[kind].path, {
+      expect: [202],
+      body,
+      ...writeOpts(opts),
+    });
+    return {
+      job: reply.body,
+      jobRef: reply.body.jobRef,
+      replayed: reply.replayed,
+      idempotencyKey: reply.idempotencyKey!,
+    };
   }
 
   /** submit, then wait for the terminal state. */
-  async run<K extends AsyncKind>(kind: K, body: Requests[K], opts: WriteOptions & WaitOptions = {}): Promise<JobOutcome<Results[K]>> {
+  async run<K extends AsyncKind>(
+    kind: K,
+    body: Requests[K],
+    opts: WriteOptions & WaitOptions = {},
+  ): Promise<JobOutcome<Results[K]>> {
     const accepted = await this.submit(kind, body, opts);
     return this.waitForJob<Results[K]>(accepted.jobRef, { ...opts, first: accepted.job });
   }
 
   async getJob(jobRef: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<JobStatus> {
-    return (await this.#http.call<JobStatus>('GET', apiPaths.status(jobRef), { expect: [200], signal: opts.signal })).body;
+    return (await this.#http.call<JobStatus>('GET', apiPaths.status(jobRef), { expect: [200], signal: opts.signal }))
+      .body;
   }
 
   /** Polls (honouring pollAfterMs) until the job is terminal. */
-  async waitForJob<R = Record<string, unknown>>(jobRef: string, opts: WaitOptions & { first?: JobStatus } = {}): Promise<JobOutcome<R>> {
+  async waitForJob<R = Record<string, unknown>>(
+    jobRef: string,
+    opts: WaitOptions & { first?: JobStatus } = {},
+  ): Promise<JobOutcome<R>> {
     const job = await pollUntilTerminal(() => this.getJob(jobRef, { signal: opts.signal }), opts.first, opts);
     return jobOutcome<R>(job);
   }
@@ -131,15 +167,28 @@ export class LssClient {
   /** Asks the service to cancel; the answer is the status after the request (often `cancelling`). */
   async cancelJob(jobRef: string, opts: WriteOptions & { reason?: string | undefined } = {}): Promise<JobStatus> {
     const body = opts.reason === undefined ? {} : { reason: opts.reason };
-    return (await this.#http.call<JobStatus>('POST', apiPaths.cancel(jobRef), { expect: [202], body, ...writeOpts(opts) })).body;
+    return (
+      await this.#http.call<JobStatus>('POST', apiPaths.cancel(jobRef), { expect: [202], body, ...writeOpts(opts) })
+    ).body;
   }
 
   resultPages(jobRef: string, opts: PageOptions = {}): AsyncGenerator<ResultPage> {
-    return iteratePages((cursor) => this.#page<ResultPage>(apiPaths.results(jobRef), { limit: opts.limit, cursor }, opts.signal), opts);
+    return iteratePages(
+      (cursor) => this.#page<ResultPage>(apiPaths.results(jobRef), { limit: opts.limit, cursor }, opts.signal),
+      opts,
+    );
   }
 
   findingPages(jobRef: string, opts: FindingPageOptions = {}): AsyncGenerator<FindingPage> {
-    return iteratePages((cursor) => this.#page<FindingPage>(apiPaths.findings(jobRef), { limit: opts.limit, cursor, severity: opts.severity }, opts.signal), opts);
+    return iteratePages(
+      (cursor) =>
+        this.#page<FindingPage>(
+          apiPaths.findings(jobRef),
+          { limit: opts.limit, cursor, severity: opts.severity },
+          opts.signal,
+        ),
+      opts,
+    );
   }
 
   async *results(jobRef: string, opts: PageOptions = {}): AsyncGenerator<ResultItem> {
@@ -160,14 +209,24 @@ export class LssClient {
   }
 
   async getObject(jobRef: string, objectId: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectDetail> {
-    return (await this.#http.call<ObjectDetail>('GET', apiPaths.object(jobRef, objectId), { expect: [200], signal: opts.signal })).body;
+    return (
+      await this.#http.call<ObjectDetail>('GET', apiPaths.object(jobRef, objectId), {
+        expect: [200],
+        signal: opts.signal,
+      })
+    ).body;
   }
 
   async products(opts: { signal?: AbortSignal } = {}): Promise<ProductList> {
-    return (await this.#http.call<ProductList>('GET', apiPaths.products(), { expect: [200], signal: opts.signal })).body;
+    return (await this.#http.call<ProductList>('GET', apiPaths.products(), { expect: [200], signal: opts.signal }))
+      .body;
   }
 
-  async #page<P>(path: string, query: Record<string, string | number | undefined>, signal: AbortSignal | undefined): Promise<P> {
+  async #page<P>(
+    path: string,
+    query: Record<string, string | number | undefined>,
+    signal: AbortSignal | undefined,
+  ): Promise<P> {
     return (await this.#http.call<P>('GET', path, { expect: [200], query, signal })).body;
   }
 }

@@ -109,37 +109,71 @@ export class HttpTransport {
         const parsed = parseJson(attempt.text);
         const requestId = attempt.headers.get('x-request-id') ?? undefined;
         if (opts.expect.includes(attempt.status) && parsed !== undefined) {
-          return { status: attempt.status, body: parsed as T, requestId, replayed: attempt.headers.get('idempotent-replayed') === 'true', idempotencyKey, attempts };
+          return {
+            status: attempt.status,
+            body: parsed as T,
+            requestId,
+            replayed: attempt.headers.get('idempotent-replayed') === 'true',
+            idempotencyKey,
+            attempts,
+          };
         }
         const retryAfterMs = parseRetryAfter(attempt.headers.get('retry-after'));
         if (isErrorEnvelope(parsed)) {
           const e = parsed.error;
           failure = { kind: 'reply', status: attempt.status, code: e.code, retryable: e.retryable, retryAfterMs };
-          error = () => new LssApiError({
-            code: e.code as ErrorCode, message: e.message, status: attempt.status, retryable: e.retryable,
-            requestId: e.requestId ?? requestId, details: e.details, retryAfterMs, attempts,
-          });
+          error = () =>
+            new LssApiError({
+              code: e.code as ErrorCode,
+              message: e.message,
+              status: attempt.status,
+              retryable: e.retryable,
+              requestId: e.requestId ?? requestId,
+              details: e.details,
+              retryAfterMs,
+              attempts,
+            });
         } else {
           failure = { kind: 'reply', status: attempt.status, retryAfterMs };
-          error = () => new LssTransportError({
-            code: 'unexpected_response', message: `${method} ${path} answered ${attempt.status} without the contract's body`,
-            status: attempt.status, retryable: attempt.status >= 500, requestId, retryAfterMs, attempts,
-          });
+          error = () =>
+            new LssTransportError({
+              code: 'unexpected_response',
+              message: `${method} ${path} answered ${attempt.status} without the contract's body`,
+              status: attempt.status,
+              retryable: attempt.status >= 500,
+              requestId,
+              retryAfterMs,
+              attempts,
+            });
         }
       } else {
         failure = attempt.failure;
         const timeout = failure.kind === 'timeout';
-        error = () => new LssTransportError({
-          code: timeout ? 'request_timeout' : 'connection_failed',
-          message: timeout ? `${method} ${path}: no reply within ${this.#opts.timeoutMs} ms` : `${method} ${path}: ${describeCause(attempt.cause)}`,
-          status: 0, retryable: true, attempts, cause: attempt.cause,
-        });
+        error = () =>
+          new LssTransportError({
+            code: timeout ? 'request_timeout' : 'connection_failed',
+            message: timeout
+              ? `${method} ${path}: no reply within ${this.#opts.timeoutMs} ms`
+              : `${method} ${path}: ${describeCause(attempt.cause)}`,
+            status: 0,
+            retryable: true,
+            attempts,
+            cause: attempt.cause,
+          });
       }
       const decision = decideRetry(failure, retries, this.#opts.retry);
       if (!decision.retry) throw error();
       this.#opts.onRetry?.({
-        method, path, attempt: attempts, delayMs: decision.delayMs,
-        reason: failure.kind === 'reply' ? (failure.code ?? `http_${failure.status}`) : failure.kind === 'timeout' ? 'request_timeout' : 'connection_failed',
+        method,
+        path,
+        attempt: attempts,
+        delayMs: decision.delayMs,
+        reason:
+          failure.kind === 'reply'
+            ? (failure.code ?? `http_${failure.status}`)
+            : failure.kind === 'timeout'
+              ? 'request_timeout'
+              : 'connection_failed',
         status: failure.kind === 'reply' ? failure.status : 0,
         requestId: attempt.ok ? (attempt.headers.get('x-request-id') ?? undefined) : undefined,
         idempotencyKey,
@@ -148,12 +182,20 @@ export class HttpTransport {
     }
   }
 
-  async #attempt(method: string, url: URL, headers: Record<string, string>, body: string | undefined, signal: AbortSignal | undefined): Promise<Attempt> {
+  async #attempt(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Attempt> {
     throwIfAborted(signal);
     const timeout = AbortSignal.timeout(this.#opts.timeoutMs);
     try {
       const res = await fetch(url, {
-        method, headers, body,
+        method,
+        headers,
+        body,
         // The API never redirects; following one could carry the key elsewhere.
         redirect: 'error',
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
@@ -167,7 +209,14 @@ export class HttpTransport {
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new LssTransportError({ code: 'aborted', message: 'aborted by the caller', status: 0, retryable: false, cause: signal.reason });
+  if (signal?.aborted)
+    throw new LssTransportError({
+      code: 'aborted',
+      message: 'aborted by the caller',
+      status: 0,
+      retryable: false,
+      cause: signal.reason,
+    });
 }
 
 async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -1,6 +1,13 @@
 // The LSS client SDK: `new LssClient({ apiKey: process.env.LSS_API_KEY! })`. See docs/client.md.
 export { LssClient, DEFAULT_BASE_URL } from './client.ts';
-export type { Accepted, ClientOptions, FindingPageOptions, LookupOptions, LookupResult, WriteOptions } from './client.ts';
+export type {
+  Accepted,
+  ClientOptions,
+  FindingPageOptions,
+  LookupOptions,
+  LookupResult,
+  WriteOptions,
+} from './client.ts';
 export { LssApiError, LssError, LssPartialError, LssTransportError } from './errors.ts';
 export type { ClientErrorCode } from './errors.ts';
 export type { RetryEvent } from './http-transport.ts';

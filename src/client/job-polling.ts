@@ -35,7 +35,11 @@ export function jobOutcome<R>(job: JobStatus): JobOutcome<R> {
   };
 }
 
-export async function pollUntilTerminal(read: () => Promise<JobStatus>, first: JobStatus | undefined, opts: WaitOptions = {}): Promise<JobStatus> {
+export async function pollUntilTerminal(
+  read: () => Promise<JobStatus>,
+  first: JobStatus | undefined,
+  opts: WaitOptions = {},
+): Promise<JobStatus> {
   const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
   let job = first ?? (await read());
   for (;;) {
@@ -44,13 +48,22 @@ export async function pollUntilTerminal(read: () => Promise<JobStatus>, first: J
     const wait = Math.max(job.pollAfterMs, MIN_POLL_MS);
     if (Date.now() + wait > deadline) {
       throw new LssTransportError({
-        code: 'wait_timeout', message: `job ${job.jobRef} still ${job.status} after ${opts.timeoutMs} ms`, status: 0, retryable: true,
+        code: 'wait_timeout',
+        message: `job ${job.jobRef} still ${job.status} after ${opts.timeoutMs} ms`,
+        status: 0,
+        retryable: true,
       });
     }
     try {
       await sleep(wait, undefined, opts.signal ? { signal: opts.signal } : undefined);
     } catch (cause) {
-      throw new LssTransportError({ code: 'aborted', message: 'aborted by the caller', status: 0, retryable: false, cause });
+      throw new LssTransportError({
+        code: 'aborted',
+        message: 'aborted by the caller',
+        status: 0,
+        retryable: false,
+        cause,
+      });
     }
     job = await read();
   }

@@ -22,9 +22,13 @@ export interface PageOptions {
   signal?: AbortSignal | undefined;
 }
 
-export const itemId = (item: AnyPage['items'][number]): string => ('findingId' in item ? item.findingId : item.objectId);
+export const itemId = (item: AnyPage['items'][number]): string =>
+  'findingId' in item ? item.findingId : item.objectId;
 
-export async function* iteratePages<P extends AnyPage>(read: (cursor: string | undefined) => Promise<P>, opts: PageOptions = {}): AsyncGenerator<P> {
+export async function* iteratePages<P extends AnyPage>(
+  read: (cursor: string | undefined) => Promise<P>,
+  opts: PageOptions = {},
+): AsyncGenerator<P> {
   const seen = new Set<string>();
   let cursor = opts.cursor;
   for (;;) {
@@ -46,7 +50,13 @@ export async function* iteratePages<P extends AnyPage>(read: (cursor: string | u
     try {
       await sleep(opts.pollMs ?? 1000, undefined, opts.signal ? { signal: opts.signal } : undefined);
     } catch (cause) {
-      throw new LssTransportError({ code: 'aborted', message: 'aborted by the caller', status: 0, retryable: false, cause });
+      throw new LssTransportError({
+        code: 'aborted',
+        message: 'aborted by the caller',
+        status: 0,
+        retryable: false,
+        cause,
+      });
     }
   }
 }
@@ -72,7 +82,12 @@ export async function collectPages<P extends AnyPage>(pages: AsyncIterable<P>): 
   }
   if (!last) throw new Error('no page was read');
   return {
-    jobRef: last.jobRef, jobStatus: last.jobStatus, terminal: last.terminal, coverage: last.coverage,
-    limitations: last.limitations, items: items as P['items'], nextCursor: last.page.nextCursor,
+    jobRef: last.jobRef,
+    jobStatus: last.jobStatus,
+    terminal: last.terminal,
+    coverage: last.coverage,
+    limitations: last.limitations,
+    items: items as P['items'],
+    nextCursor: last.page.nextCursor,
   };
 }

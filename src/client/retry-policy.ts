@@ -28,12 +28,22 @@ export type Failure =
   | { kind: 'connection' }
   | { kind: 'timeout' }
   /** A reply; `code`/`retryable` come from its error envelope when it had one. */
-  | { kind: 'reply'; status: number; code?: string | undefined; retryable?: boolean | undefined; retryAfterMs?: number | undefined };
+  | {
+      kind: 'reply';
+      status: number;
+      code?: string | undefined;
+      retryable?: boolean | undefined;
+      retryAfterMs?: number | undefined;
+    };
 
 export type RetryDecision = { retry: true; delayMs: number } | { retry: false; why: string };
 
 /** Codes that mean "the same request will succeed later": wait, then send it again unchanged. */
-const WAIT_CODES = new Set(['idempotency_request_in_progress', 'rate_limit_exceeded', 'capability_rate_limit_exceeded']);
+const WAIT_CODES = new Set([
+  'idempotency_request_in_progress',
+  'rate_limit_exceeded',
+  'capability_rate_limit_exceeded',
+]);
 /** Gateways in front of the service may answer these without an envelope. */
 const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
@@ -53,7 +63,8 @@ export function backoffDelay(retryIndex: number, s: RetrySettings): number {
 
 function waitFor(retryAfterMs: number | undefined, retryIndex: number, s: RetrySettings): RetryDecision {
   if (retryAfterMs === undefined) return { retry: true, delayMs: backoffDelay(retryIndex, s) };
-  if (retryAfterMs > s.maxRetryAfterMs) return { retry: false, why: `Retry-After ${retryAfterMs} ms exceeds the cap of ${s.maxRetryAfterMs} ms` };
+  if (retryAfterMs > s.maxRetryAfterMs)
+    return { retry: false, why: `Retry-After ${retryAfterMs} ms exceeds the cap of ${s.maxRetryAfterMs} ms` };
   return { retry: true, delayMs: retryAfterMs };
 }
 

@@ -13,17 +13,31 @@ export interface ProductRoute<K extends ProductKind = ProductKind> {
 
 export const productRoutes: { [K in ProductKind]: ProductRoute<K> } = {
   mac: { product: 'lookup.mac.v1', path: '/v2/lookups/mac', mode: 'sync', fields: { value: 'required' } },
-  phone: { product: 'lookup.phone.v1', path: '/v2/lookups/phone', mode: 'sync', fields: { value: 'required', defaultRegion: 'optional' } },
+  phone: {
+    product: 'lookup.phone.v1',
+    path: '/v2/lookups/phone',
+    mode: 'sync',
+    fields: { value: 'required', defaultRegion: 'optional' },
+  },
   ip: {
-    product: 'lookup.ip.v1', path: '/v2/lookups/ip', mode: 'sync',
+    product: 'lookup.ip.v1',
+    path: '/v2/lookups/ip',
+    mode: 'sync',
     fields: { value: 'required', includeContext: 'optional', reverseDns: 'optional' },
   },
   dns: { product: 'lookup.dns.v1', path: '/v2/lookups/dns', mode: 'sync', fields: { value: 'required' } },
   domain: { product: 'lookup.domain.v1', path: '/v2/lookups/domain', mode: 'async', fields: { value: 'required' } },
   mail: { product: 'lookup.mail.v1', path: '/v2/lookups/mail', mode: 'async', fields: { value: 'required' } },
-  web: { product: 'lookup.web.v1', path: '/v2/lookups/web', mode: 'async', fields: { url: 'required', authorized: 'optional' } },
+  web: {
+    product: 'lookup.web.v1',
+    path: '/v2/lookups/web',
+    mode: 'async',
+    fields: { url: 'required', authorized: 'optional' },
+  },
   scan: {
-    product: 'scan.recursive.v1', path: '/v2/scans', mode: 'async',
+    product: 'scan.recursive.v1',
+    path: '/v2/scans',
+    mode: 'async',
     fields: { profile: 'required', target: 'required', options: 'required' },
   },
 };
@@ -37,9 +51,17 @@ export const apiPaths = {
   cancel: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/cancel`,
   results: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/results`,
   findings: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/findings`,
-  object: (ref: string, objectId: string) => `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
+  object: (ref: string, objectId: string) =>
+    `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
   products: () => '/v2/products',
 } as const;
 
 /** The OpenAPI operationIds the SDK implements besides the product routes (checked for drift). */
-export const jobOperationIds = ['getJob', 'cancelJob', 'listJobResults', 'listJobFindings', 'getJobObject', 'listProducts'] as const;
+export const jobOperationIds = [
+  'getJob',
+  'cancelJob',
+  'listJobResults',
+  'listJobFindings',
+  'getJobObject',
+  'listProducts',
+] as const;

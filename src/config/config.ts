@@ -25,63 +25,132 @@ const cidr = z.string().refine((s) => {
 const list = <T extends z.ZodType<unknown, string>>(item: T) =>
   z
     .string()
-    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(item));
 
-export const configSchema = z.object({
-  NODE_ENV: z.enum(['development', 'test', 'production']).default('development')
-    .describe('development | test | production'),
-  DATABASE_URL: z.string().regex(/^mysql:\/\//, 'must be a mysql:// URL')
-    .describe('MySQL/MariaDB connection URL (mysql://user:pass@host:port/db)'),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional()
-    .describe('Redis connection URL (a single node); required unless REDIS_CLUSTER_NODES is set'),
-  REDIS_CLUSTER_NODES: z.string().optional()
-    .refine((s) => s === undefined || parseClusterNodes(s) !== null,
-      'must be a comma list of host:port seed nodes (or redis:// / rediss:// URLs agreeing on credentials and TLS)')
-    .transform((s) => (s === undefined ? undefined : parseClusterNodes(s)!))
-    .describe('Redis Cluster seed nodes, comma list of host:port; when set it replaces REDIS_URL'),
-  // A brace in the prefix would make it the hash tag of every key: one slot for everything.
-  REDIS_KEY_PREFIX: z.string().max(64).regex(/^[^{}]*$/, 'must not contain { or } (they would become every key\'s hash tag)').default('')
-    .describe('Prefix for every Redis key (test isolation)'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Public HTTP port'),
-  WEB_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(Math.min(os.availableParallelism(), 4))
-    .describe('Express worker processes in the web cluster'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  KEY_PEPPER: z.string().min(32, 'must be at least 32 characters of secret').describe('HMAC pepper for API key hashes'),
-  CURSOR_SECRET: z.string().min(32, 'must be at least 32 characters of secret').describe('Key material for page cursors and evidence refs'),
-  CURSOR_SECRET_PREVIOUS: z.string().min(32, 'must be at least 32 characters of secret').optional()
-    .describe('The previous CURSOR_SECRET during a rotation: cursors it sealed stay valid until they expire'),
-  DNS_SERVERS: list(hostPort).optional().describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
-  DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
-  ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
-  OUTBOUND_PORT_MAP: z.string().default('')
-    .refine((s) => parsePortMap(s) !== null, 'must be a comma list of port=port, e.g. 25=2525,443=8443')
-    .transform((s) => parsePortMap(s)!)
-    .describe('Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production'),
-  RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
-  OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
-  IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),
-  RDAP_BOOTSTRAP_URL: z.string().url().optional(),
-  RDAP_BASE_URL: z.string().url().optional(),
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional()
-    .describe('Port of the private /metrics listener (web default 9091; other roles off unless set)'),
-  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000)
-    .describe('How long a verified key is trusted in process memory: the upper bound for revocation'),
-  IDEMPOTENCY_TTL_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(24),
-  IDEMPOTENCY_LOCK_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000)
-    .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
-  JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
-  JOB_DEADLINE_MINUTES: z.coerce.number().int().min(1).max(7 * 24 * 60).optional()
-    .describe('Overrides every product\'s own job deadline (domain lookup: 2 min); past it the sweeper settles the job'),
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
-  TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
-}).refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
-  message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
-  path: ['REDIS_URL'],
-  // Also when other variables are wrong: every problem is reported in one round.
-  when: () => true,
-});
+export const configSchema = z
+  .object({
+    NODE_ENV: z
+      .enum(['development', 'test', 'production'])
+      .default('development')
+      .describe('development | test | production'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^mysql:\/\//, 'must be a mysql:// URL')
+      .describe('MySQL/MariaDB connection URL (mysql://user:pass@host:port/db)'),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+      .optional()
+      .describe('Redis connection URL (a single node); required unless REDIS_CLUSTER_NODES is set'),
+    REDIS_CLUSTER_NODES: z
+      .string()
+      .optional()
+      .refine(
+        (s) => s === undefined || parseClusterNodes(s) !== null,
+        'must be a comma list of host:port seed nodes (or redis:// / rediss:// URLs agreeing on credentials and TLS)',
+      )
+      .transform((s) => (s === undefined ? undefined : parseClusterNodes(s)!))
+      .describe('Redis Cluster seed nodes, comma list of host:port; when set it replaces REDIS_URL'),
+    // A brace in the prefix would make it the hash tag of every key: one slot for everything.
+    REDIS_KEY_PREFIX: z
+      .string()
+      .max(64)
+      .regex(/^[^{}]*$/, "must not contain { or } (they would become every key's hash tag)")
+      .default('')
+      .describe('Prefix for every Redis key (test isolation)'),
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Public HTTP port'),
+    WEB_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .default(Math.min(os.availableParallelism(), 4))
+      .describe('Express worker processes in the web cluster'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    KEY_PEPPER: z
+      .string()
+      .min(32, 'must be at least 32 characters of secret')
+      .describe('HMAC pepper for API key hashes'),
+    CURSOR_SECRET: z
+      .string()
+      .min(32, 'must be at least 32 characters of secret')
+      .describe('Key material for page cursors and evidence refs'),
+    CURSOR_SECRET_PREVIOUS: z
+      .string()
+      .min(32, 'must be at least 32 characters of secret')
+      .optional()
+      .describe('The previous CURSOR_SECRET during a rotation: cursors it sealed stay valid until they expire'),
+    DNS_SERVERS: list(hostPort)
+      .optional()
+      .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
+    DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+    ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
+    OUTBOUND_PORT_MAP: z
+      .string()
+      .default('')
+      .refine((s) => parsePortMap(s) !== null, 'must be a comma list of port=port, e.g. 25=2525,443=8443')
+      .transform((s) => parsePortMap(s)!)
+      .describe(
+        'Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production',
+      ),
+    RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
+    OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
+    IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),
+    RDAP_BOOTSTRAP_URL: z.string().url().optional(),
+    RDAP_BASE_URL: z.string().url().optional(),
+    METRICS_PORT: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .optional()
+      .describe('Port of the private /metrics listener (web default 9091; other roles off unless set)'),
+    AUTH_CACHE_TTL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(5000)
+      .describe('How long a verified key is trusted in process memory: the upper bound for revocation'),
+    IDEMPOTENCY_TTL_HOURS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 30)
+      .default(24),
+    IDEMPOTENCY_LOCK_MS: z.coerce
+      .number()
+      .int()
+      .min(1000)
+      .max(600_000)
+      .default(60_000)
+      .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
+    JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+    CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+    JOB_DEADLINE_MINUTES: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .optional()
+      .describe(
+        "Overrides every product's own job deadline (domain lookup: 2 min); past it the sweeper settles the job",
+      ),
+    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+    TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
+  })
+  .refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
+    message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
+    path: ['REDIS_URL'],
+    // Also when other variables are wrong: every problem is reported in one round.
+    when: () => true,
+  });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
 

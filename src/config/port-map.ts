@@ -4,7 +4,10 @@ export type PortMap = ReadonlyMap<number, number>;
 /** "25=2525,443=8443" → Map; null when malformed. */
 export function parsePortMap(text: string): Map<number, number> | null {
   const map = new Map<number, number>();
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(\d{1,5})=(\d{1,5})$/.exec(part);
     if (!m) return null;
     const from = Number(m[1]);

@@ -19,7 +19,10 @@ const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 
 /** null when the list is empty or an entry is not `host:port` / a redis(s) URL, or URLs disagree. */
 export function parseClusterNodes(value: string): ClusterNodes | null {
-  const entries = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (entries.length === 0) return null;
   const nodes: ClusterNode[] = [];
   let auth: { username?: string; password?: string; tls: boolean } | undefined;

@@ -24,9 +24,11 @@ export function normalizeDomainName(input: string): DomainCheck {
   const labels = ascii.split('.');
   for (const label of labels) {
     if (label.length > 63) return { ok: false, message: 'each label must be at most 63 characters' };
-    if (!LABEL.test(label)) return { ok: false, message: `label "${label}" has characters other than letters, digits and hyphens` };
+    if (!LABEL.test(label))
+      return { ok: false, message: `label "${label}" has characters other than letters, digits and hyphens` };
   }
-  if (/^\d+$/.test(labels[labels.length - 1]!)) return { ok: false, message: 'must not end in a numeric label (an IP address is not a domain name)' };
+  if (/^\d+$/.test(labels[labels.length - 1]!))
+    return { ok: false, message: 'must not end in a numeric label (an IP address is not a domain name)' };
   return { ok: true, name: ascii };
 }
 

@@ -55,7 +55,13 @@ export interface EnvelopeProduct {
   echo?: (input: any) => Record<string, unknown>;
 }
 
-export function buildEnvelope(def: EnvelopeProduct, input: unknown, outcome: SyncOutcome, requestId: string, charged = 0): Envelope {
+export function buildEnvelope(
+  def: EnvelopeProduct,
+  input: unknown,
+  outcome: SyncOutcome,
+  requestId: string,
+  charged = 0,
+): Envelope {
   const failedRequired = outcome.lanes.find((l) => l.required && l.status !== 'completed');
   if (failedRequired) {
     throw new ApiError('capability_unavailable', {
@@ -65,7 +71,9 @@ export function buildEnvelope(def: EnvelopeProduct, input: unknown, outcome: Syn
     });
   }
   // A skipped lane is one that does not apply to this input; every lane that applies must complete.
-  const complete = outcome.lanes.every((l) => l.status === 'completed' || (NOT_APPLICABLE.has(l.status) && l.reason === 'not_applicable'));
+  const complete = outcome.lanes.every(
+    (l) => l.status === 'completed' || (NOT_APPLICABLE.has(l.status) && l.reason === 'not_applicable'),
+  );
   return {
     product: def.id,
     status: complete ? 'completed' : 'partial',

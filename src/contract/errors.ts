@@ -11,20 +11,47 @@ export interface ErrorSpec {
   readonly origin: 'service' | 'extension';
 }
 
-const service = (status: number, retryable: boolean, message: string, retryAfter: ErrorSpec['retryAfter'] = 'never'): ErrorSpec =>
-  ({ status, retryable, message, retryAfter, origin: 'service' });
-const extension = (status: number, message: string): ErrorSpec =>
-  ({ status, retryable: false, message, retryAfter: 'never', origin: 'extension' });
+const service = (
+  status: number,
+  retryable: boolean,
+  message: string,
+  retryAfter: ErrorSpec['retryAfter'] = 'never',
+): ErrorSpec => ({ status, retryable, message, retryAfter, origin: 'service' });
+const extension = (status: number, message: string): ErrorSpec => ({
+  status,
+  retryable: false,
+  message,
+  retryAfter: 'never',
+  origin: 'extension',
+});
 
 export const errorRegistry = {
   active_authorization_required: service(403, false, 'Advanced or active work needs explicit request authorization.'),
   active_permission_required: service(403, false, 'The workspace lacks the required active capability.'),
   approved_target_scope_required: service(403, false, 'The active target is outside the approved workspace scope.'),
   authentication_required: service(401, false, 'A valid application Bearer key is required.'),
-  capability_rate_limit_exceeded: service(429, true, 'The product-specific minute or hour limit was reached.', 'always'),
-  capability_unavailable: service(503, true, 'A required public product lane is not currently available.', 'when_known'),
-  idempotency_key_conflict: service(409, false, 'The Idempotency-Key was already bound to a different normalized request.'),
-  idempotency_key_required: service(400, false, 'A bounded visible Idempotency-Key (1-255 chars, 0x21-0x7E) is required for this write.'),
+  capability_rate_limit_exceeded: service(
+    429,
+    true,
+    'The product-specific minute or hour limit was reached.',
+    'always',
+  ),
+  capability_unavailable: service(
+    503,
+    true,
+    'A required public product lane is not currently available.',
+    'when_known',
+  ),
+  idempotency_key_conflict: service(
+    409,
+    false,
+    'The Idempotency-Key was already bound to a different normalized request.',
+  ),
+  idempotency_key_required: service(
+    400,
+    false,
+    'A bounded visible Idempotency-Key (1-255 chars, 0x21-0x7E) is required for this write.',
+  ),
   idempotency_request_in_progress: service(409, true, 'An identical idempotent request is still processing.', 'always'),
   insufficient_credits: service(402, false, 'Insufficient available execution credits.'),
   insufficient_scope: service(403, false, 'The key lacks the required operation scope.'),
@@ -39,7 +66,10 @@ export const errorRegistry = {
   invalid_request: extension(400, 'The request is malformed or fails validation.'),
   invalid_cursor: extension(400, 'The cursor is malformed, tampered with, expired or belongs to another view.'),
   payload_too_large: extension(413, 'The request body exceeds 64 KiB.'),
-  unsupported_media_type: extension(415, 'The request body must be application/json, identity or gzip/deflate/br encoded.'),
+  unsupported_media_type: extension(
+    415,
+    'The request body must be application/json, identity or gzip/deflate/br encoded.',
+  ),
   request_timeout: extension(408, 'The request was not received completely in time.'),
   request_header_fields_too_large: extension(431, 'The request headers exceed the size limit.'),
   route_not_found: extension(404, 'No such route.'),

@@ -3,11 +3,21 @@ import { z } from 'zod';
 import { limitationSchema } from './envelope.ts';
 
 /** Per product lane: its task count and how they ended (the job status and every page carry it). */
-export const laneCountsSchema = z.array(z.object({
-  lane: z.string(), status: z.string(), tasks: z.number().int(), completed: z.number().int(), partial: z.number().int(),
-  unavailable: z.number().int(), timeout: z.number().int(), skipped: z.number().int(), failed: z.number().int(),
-  cancelled: z.number().int(), budgetExhausted: z.number().int(),
-}));
+export const laneCountsSchema = z.array(
+  z.object({
+    lane: z.string(),
+    status: z.string(),
+    tasks: z.number().int(),
+    completed: z.number().int(),
+    partial: z.number().int(),
+    unavailable: z.number().int(),
+    timeout: z.number().int(),
+    skipped: z.number().int(),
+    failed: z.number().int(),
+    cancelled: z.number().int(),
+    budgetExhausted: z.number().int(),
+  }),
+);
 
 export const jobStatusSchema = z.object({
   jobRef: z.string(),
@@ -19,10 +29,22 @@ export const jobStatusSchema = z.object({
   completedAt: z.string().nullable(),
   target: z.object({ type: z.string(), value: z.string() }),
   profile: z.string().nullable(),
-  progress: z.object({ tasksQueued: z.number().int(), tasksDone: z.number().int(), objects: z.number().int(), findings: z.number().int() }),
+  progress: z.object({
+    tasksQueued: z.number().int(),
+    tasksDone: z.number().int(),
+    objects: z.number().int(),
+    findings: z.number().int(),
+  }),
   lanes: laneCountsSchema,
   coverage: z.object({ complete: z.boolean(), limitations: z.array(limitationSchema) }),
-  ledger: z.object({ reserved: z.number().int(), captured: z.number().int(), released: z.number().int(), settledAt: z.string() }).nullable(),
+  ledger: z
+    .object({
+      reserved: z.number().int(),
+      captured: z.number().int(),
+      released: z.number().int(),
+      settledAt: z.string(),
+    })
+    .nullable(),
   result: z.record(z.string(), z.unknown()).nullable(),
   pollAfterMs: z.number().int(),
   links: z.object({ self: z.string(), results: z.string(), findings: z.string() }),

@@ -36,15 +36,45 @@ export const findingPageQuery = resultPageQuery.extend({
 // ---- Bodies ---------------------------------------------------------------------------------
 
 export const objectTypes = [
-  'domain', 'host', 'ip_address', 'mx_host', 'ns_host', 'certificate', 'url', 'mail_posture', 'web_posture', 'registration', 'service',
+  'domain',
+  'host',
+  'ip_address',
+  'mx_host',
+  'ns_host',
+  'certificate',
+  'url',
+  'mail_posture',
+  'web_posture',
+  'registration',
+  'service',
 ] as const;
 
-export const relationKinds = ['resolves_to', 'mx_of', 'ns_of', 'cname_to', 'san_of', 'links_to', 'discovered_from'] as const;
+export const relationKinds = [
+  'resolves_to',
+  'mx_of',
+  'ns_of',
+  'cname_to',
+  'san_of',
+  'links_to',
+  'discovered_from',
+] as const;
 
-const jobStatuses = ['queued', 'running', 'cancelling', 'completed', 'partial', 'cancelled', 'failed', 'unavailable'] as const;
+const jobStatuses = [
+  'queued',
+  'running',
+  'cancelling',
+  'completed',
+  'partial',
+  'cancelled',
+  'failed',
+  'unavailable',
+] as const;
 
 export const evidenceRefSchema = z.object({
-  ref: z.string().regex(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/).describe('Public evidence reference (stable; not a database id)'),
+  ref: z
+    .string()
+    .regex(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/)
+    .describe('Public evidence reference (stable; not a database id)'),
   summary: z.string(),
 });
 
@@ -86,13 +116,18 @@ function pageSchema<T extends z.ZodType>(item: T) {
     items: z.array(item),
     coverage: z.object({ complete: z.boolean() }),
     limitations: z.array(limitationSchema),
-    lanes: laneCountsSchema.describe('Per product lane: tasks and how they ended, as on the job status (what did not run is counted here).'),
+    lanes: laneCountsSchema.describe(
+      'Per product lane: tasks and how they ended, as on the job status (what did not run is counted here).',
+    ),
     page: z.object({
       limit: z.number().int(),
-      nextCursor: z.string().nullable().describe(
-        'Opaque; follow it to continue. Present whenever more items exist or the job is not terminal '
-        + '(a page that is empty now may fill later); null only when the job is terminal and nothing follows.',
-      ),
+      nextCursor: z
+        .string()
+        .nullable()
+        .describe(
+          'Opaque; follow it to continue. Present whenever more items exist or the job is not terminal ' +
+            '(a page that is empty now may fill later); null only when the job is terminal and nothing follows.',
+        ),
     }),
   });
 }
@@ -101,11 +136,15 @@ export const resultPageSchema = pageSchema(resultItemSchema);
 export const findingPageSchema = pageSchema(findingItemSchema);
 
 export const objectDetailSchema = resultItemSchema.extend({
-  relations: z.array(z.object({
-    relation: z.enum(relationKinds),
-    direction: z.enum(['outgoing', 'incoming']).describe('outgoing: this object → objectId; incoming: objectId → this object'),
-    objectId: z.string(),
-  })),
+  relations: z.array(
+    z.object({
+      relation: z.enum(relationKinds),
+      direction: z
+        .enum(['outgoing', 'incoming'])
+        .describe('outgoing: this object → objectId; incoming: objectId → this object'),
+      objectId: z.string(),
+    }),
+  ),
   findings: z.array(z.string()),
 });
 
@@ -132,21 +171,38 @@ export function jobPageSchemas(): Json {
   };
 }
 
-const READ_ERRORS: ErrorCode[] = ['authentication_required', 'insufficient_scope', 'rate_limit_exceeded', 'service_unavailable', 'internal_error', 'job_not_found'];
+const READ_ERRORS: ErrorCode[] = [
+  'authentication_required',
+  'insufficient_scope',
+  'rate_limit_exceeded',
+  'service_unavailable',
+  'internal_error',
+  'job_not_found',
+];
 const PAGE_ERRORS: ErrorCode[] = [...READ_ERRORS, 'invalid_request', 'invalid_cursor'];
 
 const jobRefParam = {
-  name: 'job_ref', in: 'path', required: true, description: 'Opaque job reference (job_…) returned with 202.', schema: { type: 'string' },
+  name: 'job_ref',
+  in: 'path',
+  required: true,
+  description: 'Opaque job reference (job_…) returned with 202.',
+  schema: { type: 'string' },
 };
 const pageParams = [
   jobRefParam,
   {
-    name: 'limit', in: 'query', required: false, description: `Items per page, 1-${PAGE_LIMIT_MAX}.`,
+    name: 'limit',
+    in: 'query',
+    required: false,
+    description: `Items per page, 1-${PAGE_LIMIT_MAX}.`,
     schema: { type: 'integer', minimum: 1, maximum: PAGE_LIMIT_MAX, default: PAGE_LIMIT_DEFAULT },
   },
   {
-    name: 'cursor', in: 'query', required: false,
-    description: 'page.nextCursor of the previous page, verbatim. Bound to workspace, job, route and filter; valid 24 h.',
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    description:
+      'page.nextCursor of the previous page, verbatim. Bound to workspace, job, route and filter; valid 24 h.',
     schema: { type: 'string' },
   },
 ];
@@ -163,30 +219,48 @@ export function jobPagePaths(errorResponses: (codes: ErrorCode[]) => Json): Json
   return {
     '/v2/jobs/{job_ref}/results': {
       get: {
-        operationId: 'listJobResults', summary: 'Result page: retained objects of the job, in discovery order',
-        'x-scopes': ['scan:read'], security: [{ bearer: [] }],
+        operationId: 'listJobResults',
+        summary: 'Result page: retained objects of the job, in discovery order',
+        'x-scopes': ['scan:read'],
+        security: [{ bearer: [] }],
         parameters: pageParams,
         responses: { ...ok('A page of result items', 'ResultPage'), ...errorResponses(PAGE_ERRORS) },
       },
     },
     '/v2/jobs/{job_ref}/findings': {
       get: {
-        operationId: 'listJobFindings', summary: 'Finding page, optionally from a minimum severity up',
-        'x-scopes': ['scan:read', 'finding:read'], security: [{ bearer: [] }],
+        operationId: 'listJobFindings',
+        summary: 'Finding page, optionally from a minimum severity up',
+        'x-scopes': ['scan:read', 'finding:read'],
+        security: [{ bearer: [] }],
         parameters: [
           ...pageParams,
-          { name: 'severity', in: 'query', required: false, description: 'Minimum severity.', schema: { type: 'string', enum: [...SEVERITIES] } },
+          {
+            name: 'severity',
+            in: 'query',
+            required: false,
+            description: 'Minimum severity.',
+            schema: { type: 'string', enum: [...SEVERITIES] },
+          },
         ],
         responses: { ...ok('A page of findings', 'FindingPage'), ...errorResponses(PAGE_ERRORS) },
       },
     },
     '/v2/jobs/{job_ref}/objects/{object_id}': {
       get: {
-        operationId: 'getJobObject', summary: 'One retained object with its relations and finding ids',
-        'x-scopes': ['scan:read'], security: [{ bearer: [] }],
+        operationId: 'getJobObject',
+        summary: 'One retained object with its relations and finding ids',
+        'x-scopes': ['scan:read'],
+        security: [{ bearer: [] }],
         parameters: [
           jobRefParam,
-          { name: 'object_id', in: 'path', required: true, description: 'Object id (obj_…) from a result page.', schema: { type: 'string' } },
+          {
+            name: 'object_id',
+            in: 'path',
+            required: true,
+            description: 'Object id (obj_…) from a result page.',
+            schema: { type: 'string' },
+          },
         ],
         responses: { ...ok('The object', 'ObjectDetail'), ...errorResponses([...READ_ERRORS, 'object_not_found']) },
       },

@@ -14,19 +14,23 @@ export const errorEnvelopeSchema = z.object({
 });
 
 export const productListSchema = z.object({
-  products: z.array(z.object({
-    product: z.string(),
-    title: z.string(),
-    method: z.literal('POST'),
-    path: z.string(),
-    mode: z.enum(['sync', 'async']),
-    readiness: z.enum(['available', 'partially_configured', 'unavailable']),
-    credits: z.object({ basis: z.enum(['fixed', 'maxCredits']), amount: z.number().int().nullable() }),
-    lanes: z.array(z.object({
-      lane: z.string(),
-      required: z.boolean(),
-      readiness: z.enum(['ready', 'unconfigured', 'down', 'not_built']),
-      description: z.string(),
-    })),
-  })),
+  products: z.array(
+    z.object({
+      product: z.string(),
+      title: z.string(),
+      method: z.literal('POST'),
+      path: z.string(),
+      mode: z.enum(['sync', 'async']),
+      readiness: z.enum(['available', 'partially_configured', 'unavailable']),
+      credits: z.object({ basis: z.enum(['fixed', 'maxCredits']), amount: z.number().int().nullable() }),
+      lanes: z.array(
+        z.object({
+          lane: z.string(),
+          required: z.boolean(),
+          readiness: z.enum(['ready', 'unconfigured', 'down', 'not_built']),
+          description: z.string(),
+        }),
+      ),
+    }),
+  ),
 });

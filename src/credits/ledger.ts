@@ -29,7 +29,9 @@ export async function grantCredits(db: Db, workspaceId: number, amount: number, 
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, dedupe_key)
       VALUES (${workspaceId}, 'grant', ${amount}, ${dedupeKey})`.execute(trx);
     if (Number(entry.numAffectedRows ?? 0n) === 0) return false;
-    await sql`UPDATE credit_accounts SET granted = granted + ${amount} WHERE workspace_id = ${workspaceId}`.execute(trx);
+    await sql`UPDATE credit_accounts SET granted = granted + ${amount} WHERE workspace_id = ${workspaceId}`.execute(
+      trx,
+    );
     return true;
   });
 }
@@ -62,7 +64,9 @@ export async function reserveCredits(trx: Transaction<Database>, r: ReserveInput
     await sql`INSERT INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, 0)
       ON DUPLICATE KEY UPDATE amount = amount`.execute(trx);
     const used = await sql`UPDATE key_month_usage SET amount = amount + ${r.amount}
-      WHERE api_key_id = ${r.apiKeyId} AND month = ${r.month} AND amount + ${r.amount} <= ${r.monthlyLimit}`.execute(trx);
+      WHERE api_key_id = ${r.apiKeyId} AND month = ${r.month} AND amount + ${r.amount} <= ${r.monthlyLimit}`.execute(
+      trx,
+    );
     monthlyOk = Number(used.numAffectedRows ?? 0n) === 1;
   } else {
     await sql`INSERT INTO key_month_usage (api_key_id, month, amount) VALUES (${r.apiKeyId}, ${r.month}, ${r.amount})
@@ -78,10 +82,20 @@ export async function reserveCredits(trx: Transaction<Database>, r: ReserveInput
  * Captures a task's measured cost once (keyed by task). The capture never exceeds what remains of
  * the job's reservation. Returns the amount actually captured (0 on a repeat).
  */
-export async function captureTask(trx: Transaction<Database>, c: { workspaceId: number; jobId: number; taskId: number; amount: number }): Promise<number> {
+export async function captureTask(
+  trx: Transaction<Database>,
+  c: { workspaceId: number; jobId: number; taskId: number; amount: number },
+): Promise<number> {
   if (c.amount <= 0) return 0;
-  const job = await sql<{ public_id: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
-    SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(trx);
+  const job = await sql<{
+    public_id: string;
+    credits_reserved: number;
+    credits_captured: number;
+    settled_at: Date | null;
+  }>`
+    SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(
+    trx,
+  );
   const row = job.rows[0];
   if (!row || row.settled_at) return 0;
   const amount = Math.min(c.amount, Number(row.credits_reserved) - Number(row.credits_captured));
@@ -89,7 +103,9 @@ export async function captureTask(trx: Transaction<Database>, c: { workspaceId: 
   const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
     VALUES (${c.workspaceId}, 'capture', ${amount}, ${c.jobId}, ${`cap:${row.public_id}:${c.taskId}`})`.execute(trx);
   if (Number(entry.numAffectedRows ?? 0n) === 0) return 0;
-  await sql`UPDATE credit_accounts SET reserved = reserved - ${amount}, captured = captured + ${amount} WHERE workspace_id = ${c.workspaceId}`.execute(trx);
+  await sql`UPDATE credit_accounts SET reserved = reserved - ${amount}, captured = captured + ${amount} WHERE workspace_id = ${c.workspaceId}`.execute(
+    trx,
+  );
   await sql`UPDATE jobs SET credits_captured = credits_captured + ${amount} WHERE id = ${c.jobId}`.execute(trx);
   return amount;
 }
@@ -99,9 +115,22 @@ export async function captureTask(trx: Transaction<Database>, c: { workspaceId: 
  * job's random public id, never a bare auto-increment id, which a restore or rebuild can reuse.
  * Lock order: jobs → credit_accounts → key_month_usage, as everywhere (see the top).
  */
-export async function releaseRemainder(trx: Transaction<Database>, jobId: number): Promise<{ reserved: number; captured: number; released: number } | null> {
-  const res = await sql<{ public_id: string; workspace_id: number; api_key_id: number; month: string; credits_reserved: number; credits_captured: number; settled_at: Date | null }>`
-    SELECT public_id, workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
+export async function releaseRemainder(
+  trx: Transaction<Database>,
+  jobId: number,
+): Promise<{ reserved: number; captured: number; released: number } | null> {
+  const res = await sql<{
+    public_id: string;
+    workspace_id: number;
+    api_key_id: number;
+    month: string;
+    credits_reserved: number;
+    credits_captured: number;
+    settled_at: Date | null;
+  }>`
+    SELECT public_id, workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(
+    trx,
+  );
   const job = res.rows[0];
   if (!job || job.settled_at) return null;
   const reserved = Number(job.credits_reserved);
@@ -111,8 +140,12 @@ export async function releaseRemainder(trx: Transaction<Database>, jobId: number
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
       VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${job.public_id}`})`.execute(trx);
     if (Number(entry.numAffectedRows ?? 0n) === 1) {
-      await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(trx);
-      await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(trx);
+      await sql`UPDATE credit_accounts SET reserved = reserved - ${released} WHERE workspace_id = ${job.workspace_id}`.execute(
+        trx,
+      );
+      await sql`UPDATE key_month_usage SET amount = amount - ${released} WHERE api_key_id = ${job.api_key_id} AND month = ${job.month}`.execute(
+        trx,
+      );
     }
     // An existing release entry means the balance was already settled: settle the job row too.
   }
@@ -128,7 +161,11 @@ export interface Balance {
 }
 
 export async function balance(db: Db, workspaceId: number): Promise<Balance> {
-  const row = await db.selectFrom('credit_accounts').select(['granted', 'reserved', 'captured']).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const row = await db
+    .selectFrom('credit_accounts')
+    .select(['granted', 'reserved', 'captured'])
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   const granted = Number(row?.granted ?? 0);
   const reserved = Number(row?.reserved ?? 0);
   const captured = Number(row?.captured ?? 0);

@@ -49,12 +49,17 @@ export async function migrate(url: string, log: (msg: string) => void = () => {}
     for (const m of await listMigrations()) {
       const seen = applied.get(m.version);
       if (seen) {
-        if (seen !== m.checksum) throw new Error(`migration ${m.name} was edited after it was applied; add a new one instead`);
+        if (seen !== m.checksum)
+          throw new Error(`migration ${m.name} was edited after it was applied; add a new one instead`);
         continue;
       }
       log(`applying ${m.name}`);
       await conn.query(m.sql);
-      await conn.query('INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)', [m.version, m.name, m.checksum]);
+      await conn.query('INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)', [
+        m.version,
+        m.name,
+        m.checksum,
+      ]);
       done.push(m.name);
     }
     await conn.query("SELECT RELEASE_LOCK('lss_migrate')");

@@ -84,7 +84,15 @@ export interface KeyMonthUsageTable {
   amount: number;
 }
 
-export type JobStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'partial' | 'cancelled' | 'failed' | 'unavailable';
+export type JobStatus =
+  | 'queued'
+  | 'running'
+  | 'cancelling'
+  | 'completed'
+  | 'partial'
+  | 'cancelled'
+  | 'failed'
+  | 'unavailable';
 export const TERMINAL_STATUSES: readonly JobStatus[] = ['completed', 'partial', 'cancelled', 'failed', 'unavailable'];
 
 type Json = ColumnType<unknown, string, string>;
@@ -129,7 +137,18 @@ export interface OutboxTable {
 }
 
 /** waiting: planned, held until the task it is gated on has finished (never enqueued before). */
-export type TaskStatus = 'pending' | 'running' | 'completed' | 'partial' | 'unavailable' | 'timeout' | 'failed' | 'skipped' | 'cancelled' | 'budget_exhausted' | 'waiting';
+export type TaskStatus =
+  | 'pending'
+  | 'running'
+  | 'completed'
+  | 'partial'
+  | 'unavailable'
+  | 'timeout'
+  | 'failed'
+  | 'skipped'
+  | 'cancelled'
+  | 'budget_exhausted'
+  | 'waiting';
 
 export interface TasksTable {
   id: Generated<number>;

@@ -20,7 +20,11 @@ const RETRYABLE = new Set([1213, 1205]); // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEO
 
 export function isRetryableLockError(err: unknown): boolean {
   const e = err as { errno?: number; code?: string } | null;
-  return (e?.errno !== undefined && RETRYABLE.has(e.errno)) || e?.code === 'ER_LOCK_DEADLOCK' || e?.code === 'ER_LOCK_WAIT_TIMEOUT';
+  return (
+    (e?.errno !== undefined && RETRYABLE.has(e.errno)) ||
+    e?.code === 'ER_LOCK_DEADLOCK' ||
+    e?.code === 'ER_LOCK_WAIT_TIMEOUT'
+  );
 }
 
 export interface TransactionOptions {
@@ -35,7 +39,11 @@ export function backoffMs(attempt: number, baseMs = 5, capMs = 250): number {
   return Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
 }
 
-export async function inTransaction<T>(db: Db, fn: (trx: Trx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+export async function inTransaction<T>(
+  db: Db,
+  fn: (trx: Trx) => Promise<T>,
+  opts: TransactionOptions = {},
+): Promise<T> {
   const attempts = opts.attempts ?? 8;
   for (let i = 1; ; i++) {
     try {

@@ -12,7 +12,16 @@ import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } 
 import type { DnsServer } from '../config/dns-servers.ts';
 import { resolveServers } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
-import { acceptReply, answerRecords, buildQuery, encodableName, outcomeOf, rcodeName, replyRcode, type Reply } from './wire.ts';
+import {
+  acceptReply,
+  answerRecords,
+  buildQuery,
+  encodableName,
+  outcomeOf,
+  rcodeName,
+  replyRcode,
+  type Reply,
+} from './wire.ts';
 
 export interface StubResolverOptions {
   servers: DnsServer[];
@@ -23,8 +32,12 @@ export interface StubResolverOptions {
   minAttempts?: number;
 }
 
-type Attempt = { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number } | { kind: 'failed' | 'aborted' };
-type RaceEnd = { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number } | { kind: 'timeout' | 'error' };
+type Attempt =
+  | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number }
+  | { kind: 'failed' | 'aborted' };
+type RaceEnd =
+  | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number }
+  | { kind: 'timeout' | 'error' };
 
 const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
 
@@ -49,7 +62,11 @@ export class StubResolver implements Resolver {
     return this.consecutiveUnreachable >= this.downAfter ? 'down' : 'ready';
   }
 
-  async query(name: string, type: RecordType, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<QueryResult> {
+  async query(
+    name: string,
+    type: RecordType,
+    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<QueryResult> {
     const started = performance.now();
     const qname = name.length > 1 && name.endsWith('.') ? name.slice(0, -1) : name; // "." is the root
     opts.signal?.throwIfAborted();
@@ -152,7 +169,16 @@ function tagged(x: Exchange, transport: 'udp' | 'tcp', server: number): Attempt 
 }
 
 function empty(name: string, type: RecordType, outcome: QueryOutcome, started: number): QueryResult {
-  return { name, type, outcome, rcode: null, answers: [], flags: { ...NO_FLAGS }, transport: null, durationMs: elapsed(started) };
+  return {
+    name,
+    type,
+    outcome,
+    rcode: null,
+    answers: [],
+    flags: { ...NO_FLAGS },
+    transport: null,
+    durationMs: elapsed(started),
+  };
 }
 
 function elapsed(started: number): number {

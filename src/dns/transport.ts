@@ -6,10 +6,7 @@ import net from 'node:net';
 import type { DnsServer } from '../config/dns-servers.ts';
 import type { Reply } from './wire.ts';
 
-export type Exchange =
-  | { kind: 'reply'; reply: Reply }
-  | { kind: 'failed'; reason: string }
-  | { kind: 'aborted' };
+export type Exchange = { kind: 'reply'; reply: Reply } | { kind: 'failed'; reason: string } | { kind: 'aborted' };
 
 /** Returns the reply when the bytes answer our query, null when they must be ignored. */
 export type Acceptor = (buf: Buffer) => Reply | null;
@@ -24,7 +21,12 @@ function errorReason(err: unknown): string {
  * the kernel drop datagrams from any other address, so only the server itself can answer.
  * Datagrams that do not answer the query are ignored and we keep listening until aborted.
  */
-export function udpExchange(server: DnsServer, query: Buffer, accept: Acceptor, signal: AbortSignal): Promise<Exchange> {
+export function udpExchange(
+  server: DnsServer,
+  query: Buffer,
+  accept: Acceptor,
+  signal: AbortSignal,
+): Promise<Exchange> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ kind: 'aborted' });
     const socket = dgram.createSocket({ type: net.isIPv6(server.host) ? 'udp6' : 'udp4' });
@@ -66,7 +68,12 @@ export function udpExchange(server: DnsServer, query: Buffer, accept: Acceptor, 
  * cannot carry someone else's datagram, so a reply that does not decode or does not match is the
  * server's failure, not noise to skip.
  */
-export function tcpExchange(server: DnsServer, query: Buffer, accept: Acceptor, signal: AbortSignal): Promise<Exchange> {
+export function tcpExchange(
+  server: DnsServer,
+  query: Buffer,
+  accept: Acceptor,
+  signal: AbortSignal,
+): Promise<Exchange> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve({ kind: 'aborted' });
     let socket: net.Socket;

@@ -1,5 +1,19 @@
 // The contract of the project's stub resolver, used by every lane that asks DNS a question.
-export const recordTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA', 'PTR', 'DS', 'DNSKEY', 'SRV', 'TLSA'] as const;
+export const recordTypes = [
+  'A',
+  'AAAA',
+  'CNAME',
+  'MX',
+  'NS',
+  'TXT',
+  'CAA',
+  'SOA',
+  'PTR',
+  'DS',
+  'DNSKEY',
+  'SRV',
+  'TLSA',
+] as const;
 export type RecordType = (typeof recordTypes)[number];
 
 /**
@@ -10,7 +24,16 @@ export type RecordType = (typeof recordTypes)[number];
  * timeout  no usable reply within the deadline from any server
  * error    network or protocol failure (malformed, mismatched replies…)
  */
-export type QueryOutcome = 'answer' | 'nodata' | 'nxdomain' | 'servfail' | 'refused' | 'formerr' | 'notimp' | 'timeout' | 'error';
+export type QueryOutcome =
+  | 'answer'
+  | 'nodata'
+  | 'nxdomain'
+  | 'servfail'
+  | 'refused'
+  | 'formerr'
+  | 'notimp'
+  | 'timeout'
+  | 'error';
 
 export interface DnsRecord {
   name: string;

@@ -8,8 +8,18 @@ import type { DnsRecord, QueryOutcome, RecordType } from './types.ts';
 export const EDNS_UDP_SIZE = 1232;
 
 const RCODE_NAMES: Record<number, string> = {
-  0: 'NOERROR', 1: 'FORMERR', 2: 'SERVFAIL', 3: 'NXDOMAIN', 4: 'NOTIMP', 5: 'REFUSED',
-  6: 'YXDOMAIN', 7: 'YXRRSET', 8: 'NXRRSET', 9: 'NOTAUTH', 10: 'NOTZONE', 16: 'BADVERS',
+  0: 'NOERROR',
+  1: 'FORMERR',
+  2: 'SERVFAIL',
+  3: 'NXDOMAIN',
+  4: 'NOTIMP',
+  5: 'REFUSED',
+  6: 'YXDOMAIN',
+  7: 'YXRRSET',
+  8: 'NXRRSET',
+  9: 'NOTAUTH',
+  10: 'NOTZONE',
+  16: 'BADVERS',
 };
 
 export function rcodeName(code: number): string {
@@ -42,7 +52,18 @@ export function buildQuery(id: number, name: string, type: RecordType): Buffer {
     flags: packet.RECURSION_DESIRED,
     questions: [{ name, type, class: 'IN' }],
     // DO stays off: we do not validate DNSSEC, so asking for signatures would only bloat replies.
-    additionals: [{ type: 'OPT', name: '.', udpPayloadSize: EDNS_UDP_SIZE, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
+    additionals: [
+      {
+        type: 'OPT',
+        name: '.',
+        udpPayloadSize: EDNS_UDP_SIZE,
+        extendedRcode: 0,
+        ednsVersion: 0,
+        flags: 0,
+        flag_do: false,
+        options: [],
+      },
+    ],
   });
 }
 
@@ -80,13 +101,20 @@ export function acceptReply(buf: Buffer, id: number, name: string, type: RecordT
 
 export function outcomeOf(rcode: number, answers: DnsRecord[]): QueryOutcome {
   switch (rcode) {
-    case 0: return answers.length > 0 ? 'answer' : 'nodata';
-    case 1: return 'formerr';
-    case 2: return 'servfail';
-    case 3: return 'nxdomain';
-    case 4: return 'notimp';
-    case 5: return 'refused';
-    default: return 'error';
+    case 0:
+      return answers.length > 0 ? 'answer' : 'nodata';
+    case 1:
+      return 'formerr';
+    case 2:
+      return 'servfail';
+    case 3:
+      return 'nxdomain';
+    case 4:
+      return 'notimp';
+    case 5:
+      return 'refused';
+    default:
+      return 'error';
   }
 }
 
@@ -134,14 +162,24 @@ const num = (n: unknown): number => (typeof n === 'number' ? n : 0);
 export function presentData(type: string, data: unknown): unknown {
   const d = (data ?? {}) as Record<string, unknown>;
   switch (type) {
-    case 'A': case 'AAAA': case 'CNAME': case 'NS': case 'PTR': case 'DNAME':
+    case 'A':
+    case 'AAAA':
+    case 'CNAME':
+    case 'NS':
+    case 'PTR':
+    case 'DNAME':
       return String(data);
     case 'MX':
       return { preference: num(d.preference), exchange: String(d.exchange ?? '') };
     case 'SOA':
       return {
-        mname: String(d.mname ?? ''), rname: String(d.rname ?? ''), serial: num(d.serial), refresh: num(d.refresh),
-        retry: num(d.retry), expire: num(d.expire), minimum: num(d.minimum),
+        mname: String(d.mname ?? ''),
+        rname: String(d.rname ?? ''),
+        serial: num(d.serial),
+        refresh: num(d.refresh),
+        retry: num(d.retry),
+        expire: num(d.expire),
+        minimum: num(d.minimum),
       };
     case 'TXT': {
       const parts = Array.isArray(data) ? data : [data];
@@ -153,11 +191,26 @@ export function presentData(type: string, data: unknown): unknown {
     case 'SRV':
       return { priority: num(d.priority), weight: num(d.weight), port: num(d.port), target: String(d.target ?? '') };
     case 'DS':
-      return { keyTag: num(d.keyTag), algorithm: num(d.algorithm), digestType: num(d.digestType), digest: hex(d.digest) };
+      return {
+        keyTag: num(d.keyTag),
+        algorithm: num(d.algorithm),
+        digestType: num(d.digestType),
+        digest: hex(d.digest),
+      };
     case 'TLSA':
-      return { usage: num(d.usage), selector: num(d.selector), matchingType: num(d.matchingType), certificate: hex(d.certificate) };
+      return {
+        usage: num(d.usage),
+        selector: num(d.selector),
+        matchingType: num(d.matchingType),
+        certificate: hex(d.certificate),
+      };
     case 'DNSKEY':
-      return { flags: num(d.flags), protocol: 3, algorithm: num(d.algorithm), key: Buffer.isBuffer(d.key) ? d.key.toString('base64') : '' };
+      return {
+        flags: num(d.flags),
+        protocol: 3,
+        algorithm: num(d.algorithm),
+        key: Buffer.isBuffer(d.key) ? d.key.toString('base64') : '',
+      };
     default:
       return Buffer.isBuffer(data) ? data.toString('hex') : data;
   }

@@ -8,7 +8,6 @@ import { state } from './context.ts';
 // One rule for the admission gate and for the scan planner's active work.
 import { inApprovedScope } from '../products/scan/rules/names.ts';
 
-
 export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolicy: string): void {
   if (work.authorizationMissing) throw new ApiError('active_authorization_required');
   if ((work.active || work.requiresResponsibleUse) && p.responsibleUseVersion !== currentPolicy) {
@@ -21,8 +20,11 @@ export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolic
   }
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: any product's activeWork, whatever its input type
-export function activeGates(activeWork: ((input: any) => ActiveWork) | undefined, currentPolicy: string): RequestHandler {
+export function activeGates(
+  // biome-ignore lint/suspicious/noExplicitAny: any product's activeWork, whatever its input type
+  activeWork: ((input: any) => ActiveWork) | undefined,
+  currentPolicy: string,
+): RequestHandler {
   return (_req, res, next) => {
     if (activeWork) {
       const s = state(res);

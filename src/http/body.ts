@@ -104,7 +104,10 @@ export function validateBody(schema: z.ZodType, opts: { optional?: boolean } = {
     const s = state(res);
     const raw = s.rawBody === undefined && opts.optional ? {} : s.rawBody;
     if (raw === undefined) {
-      throw new ApiError('invalid_request', { message: 'A JSON body is required.', details: { issues: [{ path: '', message: 'body required' }] } });
+      throw new ApiError('invalid_request', {
+        message: 'A JSON body is required.',
+        details: { issues: [{ path: '', message: 'body required' }] },
+      });
     }
     const parsed = schema.safeParse(raw);
     if (!parsed.success) throw new ApiError('invalid_request', { details: { issues: zodIssues(parsed.error) } });

@@ -7,8 +7,18 @@ import type { IdempotencyClaim, LeaseFound } from '../idempotency/lease.ts';
 
 /** Where in the admission chain a request is (CONTRACT §2), for the log line of a failure. */
 export type AdmissionStep =
-  | 'authentication' | 'rate_limit' | 'idempotency_key' | 'validation' | 'active_gates' | 'product_limit'
-  | 'idempotency' | 'readiness' | 'credits_and_dispatch' | 'execution' | 'job_read' | 'cancel';
+  | 'authentication'
+  | 'rate_limit'
+  | 'idempotency_key'
+  | 'validation'
+  | 'active_gates'
+  | 'product_limit'
+  | 'idempotency'
+  | 'readiness'
+  | 'credits_and_dispatch'
+  | 'execution'
+  | 'job_read'
+  | 'cancel';
 
 export interface RequestState {
   requestId: string;

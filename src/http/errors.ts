@@ -18,34 +18,55 @@ export function toApiError(err: unknown): ApiError {
       details: { issues: [{ path: '', message: 'malformed JSON' }] },
     });
   }
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new ApiError('unsupported_media_type');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+    return new ApiError('unsupported_media_type');
   if (e?.type === 'request.aborted') return new ApiError('invalid_request', { message: 'The request was aborted.' });
-  if (isDependencyDown(err)) return new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: dependencyCause(err) });
+  if (isDependencyDown(err))
+    return new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: dependencyCause(err) });
   // A deadlock victim's transaction was rolled back whole: nothing happened, retrying is safe.
   // (Write transactions retry deadlocks themselves: one that still surfaces was retried out.)
-  if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK') return new ApiError('service_unavailable', { retryAfterSeconds: 1, cause: dependencyCause(err) });
+  if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK')
+    return new ApiError('service_unavailable', { retryAfterSeconds: 1, cause: dependencyCause(err) });
   return new ApiError('internal_error');
 }
 
 /** "mysql: ER_LOCK_DEADLOCK", "redis: Connection is closed." — for the log line of a 503. */
 export function dependencyCause(err: unknown): string {
   const e = err as { code?: string; errno?: number; sqlState?: string; name?: string; message?: string } | null;
-  const mysql = e?.sqlState !== undefined || /^(ER_|PROTOCOL_|POOL_)/.test(e?.code ?? '') || /Pool is closed/.test(e?.message ?? '');
-  const redis = !mysql && (e?.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable|redis/i.test(e?.message ?? '') || REDIS_CLUSTER_DOWN.test(e?.message ?? ''));
+  const mysql =
+    e?.sqlState !== undefined ||
+    /^(ER_|PROTOCOL_|POOL_)/.test(e?.code ?? '') ||
+    /Pool is closed/.test(e?.message ?? '');
+  const redis =
+    !mysql &&
+    (e?.name === 'MaxRetriesPerRequestError' ||
+      /Connection is closed|Stream isn't writeable|redis/i.test(e?.message ?? '') ||
+      REDIS_CLUSTER_DOWN.test(e?.message ?? ''));
   const which = mysql ? 'mysql' : redis ? 'redis' : 'dependency';
   return `${which}: ${e?.code ?? e?.name ?? 'error'}${e?.message ? ` (${e.message.slice(0, 160)})` : ''}`;
 }
 
 const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'PROTOCOL_CONNECTION_LOST',
-  'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN', 'ER_LOCK_WAIT_TIMEOUT', 'POOL_CLOSED', 'ER_ACCESS_DENIED_ERROR',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'PROTOCOL_CONNECTION_LOST',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'POOL_CLOSED',
+  'ER_ACCESS_DENIED_ERROR',
 ]);
 
 /**
  * ioredis' Cluster client when no node (or not the slot's master) can take the command; a MOVED or
  * ASK reaches the caller when the node it redirects to is unreachable (a shard just lost).
  */
-const REDIS_CLUSTER_DOWN = /^(?:MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |Cluster isn't ready|None of startup nodes is available|Too many Cluster redirections|Cluster is ended/;
+const REDIS_CLUSTER_DOWN =
+  /^(?:MOVED|ASK|TRYAGAIN|CLUSTERDOWN) |Cluster isn't ready|None of startup nodes is available|Too many Cluster redirections|Cluster is ended/;
 
 /** MySQL or Redis unreachable: the reply is 503 service_unavailable, never a 500. */
 export function isDependencyDown(err: unknown): boolean {
@@ -54,7 +75,13 @@ export function isDependencyDown(err: unknown): boolean {
   if (e.code && CONNECTION_CODES.has(e.code)) return true;
   if (e.fatal === true) return true;
   if (e.name === 'MaxRetriesPerRequestError') return true;
-  return typeof e.message === 'string' && (/Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Pool is closed|Command timed out/i.test(e.message) || REDIS_CLUSTER_DOWN.test(e.message));
+  return (
+    typeof e.message === 'string' &&
+    (/Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Pool is closed|Command timed out/i.test(
+      e.message,
+    ) ||
+      REDIS_CLUSTER_DOWN.test(e.message))
+  );
 }
 
 export function sendError(res: Response, err: ApiError): void {
@@ -75,7 +102,10 @@ export function errorHandler(idempotency: Idempotency): ErrorRequestHandler {
     if (apiError.code === 'internal_error') s.log?.error({ err, step: s.step }, 'unhandled error');
     // Every 503 says why, where, for which request (requestId is on the child logger).
     if (apiError.status === 503) {
-      s.log?.warn({ status: 503, code: apiError.code, step: s.step ?? 'routing', cause: apiError.logCause ?? 'unspecified' }, 'request answered 503');
+      s.log?.warn(
+        { status: 503, code: apiError.code, step: s.step ?? 'routing', cause: apiError.logCause ?? 'unspecified' },
+        'request answered 503',
+      );
     }
     // A failure before commit stores nothing: the lease goes, so the same key may be retried.
     await finishClaim(idempotency, res, false);

@@ -48,7 +48,13 @@ export function claimIdempotency(idempotency: Idempotency, store: ReplyStore): R
 }
 
 /** Keeps the reply for replay (where `store` says), ends the lease, and sends it. */
-export async function commitReply(idempotency: Idempotency, res: Response, status: number, body: unknown, store: ReplyStore): Promise<void> {
+export async function commitReply(
+  idempotency: Idempotency,
+  res: Response,
+  status: number,
+  body: unknown,
+  store: ReplyStore,
+): Promise<void> {
   const s = state(res);
   const claim = s.claim;
   const text = JSON.stringify(body);

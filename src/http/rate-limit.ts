@@ -21,11 +21,19 @@ export function rateLimit(limiter: RateLimiter): RequestHandler {
 }
 
 /** Writes: the application limit, the product's limits if any, and the Idempotency-Key lease. */
-export function admitWrite(limiter: RateLimiter, leases: IdempotencyLeases, product?: ProductDefinition): RequestHandler {
+export function admitWrite(
+  limiter: RateLimiter,
+  leases: IdempotencyLeases,
+  product?: ProductDefinition,
+): RequestHandler {
   return limitAndClaim(limiter, leases, product);
 }
 
-function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefined, product: ProductDefinition | undefined): RequestHandler {
+function limitAndClaim(
+  limiter: RateLimiter,
+  leases: IdempotencyLeases | undefined,
+  product: ProductDefinition | undefined,
+): RequestHandler {
   // A principal's overrides object lives as long as its authentication cache entry, so its
   // policies are built once per entry, not per request (and the limiter keys its per-policy
   // script arguments on these same objects).
@@ -58,7 +66,10 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
     } catch (err) {
       // Fail closed: without Redis there is no limit, so there is no service.
       rateLimitDecisions.inc({ scope: 'application', decision: 'error' });
-      throw new ApiError('service_unavailable', { retryAfterSeconds: 5, cause: `rate limiter: ${dependencyCause(err)}` });
+      throw new ApiError('service_unavailable', {
+        retryAfterSeconds: 5,
+        cause: `rate limiter: ${dependencyCause(err)}`,
+      });
     }
     const headers = rateLimitHeaders(decision);
     if (headers) {
@@ -70,7 +81,13 @@ function limitAndClaim(limiter: RateLimiter, leases: IdempotencyLeases | undefin
       s.lease = { ...found, fingerprint: lease.fingerprint };
       if (found.state === 'claimed') {
         // From here every failure releases it (the error handler), every commit finishes it.
-        s.claim = { applicationId: p.applicationId, apiKeyId: p.keyId, key: key!, fingerprint: lease.fingerprint, token: lease.token };
+        s.claim = {
+          applicationId: p.applicationId,
+          apiKeyId: p.keyId,
+          key: key!,
+          fingerprint: lease.fingerprint,
+          token: lease.token,
+        };
       }
     }
     if (decision.allowed) {

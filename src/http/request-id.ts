@@ -18,7 +18,9 @@ export function requestId(log: Logger): RequestHandler {
     let child: Logger | undefined;
     Object.defineProperty(s, 'log', {
       get: () => (child ??= log.child({ requestId: id })),
-      set: (l: Logger) => { child = l; },
+      set: (l: Logger) => {
+        child = l;
+      },
       configurable: true,
       enumerable: true,
     });

@@ -23,7 +23,8 @@ export function sequence(handlers: readonly RequestHandler[]): RequestHandler {
       } catch (e) {
         return fail(e);
       }
-      if (ret !== null && typeof ret === 'object' && typeof (ret as Promise<void>).then === 'function') (ret as Promise<void>).then(undefined, fail);
+      if (ret !== null && typeof ret === 'object' && typeof (ret as Promise<void>).then === 'function')
+        (ret as Promise<void>).then(undefined, fail);
     };
     next();
   };

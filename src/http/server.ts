@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
 import type { Logger } from 'pino';
-import { ApiError, errorEnvelope, } from '../contract/errors.ts';
+import { ApiError, errorEnvelope } from '../contract/errors.ts';
 import { publicId } from '../contract/ids.ts';
 
 export interface HttpServerOptions {
@@ -36,7 +36,8 @@ const PARSER_REASONS: Record<string, string> = {
 
 function refusalFor(err: NodeJS.ErrnoException): ApiError {
   if (err.code === 'HPE_HEADER_OVERFLOW') return new ApiError('request_header_fields_too_large');
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'HPE_HEADERS_TIMEOUT') return new ApiError('request_timeout');
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'HPE_HEADERS_TIMEOUT')
+    return new ApiError('request_timeout');
   return new ApiError('invalid_request', {
     message: 'The HTTP request is malformed.',
     details: { reason: PARSER_REASONS[err.code ?? ''] ?? 'malformed HTTP request' },
@@ -56,7 +57,9 @@ export function writeRawError(socket: Duplex, err: ApiError, extraHeaders: Recor
     Connection: 'close',
     ...extraHeaders,
   };
-  const head = `HTTP/1.1 ${err.status} ${REASON_PHRASE(err.status)}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+  const head = `HTTP/1.1 ${err.status} ${REASON_PHRASE(err.status)}\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')}\r\n\r\n`;
   socket.end(head + body);
   return requestId;
 }
@@ -64,13 +67,16 @@ export function writeRawError(socket: Duplex, err: ApiError, extraHeaders: Recor
 export function createHttpServer(app: Express, log: Logger, opts: HttpServerOptions = {}): http.Server {
   const requestTimeout = opts.requestTimeoutMs ?? 30_000;
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
-  const server = http.createServer({
-    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
-    requestTimeout,
-    headersTimeout,
-    // How often Node checks those timeouts (default 30 s would let a slow request live on).
-    connectionsCheckingInterval: Math.max(250, Math.min(headersTimeout, 2000) / 2),
-  }, app);
+  const server = http.createServer(
+    {
+      keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
+      requestTimeout,
+      headersTimeout,
+      // How often Node checks those timeouts (default 30 s would let a slow request live on).
+      connectionsCheckingInterval: Math.max(250, Math.min(headersTimeout, 2000) / 2),
+    },
+    app,
+  );
 
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A reset peer, or a socket already carrying a response: nothing can be written.
@@ -81,7 +87,10 @@ export function createHttpServer(app: Express, log: Logger, opts: HttpServerOpti
     }
     const refusal = refusalFor(err);
     const requestId = writeRawError(socket, refusal);
-    log.info({ requestId, status: refusal.status, code: refusal.code, parserError: err.code ?? 'unknown' }, 'request refused by the HTTP parser');
+    log.info(
+      { requestId, status: refusal.status, code: refusal.code, parserError: err.code ?? 'unknown' },
+      'request refused by the HTTP parser',
+    );
   });
 
   server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => {

@@ -30,7 +30,9 @@ export function canonicalJson(value: unknown): string {
       stack.push({ text: '[' });
     } else {
       const obj = v as Record<string, unknown>;
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+      const keys = Object.keys(obj)
+        .filter((k) => obj[k] !== undefined)
+        .sort();
       stack.push({ text: '}' });
       for (let i = keys.length - 1; i >= 0; i--) {
         stack.push({ value: obj[keys[i]!] });

@@ -45,7 +45,9 @@ export async function insertCommitted(db: Db, r: NewCommitted): Promise<'inserte
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await sql`INSERT INTO idempotency_records (api_key_id, idem_key, fingerprint, response_status, response_body, expires_at)
-        VALUES (${r.apiKeyId}, ${r.key}, ${r.fingerprint}, ${r.status}, ${r.body}, NOW(3) + INTERVAL ${r.ttlHours} HOUR)`.execute(db);
+        VALUES (${r.apiKeyId}, ${r.key}, ${r.fingerprint}, ${r.status}, ${r.body}, NOW(3) + INTERVAL ${r.ttlHours} HOUR)`.execute(
+        db,
+      );
       return 'inserted';
     } catch (err) {
       if (!isDuplicate(err)) throw err;

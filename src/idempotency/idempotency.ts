@@ -45,10 +45,23 @@ export class Idempotency {
    * caller to hold until it commits or fails, and otherwise ends it (committed where a reply exists,
    * released on an error).
    */
-  async decide(who: IdempotencySubject, fingerprint: string, found: LeaseFound | undefined, store: ReplyStore, held?: IdempotencyClaim): Promise<Decision> {
+  async decide(
+    who: IdempotencySubject,
+    fingerprint: string,
+    found: LeaseFound | undefined,
+    store: ReplyStore,
+    held?: IdempotencyClaim,
+  ): Promise<Decision> {
     let claim = held;
     try {
-      const decision = await this.#decide(who, fingerprint, found, store, (c) => (claim = c), () => claim);
+      const decision = await this.#decide(
+        who,
+        fingerprint,
+        found,
+        store,
+        (c) => (claim = c),
+        () => claim,
+      );
       if (decision.kind === 'execute') {
         const kept = claim;
         claim = undefined;
@@ -105,7 +118,11 @@ export class Idempotency {
     throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
   }
 
-  async #claimAlone(who: IdempotencySubject, fingerprint: string, setClaim: (c: IdempotencyClaim) => void): Promise<LeaseFound> {
+  async #claimAlone(
+    who: IdempotencySubject,
+    fingerprint: string,
+    setClaim: (c: IdempotencyClaim) => void,
+  ): Promise<LeaseFound> {
     const got = await this.leases.claim(who.applicationId, who.apiKeyId, who.key, fingerprint);
     if (got.state === 'claimed') {
       setClaim({ ...who, fingerprint, token: got.token });
@@ -120,7 +137,11 @@ export class Idempotency {
    * cancel route), then the marker. Returns the reply to send: this one, or the one another
    * request committed first for the key (`replayed`; a conflict when that one was for other input).
    */
-  async commit(claim: IdempotencyClaim, reply: StoredReply, store: ReplyStore): Promise<{ reply: StoredReply; replayed: boolean }> {
+  async commit(
+    claim: IdempotencyClaim,
+    reply: StoredReply,
+    store: ReplyStore,
+  ): Promise<{ reply: StoredReply; replayed: boolean }> {
     if (store === 'redis') {
       await this.finish(claim, true, reply);
       return { reply, replayed: false };

@@ -24,7 +24,9 @@ function nextToken(): string {
   return `${TOKEN_PREFIX}${tokenSeq.toString(36)}`;
 }
 
-export type LeaseState = { state: 'claimed'; token: string } | { state: 'done' | 'in_progress'; sameFingerprint: boolean; reply?: StoredReply };
+export type LeaseState =
+  | { state: 'claimed'; token: string }
+  | { state: 'done' | 'in_progress'; sameFingerprint: boolean; reply?: StoredReply };
 
 /** The lease a request holds while it executes: released on failure, finished on commit. */
 export interface IdempotencyClaim {
@@ -105,7 +107,11 @@ export class IdempotencyLeases {
   /** What the limiter's script needs to claim this request's lease. */
   request(applicationId: number, apiKeyId: number, key: string, fingerprint: string): LeaseRequest {
     const token = nextToken();
-    return { tail: { keys: this.#keys(applicationId, apiKeyId, key), args: [fingerprint, token, this.#leaseMs] }, fingerprint, token };
+    return {
+      tail: { keys: this.#keys(applicationId, apiKeyId, key), args: [fingerprint, token, this.#leaseMs] },
+      fingerprint,
+      token,
+    };
   }
 
   /** A claim on its own (after a stale marker was forgotten; tests of abandoned leases). */
@@ -114,9 +120,12 @@ export class IdempotencyLeases {
     const lease = this.request(applicationId, apiKeyId, key, fingerprint);
     const found = leaseFound((await this.#claimer.consume(String(applicationId), [], lease.tail)).tail!);
     if (found.state === 'claimed') return { state: 'claimed', token: lease.token };
-    return { state: found.state as 'done' | 'in_progress', sameFingerprint: found.sameFingerprint, ...(found.reply ? { reply: found.reply } : {}) };
+    return {
+      state: found.state as 'done' | 'in_progress',
+      sameFingerprint: found.sameFingerprint,
+      ...(found.reply ? { reply: found.reply } : {}),
+    };
   }
-
 
   /**
    * committed: leave the marker that sends identical retries to the committed reply; with
@@ -133,7 +142,7 @@ export class IdempotencyLeases {
   /** The reply a done marker stores (zero-credit lookups); null when there is none. */
   async storedReply(applicationId: number, apiKeyId: number, key: string): Promise<StoredReply | null> {
     const marker = await this.#redis.get(this.#keys(applicationId, apiKeyId, key)[1]);
-    return marker && marker.length > 65 ? decodeReply(marker.slice(65)) ?? null : null;
+    return marker && marker.length > 65 ? (decodeReply(marker.slice(65)) ?? null) : null;
   }
 
   /** A marker whose MySQL record is gone (expired or purged) must not keep answering "done". */

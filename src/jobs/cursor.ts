@@ -107,7 +107,8 @@ export function createCursorCodec(opts: CursorCodecOptions): CursorCodec {
     },
 
     decode(token, expected) {
-      if (typeof token !== 'string' || token.length === 0 || token.length > CURSOR_MAX_LENGTH || !B64URL.test(token)) return null;
+      if (typeof token !== 'string' || token.length === 0 || token.length > CURSOR_MAX_LENGTH || !B64URL.test(token))
+        return null;
       const raw = Buffer.from(token, 'base64url');
       if (raw.toString('base64url') !== token) return null; // non-canonical spelling
       if (raw.length < HEADER_LEN + IV_LEN + FIXED_PLAIN_LEN + TAG_LEN || raw[0] !== FORMAT) return null;
@@ -126,12 +127,18 @@ export function createCursorCodec(opts: CursorCodecOptions): CursorCodec {
       if (!plain) return null;
 
       let o = 0;
-      const w = plain.readBigUInt64BE(o); o += 8;
-      const j = plain.readBigUInt64BE(o); o += 8;
-      const r = plain.readUInt8(o); o += 1;
-      const s = plain.readUInt32BE(o); o += 4;
-      const e = plain.readUInt32BE(o); o += 4;
-      const fLen = plain.readUInt8(o); o += 1;
+      const w = plain.readBigUInt64BE(o);
+      o += 8;
+      const j = plain.readBigUInt64BE(o);
+      o += 8;
+      const r = plain.readUInt8(o);
+      o += 1;
+      const s = plain.readUInt32BE(o);
+      o += 4;
+      const e = plain.readUInt32BE(o);
+      o += 4;
+      const fLen = plain.readUInt8(o);
+      o += 1;
       if (o + fLen !== plain.length) return null;
       const f = plain.subarray(o).toString('utf8');
 

@@ -31,15 +31,36 @@ export function isTerminal(status: JobStatus): boolean {
 }
 
 const JOB_COLUMNS = [
-  'id', 'public_id', 'workspace_id', 'product', 'status', 'profile', 'target_type', 'target_value', 'credits_reserved',
-  'credits_captured', 'credits_released', 'settled_at', 'result', 'coverage', 'object_seq', 'finding_seq', 'created_at',
-  'started_at', 'completed_at',
+  'id',
+  'public_id',
+  'workspace_id',
+  'product',
+  'status',
+  'profile',
+  'target_type',
+  'target_value',
+  'credits_reserved',
+  'credits_captured',
+  'credits_released',
+  'settled_at',
+  'result',
+  'coverage',
+  'object_seq',
+  'finding_seq',
+  'created_at',
+  'started_at',
+  'completed_at',
 ] as const;
 
 /** The job of this workspace, or null: another tenant's job is indistinguishable from none. */
 export async function findJob(db: Db, workspaceId: number, jobRef: string): Promise<JobRow | null> {
   if (!/^job_[0-9A-HJKMNP-TV-Z]{26}$/.test(jobRef)) return null;
-  const row = await db.selectFrom('jobs').select(JOB_COLUMNS).where('public_id', '=', jobRef).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  const row = await db
+    .selectFrom('jobs')
+    .select(JOB_COLUMNS)
+    .where('public_id', '=', jobRef)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
   return (row as JobRow | undefined) ?? null;
 }
 
@@ -73,9 +94,17 @@ export async function laneCounts(db: Db, jobId: number) {
     const open = (m.pending ?? 0) + (m.running ?? 0) + (m.waiting ?? 0);
     const status = open > 0 ? (m.running ? 'running' : 'queued') : laneSummary(m, tasks);
     return {
-      lane, status, tasks,
-      completed: m.completed ?? 0, partial: m.partial ?? 0, unavailable: m.unavailable ?? 0, timeout: m.timeout ?? 0,
-      skipped: m.skipped ?? 0, failed: m.failed ?? 0, cancelled: m.cancelled ?? 0, budgetExhausted: m.budget_exhausted ?? 0,
+      lane,
+      status,
+      tasks,
+      completed: m.completed ?? 0,
+      partial: m.partial ?? 0,
+      unavailable: m.unavailable ?? 0,
+      timeout: m.timeout ?? 0,
+      skipped: m.skipped ?? 0,
+      failed: m.failed ?? 0,
+      cancelled: m.cancelled ?? 0,
+      budgetExhausted: m.budget_exhausted ?? 0,
     };
   });
   return { lanes, queued, done };
@@ -84,7 +113,12 @@ export async function laneCounts(db: Db, jobId: number) {
 export async function jobView(db: Db, job: JobRow) {
   const { lanes: laneList, queued, done } = await laneCounts(db, job.id);
   const terminal = isTerminal(job.status);
-  const coverage = parseJson(job.coverage) ?? { complete: false, limitations: terminal ? [] : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }] };
+  const coverage = parseJson(job.coverage) ?? {
+    complete: false,
+    limitations: terminal
+      ? []
+      : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }],
+  };
   return {
     jobRef: job.public_id,
     product: job.product,
@@ -95,11 +129,21 @@ export async function jobView(db: Db, job: JobRow) {
     completedAt: iso(job.completed_at),
     target: { type: job.target_type, value: job.target_value },
     profile: job.profile,
-    progress: { tasksQueued: queued, tasksDone: done, objects: Number(job.object_seq), findings: Number(job.finding_seq) },
+    progress: {
+      tasksQueued: queued,
+      tasksDone: done,
+      objects: Number(job.object_seq),
+      findings: Number(job.finding_seq),
+    },
     lanes: laneList,
     coverage,
     ledger: job.settled_at
-      ? { reserved: Number(job.credits_reserved), captured: Number(job.credits_captured), released: Number(job.credits_released ?? 0), settledAt: iso(job.settled_at)! }
+      ? {
+          reserved: Number(job.credits_reserved),
+          captured: Number(job.credits_captured),
+          released: Number(job.credits_released ?? 0),
+          settledAt: iso(job.settled_at)!,
+        }
       : null,
     result: parseJson(job.result) ?? null,
     pollAfterMs: terminal ? 0 : 1000,
@@ -113,6 +157,7 @@ export async function jobView(db: Db, job: JobRow) {
 
 function laneSummary(m: Record<string, number>, tasks: number): string {
   if ((m.completed ?? 0) + (m.skipped ?? 0) === tasks) return 'completed';
-  for (const s of ['failed', 'unavailable', 'timeout', 'cancelled', 'budget_exhausted']) if ((m[s] ?? 0) === tasks) return s;
+  for (const s of ['failed', 'unavailable', 'timeout', 'cancelled', 'budget_exhausted'])
+    if ((m[s] ?? 0) === tasks) return s;
   return 'partial';
 }

@@ -49,39 +49,50 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
       month: monthOf(now),
       dedupeKey: `res:${jobRef}`,
     });
-    const ins = await trx.insertInto('jobs').values({
-      public_id: jobRef,
-      workspace_id: a.principal.workspaceId,
-      api_key_id: a.principal.keyId,
-      product: a.product,
-      status: 'queued',
-      profile: a.profile,
-      target_type: a.target.type,
-      target_value: a.target.value,
-      input: JSON.stringify(a.input),
-      request_id: a.requestId,
-      credits_reserved: a.price,
-      credits_released: null,
-      settled_at: null,
-      result: null,
-      coverage: null,
-      month: monthOf(now),
-      started_at: null,
-      completed_at: null,
-      cancel_requested_at: null,
-      deadline_at: new Date(now.getTime() + a.deadlineMs),
-      object_cap: a.objectCap ?? null,
-    }).executeTakeFirstOrThrow();
+    const ins = await trx
+      .insertInto('jobs')
+      .values({
+        public_id: jobRef,
+        workspace_id: a.principal.workspaceId,
+        api_key_id: a.principal.keyId,
+        product: a.product,
+        status: 'queued',
+        profile: a.profile,
+        target_type: a.target.type,
+        target_value: a.target.value,
+        input: JSON.stringify(a.input),
+        request_id: a.requestId,
+        credits_reserved: a.price,
+        credits_released: null,
+        settled_at: null,
+        result: null,
+        coverage: null,
+        month: monthOf(now),
+        started_at: null,
+        completed_at: null,
+        cancel_requested_at: null,
+        deadline_at: new Date(now.getTime() + a.deadlineMs),
+        object_cap: a.objectCap ?? null,
+      })
+      .executeTakeFirstOrThrow();
     const jobId = Number(ins.insertId);
     await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();
-    const job = (await trx.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow()) as unknown as JobRow;
+    const job = (await trx
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', '=', jobId)
+      .executeTakeFirstOrThrow()) as unknown as JobRow;
     const body = await jobView(trx as unknown as Db, job);
     if (a.claim) {
       // In the job's transaction: the unique key makes a second job for this key impossible,
       // even if the Redis lease that normally keeps the twin out was lost.
       const stored = await insertCommitted(trx as unknown as Db, {
-        apiKeyId: a.claim.apiKeyId, key: a.claim.key, fingerprint: Buffer.from(a.claim.fingerprint, 'hex'),
-        status: 202, body: JSON.stringify(body), ttlHours: a.ttlHours ?? 24,
+        apiKeyId: a.claim.apiKeyId,
+        key: a.claim.key,
+        fingerprint: Buffer.from(a.claim.fingerprint, 'hex'),
+        status: 202,
+        body: JSON.stringify(body),
+        ttlHours: a.ttlHours ?? 24,
       });
       if (stored === 'duplicate') throw new CommittedElsewhere();
     }
@@ -90,8 +101,13 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
 }
 
 export async function markOutboxPublished(db: Db, jobId: number, topic: string): Promise<void> {
-  await db.updateTable('outbox').set({ published_at: sql`NOW(3)` as unknown as Date })
-    .where('job_id', '=', jobId).where('topic', '=', topic).where('published_at', 'is', null).execute();
+  await db
+    .updateTable('outbox')
+    .set({ published_at: sql`NOW(3)` as unknown as Date })
+    .where('job_id', '=', jobId)
+    .where('topic', '=', topic)
+    .where('published_at', 'is', null)
+    .execute();
 }
 
 /**
@@ -99,15 +115,23 @@ export async function markOutboxPublished(db: Db, jobId: number, topic: string):
  * job is never touched) and an outbox row asks the orchestrator to stop scheduling. Idempotent:
  * a second cancel finds `cancelling` and changes nothing.
  */
-export async function requestCancel(db: Db, workspaceId: number, jobRef: string): Promise<{ job: JobRow; changed: boolean } | null> {
+export async function requestCancel(
+  db: Db,
+  workspaceId: number,
+  jobRef: string,
+): Promise<{ job: JobRow; changed: boolean } | null> {
   return inTransaction(db, async (trx) => {
     const job = await findJob(trx as unknown as Db, workspaceId, jobRef);
     if (!job) return null;
     if (isTerminal(job.status) || job.status === 'cancelling') return { job, changed: false };
-    const upd = await trx.updateTable('jobs')
+    const upd = await trx
+      .updateTable('jobs')
       .set({ status: 'cancelling', cancel_requested_at: sql`NOW(3)` as unknown as Date })
-      .where('id', '=', job.id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
-    if (Number(upd.numUpdatedRows) !== 1) return { job: (await findJob(trx as unknown as Db, workspaceId, jobRef))!, changed: false };
+      .where('id', '=', job.id)
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirst();
+    if (Number(upd.numUpdatedRows) !== 1)
+      return { job: (await findJob(trx as unknown as Db, workspaceId, jobRef))!, changed: false };
     await trx.insertInto('outbox').values({ job_id: job.id, topic: 'cancel', published_at: null }).execute();
     return { job: (await findJob(trx as unknown as Db, workspaceId, jobRef))!, changed: true };
   });

@@ -60,7 +60,9 @@ export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): P
     .filter(([from, , to]) => from !== undefined && to !== undefined)
     .map(([from, relation, to]) => sql`(${t.jobId}, ${from}, ${relation}, ${to})`);
   if (relations.length > 0) {
-    await sql`INSERT IGNORE INTO relations (job_id, from_object_id, relation, to_object_id) VALUES ${sql.join(relations)}`.execute(trx);
+    await sql`INSERT IGNORE INTO relations (job_id, from_object_id, relation, to_object_id) VALUES ${sql.join(relations)}`.execute(
+      trx,
+    );
   }
   await insertFindings(trx, t, out, idOf);
 }
@@ -84,7 +86,10 @@ function planObjects(t: OutputOrigin, out: OutputRows): Map<string, PlannedObjec
       return;
     }
     planned.set(k, {
-      ref: { type: ref.type, key: ref.key }, hash, own, checked,
+      ref: { type: ref.type, key: ref.key },
+      hash,
+      own,
+      checked,
       distance: o?.distance ?? t.distance,
       projection: { ...(o?.projection ?? {}) },
       evidence: [...(o?.evidence ?? [])],
@@ -100,9 +105,21 @@ function planObjects(t: OutputOrigin, out: OutputRows): Map<string, PlannedObjec
 }
 
 /** Returns hash hex → object id for every planned object. */
-async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, planned: Map<string, PlannedObject>): Promise<Map<string, number>> {
+async function upsertObjects(
+  trx: Trx,
+  t: OutputOrigin,
+  laneStatus: string,
+  planned: Map<string, PlannedObject>,
+): Promise<Map<string, number>> {
   const hashes = [...planned.values()].map((p) => p.hash);
-  const existing = await sql<{ id: number; okey_hash: Buffer; distance: number; projection: unknown; lanes: unknown; evidence: unknown }>`
+  const existing = await sql<{
+    id: number;
+    okey_hash: Buffer;
+    distance: number;
+    projection: unknown;
+    lanes: unknown;
+    evidence: unknown;
+  }>`
     SELECT id, okey_hash, distance, projection, lanes, evidence FROM objects
     WHERE job_id = ${t.jobId} AND okey_hash IN (${sql.join(hashes)}) FOR UPDATE`.execute(trx);
   const ids = new Map<string, number>();
@@ -114,7 +131,10 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
     if (!p.own) continue; // only referenced here: leave what its own checks wrote
     const lanes = parseJson<ObjectLanes>(row.lanes) ?? [];
     if (p.checked) {
-      lanes.splice(0, lanes.length, ...lanes.filter((l) => l.lane !== t.productLane), { lane: t.productLane, status: laneStatus });
+      lanes.splice(0, lanes.length, ...lanes.filter((l) => l.lane !== t.productLane), {
+        lane: t.productLane,
+        status: laneStatus,
+      });
     }
     // What a check examined replaces what was known; what it merely saw (a discovered object)
     // only adds: the first provenance of a name stays its provenance.
@@ -125,16 +145,24 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
         evidence = ${JSON.stringify(evidence)}, distance = ${Math.min(Number(row.distance), p.distance)}
       WHERE id = ${row.id}`.execute(trx);
   }
-  const fresh = await withinCap(trx, t.jobId, [...planned.entries()].filter(([k]) => !ids.has(k)));
+  const fresh = await withinCap(
+    trx,
+    t.jobId,
+    [...planned.entries()].filter(([k]) => !ids.has(k)),
+  );
   if (fresh.length > 0) {
     const first = await takeSeq(trx, t.jobId, 'object_seq', fresh.length);
-    const rows = fresh.map(([, p], i) => sql`(${publicId('obj')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${p.ref.type.slice(0, 32)},
+    const rows = fresh.map(
+      ([, p], i) => sql`(${publicId('obj')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${p.ref.type.slice(0, 32)},
       ${p.ref.key.slice(0, 512)}, ${p.hash}, ${p.distance}, ${JSON.stringify(p.projection)},
-      ${JSON.stringify(p.checked ? [{ lane: t.productLane, status: laneStatus }] : [])}, ${JSON.stringify(withRefs(p.evidence))})`);
+      ${JSON.stringify(p.checked ? [{ lane: t.productLane, status: laneStatus }] : [])}, ${JSON.stringify(withRefs(p.evidence))})`,
+    );
     await sql`INSERT INTO objects (public_id, job_id, seq, workspace_id, type, okey, okey_hash, distance, projection, lanes, evidence)
       VALUES ${sql.join(rows)}`.execute(trx);
     const inserted = await sql<{ id: number; okey_hash: Buffer }>`
-      SELECT id, okey_hash FROM objects WHERE job_id = ${t.jobId} AND okey_hash IN (${sql.join(fresh.map(([, p]) => p.hash))})`.execute(trx);
+      SELECT id, okey_hash FROM objects WHERE job_id = ${t.jobId} AND okey_hash IN (${sql.join(fresh.map(([, p]) => p.hash))})`.execute(
+      trx,
+    );
     for (const row of inserted.rows) ids.set(Buffer.from(row.okey_hash).toString('hex'), Number(row.id));
   }
   return ids;
@@ -144,9 +172,16 @@ async function upsertObjects(trx: Trx, t: OutputOrigin, laneStatus: string, plan
  * The new objects that fit under the job's object cap (a scan profile's), examined ones first,
  * then discovered, then merely referenced. What does not fit is counted as a limitation.
  */
-async function withinCap(trx: Trx, jobId: number, fresh: Array<[string, PlannedObject]>): Promise<Array<[string, PlannedObject]>> {
+async function withinCap(
+  trx: Trx,
+  jobId: number,
+  fresh: Array<[string, PlannedObject]>,
+): Promise<Array<[string, PlannedObject]>> {
   if (fresh.length === 0) return fresh;
-  const res = await sql<{ object_seq: number; object_cap: number | null }>`SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
+  const res = await sql<{
+    object_seq: number;
+    object_cap: number | null;
+  }>`SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
   const cap = res.rows[0]?.object_cap;
   if (cap === null || cap === undefined) return fresh;
   const room = Math.max(0, Number(cap) - Number(res.rows[0]!.object_seq));
@@ -162,12 +197,19 @@ async function withinCap(trx: Trx, jobId: number, fresh: Array<[string, PlannedO
 
 /** Reserves n page positions; returns the first. The job row is already locked by this transaction. */
 async function takeSeq(trx: Trx, jobId: number, column: 'object_seq' | 'finding_seq', n: number): Promise<number> {
-  await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(trx);
+  await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
+    trx,
+  );
   const res = await sql<{ last: number }>`SELECT LAST_INSERT_ID() AS last`.execute(trx);
   return Number(res.rows[0]!.last) - n + 1;
 }
 
-async function insertFindings(trx: Trx, t: OutputOrigin, out: OutputRows, idOf: (ref: ObjectRef) => number | undefined): Promise<void> {
+async function insertFindings(
+  trx: Trx,
+  t: OutputOrigin,
+  out: OutputRows,
+  idOf: (ref: ObjectRef) => number | undefined,
+): Promise<void> {
   if (out.findings.length === 0) return;
   const keyed = new Map<string, { f: FindingOut; objectId: number }>();
   for (const f of out.findings) {
@@ -179,14 +221,21 @@ async function insertFindings(trx: Trx, t: OutputOrigin, out: OutputRows, idOf: 
   if (keyed.size === 0) return;
   const objectIds = [...new Set([...keyed.values()].map((v) => v.objectId))];
   const existing = await sql<{ object_id: number; code: string }>`
-    SELECT object_id, code FROM findings WHERE job_id = ${t.jobId} AND object_id IN (${sql.join(objectIds)})`.execute(trx);
+    SELECT object_id, code FROM findings WHERE job_id = ${t.jobId} AND object_id IN (${sql.join(objectIds)})`.execute(
+    trx,
+  );
   for (const e of existing.rows) keyed.delete(`${Number(e.object_id)}\n${e.code}`); // first detection wins
   if (keyed.size === 0) return;
-  const sources = (out.sources.length > 0 ? out.sources : [{ source: t.productLane }]).map((s) => ({ lane: t.productLane, source: s.source }));
+  const sources = (out.sources.length > 0 ? out.sources : [{ source: t.productLane }]).map((s) => ({
+    lane: t.productLane,
+    source: s.source,
+  }));
   const first = await takeSeq(trx, t.jobId, 'finding_seq', keyed.size);
-  const rows = [...keyed.values()].map(({ f, objectId }, i) => sql`(${publicId('fnd')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${objectId},
+  const rows = [...keyed.values()].map(
+    ({ f, objectId }, i) => sql`(${publicId('fnd')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${objectId},
     ${f.code.slice(0, 64)}, ${Math.max(0, SEVERITIES.indexOf(f.severity))}, ${f.confidence}, ${f.title.slice(0, 300)},
-    ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(sources)})`);
+    ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(sources)})`,
+  );
   await sql`INSERT INTO findings (public_id, job_id, seq, workspace_id, object_id, code, severity, confidence, title, summary, evidence, sources)
     VALUES ${sql.join(rows)}`.execute(trx);
 }

@@ -49,7 +49,18 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
-const OBJECT_COLUMNS = ['id', 'public_id', 'seq', 'type', 'okey', 'distance', 'projection', 'lanes', 'evidence', 'first_seen_at'] as const;
+const OBJECT_COLUMNS = [
+  'id',
+  'public_id',
+  'seq',
+  'type',
+  'okey',
+  'distance',
+  'projection',
+  'lanes',
+  'evidence',
+  'first_seen_at',
+] as const;
 
 export async function objectPage(db: Db, jobId: number, afterSeq: number, limit: number): Promise<Page<ObjectRow>> {
   const rows = (await db
@@ -63,25 +74,48 @@ export async function objectPage(db: Db, jobId: number, afterSeq: number, limit:
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
-export async function findingPage(db: Db, jobId: number, afterSeq: number, limit: number, minSeverity: Severity | undefined): Promise<Page<FindingRow>> {
+export async function findingPage(
+  db: Db,
+  jobId: number,
+  afterSeq: number,
+  limit: number,
+  minSeverity: Severity | undefined,
+): Promise<Page<FindingRow>> {
   let q = db
     .selectFrom('findings as f')
     .innerJoin('objects as o', 'o.id', 'f.object_id')
     .select([
-      'f.public_id', 'f.seq', 'f.code', 'f.severity', 'f.confidence', 'f.title', 'f.summary', 'f.evidence', 'f.sources',
-      'f.detected_at', 'o.public_id as object_public_id',
+      'f.public_id',
+      'f.seq',
+      'f.code',
+      'f.severity',
+      'f.confidence',
+      'f.title',
+      'f.summary',
+      'f.evidence',
+      'f.sources',
+      'f.detected_at',
+      'o.public_id as object_public_id',
     ])
     .where('f.job_id', '=', jobId)
     .where('f.seq', '>', afterSeq);
   if (minSeverity && severityRank(minSeverity) > 0) q = q.where('f.severity', '>=', severityRank(minSeverity));
-  const rows = (await q.orderBy('f.seq', 'asc').limit(limit + 1).execute()) as FindingRow[];
+  const rows = (await q
+    .orderBy('f.seq', 'asc')
+    .limit(limit + 1)
+    .execute()) as FindingRow[];
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
 const OBJECT_ID_RE = /^obj_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** The object of this job and workspace, or null (never-existed and elsewhere look the same). */
-export async function findObject(db: Db, workspaceId: number, jobId: number, objectPublicId: string): Promise<ObjectRow | null> {
+export async function findObject(
+  db: Db,
+  workspaceId: number,
+  jobId: number,
+  objectPublicId: string,
+): Promise<ObjectRow | null> {
   if (!OBJECT_ID_RE.test(objectPublicId)) return null;
   const row = await db
     .selectFrom('objects')
@@ -102,7 +136,8 @@ export interface RelationRef {
 /** Both directions, internal ids mapped to public ids, restricted to the object's own job. */
 export async function objectRelations(db: Db, jobId: number, objectId: number): Promise<RelationRef[]> {
   const [outgoing, incoming] = await Promise.all([
-    db.selectFrom('relations as r')
+    db
+      .selectFrom('relations as r')
       .innerJoin('objects as o', 'o.id', 'r.to_object_id')
       .select(['r.relation', 'o.public_id', 'o.seq'])
       .where('r.from_object_id', '=', objectId)
@@ -110,7 +145,8 @@ export async function objectRelations(db: Db, jobId: number, objectId: number): 
       .where('o.job_id', '=', jobId)
       .orderBy('o.seq', 'asc')
       .execute(),
-    db.selectFrom('relations as r')
+    db
+      .selectFrom('relations as r')
       .innerJoin('objects as o', 'o.id', 'r.from_object_id')
       .select(['r.relation', 'o.public_id', 'o.seq'])
       .where('r.to_object_id', '=', objectId)

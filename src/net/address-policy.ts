@@ -10,8 +10,16 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 export type RefusedRange =
-  | 'unspecified' | 'loopback' | 'private' | 'link_local' | 'metadata' | 'cgnat' | 'multicast'
-  | 'documentation' | 'reserved' | 'invalid';
+  | 'unspecified'
+  | 'loopback'
+  | 'private'
+  | 'link_local'
+  | 'metadata'
+  | 'cgnat'
+  | 'multicast'
+  | 'documentation'
+  | 'reserved'
+  | 'invalid';
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
 type Block = { net: Addr; bits: number; range: Exclude<RefusedRange, 'invalid'> };

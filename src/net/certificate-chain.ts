@@ -9,16 +9,30 @@ const EXACT_MAX_BYTES = 2048;
 const MAX_SANS = 50;
 
 export interface ChainDigests {
-  certSha256: string; certSha512: string; spkiSha256: string; spkiSha512: string;
+  certSha256: string;
+  certSha512: string;
+  spkiSha256: string;
+  spkiSha512: string;
   /** Hex DER of the certificate / its SubjectPublicKeyInfo; null when over 2 KiB. */
   certHex: string | null;
   spkiHex: string | null;
 }
 
 export interface LeafFacts {
-  subject: string; issuer: string; sans: string[]; sanCount: number; validFrom: string; validTo: string;
-  expired: boolean; notYetValid: boolean; keyType: string | null; keyBits: number | null;
-  signatureAlgorithm: string | null; fingerprint256: string; serialNumber: string; selfIssued: boolean;
+  subject: string;
+  issuer: string;
+  sans: string[];
+  sanCount: number;
+  validFrom: string;
+  validTo: string;
+  expired: boolean;
+  notYetValid: boolean;
+  keyType: string | null;
+  keyBits: number | null;
+  signatureAlgorithm: string | null;
+  fingerprint256: string;
+  serialNumber: string;
+  selfIssued: boolean;
 }
 
 export interface CertificateChainFacts {
@@ -41,11 +55,20 @@ export function certificateChainFacts(input: { chain: string[]; now: string }): 
   const leaf = parseCertificate({ der: input.chain[0]! });
   return {
     leaf: {
-      subject: leaf.subject, issuer: leaf.issuer, sans: leaf.sans.slice(0, MAX_SANS), sanCount: leaf.sans.length,
-      validFrom: leaf.validFrom, validTo: leaf.validTo,
-      expired: new Date(leaf.validTo).getTime() < now, notYetValid: new Date(leaf.validFrom).getTime() > now,
-      keyType: leaf.keyType, keyBits: leaf.keyBits, signatureAlgorithm: leaf.signatureAlgorithm,
-      fingerprint256: leaf.fingerprint256, serialNumber: leaf.serialNumber, selfIssued: leaf.selfIssued,
+      subject: leaf.subject,
+      issuer: leaf.issuer,
+      sans: leaf.sans.slice(0, MAX_SANS),
+      sanCount: leaf.sans.length,
+      validFrom: leaf.validFrom,
+      validTo: leaf.validTo,
+      expired: new Date(leaf.validTo).getTime() < now,
+      notYetValid: new Date(leaf.validFrom).getTime() > now,
+      keyType: leaf.keyType,
+      keyBits: leaf.keyBits,
+      signatureAlgorithm: leaf.signatureAlgorithm,
+      fingerprint256: leaf.fingerprint256,
+      serialNumber: leaf.serialNumber,
+      selfIssued: leaf.selfIssued,
     },
     digests,
   };

@@ -30,12 +30,14 @@ const CURVE_BITS: Record<string, number> = { prime256v1: 256, secp384r1: 384, se
 
 /** A PEM string, or `{ der: base64 }`. */
 export function parseCertificate(input: string | { pem?: string; der?: string }): CertificateInfo {
-  const source = typeof input === 'string' ? input : input.pem ?? Buffer.from(input.der ?? '', 'base64');
+  const source = typeof input === 'string' ? input : (input.pem ?? Buffer.from(input.der ?? '', 'base64'));
   const cert = new X509Certificate(source);
   const sans: string[] = [];
   const ipAddresses: string[] = [];
   // Node quotes (JSON-style) entries that contain separators; unquote those.
-  for (const m of (cert.subjectAltName ?? '').matchAll(/(DNS|IP Address|URI|email|othername):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/g)) {
+  for (const m of (cert.subjectAltName ?? '').matchAll(
+    /(DNS|IP Address|URI|email|othername):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/g,
+  )) {
     const value = m[2]!.startsWith('"') ? (JSON.parse(m[2]!) as string) : m[2]!;
     if (m[1] === 'DNS') sans.push(value.toLowerCase());
     else if (m[1] === 'IP Address') ipAddresses.push(value);
@@ -54,8 +56,10 @@ export function parseCertificate(input: string | { pem?: string; der?: string })
     ...keyFacts(cert),
     signatureAlgorithm: cert.signatureAlgorithm ?? null,
     digests: {
-      certSha256: hash('sha256', cert.raw), certSha512: hash('sha512', cert.raw),
-      spkiSha256: hash('sha256', spki(cert)), spkiSha512: hash('sha512', spki(cert)),
+      certSha256: hash('sha256', cert.raw),
+      certSha512: hash('sha512', cert.raw),
+      spkiSha256: hash('sha256', spki(cert)),
+      spkiSha512: hash('sha512', spki(cert)),
     },
   };
 }
@@ -72,6 +76,14 @@ function keyFacts(cert: X509Certificate): Pick<CertificateInfo, 'keyType' | 'key
   const key = cert.publicKey;
   const d = key.asymmetricKeyDetails ?? {};
   const curve = d.namedCurve ?? null;
-  const bits = d.modulusLength ?? (curve ? CURVE_BITS[curve] ?? null : key.asymmetricKeyType === 'ed25519' ? 256 : key.asymmetricKeyType === 'ed448' ? 456 : null);
+  const bits =
+    d.modulusLength ??
+    (curve
+      ? (CURVE_BITS[curve] ?? null)
+      : key.asymmetricKeyType === 'ed25519'
+        ? 256
+        : key.asymmetricKeyType === 'ed448'
+          ? 456
+          : null);
   return { keyType: key.asymmetricKeyType ?? null, keyBits: bits, curve };
 }

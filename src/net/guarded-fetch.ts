@@ -15,7 +15,13 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
-import { OutboundFetchError, OutboundRefusedError, errorText, type FetchPhase, type HopRecord } from './outbound-errors.ts';
+import {
+  OutboundFetchError,
+  OutboundRefusedError,
+  errorText,
+  type FetchPhase,
+  type HopRecord,
+} from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
@@ -88,7 +94,8 @@ function acceptUrl(text: string, from?: string): URL {
     // keep what we have
   }
   if (v.ok) return v.url;
-  if (v.problem === 'not_a_url' || v.problem === 'missing_host') throw new OutboundFetchError('bad_redirect', `not a usable URL (${v.problem})`);
+  if (v.problem === 'not_a_url' || v.problem === 'missing_host')
+    throw new OutboundFetchError('bad_redirect', `not a usable URL (${v.problem})`);
   throw new OutboundRefusedError(REFUSAL_OF[v.problem] ?? 'url_not_allowed', host, null, v.problem);
 }
 
@@ -115,7 +122,12 @@ function firstHeader(headers: Record<string, string | string[] | undefined>, nam
   return Array.isArray(v) ? (v[0] ?? null) : v;
 }
 
-function hopRecord(u: URL, status: number, headers: Record<string, string | string[]>, verified: boolean | null): HopRecord {
+function hopRecord(
+  u: URL,
+  status: number,
+  headers: Record<string, string | string[]>,
+  verified: boolean | null,
+): HopRecord {
   const location = REDIRECTS.has(status) ? firstHeader(headers, 'location') : null;
   let next: URL | null = null;
   if (location) {
@@ -125,11 +137,20 @@ function hopRecord(u: URL, status: number, headers: Record<string, string | stri
       next = null;
     }
   }
-  const schemeChange = next && next.protocol !== u.protocol
-    ? (next.protocol === 'https:' ? 'http_to_https' as const : u.protocol === 'https:' && next.protocol === 'http:' ? 'https_to_http' as const : null)
-    : null;
+  const schemeChange =
+    next && next.protocol !== u.protocol
+      ? next.protocol === 'https:'
+        ? ('http_to_https' as const)
+        : u.protocol === 'https:' && next.protocol === 'http:'
+          ? ('https_to_http' as const)
+          : null
+      : null;
   return {
-    url: u.href, status, location, next: next?.href ?? null, schemeChange,
+    url: u.href,
+    status,
+    location,
+    next: next?.href ?? null,
+    schemeChange,
     hostChange: next !== null && next.hostname !== u.hostname,
     hsts: firstHeader(headers, 'strict-transport-security'),
     tlsVerified: verified,
@@ -139,19 +160,41 @@ function hopRecord(u: URL, status: number, headers: Record<string, string | stri
 
 const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|KEY_TOO_SMALL|TOO_WEAK|^ERR_SSL_|^ERR_TLS_/;
 
-function classify(err: unknown, callerSignal: AbortSignal | undefined, deadline: AbortSignal): OutboundRefusedError | OutboundFetchError {
+function classify(
+  err: unknown,
+  callerSignal: AbortSignal | undefined,
+  deadline: AbortSignal,
+): OutboundRefusedError | OutboundFetchError {
   if (err instanceof OutboundRefusedError || err instanceof OutboundFetchError) return err;
-  if (callerSignal?.aborted) return new OutboundFetchError('aborted', 'outbound request aborted by the caller', { cause: err });
-  if (deadline.aborted) return new OutboundFetchError('timeout', 'outbound request ran out of its total time', { cause: err, phase: 'total' });
+  if (callerSignal?.aborted)
+    return new OutboundFetchError('aborted', 'outbound request aborted by the caller', { cause: err });
+  if (deadline.aborted)
+    return new OutboundFetchError('timeout', 'outbound request ran out of its total time', {
+      cause: err,
+      phase: 'total',
+    });
   const code = errCode(err);
-  const timeout: Record<string, FetchPhase> = { UND_ERR_CONNECT_TIMEOUT: 'connect', UND_ERR_HEADERS_TIMEOUT: 'headers', UND_ERR_BODY_TIMEOUT: 'body' };
-  if (code && timeout[code]) return new OutboundFetchError('timeout', `outbound request timed out (${timeout[code]})`, { cause: err, phase: timeout[code] });
-  if (code === 'UND_ERR_HEADERS_OVERFLOW') return new OutboundFetchError('headers_too_large', 'response headers larger than the cap', { cause: err });
+  const timeout: Record<string, FetchPhase> = {
+    UND_ERR_CONNECT_TIMEOUT: 'connect',
+    UND_ERR_HEADERS_TIMEOUT: 'headers',
+    UND_ERR_BODY_TIMEOUT: 'body',
+  };
+  if (code && timeout[code])
+    return new OutboundFetchError('timeout', `outbound request timed out (${timeout[code]})`, {
+      cause: err,
+      phase: timeout[code],
+    });
+  if (code === 'UND_ERR_HEADERS_OVERFLOW')
+    return new OutboundFetchError('headers_too_large', 'response headers larger than the cap', { cause: err });
   // OpenSSL 3 reports some verification failures as code UNSPECIFIED with the reason as message
   // ("EE certificate key too weak"): the reason, upper-snake-cased, stands in for the code.
   const message = err instanceof Error ? err.message : '';
-  const tlsCode = code === 'UNSPECIFIED' && /certificate|signature|key too|digest/i.test(message) ? message.toUpperCase().replace(/\W+/g, '_') : code;
-  if (tlsCode && TLS_CODE.test(tlsCode)) return new OutboundFetchError('tls_failed', `TLS failed: ${tlsCode}`, { cause: err, code: tlsCode });
+  const tlsCode =
+    code === 'UNSPECIFIED' && /certificate|signature|key too|digest/i.test(message)
+      ? message.toUpperCase().replace(/\W+/g, '_')
+      : code;
+  if (tlsCode && TLS_CODE.test(tlsCode))
+    return new OutboundFetchError('tls_failed', `TLS failed: ${tlsCode}`, { cause: err, code: tlsCode });
   return new OutboundFetchError('connection_failed', errorText(err), { cause: err, ...(code ? { code } : {}) });
 }
 
@@ -173,14 +216,29 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       signal.throwIfAborted();
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
       const res = await exchange(current, addresses, opts, signal);
-      const record = hopRecord(current, res.status, res.headers, current.protocol === 'https:' ? opts.verifyTls !== false : null);
+      const record = hopRecord(
+        current,
+        res.status,
+        res.headers,
+        current.protocol === 'https:' ? opts.verifyTls !== false : null,
+      );
       hops.push(record);
       if (record.location !== null && record.location.length > 0) {
-        if (hop >= maxRedirects) throw new OutboundFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
+        if (hop >= maxRedirects)
+          throw new OutboundFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
         current = nextUrl(record.location, current);
         continue;
       }
-      return { status: res.status, headers: res.headers as http.IncomingHttpHeaders, url: current.href, redirects: hop, body: res.body, truncated: res.truncated, hops, tlsVerified: record.tlsVerified };
+      return {
+        status: res.status,
+        headers: res.headers as http.IncomingHttpHeaders,
+        url: current.href,
+        redirects: hop,
+        body: res.body,
+        truncated: res.truncated,
+        hops,
+        tlsVerified: record.tlsVerified,
+      };
     }
   } catch (err) {
     const e = classify(err, opts.signal, deadline);
@@ -203,21 +261,36 @@ interface RawResponse {
 }
 
 /** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
-async function exchange(u: URL, addresses: string[], opts: GuardedFetchOptions, signal: AbortSignal): Promise<RawResponse> {
+async function exchange(
+  u: URL,
+  addresses: string[],
+  opts: GuardedFetchOptions,
+  signal: AbortSignal,
+): Promise<RawResponse> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const portMap = opts.portMap ?? NO_PORT_MAP;
   const host = bareHost(u);
-  const connect = buildConnector(withSharedSecureContext({
-    lookup: pinnedLookup(addresses),
-    timeout: opts.connectTimeoutMs ?? 5000,
-    rejectUnauthorized: opts.verifyTls !== false,
-    allowH2: false,
-    maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
-  }));
+  const connect = buildConnector(
+    withSharedSecureContext({
+      lookup: pinnedLookup(addresses),
+      timeout: opts.connectTimeoutMs ?? 5000,
+      rejectUnauthorized: opts.verifyTls !== false,
+      allowH2: false,
+      maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
+    }),
+  );
   const agent = new Agent({
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
-    connect: (o, cb) => connect({ ...o, hostname: isIP(host) ? host : o.hostname, port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))) }, cb),
+    connect: (o, cb) =>
+      connect(
+        {
+          ...o,
+          hostname: isIP(host) ? host : o.hostname,
+          port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))),
+        },
+        cb,
+      ),
     connections: 1,
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,

@@ -21,6 +21,9 @@ export function hostResolverOver(resolver: Resolver): HostResolver {
       throw new OutboundFetchError('host_not_found', `${host} has no A or AAAA records (${a.rcode ?? a.outcome})`);
     }
     const failed = presence(a) === 'indeterminate' ? a : aaaa;
-    throw new OutboundFetchError('dns_failure', `the addresses of ${host} are unknown (${failed.type}: ${failed.rcode ?? failed.outcome})`);
+    throw new OutboundFetchError(
+      'dns_failure',
+      `the addresses of ${host} are unknown (${failed.type}: ${failed.rcode ?? failed.outcome})`,
+    );
   };
 }

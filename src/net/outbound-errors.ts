@@ -46,12 +46,17 @@ export class OutboundRefusedError extends Error {
 }
 
 export type FetchFailure =
-  | 'timeout' | 'aborted'
+  | 'timeout'
+  | 'aborted'
   /** The host's A and AAAA questions were answered NXDOMAIN or NODATA: it has no address. */
   | 'host_not_found'
   /** The host's addresses are unknown: SERVFAIL, timeout… (indeterminate, never absence). */
   | 'dns_failure'
-  | 'connection_failed' | 'too_many_redirects' | 'bad_redirect' | 'response_too_large' | 'headers_too_large'
+  | 'connection_failed'
+  | 'too_many_redirects'
+  | 'bad_redirect'
+  | 'response_too_large'
+  | 'headers_too_large'
   | 'tls_failed';
 
 /** The request was allowed but did not produce a response. */
@@ -63,7 +68,11 @@ export class OutboundFetchError extends Error {
   readonly code: string | null;
   /** Responses received before the failure (a redirect chain), oldest first. */
   hops: HopRecord[] = [];
-  constructor(kind: FetchFailure, message: string = kind, options?: { cause?: unknown; phase?: FetchPhase; code?: string }) {
+  constructor(
+    kind: FetchFailure,
+    message: string = kind,
+    options?: { cause?: unknown; phase?: FetchPhase; code?: string },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OutboundFetchError';
     this.kind = kind;

@@ -22,9 +22,22 @@ import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
-export { OutboundFetchError, OutboundRefusedError, type FetchFailure, type FetchPhase, type HopRecord, type RefusalReason } from './outbound-errors.ts';
+export {
+  OutboundFetchError,
+  OutboundRefusedError,
+  type FetchFailure,
+  type FetchPhase,
+  type HopRecord,
+  type RefusalReason,
+} from './outbound-errors.ts';
 export { hostResolverOver, type HostResolver } from './host-resolver.ts';
-export { DEFAULT_MAX_BYTES, DEFAULT_MAX_REDIRECTS, guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
+export {
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_REDIRECTS,
+  guardedFetch,
+  type GuardedFetchOptions,
+  type GuardedResponse,
+} from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
 
@@ -53,11 +66,17 @@ function connectFailure(err: unknown, signal: AbortSignal | undefined, timedOut:
 }
 
 /** A TCP connection to a vetted address. The caller owns the socket (and must destroy it). */
-export async function connectTcp(target: TcpTarget, allow: readonly string[], portMap: PortMap, opts: ConnectOptions = {}): Promise<net.Socket> {
+export async function connectTcp(
+  target: TcpTarget,
+  allow: readonly string[],
+  portMap: PortMap,
+  opts: ConnectOptions = {},
+): Promise<net.Socket> {
   vetAddress(target.address, allow, target.host ?? target.address);
   return settleConnect(
     net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
-    'connect', opts,
+    'connect',
+    opts,
   );
 }
 
@@ -72,7 +91,12 @@ export interface TlsTarget extends TcpTarget {
  * web and mail lanes report trust as a fact instead of failing on it): Node folds the host-name
  * check into them too (ERR_TLS_CERT_ALTNAME_INVALID).
  */
-export async function connectTls(target: TlsTarget, allow: readonly string[], portMap: PortMap, opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {}): Promise<tls.TLSSocket> {
+export async function connectTls(
+  target: TlsTarget,
+  allow: readonly string[],
+  portMap: PortMap,
+  opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
+): Promise<tls.TLSSocket> {
   vetAddress(target.address, allow, target.host ?? target.address);
   const socket = tls.connect({
     ...withSharedSecureContext(opts.tls ?? {}),
@@ -100,13 +124,25 @@ export function ocspStapled(socket: tls.TLSSocket): boolean | null {
 }
 
 /** Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. */
-export function upgradeTls(socket: net.Socket, servername: string | undefined, opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {}): Promise<tls.TLSSocket> {
-  const secure = tls.connect({ ...withSharedSecureContext(opts.tls ?? {}), socket, ...(servername && !isIP(servername) ? { servername } : {}) });
+export function upgradeTls(
+  socket: net.Socket,
+  servername: string | undefined,
+  opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
+): Promise<tls.TLSSocket> {
+  const secure = tls.connect({
+    ...withSharedSecureContext(opts.tls ?? {}),
+    socket,
+    ...(servername && !isIP(servername) ? { servername } : {}),
+  });
   watchOcsp(secure, opts.tls);
   return settleConnect(secure, 'secureConnect', opts);
 }
 
-function settleConnect<S extends net.Socket>(socket: S, ready: 'connect' | 'secureConnect', opts: ConnectOptions): Promise<S> {
+function settleConnect<S extends net.Socket>(
+  socket: S,
+  ready: 'connect' | 'secureConnect',
+  opts: ConnectOptions,
+): Promise<S> {
   return new Promise<S>((resolve, reject) => {
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -144,7 +180,10 @@ export interface OutboundGuard {
   resolve(host: string, signal?: AbortSignal): Promise<string[]>;
   /** Throws OutboundRefusedError when the address may not be reached. */
   vet(address: string, host?: string): void;
-  fetch(url: string | URL, opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap'>): Promise<GuardedResponse>;
+  fetch(
+    url: string | URL,
+    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap'>,
+  ): Promise<GuardedResponse>;
   connectTcp(target: TcpTarget, opts?: ConnectOptions): Promise<net.Socket>;
   connectTls(target: TlsTarget, opts?: ConnectOptions & { tls?: tls.ConnectionOptions }): Promise<tls.TLSSocket>;
 }

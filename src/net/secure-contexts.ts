@@ -10,15 +10,36 @@
 import tls from 'node:tls';
 
 /** Options that shape the context itself (tls.createSecureContext); everything else is per socket. */
-const CONTEXT_KEYS = ['minVersion', 'maxVersion', 'ciphers', 'ecdhCurve', 'sigalgs', 'secureOptions', 'honorCipherOrder', 'secureProtocol'] as const;
+const CONTEXT_KEYS = [
+  'minVersion',
+  'maxVersion',
+  'ciphers',
+  'ecdhCurve',
+  'sigalgs',
+  'secureOptions',
+  'honorCipherOrder',
+  'secureProtocol',
+] as const;
 /** Material a caller might pass (client certificates, private roots): such contexts are not cached. */
-const MATERIAL_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'crl', 'privateKeyEngine', 'privateKeyIdentifier', 'secureContext'] as const;
+const MATERIAL_KEYS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'crl',
+  'privateKeyEngine',
+  'privateKeyIdentifier',
+  'secureContext',
+] as const;
 const MAX_CONTEXTS = 64;
 
 const contexts = new Map<string, tls.SecureContext>();
 
 /** The connect options with a shared `secureContext` in place of their context options. */
-export function withSharedSecureContext<T extends tls.ConnectionOptions>(options: T): T & { secureContext?: tls.SecureContext } {
+export function withSharedSecureContext<T extends tls.ConnectionOptions>(
+  options: T,
+): T & { secureContext?: tls.SecureContext } {
   const o = options as Record<string, unknown>;
   if (MATERIAL_KEYS.some((k) => o[k] !== undefined)) return options;
   const picked: Record<string, unknown> = {};

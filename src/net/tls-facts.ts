@@ -42,16 +42,25 @@ function presentedChain(leaf: tls.DetailedPeerCertificate | undefined): string[]
   return out;
 }
 
-export function handshakeFacts(socket: tls.TLSSocket, expectedName?: string, ocspStapled: boolean | null = null): HandshakeFacts {
+export function handshakeFacts(
+  socket: tls.TLSSocket,
+  expectedName?: string,
+  ocspStapled: boolean | null = null,
+): HandshakeFacts {
   const cipher = socket.getCipher();
-  const error = socket.authorizationError ? String((socket.authorizationError as unknown as { code?: string }).code ?? socket.authorizationError) : null;
+  const error = socket.authorizationError
+    ? String((socket.authorizationError as unknown as { code?: string }).code ?? socket.authorizationError)
+    : null;
   const chainTrusted = socket.authorized || error === ALTNAME;
   // Once, with the chain: each call converts every certificate to JS objects (a visible share of
   // the web lane's main thread during a burst of handshakes).
   const leaf = socket.getPeerCertificate(true);
-  const hostnameMatch = expectedName && leaf && Object.keys(leaf).length > 0
-    ? tls.checkServerIdentity(expectedName, leaf) === undefined
-    : expectedName ? false : null;
+  const hostnameMatch =
+    expectedName && leaf && Object.keys(leaf).length > 0
+      ? tls.checkServerIdentity(expectedName, leaf) === undefined
+      : expectedName
+        ? false
+        : null;
   return {
     protocol: socket.getProtocol() ?? null,
     cipher: cipher ? { name: cipher.name, standardName: cipher.standardName, version: cipher.version } : null,

@@ -12,8 +12,16 @@ import { isIPv4 } from 'node:net';
 export const MAX_URL_LENGTH = 2048;
 
 export type UrlProblem =
-  | 'too_long' | 'not_a_url' | 'scheme_not_allowed' | 'credentials_not_allowed' | 'missing_host'
-  | 'control_characters' | 'numeric_host_form' | 'encoded_host' | 'authority_form' | 'bad_port';
+  | 'too_long'
+  | 'not_a_url'
+  | 'scheme_not_allowed'
+  | 'credentials_not_allowed'
+  | 'missing_host'
+  | 'control_characters'
+  | 'numeric_host_form'
+  | 'encoded_host'
+  | 'authority_form'
+  | 'bad_port';
 
 export type UrlVerdict = { ok: true; url: URL } | { ok: false; problem: UrlProblem };
 
@@ -48,8 +56,10 @@ export function checkUrl(text: string): UrlVerdict {
   if (authority.includes('@')) return { ok: false, problem: 'credentials_not_allowed' };
   // Exactly "scheme://" then the host: "https:///x", "http:\\host" and "http:host" are parsed
   // by WHATWG into something else than most readers see.
-  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\\/]/.test(text)) return { ok: false, problem: authority.length === 0 ? 'missing_host' : 'authority_form' };
-  if (/%/.test(writtenHost(authority).replace(/%25[^\]]*\]$|%[^\]]*\]$/, ']'))) return { ok: false, problem: 'encoded_host' };
+  if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\\/]/.test(text))
+    return { ok: false, problem: authority.length === 0 ? 'missing_host' : 'authority_form' };
+  if (/%/.test(writtenHost(authority).replace(/%25[^\]]*\]$|%[^\]]*\]$/, ']')))
+    return { ok: false, problem: 'encoded_host' };
   let url: URL;
   try {
     url = new URL(text);
@@ -75,6 +85,7 @@ export const URL_PROBLEM_TEXT: Record<UrlProblem, string> = {
   control_characters: 'the URL contains spaces or control characters',
   encoded_host: 'a percent-encoded host is refused',
   authority_form: 'the URL must be written scheme://host…',
-  numeric_host_form: 'a numeric host must be written as a canonical dotted-decimal IPv4 address (no decimal, octal, hex or shortened forms)',
+  numeric_host_form:
+    'a numeric host must be written as a canonical dotted-decimal IPv4 address (no decimal, octal, hex or shortened forms)',
   bad_port: 'port 0 is not a port',
 };

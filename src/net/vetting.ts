@@ -18,7 +18,12 @@ export function vetAddress(address: string, allow: readonly string[], host: stri
  * A host (name or literal) → every one of its addresses, each vetted. ANY refused address refuses
  * the host: connecting to "the allowed one" would let a round-robin or rebinding answer choose.
  */
-export async function resolveVetted(host: string, allow: readonly string[], resolver: HostResolver, signal?: AbortSignal): Promise<string[]> {
+export async function resolveVetted(
+  host: string,
+  allow: readonly string[],
+  resolver: HostResolver,
+  signal?: AbortSignal,
+): Promise<string[]> {
   let addresses: string[];
   if (isIP(host)) {
     addresses = [host];

@@ -12,8 +12,24 @@ import { DEAD_LETTER_MAXLEN, streams } from './streams.ts';
  */
 export function addDeadLetter(tx: ChainableCommander, stream: string, group: string, d: Delivery): void {
   const fields = Object.entries(d.fields).flatMap(([k, v]) => [`f.${k}`, v]);
-  tx.xadd(streams.deadLetterOf(stream), 'MAXLEN', '~', DEAD_LETTER_MAXLEN, '*',
-    'stream', stream, 'group', group, 'entry', d.id, 'deliveries', String(d.deliveries), 'at', new Date().toISOString(), ...fields);
+  tx.xadd(
+    streams.deadLetterOf(stream),
+    'MAXLEN',
+    '~',
+    DEAD_LETTER_MAXLEN,
+    '*',
+    'stream',
+    stream,
+    'group',
+    group,
+    'entry',
+    d.id,
+    'deliveries',
+    String(d.deliveries),
+    'at',
+    new Date().toISOString(),
+    ...fields,
+  );
 }
 
 /** Unique per process start: a restarted process never inherits a dead one's pending entries by name. */

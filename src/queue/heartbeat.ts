@@ -7,11 +7,17 @@ export interface Heartbeat {
   stop(): Promise<void>;
 }
 
-export function startHeartbeat(redis: RedisClient, key: string, member: string, opts: { everyMs?: number } = {}): Heartbeat {
+export function startHeartbeat(
+  redis: RedisClient,
+  key: string,
+  member: string,
+  opts: { everyMs?: number } = {},
+): Heartbeat {
   const everyMs = opts.everyMs ?? 5000;
   const beat = () => {
     const now = Date.now();
-    return redis.multi()
+    return redis
+      .multi()
       .zadd(key, now, member)
       .zremrangebyscore(key, '-inf', now - 60_000)
       .pexpire(key, 120_000)

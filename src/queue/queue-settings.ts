@@ -7,8 +7,12 @@ import { ConfigError } from '../config/config.ts';
 const int = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
 
 export const queueSettingsSchema = z.object({
-  LANE_TENANT_CONCURRENCY: int(1, 10_000, 8).describe('Tasks one workspace may run at once per lane (all lane processes together)'),
-  LANE_VISIBILITY_MS: int(100, 3_600_000, 30_000).describe('Idle time after which a delivered entry is reclaimed from its consumer'),
+  LANE_TENANT_CONCURRENCY: int(1, 10_000, 8).describe(
+    'Tasks one workspace may run at once per lane (all lane processes together)',
+  ),
+  LANE_VISIBILITY_MS: int(100, 3_600_000, 30_000).describe(
+    'Idle time after which a delivered entry is reclaimed from its consumer',
+  ),
   LANE_MAX_DELIVERIES: int(1, 1000, 5).describe('Deliveries after which an entry is dead-lettered'),
   LANE_POOL_THREADS: int(0, 256, 2).describe('piscina threads for CPU-heavy parsing (0 = parse inline)'),
   LANE_CONCURRENCY: int(1, 10_000, 32).describe('Entries one lane process handles at once'),
@@ -16,7 +20,10 @@ export const queueSettingsSchema = z.object({
 
 export type QueueSettings = Readonly<z.infer<typeof queueSettingsSchema>>;
 
-export function parseQueueSettings(env: NodeJS.ProcessEnv = process.env, overrides: Partial<QueueSettings> = {}): QueueSettings {
+export function parseQueueSettings(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<QueueSettings> = {},
+): QueueSettings {
   const picked = Object.fromEntries(Object.keys(queueSettingsSchema.shape).map((k) => [k, env[k]]));
   const result = queueSettingsSchema.safeParse(picked);
   if (!result.success) {

@@ -158,7 +158,10 @@ export class StreamConsumer {
     const drained = Promise.allSettled([...this.#inflight.values()].map((f) => f.promise));
     const timer = sleep(this.#o.drainTimeoutMs, 'timeout' as const, { ref: false });
     if ((await Promise.race([drained, timer])) === 'timeout') {
-      this.#o.log.warn({ stream: this.#o.stream, inFlight: this.#inflight.size }, 'shutdown: aborting in-flight entries (left pending)');
+      this.#o.log.warn(
+        { stream: this.#o.stream, inFlight: this.#inflight.size },
+        'shutdown: aborting in-flight entries (left pending)',
+      );
       for (const f of this.#inflight.values()) f.abort.abort(new Error('shutdown'));
       await Promise.race([drained, sleep(2000, undefined, { ref: false })]);
     }
@@ -173,7 +176,8 @@ export class StreamConsumer {
       try {
         await fn();
       } catch (err) {
-        if (!this.#stopped()) this.#o.log.warn({ err: errInfo(err), stream: this.#o.stream }, 'stream maintenance failed');
+        if (!this.#stopped())
+          this.#o.log.warn({ err: errInfo(err), stream: this.#o.stream }, 'stream maintenance failed');
       }
       await sleep(ms, undefined, { signal: this.#stop.signal }).catch(() => {});
     }
@@ -204,7 +208,16 @@ export class StreamConsumer {
       let reply: ReadReply;
       try {
         reply = (await this.#reader!.xreadgroup(
-          'GROUP', this.#o.group, this.#o.consumer, 'COUNT', count, 'BLOCK', this.#o.blockMs, 'STREAMS', this.#o.stream, '>',
+          'GROUP',
+          this.#o.group,
+          this.#o.consumer,
+          'COUNT',
+          count,
+          'BLOCK',
+          this.#o.blockMs,
+          'STREAMS',
+          this.#o.stream,
+          '>',
         )) as ReadReply;
         failures = 0;
       } catch (err) {
@@ -217,7 +230,9 @@ export class StreamConsumer {
           failures++;
           this.#o.log.warn({ err: errInfo(err), stream: this.#o.stream }, 'stream read failed');
         }
-        await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000), undefined, { signal: this.#stop.signal }).catch(() => {});
+        await sleep(Math.min(100 * 2 ** Math.min(failures, 5), 2000), undefined, { signal: this.#stop.signal }).catch(
+          () => {},
+        );
         continue;
       }
       for (const [, entries] of reply ?? []) {
@@ -241,7 +256,10 @@ export class StreamConsumer {
         const s = dead ? await this.#o.deadLetter(d) : await this.#o.handle(d);
         if (s.ack) await this.#ack(id, s.with);
       } catch (err) {
-        this.#o.log.error({ err: errInfo(err), stream: this.#o.stream, entry: id }, 'stream entry failed; left pending for redelivery');
+        this.#o.log.error(
+          { err: errInfo(err), stream: this.#o.stream, entry: id },
+          'stream entry failed; left pending for redelivery',
+        );
       } finally {
         if (holding) handling!.release();
       }
@@ -270,7 +288,11 @@ export class StreamConsumer {
     for (let round = 0; round < 10 && !this.#stopped(); round++) {
       const free = this.#free();
       if (free <= 0) return;
-      const reply = (await redis.xautoclaim(stream, group, consumer, this.#o.visibilityMs, cursor, 'COUNT', free)) as [string, Array<[string, string[] | null]>, string[]?];
+      const reply = (await redis.xautoclaim(stream, group, consumer, this.#o.visibilityMs, cursor, 'COUNT', free)) as [
+        string,
+        Array<[string, string[] | null]>,
+        string[]?,
+      ];
       const [next, entries] = reply;
       const live = entries.filter(([id, fields]) => fields !== null && !this.#inflight.has(id));
       if (live.length > 0) {
@@ -307,7 +329,12 @@ export class StreamConsumer {
     const rows = (await this.#o.redis.xinfo('CONSUMERS', this.#o.stream, this.#o.group)) as unknown[][];
     for (const row of rows) {
       const f = fieldsToRecord(row.map(String));
-      if (f.name && f.name !== this.#o.consumer && Number(f.pending) === 0 && Number(f.idle) > this.#o.forgetConsumersAfterMs) {
+      if (
+        f.name &&
+        f.name !== this.#o.consumer &&
+        Number(f.pending) === 0 &&
+        Number(f.idle) > this.#o.forgetConsumersAfterMs
+      ) {
         await this.#o.redis.xgroup('DELCONSUMER', this.#o.stream, this.#o.group, f.name);
       }
     }

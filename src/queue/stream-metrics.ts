@@ -18,7 +18,11 @@ async function pendingSummary(redis: RedisClient, t: StreamTarget): Promise<{ co
   }
 }
 
-export function registerStreamGauges(registry: client.Registry, redis: RedisClient, targets: readonly StreamTarget[]): void {
+export function registerStreamGauges(
+  registry: client.Registry,
+  redis: RedisClient,
+  targets: readonly StreamTarget[],
+): void {
   new client.Gauge({
     name: 'lss_stream_length',
     help: 'Entries in the stream (XLEN)',
@@ -45,7 +49,10 @@ export function registerStreamGauges(registry: client.Registry, redis: RedisClie
     async collect() {
       for (const t of targets) {
         const { oldest } = await pendingSummary(redis, t);
-        this.set({ stream: t.stream, group: t.group }, oldest ? Math.max(0, (Date.now() - streamIdTime(oldest)) / 1000) : 0);
+        this.set(
+          { stream: t.stream, group: t.group },
+          oldest ? Math.max(0, (Date.now() - streamIdTime(oldest)) / 1000) : 0,
+        );
       }
     },
   });

@@ -78,6 +78,11 @@ export async function publishJob(redis: RedisClient, jobId: number, op: JobOp): 
 }
 
 /** The notice that a task of `lane` finished: on the lane's results stream, in the lane's slot. */
-export async function publishTaskResult(redis: RedisClient, lane: LaneName, taskId: number, jobId: number): Promise<string | null> {
+export async function publishTaskResult(
+  redis: RedisClient,
+  lane: LaneName,
+  taskId: number,
+  jobId: number,
+): Promise<string | null> {
   return redis.xadd(streams.laneResults(lane), '*', 'task', String(taskId), 'job', String(jobId));
 }

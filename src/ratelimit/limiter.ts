@@ -50,7 +50,11 @@ function policyShape(p: RatePolicy): PolicyShape {
   let shape = shapes.get(p);
   if (!shape) {
     const interval = Math.max(1, Math.round((p.windowSeconds * 1e6) / p.limit));
-    shape = { keySuffix: `:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`, interval, tolerance: interval * (p.burst - 1) };
+    shape = {
+      keySuffix: `:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`,
+      interval,
+      tolerance: interval * (p.burst - 1),
+    };
     shapes.set(p, shape);
   }
   return shape;
@@ -85,14 +89,18 @@ export class RateLimiter {
       call.push(shape.interval, shape.tolerance);
     }
     if (lease) call.push(...lease.args);
-    const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(...(call as [number, ...Array<number | string>]));
+    const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(
+      ...(call as [number, ...Array<number | string>]),
+    );
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
       policy,
       remaining: Math.max(0, Number(out[2 + 2 * i])),
       resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
     }));
-    const tail: LimitDecision['tail'] = lease ? [String(out[2 + 2 * n]), Number(out[3 + 2 * n]), String(out[4 + 2 * n] ?? '')] : undefined;
+    const tail: LimitDecision['tail'] = lease
+      ? [String(out[2 + 2 * n]), Number(out[3 + 2 * n]), String(out[4 + 2 * n] ?? '')]
+      : undefined;
     if (refused === 0) return { allowed: true, states, ...(tail ? { tail } : {}) };
     const waitUs = Number(out[1]);
     return {
@@ -117,7 +125,7 @@ export function rateLimitHeaders(decision: LimitDecision): { policy: string; sta
     if (!pick || s.remaining / s.policy.limit < pick.remaining / pick.policy.limit) pick = s;
   }
   if (!pick) return null;
-  const t = decision.allowed ? pick.resetSeconds : decision.retryAfterSeconds ?? pick.resetSeconds;
+  const t = decision.allowed ? pick.resetSeconds : (decision.retryAfterSeconds ?? pick.resetSeconds);
   return {
     policy: `"${pick.policy.name}";q=${pick.policy.limit};w=${pick.policy.windowSeconds}`,
     state: `"${pick.policy.name}";r=${pick.remaining};t=${t}`,

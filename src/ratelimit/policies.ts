@@ -20,13 +20,25 @@ export const productLimitDefaults: Record<RateClass, { perMinute: number; perHou
 
 export const appLimitDefault = { perMinute: 1200, burst: 100 };
 
-export const rateOverridesSchema = z.object({
-  app: z.object({ perMinute: z.number().int().min(1), burst: z.number().int().min(1) }).partial().optional(),
-  products: z.record(z.string(), z.object({
-    perMinute: z.number().int().min(1),
-    perHour: z.number().int().min(1),
-  }).partial()).optional(),
-}).strict();
+export const rateOverridesSchema = z
+  .object({
+    app: z
+      .object({ perMinute: z.number().int().min(1), burst: z.number().int().min(1) })
+      .partial()
+      .optional(),
+    products: z
+      .record(
+        z.string(),
+        z
+          .object({
+            perMinute: z.number().int().min(1),
+            perHour: z.number().int().min(1),
+          })
+          .partial(),
+      )
+      .optional(),
+  })
+  .strict();
 
 export type RateOverrides = z.infer<typeof rateOverridesSchema>;
 

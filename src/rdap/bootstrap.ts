@@ -106,7 +106,10 @@ async function fetchRemote(url: string, opts: BootstrapFetchOptions): Promise<Dn
  * The bootstrap to use now: RDAP_BOOTSTRAP_URL's file when configured and fetchable (shared by
  * concurrent callers, refreshed daily, retried 5 minutes after a failure), else the snapshot.
  */
-export async function activeBootstrap(config: Pick<Config, 'RDAP_BOOTSTRAP_URL'>, opts: BootstrapFetchOptions): Promise<ActiveBootstrap | null> {
+export async function activeBootstrap(
+  config: Pick<Config, 'RDAP_BOOTSTRAP_URL'>,
+  opts: BootstrapFetchOptions,
+): Promise<ActiveBootstrap | null> {
   const url = config.RDAP_BOOTSTRAP_URL;
   if (url) {
     if (!remote || remote.url !== url) remote = { url, value: null, due: 0, pending: null };

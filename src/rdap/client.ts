@@ -41,7 +41,10 @@ function withSlash(base: string): string {
   return base.endsWith('/') ? base : `${base}/`;
 }
 
-async function serviceFor(name: string, opts: RdapLookupOptions): Promise<{ baseUrl: string; info: RdapServiceInfo } | RdapUnavailableReason> {
+async function serviceFor(
+  name: string,
+  opts: RdapLookupOptions,
+): Promise<{ baseUrl: string; info: RdapServiceInfo } | RdapUnavailableReason> {
   if (opts.config.RDAP_BASE_URL) return { baseUrl: opts.config.RDAP_BASE_URL, info: { via: 'base_url' } };
   const active = await activeBootstrap(opts.config, { guard: opts.guard });
   if (!active) return 'rdap_not_configured';
@@ -49,7 +52,10 @@ async function serviceFor(name: string, opts: RdapLookupOptions): Promise<{ base
   if (!hit) return 'rdap_no_service_for_tld';
   return {
     baseUrl: hit.baseUrl,
-    info: { via: active.origin === 'remote' ? 'bootstrap_remote' : 'bootstrap_snapshot', bootstrapPublication: active.bootstrap.publication },
+    info: {
+      via: active.origin === 'remote' ? 'bootstrap_remote' : 'bootstrap_snapshot',
+      bootstrapPublication: active.bootstrap.publication,
+    },
   };
 }
 
@@ -78,7 +84,10 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
     });
   } catch (err) {
     if (err instanceof OutboundRefusedError) {
-      return { status: 'unavailable', reason: err.reason === 'target_not_allowed' ? 'target_not_allowed' : 'rdap_unreachable' };
+      return {
+        status: 'unavailable',
+        reason: err.reason === 'target_not_allowed' ? 'target_not_allowed' : 'rdap_unreachable',
+      };
     }
     if (err instanceof OutboundFetchError) {
       if (err.kind === 'aborted') opts.signal?.throwIfAborted();

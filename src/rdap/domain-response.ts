@@ -75,8 +75,16 @@ export function parseDomainResponse(body: unknown, asked: string): RdapDomainDat
     ldhName: ldh ?? want,
     registrar: registrarOf(body),
     events: eventsOf(body),
-    status: arr(body.status).filter((s): s is string => typeof s === 'string').map((s) => s.toLowerCase()),
-    nameservers: [...new Set(arr(body.nameservers).map((n) => (isObject(n) ? hostName(n.ldhName) : null)).filter((n): n is string => n !== null))],
+    status: arr(body.status)
+      .filter((s): s is string => typeof s === 'string')
+      .map((s) => s.toLowerCase()),
+    nameservers: [
+      ...new Set(
+        arr(body.nameservers)
+          .map((n) => (isObject(n) ? hostName(n.ldhName) : null))
+          .filter((n): n is string => n !== null),
+      ),
+    ],
     secureDNS: { delegationSigned: typeof secure?.delegationSigned === 'boolean' ? secure.delegationSigned : null },
     source: 'rdap',
   };

@@ -14,8 +14,12 @@ export type RedisClient = Redis | Cluster;
 export type RedisTarget = { url: string } | { cluster: ClusterNodes };
 
 /** REDIS_CLUSTER_NODES, when set, replaces REDIS_URL. */
-export function redisTarget(config: { REDIS_URL?: string | undefined; REDIS_CLUSTER_NODES?: ClusterNodes | undefined }): RedisTarget {
-  if (config.REDIS_CLUSTER_NODES && config.REDIS_CLUSTER_NODES.nodes.length > 0) return { cluster: config.REDIS_CLUSTER_NODES };
+export function redisTarget(config: {
+  REDIS_URL?: string | undefined;
+  REDIS_CLUSTER_NODES?: ClusterNodes | undefined;
+}): RedisTarget {
+  if (config.REDIS_CLUSTER_NODES && config.REDIS_CLUSTER_NODES.nodes.length > 0)
+    return { cluster: config.REDIS_CLUSTER_NODES };
   if (!config.REDIS_URL) throw new Error('neither REDIS_CLUSTER_NODES nor REDIS_URL is set');
   return { url: config.REDIS_URL };
 }
@@ -23,7 +27,8 @@ export function redisTarget(config: { REDIS_URL?: string | undefined; REDIS_CLUS
 /** The target named by the environment as given (tests, benchmarks, tools): the same rule as config. */
 export function redisTargetFromEnv(env: NodeJS.ProcessEnv = process.env): RedisTarget {
   const nodes = env.REDIS_CLUSTER_NODES ? parseClusterNodes(env.REDIS_CLUSTER_NODES) : null;
-  if (env.REDIS_CLUSTER_NODES && !nodes) throw new Error(`REDIS_CLUSTER_NODES is not a list of host:port: ${env.REDIS_CLUSTER_NODES}`);
+  if (env.REDIS_CLUSTER_NODES && !nodes)
+    throw new Error(`REDIS_CLUSTER_NODES is not a list of host:port: ${env.REDIS_CLUSTER_NODES}`);
   return redisTarget({ REDIS_URL: env.REDIS_URL, REDIS_CLUSTER_NODES: nodes ?? undefined });
 }
 
@@ -94,7 +99,10 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
       ...(tls ? { tls: {} } : {}),
     },
   };
-  return new Cluster(nodes.map((n) => ({ host: n.host, port: n.port })), options);
+  return new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    options,
+  );
 }
 
 /**
@@ -115,7 +123,10 @@ function coalesceWrites(client: Redis): void {
     corked = null;
     socket?.uncork();
   };
-  client.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: Parameters<Redis['sendCommand']>[1]) => {
+  client.sendCommand = ((
+    command: Parameters<Redis['sendCommand']>[0],
+    stream?: Parameters<Redis['sendCommand']>[1],
+  ) => {
     const socket = (client as unknown as { stream?: Socket }).stream;
     if (!stream && !corked && socket && client.status === 'ready' && socket.writable) {
       socket.cork();

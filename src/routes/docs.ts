@@ -27,8 +27,16 @@ const PAGE = `<!doctype html>
 
 /** Redoc injects its styles and runs search in a blob: worker; nothing else is allowed anywhere. */
 const CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:", "font-src 'self' data:",
-  "connect-src 'self'", "worker-src 'self' blob:", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 const methodNotAllowed: RequestHandler = () => {
@@ -43,12 +51,19 @@ export function mountDocsRoutes(app: Express): void {
     // data: image fails to load and Redoc then drops the <img>, keeping the text link.
     .replaceAll('https://cdn.redoc.ly/redoc/logo-mini.svg', 'data:,')
     .replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'); // the map is not served
-  const common = { 'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer' };
+  const common = {
+    'Content-Security-Policy': CSP,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+  };
   app.get('/docs', (_req, res) => {
     res.set(common).type('html').send(PAGE);
   });
   app.get(BUNDLE_PATH, (_req, res) => {
-    res.set({ ...common, 'Cache-Control': 'public, max-age=86400' }).type('application/javascript').send(bundle);
+    res
+      .set({ ...common, 'Cache-Control': 'public, max-age=86400' })
+      .type('application/javascript')
+      .send(bundle);
   });
   app.all(['/docs', BUNDLE_PATH], methodNotAllowed);
 }

@@ -7,7 +7,12 @@ import { productList } from './meta.ts';
 async function check(fn: () => Promise<unknown>, timeoutMs = 2000): Promise<'ok' | 'down'> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([fn(), new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timeout')), timeoutMs); })]);
+    await Promise.race([
+      fn(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      }),
+    ]);
     return 'ok';
   } catch {
     return 'down';
@@ -31,7 +36,10 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
     const ready = !isDraining() && mysql === 'ok' && redis === 'ok' && migrations === 'current';
     if (!ready) {
       // Every 503 logs its cause: here, which check failed (or that the process is draining).
-      deps.log.warn({ status: 503, code: 'not_ready', draining: isDraining(), checks: { mysql, redis, migrations } }, 'readiness answered 503');
+      deps.log.warn(
+        { status: 503, code: 'not_ready', draining: isDraining(), checks: { mysql, redis, migrations } },
+        'readiness answered 503',
+      );
     }
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : isDraining() ? 'draining' : 'not_ready',

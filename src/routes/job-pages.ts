@@ -12,13 +12,25 @@ import { zodIssues } from '../http/body.ts';
 import { state } from '../http/context.ts';
 import { ApiError } from '../contract/errors.ts';
 import {
-  findingPageQuery, resultPageQuery,
-  type FindingItem, type FindingPage, type ObjectDetail, type ResultItem, type ResultPage,
+  findingPageQuery,
+  resultPageQuery,
+  type FindingItem,
+  type FindingPage,
+  type ObjectDetail,
+  type ResultItem,
+  type ResultPage,
 } from '../contract/page-schemas.ts';
 import { findJob, isTerminal, laneCounts, type JobRow } from '../jobs/job-view.ts';
 import { createCursorCodec, createEvidenceRefs, type CursorCodec, type CursorRoute } from '../jobs/cursor.ts';
 import {
-  findObject, findingPage, objectFindingIds, objectPage, objectRelations, severityName, type FindingRow, type ObjectRow,
+  findObject,
+  findingPage,
+  objectFindingIds,
+  objectPage,
+  objectRelations,
+  severityName,
+  type FindingRow,
+  type ObjectRow,
 } from '../jobs/pages-repo.ts';
 import type { Limitation } from '../contract/lanes.ts';
 import type { Severity } from '../contract/tasks.ts';
@@ -35,63 +47,84 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
   const cursors = opts.cursors ?? createCursorCodec({ secret: deps.config.CURSOR_SECRET, previousSecret });
   const evidenceRef = createEvidenceRefs(deps.config.CURSOR_SECRET);
 
-  app.get('/v2/jobs/:job_ref/results', authenticate(deps.auth, ['scan:read']), rateLimit(deps.limiter), async (req, res) => {
-    state(res).step = 'job_read';
-    const query = parseQuery(resultPageQuery, req);
-    const workspaceId = state(res).principal!.workspaceId;
-    // The job (status) is read BEFORE the items: a job seen terminal has written its last item,
-    // so "terminal and no more items" can never be answered while an item is still to come.
-    const job = await requireJob(deps, workspaceId, req);
-    const after = startSeq(cursors, query.cursor, { workspaceId, jobId: job.id, route: 'results', filter: '' });
-    const page = await objectPage(deps.db, job.id, after, query.limit);
-    const body: ResultPage = {
-      ...pageHead(job),
-      lanes: (await laneCounts(deps.db, job.id)).lanes,
-      items: page.rows.map((r) => resultItem(r, evidenceRef)),
-      page: {
-        limit: query.limit,
-        nextCursor: nextCursor(cursors, job, page, { workspaceId, jobId: job.id, route: 'results', filter: '' }, after),
-      },
-    };
-    res.json(body);
-  });
+  app.get(
+    '/v2/jobs/:job_ref/results',
+    authenticate(deps.auth, ['scan:read']),
+    rateLimit(deps.limiter),
+    async (req, res) => {
+      state(res).step = 'job_read';
+      const query = parseQuery(resultPageQuery, req);
+      const workspaceId = state(res).principal!.workspaceId;
+      // The job (status) is read BEFORE the items: a job seen terminal has written its last item,
+      // so "terminal and no more items" can never be answered while an item is still to come.
+      const job = await requireJob(deps, workspaceId, req);
+      const after = startSeq(cursors, query.cursor, { workspaceId, jobId: job.id, route: 'results', filter: '' });
+      const page = await objectPage(deps.db, job.id, after, query.limit);
+      const body: ResultPage = {
+        ...pageHead(job),
+        lanes: (await laneCounts(deps.db, job.id)).lanes,
+        items: page.rows.map((r) => resultItem(r, evidenceRef)),
+        page: {
+          limit: query.limit,
+          nextCursor: nextCursor(
+            cursors,
+            job,
+            page,
+            { workspaceId, jobId: job.id, route: 'results', filter: '' },
+            after,
+          ),
+        },
+      };
+      res.json(body);
+    },
+  );
 
-  app.get('/v2/jobs/:job_ref/findings', authenticate(deps.auth, ['scan:read', 'finding:read']), rateLimit(deps.limiter), async (req, res) => {
-    state(res).step = 'job_read';
-    const query = parseQuery(findingPageQuery, req);
-    const workspaceId = state(res).principal!.workspaceId;
-    const job = await requireJob(deps, workspaceId, req);
-    // 'info' filters nothing: the same view as no filter, so it shares its cursors.
-    const minSeverity: Severity | undefined = query.severity === 'info' ? undefined : query.severity;
-    const scope = { workspaceId, jobId: job.id, route: 'findings' as const, filter: minSeverity ?? '' };
-    const after = startSeq(cursors, query.cursor, scope);
-    const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity);
-    const body: FindingPage = {
-      ...pageHead(job),
-      lanes: (await laneCounts(deps.db, job.id)).lanes,
-      items: page.rows.map((r) => findingItem(r, evidenceRef)),
-      page: { limit: query.limit, nextCursor: nextCursor(cursors, job, page, scope, after) },
-    };
-    res.json(body);
-  });
+  app.get(
+    '/v2/jobs/:job_ref/findings',
+    authenticate(deps.auth, ['scan:read', 'finding:read']),
+    rateLimit(deps.limiter),
+    async (req, res) => {
+      state(res).step = 'job_read';
+      const query = parseQuery(findingPageQuery, req);
+      const workspaceId = state(res).principal!.workspaceId;
+      const job = await requireJob(deps, workspaceId, req);
+      // 'info' filters nothing: the same view as no filter, so it shares its cursors.
+      const minSeverity: Severity | undefined = query.severity === 'info' ? undefined : query.severity;
+      const scope = { workspaceId, jobId: job.id, route: 'findings' as const, filter: minSeverity ?? '' };
+      const after = startSeq(cursors, query.cursor, scope);
+      const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity);
+      const body: FindingPage = {
+        ...pageHead(job),
+        lanes: (await laneCounts(deps.db, job.id)).lanes,
+        items: page.rows.map((r) => findingItem(r, evidenceRef)),
+        page: { limit: query.limit, nextCursor: nextCursor(cursors, job, page, scope, after) },
+      };
+      res.json(body);
+    },
+  );
 
-  app.get('/v2/jobs/:job_ref/objects/:object_id', authenticate(deps.auth, ['scan:read']), rateLimit(deps.limiter), async (req, res) => {
-    state(res).step = 'job_read';
-    const workspaceId = state(res).principal!.workspaceId;
-    const job = await requireJob(deps, workspaceId, req);
-    const obj = await findObject(deps.db, workspaceId, job.id, String(req.params.object_id));
-    if (!obj) throw new ApiError('object_not_found');
-    const [relations, findings] = await Promise.all([
-      objectRelations(deps.db, job.id, obj.id),
-      objectFindingIds(deps.db, job.id, obj.id),
-    ]);
-    const body: ObjectDetail = {
-      ...resultItem(obj, evidenceRef),
-      relations: relations as ObjectDetail['relations'],
-      findings,
-    };
-    res.json(body);
-  });
+  app.get(
+    '/v2/jobs/:job_ref/objects/:object_id',
+    authenticate(deps.auth, ['scan:read']),
+    rateLimit(deps.limiter),
+    async (req, res) => {
+      state(res).step = 'job_read';
+      const workspaceId = state(res).principal!.workspaceId;
+      const job = await requireJob(deps, workspaceId, req);
+      const obj = await findObject(deps.db, workspaceId, job.id, String(req.params.object_id));
+      if (!obj) throw new ApiError('object_not_found');
+      const [relations, findings] = await Promise.all([
+        objectRelations(deps.db, job.id, obj.id),
+        objectFindingIds(deps.db, job.id, obj.id),
+      ]);
+      const body: ObjectDetail = {
+        ...resultItem(obj, evidenceRef),
+        relations: relations as ObjectDetail['relations'],
+        findings,
+      };
+      res.json(body);
+    },
+  );
 }
 
 function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.infer<S> {
@@ -106,7 +139,11 @@ async function requireJob(deps: AppDeps, workspaceId: number, req: Request): Pro
   return job;
 }
 
-function startSeq(cursors: CursorCodec, cursor: string | undefined, scope: { workspaceId: number; jobId: number; route: CursorRoute; filter: string }): number {
+function startSeq(
+  cursors: CursorCodec,
+  cursor: string | undefined,
+  scope: { workspaceId: number; jobId: number; route: CursorRoute; filter: string },
+): number {
   if (cursor === undefined) return 0;
   const seq = cursors.decode(cursor, scope);
   if (seq === null) throw new ApiError('invalid_cursor');
@@ -129,14 +166,22 @@ function nextCursor(
   return cursors.encode({ ...scope, lastSeq: last ? Number(last.seq) : after });
 }
 
-const NOT_FINISHED: Limitation = { code: 'job_not_finished', message: 'The job has not finished: more items may follow and coverage is not final.' };
-const COVERAGE_NOT_RECORDED: Limitation = { code: 'coverage_not_recorded', message: 'The job recorded no coverage; treat it as incomplete.' };
+const NOT_FINISHED: Limitation = {
+  code: 'job_not_finished',
+  message: 'The job has not finished: more items may follow and coverage is not final.',
+};
+const COVERAGE_NOT_RECORDED: Limitation = {
+  code: 'coverage_not_recorded',
+  message: 'The job recorded no coverage; treat it as incomplete.',
+};
 
 /** Coverage is never upgraded here: a running job, or a terminal one without coverage, is incomplete. */
 function pageHead(job: JobRow) {
   const terminal = isTerminal(job.status);
   const cov = parseJson(job.coverage) as { complete?: unknown; limitations?: unknown } | null;
-  const recorded = Array.isArray(cov?.limitations) ? cov.limitations.map(toLimitation).filter((l): l is Limitation => l !== null) : [];
+  const recorded = Array.isArray(cov?.limitations)
+    ? cov.limitations.map(toLimitation).filter((l): l is Limitation => l !== null)
+    : [];
   let complete = false;
   let limitations: Limitation[];
   if (!terminal) limitations = [NOT_FINISHED, ...recorded];
@@ -173,7 +218,8 @@ function evidenceList(raw: unknown, owner: string, evidenceRef: EvidenceRefs): A
   // The lane writer stores a random ev_ ref with each summary (stable across secret rotations);
   // rows written without one get a keyed-hash ref, also stable while CURSOR_SECRET is.
   return list.map((e, i) => ({
-    ref: typeof e?.ref === 'string' && PUBLIC_ID_RE.test(e.ref) && e.ref.startsWith('ev_') ? e.ref : evidenceRef(owner, i),
+    ref:
+      typeof e?.ref === 'string' && PUBLIC_ID_RE.test(e.ref) && e.ref.startsWith('ev_') ? e.ref : evidenceRef(owner, i),
     summary: typeof e?.summary === 'string' ? e.summary : '',
   }));
 }
@@ -185,7 +231,11 @@ function laneList(raw: unknown): ResultItem['lanes'] {
   if (Array.isArray(v)) {
     for (const l of v) {
       if (l && typeof l.lane === 'string' && typeof l.status === 'string') {
-        out.push(typeof l.reason === 'string' ? { lane: l.lane, status: l.status, reason: l.reason } : { lane: l.lane, status: l.status });
+        out.push(
+          typeof l.reason === 'string'
+            ? { lane: l.lane, status: l.status, reason: l.reason }
+            : { lane: l.lane, status: l.status },
+        );
       }
     }
   } else if (v && typeof v === 'object') {
@@ -203,7 +253,10 @@ function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs): ResultItem {
     distance: Number(r.distance),
     firstSeenAt: iso(r.first_seen_at),
     lanes: laneList(r.lanes),
-    projection: projection && typeof projection === 'object' && !Array.isArray(projection) ? (projection as Record<string, unknown>) : {},
+    projection:
+      projection && typeof projection === 'object' && !Array.isArray(projection)
+        ? (projection as Record<string, unknown>)
+        : {},
     evidence: evidenceList(r.evidence, r.public_id, evidenceRef),
   };
 }
@@ -220,7 +273,9 @@ function findingItem(r: FindingRow, evidenceRef: EvidenceRefs): FindingItem {
     objectId: r.object_public_id,
     evidence: evidenceList(r.evidence, r.public_id, evidenceRef),
     sources: Array.isArray(sources)
-      ? sources.filter((s) => s && typeof s.lane === 'string' && typeof s.source === 'string').map((s) => ({ lane: s.lane, source: s.source }))
+      ? sources
+          .filter((s) => s && typeof s.lane === 'string' && typeof s.source === 'string')
+          .map((s) => ({ lane: s.lane, source: s.source }))
       : [],
     detectedAt: iso(r.detected_at),
   };

@@ -21,7 +21,9 @@ export function productList(deps: AppDeps) {
           ? { basis: 'maxCredits' as const, amount: null }
           : { basis: 'fixed' as const, amount: def.price({ authorized: false } as never) },
         lanes: def.lanes.map((l) => ({
-          lane: l.lane, required: l.required, description: l.description,
+          lane: l.lane,
+          required: l.required,
+          description: l.description,
           readiness: lanes[l.lane] ?? 'not_built',
         })),
       };

@@ -7,13 +7,19 @@ import { buildEnvelope } from '../contract/envelope.ts';
 import type { AppDeps } from '../http/deps.ts';
 import { authenticate } from '../http/authenticate.ts';
 import { admitWrite, reportDeferredLimit } from '../http/rate-limit.ts';
-import { answerCommittedElsewhere, claimIdempotency, commitReply, finishClaim, requireIdempotencyKey } from '../http/idempotency.ts';
+import {
+  answerCommittedElsewhere,
+  claimIdempotency,
+  commitReply,
+  finishClaim,
+  requireIdempotencyKey,
+} from '../http/idempotency.ts';
 import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
 import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
-import type { ProductDefinition, } from '../products/kit/product-contract.ts';
+import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
@@ -38,7 +44,10 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
     const liveness = deps.runtime.services.laneHealth;
     const down = needed.filter((l) => !liveness?.alive(l));
     if (down.length > 0) {
-      throw new ApiError(code, { details: { product: def.id }, cause: `no live lane-${down.join(', lane-')} worker for this input` });
+      throw new ApiError(code, {
+        details: { product: def.id },
+        cause: `no live lane-${down.join(', lane-')} worker for this input`,
+      });
     }
     next();
   };
@@ -49,11 +58,18 @@ function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
   if (!def.execute && !def.job) return 'product not built';
   const lanes = laneReadiness(def, deps.runtime);
   const blocking = def.lanes.filter((l) => l.required && lanes[l.lane] !== 'ready');
-  return blocking.map((l) => {
-    const r = lanes[l.lane] ?? 'not_built';
-    const why = r === 'down' && def.job ? ` (no live orchestrator or lane-${def.job.workerLanes.join('/lane-')} worker, or its dependency is down)` : '';
-    return `required lane ${l.lane}: ${r}${why}`;
-  }).join('; ') || 'unavailable';
+  return (
+    blocking
+      .map((l) => {
+        const r = lanes[l.lane] ?? 'not_built';
+        const why =
+          r === 'down' && def.job
+            ? ` (no live orchestrator or lane-${def.job.workerLanes.join('/lane-')} worker, or its dependency is down)`
+            : '';
+        return `required lane ${l.lane}: ${r}${why}`;
+      })
+      .join('; ') || 'unavailable'
+  );
 }
 
 function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
@@ -88,17 +104,19 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
     let accepted;
     try {
       accepted = await acceptJob(deps.db, {
-      principal: s.principal!,
-      product: def.id,
-      target: job.target(s.input),
-      profile: job.profile?.(s.input) ?? null,
-      input: s.input,
-      price: def.price(s.input),
-      deadlineMs: deps.config.JOB_DEADLINE_MINUTES ? deps.config.JOB_DEADLINE_MINUTES * 60_000 : job.deadlineFor?.(s.input) ?? job.deadlineMs,
-      objectCap: job.objectCap?.(s.input) ?? null,
-      requestId: s.requestId,
-      claim: s.claim,
-      ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
+        principal: s.principal!,
+        product: def.id,
+        target: job.target(s.input),
+        profile: job.profile?.(s.input) ?? null,
+        input: s.input,
+        price: def.price(s.input),
+        deadlineMs: deps.config.JOB_DEADLINE_MINUTES
+          ? deps.config.JOB_DEADLINE_MINUTES * 60_000
+          : (job.deadlineFor?.(s.input) ?? job.deadlineMs),
+        objectCap: job.objectCap?.(s.input) ?? null,
+        requestId: s.requestId,
+        claim: s.claim,
+        ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
       });
     } catch (err) {
       if (!(err instanceof CommittedElsewhere)) throw err;
@@ -139,7 +157,11 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       atStep('idempotency', def.mode === 'sync' ? idemSync : idemPaid),
       atStep('readiness', readinessGate(deps, def)),
     ];
-    chain.push(def.mode === 'sync' ? atStep('execution', executeInline(deps, def)) : atStep('credits_and_dispatch', acceptAsync(deps, def)));
+    chain.push(
+      def.mode === 'sync'
+        ? atStep('execution', executeInline(deps, def))
+        : atStep('credits_and_dispatch', acceptAsync(deps, def)),
+    );
     app.post(def.path, sequence(chain));
   }
 }

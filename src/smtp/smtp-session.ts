@@ -25,18 +25,48 @@ export interface SmtpLimits {
 }
 
 export const DEFAULT_SMTP_LIMITS: SmtpLimits = {
-  connectMs: 5_000, bannerMs: 10_000, commandMs: 5_000, tlsMs: 8_000, quitMs: 1_000,
-  maxLineBytes: 2_048, maxReplyLines: 64, maxSessionBytes: 32 * 1024,
+  connectMs: 5_000,
+  bannerMs: 10_000,
+  commandMs: 5_000,
+  tlsMs: 8_000,
+  quitMs: 1_000,
+  maxLineBytes: 2_048,
+  maxReplyLines: 64,
+  maxSessionBytes: 32 * 1024,
 };
 
 export type SessionState =
-  | 'tls' | 'no_starttls' | 'starttls_refused' | 'tls_failed'
-  | 'unreachable' | 'connect_timeout' | 'not_allowed'
-  | 'banner_timeout' | 'greeting_rejected' | 'ehlo_failed' | 'command_timeout' | 'protocol_violation' | 'aborted';
+  | 'tls'
+  | 'no_starttls'
+  | 'starttls_refused'
+  | 'tls_failed'
+  | 'unreachable'
+  | 'connect_timeout'
+  | 'not_allowed'
+  | 'banner_timeout'
+  | 'greeting_rejected'
+  | 'ehlo_failed'
+  | 'command_timeout'
+  | 'protocol_violation'
+  | 'aborted';
 
 /** States that say nothing about the server's TLS (the check could not get that far). */
-export const GAP_STATES: ReadonlySet<SessionState> = new Set(['unreachable', 'connect_timeout', 'not_allowed', 'banner_timeout', 'command_timeout', 'aborted', 'protocol_violation', 'greeting_rejected', 'ehlo_failed']);
-export const TIMEOUT_STATES: ReadonlySet<SessionState> = new Set(['connect_timeout', 'banner_timeout', 'command_timeout']);
+export const GAP_STATES: ReadonlySet<SessionState> = new Set([
+  'unreachable',
+  'connect_timeout',
+  'not_allowed',
+  'banner_timeout',
+  'command_timeout',
+  'aborted',
+  'protocol_violation',
+  'greeting_rejected',
+  'ehlo_failed',
+]);
+export const TIMEOUT_STATES: ReadonlySet<SessionState> = new Set([
+  'connect_timeout',
+  'banner_timeout',
+  'command_timeout',
+]);
 
 export interface SessionResult {
   address: string;
@@ -105,16 +135,19 @@ class ReplyReader {
 
   #take(chunk: Buffer): void {
     this.#bytes += chunk.length;
-    if (this.#bytes > this.#limits.maxSessionBytes) return this.#fail(new ReplyError('too_large', `more than ${this.#limits.maxSessionBytes} bytes from the server`));
+    if (this.#bytes > this.#limits.maxSessionBytes)
+      return this.#fail(new ReplyError('too_large', `more than ${this.#limits.maxSessionBytes} bytes from the server`));
     this.#buf += chunk.toString('latin1');
     for (;;) {
       const nl = this.#buf.indexOf('\n');
       if (nl < 0) break;
       const line = this.#buf.slice(0, nl).replace(/\r$/, '');
       this.#buf = this.#buf.slice(nl + 1);
-      if (line.length > this.#limits.maxLineBytes) return this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
+      if (line.length > this.#limits.maxLineBytes)
+        return this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
       this.#lines.push(line);
-      if (this.#lines.length > this.#limits.maxReplyLines) return this.#fail(new ReplyError('too_large', `a reply of more than ${this.#limits.maxReplyLines} lines`));
+      if (this.#lines.length > this.#limits.maxReplyLines)
+        return this.#fail(new ReplyError('too_large', `a reply of more than ${this.#limits.maxReplyLines} lines`));
       const m = /^(\d{3})([ -]|$)/.exec(line);
       if (!m) return this.#fail(new ReplyError('malformed', `not an SMTP reply line: ${line.slice(0, 80)}`));
       if (m[2] !== '-') {
@@ -126,7 +159,8 @@ class ReplyReader {
         else this.#pending.push(reply);
       }
     }
-    if (this.#buf.length > this.#limits.maxLineBytes) this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
+    if (this.#buf.length > this.#limits.maxLineBytes)
+      this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
   }
 
   read(timeoutMs: number, signal: AbortSignal): Promise<Reply> {
@@ -170,9 +204,22 @@ export interface SessionTarget {
   address: string;
 }
 
-export async function smtpSession(guard: OutboundGuard, target: SessionTarget, opts: { ehloName: string; limits: SmtpLimits; signal: AbortSignal }): Promise<SessionResult> {
+export async function smtpSession(
+  guard: OutboundGuard,
+  target: SessionTarget,
+  opts: { ehloName: string; limits: SmtpLimits; signal: AbortSignal },
+): Promise<SessionResult> {
   const { limits, signal } = opts;
-  const result: SessionResult = { address: target.address, state: 'aborted', banner: null, ehloExtensions: [], starttlsAdvertised: null, tls: null, phases: [], detail: null };
+  const result: SessionResult = {
+    address: target.address,
+    state: 'aborted',
+    banner: null,
+    ehloExtensions: [],
+    starttlsAdvertised: null,
+    tls: null,
+    phases: [],
+    detail: null,
+  };
   let started = performance.now();
   const phase = (name: string) => {
     const now = performance.now();
@@ -196,7 +243,10 @@ export async function smtpSession(guard: OutboundGuard, target: SessionTarget, o
 
   let socket: net.Socket;
   try {
-    socket = await guard.connectTcp({ address: target.address, port: 25, host: target.host }, { timeoutMs: limits.connectMs, signal });
+    socket = await guard.connectTcp(
+      { address: target.address, port: 25, host: target.host },
+      { timeoutMs: limits.connectMs, signal },
+    );
   } catch (err) {
     if (err instanceof OutboundRefusedError) return end('not_allowed', err.message);
     if (err instanceof OutboundFetchError && err.kind === 'timeout') return end('connect_timeout', err.message);
@@ -226,7 +276,10 @@ export async function smtpSession(guard: OutboundGuard, target: SessionTarget, o
     }
     phase('ehlo');
     if (reply.code !== 250) return end('ehlo_failed', `EHLO answered ${reply.code}`);
-    result.ehloExtensions = reply.lines.slice(1).map((l) => l.trim().slice(0, 80)).slice(0, 32);
+    result.ehloExtensions = reply.lines
+      .slice(1)
+      .map((l) => l.trim().slice(0, 80))
+      .slice(0, 32);
     result.starttlsAdvertised = result.ehloExtensions.some((e) => /^STARTTLS\b/i.test(e));
     if (!result.starttlsAdvertised) {
       socket.write('QUIT\r\n');
@@ -247,7 +300,11 @@ export async function smtpSession(guard: OutboundGuard, target: SessionTarget, o
     reader.detach();
     try {
       // The widest protocol range, so an outdated server is reported rather than unreachable.
-      secure = await upgradeTls(socket, target.host, { signal, timeoutMs: limits.tlsMs, tls: { rejectUnauthorized: false, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' } });
+      secure = await upgradeTls(socket, target.host, {
+        signal,
+        timeoutMs: limits.tlsMs,
+        tls: { rejectUnauthorized: false, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' },
+      });
     } catch (err) {
       if (signal.aborted) return end('aborted');
       return end('tls_failed', err instanceof Error ? err.message : String(err));

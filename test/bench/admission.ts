@@ -93,12 +93,25 @@ async function runClient(job: ClientJob): Promise<Measured> {
         rate,
         durationS,
         connections: CONNECTIONS,
-        headers: (i) => ({ 'content-type': 'application/json', authorization: `Bearer ${job.key}`, 'idempotency-key': idempotencyKey(job, tag, i) }),
+        headers: (i) => ({
+          'content-type': 'application/json',
+          authorization: `Bearer ${job.key}`,
+          'idempotency-key': idempotencyKey(job, tag, i),
+        }),
       });
     };
     if (job.warmupS > 0) await run(job.warmupS);
     const r = await run(job.durationS);
-    return { rps: r.rps, p50: r.p50, p99: r.p99, requests: r.requests, non2xx: r.non2xx, errors: r.errors, timeouts: 0, sendLagP99: r.sendLagP99 };
+    return {
+      rps: r.rps,
+      p50: r.p50,
+      p99: r.p99,
+      requests: r.requests,
+      non2xx: r.non2xx,
+      errors: r.errors,
+      timeouts: 0,
+      sendLagP99: r.sendLagP99,
+    };
   }
   const run = async (durationS: number) => {
     let n = 0;
@@ -108,16 +121,18 @@ async function runClient(job: ClientJob): Promise<Measured> {
       connections: CONNECTIONS,
       duration: durationS,
       ...(job.rate ? { overallRate: job.rate } : {}),
-      requests: [{
-        method: 'POST',
-        path: MAC_PATH,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
-        body: BODY,
-        setupRequest: (req) => {
-          req.headers = { ...req.headers, 'idempotency-key': idempotencyKey(job, tag, n++) };
-          return req;
+      requests: [
+        {
+          method: 'POST',
+          path: MAC_PATH,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
+          body: BODY,
+          setupRequest: (req) => {
+            req.headers = { ...req.headers, 'idempotency-key': idempotencyKey(job, tag, n++) };
+            return req;
+          },
         },
-      }],
+      ],
     });
     return result;
   };
@@ -176,8 +191,6 @@ const log = (msg: string): void => {
 const runner = clientRunner(path.join(root, 'test/bench/admission.ts'), root, log);
 const measure = (job: ClientJob) => runner.run<Measured>(job);
 
-
-
 async function post(url: string, key: string, idempotencyKey: string): Promise<Response> {
   return fetch(`${url}${MAC_PATH}`, {
     method: 'POST',
@@ -186,11 +199,10 @@ async function post(url: string, key: string, idempotencyKey: string): Promise<R
   });
 }
 
-
-
-
 async function main(): Promise<void> {
-  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import(
+    '../../ops/services.ts'
+  );
   const { migrate } = await import('../../src/db/migrations.ts');
   const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
@@ -255,15 +267,23 @@ async function main(): Promise<void> {
     }
     const replayed = await post(full.url, key, replayKeys[0]!);
     if (replayed.status !== 200 || replayed.headers.get('idempotent-replayed') !== 'true') {
-      throw new Error(`a used key did not replay (status ${replayed.status}, Idempotent-Replayed ${replayed.headers.get('idempotent-replayed')})`);
+      throw new Error(
+        `a used key did not replay (status ${replayed.status}, Idempotent-Replayed ${replayed.headers.get('idempotent-replayed')})`,
+      );
     }
 
-    const job = (url: string, idempotency: ClientJob['idempotency']): ClientJob =>
-      ({ url, key, idempotency, replayKeys, warmupS: WARMUP_S, durationS: DURATION_S });
+    const job = (url: string, idempotency: ClientJob['idempotency']): ClientJob => ({
+      url,
+      key,
+      idempotency,
+      replayKeys,
+      warmupS: WARMUP_S,
+      durationS: DURATION_S,
+    });
     // BENCH_ONLY=a, b, e or f (profiling aid): measure only that scenario, e.g. under --cpu-prof.
     // Where the two cores go: this server process and Redis, in cores busy over each scenario.
     const redisCpuS = async () => {
-      const info = await deps.redis.info('cpu') as string;
+      const info = (await deps.redis.info('cpu')) as string;
       const f = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
       return f('used_cpu_user') + f('used_cpu_sys');
     };
@@ -278,16 +298,28 @@ async function main(): Promise<void> {
       // reports the measured requests, so scale by the whole run's share of time instead.
       const serverS = (p.user + p.system) / 1e6;
       const requestsAll = m.requests * ((j.warmupS + j.durationS) / j.durationS);
-      return { ...m, cpu: { server: serverS / wall, redis: ((await redisCpuS()) - r0) / wall, perRequestUs: (serverS * 1e6) / requestsAll } };
+      return {
+        ...m,
+        cpu: {
+          server: serverS / wall,
+          redis: ((await redisCpuS()) - r0) / wall,
+          perRequestUs: (serverS * 1e6) / requestsAll,
+        },
+      };
     };
     const only = process.env.BENCH_ONLY;
     if (only === 'a' || only === 'b' || only === 'e' || only === 'f') {
       const unique = job(only === 'a' ? bare.url : full.url, 'unique');
-      const j = only === 'a' || only === 'b' ? unique : { ...unique, rate: FIXED_RATE, pacing: only === 'f' ? 'bursts' as const : 'paced' as const };
+      const j =
+        only === 'a' || only === 'b'
+          ? unique
+          : { ...unique, rate: FIXED_RATE, pacing: only === 'f' ? ('bursts' as const) : ('paced' as const) };
       const watch = watchServerLoop(only === 'a' ? bare.server : full.server);
       const m = PROFILE ? await profileOf(`(${only})`, () => withCpu(j)) : await withCpu(j);
       process.stdout.write(`inside the server process during (${only}):\n      ${watch.stop()}\n`);
-      process.stdout.write(`(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request, peak RSS ${fmt(process.resourceUsage().maxRSS / 1024, 0)} MB${m.sendLagP99 === undefined ? '' : `, generator send lag p99 ${fmt(m.sendLagP99)} ms`}\n`);
+      process.stdout.write(
+        `(${only}) only: ${fmt(m.rps, 0)} req/s, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms, server ${fmt(m.cpu.perRequestUs, 0)} µs CPU per request, peak RSS ${fmt(process.resourceUsage().maxRSS / 1024, 0)} MB${m.sendLagP99 === undefined ? '' : `, generator send lag p99 ${fmt(m.sendLagP99)} ms`}\n`,
+      );
       return;
     }
     log(`(a) bare Express: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
@@ -308,18 +340,31 @@ async function main(): Promise<void> {
     log(`(f) full chain, autocannon overallRate ${FIXED_RATE} (once-a-second bursts)`);
     const f = await measure({ ...job(full.url, 'unique'), rate: FIXED_RATE, pacing: 'bursts' });
 
-    report([
-      ['(a) bare Express 5', a],
-      ['(b) full chain, unique key', b],
-      ['(c) full chain, replay', c],
-    ], [['(d) bare Express 5', d], ['(e) full chain, unique key', e]], ['(f) full chain, bursts', f], config.AUTH_CACHE_TTL_MS);
+    report(
+      [
+        ['(a) bare Express 5', a],
+        ['(b) full chain, unique key', b],
+        ['(c) full chain, replay', c],
+      ],
+      [
+        ['(d) bare Express 5', d],
+        ['(e) full chain, unique key', e],
+      ],
+      ['(f) full chain, bursts', f],
+      config.AUTH_CACHE_TTL_MS,
+    );
 
     if (PROFILE) await profileOf('(b)', () => measure(job(full.url, 'unique')));
   } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((r) => {
-      s.close(() => r());
-      s.closeAllConnections();
-    })));
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise<void>((r) => {
+            s.close(() => r());
+            s.closeAllConnections();
+          }),
+      ),
+    );
     await closeDeps?.().catch(() => {});
     await dropDatabase(serverUrl, dbName).then(
       () => log(`dropped database ${dbName}`),
@@ -352,7 +397,15 @@ function watchServerLoop(server?: http.Server): { stop(): string } {
   const obs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
-      pauses.push({ kind: kind === constants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : kind === constants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : 'other', ms: e.duration });
+      pauses.push({
+        kind:
+          kind === constants.NODE_PERFORMANCE_GC_MAJOR
+            ? 'major'
+            : kind === constants.NODE_PERFORMANCE_GC_MINOR
+              ? 'minor'
+              : 'other',
+        ms: e.duration,
+      });
     }
   });
   obs.observe({ entryTypes: ['gc'] });
@@ -363,12 +416,16 @@ function watchServerLoop(server?: http.Server): { stop(): string } {
       server?.off('request', onRequest);
       inside.sort((x, y) => x - y);
       const q = (p: number) => percentile(inside, p);
-      const served = server ? `time inside the server p50 ${fmt(q(50))} ms, p99 ${fmt(q(99))} ms, max ${fmt(q(100))} ms\n      ` : '';
+      const served = server
+        ? `time inside the server p50 ${fmt(q(50))} ms, p99 ${fmt(q(99))} ms, max ${fmt(q(100))} ms\n      `
+        : '';
       const by = (k: string) => pauses.filter((p) => p.kind === k);
       const sum = (xs: Array<{ ms: number }>) => xs.reduce((t, p) => t + p.ms, 0);
       const max = (xs: Array<{ ms: number }>) => Math.max(0, ...xs.map((p) => p.ms));
-      return `${served}event-loop delay p50 ${fmt(h.percentile(50) / 1e6)} ms, p99 ${fmt(h.percentile(99) / 1e6)} ms, max ${fmt(h.max / 1e6)} ms\n      `
-        + `GC pauses: ${by('minor').length} minor (max ${fmt(max(by('minor')))} ms, total ${fmt(sum(by('minor')), 0)} ms), ${by('major').length} major (max ${fmt(max(by('major')))} ms, total ${fmt(sum(by('major')), 0)} ms)`;
+      return (
+        `${served}event-loop delay p50 ${fmt(h.percentile(50) / 1e6)} ms, p99 ${fmt(h.percentile(99) / 1e6)} ms, max ${fmt(h.max / 1e6)} ms\n      ` +
+        `GC pauses: ${by('minor').length} minor (max ${fmt(max(by('minor')))} ms, total ${fmt(sum(by('minor')), 0)} ms), ${by('major').length} major (max ${fmt(max(by('major')))} ms, total ${fmt(sum(by('major')), 0)} ms)`
+      );
     },
   };
 }
@@ -427,7 +484,12 @@ function topSelfTime(p: CpuProfile, n: number): string {
     byFn.set(name, (byFn.get(name) ?? 0) + us);
   }
   const rows = [...byFn].sort((a, b) => b[1] - a[1]).slice(0, n);
-  return ['self ms   share  function', ...rows.map(([name, us]) => `${fmt(us / 1000, 0).padStart(7)}  ${fmt((100 * us) / total, 1).padStart(5)}%  ${name}`)].join('\n');
+  return [
+    'self ms   share  function',
+    ...rows.map(
+      ([name, us]) => `${fmt(us / 1000, 0).padStart(7)}  ${fmt((100 * us) / total, 1).padStart(5)}%  ${name}`,
+    ),
+  ].join('\n');
 }
 
 interface CpuShare {
@@ -450,14 +512,29 @@ function report(
 ): void {
   const a = rows[0]![1];
   const head = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'errors'];
-  const body = rows.map(([name, m]) => [name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
+  const body = rows.map(([name, m]) => [
+    name,
+    fmt(m.rps, 0),
+    fmt(m.p50),
+    fmt(m.p99),
+    String(m.requests),
+    String(m.non2xx),
+    String(m.errors + m.timeouts),
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out: string[] = [];
   out.push('');
-  out.push(`Admission benchmark: POST ${MAC_PATH}, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`);
-  out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`);
-  out.push(`Server process Node options: ${process.execArgv.filter((a) => a.startsWith('--')).join(' ') || '(none)'}${process.env.LSS_BENCH_UNDER_PROCFILE === '1' ? ' (the Procfile\'s web role)' : ''}`);
+  out.push(
+    `Admission benchmark: POST ${MAC_PATH}, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario`,
+  );
+  out.push(
+    `Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`,
+  );
+  out.push(
+    `Server process Node options: ${process.execArgv.filter((a) => a.startsWith('--')).join(' ') || '(none)'}${process.env.LSS_BENCH_UNDER_PROCFILE === '1' ? " (the Procfile's web role)" : ''}`,
+  );
   out.push('Servers: in this one Node process, no cluster, loopback (a fair code-path comparison);');
   out.push('load generator in a separate process: autocannon for (a)-(c) and (f), an open-loop paced');
   out.push(`generator for (d) and (e). Auth cache TTL ${authCacheTtlMs} ms (the default).`);
@@ -468,11 +545,15 @@ function report(
   out.push('');
   out.push('CPU over each scenario (cores busy; the box has 2, shared with the load generator and MariaDB):');
   for (const [name, m] of rows) {
-    out.push(`  ${name.padEnd(widths[0]!)}  server ${fmt(m.cpu.server)}  Redis ${fmt(m.cpu.redis)}  server CPU per request ${fmt(m.cpu.perRequestUs, 0)} µs`);
+    out.push(
+      `  ${name.padEnd(widths[0]!)}  server ${fmt(m.cpu.server)}  Redis ${fmt(m.cpu.redis)}  server CPU per request ${fmt(m.cpu.perRequestUs, 0)} µs`,
+    );
   }
-  for (const [name, m] of rows.slice(1)) out.push(`CPU per request ${name.slice(0, 3)}/(a) = ${fmt(m.cpu.perRequestUs / a.cpu.perRequestUs)}`);
+  for (const [name, m] of rows.slice(1))
+    out.push(`CPU per request ${name.slice(0, 3)}/(a) = ${fmt(m.cpu.perRequestUs / a.cpu.perRequestUs)}`);
   out.push('');
-  const check = (label: string, ok: boolean, detail: string) => out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
+  const check = (label: string, ok: boolean, detail: string) =>
+    out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
   for (const [name, m] of rows.slice(1)) {
     const ratio = m.rps / a.rps;
     out.push(`ratio ${name.slice(0, 3)}/(a) = ${fmt(ratio)}`);
@@ -483,20 +564,37 @@ function report(
     const ratio = m.rps / a.rps;
     const target = targets[name.slice(0, 3)] ?? TARGET_RATIO;
     check(`${name}: full path >= ${target * 100}% of bare Express`, ratio >= target, `${fmt(ratio * 100, 1)}%`);
-    if (m.non2xx > 0 || m.errors + m.timeouts > 0) out.push(`      (${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts)`);
+    if (m.non2xx > 0 || m.errors + m.timeouts > 0)
+      out.push(`      (${name}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts)`);
   }
   out.push('');
-  out.push(`At a fixed offered rate of ${FIXED_RATE} req/s, evenly spaced, open loop (${CONNECTIONS} connections, ${DURATION_S} s;`);
-  out.push('latency from each request\'s due time):');
-  const row = ([name, m]: [string, Measured]) => line([name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.errors + m.timeouts)]);
+  out.push(
+    `At a fixed offered rate of ${FIXED_RATE} req/s, evenly spaced, open loop (${CONNECTIONS} connections, ${DURATION_S} s;`,
+  );
+  out.push("latency from each request's due time):");
+  const row = ([name, m]: [string, Measured]) =>
+    line([
+      name,
+      fmt(m.rps, 0),
+      fmt(m.p50),
+      fmt(m.p99),
+      String(m.requests),
+      String(m.non2xx),
+      String(m.errors + m.timeouts),
+    ]);
   out.push(line(head));
   for (const r of paced) out.push(row(r));
-  out.push(`generator send lag p99: ${paced.map(([name, m]) => `${name.slice(0, 3)} ${fmt(m.sendLagP99 ?? 0)} ms`).join(', ')}`);
+  out.push(
+    `generator send lag p99: ${paced.map(([name, m]) => `${name.slice(0, 3)} ${fmt(m.sendLagP99 ?? 0)} ms`).join(', ')}`,
+  );
   out.push('inside the server process (warm-up included):');
   for (const [name, m] of paced) out.push(`  ${name.slice(0, 3)} ${m.inside}`);
-  for (const [name, m] of paced) check(`${name}: p99 <= ${TARGET_P99_MS} ms at ${FIXED_RATE} req/s`, m.p99 <= TARGET_P99_MS, `${fmt(m.p99)} ms`);
+  for (const [name, m] of paced)
+    check(`${name}: p99 <= ${TARGET_P99_MS} ms at ${FIXED_RATE} req/s`, m.p99 <= TARGET_P99_MS, `${fmt(m.p99)} ms`);
   out.push('');
-  out.push(`For comparison, no target: autocannon overallRate ${FIXED_RATE}, which sends each second's ${FIXED_RATE} requests`);
+  out.push(
+    `For comparison, no target: autocannon overallRate ${FIXED_RATE}, which sends each second's ${FIXED_RATE} requests`,
+  );
   out.push('back to back at the top of the second (a burst at full speed, then idle):');
   out.push(row(bursts));
   out.push('');

@@ -22,7 +22,9 @@ export function procfileRoleArgs(role: string): string[] {
 export function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
   const server = http.createServer({ keepAliveTimeout: 65_000 }, handler);
   return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    );
   });
 }
 
@@ -46,21 +48,25 @@ export function clientRunner(script: string, cwd: string, log: (msg: string) => 
       client?.kill('SIGTERM');
     });
   }
-  const run = <T>(job: unknown) => new Promise<T>((resolve, reject) => {
-    if (interrupted) return reject(new Error('interrupted'));
-    const c = spawn(process.execPath, [script, '--client', JSON.stringify(job)], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
-    client = c;
-    let out = '';
-    c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    c.on('error', reject);
-    c.on('close', (code) => {
-      client = null;
+  const run = <T>(job: unknown) =>
+    new Promise<T>((resolve, reject) => {
       if (interrupted) return reject(new Error('interrupted'));
-      const last = out.trim().split('\n').pop() ?? '';
-      if (code !== 0 || !last) return reject(new Error(`load generator failed (exit ${code}): ${out}`));
-      resolve(JSON.parse(last) as T);
+      const c = spawn(process.execPath, [script, '--client', JSON.stringify(job)], {
+        cwd,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      client = c;
+      let out = '';
+      c.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+      c.on('error', reject);
+      c.on('close', (code) => {
+        client = null;
+        if (interrupted) return reject(new Error('interrupted'));
+        const last = out.trim().split('\n').pop() ?? '';
+        if (code !== 0 || !last) return reject(new Error(`load generator failed (exit ${code}): ${out}`));
+        resolve(JSON.parse(last) as T);
+      });
     });
-  });
   return {
     run,
     get interrupted() {
@@ -93,7 +99,11 @@ export function summarize(runs: autocannon.Result[]): LoadResult {
 }
 
 /** A bench's entry: runs main, exits 0, 130 when interrupted, 1 with the error logged. */
-export async function runBench(main: () => Promise<void>, runner: ClientRunner, log: (msg: string) => void): Promise<never> {
+export async function runBench(
+  main: () => Promise<void>,
+  runner: ClientRunner,
+  log: (msg: string) => void,
+): Promise<never> {
   try {
     await main();
     process.exit(runner.interrupted ? 130 : 0);
@@ -150,19 +160,22 @@ export async function pacedLoad(job: PacedJob): Promise<PacedResult> {
   const start = performance.now();
   const fire = (i: number, due: number) => {
     sendLags[i] = performance.now() - due;
-    pool.request({ method: job.method, path: job.path, headers: job.headers(i), body: job.body }).then(
-      async (res) => {
-        await res.body.dump();
-        if (res.statusCode < 200 || res.statusCode > 299) non2xx++;
-      },
-      () => {
-        errors++;
-      },
-    ).finally(() => {
-      lastDone = performance.now();
-      latencies[i] = lastDone - due;
-      done++;
-    });
+    pool
+      .request({ method: job.method, path: job.path, headers: job.headers(i), body: job.body })
+      .then(
+        async (res) => {
+          await res.body.dump();
+          if (res.statusCode < 200 || res.statusCode > 299) non2xx++;
+        },
+        () => {
+          errors++;
+        },
+      )
+      .finally(() => {
+        lastDone = performance.now();
+        latencies[i] = lastDone - due;
+        done++;
+      });
   };
   await new Promise<void>((resolve) => {
     const tick = () => {

@@ -94,16 +94,17 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
     let handled = 0;
     let consumer: StreamConsumer | undefined;
     let onStart: (t: number) => void = () => {};
-    const settle = (task: string, job: string): Settlement => production
-      ? {
-        // As LaneRunner#publish: the result notice and the marker deletion ride the ack's MULTI.
-        ack: true,
-        with: (tx) => {
-          tx.xadd(streams.laneResults(LANE), '*', 'task', task, 'job', job);
-          tx.del(queueKeys.taskMessage(LANE, Number(task)));
-        },
-      }
-      : ACK;
+    const settle = (task: string, job: string): Settlement =>
+      production
+        ? {
+            // As LaneRunner#publish: the result notice and the marker deletion ride the ack's MULTI.
+            ack: true,
+            with: (tx) => {
+              tx.xadd(streams.laneResults(LANE), '*', 'task', task, 'job', job);
+              tx.del(queueKeys.taskMessage(LANE, Number(task)));
+            },
+          }
+        : ACK;
     const taskRefs = (from: number, n: number): TaskRef[] =>
       Array.from({ length: n }, (_, k) => ({ id: from + k + 1, jobId: 1 + Math.floor((from + k) / 100), lane: LANE }));
     return {
@@ -154,7 +155,16 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
           sentAt.set(refs[0]!.id, now());
           return enqueueTasks(producer, refs);
         }
-        return producer.xadd(stream, '*', 'task', String(i + 1), 'job', String(1 + Math.floor(i / 100)), 't', String(now()));
+        return producer.xadd(
+          stream,
+          '*',
+          'task',
+          String(i + 1),
+          'job',
+          String(1 + Math.floor(i / 100)),
+          't',
+          String(now()),
+        );
       },
       async done(n) {
         // Handler starts are counted; an entry leaves inFlight only after its ack's MULTI returned.
@@ -165,7 +175,10 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
       },
       async close() {
         await consumer?.close();
-        await Promise.all([producer.quit().catch(() => producer.disconnect()), redis.quit().catch(() => redis.disconnect())]);
+        await Promise.all([
+          producer.quit().catch(() => producer.disconnect()),
+          redis.quit().catch(() => redis.disconnect()),
+        ]);
       },
     };
   };
@@ -174,7 +187,11 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
 // ---------------------------------------------------------------------------
 // (b) BullMQ
 
-interface BenchJob { task: number; job: number; t: number }
+interface BenchJob {
+  task: number;
+  job: number;
+  t: number;
+}
 
 function bullSide(redisUrl: string, basePrefix: string): SideFactory {
   return (run) => {
@@ -198,9 +215,18 @@ function bullSide(redisUrl: string, basePrefix: string): SideFactory {
         await queue.waitUntilReady();
       },
       async consume(onStart) {
-        worker = new Worker<BenchJob>(name, async (j: { data: BenchJob }) => {
-          onStart(j.data.t);
-        }, { connection: wconn, prefix, concurrency: settings.LANE_CONCURRENCY, lockDuration: settings.LANE_VISIBILITY_MS });
+        worker = new Worker<BenchJob>(
+          name,
+          async (j: { data: BenchJob }) => {
+            onStart(j.data.t);
+          },
+          {
+            connection: wconn,
+            prefix,
+            concurrency: settings.LANE_CONCURRENCY,
+            lockDuration: settings.LANE_VISIBILITY_MS,
+          },
+        );
         worker.on('error', (err: Error) => log(`bullmq worker error: ${err.message}`));
         worker.on('failed', (_j: unknown, err: Error) => log(`bullmq job failed: ${err.message}`));
         worker.on('completed', () => {
@@ -236,14 +262,31 @@ function bullSide(redisUrl: string, basePrefix: string): SideFactory {
 // ---------------------------------------------------------------------------
 // Runs
 
-interface Throughput { n: number; enqueueMs: number; totalMs: number; perS: number }
-interface Drain { n: number; perS: number }
-interface Latency { n: number; rate: number; p50: number; p99: number; max: number }
+interface Throughput {
+  n: number;
+  enqueueMs: number;
+  totalMs: number;
+  perS: number;
+}
+interface Drain {
+  n: number;
+  perS: number;
+}
+interface Latency {
+  n: number;
+  rate: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
 
 function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no completion within ${RUN_TIMEOUT_MS / 1000} s`)), RUN_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`${what}: no completion within ${RUN_TIMEOUT_MS / 1000} s`)),
+      RUN_TIMEOUT_MS,
+    );
   });
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
@@ -301,7 +344,13 @@ async function latencyRun(make: SideFactory, run: string, n: number, rate: numbe
     await withTimeout(side.done(n), run);
     if (samples.some((s) => !Number.isFinite(s))) throw new Error(`${run}: a task started without its enqueue time`);
     samples.sort((x, y) => x - y);
-    return { n: samples.length, rate: n / (elapsed / 1000), p50: quantile(samples, 0.5), p99: quantile(samples, 0.99), max: samples.at(-1)! };
+    return {
+      n: samples.length,
+      rate: n / (elapsed / 1000),
+      p50: quantile(samples, 0.5),
+      p99: quantile(samples, 0.99),
+      max: samples.at(-1)!,
+    };
   } finally {
     await side.close();
   }
@@ -309,7 +358,6 @@ async function latencyRun(make: SideFactory, run: string, n: number, rate: numbe
 
 // ---------------------------------------------------------------------------
 // Main
-
 
 async function redisVersion(redisUrl: string): Promise<string> {
   const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -325,7 +373,8 @@ const fmt = (x: number, digits = 2): string => x.toFixed(digits);
 
 function table(head: string[], rows: string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
@@ -375,7 +424,8 @@ try {
       drainAll.get(key)!.push(await drainRun(make, `${key}-drain${round}`, N));
     }
   }
-  const median = <T extends { perS: number }>(rs: T[]): T => [...rs].sort((x, y) => x.perS - y.perS)[Math.floor((rs.length - 1) / 2)]!;
+  const median = <T extends { perS: number }>(rs: T[]): T =>
+    [...rs].sort((x, y) => x.perS - y.perS)[Math.floor((rs.length - 1) / 2)]!;
   const tp = new Map([...tpAll].map(([k, rs]) => [k, median(rs)]));
   const drain = new Map([...drainAll].map(([k, rs]) => [k, median(rs)]));
   for (const [label, key, make] of sides) {
@@ -383,35 +433,72 @@ try {
     lat.set(key, await latencyRun(make, `${key}-lat`, LAT_N, LAT_RATE));
   }
 
-  const { version: bullVersion } = (await import('bullmq/package.json', { with: { type: 'json' } })).default as { version: string };
+  const { version: bullVersion } = (await import('bullmq/package.json', { with: { type: 'json' } })).default as {
+    version: string;
+  };
   const out: string[] = [''];
   out.push(`Dispatch benchmark: trivial tasks, queue mechanics only (no MySQL on either side)`);
-  out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}; Redis ${version} at ${redisUrl}; BullMQ ${bullVersion}`);
-  out.push(`Concurrency ${settings.LANE_CONCURRENCY} (LANE_CONCURRENCY) on every side; producer and consumer in this process on separate connections.`);
+  out.push(
+    `Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}; Redis ${version} at ${redisUrl}; BullMQ ${bullVersion}`,
+  );
+  out.push(
+    `Concurrency ${settings.LANE_CONCURRENCY} (LANE_CONCURRENCY) on every side; producer and consumer in this process on separate connections.`,
+  );
   out.push('');
-  out.push(`Throughput: ${N} tasks enqueued in chunks of ${CHUNK} while the consumer runs (first enqueue → last completion);`);
-  out.push(`drain: consumer side alone, the same N queued before the consumer starts. Median of ${ROUNDS} interleaved round(s); all rounds in brackets.`);
+  out.push(
+    `Throughput: ${N} tasks enqueued in chunks of ${CHUNK} while the consumer runs (first enqueue → last completion);`,
+  );
+  out.push(
+    `drain: consumer side alone, the same N queued before the consumer starts. Median of ${ROUNDS} interleaved round(s); all rounds in brackets.`,
+  );
   const all = (rs: Array<{ perS: number }>) => rs.map((r) => fmt(r.perS, 0)).join(' ');
-  out.push(...table(['side', 'tasks/s', 'enqueue ms', 'total ms', 'drain tasks/s', 'rounds tasks/s', 'rounds drain'], sides.map(([label, key]) => {
-    const r = tp.get(key)!;
-    return [label, fmt(r.perS, 0), fmt(r.enqueueMs, 0), fmt(r.totalMs, 0), fmt(drain.get(key)!.perS, 0), `[${all(tpAll.get(key)!)}]`, `[${all(drainAll.get(key)!)}]`];
-  })));
+  out.push(
+    ...table(
+      ['side', 'tasks/s', 'enqueue ms', 'total ms', 'drain tasks/s', 'rounds tasks/s', 'rounds drain'],
+      sides.map(([label, key]) => {
+        const r = tp.get(key)!;
+        return [
+          label,
+          fmt(r.perS, 0),
+          fmt(r.enqueueMs, 0),
+          fmt(r.totalMs, 0),
+          fmt(drain.get(key)!.perS, 0),
+          `[${all(tpAll.get(key)!)}]`,
+          `[${all(drainAll.get(key)!)}]`,
+        ];
+      }),
+    ),
+  );
   out.push('');
-  out.push(`Accept→start latency: ${LAT_N} tasks enqueued one at a time at ~${LAT_RATE}/s (enqueue call → handler start)`);
-  out.push(...table(['side', 'rate/s', 'p50 ms', 'p99 ms', 'max ms'], sides.map(([label, key]) => {
-    const r = lat.get(key)!;
-    return [label, fmt(r.rate, 0), fmt(r.p50), fmt(r.p99), fmt(r.max)];
-  })));
+  out.push(
+    `Accept→start latency: ${LAT_N} tasks enqueued one at a time at ~${LAT_RATE}/s (enqueue call → handler start)`,
+  );
+  out.push(
+    ...table(
+      ['side', 'rate/s', 'p50 ms', 'p99 ms', 'max ms'],
+      sides.map(([label, key]) => {
+        const r = lat.get(key)!;
+        return [label, fmt(r.rate, 0), fmt(r.p50), fmt(r.p99), fmt(r.max)];
+      }),
+    ),
+  );
   out.push('');
   const b = tp.get('b')!.perS;
   const ratioA = tp.get('a')!.perS / b;
   const ratioAp = tp.get('ap')!.perS / b;
   out.push(`ratio (a)/(b)  = ${fmt(ratioA)}   (drain only: ${fmt(drain.get('a')!.perS / drain.get('b')!.perS)})`);
-  out.push(`ratio (a+)/(b) = ${fmt(ratioAp)}  (information: (a) plus the marker SET and the result notice production writes)`);
+  out.push(
+    `ratio (a+)/(b) = ${fmt(ratioAp)}  (information: (a) plus the marker SET and the result notice production writes)`,
+  );
   out.push('');
-  const check = (label: string, ok: boolean, detail: string) => out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
+  const check = (label: string, ok: boolean, detail: string) =>
+    out.push(`${ok ? 'PASS' : 'MISS'}  ${label}: ${detail}`);
   check(`(a) throughput >= ${TARGET_RATIO}x BullMQ`, ratioA >= TARGET_RATIO, `${fmt(ratioA)}x`);
-  check(`(a) accept→start p50 <= ${TARGET_P50_MS} ms`, lat.get('a')!.p50 <= TARGET_P50_MS, `${fmt(lat.get('a')!.p50)} ms`);
+  check(
+    `(a) accept→start p50 <= ${TARGET_P50_MS} ms`,
+    lat.get('a')!.p50 <= TARGET_P50_MS,
+    `${fmt(lat.get('a')!.p50)} ms`,
+  );
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 } catch (e) {

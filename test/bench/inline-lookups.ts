@@ -45,10 +45,25 @@ interface Scenario {
 }
 
 const SCENARIOS: Scenario[] = [
-  { name: 'mac', product: 'lookup.mac.v1', path: '/v2/lookups/mac', body: JSON.stringify({ value: 'F4:F5:E8:12:34:56' }) },
-  { name: 'phone', product: 'lookup.phone.v1', path: '/v2/lookups/phone', body: JSON.stringify({ value: '+44 20 7946 0018' }) },
+  {
+    name: 'mac',
+    product: 'lookup.mac.v1',
+    path: '/v2/lookups/mac',
+    body: JSON.stringify({ value: 'F4:F5:E8:12:34:56' }),
+  },
+  {
+    name: 'phone',
+    product: 'lookup.phone.v1',
+    path: '/v2/lookups/phone',
+    body: JSON.stringify({ value: '+44 20 7946 0018' }),
+  },
   { name: 'ip', product: 'lookup.ip.v1', path: '/v2/lookups/ip', body: JSON.stringify({ value: '8.8.8.8' }) },
-  { name: 'ip+reverse', product: 'lookup.ip.v1', path: '/v2/lookups/ip', body: JSON.stringify({ value: '127.0.0.1', reverseDns: true }) },
+  {
+    name: 'ip+reverse',
+    product: 'lookup.ip.v1',
+    path: '/v2/lookups/ip',
+    body: JSON.stringify({ value: '127.0.0.1', reverseDns: true }),
+  },
   { name: 'dns', product: 'lookup.dns.v1', path: '/v2/lookups/dns', body: JSON.stringify({ value: 'lab.test' }) },
 ];
 const DNS_SCENARIO = SCENARIOS.find((s) => s.name === 'dns')!;
@@ -98,19 +113,21 @@ async function runLoad(job: Extract<ClientJob, { kind: 'load' }>): Promise<Measu
       url: job.url,
       connections: CONNECTIONS,
       duration: durationS,
-      requests: [{
-        method: 'POST',
-        path: job.path,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
-        body: job.body,
-        setupRequest: (req) => {
-          req.headers = { ...req.headers, 'idempotency-key': `bench-${tag}-${n++}` };
-          return req;
+      requests: [
+        {
+          method: 'POST',
+          path: job.path,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${job.key}` },
+          body: job.body,
+          setupRequest: (req) => {
+            req.headers = { ...req.headers, 'idempotency-key': `bench-${tag}-${n++}` };
+            return req;
+          },
+          onResponse: (status, body) => {
+            if (status >= 200 && status < 300 && !envelopeCompleted(body)) notCompleted++;
+          },
         },
-        onResponse: (status, body) => {
-          if (status >= 200 && status < 300 && !envelopeCompleted(body)) notCompleted++;
-        },
-      }],
+      ],
     });
   };
   if (job.warmupS > 0) await run(job.warmupS);
@@ -133,25 +150,30 @@ async function runSequential(job: Extract<ClientJob, { kind: 'sequential' }>): P
   const target = new URL(job.path, job.url);
   const body = Buffer.from(job.body);
   let n = 0;
-  const once = () => new Promise<{ ms: number; status: number }>((resolve, reject) => {
-    const t0 = performance.now();
-    const req = http.request(target, {
-      method: 'POST',
-      agent,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': body.length,
-        authorization: `Bearer ${job.key}`,
-        'idempotency-key': `seq-${tag}-${n++}`,
-      },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ ms: performance.now() - t0, status: res.statusCode ?? 0 }));
-      res.on('error', reject);
+  const once = () =>
+    new Promise<{ ms: number; status: number }>((resolve, reject) => {
+      const t0 = performance.now();
+      const req = http.request(
+        target,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': body.length,
+            authorization: `Bearer ${job.key}`,
+            'idempotency-key': `seq-${tag}-${n++}`,
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ ms: performance.now() - t0, status: res.statusCode ?? 0 }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
   try {
     for (let i = 0; i < job.warmup; i++) await once();
     const samples: number[] = [];
@@ -199,22 +221,22 @@ const log = (msg: string): void => {
 const runner = clientRunner(path.join(root, 'test/bench/inline-lookups.ts'), root, log);
 const runClient = <T>(job: ClientJob) => runner.run<T>(job);
 
-
-
-
-
-
 /** One request of a scenario must answer 200 with a completed envelope before it is measured. */
 async function sanity(url: string, key: string, s: Scenario): Promise<void> {
   const res = await fetch(`${url}${s.path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'idempotency-key': `sanity-${randomBytes(6).toString('hex')}` },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${key}`,
+      'idempotency-key': `sanity-${randomBytes(6).toString('hex')}`,
+    },
     body: s.body,
   });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`sanity: ${s.name} answered ${res.status}: ${text}`);
   const env = JSON.parse(text) as { status?: string; result?: Record<string, unknown> };
-  if (env.status !== 'completed') throw new Error(`sanity: ${s.name} answered 200 with envelope status ${env.status}: ${text}`);
+  if (env.status !== 'completed')
+    throw new Error(`sanity: ${s.name} answered 200 with envelope status ${env.status}: ${text}`);
   // The DNS scenarios must really have gone through the lab.
   if (s.name === 'ip+reverse' && JSON.stringify(env.result?.ptr) !== '["localhost.lab.test"]') {
     throw new Error(`sanity: ip+reverse got ptr ${JSON.stringify(env.result?.ptr)}, expected ["localhost.lab.test"]`);
@@ -222,12 +244,15 @@ async function sanity(url: string, key: string, s: Scenario): Promise<void> {
   if (s.name === 'dns') {
     const records = env.result?.records as Record<string, { outcome: string }> | undefined;
     const a = records?.A;
-    if (a?.outcome !== 'answer') throw new Error(`sanity: dns lab.test A outcome ${a?.outcome}, expected answer: ${text}`);
+    if (a?.outcome !== 'answer')
+      throw new Error(`sanity: dns lab.test A outcome ${a?.outcome}, expected answer: ${text}`);
   }
 }
 
 async function main(): Promise<void> {
-  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import(
+    '../../ops/services.ts'
+  );
   const { migrate } = await import('../../src/db/migrations.ts');
   const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
@@ -287,17 +312,31 @@ async function main(): Promise<void> {
     for (const s of SCENARIOS) {
       log(`${s.name}: POST ${s.path} ${s.body}: ${WARMUP_S} s warm-up + ${DURATION_S} s`);
       const m = await runClient<Measured>({
-        kind: 'load', url: full.url, key, path: s.path, body: s.body, warmupS: WARMUP_S, durationS: DURATION_S,
+        kind: 'load',
+        url: full.url,
+        key,
+        path: s.path,
+        body: s.body,
+        warmupS: WARMUP_S,
+        durationS: DURATION_S,
       });
       results.push([s, m]);
     }
 
     log(`DNS latency over HTTP: ${SEQ_WARMUP} warm-up + ${DNS_HTTP_SAMPLES} sequential requests`);
     const httpDns = await runClient<Sequential>({
-      kind: 'sequential', url: full.url, key, path: DNS_SCENARIO.path, body: DNS_SCENARIO.body, warmup: SEQ_WARMUP, samples: DNS_HTTP_SAMPLES,
+      kind: 'sequential',
+      url: full.url,
+      key,
+      path: DNS_SCENARIO.path,
+      body: DNS_SCENARIO.body,
+      warmup: SEQ_WARMUP,
+      samples: DNS_HTTP_SAMPLES,
     });
 
-    log(`resolver alone: ${SEQ_WARMUP} warm-up + ${RESOLVER_SAMPLES} sequential queries (lab.test A), then the eight types concurrently`);
+    log(
+      `resolver alone: ${SEQ_WARMUP} warm-up + ${RESOLVER_SAMPLES} sequential queries (lab.test A), then the eight types concurrently`,
+    );
     const resolver = createResolver(config);
     const timeQueries = async (n: number, one: () => Promise<boolean>) => {
       for (let i = 0; i < SEQ_WARMUP; i++) await one();
@@ -312,7 +351,10 @@ async function main(): Promise<void> {
       }
       return { ...summarize(samples), bad };
     };
-    const resolverA = await timeQueries(RESOLVER_SAMPLES, async () => (await resolver.query('lab.test', 'A')).outcome === 'answer');
+    const resolverA = await timeQueries(
+      RESOLVER_SAMPLES,
+      async () => (await resolver.query('lab.test', 'A')).outcome === 'answer',
+    );
     const resolver8 = await timeQueries(DNS_HTTP_SAMPLES, async () => {
       const rs = await Promise.all(dnsTypes.map((t) => resolver.query('lab.test', t)));
       return rs.every((r) => r.outcome !== 'timeout' && r.outcome !== 'error');
@@ -344,7 +386,8 @@ async function main(): Promise<void> {
 
 function table(head: string[], body: string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)];
 }
 
@@ -357,30 +400,70 @@ function report(
   const mac = rows.find(([s]) => s.name === 'mac')![1];
   const out: string[] = [];
   out.push('');
-  out.push(`Inline lookups benchmark: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario, unique Idempotency-Key per request`);
-  out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`);
-  out.push('Server and DNS lab: in this one Node process, no cluster, loopback (the lab shares the server\'s event loop);');
+  out.push(
+    `Inline lookups benchmark: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per scenario, unique Idempotency-Key per request`,
+  );
+  out.push(
+    `Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), ${os.platform()}`,
+  );
+  out.push(
+    "Server and DNS lab: in this one Node process, no cluster, loopback (the lab shares the server's event loop);",
+  );
   out.push(`load generator: autocannon in a separate process. DNS_TIMEOUT_MS=${DNS_TIMEOUT_MS}.`);
   out.push('');
-  out.push(...table(
-    ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'not completed', 'errors', 'ratio to mac'],
-    rows.map(([s, m]) => [
-      s.name, fmt(m.rps, 0), fmt(m.p50), fmt(m.p99), String(m.requests), String(m.non2xx), String(m.notCompleted),
-      String(m.errors + m.timeouts), fmt(m.rps / mac.rps),
-    ]),
-  ));
+  out.push(
+    ...table(
+      ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'non-2xx', 'not completed', 'errors', 'ratio to mac'],
+      rows.map(([s, m]) => [
+        s.name,
+        fmt(m.rps, 0),
+        fmt(m.p50),
+        fmt(m.p99),
+        String(m.requests),
+        String(m.non2xx),
+        String(m.notCompleted),
+        String(m.errors + m.timeouts),
+        fmt(m.rps / mac.rps),
+      ]),
+    ),
+  );
   out.push('("not completed": 2xx answers whose envelope status was not "completed", e.g. a DNS query that timed out)');
   out.push('');
   out.push('DNS latency, sequential (one request or query in flight), against the lab:');
-  out.push(...table(
-    ['measurement', 'samples', 'p50 ms', 'p99 ms', 'mean ms', 'failed'],
-    [
-      [`POST ${DNS_SCENARIO.path} lab.test (client-side, HTTP)`, String(httpDns.samples), fmt(httpDns.p50, 3), fmt(httpDns.p99, 3), fmt(httpDns.mean, 3), String(httpDns.non200)],
-      ['resolver alone: query(lab.test, A)', String(resolverA.samples), fmt(resolverA.p50, 3), fmt(resolverA.p99, 3), fmt(resolverA.mean, 3), String(resolverA.bad)],
-      ['resolver alone: the 8 types concurrently', String(resolver8.samples), fmt(resolver8.p50, 3), fmt(resolver8.p99, 3), fmt(resolver8.mean, 3), String(resolver8.bad)],
-    ],
-  ));
-  out.push(`HTTP path adds (p50): ${fmt(httpDns.p50 - resolver8.p50, 3)} ms over the eight concurrent queries, ${fmt(httpDns.p50 - resolverA.p50, 3)} ms over one query.`);
+  out.push(
+    ...table(
+      ['measurement', 'samples', 'p50 ms', 'p99 ms', 'mean ms', 'failed'],
+      [
+        [
+          `POST ${DNS_SCENARIO.path} lab.test (client-side, HTTP)`,
+          String(httpDns.samples),
+          fmt(httpDns.p50, 3),
+          fmt(httpDns.p99, 3),
+          fmt(httpDns.mean, 3),
+          String(httpDns.non200),
+        ],
+        [
+          'resolver alone: query(lab.test, A)',
+          String(resolverA.samples),
+          fmt(resolverA.p50, 3),
+          fmt(resolverA.p99, 3),
+          fmt(resolverA.mean, 3),
+          String(resolverA.bad),
+        ],
+        [
+          'resolver alone: the 8 types concurrently',
+          String(resolver8.samples),
+          fmt(resolver8.p50, 3),
+          fmt(resolver8.p99, 3),
+          fmt(resolver8.mean, 3),
+          String(resolver8.bad),
+        ],
+      ],
+    ),
+  );
+  out.push(
+    `HTTP path adds (p50): ${fmt(httpDns.p50 - resolver8.p50, 3)} ms over the eight concurrent queries, ${fmt(httpDns.p50 - resolverA.p50, 3)} ms over one query.`,
+  );
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

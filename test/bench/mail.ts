@@ -27,7 +27,13 @@ import { fmt } from './bench-kit.ts';
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
 
-interface LagReport { p50: number; p99: number; max: number; mean: number; samples: number }
+interface LagReport {
+  p50: number;
+  p99: number;
+  max: number;
+  mean: number;
+  samples: number;
+}
 
 if (process.argv.includes('--worker')) {
   // The mail lane worker: reports its event-loop delay on request.
@@ -43,7 +49,13 @@ if (process.argv.includes('--worker')) {
       process.send!({ reset: true });
     } else if (m.cmd === 'report') {
       const ms = (ns: number) => ns / 1e6;
-      process.send!({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), mean: ms(h.mean), samples: h.count } satisfies LagReport);
+      process.send!({
+        p50: ms(h.percentile(50)),
+        p99: ms(h.percentile(99)),
+        max: ms(h.max),
+        mean: ms(h.mean),
+        samples: h.count,
+      } satisfies LagReport);
     } else if (m.cmd === 'stop') {
       void worker.close().then(() => process.exit(0));
     }
@@ -84,10 +96,14 @@ async function main(): Promise<void> {
     child?.send({ cmd: 'stop' });
     await new Promise((r) => (child && child.exitCode === null ? child.once('exit', r) : r(null)));
     for (const c of closers.reverse()) await c().catch(() => {});
-    await dropDatabase(serverUrl, dbName).then(() => log(`dropped ${dbName}`), (e) => log(`could not drop ${dbName}: ${String(e)}`));
+    await dropDatabase(serverUrl, dbName).then(
+      () => log(`dropped ${dbName}`),
+      (e) => log(`could not drop ${dbName}: ${String(e)}`),
+    );
     await deletePrefixedKeys(redisUrl, keyPrefix).catch(() => {});
   };
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.once(sig, () => void cleanup().finally(() => process.exit(130)));
 
   try {
     const databaseUrl = await createDatabase(serverUrl, dbName);
@@ -95,22 +111,36 @@ async function main(): Promise<void> {
     const lab = await startLab({ parts: [mailLabPart] });
     closers.push(() => lab.close());
     const env = {
-      ...process.env, ...lab.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, LOG_LEVEL: 'silent',
+      ...process.env,
+      ...lab.env,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: keyPrefix,
+      LOG_LEVEL: 'silent',
       KEY_PEPPER: process.env.KEY_PEPPER || 'lss-bench-key-pepper-0123456789abcdefghijklmnopq',
       CURSOR_SECRET: process.env.CURSOR_SECRET || 'lss-bench-cursor-secret-0123456789abcdefghijklmn',
     };
     const config = parseConfig(env);
     const deps = await createDeps(config, pino({ level: 'silent' }));
     closers.push(() => deps.close());
-    const orchestrator = await startOrchestrator({ config, log: pino({ level: 'silent' }), timing: { relayEveryMs: 200, relayAfterMs: 300 } });
+    const orchestrator = await startOrchestrator({
+      config,
+      log: pino({ level: 'silent' }),
+      timing: { relayEveryMs: 200, relayAfterMs: 300 },
+    });
     closers.push(() => orchestrator.close());
 
     // The lane worker in its own process, trusting the lab CA like the service under test.
-    child = fork(import.meta.filename, ['--worker'], { execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [], env: { ...env, NODE_EXTRA_CA_CERTS: lab.env.NODE_EXTRA_CA_CERTS }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const ask = <T>(cmd: string) => new Promise<T>((resolve) => {
-      child!.once('message', (m) => resolve(m as T));
-      child!.send({ cmd });
+    child = fork(import.meta.filename, ['--worker'], {
+      execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [],
+      env: { ...env, NODE_EXTRA_CA_CERTS: lab.env.NODE_EXTRA_CA_CERTS },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    const ask = <T>(cmd: string) =>
+      new Promise<T>((resolve) => {
+        child!.once('message', (m) => resolve(m as T));
+        child!.send({ cmd });
+      });
     await new Promise((resolve, reject) => {
       child!.once('message', resolve);
       child!.once('exit', (code) => reject(new Error(`worker exited ${code}`)));
@@ -119,18 +149,31 @@ async function main(): Promise<void> {
     const app = createApp(deps);
     const server = app.listen(0, '127.0.0.1');
     await new Promise<void>((r) => server.once('listening', () => r()));
-    closers.push(() => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(r);
-    }));
+    closers.push(
+      () =>
+        new Promise((r) => {
+          server.closeAllConnections();
+          server.close(r);
+        }),
+    );
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
     const keys: string[] = [];
     for (let i = 0; i < TENANTS; i++) {
       const ws = await createWorkspace(deps.db, { name: `bench-${i}` });
-      await setLimits(deps.db, ws.workspaceId, undefined, { app: { perMinute: 10_000_000, burst: 1_000_000 }, products: { 'lookup.mail.v1': { perMinute: 1_000_000, perHour: 10_000_000 } } });
+      await setLimits(deps.db, ws.workspaceId, undefined, {
+        app: { perMinute: 10_000_000, burst: 1_000_000 },
+        products: { 'lookup.mail.v1': { perMinute: 1_000_000, perHour: 10_000_000 } },
+      });
       await grantCredits(deps.db, await workspaceInternalId(deps.db, ws.workspaceId), 100_000, `bench:${i}`);
-      keys.push((await createKey(deps.db, config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })).key);
+      keys.push(
+        (
+          await createKey(deps.db, config.KEY_PEPPER, {
+            workspace: ws.workspaceId,
+            scopes: ['scan:create', 'scan:read'],
+          })
+        ).key,
+      );
     }
 
     // Readiness: the web process sees the worker's heartbeat within a couple of seconds.
@@ -147,8 +190,13 @@ async function main(): Promise<void> {
       const key = keys[n++ % TENANTS]!;
       const t0 = performance.now();
       const res = await fetch(`${base}/v2/lookups/mail`, {
-        method: 'POST', body: JSON.stringify({ value: domain }),
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': randomBytes(12).toString('hex') },
+        method: 'POST',
+        body: JSON.stringify({ value: domain }),
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomBytes(12).toString('hex'),
+        },
       });
       const accepted = (await res.json()) as { jobRef: string };
       if (res.status !== 202) throw new Error(`POST → ${res.status} ${JSON.stringify(accepted)}`);
@@ -168,13 +216,15 @@ async function main(): Promise<void> {
     const statuses = new Map<string, number>();
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < JOBS) {
-        const r = await lookup(DOMAINS[next++ % DOMAINS.length]!);
-        samples.push(r.ms);
-        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < JOBS) {
+          const r = await lookup(DOMAINS[next++ % DOMAINS.length]!);
+          samples.push(r.ms);
+          statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        }
+      }),
+    );
     const wall = (performance.now() - t0) / 1000;
 
     log(`load: ${BURST} lookups at once`);
@@ -193,7 +243,10 @@ async function main(): Promise<void> {
       `  p50 ${fmt(q(0.5), 0)} ms   p90 ${fmt(q(0.9), 0)} ms   p99 ${fmt(q(0.99), 0)} ms   max ${fmt(s[s.length - 1]!, 0)} ms   statuses ${[...statuses].map(([k, v]) => `${k}=${v}`).join(' ')}`,
       `${BURST} lookups at once: all terminal in ${fmt(burstWall, 1)} s (p50 ${fmt(bs[Math.floor(bs.length / 2)]!, 0)} ms, max ${fmt(bs[bs.length - 1]!, 0)} ms)`,
       `  mail lane worker event-loop delay: p50 ${fmt(lag.p50)} ms   p99 ${fmt(lag.p99)} ms   max ${fmt(lag.max)} ms   (target p99 ≤ 20 ms: ${lag.p99 <= 20 ? 'met' : 'NOT met'})`,
-      `machine: ${os.cpus().length} cores, load average ${os.loadavg().map((l) => fmt(l, 1)).join(' / ')} at the end (MariaDB, Redis, this process and the worker share them)`,
+      `machine: ${os.cpus().length} cores, load average ${os
+        .loadavg()
+        .map((l) => fmt(l, 1))
+        .join(' / ')} at the end (MariaDB, Redis, this process and the worker share them)`,
     ];
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {

@@ -45,9 +45,13 @@ async function cleanup(): Promise<void> {
   await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
   server?.closeAllConnections();
   await deps?.close().catch(() => {});
-  await dropDatabase(serverUrl, dbName).then(() => log(`dropped ${dbName}`), (e) => log(`could not drop ${dbName}: ${String(e)}`));
-  await deletePrefixedKeys(redisUrl, keyPrefix).catch((e) => log(`could not delete Redis keys ${keyPrefix}*: ${String(e)}`));
-
+  await dropDatabase(serverUrl, dbName).then(
+    () => log(`dropped ${dbName}`),
+    (e) => log(`could not drop ${dbName}: ${String(e)}`),
+  );
+  await deletePrefixedKeys(redisUrl, keyPrefix).catch((e) =>
+    log(`could not delete Redis keys ${keyPrefix}*: ${String(e)}`),
+  );
 }
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
@@ -83,16 +87,38 @@ try {
   await setLimits(db, ws.workspaceId, undefined, { app: { perMinute: 10_000_000, burst: 1_000_000 } });
   const key = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:read'] });
   const workspaceId = await workspaceInternalId(db, ws.workspaceId);
-  const keyRow = await db.selectFrom('api_keys').select('id').where('public_id', '=', key.keyId).executeTakeFirstOrThrow();
+  const keyRow = await db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('public_id', '=', key.keyId)
+    .executeTakeFirstOrThrow();
 
   const jobRef = publicId('job');
-  const job = await db.insertInto('jobs').values({
-    public_id: jobRef, workspace_id: workspaceId, api_key_id: Number(keyRow.id), product: 'scan.recursive.v1', status: 'completed',
-    profile: 'deep', target_type: 'domain_name', target_value: 'example.com', input: '{}', request_id: publicId('req'),
-    credits_reserved: 0, credits_released: null, settled_at: null, result: null,
-    coverage: JSON.stringify({ complete: true, limitations: [] }), month: '2026-11', started_at: new Date(), completed_at: new Date(),
-    cancel_requested_at: null, deadline_at: new Date(Date.now() + 3_600_000),
-  }).executeTakeFirstOrThrow();
+  const job = await db
+    .insertInto('jobs')
+    .values({
+      public_id: jobRef,
+      workspace_id: workspaceId,
+      api_key_id: Number(keyRow.id),
+      product: 'scan.recursive.v1',
+      status: 'completed',
+      profile: 'deep',
+      target_type: 'domain_name',
+      target_value: 'example.com',
+      input: '{}',
+      request_id: publicId('req'),
+      credits_reserved: 0,
+      credits_released: null,
+      settled_at: null,
+      result: null,
+      coverage: JSON.stringify({ complete: true, limitations: [] }),
+      month: '2026-11',
+      started_at: new Date(),
+      completed_at: new Date(),
+      cancel_requested_at: null,
+      deadline_at: new Date(Date.now() + 3_600_000),
+    })
+    .executeTakeFirstOrThrow();
   const jobId = Number(job.insertId);
 
   log(`inserting ${OBJECTS.toLocaleString('en')} objects in multi-row INSERTs of ${BATCH}`);
@@ -105,11 +131,28 @@ try {
       const id = publicId('obj');
       ids.push(id);
       rows.push({
-        public_id: id, job_id: jobId, seq, workspace_id: workspaceId, type: 'host', okey: name,
-        okey_hash: createHash('sha256').update(name).digest(), distance: seq % 4,
-        projection: JSON.stringify({ name, addresses: [`192.0.2.${seq % 250}`, `2001:db8::${(seq % 65535).toString(16)}`], cname: null, zone: 'example.com' }),
-        lanes: JSON.stringify([{ lane: 'dns', status: 'completed' }, { lane: 'web', status: 'completed' }]),
-        evidence: JSON.stringify([{ summary: `A/AAAA of ${name}` }, { summary: `discovered via SAN of www.example.com` }]),
+        public_id: id,
+        job_id: jobId,
+        seq,
+        workspace_id: workspaceId,
+        type: 'host',
+        okey: name,
+        okey_hash: createHash('sha256').update(name).digest(),
+        distance: seq % 4,
+        projection: JSON.stringify({
+          name,
+          addresses: [`192.0.2.${seq % 250}`, `2001:db8::${(seq % 65535).toString(16)}`],
+          cname: null,
+          zone: 'example.com',
+        }),
+        lanes: JSON.stringify([
+          { lane: 'dns', status: 'completed' },
+          { lane: 'web', status: 'completed' },
+        ]),
+        evidence: JSON.stringify([
+          { summary: `A/AAAA of ${name}` },
+          { summary: `discovered via SAN of www.example.com` },
+        ]),
       });
     }
     await db.insertInto('objects').values(rows).execute();
@@ -141,9 +184,14 @@ try {
   const firstPath = `/v2/jobs/${jobRef}/results?limit=${PAGE}`;
   const deepPath = `/v2/jobs/${jobRef}/results?limit=${PAGE}&cursor=${cursor}`;
   const deep = await get(deepPath);
-  if (deep.items.length !== PAGE || deep.items[0]!.objectId !== ids[DEPTH]) throw new Error('deep page is not objects 100,001..100,050');
+  if (deep.items.length !== PAGE || deep.items[0]!.objectId !== ids[DEPTH])
+    throw new Error('deep page is not objects 100,001..100,050');
 
-  const explain = await sql<Record<string, unknown>>`EXPLAIN SELECT id, seq FROM objects WHERE job_id = ${jobId} AND seq > ${DEPTH} ORDER BY seq LIMIT ${PAGE + 1}`.execute(db);
+  const explain = await sql<
+    Record<string, unknown>
+  >`EXPLAIN SELECT id, seq FROM objects WHERE job_id = ${jobId} AND seq > ${DEPTH} ORDER BY seq LIMIT ${PAGE + 1}`.execute(
+    db,
+  );
   const e = explain.rows[0]!;
   log(`EXPLAIN deep page: type=${e.type} key=${e.key} rows=${e.rows} Extra=${e.Extra}`);
 
@@ -173,12 +221,12 @@ try {
   const fmt = (x: number) => `${x.toFixed(3)} ms`;
   const ratio = d.median / f.median;
   process.stdout.write(
-    `objects in job:        ${OBJECTS.toLocaleString('en')}\n`
-    + `page size:             ${PAGE}\n`
-    + `iterations:            ${f.n} each (after ${WARMUP} warm-up)\n`
-    + `first page:            median ${fmt(f.median)}  p90 ${fmt(f.p90)}  min ${fmt(f.min)}\n`
-    + `page at depth 100,000: median ${fmt(d.median)}  p90 ${fmt(d.p90)}  min ${fmt(d.min)}\n`
-    + `ratio deep/first:      ${ratio.toFixed(3)}x (median; target <= 1.3x) ${ratio <= 1.3 ? 'OK' : 'OVER TARGET'}\n`,
+    `objects in job:        ${OBJECTS.toLocaleString('en')}\n` +
+      `page size:             ${PAGE}\n` +
+      `iterations:            ${f.n} each (after ${WARMUP} warm-up)\n` +
+      `first page:            median ${fmt(f.median)}  p90 ${fmt(f.p90)}  min ${fmt(f.min)}\n` +
+      `page at depth 100,000: median ${fmt(d.median)}  p90 ${fmt(d.p90)}  min ${fmt(d.min)}\n` +
+      `ratio deep/first:      ${ratio.toFixed(3)}x (median; target <= 1.3x) ${ratio <= 1.3 ? 'OK' : 'OVER TARGET'}\n`,
   );
   process.exitCode = ratio <= 1.3 ? 0 : 1;
 } catch (err) {

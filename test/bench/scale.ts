@@ -59,7 +59,13 @@ function cpuBusy(a: os.CpuInfo[], b: os.CpuInfo[]): number {
   let total = 0;
   b.forEach((c, i) => {
     const p = a[i]!.times;
-    const d = { user: c.times.user - p.user, nice: c.times.nice - p.nice, sys: c.times.sys - p.sys, idle: c.times.idle - p.idle, irq: c.times.irq - p.irq };
+    const d = {
+      user: c.times.user - p.user,
+      nice: c.times.nice - p.nice,
+      sys: c.times.sys - p.sys,
+      idle: c.times.idle - p.idle,
+      irq: c.times.irq - p.irq,
+    };
     busy += d.user + d.nice + d.sys + d.irq;
     total += d.user + d.nice + d.sys + d.irq + d.idle;
   });
@@ -91,26 +97,35 @@ interface ClientJob {
 // Load generator (child process): one autocannon per web process, connections split evenly.
 
 async function runClient(job: ClientJob): Promise<LoadResult> {
-  const run = (durationS: number) => Promise.all(job.urls.map((url, u) => {
-    let n = 0;
-    const tag = randomBytes(4).toString('hex');
-    return autocannon({
-      url,
-      connections: Math.round(CONNECTIONS / job.urls.length),
-      duration: durationS,
-      requests: [{
-        method: 'POST',
-        path: MAC_PATH,
-        headers: { 'content-type': 'application/json' },
-        body: BODY,
-        setupRequest: (req) => {
-          const i = n++;
-          req.headers = { ...req.headers, authorization: `Bearer ${job.keys[i % job.keys.length]}`, 'idempotency-key': `scale-${tag}-${u}-${i}` };
-          return req;
-        },
-      }],
-    });
-  }));
+  const run = (durationS: number) =>
+    Promise.all(
+      job.urls.map((url, u) => {
+        let n = 0;
+        const tag = randomBytes(4).toString('hex');
+        return autocannon({
+          url,
+          connections: Math.round(CONNECTIONS / job.urls.length),
+          duration: durationS,
+          requests: [
+            {
+              method: 'POST',
+              path: MAC_PATH,
+              headers: { 'content-type': 'application/json' },
+              body: BODY,
+              setupRequest: (req) => {
+                const i = n++;
+                req.headers = {
+                  ...req.headers,
+                  authorization: `Bearer ${job.keys[i % job.keys.length]}`,
+                  'idempotency-key': `scale-${tag}-${u}-${i}`,
+                };
+                return req;
+              },
+            },
+          ],
+        });
+      }),
+    );
   if (job.warmupS > 0) await run(job.warmupS);
   // Per-process percentiles, the worse one: a single figure that never flatters.
   return summarize(await run(job.durationS));
@@ -127,7 +142,9 @@ if (process.argv[2] === '--client') {
 const runner = clientRunner(path.join(root, 'test/bench/scale.ts'), root, log);
 
 async function main(): Promise<void> {
-  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import(
+    '../../ops/services.ts'
+  );
   const { startRedisCluster } = await import('../../ops/redis-cluster.ts');
   const { ProcessGroup, freePort, until } = await import('../helpers/processes.ts');
   const { startLab } = await import('../lab/serve.ts');
@@ -162,7 +179,9 @@ async function main(): Promise<void> {
       ...lab.env,
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
-      ...(cluster ? { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: undefined } : { REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: undefined }),
+      ...(cluster
+        ? { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: undefined }
+        : { REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: undefined }),
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
       LOG_LEVEL: 'warn',
@@ -184,7 +203,10 @@ async function main(): Promise<void> {
       const key = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId });
       await setLimits(db, ws.workspaceId, undefined, {
         app: { perMinute: 10_000_000, burst: 1_000_000 },
-        products: { 'lookup.mac.v1': { perMinute: 10_000_000, perHour: 600_000_000 }, 'lookup.domain.v1': { perMinute: 10_000_000, perHour: 600_000_000 } },
+        products: {
+          'lookup.mac.v1': { perMinute: 10_000_000, perHour: 600_000_000 },
+          'lookup.domain.v1': { perMinute: 10_000_000, perHour: 600_000_000 },
+        },
       });
       const principal = (await new Authenticator(db, config.KEY_PEPPER, 0).verify(key.key))!;
       await grantCredits(db, principal.workspaceId, 1_000_000, `grant:${ws.workspaceId}`);
@@ -208,30 +230,66 @@ async function main(): Promise<void> {
           const t = tenants[i % WORKSPACES]!;
           const name = names[i % names.length]!;
           const a = await acceptJob(db, {
-            principal: t.principal, product: 'lookup.domain.v1', target: { type: 'domain_name', value: name }, profile: null,
-            input: { value: name }, price: 2, deadlineMs: 3_600_000, requestId: `req_scale_${round}_${i}`, claim: undefined,
+            principal: t.principal,
+            product: 'lookup.domain.v1',
+            target: { type: 'domain_name', value: name },
+            profile: null,
+            input: { value: name },
+            price: 2,
+            deadlineMs: 3_600_000,
+            requestId: `req_scale_${round}_${i}`,
+            claim: undefined,
           });
           await publishJob(redis, a.jobId, 'plan');
           await markOutboxPublished(db, a.jobId, 'plan');
           jobIds.push(a.jobId);
         }
-        const planned = await until('every job planned', async () => {
-          const rows = await db.selectFrom('tasks').select(['id', 'job_id', 'lane']).where('job_id', 'in', jobIds).execute();
-          return rows.length === jobIds.length * 3 && (await redis.xlen(streams.lane('domain'))) === rows.length ? rows : null;
-        }, 120_000, 200);
+        const planned = await until(
+          'every job planned',
+          async () => {
+            const rows = await db
+              .selectFrom('tasks')
+              .select(['id', 'job_id', 'lane'])
+              .where('job_id', 'in', jobIds)
+              .execute();
+            return rows.length === jobIds.length * 3 && (await redis.xlen(streams.lane('domain'))) === rows.length
+              ? rows
+              : null;
+          },
+          120_000,
+          200,
+        );
         await orchestrator.stop('SIGTERM');
         // Off the stream until every lane process reads it: the clock then measures work only.
         await redis.del(streams.lane('domain'));
-        const lanes = Array.from({ length: k }, (_, i) => procs.node(`lane-domain#${i}(${round})`, ['workers/lane.ts', 'domain'], roundEnv));
-        await until(`${k} lane process(es) heartbeating`, async () =>
-          (await redis.zrangebyscore(queueKeys.laneAlive('domain'), Date.now() - 10_000, '+inf')).length === k, 60_000, 100);
+        const lanes = Array.from({ length: k }, (_, i) =>
+          procs.node(`lane-domain#${i}(${round})`, ['workers/lane.ts', 'domain'], roundEnv),
+        );
+        await until(
+          `${k} lane process(es) heartbeating`,
+          async () =>
+            (await redis.zrangebyscore(queueKeys.laneAlive('domain'), Date.now() - 10_000, '+inf')).length === k,
+          60_000,
+          100,
+        );
         const run = async (ids: number[]): Promise<number> => {
-          const refs = planned.filter((t) => ids.includes(Number(t.job_id))).map((t) => ({ id: Number(t.id), jobId: Number(t.job_id), lane: t.lane }));
+          const refs = planned
+            .filter((t) => ids.includes(Number(t.job_id)))
+            .map((t) => ({ id: Number(t.id), jobId: Number(t.job_id), lane: t.lane }));
           await enqueueTasks(redis, refs);
-          await until('every task finished', async () => {
-            const open = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id IN (${sql.join(ids)}) AND status IN ('pending', 'running')`.execute(db);
-            return Number(open.rows[0]!.n) === 0;
-          }, LANE_TIMEOUT_MS, 50);
+          await until(
+            'every task finished',
+            async () => {
+              const open = await sql<{
+                n: number;
+              }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id IN (${sql.join(ids)}) AND status IN ('pending', 'running')`.execute(
+                db,
+              );
+              return Number(open.rows[0]!.n) === 0;
+            },
+            LANE_TIMEOUT_MS,
+            50,
+          );
           return refs.length;
         };
         await run(jobIds.slice(0, WARM_JOBS));
@@ -241,8 +299,19 @@ async function main(): Promise<void> {
         const n = await run(measured);
         const seconds = (performance.now() - started) / 1000;
         const busy = cpuBusy(cpuBefore, os.cpus());
-        const notCompleted = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id IN (${sql.join(measured)}) AND status <> 'completed'`.execute(db);
-        laneRows.push({ procs: k, tasks: n, seconds, rate: n / seconds, busy, notCompleted: Number(notCompleted.rows[0]!.n) });
+        const notCompleted = await sql<{
+          n: number;
+        }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id IN (${sql.join(measured)}) AND status <> 'completed'`.execute(
+          db,
+        );
+        laneRows.push({
+          procs: k,
+          tasks: n,
+          seconds,
+          rate: n / seconds,
+          busy,
+          notCompleted: Number(notCompleted.rows[0]!.n),
+        });
         log(`(1) ${k} lane process(es): ${n} tasks in ${fmt(seconds)} s`);
         await Promise.all(lanes.map((p) => p.stop('SIGTERM')));
       } finally {
@@ -263,29 +332,55 @@ async function main(): Promise<void> {
         urls.push(`http://127.0.0.1:${port}`);
       }
       for (const url of urls) {
-        await until(`${url} ready`, async () => (await fetch(`${url}/readyz`).catch(() => null))?.ok === true, 60_000, 200);
+        await until(
+          `${url} ready`,
+          async () => (await fetch(`${url}/readyz`).catch(() => null))?.ok === true,
+          60_000,
+          200,
+        );
         const sanity = await fetch(`${url}${MAC_PATH}`, {
-          method: 'POST', body: BODY,
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[0]}`, 'idempotency-key': `sanity-${randomBytes(4).toString('hex')}` },
+          method: 'POST',
+          body: BODY,
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${keys[0]}`,
+            'idempotency-key': `sanity-${randomBytes(4).toString('hex')}`,
+          },
         });
         if (sanity.status !== 200) throw new Error(`${url} answered ${sanity.status}: ${await sanity.text()}`);
       }
       log(`(2) round ${round + 1}, ${k} web process(es): ${WARMUP_S} s warm-up + ${DURATION_S} s`);
       // The busy share covers the warm-up too: the same for both rounds.
       const cpuBefore = os.cpus();
-      const m = await runner.run<LoadResult>({ urls, keys, warmupS: WARMUP_S, durationS: DURATION_S } satisfies ClientJob);
+      const m = await runner.run<LoadResult>({
+        urls,
+        keys,
+        warmupS: WARMUP_S,
+        durationS: DURATION_S,
+      } satisfies ClientJob);
       webRows.push({ procs: k, m, busy: cpuBusy(cpuBefore, os.cpus()) });
       await Promise.all(webs.map((p) => p.stop('SIGTERM')));
     }
 
-    report(laneRows, webRows, loadAtStart, cluster ? `a 3-master Redis Cluster on loopback (${cluster.seeds})` : `one Redis (${redisUrl})`);
+    report(
+      laneRows,
+      webRows,
+      loadAtStart,
+      cluster ? `a 3-master Redis Cluster on loopback (${cluster.seeds})` : `one Redis (${redisUrl})`,
+    );
   } finally {
     await procs.killAll();
     await dbh?.close().catch(() => {});
     await lab?.close().catch(() => {});
-    await dropDatabase(serverUrl, dbName).then(() => log(`dropped database ${dbName}`), (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`));
+    await dropDatabase(serverUrl, dbName).then(
+      () => log(`dropped database ${dbName}`),
+      (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
+    );
     if (cluster) await cluster.stop().then(() => log('stopped the Redis Cluster'));
-    else await deletePrefixedKeys(redisUrl, basePrefix).catch((e: Error) => log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`));
+    else
+      await deletePrefixedKeys(redisUrl, basePrefix).catch((e: Error) =>
+        log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`),
+      );
   }
 }
 
@@ -299,33 +394,59 @@ function report(
 ): void {
   const out: string[] = [''];
   out.push(`Scale-out benchmark on ${redis}`);
-  out.push(`Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), load average at start ${loadAtStart.map((l) => fmt(l)).join(' ')}`);
-  out.push('Every process below, MySQL, the Redis nodes, the lab and the load generator share these cores (and other users');
-  out.push('of the machine, see the load average): with the cores saturated at one process, more processes cannot add work.');
+  out.push(
+    `Node ${process.version}, ${os.availableParallelism()} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), load average at start ${loadAtStart.map((l) => fmt(l)).join(' ')}`,
+  );
+  out.push(
+    'Every process below, MySQL, the Redis nodes, the lab and the load generator share these cores (and other users',
+  );
+  out.push(
+    'of the machine, see the load average): with the cores saturated at one process, more processes cannot add work.',
+  );
   out.push('');
-  out.push(`(1) lane task throughput: ${lanes[0]?.tasks ?? 0} domain tasks (lab DNS + RDAP), LANE_CONCURRENCY=${LANE_CONCURRENCY} per process, ${WORKSPACES} workspaces`);
+  out.push(
+    `(1) lane task throughput: ${lanes[0]?.tasks ?? 0} domain tasks (lab DNS + RDAP), LANE_CONCURRENCY=${LANE_CONCURRENCY} per process, ${WORKSPACES} workspaces`,
+  );
   for (const r of lanes) {
-    out.push(`    ${r.procs} lane process(es): ${fmt(r.rate, 0)} tasks/s (${fmt(r.seconds)} s, cores ${fmt(r.busy * 100, 0)}% busy${r.notCompleted ? `, ${r.notCompleted} not completed` : ''})`);
+    out.push(
+      `    ${r.procs} lane process(es): ${fmt(r.rate, 0)} tasks/s (${fmt(r.seconds)} s, cores ${fmt(r.busy * 100, 0)}% busy${r.notCompleted ? `, ${r.notCompleted} not completed` : ''})`,
+    );
   }
   const laneMean = (k: number) => mean(lanes.filter((r) => r.procs === k).map((r) => r.rate));
   const [l1, l3] = [LANE_PROCS[0]!, LANE_PROCS[1]!];
   out.push(`    ratio ${l3}/${l1} processes (means of the two rounds each) = ${fmt(laneMean(l3) / laneMean(l1))}`);
   out.push('');
-  out.push(`(2) admission throughput: POST ${MAC_PATH}, unique Idempotency-Key, ${CONNECTIONS} connections, ${APPS} applications, WEB_CONCURRENCY=1 per process`);
+  out.push(
+    `(2) admission throughput: POST ${MAC_PATH}, unique Idempotency-Key, ${CONNECTIONS} connections, ${APPS} applications, WEB_CONCURRENCY=1 per process`,
+  );
   for (const r of webs) {
-    out.push(`    ${r.procs} web process(es): ${fmt(r.m.rps, 0)} req/s, p50 ${fmt(r.m.p50)} ms, p99 ${fmt(r.m.p99)} ms, cores ${fmt(r.busy * 100, 0)}% busy (${r.m.requests} requests, ${r.m.non2xx} non-2xx, ${r.m.errors} errors)`);
+    out.push(
+      `    ${r.procs} web process(es): ${fmt(r.m.rps, 0)} req/s, p50 ${fmt(r.m.p50)} ms, p99 ${fmt(r.m.p99)} ms, cores ${fmt(r.busy * 100, 0)}% busy (${r.m.requests} requests, ${r.m.non2xx} non-2xx, ${r.m.errors} errors)`,
+    );
   }
   const webMean = (k: number) => mean(webs.filter((r) => r.procs === k).map((r) => r.m.rps));
   const [w1, w2] = [WEB_PROCS[0]!, WEB_PROCS[1]!];
   out.push(`    ratio ${w2}/${w1} processes (means of the two rounds each) = ${fmt(webMean(w2) / webMean(w1))}`);
   out.push('');
   out.push('Single-writer points (what a deployment with a core per process meets first):');
-  out.push('  - MySQL: one primary takes every write (admission transaction, task claim and outcome, captures, the terminal CAS).');
-  out.push('  - The orchestrator role: each job\'s planning, captures and finalization run under that job\'s row lock; several');
-  out.push('    orchestrators share the work, but every job\'s steps are serialized and all of them write to the one MySQL.');
-  out.push('  - The {lss} hash tag: the jobs stream (every accepted job and cancel), heartbeats and tick locks live on one shard.');
-  out.push('  - One lane = one tag ({lss:lane:<lane>}): a lane\'s task stream, results stream and markers are on one shard;');
-  out.push('    lanes spread over shards, one lane does not. Likewise one application\'s limits and leases ({lss:rl:<app>}).');
+  out.push(
+    '  - MySQL: one primary takes every write (admission transaction, task claim and outcome, captures, the terminal CAS).',
+  );
+  out.push(
+    "  - The orchestrator role: each job's planning, captures and finalization run under that job's row lock; several",
+  );
+  out.push(
+    "    orchestrators share the work, but every job's steps are serialized and all of them write to the one MySQL.",
+  );
+  out.push(
+    '  - The {lss} hash tag: the jobs stream (every accepted job and cancel), heartbeats and tick locks live on one shard.',
+  );
+  out.push(
+    "  - One lane = one tag ({lss:lane:<lane>}): a lane's task stream, results stream and markers are on one shard;",
+  );
+  out.push(
+    "    lanes spread over shards, one lane does not. Likewise one application's limits and leases ({lss:rl:<app>}).",
+  );
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -39,7 +39,9 @@ async function lagP99(): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import('../../ops/services.ts');
+  const { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } = await import(
+    '../../ops/services.ts'
+  );
   const { migrate } = await import('../../src/db/migrations.ts');
   const { parseConfig } = await import('../../src/config/config.ts');
   const { createDeps } = await import('../../src/bootstrap.ts');
@@ -67,28 +69,51 @@ async function main(): Promise<void> {
     dbCreated = true;
     await migrate(databaseUrl);
     const env: Record<string, string> = {
-      ...(process.env as Record<string, string>), ...labEnv(lab.env), NODE_ENV: 'production', LOG_LEVEL: 'silent',
-      DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix,
-      KEY_PEPPER: randomBytes(32).toString('base64url'), CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      ...(process.env as Record<string, string>),
+      ...labEnv(lab.env),
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: keyPrefix,
+      KEY_PEPPER: randomBytes(32).toString('base64url'),
+      CURSOR_SECRET: randomBytes(32).toString('base64url'),
     };
     log(`database ${dbName}; Redis prefix ${keyPrefix}; lab ${lab.env.OUTBOUND_PORT_MAP}`);
     const role = (script: string, args: string[], extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
       // NODE_EXTRA_CA_CERTS (the lab CA) is in env: read by Node at the child's start.
-      const c = spawn(process.execPath, [...nodeArgs, script, ...args], { cwd: root, env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
+      const c = spawn(process.execPath, [...nodeArgs, script, ...args], {
+        cwd: root,
+        env: { ...env, ...extra },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
       children.push(c);
     };
     role('workers/orchestrator.ts', []);
     // `npm run bench:web -- --profile`: the lane worker writes a V8 CPU profile of its main thread
     // when it exits (the whole run), to find what holds its event loop.
-    const profileDir = process.argv.includes('--profile') ? mkdtempSync(path.join(os.tmpdir(), 'lss-web-lane-prof-')) : null;
-    role('workers/lane.ts', ['web'], { METRICS_PORT: String(LANE_METRICS_PORT) }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+    const profileDir = process.argv.includes('--profile')
+      ? mkdtempSync(path.join(os.tmpdir(), 'lss-web-lane-prof-'))
+      : null;
+    role(
+      'workers/lane.ts',
+      ['web'],
+      { METRICS_PORT: String(LANE_METRICS_PORT) },
+      profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    );
     if (profileDir) closers.unshift(async () => log(`lane CPU profile (written at its exit): ${profileDir}`));
 
     const config = parseConfig(env);
     const deps = await createDeps(config, pino({ level: 'silent' }));
     closers.push(() => deps.close());
     const app = await listen(createApp(deps));
-    closers.push(() => new Promise<void>((r) => { app.server.close(() => r()); app.server.closeAllConnections(); }));
+    closers.push(
+      () =>
+        new Promise<void>((r) => {
+          app.server.close(() => r());
+          app.server.closeAllConnections();
+        }),
+    );
     const health = deps.runtime.services.laneHealth as import('../../src/queue/lane-health.ts').LaneHealth;
     for (let i = 0; ; i++) {
       await health.refresh();
@@ -100,17 +125,25 @@ async function main(): Promise<void> {
     await grantCredits(deps.db, await workspaceInternalId(deps.db, ws.workspaceId), 100_000, 'grant:bench');
     const { key } = await createKey(deps.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
     await setLimits(deps.db, ws.workspaceId, undefined, {
-      app: { perMinute: 10_000_000, burst: 1_000_000 }, products: { 'lookup.web.v1': { perMinute: 10_000_000, perHour: 600_000_000 } },
+      app: { perMinute: 10_000_000, burst: 1_000_000 },
+      products: { 'lookup.web.v1': { perMinute: 10_000_000, perHour: 600_000_000 } },
     });
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const statuses = new Map<string, number>();
     const oneJob = async (): Promise<number> => {
       const t0 = performance.now();
-      const res = await fetch(`${app.url}/v2/lookups/web`, { method: 'POST', headers: { ...headers, 'idempotency-key': randomBytes(8).toString('hex') }, body: JSON.stringify({ url: 'https://strict.weblab.test/' }) });
+      const res = await fetch(`${app.url}/v2/lookups/web`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': randomBytes(8).toString('hex') },
+        body: JSON.stringify({ url: 'https://strict.weblab.test/' }),
+      });
       const body = (await res.json()) as { jobRef?: string };
       if (res.status !== 202 || !body.jobRef) throw new Error(`POST answered ${res.status}: ${JSON.stringify(body)}`);
       for (;;) {
-        const job = (await (await fetch(`${app.url}/v2/jobs/${body.jobRef}`, { headers })).json()) as { terminal: boolean; status: string };
+        const job = (await (await fetch(`${app.url}/v2/jobs/${body.jobRef}`, { headers })).json()) as {
+          terminal: boolean;
+          status: string;
+        };
         if (job.terminal) {
           statuses.set(job.status, (statuses.get(job.status) ?? 0) + 1);
           return performance.now() - t0;
@@ -126,12 +159,14 @@ async function main(): Promise<void> {
     const latencies: number[] = [];
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < JOBS) {
-        next++;
-        latencies.push(await oneJob());
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < JOBS) {
+          next++;
+          latencies.push(await oneJob());
+        }
+      }),
+    );
     const wall = (performance.now() - t0) / 1000;
     latencies.sort((a, b) => a - b);
     const steady = new Map(statuses);
@@ -142,7 +177,9 @@ async function main(): Promise<void> {
     const burst = (await Promise.all(Array.from({ length: BURST }, oneJob))).sort((a, b) => a - b);
     const lag = await lagP99();
     const metricsText = await (await fetch(`http://127.0.0.1:${LANE_METRICS_PORT}/metrics`)).text();
-    const taskTimes = [...metricsText.matchAll(/^lss_task_duration_seconds_(sum|count)\{lane="web",outcome="(\w+)"\} (\S+)$/gm)].map((m) => `${m[2]} ${m[1]}=${Number(m[3]).toFixed(2)}`);
+    const taskTimes = [
+      ...metricsText.matchAll(/^lss_task_duration_seconds_(sum|count)\{lane="web",outcome="(\w+)"\} (\S+)$/gm),
+    ].map((m) => `${m[2]} ${m[1]}=${Number(m[3]).toFixed(2)}`);
     log(`lane task durations (all runs): ${taskTimes.join(', ')}`);
 
     const out = [

@@ -56,8 +56,25 @@ export interface FuzzStats {
 
 /** 503s the service documents for a product that cannot run where it is fuzzed (no lane workers). */
 const EXPLAINED_503: readonly ErrorCode[] = ['capability_unavailable', 'scan_profile_unavailable'];
-const LEAKS = /\bat [\w.<>]+ \(|node_modules|\/work\/|\/src\/|\.ts:\d+|\bSELECT\b|\bINSERT INTO\b|\bER_[A-Z_]+|Error: |sqlMessage|ECONNREFUSED/;
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE', 'CONNECT', 'get', 'Post', 'PROPFIND', 'FROB', 'M-SEARCH', 'PURGE'];
+const LEAKS =
+  /\bat [\w.<>]+ \(|node_modules|\/work\/|\/src\/|\.ts:\d+|\bSELECT\b|\bINSERT INTO\b|\bER_[A-Z_]+|Error: |sqlMessage|ECONNREFUSED/;
+const METHODS = [
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'HEAD',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+  'get',
+  'Post',
+  'PROPFIND',
+  'FROB',
+  'M-SEARCH',
+  'PURGE',
+];
 
 // ---- request building --------------------------------------------------------------------
 
@@ -108,9 +125,15 @@ export function requestArbitrary(t: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   const routes = routesOf(t.openapi);
   const jobRef = fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom(...(t.jobRefs.length ? t.jobRefs : ['job_00000000000000000000000000'])) },
-    { weight: 2, arbitrary: fc.constantFrom(...(t.foreignJobRefs.length ? t.foreignJobRefs : ['job_11111111111111111111111111'])) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(...(t.foreignJobRefs.length ? t.foreignJobRefs : ['job_11111111111111111111111111'])),
+    },
     { weight: 2, arbitrary: fc.stringMatching(/^job_[0-9A-Z]{26}$/) },
-    { weight: 2, arbitrary: fc.constantFrom('%ZZ', '%E2%82', '%C0%AE', '%u002e', '..', '.', 'job_%FF', '%2F', 'JOB_x', '') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom('%ZZ', '%E2%82', '%C0%AE', '%u002e', '..', '.', 'job_%FF', '%2F', 'JOB_x', ''),
+    },
   );
   const objectId = fc.oneof(
     fc.constantFrom(...(t.objectIds.length ? t.objectIds : ['obj_00000000000000000000000000'])),
@@ -119,88 +142,280 @@ export function requestArbitrary(t: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   );
   const auth = fc.oneof(
     { weight: 8, arbitrary: fc.constant(`Bearer ${t.keys.full}`) },
-    { weight: 1, arbitrary: fc.constantFrom(`Bearer ${t.keys.readOnly}`, `Bearer ${t.keys.noFindingScope}`, `Bearer ${t.keys.revoked}`, `Bearer ${t.keys.other}`) },
-    { weight: 1, arbitrary: fc.constantFrom('', 'Bearer', 'Bearer ', `bearer ${t.keys.full}`, `Basic ${t.keys.full}`, `Bearer ${t.keys.full}x`, 'Bearer lsk_nope', `Bearer  ${t.keys.full} `) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        `Bearer ${t.keys.readOnly}`,
+        `Bearer ${t.keys.noFindingScope}`,
+        `Bearer ${t.keys.revoked}`,
+        `Bearer ${t.keys.other}`,
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '',
+        'Bearer',
+        'Bearer ',
+        `bearer ${t.keys.full}`,
+        `Basic ${t.keys.full}`,
+        `Bearer ${t.keys.full}x`,
+        'Bearer lsk_nope',
+        `Bearer  ${t.keys.full} `,
+      ),
+    },
   );
   const query = fc.oneof(
     fc.constant(''),
-    fc.record({ limit: fc.oneof(fc.integer({ min: -5, max: 600 }).map(String), fc.constantFrom('abc', '1e3', '', '50&limit=2')), cursor: fc.oneof(fc.constant(undefined), fc.string({ maxLength: 80 }).map(encodeURIComponent), fc.constantFrom('AAAA', '%ZZ')), severity: fc.oneof(fc.constant(undefined), fc.constantFrom('info', 'low', 'high', 'critical', 'bogus')) }, { requiredKeys: [] })
-      .map((q) => `?${Object.entries(q).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join('&')}`),
+    fc
+      .record(
+        {
+          limit: fc.oneof(
+            fc.integer({ min: -5, max: 600 }).map(String),
+            fc.constantFrom('abc', '1e3', '', '50&limit=2'),
+          ),
+          cursor: fc.oneof(
+            fc.constant(undefined),
+            fc.string({ maxLength: 80 }).map(encodeURIComponent),
+            fc.constantFrom('AAAA', '%ZZ'),
+          ),
+          severity: fc.oneof(fc.constant(undefined), fc.constantFrom('info', 'low', 'high', 'critical', 'bogus')),
+        },
+        { requiredKeys: [] },
+      )
+      .map(
+        (q) =>
+          `?${Object.entries(q)
+            .filter(([, v]) => v !== undefined)
+            .map(([k, v]) => `${k}=${v}`)
+            .join('&')}`,
+      ),
   );
 
-  const pathOf = (route: Route) => fc.tuple(jobRef, objectId, query).map(([j, o, q]) =>
-    route.path.replace('{job_ref}', j).replace('{object_id}', o) + (route.method === 'get' ? q : ''));
+  const pathOf = (route: Route) =>
+    fc
+      .tuple(jobRef, objectId, query)
+      .map(
+        ([j, o, q]) => route.path.replace('{job_ref}', j).replace('{object_id}', o) + (route.method === 'get' ? q : ''),
+      );
 
   // 1. The contract: a route of the document, a body from its schema (often a near-miss).
-  const contract = fc.constantFrom(...routes).chain((route) => fc.tuple(
-    fc.constant(route), pathOf(route), auth, idemKey,
-    route.bodySchema ? bodyFor(route.bodySchema, ctx) : fc.option(anyJson, { nil: undefined }),
-  )).map(([route, target, a, key, body]): FuzzRequest => {
-    const headers: Array<[string, string]> = [];
-    if (a) headers.push(['Authorization', a]);
-    if (route.method === 'post') headers.push(['Idempotency-Key', key]);
-    const hasBody = body !== undefined && route.method === 'post';
-    if (hasBody) headers.push(['Content-Type', 'application/json']);
-    return { kind: 'contract', method: route.method.toUpperCase(), bytes: encode({ method: route.method.toUpperCase(), target, headers, ...(hasBody ? { body: Buffer.from(JSON.stringify(body)) } : {}) }) };
-  });
+  const contract = fc
+    .constantFrom(...routes)
+    .chain((route) =>
+      fc.tuple(
+        fc.constant(route),
+        pathOf(route),
+        auth,
+        idemKey,
+        route.bodySchema ? bodyFor(route.bodySchema, ctx) : fc.option(anyJson, { nil: undefined }),
+      ),
+    )
+    .map(([route, target, a, key, body]): FuzzRequest => {
+      const headers: Array<[string, string]> = [];
+      if (a) headers.push(['Authorization', a]);
+      if (route.method === 'post') headers.push(['Idempotency-Key', key]);
+      const hasBody = body !== undefined && route.method === 'post';
+      if (hasBody) headers.push(['Content-Type', 'application/json']);
+      return {
+        kind: 'contract',
+        method: route.method.toUpperCase(),
+        bytes: encode({
+          method: route.method.toUpperCase(),
+          target,
+          headers,
+          ...(hasBody ? { body: Buffer.from(JSON.stringify(body)) } : {}),
+        }),
+      };
+    });
 
   const anyRoute = fc.constantFrom(...routes).chain((r) => pathOf(r));
-  const base = (method: string, target: string, extra: Array<[string, string]> = [], body?: Buffer, noLength = false): FuzzRequest =>
-    ({ kind: '', method, bytes: encode({ method, target, headers: [['Authorization', `Bearer ${t.keys.full}`], ['Idempotency-Key', `fz-${Math.random().toString(36).slice(2)}`], ...extra], ...(body ? { body } : {}), noLength }) });
-  const post = (path = '/v2/lookups/mac') => fc.constantFrom(path, '/v2/lookups/dns', '/v2/lookups/domain', '/v2/scans', '/v2/lookups/web', '/v2/jobs/job_00000000000000000000000000/cancel');
+  const base = (
+    method: string,
+    target: string,
+    extra: Array<[string, string]> = [],
+    body?: Buffer,
+    noLength = false,
+  ): FuzzRequest => ({
+    kind: '',
+    method,
+    bytes: encode({
+      method,
+      target,
+      headers: [
+        ['Authorization', `Bearer ${t.keys.full}`],
+        ['Idempotency-Key', `fz-${Math.random().toString(36).slice(2)}`],
+        ...extra,
+      ],
+      ...(body ? { body } : {}),
+      noLength,
+    }),
+  });
+  const post = (path = '/v2/lookups/mac') =>
+    fc.constantFrom(
+      path,
+      '/v2/lookups/dns',
+      '/v2/lookups/domain',
+      '/v2/scans',
+      '/v2/lookups/web',
+      '/v2/jobs/job_00000000000000000000000000/cancel',
+    );
 
   // 2. Nesting: arrays and objects far deeper than any schema.
   const nesting = fc.tuple(post(), fc.integer({ min: 30, max: 8000 }), fc.boolean()).map(([path, depth, obj]) => {
-    const body = obj ? `{"value":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}` : `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const body = obj
+      ? `{"value":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`
+      : `${'['.repeat(depth)}${']'.repeat(depth)}`;
     return { ...base('POST', path, [['Content-Type', 'application/json']], Buffer.from(body)), kind: 'nesting' };
   });
 
   // 3. Encodings: percent-garbage in paths, odd Content-Encoding and charsets.
   const encodings = fc.oneof(
-    fc.tuple(anyRoute, fc.constantFrom('%', '%Z', '%ZZ', '%E2%82', '%C0%AE', '%u002e', '%2e%2e', '%00', '%FF%FE', '%F0%9F')).map(([p, junk]) =>
-      ({ ...base('GET', p.replace(/job_[0-9A-Z]{26}/, junk)), kind: 'encoding' })),
-    fc.tuple(post(), fc.constantFrom('gzip', 'GZIP', 'deflate', 'br', 'x-unknown', 'gzip, br', 'identity', ' gzip ', 'compress', ''), fc.boolean()).map(([p, enc, valid]) => {
-      const json = Buffer.from('{"value":"F4:F5:E8:12:34:56"}');
-      return { ...base('POST', p, [['Content-Type', 'application/json'], ['Content-Encoding', enc]], valid ? json : Buffer.from('not compressed at all')), kind: 'encoding' };
-    }),
-    fc.tuple(post(), fc.constantFrom('application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=bogus', 'text/plain', 'application/jsonx', 'APPLICATION/JSON', 'application/json;;;', '*/*', 'multipart/form-data; boundary=x')).map(([p, ct]) =>
-      ({ ...base('POST', p, [['Content-Type', ct]], Buffer.from('{"value":"F4:F5:E8:12:34:56"}')), kind: 'encoding' })),
+    fc
+      .tuple(
+        anyRoute,
+        fc.constantFrom('%', '%Z', '%ZZ', '%E2%82', '%C0%AE', '%u002e', '%2e%2e', '%00', '%FF%FE', '%F0%9F'),
+      )
+      .map(([p, junk]) => ({ ...base('GET', p.replace(/job_[0-9A-Z]{26}/, junk)), kind: 'encoding' })),
+    fc
+      .tuple(
+        post(),
+        fc.constantFrom('gzip', 'GZIP', 'deflate', 'br', 'x-unknown', 'gzip, br', 'identity', ' gzip ', 'compress', ''),
+        fc.boolean(),
+      )
+      .map(([p, enc, valid]) => {
+        const json = Buffer.from('{"value":"F4:F5:E8:12:34:56"}');
+        return {
+          ...base(
+            'POST',
+            p,
+            [
+              ['Content-Type', 'application/json'],
+              ['Content-Encoding', enc],
+            ],
+            valid ? json : Buffer.from('not compressed at all'),
+          ),
+          kind: 'encoding',
+        };
+      }),
+    fc
+      .tuple(
+        post(),
+        fc.constantFrom(
+          'application/json; charset=utf-8',
+          'application/json; charset=latin1',
+          'application/json; charset=bogus',
+          'text/plain',
+          'application/jsonx',
+          'APPLICATION/JSON',
+          'application/json;;;',
+          '*/*',
+          'multipart/form-data; boundary=x',
+        ),
+      )
+      .map(([p, ct]) => ({
+        ...base('POST', p, [['Content-Type', ct]], Buffer.from('{"value":"F4:F5:E8:12:34:56"}')),
+        kind: 'encoding',
+      })),
   );
 
   // 4. Header bytes: control characters, odd names, duplicates, request ids, huge values.
-  const headerBytes = fc.tuple(anyRoute, fc.oneof(
-    fc.tuple(fc.constantFrom('X-Fuzz', 'X-Request-Id', 'Idempotency-Key', 'Authorization', 'Content-Type', 'Accept', 'Expect', 'Transfer-Encoding', 'Content-Length', 'Host'),
-      fc.string({ unit: 'binary', maxLength: 60 }).map((s) => s.replace(/[\r\n]/g, ''))),
-    fc.tuple(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }).map((s) => s.replace(/[\r\n:]/g, '') || 'X'), fc.string({ maxLength: 20 })),
-    fc.tuple(fc.constant('X-Big'), fc.integer({ min: 4000, max: 70_000 }).map((n) => 'a'.repeat(n))),
-    fc.tuple(fc.constant('X-Request-Id'), fc.constantFrom('req_custom-1', 'x'.repeat(129), 'with space', '\u00e9', '')),
-    fc.tuple(fc.constant('Expect'), fc.constantFrom('100-continue', 'teapot', '')),
-  )).map(([p, [k, v]]) => ({ ...base('GET', p, [[k, v]]), kind: 'header' }));
+  const headerBytes = fc
+    .tuple(
+      anyRoute,
+      fc.oneof(
+        fc.tuple(
+          fc.constantFrom(
+            'X-Fuzz',
+            'X-Request-Id',
+            'Idempotency-Key',
+            'Authorization',
+            'Content-Type',
+            'Accept',
+            'Expect',
+            'Transfer-Encoding',
+            'Content-Length',
+            'Host',
+          ),
+          fc.string({ unit: 'binary', maxLength: 60 }).map((s) => s.replace(/[\r\n]/g, '')),
+        ),
+        fc.tuple(
+          fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }).map((s) => s.replace(/[\r\n:]/g, '') || 'X'),
+          fc.string({ maxLength: 20 }),
+        ),
+        fc.tuple(
+          fc.constant('X-Big'),
+          fc.integer({ min: 4000, max: 70_000 }).map((n) => 'a'.repeat(n)),
+        ),
+        fc.tuple(
+          fc.constant('X-Request-Id'),
+          fc.constantFrom('req_custom-1', 'x'.repeat(129), 'with space', '\u00e9', ''),
+        ),
+        fc.tuple(fc.constant('Expect'), fc.constantFrom('100-continue', 'teapot', '')),
+      ),
+    )
+    .map(([p, [k, v]]) => ({ ...base('GET', p, [[k, v]]), kind: 'header' }));
 
   // 5. Sizes: around the 64 KiB limit, lengths that disagree with the body.
   const sizes = fc.oneof(
-    fc.tuple(post(), fc.integer({ min: 60_000, max: 140_000 })).map(([p, n]) =>
-      ({ ...base('POST', p, [['Content-Type', 'application/json']], Buffer.from(`{"value":"${'a'.repeat(n)}"}`)), kind: 'size' })),
-    fc.tuple(post(), fc.constantFrom<Array<[string, string]>>(
-      [['Content-Length', '2'], ['Transfer-Encoding', 'chunked']], [['Content-Length', '3'], ['Content-Length', '4']], [['Content-Length', '-1']],
-      [['Content-Length', '1x']], [['Transfer-Encoding', 'gzip']], [['Content-Length', '2']],
-    )).map(([p, hs]) => ({ ...base('POST', p, [['Content-Type', 'application/json'], ...hs], Buffer.from('{}'), true), kind: 'size' })),
+    fc.tuple(post(), fc.integer({ min: 60_000, max: 140_000 })).map(([p, n]) => ({
+      ...base('POST', p, [['Content-Type', 'application/json']], Buffer.from(`{"value":"${'a'.repeat(n)}"}`)),
+      kind: 'size',
+    })),
+    fc
+      .tuple(
+        post(),
+        fc.constantFrom<Array<[string, string]>>(
+          [
+            ['Content-Length', '2'],
+            ['Transfer-Encoding', 'chunked'],
+          ],
+          [
+            ['Content-Length', '3'],
+            ['Content-Length', '4'],
+          ],
+          [['Content-Length', '-1']],
+          [['Content-Length', '1x']],
+          [['Transfer-Encoding', 'gzip']],
+          [['Content-Length', '2']],
+        ),
+      )
+      .map(([p, hs]) => ({
+        ...base('POST', p, [['Content-Type', 'application/json'], ...hs], Buffer.from('{}'), true),
+        kind: 'size',
+      })),
   );
 
   // 6. Methods, on real paths.
-  const methods = fc.tuple(fc.constantFrom(...METHODS), anyRoute).map(([m, p]) => ({ ...base(m, m === 'CONNECT' ? '127.0.0.1:22' : p), kind: 'method' }));
+  const methods = fc
+    .tuple(fc.constantFrom(...METHODS), anyRoute)
+    .map(([m, p]) => ({ ...base(m, m === 'CONNECT' ? '127.0.0.1:22' : p), kind: 'method' }));
 
   // 7. Path forms: slashes, dots, case, length, absolute-form, asterisk.
-  const paths = fc.oneof(
-    anyRoute.map((p) => p.replace(/\//g, '//')),
-    anyRoute.map((p) => `${p}/`),
-    anyRoute.map((p) => p.toUpperCase()),
-    anyRoute.map((p) => p.replace('/v2/', '/v2/./x/../')),
-    fc.integer({ min: 100, max: 12_000 }).map((n) => `/v2/jobs/${'a'.repeat(n)}`),
-    anyRoute.map((p) => `http://fuzz.lab.test${p}`),
-    fc.constantFrom('*', '/', '', '/v3/products', '/v2', '/V2/OPENAPI.JSON', '/v2/products?x=%ZZ', '/v2/products#frag', '/%2e%2e/etc/passwd'),
-    fc.tuple(anyRoute, interestingString).map(([p, s]) => `${p}?q=${encodeURIComponent(s)}`),
-  ).chain((target) => fc.constantFrom('GET', 'POST').map((m) => ({ ...base(m, target.replace(/ /g, '%20') || '/'), kind: 'path' })));
+  const paths = fc
+    .oneof(
+      anyRoute.map((p) => p.replace(/\//g, '//')),
+      anyRoute.map((p) => `${p}/`),
+      anyRoute.map((p) => p.toUpperCase()),
+      anyRoute.map((p) => p.replace('/v2/', '/v2/./x/../')),
+      fc.integer({ min: 100, max: 12_000 }).map((n) => `/v2/jobs/${'a'.repeat(n)}`),
+      anyRoute.map((p) => `http://fuzz.lab.test${p}`),
+      fc.constantFrom(
+        '*',
+        '/',
+        '',
+        '/v3/products',
+        '/v2',
+        '/V2/OPENAPI.JSON',
+        '/v2/products?x=%ZZ',
+        '/v2/products#frag',
+        '/%2e%2e/etc/passwd',
+      ),
+      fc.tuple(anyRoute, interestingString).map(([p, s]) => `${p}?q=${encodeURIComponent(s)}`),
+    )
+    .chain((target) =>
+      fc.constantFrom('GET', 'POST').map((m) => ({ ...base(m, target.replace(/ /g, '%20') || '/'), kind: 'path' })),
+    );
 
   return fc.oneof(
     { weight: 40, arbitrary: contract },
@@ -228,7 +443,8 @@ export function check(req: FuzzRequest, reply: RawReply): string[] {
     } catch {
       code = undefined;
     }
-    if (!(reply.status === 503 && EXPLAINED_503.includes(code as ErrorCode))) problems.push(`unexplained ${reply.status} ${code ?? ''}`.trim());
+    if (!(reply.status === 503 && EXPLAINED_503.includes(code as ErrorCode)))
+      problems.push(`unexplained ${reply.status} ${code ?? ''}`.trim());
   }
   if (reply.status >= 400 && req.method !== 'HEAD') {
     let env: { error?: { code?: string; status?: number; requestId?: string; message?: unknown; retryable?: unknown } };
@@ -238,10 +454,12 @@ export function check(req: FuzzRequest, reply: RawReply): string[] {
       return [...problems, 'error body is not JSON'];
     }
     const e = env.error;
-    if (!e || typeof e.message !== 'string' || typeof e.retryable !== 'boolean') problems.push('not the CONTRACT §3 envelope');
+    if (!e || typeof e.message !== 'string' || typeof e.retryable !== 'boolean')
+      problems.push('not the CONTRACT §3 envelope');
     else if (!errorCodes.includes(e.code as ErrorCode)) problems.push(`undocumented code ${e.code}`);
     else {
-      if (errorRegistry[e.code as ErrorCode].status !== reply.status || e.status !== reply.status) problems.push(`code ${e.code} with status ${reply.status}`);
+      if (errorRegistry[e.code as ErrorCode].status !== reply.status || e.status !== reply.status)
+        problems.push(`code ${e.code} with status ${reply.status}`);
       if (e.requestId !== rid) problems.push('error.requestId differs from X-Request-Id');
     }
   }
@@ -278,7 +496,13 @@ export async function runFuzz(t: FuzzTarget, o: FuzzOptions): Promise<FuzzStats>
         try {
           reply = await rawRequest(t.port, req.bytes, o.timeoutMs ?? 10_000);
         } catch (err) {
-          stats.violations.push({ index, kind: req.kind, problem: (err as Error).message, request: printable(req.bytes), reply: '' });
+          stats.violations.push({
+            index,
+            kind: req.kind,
+            problem: (err as Error).message,
+            request: printable(req.bytes),
+            reply: '',
+          });
           continue;
         }
         stats.requests++;
@@ -295,7 +519,13 @@ export async function runFuzz(t: FuzzTarget, o: FuzzOptions): Promise<FuzzStats>
         const problems = check(req, reply);
         if (problems.some((p) => p.startsWith('unexplained'))) stats.unexplained5xx++;
         for (const problem of problems) {
-          stats.violations.push({ index, kind: req.kind, problem, request: printable(req.bytes), reply: `${reply.status} ${printable(reply.body, 200)}` });
+          stats.violations.push({
+            index,
+            kind: req.kind,
+            problem,
+            request: printable(req.bytes),
+            reply: `${reply.status} ${printable(reply.body, 200)}`,
+          });
         }
       }
     };

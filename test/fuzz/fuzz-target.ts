@@ -31,18 +31,49 @@ const RAISED = { app: { perMinute: 1_000_000, burst: 100_000 } };
 
 export async function startFuzzTarget(config: Config): Promise<RunningTarget> {
   const logLines: string[] = [];
-  const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb(); } });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logLines.push(String(chunk));
+      cb();
+    },
+  });
   // The service's own logger settings (redaction included), writing to the capture.
-  const log = pino({ level: 'info', redact: { paths: ['authorization', 'headers.authorization', 'req.headers.authorization', '*.authorization', 'key', 'apiKey'], censor: '[redacted]' } }, sink);
+  const log = pino(
+    {
+      level: 'info',
+      redact: {
+        paths: [
+          'authorization',
+          'headers.authorization',
+          'req.headers.authorization',
+          '*.authorization',
+          'key',
+          'apiKey',
+        ],
+        censor: '[redacted]',
+      },
+    },
+    sink,
+  );
   const deps = await createDeps(config, log);
   const db = deps.db;
-  const ws = await createWorkspace(db, { name: `fuzz-${randomBytes(3).toString('hex')}`, acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION, approveScopes: ['lab.test'] });
-  await setLimits(db, ws.workspaceId, undefined, { ...RAISED, products: Object.fromEntries(products.map((p) => [p.id, { perMinute: 1_000_000, perHour: 10_000_000 }])) });
+  const ws = await createWorkspace(db, {
+    name: `fuzz-${randomBytes(3).toString('hex')}`,
+    acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
+    approveScopes: ['lab.test'],
+  });
+  await setLimits(db, ws.workspaceId, undefined, {
+    ...RAISED,
+    products: Object.fromEntries(products.map((p) => [p.id, { perMinute: 1_000_000, perHour: 10_000_000 }])),
+  });
   const wsId = await workspaceInternalId(db, ws.workspaceId);
   await grantCredits(db, wsId, 1_000_000, `grant:fuzz:${ws.workspaceId}`);
   const full = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId });
   const readOnly = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:read'] });
-  const noFindingScope = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:read', 'scan:create'] });
+  const noFindingScope = await createKey(db, config.KEY_PEPPER, {
+    workspace: ws.workspaceId,
+    scopes: ['scan:read', 'scan:create'],
+  });
   const revoked = await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId });
   await revokeKey(db, revoked.keyId);
   const other = await createWorkspace(db, { name: `fuzz-other-${randomBytes(3).toString('hex')}` });
@@ -51,10 +82,20 @@ export async function startFuzzTarget(config: Config): Promise<RunningTarget> {
   const auth = new Authenticator(db, config.KEY_PEPPER, 0);
   const principal = (await auth.verify(full.key))!;
   const otherPrincipal = (await auth.verify(otherKey.key))!;
-  const job = async (p: typeof principal) => (await acceptJob(db, {
-    principal: p, product: 'lookup.domain.v1', target: { type: 'domain_name', value: 'lab.test' }, profile: null, input: { value: 'lab.test' },
-    price: 0, deadlineMs: 3_600_000, requestId: `req_fuzz${randomBytes(6).toString('hex')}`, claim: undefined,
-  })).jobRef;
+  const job = async (p: typeof principal) =>
+    (
+      await acceptJob(db, {
+        principal: p,
+        product: 'lookup.domain.v1',
+        target: { type: 'domain_name', value: 'lab.test' },
+        profile: null,
+        input: { value: 'lab.test' },
+        price: 0,
+        deadlineMs: 3_600_000,
+        requestId: `req_fuzz${randomBytes(6).toString('hex')}`,
+        claim: undefined,
+      })
+    ).jobRef;
   const jobRefs = [await job(principal), await job(principal)];
   const foreignJobRefs = [await job(otherPrincipal)];
 
@@ -64,13 +105,27 @@ export async function startFuzzTarget(config: Config): Promise<RunningTarget> {
   return {
     target: {
       port,
-      keys: { full: full.key, readOnly: readOnly.key, noFindingScope: noFindingScope.key, revoked: revoked.key, other: otherKey.key },
+      keys: {
+        full: full.key,
+        readOnly: readOnly.key,
+        noFindingScope: noFindingScope.key,
+        revoked: revoked.key,
+        other: otherKey.key,
+      },
       jobRefs,
       foreignJobRefs,
       objectIds: [],
       openapi: buildOpenApi(products) as Record<string, any>,
     },
-    secrets: [full.key, readOnly.key, noFindingScope.key, revoked.key, otherKey.key, config.KEY_PEPPER, config.CURSOR_SECRET],
+    secrets: [
+      full.key,
+      readOnly.key,
+      noFindingScope.key,
+      revoked.key,
+      otherKey.key,
+      config.KEY_PEPPER,
+      config.CURSOR_SECRET,
+    ],
     logLines,
     close: async () => {
       server.closeAllConnections();

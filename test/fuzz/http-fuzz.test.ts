@@ -22,11 +22,22 @@ afterAll(async () => {
 describe(`HTTP fuzz (seed ${SEED}, ${REQUESTS} requests)`, () => {
   it('every reply keeps the invariants, and no secret reaches the logs', async () => {
     const stats = await runFuzz(running.target, { requests: REQUESTS, seed: SEED, concurrency: 6 });
-    const report = `seed ${SEED} (replay: LSS_FUZZ_SEED=${SEED} npm test -- test/fuzz/http-fuzz.test.ts)\n${stats.violations.slice(0, 10).map((v) => `#${v.index} [${v.kind}] ${v.problem}\n  request ${v.request}\n  reply   ${v.reply}`).join('\n')}`;
+    const report = `seed ${SEED} (replay: LSS_FUZZ_SEED=${SEED} npm test -- test/fuzz/http-fuzz.test.ts)\n${stats.violations
+      .slice(0, 10)
+      .map((v) => `#${v.index} [${v.kind}] ${v.problem}\n  request ${v.request}\n  reply   ${v.reply}`)
+      .join('\n')}`;
     expect(stats.violations, report).toEqual([]);
     expect(stats.requests).toBe(REQUESTS);
     // The generators reach every class of input.
-    expect(Object.keys(stats.byKind).sort()).toEqual(['contract', 'encoding', 'header', 'method', 'nesting', 'path', 'size']);
+    expect(Object.keys(stats.byKind).sort()).toEqual([
+      'contract',
+      'encoding',
+      'header',
+      'method',
+      'nesting',
+      'path',
+      'size',
+    ]);
     expect(secretsInLogs(running.logLines, running.secrets), `seed ${SEED}`).toEqual([]);
   }, 180_000);
 });

@@ -24,12 +24,43 @@ function resolve(schema: Schema, ctx: SchemaContext): Schema {
 /** Strings the products care about: domain names, URLs, MACs, phone numbers, IPs, and junk. */
 export const interestingString = fc.oneof(
   fc.constantFrom(
-    'lab.test', 'www.lab.test', 'example.com', 'xn--bcher-kva.lab.test', 'Bücher.lab.test', 'a..b', '-a.test', `${'a'.repeat(64)}.test`,
-    `${`${'a'.repeat(63)}.`.repeat(5)}test`, 'http://lab.test/', 'https://127.0.0.1/', 'https://[::1]:8443/x', 'ftp://lab.test/',
-    'https://user:pw@lab.test/', 'http://2130706433/', 'http://0x7f.1/', '127.1', '::ffff:127.0.0.1', '10.0.0.0/8',
-    'F4:F5:E8:12:34:56', 'f4f5.e812.3456', '00-00-5E-00-53-01', '+1 202 555 0100', '0044 20 7946 0000', 'DE', 'us', 'ZZ',
+    'lab.test',
+    'www.lab.test',
+    'example.com',
+    'xn--bcher-kva.lab.test',
+    'Bücher.lab.test',
+    'a..b',
+    '-a.test',
+    `${'a'.repeat(64)}.test`,
+    `${`${'a'.repeat(63)}.`.repeat(5)}test`,
+    'http://lab.test/',
+    'https://127.0.0.1/',
+    'https://[::1]:8443/x',
+    'ftp://lab.test/',
+    'https://user:pw@lab.test/',
+    'http://2130706433/',
+    'http://0x7f.1/',
+    '127.1',
+    '::ffff:127.0.0.1',
+    '10.0.0.0/8',
+    'F4:F5:E8:12:34:56',
+    'f4f5.e812.3456',
+    '00-00-5E-00-53-01',
+    '+1 202 555 0100',
+    '0044 20 7946 0000',
+    'DE',
+    'us',
+    'ZZ',
+    '',
+    ' ',
+    '\u0000',
+    '\u202e',
+    '%00',
+    '../../etc/passwd',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: hostile input on purpose (a log4j-style lookup string)
-    '', ' ', '\u0000', '\u202e', '%00', '../../etc/passwd', '${jndi:ldap://127.0.0.1/a}', "'; DROP TABLE jobs;--", '<script>',
+    '${jndi:ldap://127.0.0.1/a}',
+    "'; DROP TABLE jobs;--",
+    '<script>',
   ),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
@@ -53,7 +84,10 @@ export function arbitraryFor(schema: Schema, ctx: SchemaContext, depth = 0): fc.
     case 'boolean':
       return fc.boolean();
     case 'integer':
-      return fc.integer({ min: typeof s.minimum === 'number' ? s.minimum - 2 : -10, max: typeof s.maximum === 'number' ? s.maximum + 2 : 20_000 });
+      return fc.integer({
+        min: typeof s.minimum === 'number' ? s.minimum - 2 : -10,
+        max: typeof s.maximum === 'number' ? s.maximum + 2 : 20_000,
+      });
     case 'number':
       return fc.oneof(fc.integer({ min: -10, max: 20_000 }), fc.double({ noNaN: true }));
     case 'array':
@@ -62,7 +96,9 @@ export function arbitraryFor(schema: Schema, ctx: SchemaContext, depth = 0): fc.
       const props = (s.properties ?? {}) as Record<string, Schema>;
       const required = new Set((s.required as string[] | undefined) ?? []);
       const entries = Object.entries(props).map(([k, v]) => [k, arbitraryFor(v, ctx, depth + 1)] as const);
-      return fc.record(Object.fromEntries(entries), { requiredKeys: [...required].filter((k) => k in props) as never[] });
+      return fc.record(Object.fromEntries(entries), {
+        requiredKeys: [...required].filter((k) => k in props) as never[],
+      });
     }
     default:
       return anyJson;

@@ -10,12 +10,18 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 function sh(argv: string[], timeoutMs: number): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { timeout: timeoutMs, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ ok: !err, output: `${stdout}${stderr}` }));
+    execFile(
+      argv[0]!,
+      argv.slice(1),
+      { timeout: timeoutMs, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => resolve({ ok: !err, output: `${stdout}${stderr}` }),
+    );
   });
 }
 
-export async function ensureChromium(log: (msg: string) => void = (m) => process.stderr.write(`[chromium] ${m}\n`)): Promise<string> {
+export async function ensureChromium(
+  log: (msg: string) => void = (m) => process.stderr.write(`[chromium] ${m}\n`),
+): Promise<string> {
   if (existsSync(CHROMIUM)) return CHROMIUM;
   const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
   log(`${CHROMIUM} missing; installing the Debian package with apt-get (a minute or two)`);
@@ -25,7 +31,8 @@ export async function ensureChromium(log: (msg: string) => void = (m) => process
     await sh([...sudo, 'apt-get', 'update'], 300_000);
     res = await sh([...sudo, 'apt-get', 'install', '-y', '--no-install-recommends', 'chromium'], 600_000);
   }
-  if (!res.ok || !existsSync(CHROMIUM)) throw new Error(`could not install chromium with apt-get:\n${res.output.slice(-3000)}`);
+  if (!res.ok || !existsSync(CHROMIUM))
+    throw new Error(`could not install chromium with apt-get:\n${res.output.slice(-3000)}`);
   return CHROMIUM;
 }
 
@@ -33,6 +40,14 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: await ensureChromium(),
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }

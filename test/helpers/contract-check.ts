@@ -34,13 +34,18 @@ export function assertMatchesContract(method: string, path: string, res: Respons
     return;
   }
   const spec = op.responses[status];
-  if (!spec) throw new Error(`${method.toUpperCase()} ${path} answered ${status}, which the OpenAPI document does not list (body: ${JSON.stringify(res.body)})`);
+  if (!spec)
+    throw new Error(
+      `${method.toUpperCase()} ${path} answered ${status}, which the OpenAPI document does not list (body: ${JSON.stringify(res.body)})`,
+    );
   const ref = spec.content?.['application/json']?.schema?.$ref as string | undefined;
   if (ref) validate(ref, res.body, `${method} ${path} ${status}`);
   if (res.status >= 400) {
     const codes: string[] = spec['x-error-codes'] ?? [];
     if (!codes.includes(res.body?.error?.code)) {
-      throw new Error(`${method.toUpperCase()} ${path} answered ${status} ${res.body?.error?.code}, not documented for this route (${codes.join(', ')})`);
+      throw new Error(
+        `${method.toUpperCase()} ${path} answered ${status} ${res.body?.error?.code}, not documented for this route (${codes.join(', ')})`,
+      );
     }
   }
 }
@@ -48,7 +53,8 @@ export function assertMatchesContract(method: string, path: string, res: Respons
 function validate(ref: string, body: unknown, where: string): void {
   const v = ajv.getSchema(ref);
   if (!v) throw new Error(`no schema ${ref}`);
-  if (!v(body)) throw new Error(`${where}: body does not match ${ref}: ${ajv.errorsText(v.errors)}\n${JSON.stringify(body)}`);
+  if (!v(body))
+    throw new Error(`${where}: body does not match ${ref}: ${ajv.errorsText(v.errors)}\n${JSON.stringify(body)}`);
 }
 
 /** Checks a body against one named component schema of the OpenAPI document. */

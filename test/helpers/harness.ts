@@ -15,7 +15,9 @@ import type { Express } from 'express';
 
 export function testEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   if (!process.env.DATABASE_URL || !hasRedis()) {
-    throw new Error('integration tests need DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run them with `npm test`');
+    throw new Error(
+      'integration tests need DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run them with `npm test`',
+    );
   }
   return { ...process.env, LOG_LEVEL: 'silent', AUTH_CACHE_TTL_MS: '0', ...overrides };
 }
@@ -41,7 +43,10 @@ export interface Tenant {
   keyId: string;
 }
 
-export async function createTenant(h: Harness, opts: Partial<CreateWorkspaceInput> & { scopes?: Scope[]; limits?: RateOverrides } = {}): Promise<Tenant> {
+export async function createTenant(
+  h: Harness,
+  opts: Partial<CreateWorkspaceInput> & { scopes?: Scope[]; limits?: RateOverrides } = {},
+): Promise<Tenant> {
   const ws = await createWorkspace(h.deps.db, { name: `t-${randomBytes(4).toString('hex')}`, ...opts });
   const key = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: opts.scopes });
   if (opts.limits) await setLimits(h.deps.db, ws.workspaceId, undefined, opts.limits);
@@ -67,7 +72,8 @@ export function client(app: Express, key?: string) {
       let r = auth(supertest(app).post(path));
       if (!('Idempotency-Key' in headers)) r = r.set('Idempotency-Key', idemKey());
       for (const [k, v] of Object.entries(headers)) if (v !== '') r = r.set(k, v);
-      if (body !== undefined) r = typeof body === 'string' ? r.set('Content-Type', 'application/json').send(body) : r.send(body as object);
+      if (body !== undefined)
+        r = typeof body === 'string' ? r.set('Content-Type', 'application/json').send(body) : r.send(body as object);
       return check(r, 'post', path);
     },
     get(path: string, headers: Record<string, string> = {}): Promise<Res> {

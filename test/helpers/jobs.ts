@@ -4,7 +4,11 @@ import { grantCredits } from '../../src/credits/ledger.ts';
 import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { client, createTenant, type Harness, type Tenant } from './harness.ts';
 
-export async function fundedTenant(h: Harness, credits: number, opts: Parameters<typeof createTenant>[1] = {}): Promise<Tenant & { wsId: number }> {
+export async function fundedTenant(
+  h: Harness,
+  credits: number,
+  opts: Parameters<typeof createTenant>[1] = {},
+): Promise<Tenant & { wsId: number }> {
   const t = await createTenant(h, opts);
   const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
   if (credits > 0) await grantCredits(h.deps.db, wsId, credits, `grant:test:${t.workspaceId}`);

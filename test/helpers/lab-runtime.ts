@@ -13,8 +13,13 @@ export function labEnv(env: Record<string, string>): Record<string, string> {
 
 export function runtimeFor(env: Record<string, string>, extra: Record<string, string> = {}): ProductRuntime {
   const config = parseConfig({
-    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
-    ...labEnv(env), DNS_TIMEOUT_MS: '500', ...extra,
+    DATABASE_URL: 'mysql://x',
+    REDIS_URL: 'redis://x',
+    KEY_PEPPER: 'x'.repeat(32),
+    CURSOR_SECRET: 'y'.repeat(32),
+    ...labEnv(env),
+    DNS_TIMEOUT_MS: '500',
+    ...extra,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));
 }

@@ -12,16 +12,25 @@ const OPEN = ['pending', 'running'];
 /** One settled job: each task row once and closed, captures unique, the remainder released once. */
 export async function expectSettledJob(db: Db, jobId: number): Promise<{ captured: number; released: number }> {
   const job = await db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
-  const tasks = await db.selectFrom('tasks').select(['id', 'check_name', 'object_key', 'status']).where('job_id', '=', jobId).execute();
+  const tasks = await db
+    .selectFrom('tasks')
+    .select(['id', 'check_name', 'object_key', 'status'])
+    .where('job_id', '=', jobId)
+    .execute();
   expect(new Set(tasks.map((t) => `${t.check_name}\n${t.object_key}`)).size).toBe(tasks.length);
   for (const t of tasks) expect(OPEN).not.toContain(t.status);
-  const entries = await db.selectFrom('credit_entries').select(['kind', 'amount', 'dedupe_key']).where('job_id', '=', jobId).execute();
+  const entries = await db
+    .selectFrom('credit_entries')
+    .select(['kind', 'amount', 'dedupe_key'])
+    .where('job_id', '=', jobId)
+    .execute();
   const captures = entries.filter((e) => e.kind === 'capture');
   const releases = entries.filter((e) => e.kind === 'release');
   // Captures are keyed cap:<job>:<task>.
   const capturedTasks = captures.map((c) => Number(c.dedupe_key.split(':').pop()));
   expect(new Set(capturedTasks).size).toBe(capturedTasks.length);
-  for (const id of capturedTasks) expect(['completed', 'partial']).toContain(tasks.find((t) => Number(t.id) === id)?.status);
+  for (const id of capturedTasks)
+    expect(['completed', 'partial']).toContain(tasks.find((t) => Number(t.id) === id)?.status);
   const captured = captures.reduce((s, c) => s + Number(c.amount), 0);
   expect(captured).toBe(Number(job.credits_captured));
   const remainder = Number(job.credits_reserved) - captured;

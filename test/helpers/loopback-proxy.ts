@@ -33,32 +33,47 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
   const requests: ProxiedRequest[] = [];
   const drops: Array<(r: ProxiedRequest) => boolean> = [];
   const server = http.createServer((req, res) => {
-    const record: ProxiedRequest = { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: '', at: performance.now(), dropped: false };
+    const record: ProxiedRequest = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: req.headers,
+      body: '',
+      at: performance.now(),
+      dropped: false,
+    };
     requests.push(record);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       record.body = Buffer.concat(chunks).toString('utf8');
-      const out = http.request({
-        host: upstream.hostname, port: upstream.port, method: record.method, path: record.path, headers: req.headers, agent: false,
-      }, (up) => {
-        const body: Buffer[] = [];
-        up.on('data', (c: Buffer) => body.push(c));
-        up.on('end', () => {
-          record.answeredAt = performance.now();
-          record.status = up.statusCode;
-          if (typeof up.headers['retry-after'] === 'string') record.retryAfter = up.headers['retry-after'];
-          const dropAt = drops.findIndex((m) => m(record));
-          if (dropAt >= 0) {
-            drops.splice(dropAt, 1);
-            record.dropped = true;
-            req.socket.destroy();
-            return;
-          }
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          res.end(Buffer.concat(body));
-        });
-      });
+      const out = http.request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: record.method,
+          path: record.path,
+          headers: req.headers,
+          agent: false,
+        },
+        (up) => {
+          const body: Buffer[] = [];
+          up.on('data', (c: Buffer) => body.push(c));
+          up.on('end', () => {
+            record.answeredAt = performance.now();
+            record.status = up.statusCode;
+            if (typeof up.headers['retry-after'] === 'string') record.retryAfter = up.headers['retry-after'];
+            const dropAt = drops.findIndex((m) => m(record));
+            if (dropAt >= 0) {
+              drops.splice(dropAt, 1);
+              record.dropped = true;
+              req.socket.destroy();
+              return;
+            }
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            res.end(Buffer.concat(body));
+          });
+        },
+      );
       out.on('error', () => req.socket.destroy());
       out.end(Buffer.concat(chunks));
     });
@@ -69,9 +84,10 @@ export async function startLoopbackProxy(target: string): Promise<LoopbackProxy>
     url: `http://127.0.0.1:${port}`,
     requests,
     dropNextReply: (match) => void drops.push(match),
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

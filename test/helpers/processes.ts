@@ -96,7 +96,12 @@ export class ProcessGroup {
 
   /** The tail of every child's output, for a failure message. */
   report(chars = 3000): string {
-    return this.#procs.map((p) => `--- ${p.name} (pid ${p.child.pid}, ${p.running() ? 'running' : `exited ${p.child.exitCode ?? p.child.signalCode}`}) ---\n${p.output().slice(-chars)}`).join('\n');
+    return this.#procs
+      .map(
+        (p) =>
+          `--- ${p.name} (pid ${p.child.pid}, ${p.running() ? 'running' : `exited ${p.child.exitCode ?? p.child.signalCode}`}) ---\n${p.output().slice(-chars)}`,
+      )
+      .join('\n');
   }
 }
 
@@ -112,7 +117,12 @@ export async function freePort(): Promise<number> {
 }
 
 /** Polls `fn` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -169,13 +179,30 @@ export async function startRedisServer(group: ProcessGroup, port: number): Promi
   const bin = await which('redis-server');
   if (!bin) throw new Error('redis-server not found (ops/services.ts installs it for `npm test`)');
   const proc = group.spawn(`redis-server:${port}`, bin, [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--protected-mode', 'no',
-    '--dir', os.tmpdir(),
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'no',
+    '--dir',
+    os.tmpdir(),
   ]);
-  await until(`redis-server on ${port}`, async () => {
-    if (!proc.running()) throw new Error(`redis-server exited: ${proc.output()}`);
-    return pingRedis(port);
-  }, 10_000, 50);
+  await until(
+    `redis-server on ${port}`,
+    async () => {
+      if (!proc.running()) throw new Error(`redis-server exited: ${proc.output()}`);
+      return pingRedis(port);
+    },
+    10_000,
+    50,
+  );
   return { port, url: `redis://127.0.0.1:${port}`, proc };
 }
 

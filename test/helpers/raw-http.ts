@@ -10,7 +10,12 @@ export interface RawReply {
   silent: boolean;
 }
 
-export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5000, host = '127.0.0.1'): Promise<RawReply> {
+export function rawRequest(
+  port: number,
+  bytes: string | Buffer,
+  timeoutMs = 5000,
+  host = '127.0.0.1',
+): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host, port });
     let data = Buffer.alloc(0);

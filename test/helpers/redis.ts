@@ -2,7 +2,13 @@
 // (REDIS_CLUSTER_NODES, the cluster pass of ops/test.ts). Suites take everything Redis-shaped from
 // here, so the same file runs unchanged against both.
 import { randomBytes } from 'node:crypto';
-import { createRedis, redisReady, redisTargetFromEnv, type RedisClient, type RedisTarget } from '../../src/redis/client.ts';
+import {
+  createRedis,
+  redisReady,
+  redisTargetFromEnv,
+  type RedisClient,
+  type RedisTarget,
+} from '../../src/redis/client.ts';
 
 /** True in the cluster pass. */
 export function onCluster(): boolean {
@@ -33,12 +39,16 @@ export async function testRedis(prefix: string): Promise<RedisClient> {
 
 /** Environment overrides that point a service at a Redis where nothing listens, in this pass's form. */
 export function deadRedisEnv(): Record<string, string | undefined> {
-  return onCluster() ? { REDIS_CLUSTER_NODES: '127.0.0.1:1', REDIS_URL: undefined } : { REDIS_URL: 'redis://127.0.0.1:1' };
+  return onCluster()
+    ? { REDIS_CLUSTER_NODES: '127.0.0.1:1', REDIS_URL: undefined }
+    : { REDIS_URL: 'redis://127.0.0.1:1' };
 }
 
 /** Environment for child processes that must use `target` (a private server or cluster of a suite). */
 export function redisEnv(target: { url: string } | { seeds: string }): Record<string, string | undefined> {
-  return 'url' in target ? { REDIS_URL: target.url, REDIS_CLUSTER_NODES: undefined } : { REDIS_CLUSTER_NODES: target.seeds, REDIS_URL: undefined };
+  return 'url' in target
+    ? { REDIS_URL: target.url, REDIS_CLUSTER_NODES: undefined }
+    : { REDIS_CLUSTER_NODES: target.seeds, REDIS_URL: undefined };
 }
 
 /**

@@ -10,7 +10,12 @@ import { parseConfig, type Config } from '../../src/config/config.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-export async function withScratchEnv<T>(kind: string, env: Record<string, string>, body: (config: Config) => Promise<T>, log: (m: string) => void = () => {}): Promise<T> {
+export async function withScratchEnv<T>(
+  kind: string,
+  env: Record<string, string>,
+  body: (config: Config) => Promise<T>,
+  log: (m: string) => void = () => {},
+): Promise<T> {
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
   const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_${kind}_${suffix}`;
@@ -32,7 +37,9 @@ export async function withScratchEnv<T>(kind: string, env: Record<string, string
     });
     return await body(config);
   } finally {
-    await dropDatabase(serverUrl, dbName).catch((e: unknown) => log(`could not drop ${dbName}: ${(e as Error).message}`));
+    await dropDatabase(serverUrl, dbName).catch((e: unknown) =>
+      log(`could not drop ${dbName}: ${(e as Error).message}`),
+    );
     await deletePrefixedKeys(redisUrl, keyPrefix).catch(() => 0);
   }
 }

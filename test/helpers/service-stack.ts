@@ -21,14 +21,18 @@ import type { Scope } from '../../src/auth/principal.ts';
 /** Limits no test here reaches unless it sets its own. */
 export const GENEROUS: RateOverrides = {
   app: { perMinute: 100_000, burst: 10_000 },
-  products: Object.fromEntries(['lookup.domain.v1', 'lookup.dns.v1', 'lookup.mac.v1'].map((p) => [p, { perMinute: 100_000, perHour: 1_000_000 }])),
+  products: Object.fromEntries(
+    ['lookup.domain.v1', 'lookup.dns.v1', 'lookup.mac.v1'].map((p) => [p, { perMinute: 100_000, perHour: 1_000_000 }]),
+  ),
 };
 
 export interface ServiceStack {
   h: Harness;
   /** http://127.0.0.1:<port> of the app. */
   url: string;
-  tenant(opts?: Partial<CreateWorkspaceInput> & { credits?: number; scopes?: Scope[]; limits?: RateOverrides }): Promise<Tenant & { wsId: number }>;
+  tenant(
+    opts?: Partial<CreateWorkspaceInput> & { credits?: number; scopes?: Scope[]; limits?: RateOverrides },
+  ): Promise<Tenant & { wsId: number }>;
   close(): Promise<void>;
 }
 
@@ -36,10 +40,20 @@ export async function startServiceStack(env: Record<string, string> = {}): Promi
   const dns: LabDns = await startLabDns({ zones: [...labZones, ...domainZones] });
   const rdap: LabRdap = await startLabRdap();
   const h = await startHarness({
-    DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '1000', RDAP_BASE_URL: rdap.baseUrl, ALLOW_PRIVATE_TARGETS: '127.0.0.0/8', CANCEL_GRACE_MS: '1000', SHUTDOWN_TIMEOUT_MS: '1000', ...env,
+    DNS_SERVERS: dns.address,
+    DNS_TIMEOUT_MS: '1000',
+    RDAP_BASE_URL: rdap.baseUrl,
+    ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+    CANCEL_GRACE_MS: '1000',
+    SHUTDOWN_TIMEOUT_MS: '1000',
+    ...env,
   });
   const log = pino({ level: 'silent' });
-  const orchestrator: OrchestratorHandle = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+  const orchestrator: OrchestratorHandle = await startOrchestrator({
+    config: h.config,
+    log,
+    timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+  });
   const worker: LaneWorkerHandle = await startLaneWorker('domain', { config: h.config, log, blockMs: 200 });
   await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
   const server = http.createServer(h.app);

@@ -17,15 +17,39 @@ import { products } from '../../src/products/registry.ts';
 // Copied verbatim from SERVICE.md (the customer's document, which lives outside this repository):
 // its "Product routes" and "Retained-job routes" tables and its "Errors" table.
 const SERVICE_ROUTES = [
-  'POST /v2/lookups/dns', 'POST /v2/lookups/domain', 'POST /v2/lookups/ip', 'POST /v2/lookups/mac', 'POST /v2/lookups/mail',
-  'POST /v2/lookups/phone', 'POST /v2/lookups/web', 'POST /v2/scans', 'GET /v2/jobs/{job_ref}', 'POST /v2/jobs/{job_ref}/cancel',
-  'GET /v2/jobs/{job_ref}/findings', 'GET /v2/jobs/{job_ref}/objects/{object_id}', 'GET /v2/jobs/{job_ref}/results',
+  'POST /v2/lookups/dns',
+  'POST /v2/lookups/domain',
+  'POST /v2/lookups/ip',
+  'POST /v2/lookups/mac',
+  'POST /v2/lookups/mail',
+  'POST /v2/lookups/phone',
+  'POST /v2/lookups/web',
+  'POST /v2/scans',
+  'GET /v2/jobs/{job_ref}',
+  'POST /v2/jobs/{job_ref}/cancel',
+  'GET /v2/jobs/{job_ref}/findings',
+  'GET /v2/jobs/{job_ref}/objects/{object_id}',
+  'GET /v2/jobs/{job_ref}/results',
 ];
 const SERVICE_CODES = [
-  'active_authorization_required', 'active_permission_required', 'approved_target_scope_required', 'authentication_required',
-  'capability_rate_limit_exceeded', 'capability_unavailable', 'idempotency_key_conflict', 'idempotency_key_required',
-  'idempotency_request_in_progress', 'insufficient_credits', 'insufficient_scope', 'job_not_found', 'monthly_credit_limit_exceeded',
-  'object_not_found', 'rate_limit_exceeded', 'responsible_use_required', 'scan_credit_budget_invalid', 'scan_profile_unavailable',
+  'active_authorization_required',
+  'active_permission_required',
+  'approved_target_scope_required',
+  'authentication_required',
+  'capability_rate_limit_exceeded',
+  'capability_unavailable',
+  'idempotency_key_conflict',
+  'idempotency_key_required',
+  'idempotency_request_in_progress',
+  'insufficient_credits',
+  'insufficient_scope',
+  'job_not_found',
+  'monthly_credit_limit_exceeded',
+  'object_not_found',
+  'rate_limit_exceeded',
+  'responsible_use_required',
+  'scan_credit_budget_invalid',
+  'scan_profile_unavailable',
   'service_unavailable',
 ];
 
@@ -78,7 +102,9 @@ describe('GET /docs: the API reference page', () => {
     await page.getByRole('heading', { name: 'Error codes' }).first().waitFor({ timeout: 20_000 });
     const text = await page.locator('body').innerText();
 
-    const doc = (await supertest(h.app).get('/v2/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await supertest(h.app).get('/v2/openapi.json')).body as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     for (const route of SERVICE_ROUTES) {
       const [method, routePath] = route.split(' ') as [string, string];
       // Redoc shows each operation's path in its request panel, from the document's operation.
@@ -100,7 +126,9 @@ describe('GET /docs: the API reference page', () => {
     expect(text).not.toMatch(/lsk_[A-Za-z0-9]{32}/);
 
     // The page reached only the service: the HTML, the bundled renderer and the document.
-    const hosts = new Set(requested.filter((u) => !u.startsWith('data:') && !u.startsWith('blob:')).map((u) => new URL(u).origin));
+    const hosts = new Set(
+      requested.filter((u) => !u.startsWith('data:') && !u.startsWith('blob:')).map((u) => new URL(u).origin),
+    );
     expect([...hosts]).toEqual([base]);
     expect(requested).toContain(`${base}/v2/openapi.json`);
     expect(consoleErrors.filter((e) => /Content Security Policy|Refused/.test(e))).toEqual([]);

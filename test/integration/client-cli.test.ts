@@ -25,7 +25,11 @@ interface Run {
 function run(file: string, args: string[], env: Record<string, string | undefined>): Promise<Run> {
   return new Promise((resolve) => {
     // The parent's environment minus anything that would change colour decisions.
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI', 'LSS_API_KEY', 'LSS_BASE_URL'].includes(k)));
+    const base = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI', 'LSS_API_KEY', 'LSS_BASE_URL'].includes(k),
+      ),
+    );
     execFile(file, args, { cwd: root, env: { ...base, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       resolve({ code, stdout, stderr });
@@ -49,7 +53,12 @@ describe('lss CLI', () => {
   beforeAll(async () => {
     stack = await startServiceStack();
     proxy = await startLoopbackProxy(stack.url);
-    t = await stack.tenant({ credits: 100, active: true, approveScopes: ['lab.test'], acceptResponsibleUse: stack.h.config.RESPONSIBLE_USE_VERSION });
+    t = await stack.tenant({
+      credits: 100,
+      active: true,
+      approveScopes: ['lab.test'],
+      acceptResponsibleUse: stack.h.config.RESPONSIBLE_USE_VERSION,
+    });
     env = { LSS_API_KEY: t.key, LSS_BASE_URL: proxy.url };
   });
   afterAll(async () => {
@@ -60,11 +69,19 @@ describe('lss CLI', () => {
   it('--json: a complete inline lookup exits 0 with the envelope; a partial one exits 2', async () => {
     const mac = await lssJson('lookup', 'mac', 'F4:F5:E8:12:34:56');
     expect(mac.code).toBe(0);
-    expect(mac.doc).toMatchObject({ outcome: 'complete', exitCode: 0, envelope: { product: 'lookup.mac.v1', status: 'completed', coverage: { complete: true } } });
+    expect(mac.doc).toMatchObject({
+      outcome: 'complete',
+      exitCode: 0,
+      envelope: { product: 'lookup.mac.v1', status: 'completed', coverage: { complete: true } },
+    });
 
     const dns = await lssJson('lookup', 'dns', 'partial.lab.test');
     expect(dns.code).toBe(2);
-    expect(dns.doc).toMatchObject({ outcome: 'partial', exitCode: 2, envelope: { status: 'partial', coverage: { complete: false } } });
+    expect(dns.doc).toMatchObject({
+      outcome: 'partial',
+      exitCode: 2,
+      envelope: { status: 'partial', coverage: { complete: false } },
+    });
     expect(dns.doc.envelope.limitations.map((l: { code: string }) => l.code)).toContain('dns_indeterminate');
   });
 
@@ -72,7 +89,11 @@ describe('lss CLI', () => {
     const high = await lssJson('lookup', 'domain', 'lab-expired.test', '--fail-on', 'high');
     expect(high.code).toBe(1);
     expect(high.doc.outcome).toBe('fail_on');
-    expect(high.doc.job).toMatchObject({ status: 'completed', terminal: true, result: { product: 'lookup.domain.v1' } });
+    expect(high.doc.job).toMatchObject({
+      status: 'completed',
+      terminal: true,
+      result: { product: 'lookup.domain.v1' },
+    });
     expect(high.doc.findings.items.map((f: { code: string }) => f.code)).toContain('domain_expired');
 
     const critical = await lssJson('lookup', 'domain', 'lab-expired.test', '--fail-on', 'critical');
@@ -124,26 +145,56 @@ describe('lss CLI', () => {
     const before = proxy.requests.length;
     const budget = await lssJson('scan', 'lab.test', '--profile', 'quick', '--max-credits', '1');
     expect(budget.code).toBe(3);
-    expect(budget.doc.error).toMatchObject({ code: 'scan_credit_budget_invalid', details: { bounds: { min: 5, max: 100 } } });
+    expect(budget.doc.error).toMatchObject({
+      code: 'scan_credit_budget_invalid',
+      details: { bounds: { min: 5, max: 100 } },
+    });
     const scanReq = proxy.requests.slice(before).find((r) => r.path === '/v2/scans')!;
-    expect(JSON.parse(scanReq.body)).toEqual({ profile: 'quick', target: { type: 'domain_name', value: 'lab.test' }, options: { active: false, maxCredits: 1 } });
+    expect(JSON.parse(scanReq.body)).toEqual({
+      profile: 'quick',
+      target: { type: 'domain_name', value: 'lab.test' },
+      options: { active: false, maxCredits: 1 },
+    });
     expect(scanReq.headers['idempotency-key']).toMatch(/^lss-/);
 
-    expect((await lssJson('scan', 'lab.test', '--profile', 'advanced', '--max-credits', '100')).doc.error.code).toBe('active_authorization_required');
-    expect((await lssJson('scan', 'elsewhere.test', '--profile', 'advanced', '--max-credits', '100', '--active')).doc.error.code).toBe('approved_target_scope_required');
+    expect((await lssJson('scan', 'lab.test', '--profile', 'advanced', '--max-credits', '100')).doc.error.code).toBe(
+      'active_authorization_required',
+    );
+    expect(
+      (await lssJson('scan', 'elsewhere.test', '--profile', 'advanced', '--max-credits', '100', '--active')).doc.error
+        .code,
+    ).toBe('approved_target_scope_required');
     const noActive = await stack.tenant({ acceptResponsibleUse: stack.h.config.RESPONSIBLE_USE_VERSION });
-    const passiveOnly = await run(process.execPath, [MAIN, '--json', 'scan', 'lab.test', '--profile', 'advanced', '--max-credits', '100', '--active'], { ...env, LSS_API_KEY: noActive.key });
+    const passiveOnly = await run(
+      process.execPath,
+      [MAIN, '--json', 'scan', 'lab.test', '--profile', 'advanced', '--max-credits', '100', '--active'],
+      { ...env, LSS_API_KEY: noActive.key },
+    );
     expect(passiveOnly.code).toBe(3);
     expect(JSON.parse(passiveOnly.stdout).error.code).toBe('active_permission_required');
     const noPolicy = await stack.tenant();
-    const authorizedWeb = await run(process.execPath, [MAIN, '--json', 'lookup', 'web', 'https://www.lab.test/', '--authorized'], { ...env, LSS_API_KEY: noPolicy.key });
+    const authorizedWeb = await run(
+      process.execPath,
+      [MAIN, '--json', 'lookup', 'web', 'https://www.lab.test/', '--authorized'],
+      { ...env, LSS_API_KEY: noPolicy.key },
+    );
     expect(authorizedWeb.code).toBe(3);
     expect(JSON.parse(authorizedWeb.stdout).error.code).toBe('responsible_use_required');
     const webReq = proxy.requests.filter((r) => r.path === '/v2/lookups/web').at(-1)!;
     expect(JSON.parse(webReq.body)).toEqual({ url: 'https://www.lab.test/', authorized: true });
 
     // Admitted, then refused at readiness: a service error, after the retries asked for.
-    const scan = await lssJson('--retries', '0', 'scan', 'lab.test', '--profile', 'quick', '--max-credits', '10', '--wait');
+    const scan = await lssJson(
+      '--retries',
+      '0',
+      'scan',
+      'lab.test',
+      '--profile',
+      'quick',
+      '--max-credits',
+      '10',
+      '--wait',
+    );
     expect(scan.code).toBe(4);
     expect(scan.doc.error).toMatchObject({ code: 'scan_profile_unavailable', status: 503, retryable: true });
     const mail = await lssJson('--retries', '1', 'lookup', 'mail', 'lab.test');
@@ -157,7 +208,9 @@ describe('lss CLI', () => {
   });
 
   it('usage errors exit 64: no key, a missing required option, an unknown command', async () => {
-    const noKey = await run(process.execPath, [MAIN, 'lookup', 'mac', 'F4:F5:E8:12:34:56'], { LSS_BASE_URL: proxy.url });
+    const noKey = await run(process.execPath, [MAIN, 'lookup', 'mac', 'F4:F5:E8:12:34:56'], {
+      LSS_BASE_URL: proxy.url,
+    });
     expect(noKey.code).toBe(64);
     expect(noKey.stderr).toContain('LSS_API_KEY');
     const noProfile = await lss('scan', 'lab.test', '--max-credits', '10');
@@ -168,7 +221,7 @@ describe('lss CLI', () => {
     expect(unknown.doc).toMatchObject({ outcome: 'usage', exitCode: 64 });
   });
 
-  it('the bin shim runs on the project\'s Node 24 when the `node` on PATH is older', async () => {
+  it("the bin shim runs on the project's Node 24 when the `node` on PATH is older", async () => {
     // npm links the bin as a symlink; the shim must find the project from its real path.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'lss-bin-'));
     try {
@@ -199,7 +252,9 @@ describe('lss CLI', () => {
       const table = out.indexOf('┌');
       expect(firstFrame, out).toBeGreaterThanOrEqual(0);
       expect(lastFrame).toBeGreaterThan(firstFrame);
-      expect(out).toMatch(/█+(\x1b\[39m)? 100% \| completed \| tasks (\d+)\/\2 \| objects \d+ \| findings \d+ \| credits 2\/2/);
+      expect(out).toMatch(
+        /█+(\x1b\[39m)? 100% \| completed \| tasks (\d+)\/\2 \| objects \d+ \| findings \d+ \| credits 2\/2/,
+      );
       expect(table).toBeGreaterThan(lastFrame);
       expect(out.slice(table)).toContain('lookup.domain.v1');
       expect(out.slice(table)).toMatch(/\x1b\[32mcompleted/); // colour on a terminal

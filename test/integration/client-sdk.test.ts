@@ -23,16 +23,29 @@ describe('client SDK against the real service', () => {
     await stack?.close();
   });
 
-  function sdk(key: string, retries: RetryEvent[] = [], opts: Partial<ConstructorParameters<typeof LssClient>[0]> = {}) {
-    return new LssClient({ apiKey: key, baseUrl: proxy.url, onRetry: (e) => retries.push(e), retry: { backoffBaseMs: 20, backoffMaxMs: 100 }, ...opts });
+  function sdk(
+    key: string,
+    retries: RetryEvent[] = [],
+    opts: Partial<ConstructorParameters<typeof LssClient>[0]> = {},
+  ) {
+    return new LssClient({
+      apiKey: key,
+      baseUrl: proxy.url,
+      onRetry: (e) => retries.push(e),
+      retry: { backoffBaseMs: 20, backoffMaxMs: 100 },
+      ...opts,
+    });
   }
-  const sent = (path: string, method = 'POST') => proxy.requests.filter((r) => r.method === method && r.path.split('?')[0] === path);
+  const sent = (path: string, method = 'POST') =>
+    proxy.requests.filter((r) => r.method === method && r.path.split('?')[0] === path);
 
   it('a write whose reply was lost is retried with the same Idempotency-Key and executes once', async () => {
     const t = await stack.tenant({ credits: 10 });
     const retries: RetryEvent[] = [];
     const before = sent('/v2/lookups/domain').length;
-    proxy.dropNextReply((r) => r.method === 'POST' && r.path === '/v2/lookups/domain' && r.headers.authorization === `Bearer ${t.key}`);
+    proxy.dropNextReply(
+      (r) => r.method === 'POST' && r.path === '/v2/lookups/domain' && r.headers.authorization === `Bearer ${t.key}`,
+    );
     const accepted = await sdk(t.key, retries).submit('domain', { value: 'lab.test' });
 
     const attempts = sent('/v2/lookups/domain').slice(before);
@@ -42,15 +55,19 @@ describe('client SDK against the real service', () => {
     expect(attempts[1]!.headers['idempotency-key']).toBe(attempts[0]!.headers['idempotency-key']);
     expect(accepted.idempotencyKey).toBe(attempts[0]!.headers['idempotency-key']);
     expect(accepted.replayed).toBe(true);
-    expect(retries).toMatchObject([{ reason: 'connection_failed', attempt: 1, idempotencyKey: accepted.idempotencyKey }]);
+    expect(retries).toMatchObject([
+      { reason: 'connection_failed', attempt: 1, idempotencyKey: accepted.idempotencyKey },
+    ]);
 
-    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(stack.h.deps.db);
+    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(
+      stack.h.deps.db,
+    );
     expect(Number(jobs.rows[0]!.n)).toBe(1);
     const b = await balance(stack.h.deps.db, t.wsId);
     expect(b.reserved + b.captured).toBe(2); // one reservation of 2 credits, not two
   });
 
-  it('a caller\'s own Idempotency-Key wins and is the one sent', async () => {
+  it("a caller's own Idempotency-Key wins and is the one sent", async () => {
     const t = await stack.tenant();
     const res = await sdk(t.key).lookup('mac', { value: 'F4:F5:E8:12:34:56' }, { idempotencyKey: 'caller-key-1' });
     expect(res.idempotencyKey).toBe('caller-key-1');
@@ -79,14 +96,15 @@ describe('client SDK against the real service', () => {
     expect(retried!.headers['idempotency-key']).toBe(refused!.headers['idempotency-key']);
   });
 
-  it('409 idempotency_request_in_progress is retried until the running request\'s reply is replayed', async () => {
+  it("409 idempotency_request_in_progress is retried until the running request's reply is replayed", async () => {
     const t = await stack.tenant();
     const key = `in-progress-${Date.now()}`;
     // partial.lab.test answers TXT and CAA never: the lookup runs for the full DNS timeout.
     const first = fetch(`${stack.url}/v2/lookups/dns`, {
-      method: 'POST', body: JSON.stringify({ value: 'partial.lab.test' }),
+      method: 'POST',
+      body: JSON.stringify({ value: 'partial.lab.test' }),
       headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'idempotency-key': key },
-    }).then(async (r) => ({ status: r.status, body: await r.json() as { requestId: string } }));
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as { requestId: string } }));
     await new Promise((r) => setTimeout(r, 300));
     const retries: RetryEvent[] = [];
     const res = await sdk(t.key, retries).lookup('dns', { value: 'partial.lab.test' }, { idempotencyKey: key });
@@ -110,7 +128,9 @@ describe('client SDK against the real service', () => {
     expect(res.lanes.find((l) => l.lane === 'record_types')?.status).toBe('partial');
 
     // Same key: the stored partial reply, which requireComplete refuses to pass off as complete.
-    const err = await client.lookup('dns', { value: 'partial.lab.test' }, { idempotencyKey: res.idempotencyKey, requireComplete: true }).catch((e: unknown) => e);
+    const err = await client
+      .lookup('dns', { value: 'partial.lab.test' }, { idempotencyKey: res.idempotencyKey, requireComplete: true })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LssPartialError);
     expect((err as LssPartialError).envelope.status).toBe('partial');
     expect((err as LssPartialError).code).toBe('partial_coverage');
@@ -164,24 +184,50 @@ describe('client SDK against the real service', () => {
     const client = sdk(t.key);
     const notFound = await client.getJob('job_00000000000000000000000000').catch((e: unknown) => e);
     expect(notFound).toBeInstanceOf(LssApiError);
-    expect(notFound).toMatchObject({ code: 'job_not_found', status: 404, retryable: false, refused: true, attempts: 1 });
+    expect(notFound).toMatchObject({
+      code: 'job_not_found',
+      status: 404,
+      retryable: false,
+      refused: true,
+      attempts: 1,
+    });
     expect((notFound as LssApiError).requestId).toMatch(/^req_/);
 
-    const budget = await client.submit('scan', { profile: 'quick', target: { type: 'domain_name', value: 'lab.test' }, options: { active: false, maxCredits: 1 } })
+    const budget = await client
+      .submit('scan', {
+        profile: 'quick',
+        target: { type: 'domain_name', value: 'lab.test' },
+        options: { active: false, maxCredits: 1 },
+      })
       .catch((e: unknown) => e);
-    expect(budget).toMatchObject({ code: 'scan_credit_budget_invalid', status: 400, details: { bounds: { min: 5, max: 100 } } });
+    expect(budget).toMatchObject({
+      code: 'scan_credit_budget_invalid',
+      status: 400,
+      details: { bounds: { min: 5, max: 100 } },
+    });
 
     // Mail is not built yet: a retryable 503, retried, then handed to the caller.
     const retries: RetryEvent[] = [];
-    const unavailable = await sdk(t.key, retries, { retry: { maxRetries: 1, backoffBaseMs: 10, backoffMaxMs: 10 } }).submit('mail', { value: 'lab.test' })
+    const unavailable = await sdk(t.key, retries, { retry: { maxRetries: 1, backoffBaseMs: 10, backoffMaxMs: 10 } })
+      .submit('mail', { value: 'lab.test' })
       .catch((e: unknown) => e);
-    expect(unavailable).toMatchObject({ code: 'capability_unavailable', status: 503, retryable: true, refused: false, attempts: 2 });
+    expect(unavailable).toMatchObject({
+      code: 'capability_unavailable',
+      status: 503,
+      retryable: true,
+      refused: false,
+      attempts: 2,
+    });
     expect(retries).toHaveLength(1);
   });
 
   it('no reply at all is a transport error after the bounded retries', async () => {
     const port = await freePort();
-    const client = new LssClient({ apiKey: 'lsk_unused', baseUrl: `http://127.0.0.1:${port}`, retry: { maxRetries: 2, backoffBaseMs: 5, backoffMaxMs: 10 } });
+    const client = new LssClient({
+      apiKey: 'lsk_unused',
+      baseUrl: `http://127.0.0.1:${port}`,
+      retry: { maxRetries: 2, backoffBaseMs: 5, backoffMaxMs: 10 },
+    });
     const err = await client.products().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LssTransportError);
     expect(err).toMatchObject({ code: 'connection_failed', status: 0, retryable: true, attempts: 3 });

@@ -24,7 +24,10 @@ import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 
 const DOMAIN = '/v2/lookups/domain';
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 const NAMES = ['lab.test', 'lab-expired.test', 'lab-expiring.test', 'lab-signed.test', 'lab-missing.test'];
 
 let dns: LabDns;
@@ -40,7 +43,10 @@ async function funded(credits: number, opts: { monthlyLimit?: number } = {}): Pr
   const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
   if (credits > 0) await grantCredits(h.deps.db, wsId, credits, `grant:test:${t.workspaceId}`);
   if (opts.monthlyLimit === undefined) return { ...t, wsId };
-  const key = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: t.workspaceId, monthlyCreditLimit: opts.monthlyLimit });
+  const key = await createKey(h.deps.db, h.config.KEY_PEPPER, {
+    workspace: t.workspaceId,
+    monthlyCreditLimit: opts.monthlyLimit,
+  });
   return { ...t, key: key.key, keyId: key.keyId, wsId };
 }
 
@@ -54,17 +60,39 @@ async function pollTerminal(key: string, jobRef: string, timeoutMs = 30_000) {
   }
 }
 
-const warn503 = () => logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 40 && l.msg === 'request answered 503');
+const warn503 = () =>
+  logLines
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.level === 40 && l.msg === 'request answered 503');
 
 beforeAll(async () => {
   dns = await startLabDns({ zones: [...labZones, ...domainZones] });
   rdap = await startLabRdap();
-  h = await startHarness({ DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '500', RDAP_BASE_URL: rdap.baseUrl, ALLOW_PRIVATE_TARGETS: LAB_ALLOW });
-  const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb(); } });
+  h = await startHarness({
+    DNS_SERVERS: dns.address,
+    DNS_TIMEOUT_MS: '500',
+    RDAP_BASE_URL: rdap.baseUrl,
+    ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
+  });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logLines.push(String(chunk));
+      cb();
+    },
+  });
   app = createApp({ ...h.deps, log: pino({ level: 'info' }, sink) });
   const log = pino({ level: 'silent' });
-  orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
-  worker = await startLaneWorker('domain', { config: h.config, log, blockMs: 200, settings: { LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 } });
+  orchestrator = await startOrchestrator({
+    config: h.config,
+    log,
+    timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+  });
+  worker = await startLaneWorker('domain', {
+    config: h.config,
+    log,
+    blockMs: 200,
+    settings: { LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 },
+  });
   await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
 });
 
@@ -79,13 +107,23 @@ describe('concurrency without 503s or stalls', () => {
   it('50 concurrent paid requests on a key with a monthly limit: the ones that fit are accepted, the rest refused, never a 503', async () => {
     // Price 2 each: a monthly limit of 40 admits exactly 20 of 50 (credits are plentiful).
     const t = await funded(1000, { monthlyLimit: 40 });
-    const replies = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-      client(app, t.key).post(DOMAIN, { value: NAMES[i % NAMES.length] })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => client(app, t.key).post(DOMAIN, { value: NAMES[i % NAMES.length] })),
+    );
     const statuses = replies.map((r) => r.status);
-    expect(statuses.filter((s) => s >= 500), JSON.stringify(replies.filter((r) => r.status >= 500).map((r) => r.body))).toEqual([]);
+    expect(
+      statuses.filter((s) => s >= 500),
+      JSON.stringify(replies.filter((r) => r.status >= 500).map((r) => r.body)),
+    ).toEqual([]);
     expect(statuses.filter((s) => s === 202)).toHaveLength(20);
-    expect(replies.filter((r) => r.status === 402).every((r) => r.body.error.code === 'monthly_credit_limit_exceeded')).toBe(true);
-    const used = await sql<{ amount: number }>`SELECT amount FROM key_month_usage WHERE api_key_id = (SELECT id FROM api_keys WHERE public_id = ${t.keyId})`.execute(h.deps.db);
+    expect(
+      replies.filter((r) => r.status === 402).every((r) => r.body.error.code === 'monthly_credit_limit_exceeded'),
+    ).toBe(true);
+    const used = await sql<{
+      amount: number;
+    }>`SELECT amount FROM key_month_usage WHERE api_key_id = (SELECT id FROM api_keys WHERE public_id = ${t.keyId})`.execute(
+      h.deps.db,
+    );
     expect(Number(used.rows[0]!.amount)).toBeLessThanOrEqual(40);
     for (const r of replies.filter((x) => x.status === 202)) await pollTerminal(t.key, r.body.jobRef);
     const b = await balance(h.deps.db, t.wsId);
@@ -95,7 +133,9 @@ describe('concurrency without 503s or stalls', () => {
   it('50 concurrent domain jobs: every task runs once and every job ends promptly', async () => {
     const t = await funded(1000);
     const started = Date.now();
-    const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => client(app, t.key).post(DOMAIN, { value: NAMES[i % NAMES.length] })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => client(app, t.key).post(DOMAIN, { value: NAMES[i % NAMES.length] })),
+    );
     expect(replies.map((r) => r.status).filter((s) => s !== 202)).toEqual([]);
     const done = await Promise.all(replies.map((r) => pollTerminal(t.key, r.body.jobRef)));
     const elapsed = Date.now() - started;
@@ -113,7 +153,11 @@ describe('concurrency without 503s or stalls', () => {
     const bodies: unknown[] = [];
     // Waves of requests while earlier waves' jobs are captured and released.
     for (let wave = 0; wave < 6; wave++) {
-      const replies = await Promise.all(Array.from({ length: 15 }, (_, i) => client(app, t.key).post(DOMAIN, { value: NAMES[(wave + i) % NAMES.length] })));
+      const replies = await Promise.all(
+        Array.from({ length: 15 }, (_, i) =>
+          client(app, t.key).post(DOMAIN, { value: NAMES[(wave + i) % NAMES.length] }),
+        ),
+      );
       for (const r of replies) {
         statuses.push(r.status);
         if (r.status >= 500) bodies.push(r.body);
@@ -136,8 +180,17 @@ describe('concurrency without 503s or stalls', () => {
     const lines = warn503().slice(before);
     expect(lines.length).toBeGreaterThan(0);
     const line = lines.at(-1)!;
-    expect(line).toMatchObject({ status: 503, code: 'capability_unavailable', step: 'readiness', requestId: res.headers['x-request-id'] });
+    expect(line).toMatchObject({
+      status: 503,
+      code: 'capability_unavailable',
+      step: 'readiness',
+      requestId: res.headers['x-request-id'],
+    });
     expect(String(line.cause)).toMatch(/orchestrator|lane/);
-    orchestrator = await startOrchestrator({ config: h.config, log: pino({ level: 'silent' }), timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+    orchestrator = await startOrchestrator({
+      config: h.config,
+      log: pino({ level: 'silent' }),
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
   });
 });

@@ -18,12 +18,20 @@ async function principalFor(h: Harness, key: string): Promise<Principal> {
 
 /** Reads the balance and the entries in ONE consistent snapshot (a read-only repeatable-read trx). */
 async function invariant(h: Harness, workspaceId: number) {
-  const { b, sums } = await h.deps.db.transaction().setIsolationLevel('repeatable read').execute(async (trx) => {
-    await sql`SELECT 1 FROM credit_accounts WHERE workspace_id = ${workspaceId}`.execute(trx); // opens the snapshot
-    const bal = await balance(trx, workspaceId);
-    const s = await sql<{ kind: string; total: string }>`SELECT kind, SUM(amount) AS total FROM credit_entries WHERE workspace_id = ${workspaceId} GROUP BY kind`.execute(trx);
-    return { b: bal, sums: s };
-  });
+  const { b, sums } = await h.deps.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      await sql`SELECT 1 FROM credit_accounts WHERE workspace_id = ${workspaceId}`.execute(trx); // opens the snapshot
+      const bal = await balance(trx, workspaceId);
+      const s = await sql<{
+        kind: string;
+        total: string;
+      }>`SELECT kind, SUM(amount) AS total FROM credit_entries WHERE workspace_id = ${workspaceId} GROUP BY kind`.execute(
+        trx,
+      );
+      return { b: bal, sums: s };
+    });
   const s = Object.fromEntries(sums.rows.map((r) => [r.kind, Number(r.total)]));
   const grant = s.grant ?? 0;
   const reserveOpen = (s.reserve ?? 0) - (s.capture ?? 0) - (s.release ?? 0);
@@ -32,8 +40,16 @@ async function invariant(h: Harness, workspaceId: number) {
 
 function accept(h: Harness, p: Principal, price: number, i: number) {
   return acceptJob(h.deps.db, {
-    principal: p, product: 'test.product.v1', target: { type: 'domain_name', value: `t${i}.example` }, profile: null,
-    input: { i }, price, deadlineMs: 60_000, requestId: `req_test_${i}`, claim: undefined, ttlHours: 24,
+    principal: p,
+    product: 'test.product.v1',
+    target: { type: 'domain_name', value: `t${i}.example` },
+    profile: null,
+    input: { i },
+    price,
+    deadlineMs: 60_000,
+    requestId: `req_test_${i}`,
+    claim: undefined,
+    ttlHours: 24,
   });
 }
 
@@ -57,8 +73,14 @@ describe('credit ledger', () => {
       while (sampling) {
         const v = await invariant(h, wsId);
         samples++;
-        if (v.b.granted !== v.b.available + v.b.reserved + v.b.captured || v.b.available < 0
-          || v.grant !== v.b.granted || v.reserveOpen !== v.b.reserved || v.captured !== v.b.captured) violations.push(v);
+        if (
+          v.b.granted !== v.b.available + v.b.reserved + v.b.captured ||
+          v.b.available < 0 ||
+          v.grant !== v.b.granted ||
+          v.reserveOpen !== v.b.reserved ||
+          v.captured !== v.b.captured
+        )
+          violations.push(v);
       }
     })();
     const results = await Promise.allSettled(Array.from({ length: 200 }, (_, i) => accept(h, p, 1, i)));
@@ -73,7 +95,11 @@ describe('credit ledger', () => {
     expect(samples).toBeGreaterThan(0);
     const end = await invariant(h, wsId);
     expect(end.b).toEqual({ granted: 50, reserved: 50, captured: 0, available: 0 });
-    const jobs = await h.deps.db.selectFrom('jobs').select(sql<number>`COUNT(*)`.as('n')).where('workspace_id', '=', wsId).executeTakeFirstOrThrow();
+    const jobs = await h.deps.db
+      .selectFrom('jobs')
+      .select(sql<number>`COUNT(*)`.as('n'))
+      .where('workspace_id', '=', wsId)
+      .executeTakeFirstOrThrow();
     expect(Number(jobs.n)).toBe(50);
   });
 
@@ -84,14 +110,19 @@ describe('credit ledger', () => {
     const p = await principalFor(h, t.key);
     const job = await accept(h, p, 10, 1);
 
-    const cap = (taskId: number, amount: number) => h.deps.db.transaction().execute((trx) => captureTask(trx, { workspaceId: wsId, jobId: job.jobId, taskId, amount }));
+    const cap = (taskId: number, amount: number) =>
+      h.deps.db
+        .transaction()
+        .execute((trx) => captureTask(trx, { workspaceId: wsId, jobId: job.jobId, taskId, amount }));
     expect(await cap(1, 3)).toBe(3);
     expect(await cap(1, 3)).toBe(0); // redelivered result: no second capture
     const parallel = await Promise.all([cap(2, 4), cap(2, 4), cap(2, 4)]);
     expect(parallel.reduce((a, b) => a + b, 0)).toBe(4);
     expect(await cap(3, 50)).toBe(3); // clamped to what remains of the reservation
 
-    const releases = await Promise.all([1, 2, 3].map(() => h.deps.db.transaction().execute((trx) => releaseRemainder(trx, job.jobId))));
+    const releases = await Promise.all(
+      [1, 2, 3].map(() => h.deps.db.transaction().execute((trx) => releaseRemainder(trx, job.jobId))),
+    );
     expect(releases.filter(Boolean)).toEqual([{ reserved: 10, captured: 10, released: 0 }]);
     const b = await balance(h.deps.db, wsId);
     expect(b).toEqual({ granted: 100, reserved: 0, captured: 10, available: 90 });
@@ -102,31 +133,45 @@ describe('credit ledger', () => {
     const t = await createTenant(h);
     const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
     await grantCredits(h.deps.db, wsId, 100, `grant:test:${t.workspaceId}`);
-    const limited = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: t.workspaceId, monthlyCreditLimit: 10 });
+    const limited = await createKey(h.deps.db, h.config.KEY_PEPPER, {
+      workspace: t.workspaceId,
+      monthlyCreditLimit: 10,
+    });
     const p = await principalFor(h, limited.key);
 
     const a = await accept(h, p, 4, 1);
     await accept(h, p, 4, 2);
     await expect(accept(h, p, 4, 3)).rejects.toMatchObject({ code: 'monthly_credit_limit_exceeded' });
-    await h.deps.db.transaction().execute((trx) => captureTask(trx, { workspaceId: wsId, jobId: a.jobId, taskId: 1, amount: 1 }));
+    await h.deps.db
+      .transaction()
+      .execute((trx) => captureTask(trx, { workspaceId: wsId, jobId: a.jobId, taskId: 1, amount: 1 }));
     await h.deps.db.transaction().execute((trx) => releaseRemainder(trx, a.jobId));
     // 3 credits of job a came back to the key's month: 1 + 4 used, so a 4-credit job fits again.
     await expect(accept(h, p, 4, 4)).resolves.toMatchObject({ status: 202 });
-    const entries = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries WHERE job_id = ${a.jobId} AND kind = 'release'`.execute(h.deps.db);
+    const entries = await sql<{
+      n: number;
+    }>`SELECT COUNT(*) AS n FROM credit_entries WHERE job_id = ${a.jobId} AND kind = 'release'`.execute(h.deps.db);
     expect(Number(entries.rows[0]!.n)).toBe(1);
   });
 
   it('checks the monthly ceiling before the balance, and a refusal leaves no job or entry behind', async () => {
     const t = await createTenant(h);
     const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
-    const limited = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: t.workspaceId, monthlyCreditLimit: 2 });
+    const limited = await createKey(h.deps.db, h.config.KEY_PEPPER, {
+      workspace: t.workspaceId,
+      monthlyCreditLimit: 2,
+    });
     const p = await principalFor(h, limited.key);
     await expect(accept(h, p, 5, 1)).rejects.toMatchObject({ code: 'monthly_credit_limit_exceeded' });
     const p2 = await principalFor(h, t.key);
     await expect(accept(h, p2, 5, 2)).rejects.toMatchObject({ code: 'insufficient_credits' });
     const jobs = await h.deps.db.selectFrom('jobs').select('id').where('workspace_id', '=', wsId).execute();
     expect(jobs).toEqual([]);
-    const entries = await h.deps.db.selectFrom('credit_entries').select('id').where('workspace_id', '=', wsId).execute();
+    const entries = await h.deps.db
+      .selectFrom('credit_entries')
+      .select('id')
+      .where('workspace_id', '=', wsId)
+      .execute();
     expect(entries).toEqual([]);
   });
 });

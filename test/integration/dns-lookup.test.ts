@@ -43,7 +43,11 @@ describe('POST /v2/lookups/dns', () => {
 
   it('answers 503 capability_unavailable when no type gets any reply, and stores no idempotency record', async () => {
     const key = 'dns-timeout-1';
-    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'timeout.lab.test' }, { 'Idempotency-Key': key });
+    const res = await client(h.app, t.key).post(
+      '/v2/lookups/dns',
+      { value: 'timeout.lab.test' },
+      { 'Idempotency-Key': key },
+    );
     expect(res.status).toBe(503);
     expect(res.body.error.code).toBe('capability_unavailable');
     const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
@@ -51,8 +55,12 @@ describe('POST /v2/lookups/dns', () => {
   });
 
   it.each([
-    [{ value: `${'a'.repeat(64)}.lab.test` }], [{ value: `${'abcdefghi.'.repeat(26)}com` }], [{ value: '' }], [{ value: 42 }],
-    [{ value: 'bad_label!.lab.test' }], [{ value: '192.0.2.1' }],
+    [{ value: `${'a'.repeat(64)}.lab.test` }],
+    [{ value: `${'abcdefghi.'.repeat(26)}com` }],
+    [{ value: '' }],
+    [{ value: 42 }],
+    [{ value: 'bad_label!.lab.test' }],
+    [{ value: '192.0.2.1' }],
   ])('rejects %j with invalid_request on value', async (body) => {
     const res = await client(h.app, t.key).post('/v2/lookups/dns', body);
     expect(res.status).toBe(400);

@@ -19,7 +19,10 @@ import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 
 const DOMAIN = '/v2/lookups/domain';
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 
 describe('lookup.domain.v1 as a job', () => {
   let dns: LabDns;
@@ -35,10 +38,18 @@ describe('lookup.domain.v1 as a job', () => {
     dns = await startLabDns({ zones: [...labZones, ...domainZones] });
     rdap = await startLabRdap();
     h = await startHarness({
-      DNS_SERVERS: dns.address, DNS_TIMEOUT_MS: '500', RDAP_BASE_URL: rdap.baseUrl, ALLOW_PRIVATE_TARGETS: '127.0.0.0/8', CANCEL_GRACE_MS: '1000',
+      DNS_SERVERS: dns.address,
+      DNS_TIMEOUT_MS: '500',
+      RDAP_BASE_URL: rdap.baseUrl,
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+      CANCEL_GRACE_MS: '1000',
     });
     const log = pino({ level: 'silent' });
-    orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+    orchestrator = await startOrchestrator({
+      config: h.config,
+      log,
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
     worker = await startLaneWorker('domain', { config: h.config, log, blockMs: 200 });
     await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
   });
@@ -61,7 +72,12 @@ describe('lookup.domain.v1 as a job', () => {
     const key = idemKey();
     const accepted = await client(h.app, t.key).post(DOMAIN, { value: 'lab.test' }, { 'Idempotency-Key': key });
     expect(accepted.status).toBe(202);
-    expect(accepted.body).toMatchObject({ product: 'lookup.domain.v1', status: 'queued', terminal: false, target: { type: 'domain_name', value: 'lab.test' } });
+    expect(accepted.body).toMatchObject({
+      product: 'lookup.domain.v1',
+      status: 'queued',
+      terminal: false,
+      target: { type: 'domain_name', value: 'lab.test' },
+    });
     expect(accepted.body.jobRef).toMatch(/^job_[0-9A-Z]{26}$/);
     expect(await balance(h.deps.db, t.wsId)).toMatchObject({ reserved: 2, available: 8 });
 
@@ -132,16 +148,25 @@ describe('lookup.domain.v1 as a job', () => {
     const t = await fundedTenant(100); // 50 jobs of 2 credits
     const server = http.createServer(h.app).listen(0);
     try {
-      const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => supertest(server).post(DOMAIN)
-        .set('Authorization', `Bearer ${t.key}`).set('Idempotency-Key', `conc-${i}`).send({ value: 'lab.test' })
-        .then((r) => {
-          assertMatchesContract('post', DOMAIN, r);
-          return r;
-        })));
+      const replies = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          supertest(server)
+            .post(DOMAIN)
+            .set('Authorization', `Bearer ${t.key}`)
+            .set('Idempotency-Key', `conc-${i}`)
+            .send({ value: 'lab.test' })
+            .then((r) => {
+              assertMatchesContract('post', DOMAIN, r);
+              return r;
+            }),
+        ),
+      );
       const statuses = replies.map((r) => r.status);
       expect(statuses.filter((s) => s === 202)).toHaveLength(50);
       expect(statuses.filter((s) => s === 402)).toHaveLength(150);
-      const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(h.deps.db);
+      const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(
+        h.deps.db,
+      );
       expect(Number(jobs.rows[0]!.n)).toBe(50);
       const b = await balance(h.deps.db, t.wsId);
       expect(b.granted).toBe(b.available + b.reserved + b.captured);
@@ -165,7 +190,9 @@ describe('lookup.domain.v1 as a job', () => {
     expect(c2.status).toBe(202);
     expect(c2.body.status).toBe('cancelled');
     expect(c2.body.completedAt).toBe(done.body.completedAt);
-    const releases = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries WHERE workspace_id = ${t.wsId} AND kind = 'release'`.execute(h.deps.db);
+    const releases = await sql<{
+      n: number;
+    }>`SELECT COUNT(*) AS n FROM credit_entries WHERE workspace_id = ${t.wsId} AND kind = 'release'`.execute(h.deps.db);
     expect(Number(releases.rows[0]!.n)).toBeLessThanOrEqual(1);
     const b = await balance(h.deps.db, t.wsId);
     expect(b.reserved).toBe(0);

@@ -16,7 +16,14 @@ import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import {
-  createScratchDatabase, freePort, ProcessGroup, startPrivateRedis, until, type PrivateRedis, type Proc, type ScratchDatabase,
+  createScratchDatabase,
+  freePort,
+  ProcessGroup,
+  startPrivateRedis,
+  until,
+  type PrivateRedis,
+  type Proc,
+  type ScratchDatabase,
 } from '../helpers/processes.ts';
 import { hasRedis } from '../helpers/redis.ts';
 import { expectBalancedWorkspace, expectSettledJob } from '../helpers/ledger.ts';
@@ -31,7 +38,10 @@ import { generateApiKey } from '../../src/auth/api-key.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 
 const DOMAIN = '/v2/lookups/domain';
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 const OPEN = ['pending', 'running'];
 
 const procs = new ProcessGroup();
@@ -40,7 +50,8 @@ let labRdap: LabRdap;
 let rdap: GatedRdap;
 
 beforeAll(async () => {
-  if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis())
+    throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
   dns = await startLabDns({ zones: [...labZones, ...domainZones] });
   labRdap = await startLabRdap();
   rdap = await startGatedRdap(labRdap.baseUrl);
@@ -92,10 +103,17 @@ async function startGatedRdap(upstream: string): Promise<GatedRdap> {
         });
         if (res.destroyed || req.socket.destroyed) return;
       }
-      const up = await fetch(new URL(path.slice(1), upstream), { redirect: 'manual', signal: AbortSignal.timeout(5000) });
+      const up = await fetch(new URL(path.slice(1), upstream), {
+        redirect: 'manual',
+        signal: AbortSignal.timeout(5000),
+      });
       const body = Buffer.from(await up.arrayBuffer());
       const location = up.headers.get('location');
-      res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json', 'content-length': body.length, ...(location ? { location } : {}) });
+      res.writeHead(up.status, {
+        'content-type': up.headers.get('content-type') ?? 'application/json',
+        'content-length': body.length,
+        ...(location ? { location } : {}),
+      });
       res.end(body);
     })().catch(() => res.destroy());
   });
@@ -126,7 +144,10 @@ async function startGatedRdap(upstream: string): Promise<GatedRdap> {
 }
 
 /** What every process of a group gets: its database, its Redis, the labs, short visibility. */
-function groupEnv(databaseUrl: string, redis: { env?: Record<string, string | undefined>; prefix: string }): Record<string, string | undefined> {
+function groupEnv(
+  databaseUrl: string,
+  redis: { env?: Record<string, string | undefined>; prefix: string },
+): Record<string, string | undefined> {
   return {
     DATABASE_URL: databaseUrl,
     ...redis.env,
@@ -149,10 +170,14 @@ function redisPrefix(tag: string): string {
 async function laneAlive(h: Harness, timeoutMs = 20_000): Promise<void> {
   const health = h.deps.runtime.services.laneHealth as LaneHealth;
   // The domain product is available once its lane worker and the orchestrator both heartbeat.
-  await until('the domain lane and orchestrator heartbeats', async () => {
-    await health.refresh();
-    return health.alive('domain') && health.alive('orchestrator');
-  }, timeoutMs);
+  await until(
+    'the domain lane and orchestrator heartbeats',
+    async () => {
+      await health.refresh();
+      return health.alive('domain') && health.alive('orchestrator');
+    },
+    timeoutMs,
+  );
 }
 
 async function fundedTenant(h: Harness, credits: number) {
@@ -167,16 +192,25 @@ async function jobRow(h: Harness, jobRef: string) {
 }
 
 async function tasksOf(h: Harness, jobId: number) {
-  const rows = await h.deps.db.selectFrom('tasks').select(['id', 'check_name', 'object_key', 'status', 'reason', 'attempts', 'applied_at'])
-    .where('job_id', '=', jobId).orderBy('id').execute();
+  const rows = await h.deps.db
+    .selectFrom('tasks')
+    .select(['id', 'check_name', 'object_key', 'status', 'reason', 'attempts', 'applied_at'])
+    .where('job_id', '=', jobId)
+    .orderBy('id')
+    .execute();
   return Object.fromEntries(rows.map((r) => [r.check_name.replace(/^domain\./, ''), r]));
 }
 
 async function pollTerminal(h: Harness, key: string, jobRef: string, timeoutMs: number) {
-  return until(`job ${jobRef} terminal`, async () => {
-    const res = await client(h.app, key).get(`/v2/jobs/${jobRef}`);
-    return res.status === 200 && res.body.terminal === true ? res : null;
-  }, timeoutMs, 200).catch((err: Error) => {
+  return until(
+    `job ${jobRef} terminal`,
+    async () => {
+      const res = await client(h.app, key).get(`/v2/jobs/${jobRef}`);
+      return res.status === 200 && res.body.terminal === true ? res : null;
+    },
+    timeoutMs,
+    200,
+  ).catch((err: Error) => {
     throw new Error(`${err.message}\n${procs.report()}`);
   });
 }
@@ -221,12 +255,20 @@ describe('a lane worker killed mid-task; a crash between commit and XADD', () =>
     const jobRef: string = accepted.body.jobRef;
     const job = await until('the job row', () => jobRow(h, jobRef));
     // The registration task is running (claimed, its RDAP query in flight); the others are done.
-    const before = await until('registration running, delegation and records finished', async () => {
-      const tasks = await tasksOf(h, job.id);
-      const ok = rdap.waiting(name) === 1 && tasks.registration?.status === 'running'
-        && !OPEN.includes(tasks.delegation?.status ?? 'pending') && !OPEN.includes(tasks.records?.status ?? 'pending');
-      return ok ? tasks : null;
-    }, 15_000, 50);
+    const before = await until(
+      'registration running, delegation and records finished',
+      async () => {
+        const tasks = await tasksOf(h, job.id);
+        const ok =
+          rdap.waiting(name) === 1 &&
+          tasks.registration?.status === 'running' &&
+          !OPEN.includes(tasks.delegation?.status ?? 'pending') &&
+          !OPEN.includes(tasks.records?.status ?? 'pending');
+        return ok ? tasks : null;
+      },
+      15_000,
+      50,
+    );
     expect(before.registration!.attempts).toBe(1);
     expect(await worker.stop('SIGKILL')).toBe(137);
     await until('the held RDAP query dropped with its worker', async () => rdap.waiting(name) === 0, 5000, 20);
@@ -262,7 +304,8 @@ describe('a lane worker killed mid-task; a crash between commit and XADD', () =>
     expect(accepted.status).toBe(202);
     const jobRef: string = accepted.body.jobRef;
     const job = await jobRow(h, jobRef);
-    const outbox = () => h.deps.db.selectFrom('outbox').select(['topic', 'published_at']).where('job_id', '=', job.id).execute();
+    const outbox = () =>
+      h.deps.db.selectFrom('outbox').select(['topic', 'published_at']).where('job_id', '=', job.id).execute();
     // Committed (job, reservation, outbox row), never published.
     expect(job.status).toBe('queued');
     expect(await outbox()).toEqual([{ topic: 'plan', published_at: null }]);
@@ -309,11 +352,20 @@ describe('Redis restarted empty mid-run (a private redis-server, or a private cl
     const jobRef: string = accepted.body.jobRef;
     const job = await until('the job row', () => jobRow(h, jobRef));
     // Delegation done, registration running (held at the RDAP gate), records queued behind it.
-    await until('registration running, records queued', async () => {
-      const tasks = await tasksOf(h, job.id);
-      return rdap.waiting(name) === 1 && tasks.registration?.status === 'running' && tasks.records?.status === 'pending'
-        && !OPEN.includes(tasks.delegation?.status ?? 'pending');
-    }, 15_000, 50);
+    await until(
+      'registration running, records queued',
+      async () => {
+        const tasks = await tasksOf(h, job.id);
+        return (
+          rdap.waiting(name) === 1 &&
+          tasks.registration?.status === 'running' &&
+          tasks.records?.status === 'pending' &&
+          !OPEN.includes(tasks.delegation?.status ?? 'pending')
+        );
+      },
+      15_000,
+      50,
+    );
 
     await redis.kill();
     expect(await redis.down()).toBe(true);
@@ -339,10 +391,15 @@ describe('Redis restarted empty mid-run (a private redis-server, or a private cl
 
     // The running task finishes while Redis is down: its outcome is in MySQL, its notice is lost.
     rdap.release(name);
-    await until('registration finished in MySQL', async () => {
-      const tasks = await tasksOf(h, job.id);
-      return !OPEN.includes(tasks.registration!.status) && tasks.registration!.applied_at === null;
-    }, 10_000, 50);
+    await until(
+      'registration finished in MySQL',
+      async () => {
+        const tasks = await tasksOf(h, job.id);
+        return !OPEN.includes(tasks.registration!.status) && tasks.registration!.applied_at === null;
+      },
+      10_000,
+      50,
+    );
     // A real outage for every process (reads, heartbeats, tick locks fail), answered 503 throughout.
     while (Date.now() - downSince < 3000) {
       await expect503();
@@ -357,16 +414,22 @@ describe('Redis restarted empty mid-run (a private redis-server, or a private cl
     expect(done.body.status).toBe('completed');
     expect(done.body.result.result.registration).toMatchObject({ registered: true });
     const tasks = await tasksOf(h, job.id);
-    for (const k of ['delegation', 'registration', 'records']) expect(tasks[k]).toMatchObject({ status: 'completed', attempts: 1 });
+    for (const k of ['delegation', 'registration', 'records'])
+      expect(tasks[k]).toMatchObject({ status: 'completed', attempts: 1 });
     expect(await expectSettledLedger(h, t.wsId, job.id)).toEqual({ captured: 2, released: 0 });
 
     // Normal answers again, from every process: they survived the outage.
     expect(orchestrator.running() && worker.running()).toBe(true);
-    const again = await until('a lookup accepted again', async () => {
-      const res = await client(h.app, t.key).post(DOMAIN, { value: rdapNames.registered });
-      expect([202, 503]).toContain(res.status); // 503 capability_unavailable until the lane's next heartbeat
-      return res.status === 202 ? res : null;
-    }, 15_000, 250);
+    const again = await until(
+      'a lookup accepted again',
+      async () => {
+        const res = await client(h.app, t.key).post(DOMAIN, { value: rdapNames.registered });
+        expect([202, 503]).toContain(res.status); // 503 capability_unavailable until the lane's next heartbeat
+        return res.status === 202 ? res : null;
+      },
+      15_000,
+      250,
+    );
     expect(again.body.status).toBe('queued');
     const ready = await supertest(h.app).get('/readyz');
     expect(ready.status).toBe(200);
@@ -378,7 +441,10 @@ describe('one Redis node lost under a running service (the only one, or one mast
   let redis: PrivateRedis;
   let h: Harness;
   const MAC = { path: '/v2/lookups/mac', body: { value: 'F4:F5:E8:12:34:56' } };
-  const limits = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+  const limits = {
+    app: { perMinute: 100_000, burst: 10_000 },
+    products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+  };
 
   beforeAll(async () => {
     redis = await startPrivateRedis(procs);
@@ -409,10 +475,15 @@ describe('one Redis node lost under a running service (the only one, or one mast
     }
     expect(statuses.get(503)).toBeGreaterThan(0);
     await redis.revive();
-    await until('every application answered again', async () => {
-      const replies = await Promise.all(tenants.map((t) => client(h.app, t.key).post(MAC.path, MAC.body)));
-      return replies.every((r) => r.status === 200);
-    }, 20_000, 250);
+    await until(
+      'every application answered again',
+      async () => {
+        const replies = await Promise.all(tenants.map((t) => client(h.app, t.key).post(MAC.path, MAC.body)));
+        return replies.every((r) => r.status === 200);
+      },
+      20_000,
+      250,
+    );
   }, 45_000);
 });
 
@@ -421,7 +492,10 @@ describe('MySQL unreachable', () => {
 
   beforeAll(async () => {
     const port = await freePort(); // nothing listens there
-    h = await startHarness({ DATABASE_URL: `mysql://root@127.0.0.1:${port}/lss_unreachable`, REDIS_KEY_PREFIX: redisPrefix('faults-nodb') });
+    h = await startHarness({
+      DATABASE_URL: `mysql://root@127.0.0.1:${port}/lss_unreachable`,
+      REDIS_KEY_PREFIX: redisPrefix('faults-nodb'),
+    });
   });
 
   afterAll(async () => {

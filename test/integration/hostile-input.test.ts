@@ -35,8 +35,18 @@ const logLines: string[] = [];
 
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h, { limits: { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } } } });
-  const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb(); } });
+  t = await createTenant(h, {
+    limits: {
+      app: { perMinute: 100_000, burst: 10_000 },
+      products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+    },
+  });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logLines.push(String(chunk));
+      cb();
+    },
+  });
   const log = pino({ level: 'info' }, sink);
   server = createHttpServer(createApp({ ...h.deps, log }), log, { requestTimeoutMs: 2000, headersTimeoutMs: 2000 });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -52,7 +62,9 @@ afterAll(async () => {
 const auth = () => `Authorization: Bearer ${t.key}\r\n`;
 const post = (path: string, body: string | Buffer, extra = '') =>
   Buffer.concat([
-    Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth()}Idempotency-Key: ${idemKey()}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n`),
+    Buffer.from(
+      `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth()}Idempotency-Key: ${idemKey()}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n`,
+    ),
     Buffer.isBuffer(body) ? body : Buffer.from(body),
   ]);
 
@@ -74,9 +86,21 @@ describe('bodies the JSON parser accepts but the service must bound', () => {
 
 describe('Content-Encoding', () => {
   it('gzip that is not gzip is invalid_request; an unknown or odd coding is unsupported_media_type', async () => {
-    expectEnvelope(await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: gzip\r\n')), 400, 'invalid_request');
-    expectEnvelope(await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: x-unknown\r\n')), 415, 'unsupported_media_type');
-    expectEnvelope(await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: gzip, br, zstd\r\n')), 415, 'unsupported_media_type');
+    expectEnvelope(
+      await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: gzip\r\n')),
+      400,
+      'invalid_request',
+    );
+    expectEnvelope(
+      await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: x-unknown\r\n')),
+      415,
+      'unsupported_media_type',
+    );
+    expectEnvelope(
+      await raw(port, post('/v2/lookups/mac', '{"value":"00:00:00:00:00:00"}', 'Content-Encoding: gzip, br, zstd\r\n')),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('real gzip (any case) is accepted; a gzip bomb is payload_too_large', async () => {
@@ -84,24 +108,33 @@ describe('Content-Encoding', () => {
     const ok = await raw(port, post('/v2/lookups/mac', body, 'Content-Encoding: GZIP\r\n'));
     expect(ok.status).toBe(200);
     const bomb = zlib.gzipSync(Buffer.from(`{"value":"${'0'.repeat(2_000_000)}"}`));
-    expectEnvelope(await raw(port, post('/v2/lookups/mac', bomb, 'Content-Encoding: gzip\r\n')), 413, 'payload_too_large');
+    expectEnvelope(
+      await raw(port, post('/v2/lookups/mac', bomb, 'Content-Encoding: gzip\r\n')),
+      413,
+      'payload_too_large',
+    );
   });
 });
 
 describe('malformed percent-encoding in path parameters follows the admission order', () => {
   const forms = ['%ZZ', '%E2%82', '%C0%AE', '%u002e', '%', 'job_%FF'];
-  const routes = (ref: string) => [
-    ['GET', `/v2/jobs/${ref}`, 'job_not_found'],
-    ['GET', `/v2/jobs/${ref}/results`, 'job_not_found'],
-    ['GET', `/v2/jobs/${ref}/findings`, 'job_not_found'],
-    ['GET', `/v2/jobs/job_00000000000000000000000000/objects/${ref}`, 'job_not_found'],
-    ['POST', `/v2/jobs/${ref}/cancel`, 'job_not_found'],
-  ] as const;
+  const routes = (ref: string) =>
+    [
+      ['GET', `/v2/jobs/${ref}`, 'job_not_found'],
+      ['GET', `/v2/jobs/${ref}/results`, 'job_not_found'],
+      ['GET', `/v2/jobs/${ref}/findings`, 'job_not_found'],
+      ['GET', `/v2/jobs/job_00000000000000000000000000/objects/${ref}`, 'job_not_found'],
+      ['POST', `/v2/jobs/${ref}/cancel`, 'job_not_found'],
+    ] as const;
 
   it('without a key: 401 authentication_required', async () => {
     for (const form of forms) {
       for (const [method, path] of routes(form)) {
-        expectEnvelope(await raw(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`), 401, 'authentication_required');
+        expectEnvelope(
+          await raw(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`),
+          401,
+          'authentication_required',
+        );
       }
     }
   });
@@ -111,7 +144,14 @@ describe('malformed percent-encoding in path parameters follows the admission or
     for (const form of forms) {
       for (const [method, path, code] of routes(form)) {
         const idem = method === 'POST' ? `Idempotency-Key: ${idemKey()}\r\n` : '';
-        expectEnvelope(await raw(port, `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth()}${idem}Content-Length: 0\r\nConnection: close\r\n\r\n`), 404, code);
+        expectEnvelope(
+          await raw(
+            port,
+            `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth()}${idem}Content-Length: 0\r\nConnection: close\r\n\r\n`,
+          ),
+          404,
+          code,
+        );
       }
     }
     const newLines = logLines.slice(before).join('');
@@ -125,24 +165,49 @@ describe("what Node's HTTP parser refuses still gets the envelope and a request 
   });
 
   it('headers over the size limit: 431 request_header_fields_too_large', async () => {
-    expectEnvelope(await raw(port, `GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`), 431, 'request_header_fields_too_large');
+    expectEnvelope(
+      await raw(port, `GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`),
+      431,
+      'request_header_fields_too_large',
+    );
   });
 
   it('an unknown method: 400 invalid_request; CONNECT: 405 method_not_allowed', async () => {
     expectEnvelope(await raw(port, 'FROB /livez HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'invalid_request');
-    expectEnvelope(await raw(port, 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'), 405, 'method_not_allowed');
+    expectEnvelope(
+      await raw(port, 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'),
+      405,
+      'method_not_allowed',
+    );
   });
 
   it('conflicting Content-Length and Transfer-Encoding, or two lengths: 400 invalid_request', async () => {
-    expectEnvelope(await raw(port, 'POST /v2/lookups/mac HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'), 400, 'invalid_request');
-    expectEnvelope(await raw(port, 'POST /v2/lookups/mac HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello'), 400, 'invalid_request');
+    expectEnvelope(
+      await raw(
+        port,
+        'POST /v2/lookups/mac HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      ),
+      400,
+      'invalid_request',
+    );
+    expectEnvelope(
+      await raw(
+        port,
+        'POST /v2/lookups/mac HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello',
+      ),
+      400,
+      'invalid_request',
+    );
   });
 
   it('an Expect other than 100-continue is ignored: the request is answered as usual', async () => {
     const r = await raw(port, 'GET /livez HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n');
     expect(r.status).toBe(200);
     expect(r.headers['x-request-id']).toMatch(/^req_/);
-    const denied = await raw(port, 'GET /v2/jobs/job_00000000000000000000000000 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n');
+    const denied = await raw(
+      port,
+      'GET /v2/jobs/job_00000000000000000000000000 HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\n\r\n',
+    );
     expectEnvelope(denied, 401, 'authentication_required');
   });
 

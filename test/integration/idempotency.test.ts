@@ -1,4 +1,3 @@
-
 import http from 'node:http';
 import supertest from 'supertest';
 import { sql } from 'kysely';
@@ -14,8 +13,12 @@ import { client, createTenant, idemKey, startHarness, type Harness, type Tenant 
 const MAC = '/v2/lookups/mac';
 const GENEROUS: RateOverrides = {
   app: { perMinute: 100_000, burst: 10_000 },
-  products: Object.fromEntries(['lookup.mac.v1', 'lookup.phone.v1', 'lookup.domain.v1', 'scan.recursive.v1']
-    .map((id) => [id, { perMinute: 100_000, perHour: 1_000_000 }])),
+  products: Object.fromEntries(
+    ['lookup.mac.v1', 'lookup.phone.v1', 'lookup.domain.v1', 'scan.recursive.v1'].map((id) => [
+      id,
+      { perMinute: 100_000, perHour: 1_000_000 },
+    ]),
+  ),
 };
 
 async function macExecutions(): Promise<number> {
@@ -38,25 +41,37 @@ describe('idempotency', () => {
   let applicationId: number;
 
   const records = (key: string, id = apiKeyId) =>
-    h.deps.db.selectFrom('idempotency_records').selectAll().where('api_key_id', '=', id).where('idem_key', '=', key).execute();
+    h.deps.db
+      .selectFrom('idempotency_records')
+      .selectAll()
+      .where('api_key_id', '=', id)
+      .where('idem_key', '=', key)
+      .execute();
   /** A zero-credit lookup's committed reply: in the Redis done marker, not in MySQL. */
   const committed = (key: string, id = apiKeyId) => h.deps.idempotency.leases.storedReply(applicationId, id, key);
 
   async function internalKeyId(publicKeyId: string): Promise<number> {
-    const row = await h.deps.db.selectFrom('api_keys').select('id').where('public_id', '=', publicKeyId).executeTakeFirstOrThrow();
+    const row = await h.deps.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('public_id', '=', publicKeyId)
+      .executeTakeFirstOrThrow();
     return Number(row.id);
   }
 
   /** A committed reply as another process would have stored it. */
   async function insertCommittedRecord(opts: { key: string; path: string; body: unknown; expiresSeconds?: number }) {
-    await h.deps.db.insertInto('idempotency_records').values({
-      api_key_id: apiKeyId,
-      idem_key: opts.key,
-      fingerprint: Buffer.from(requestFingerprint('POST', opts.path, opts.body), 'hex'),
-      response_status: 200,
-      response_body: '{"stored":true}',
-      expires_at: sql<Date>`NOW(3) + INTERVAL ${(opts.expiresSeconds ?? 86_400) * 1_000_000} MICROSECOND`,
-    }).execute();
+    await h.deps.db
+      .insertInto('idempotency_records')
+      .values({
+        api_key_id: apiKeyId,
+        idem_key: opts.key,
+        fingerprint: Buffer.from(requestFingerprint('POST', opts.path, opts.body), 'hex'),
+        response_status: 200,
+        response_body: '{"stored":true}',
+        expires_at: sql<Date>`NOW(3) + INTERVAL ${(opts.expiresSeconds ?? 86_400) * 1_000_000} MICROSECOND`,
+      })
+      .execute();
   }
 
   /** A lease as another (possibly crashed) process holds it while executing. */
@@ -70,7 +85,15 @@ describe('idempotency', () => {
     h = await startHarness();
     t = await createTenant(h, { limits: GENEROUS });
     apiKeyId = await internalKeyId(t.keyId);
-    applicationId = Number((await h.deps.db.selectFrom('api_keys').select('application_id').where('id', '=', apiKeyId).executeTakeFirstOrThrow()).application_id);
+    applicationId = Number(
+      (
+        await h.deps.db
+          .selectFrom('api_keys')
+          .select('application_id')
+          .where('id', '=', apiKeyId)
+          .executeTakeFirstOrThrow()
+      ).application_id,
+    );
   });
   afterAll(() => h.close());
 
@@ -111,8 +134,14 @@ describe('idempotency', () => {
 
     it('same key, same body, different product route → conflict (the path is part of the fingerprint)', async () => {
       const key = idemKey();
-      expect((await client(h.app, t.key).post(MAC, { value: '+14155552671' }, { 'Idempotency-Key': key })).status).toBe(400);
-      const phone = await client(h.app, t.key).post('/v2/lookups/phone', { value: '+14155552671' }, { 'Idempotency-Key': key });
+      expect((await client(h.app, t.key).post(MAC, { value: '+14155552671' }, { 'Idempotency-Key': key })).status).toBe(
+        400,
+      );
+      const phone = await client(h.app, t.key).post(
+        '/v2/lookups/phone',
+        { value: '+14155552671' },
+        { 'Idempotency-Key': key },
+      );
       expect(phone.status).toBe(200);
       // mac's 400 stored nothing; phone committed. mac with a valid body under the same key now conflicts.
       const mac = await client(h.app, t.key).post(MAC, { value: 'F4F5E8123456' }, { 'Idempotency-Key': key });
@@ -122,23 +151,35 @@ describe('idempotency', () => {
 
     it('key order and insignificant whitespace do not change the fingerprint', async () => {
       const key = idemKey();
-      const first = await client(h.app, t.key).post('/v2/lookups/phone', '{"value":"+14155552671","defaultRegion":"US"}', { 'Idempotency-Key': key });
+      const first = await client(h.app, t.key).post(
+        '/v2/lookups/phone',
+        '{"value":"+14155552671","defaultRegion":"US"}',
+        { 'Idempotency-Key': key },
+      );
       expect(first.status).toBe(200);
-      const reordered = await client(h.app, t.key).post('/v2/lookups/phone', '{\n  "defaultRegion" : "US" ,\n\t"value":   "+14155552671"\n}\n', { 'Idempotency-Key': key });
+      const reordered = await client(h.app, t.key).post(
+        '/v2/lookups/phone',
+        '{\n  "defaultRegion" : "US" ,\n\t"value":   "+14155552671"\n}\n',
+        { 'Idempotency-Key': key },
+      );
       expect(reordered.status).toBe(200);
       expect(reordered.headers['idempotent-replayed']).toBe('true');
       expect(reordered.text).toBe(first.text);
 
       const macKey = idemKey();
       const m1 = await client(h.app, t.key).post(MAC, '{"value":"F4F5E8123456"}', { 'Idempotency-Key': macKey });
-      const m2 = await client(h.app, t.key).post(MAC, '  {  "value" :\r\n "F4F5E8123456"  }  ', { 'Idempotency-Key': macKey });
+      const m2 = await client(h.app, t.key).post(MAC, '  {  "value" :\r\n "F4F5E8123456"  }  ', {
+        'Idempotency-Key': macKey,
+      });
       expect(m2.headers['idempotent-replayed']).toBe('true');
       expect(m2.text).toBe(m1.text);
     });
 
     it('a different spelling of the same value is a different request (the body as sent, not normalised)', async () => {
       const key = idemKey();
-      expect((await client(h.app, t.key).post(MAC, { value: 'F4F5E8123456' }, { 'Idempotency-Key': key })).status).toBe(200);
+      expect((await client(h.app, t.key).post(MAC, { value: 'F4F5E8123456' }, { 'Idempotency-Key': key })).status).toBe(
+        200,
+      );
       const res = await client(h.app, t.key).post(MAC, { value: 'f4:f5:e8:12:34:56' }, { 'Idempotency-Key': key });
       expect(res.status).toBe(409);
       expect(res.body.error.code).toBe('idempotency_key_conflict');
@@ -169,7 +210,9 @@ describe('idempotency', () => {
       const key = idemKey();
       const body = { value: 'F4:F5:E8:AB:CD:EF' };
       const before = await macExecutions();
-      const replies = await Promise.all(Array.from({ length: 50 }, () => client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key })));
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, () => client(h.app, t.key).post(MAC, body, { 'Idempotency-Key': key })),
+      );
       expect(await macExecutions()).toBe(before + 1);
 
       const ok = replies.filter((r) => r.status === 200);
@@ -200,12 +243,23 @@ describe('idempotency', () => {
       try {
         for (let round = 0; round < 5; round++) {
           const key = idemKey();
-          const replies = await Promise.all(Array.from({ length: 150 }, () => checked(
-            supertest(server).post('/v2/lookups/domain').set('Authorization', `Bearer ${t.key}`).set('Idempotency-Key', key).send({ value: 'example.com' }),
-            'post', '/v2/lookups/domain')));
+          const replies = await Promise.all(
+            Array.from({ length: 150 }, () =>
+              checked(
+                supertest(server)
+                  .post('/v2/lookups/domain')
+                  .set('Authorization', `Bearer ${t.key}`)
+                  .set('Idempotency-Key', key)
+                  .send({ value: 'example.com' }),
+                'post',
+                '/v2/lookups/domain',
+              ),
+            ),
+          );
           const codes = replies.map((r) => r.body.error?.code);
           expect(codes).toContain('capability_unavailable');
-          for (const c of new Set(codes)) expect(['capability_unavailable', 'idempotency_request_in_progress']).toContain(c);
+          for (const c of new Set(codes))
+            expect(['capability_unavailable', 'idempotency_request_in_progress']).toContain(c);
           expect(await records(key)).toHaveLength(0);
         }
       } finally {
@@ -217,11 +271,19 @@ describe('idempotency', () => {
   describe('a failure stores nothing', () => {
     it('503 capability_unavailable (domain) leaves no record; the key then serves a valid request', async () => {
       const key = idemKey();
-      const res = await client(h.app, t.key).post('/v2/lookups/domain', { value: 'example.com' }, { 'Idempotency-Key': key });
+      const res = await client(h.app, t.key).post(
+        '/v2/lookups/domain',
+        { value: 'example.com' },
+        { 'Idempotency-Key': key },
+      );
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe('capability_unavailable');
       expect(await records(key)).toHaveLength(0);
-      const again = await client(h.app, t.key).post('/v2/lookups/domain', { value: 'example.com' }, { 'Idempotency-Key': key });
+      const again = await client(h.app, t.key).post(
+        '/v2/lookups/domain',
+        { value: 'example.com' },
+        { 'Idempotency-Key': key },
+      );
       expect(again.body.error.code).toBe('capability_unavailable'); // not a replay, not in progress
       expect(await records(key)).toHaveLength(0);
       const ok = await client(h.app, t.key).post(MAC, { value: 'F4F5E8123456' }, { 'Idempotency-Key': key });
@@ -245,8 +307,15 @@ describe('idempotency', () => {
 
     it('403 gate refusals leave no record', async () => {
       const key = idemKey();
-      const res = await client(h.app, t.key).post('/v2/scans',
-        { profile: 'quick', target: { type: 'domain_name', value: 'example.com' }, options: { active: false, maxCredits: 10 } }, { 'Idempotency-Key': key });
+      const res = await client(h.app, t.key).post(
+        '/v2/scans',
+        {
+          profile: 'quick',
+          target: { type: 'domain_name', value: 'example.com' },
+          options: { active: false, maxCredits: 10 },
+        },
+        { 'Idempotency-Key': key },
+      );
       expect(res.body.error.code).toBe('responsible_use_required');
       expect(await records(key)).toHaveLength(0);
     });
@@ -313,8 +382,15 @@ describe('idempotency', () => {
       const { Authenticator } = await import('../../src/auth/authenticator.ts');
       const principal = (await new Authenticator(h.deps.db, h.config.KEY_PEPPER, 0).verify(t.key))!;
       const job = await acceptJob(h.deps.db, {
-        principal, product: 'lookup.domain.v1', target: { type: 'domain_name', value: 'lab.test' }, profile: null, input: { value: 'lab.test' },
-        price: 0, deadlineMs: 60_000, requestId: 'req_idemtest', claim: undefined,
+        principal,
+        product: 'lookup.domain.v1',
+        target: { type: 'domain_name', value: 'lab.test' },
+        profile: null,
+        input: { value: 'lab.test' },
+        price: 0,
+        deadlineMs: 60_000,
+        requestId: 'req_idemtest',
+        claim: undefined,
       });
       const key = idemKey();
       const path = `/v2/jobs/${job.jobRef}/cancel`;

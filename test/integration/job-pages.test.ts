@@ -30,28 +30,68 @@ interface ObjFixture {
 }
 
 async function owner(h: Harness, tenant: Tenant): Promise<Owner> {
-  const key = await h.deps.db.selectFrom('api_keys').select('id').where('public_id', '=', tenant.keyId).executeTakeFirstOrThrow();
+  const key = await h.deps.db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('public_id', '=', tenant.keyId)
+    .executeTakeFirstOrThrow();
   return { tenant, workspaceId: await workspaceInternalId(h.deps.db, tenant.workspaceId), keyId: Number(key.id) };
 }
 
-async function insertJob(db: Db, o: Owner, status: JobStatus = 'running', coverage: unknown = null): Promise<JobFixture> {
+async function insertJob(
+  db: Db,
+  o: Owner,
+  status: JobStatus = 'running',
+  coverage: unknown = null,
+): Promise<JobFixture> {
   const ref = publicId('job');
-  const ins = await db.insertInto('jobs').values({
-    public_id: ref, workspace_id: o.workspaceId, api_key_id: o.keyId, product: 'scan.recursive.v1', status, profile: 'balanced',
-    target_type: 'domain_name', target_value: 'example.com', input: '{}', request_id: publicId('req'), credits_reserved: 0,
-    credits_released: null, settled_at: null, result: null, coverage: coverage === null ? null : JSON.stringify(coverage),
-    month: '2026-11', started_at: new Date(), completed_at: null, cancel_requested_at: null, deadline_at: new Date(Date.now() + 3_600_000),
-  }).executeTakeFirstOrThrow();
+  const ins = await db
+    .insertInto('jobs')
+    .values({
+      public_id: ref,
+      workspace_id: o.workspaceId,
+      api_key_id: o.keyId,
+      product: 'scan.recursive.v1',
+      status,
+      profile: 'balanced',
+      target_type: 'domain_name',
+      target_value: 'example.com',
+      input: '{}',
+      request_id: publicId('req'),
+      credits_reserved: 0,
+      credits_released: null,
+      settled_at: null,
+      result: null,
+      coverage: coverage === null ? null : JSON.stringify(coverage),
+      month: '2026-11',
+      started_at: new Date(),
+      completed_at: null,
+      cancel_requested_at: null,
+      deadline_at: new Date(Date.now() + 3_600_000),
+    })
+    .executeTakeFirstOrThrow();
   return { id: Number(ins.insertId), ref, owner: o };
 }
 
-async function finishJob(db: Db, job: JobFixture, status: JobStatus = 'completed', coverage: unknown = { complete: true, limitations: [] }): Promise<void> {
-  await db.updateTable('jobs').set({ status, coverage: JSON.stringify(coverage), completed_at: new Date() }).where('id', '=', job.id).execute();
+async function finishJob(
+  db: Db,
+  job: JobFixture,
+  status: JobStatus = 'completed',
+  coverage: unknown = { complete: true, limitations: [] },
+): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({ status, coverage: JSON.stringify(coverage), completed_at: new Date() })
+    .where('id', '=', job.id)
+    .execute();
 }
 
 /** Takes n seqs under the job row lock (UPDATE … LAST_INSERT_ID), held until the caller commits. */
 async function takeSeqs(trx: Db, jobId: number, column: 'object_seq' | 'finding_seq', n: number): Promise<number> {
-  const r = await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(trx);
+  const r =
+    await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
+      trx,
+    );
   const last = Number(r.insertId ?? (await sql<{ v: number }>`SELECT LAST_INSERT_ID() AS v`.execute(trx)).rows[0]!.v);
   return last - n + 1;
 }
@@ -67,10 +107,19 @@ interface ObjSpec {
 function objectRow(job: JobFixture, seq: number, spec: ObjSpec) {
   const key = spec.key ?? `h${++keyCounter}-${randomBytes(3).toString('hex')}.example.com`;
   return {
-    public_id: publicId('obj'), job_id: job.id, seq, workspace_id: job.owner.workspaceId, type: spec.type ?? 'host', okey: key,
-    okey_hash: createHash('sha256').update(key).digest(), distance: 1,
+    public_id: publicId('obj'),
+    job_id: job.id,
+    seq,
+    workspace_id: job.owner.workspaceId,
+    type: spec.type ?? 'host',
+    okey: key,
+    okey_hash: createHash('sha256').update(key).digest(),
+    distance: 1,
     projection: JSON.stringify({ name: key }),
-    lanes: JSON.stringify([{ lane: 'dns', status: 'completed' }, { lane: 'web', status: 'timeout', reason: 'deadline' }]),
+    lanes: JSON.stringify([
+      { lane: 'dns', status: 'completed' },
+      { lane: 'web', status: 'timeout', reason: 'deadline' },
+    ]),
     evidence: JSON.stringify(spec.evidence ?? [{ summary: `A record of ${key}` }]),
   };
 }
@@ -92,27 +141,58 @@ async function addObjects(db: Db, job: JobFixture, n: number): Promise<ObjFixtur
   return db.transaction().execute(async (trx) => {
     const first = await takeSeqs(trx, job.id, 'object_seq', n);
     const rows = Array.from({ length: n }, (_, i) => objectRow(job, first + i, {}));
-    for (let i = 0; i < rows.length; i += 500) await trx.insertInto('objects').values(rows.slice(i, i + 500)).execute();
-    const ids = await trx.selectFrom('objects').select(['id', 'public_id', 'seq', 'okey']).where('job_id', '=', job.id).where('seq', '>=', first).orderBy('seq').execute();
+    for (let i = 0; i < rows.length; i += 500)
+      await trx
+        .insertInto('objects')
+        .values(rows.slice(i, i + 500))
+        .execute();
+    const ids = await trx
+      .selectFrom('objects')
+      .select(['id', 'public_id', 'seq', 'okey'])
+      .where('job_id', '=', job.id)
+      .where('seq', '>=', first)
+      .orderBy('seq')
+      .execute();
     return ids.map((r) => ({ id: Number(r.id), publicId: r.public_id, seq: Number(r.seq), key: r.okey }));
   });
 }
 
-async function addFinding(db: Db, job: JobFixture, obj: ObjFixture, severity: Severity, code = `code_${randomBytes(4).toString('hex')}`): Promise<string> {
+async function addFinding(
+  db: Db,
+  job: JobFixture,
+  obj: ObjFixture,
+  severity: Severity,
+  code = `code_${randomBytes(4).toString('hex')}`,
+): Promise<string> {
   return db.transaction().execute(async (trx) => {
     const seq = await takeSeqs(trx, job.id, 'finding_seq', 1);
     const id = publicId('fnd');
-    await trx.insertInto('findings').values({
-      public_id: id, job_id: job.id, seq, workspace_id: job.owner.workspaceId, object_id: obj.id, code, severity: SEVERITIES.indexOf(severity),
-      confidence: 'firm', title: `${severity} finding`, summary: 'summary', evidence: JSON.stringify([{ summary: 'seen in TXT' }]),
-      sources: JSON.stringify([{ lane: 'mail', source: 'dns' }]),
-    }).execute();
+    await trx
+      .insertInto('findings')
+      .values({
+        public_id: id,
+        job_id: job.id,
+        seq,
+        workspace_id: job.owner.workspaceId,
+        object_id: obj.id,
+        code,
+        severity: SEVERITIES.indexOf(severity),
+        confidence: 'firm',
+        title: `${severity} finding`,
+        summary: 'summary',
+        evidence: JSON.stringify([{ summary: 'seen in TXT' }]),
+        sources: JSON.stringify([{ lane: 'mail', source: 'dns' }]),
+      })
+      .execute();
     return id;
   });
 }
 
 async function relate(db: Db, job: JobFixture, from: ObjFixture, relation: string, to: ObjFixture): Promise<void> {
-  await db.insertInto('relations').values({ job_id: job.id, from_object_id: from.id, relation, to_object_id: to.id }).execute();
+  await db
+    .insertInto('relations')
+    .values({ job_id: job.id, from_object_id: from.id, relation, to_object_id: to.id })
+    .execute();
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -161,8 +241,15 @@ describe('job pages, findings and objects', () => {
     expect(new Set(items.map((i) => i.objectId)).size).toBe(1234);
     const first = items[0]!;
     expect(first).toEqual({
-      objectId: objs[0]!.publicId, type: 'host', key: objs[0]!.key, distance: 1, firstSeenAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
-      lanes: [{ lane: 'dns', status: 'completed' }, { lane: 'web', status: 'timeout', reason: 'deadline' }],
+      objectId: objs[0]!.publicId,
+      type: 'host',
+      key: objs[0]!.key,
+      distance: 1,
+      firstSeenAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      lanes: [
+        { lane: 'dns', status: 'completed' },
+        { lane: 'web', status: 'timeout', reason: 'deadline' },
+      ],
       projection: { name: objs[0]!.key },
       evidence: [{ ref: expect.stringMatching(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/), summary: `A record of ${objs[0]!.key}` }],
     });
@@ -174,14 +261,16 @@ describe('job pages, findings and objects', () => {
     const PER_WRITER = 40;
     let writing = true;
     const written: string[] = [];
-    const writers = Promise.all(Array.from({ length: WRITERS }, async () => {
-      for (let i = 0; i < PER_WRITER; i++) {
-        // Holding the row lock between taking the seq and committing is where a reader ordering by
-        // anything but the locked seq would skip: a later seq must never commit first.
-        const o = await addObject(h.deps.db, job, {}, Math.random() < 0.3 ? 5 : 0);
-        written.push(o.publicId);
-      }
-    })).finally(() => {
+    const writers = Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        for (let i = 0; i < PER_WRITER; i++) {
+          // Holding the row lock between taking the seq and committing is where a reader ordering by
+          // anything but the locked seq would skip: a later seq must never commit first.
+          const o = await addObject(h.deps.db, job, {}, Math.random() < 0.3 ? 5 : 0);
+          written.push(o.publicId);
+        }
+      }),
+    ).finally(() => {
       writing = false;
     });
 
@@ -220,7 +309,11 @@ describe('job pages, findings and objects', () => {
     expect(nonEmptyPagesWhileRunning).toBeGreaterThan(2);
     expect(new Set(seen).size, 'no repeats').toBe(seen.length);
     expect([...seen].sort(), 'no skips').toEqual([...written].sort());
-    const rows = await h.deps.db.selectFrom('objects').select(['public_id', 'seq']).where('job_id', '=', job.id).execute();
+    const rows = await h.deps.db
+      .selectFrom('objects')
+      .select(['public_id', 'seq'])
+      .where('job_id', '=', job.id)
+      .execute();
     const seqOf = new Map(rows.map((r) => [r.public_id, Number(r.seq)]));
     for (const id of seen) seqOrder.push(seqOf.get(id)!);
     expect(seqOrder).toEqual([...seqOrder].sort((x, y) => x - y));
@@ -228,12 +321,24 @@ describe('job pages, findings and objects', () => {
 
   describe('nextCursor semantics', () => {
     it('running: a cursor even when the page is not full; following it later continues where it stopped', async () => {
-      const job = await insertJob(h.deps.db, a, 'running', { complete: false, limitations: [{ code: 'budget_exhausted', message: 'Budget reached.' }] });
+      const job = await insertJob(h.deps.db, a, 'running', {
+        complete: false,
+        limitations: [{ code: 'budget_exhausted', message: 'Budget reached.' }],
+      });
       const o1 = await addObject(h.deps.db, job);
       const o2 = await addObject(h.deps.db, job);
       const p1 = await get(a, `/v2/jobs/${job.ref}/results?limit=10`);
-      expect(p1.body).toMatchObject({ jobRef: job.ref, jobStatus: 'running', terminal: false, coverage: { complete: false }, page: { limit: 10 } });
-      expect(p1.body.limitations.map((l: { code: string }) => l.code)).toEqual(['job_not_finished', 'budget_exhausted']);
+      expect(p1.body).toMatchObject({
+        jobRef: job.ref,
+        jobStatus: 'running',
+        terminal: false,
+        coverage: { complete: false },
+        page: { limit: 10 },
+      });
+      expect(p1.body.limitations.map((l: { code: string }) => l.code)).toEqual([
+        'job_not_finished',
+        'budget_exhausted',
+      ]);
       expect(p1.body.items.map((i: { objectId: string }) => i.objectId)).toEqual([o1.publicId, o2.publicId]);
       expect(p1.body.page.nextCursor).toEqual(expect.any(String));
 
@@ -245,9 +350,18 @@ describe('job pages, findings and objects', () => {
       const p3 = await get(a, `/v2/jobs/${job.ref}/results?limit=10&cursor=${p2.body.page.nextCursor}`);
       expect(p3.body.items.map((i: { objectId: string }) => i.objectId)).toEqual([o3.publicId]);
 
-      await finishJob(h.deps.db, job, 'partial', { complete: false, limitations: [{ code: 'budget_exhausted', message: 'Budget reached.' }] });
+      await finishJob(h.deps.db, job, 'partial', {
+        complete: false,
+        limitations: [{ code: 'budget_exhausted', message: 'Budget reached.' }],
+      });
       const p4 = await get(a, `/v2/jobs/${job.ref}/results?limit=10&cursor=${p3.body.page.nextCursor}`);
-      expect(p4.body).toMatchObject({ jobStatus: 'partial', terminal: true, items: [], coverage: { complete: false }, page: { limit: 10, nextCursor: null } });
+      expect(p4.body).toMatchObject({
+        jobStatus: 'partial',
+        terminal: true,
+        items: [],
+        coverage: { complete: false },
+        page: { limit: 10, nextCursor: null },
+      });
       expect(p4.body.limitations).toEqual([{ code: 'budget_exhausted', message: 'Budget reached.' }]);
     });
 
@@ -257,7 +371,12 @@ describe('job pages, findings and objects', () => {
       await finishJob(h.deps.db, job, 'completed', { complete: true, limitations: [] });
       const full = await get(a, `/v2/jobs/${job.ref}/results?limit=10`);
       expect(full.body.items).toHaveLength(10);
-      expect(full.body).toMatchObject({ terminal: true, coverage: { complete: true }, limitations: [], page: { nextCursor: null } });
+      expect(full.body).toMatchObject({
+        terminal: true,
+        coverage: { complete: true },
+        limitations: [],
+        page: { nextCursor: null },
+      });
       const first = await get(a, `/v2/jobs/${job.ref}/results?limit=4`);
       expect(first.body.page.nextCursor).toEqual(expect.any(String));
       const { items, pages } = await pageAll(a, `/v2/jobs/${job.ref}/results`, 5);
@@ -268,7 +387,11 @@ describe('job pages, findings and objects', () => {
     it('a terminal job without recorded coverage is not reported complete', async () => {
       const job = await insertJob(h.deps.db, a, 'failed');
       const res = await get(a, `/v2/jobs/${job.ref}/results`);
-      expect(res.body).toMatchObject({ terminal: true, coverage: { complete: false }, page: { limit: 50, nextCursor: null } });
+      expect(res.body).toMatchObject({
+        terminal: true,
+        coverage: { complete: false },
+        page: { limit: 50, nextCursor: null },
+      });
       expect(res.body.limitations.map((l: { code: string }) => l.code)).toEqual(['coverage_not_recorded']);
     });
   });
@@ -301,7 +424,9 @@ describe('job pages, findings and objects', () => {
 
     it('the issued cursors work where they were issued', async () => {
       expect((await get(a, `/v2/jobs/${jobA.ref}/results?limit=2&cursor=${resultsCursor}`)).status).toBe(200);
-      expect((await get(a, `/v2/jobs/${jobA.ref}/findings?limit=2&severity=high&cursor=${highCursor}`)).status).toBe(200);
+      expect((await get(a, `/v2/jobs/${jobA.ref}/findings?limit=2&severity=high&cursor=${highCursor}`)).status).toBe(
+        200,
+      );
     });
 
     it('forged, truncated or altered → invalid_cursor', async () => {
@@ -335,7 +460,7 @@ describe('job pages, findings and objects', () => {
       expect(res.body.items).toHaveLength(3);
     });
 
-    it('another tenant presenting a cursor on the owner\'s job ref gets job_not_found, not a cursor answer', async () => {
+    it("another tenant presenting a cursor on the owner's job ref gets job_not_found, not a cursor answer", async () => {
       const res = await get(b, `/v2/jobs/${jobA.ref}/results?limit=2&cursor=${resultsCursor}`);
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('job_not_found');
@@ -349,14 +474,17 @@ describe('job pages, findings and objects', () => {
       await addObjects(h.deps.db, job, 3);
     });
 
-    it.each([['0'], ['501'], ['abc'], ['1.5'], ['-1'], [''], ['1e2'], ['%201']])('limit=%s → invalid_request naming limit', async (limit) => {
-      for (const route of ['results', 'findings']) {
-        const res = await get(a, `/v2/jobs/${job.ref}/${route}?limit=${limit}`);
-        expect(res.status).toBe(400);
-        expect(res.body.error.code).toBe('invalid_request');
-        expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toEqual(['limit']);
-      }
-    });
+    it.each([['0'], ['501'], ['abc'], ['1.5'], ['-1'], [''], ['1e2'], ['%201']])(
+      'limit=%s → invalid_request naming limit',
+      async (limit) => {
+        for (const route of ['results', 'findings']) {
+          const res = await get(a, `/v2/jobs/${job.ref}/${route}?limit=${limit}`);
+          expect(res.status).toBe(400);
+          expect(res.body.error.code).toBe('invalid_request');
+          expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toEqual(['limit']);
+        }
+      },
+    );
 
     it('limit 1 and 500 are accepted; the default is 50; unknown parameters are ignored', async () => {
       expect((await get(a, `/v2/jobs/${job.ref}/results?limit=1`)).body.page.limit).toBe(1);
@@ -384,7 +512,9 @@ describe('job pages, findings and objects', () => {
     beforeAll(async () => {
       job = await insertJob(h.deps.db, a);
       objs = await addObjects(h.deps.db, job, 3);
-      for (const [i, sev] of (['info', 'critical', 'low', 'high', 'medium', 'high', 'info', 'critical'] as Severity[]).entries()) {
+      for (const [i, sev] of (
+        ['info', 'critical', 'low', 'high', 'medium', 'high', 'info', 'critical'] as Severity[]
+      ).entries()) {
         ids[`${i}:${sev}`] = await addFinding(h.deps.db, job, objs[i % 3]!, sev, `code_${i}`);
       }
       await finishJob(h.deps.db, job);
@@ -410,9 +540,16 @@ describe('job pages, findings and objects', () => {
       expect(res.status).toBe(200);
       expect(res.body.items.map((f: { findingId: string }) => f.findingId)).toEqual(Object.values(ids));
       expect(res.body.items[1]).toEqual({
-        findingId: ids['1:critical'], code: 'code_1', severity: 'critical', confidence: 'firm', title: 'critical finding', summary: 'summary',
-        objectId: objs[1]!.publicId, evidence: [{ ref: expect.stringMatching(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/), summary: 'seen in TXT' }],
-        sources: [{ lane: 'mail', source: 'dns' }], detectedAt: expect.any(String),
+        findingId: ids['1:critical'],
+        code: 'code_1',
+        severity: 'critical',
+        confidence: 'firm',
+        title: 'critical finding',
+        summary: 'summary',
+        objectId: objs[1]!.publicId,
+        evidence: [{ ref: expect.stringMatching(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/), summary: 'seen in TXT' }],
+        sources: [{ lane: 'mail', source: 'dns' }],
+        detectedAt: expect.any(String),
       });
       expect(res.body.page.nextCursor).toBeNull();
     });
@@ -420,9 +557,20 @@ describe('job pages, findings and objects', () => {
     it('severity is a minimum, and pages with its own cursors', async () => {
       const high = await pageAll(a, `/v2/jobs/${job.ref}/findings?severity=high`, 1);
       expect(high.items.map((f) => f.severity)).toEqual(['critical', 'high', 'high', 'critical']);
-      expect(high.items.map((f) => f.findingId)).toEqual([ids['1:critical'], ids['3:high'], ids['5:high'], ids['7:critical']]);
+      expect(high.items.map((f) => f.findingId)).toEqual([
+        ids['1:critical'],
+        ids['3:high'],
+        ids['5:high'],
+        ids['7:critical'],
+      ]);
       const medium = await get(a, `/v2/jobs/${job.ref}/findings?severity=medium`);
-      expect(medium.body.items.map((f: { severity: string }) => f.severity)).toEqual(['critical', 'high', 'medium', 'high', 'critical']);
+      expect(medium.body.items.map((f: { severity: string }) => f.severity)).toEqual([
+        'critical',
+        'high',
+        'medium',
+        'high',
+        'critical',
+      ]);
       const crit = await get(a, `/v2/jobs/${job.ref}/findings?severity=critical`);
       expect(crit.body.items).toHaveLength(2);
       const info = await get(a, `/v2/jobs/${job.ref}/findings?severity=info&limit=3`);
@@ -445,7 +593,11 @@ describe('job pages, findings and objects', () => {
     let f2: string;
     beforeAll(async () => {
       job = await insertJob(h.deps.db, a);
-      domain = await addObject(h.deps.db, job, { type: 'domain', key: 'example.com', evidence: [{ summary: 'SOA' }, { summary: 'NS' }] });
+      domain = await addObject(h.deps.db, job, {
+        type: 'domain',
+        key: 'example.com',
+        evidence: [{ summary: 'SOA' }, { summary: 'NS' }],
+      });
       mx = await addObject(h.deps.db, job, { type: 'mx_host', key: 'mx.example.com' });
       ip = await addObject(h.deps.db, job, { type: 'ip_address', key: '192.0.2.1' });
       lonely = await addObject(h.deps.db, job, { type: 'url', key: 'https://example.com/' });
@@ -496,7 +648,14 @@ describe('job pages, findings and objects', () => {
 
     it('unknown, malformed or other-job object ids → object_not_found, identical apart from requestId', async () => {
       const bodies = [];
-      for (const id of [publicId('obj'), 'obj_bad', 'not-an-id', otherJobObj.publicId, String(domain.id), publicId('fnd')]) {
+      for (const id of [
+        publicId('obj'),
+        'obj_bad',
+        'not-an-id',
+        otherJobObj.publicId,
+        String(domain.id),
+        publicId('fnd'),
+      ]) {
         const res = await get(a, `/v2/jobs/${job.ref}/objects/${id}`);
         expect(res.status, id).toBe(404);
         bodies.push({ ...res.body.error, requestId: undefined });

@@ -15,7 +15,10 @@ describe('parse pool', () => {
     await pooled.destroy(); // idempotent
   });
 
-  it.each([['piscina', pooled], ['inline', inline]])('parses a certificate (%s)', async (_name, pool) => {
+  it.each([
+    ['piscina', pooled],
+    ['inline', inline],
+  ])('parses a certificate (%s)', async (_name, pool) => {
     const info = await pool.run<CertificateInfo>('parseCertificate', PEM);
     expect(info).toEqual({
       subject: 'CN=lab.example.test\nO=LSS Lab',
@@ -33,8 +36,10 @@ describe('parse pool', () => {
       curve: info.keyType === 'ec' ? expect.any(String) : null,
       signatureAlgorithm: expect.stringMatching(/with|SHA/i),
       digests: {
-        certSha256: expect.stringMatching(/^[0-9a-f]{64}$/), certSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
-        spkiSha256: expect.stringMatching(/^[0-9a-f]{64}$/), spkiSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
+        certSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+        certSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
+        spkiSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+        spkiSha512: expect.stringMatching(/^[0-9a-f]{128}$/),
       },
     });
     // The full-certificate digest is the fingerprint the certificate is known by.
@@ -47,5 +52,4 @@ describe('parse pool', () => {
     await expect(pooled.run('eval', 'x')).rejects.toThrow(/unknown pool task/);
     await expect(pooled.run('parseCertificate', 'not a certificate')).rejects.toThrow();
   });
-
 });

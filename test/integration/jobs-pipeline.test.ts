@@ -61,8 +61,19 @@ function okOutput(key: string, extra: Record<string, unknown> = {}): CheckOutput
     status: 'completed',
     projection: { [key]: { seen: true, ...extra } },
     objects: [{ type: 'host', key, projection: { name: key, ...extra }, evidence: [{ summary: `probed ${key}` }] }],
-    relations: [{ from: { type: 'host', key }, relation: 'discovered_from', to: { type: 'domain', key: 'example.test' } }],
-    findings: [{ code: 'test_seen', severity: 'low', confidence: 'confirmed', title: 'Seen', summary: `Saw ${key}`, object: { type: 'host', key } }],
+    relations: [
+      { from: { type: 'host', key }, relation: 'discovered_from', to: { type: 'domain', key: 'example.test' } },
+    ],
+    findings: [
+      {
+        code: 'test_seen',
+        severity: 'low',
+        confidence: 'confirmed',
+        title: 'Seen',
+        summary: `Saw ${key}`,
+        object: { type: 'host', key },
+      },
+    ],
     limitations: [],
     sources: [{ source: 'test_probe' }],
   };
@@ -82,9 +93,19 @@ const probe: CheckSpec = {
       case 'throw':
         throw new Error('internal detail that must not be stored');
       case 'unavailable':
-        return { ...okOutput(task.objectKey), status: 'unavailable', reason: 'resolver_unreachable', objects: [], relations: [], findings: [] };
+        return {
+          ...okOutput(task.objectKey),
+          status: 'unavailable',
+          reason: 'resolver_unreachable',
+          objects: [],
+          relations: [],
+          findings: [],
+        };
       case 'pool': {
-        const cert = await ctx.runInPool!<{ sans: string[]; keyType: string }>('parseCertificate', FIXED_CERTIFICATE_PEM);
+        const cert = await ctx.runInPool!<{ sans: string[]; keyType: string }>(
+          'parseCertificate',
+          FIXED_CERTIFICATE_PEM,
+        );
         return okOutput(task.objectKey, { cert });
       }
       default:
@@ -130,13 +151,28 @@ interface ExpandInput {
 function makeExpandingProduct(objectCap?: number): ProductDefinition<ExpandInput> {
   const id = `test.expand${++productSeq}.${randomBytes(2).toString('hex')}`;
   const child = (key: string, depth: number, i: ExpandInput) => ({
-    check: grow.name, lane: 'dns' as const, productLane: 'probe', required: false, unitCost: i.cost, objectKey: key, distance: depth,
+    check: grow.name,
+    lane: 'dns' as const,
+    productLane: 'probe',
+    required: false,
+    unitCost: i.cost,
+    objectKey: key,
+    distance: depth,
     params: { children: depth < i.depth ? Array.from({ length: i.fanout }, (_, n) => `${key}.${n}`) : [] },
     gate: { check: grow.name, objectKey: 'gate' },
   });
   return {
-    id, title: 'expanding test product', mode: 'async', method: 'POST', path: `/v2/test/${id}`, scope: 'scan:create', rateClass: 'scan',
-    input: z.any(), lanes: [{ lane: 'probe', required: false, description: 'test lane' }], price: () => 0, readiness: () => ({ probe: 'ready' }),
+    id,
+    title: 'expanding test product',
+    mode: 'async',
+    method: 'POST',
+    path: `/v2/test/${id}`,
+    scope: 'scan:create',
+    rateClass: 'scan',
+    input: z.any(),
+    lanes: [{ lane: 'probe', required: false, description: 'test lane' }],
+    price: () => 0,
+    readiness: () => ({ probe: 'ready' }),
     job: {
       workerLanes: ['dns'],
       target: () => ({ type: 'domain_name', value: 'example.test' }),
@@ -171,36 +207,49 @@ function makeProduct(opts: { assemble?: boolean; derive?: boolean } = {}): Produ
     job: {
       workerLanes: ['dns'],
       target: () => ({ type: 'domain_name', value: 'example.test' }),
-      plan: (input) => input.tasks.map((t, n) => ({
-        check: t.check ?? (t.behavior === 'gate' ? gated.name : probe.name),
-        lane: 'dns',
-        productLane: t.lane ?? 'probe',
-        required: t.required ?? false,
-        unitCost: t.cost ?? 1,
-        objectKey: `h${n}.example.test`,
-        params: { behavior: t.behavior ?? 'ok', gate: gateName },
-      })),
+      plan: (input) =>
+        input.tasks.map((t, n) => ({
+          check: t.check ?? (t.behavior === 'gate' ? gated.name : probe.name),
+          lane: 'dns',
+          productLane: t.lane ?? 'probe',
+          required: t.required ?? false,
+          unitCost: t.cost ?? 1,
+          objectKey: `h${n}.example.test`,
+          params: { behavior: t.behavior ?? 'ok', gate: gateName },
+        })),
       ...(opts.assemble
         ? {
             assemble: (_input: TestInput, tasks: TaskOutcomeView[]) => ({
               result: Object.assign({}, ...tasks.map((t) => t.output?.projection ?? {})),
-              lanes: tasks.map((t) => ({ lane: t.productLane, required: t.required, status: t.status, ...(t.reason ? { reason: t.reason } : {}) })),
+              lanes: tasks.map((t) => ({
+                lane: t.productLane,
+                required: t.required,
+                status: t.status,
+                ...(t.reason ? { reason: t.reason } : {}),
+              })),
               sources: [{ source: 'test_probe' }],
               limitations: [],
               // A cross-lane fact: how many tasks completed, as one finding on the target.
               ...(opts.derive
                 ? {
-                    derived: [{
-                      lane: 'probe',
-                      objects: [],
-                      relations: [],
-                      sources: [{ source: 'test_derivation' }],
-                      findings: [{
-                        code: 'test_derived', severity: 'info' as const, confidence: 'firm' as const, title: 'Derived',
-                        summary: `${tasks.filter((t) => t.status === 'completed').length} of ${tasks.length} completed`,
-                        object: { type: 'domain', key: 'example.test' },
-                      }],
-                    }],
+                    derived: [
+                      {
+                        lane: 'probe',
+                        objects: [],
+                        relations: [],
+                        sources: [{ source: 'test_derivation' }],
+                        findings: [
+                          {
+                            code: 'test_derived',
+                            severity: 'info' as const,
+                            confidence: 'firm' as const,
+                            title: 'Derived',
+                            summary: `${tasks.filter((t) => t.status === 'completed').length} of ${tasks.length} completed`,
+                            object: { type: 'domain', key: 'example.test' },
+                          },
+                        ],
+                      },
+                    ],
                   }
                 : {}),
             }),
@@ -218,11 +267,19 @@ let dbh: DbHandle;
 let principal: Principal;
 
 function configWith(env: Record<string, string> = {}): Config {
-  if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
+  if (!process.env.DATABASE_URL || !hasRedis())
+    throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
   return parseConfig({ ...process.env, LOG_LEVEL: 'silent', ...env });
 }
 
-const FAST_TIMING = { relayEveryMs: 200, relayAfterMs: 2000, reconcileEveryMs: 250, unappliedAfterMs: 1000, sweepEveryMs: 250, purgeEveryMs: 3_600_000 };
+const FAST_TIMING = {
+  relayEveryMs: 200,
+  relayAfterMs: 2000,
+  reconcileEveryMs: 250,
+  unappliedAfterMs: 1000,
+  sweepEveryMs: 250,
+  purgeEveryMs: 3_600_000,
+};
 
 interface Rig {
   redis: RedisClient;
@@ -237,7 +294,9 @@ interface Rig {
 
 const rigs: Rig[] = [];
 
-async function rig(opts: { assemble?: boolean; derive?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {}): Promise<Rig> {
+async function rig(
+  opts: { assemble?: boolean; derive?: boolean; settings?: Partial<QueueSettings>; env?: Record<string, string> } = {},
+): Promise<Rig> {
   const redis = await testRedis(testPrefix('pipeline'));
   const r: Rig = {
     redis,
@@ -247,13 +306,26 @@ async function rig(opts: { assemble?: boolean; derive?: boolean; settings?: Part
     lanes: [],
     async startOrchestrator() {
       r.orchestrator = await startOrchestrator({
-        config: r.config, log: silent, db: dbh.db, redis, products: [r.product], settings: r.settings, checkTimeoutMs, timing: FAST_TIMING,
+        config: r.config,
+        log: silent,
+        db: dbh.db,
+        redis,
+        products: [r.product],
+        settings: r.settings,
+        checkTimeoutMs,
+        timing: FAST_TIMING,
       });
       return r.orchestrator;
     },
     async startLane(extra = {}) {
       const w = await startLaneWorker('dns', {
-        config: r.config, log: silent, db: dbh.db, redis, settings: { ...r.settings, ...extra }, blockMs: 200, permitWaitMs: 100,
+        config: r.config,
+        log: silent,
+        db: dbh.db,
+        redis,
+        settings: { ...r.settings, ...extra },
+        blockMs: 200,
+        permitWaitMs: 100,
       });
       r.lanes.push(w);
       return w;
@@ -265,8 +337,15 @@ async function rig(opts: { assemble?: boolean; derive?: boolean; settings?: Part
 
 async function accept(r: Rig, input: TestInput, price: number, opts: { publish?: boolean; deadlineMs?: number } = {}) {
   const accepted = await acceptJob(dbh.db, {
-    principal, product: r.product.id, target: { type: 'domain_name', value: 'example.test' }, profile: null, input, price,
-    deadlineMs: opts.deadlineMs ?? 60_000, requestId: `req_${randomBytes(8).toString('hex')}`, claim: undefined,
+    principal,
+    product: r.product.id,
+    target: { type: 'domain_name', value: 'example.test' },
+    profile: null,
+    input,
+    price,
+    deadlineMs: opts.deadlineMs ?? 60_000,
+    requestId: `req_${randomBytes(8).toString('hex')}`,
+    claim: undefined,
     objectCap: (r.product.job as { objectCap?: (i: unknown) => number } | undefined)?.objectCap?.(input) ?? null,
   });
   if (opts.publish !== false) {
@@ -293,10 +372,14 @@ async function job(jobId: number) {
 }
 
 async function terminal(jobId: number, timeoutMs?: number) {
-  return until(`job ${jobId} terminal`, async () => {
-    const j = await job(jobId);
-    return TERMINAL.includes(j.status) ? j : null;
-  }, timeoutMs);
+  return until(
+    `job ${jobId} terminal`,
+    async () => {
+      const j = await job(jobId);
+      return TERMINAL.includes(j.status) ? j : null;
+    },
+    timeoutMs,
+  );
 }
 
 async function tasks(jobId: number) {
@@ -305,7 +388,10 @@ async function tasks(jobId: number) {
 
 async function ledger(jobId: number) {
   const entries = await dbh.db.selectFrom('credit_entries').selectAll().where('job_id', '=', jobId).execute();
-  return { captures: entries.filter((e) => e.kind === 'capture'), releases: entries.filter((e) => e.kind === 'release') };
+  return {
+    captures: entries.filter((e) => e.kind === 'capture'),
+    releases: entries.filter((e) => e.kind === 'release'),
+  };
 }
 
 /** Every entry of the stream delivered to the group and acknowledged. */
@@ -313,7 +399,9 @@ async function drained(redis: RedisClient, stream: string, group: string): Promi
   const [last] = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0] ?? [];
   await until(`${stream} drained`, async () => {
     const info = (await redis.xinfo('GROUPS', stream)) as unknown[][];
-    const g = info.map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]))).find((x) => x.name === group);
+    const g = info
+      .map((row) => Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]])))
+      .find((x) => x.name === group);
     return g && Number(g.pending) === 0 && (!last || g['last-delivered-id'] === last);
   });
 }
@@ -362,9 +450,16 @@ describe('job pipeline', () => {
     expect(l.captures.map((c) => Number(c.amount)).sort()).toEqual([1, 2, 3]);
     expect(l.releases.map((e) => Number(e.amount))).toEqual([4]);
     const ts = await tasks(jobId);
-    expect(ts.map((t) => [t.status, t.attempts, t.applied_at !== null])).toEqual([['completed', 1, true], ['completed', 1, true], ['completed', 1, true]]);
+    expect(ts.map((t) => [t.status, t.attempts, t.applied_at !== null])).toEqual([
+      ['completed', 1, true],
+      ['completed', 1, true],
+      ['completed', 1, true],
+    ]);
     // The pool task ran in a piscina thread and its parse is in the stored output.
-    expect(json(ts[2]!.output).projection['h2.example.test'].cert).toMatchObject({ sans: ['lab.example.test', 'www.lab.example.test'], keyType: 'ec' });
+    expect(json(ts[2]!.output).projection['h2.example.test'].cert).toMatchObject({
+      sans: ['lab.example.test', 'www.lab.example.test'],
+      keyType: 'ec',
+    });
     // 3 hosts + the shared domain object (a relation endpoint), deduplicated; pages ordered by seq.
     const objects = await dbh.db.selectFrom('objects').selectAll().where('job_id', '=', jobId).orderBy('seq').execute();
     expect(objects.map((o) => [o.seq, o.type, o.okey])).toHaveLength(4);
@@ -376,8 +471,17 @@ describe('job pipeline', () => {
     expect(host.public_id).toMatch(/^obj_/);
     const rels = await dbh.db.selectFrom('relations').selectAll().where('job_id', '=', jobId).execute();
     expect(rels).toHaveLength(3);
-    const findings = await dbh.db.selectFrom('findings').selectAll().where('job_id', '=', jobId).orderBy('seq').execute();
-    expect(findings.map((f) => [f.seq, f.code, f.severity])).toEqual([[1, 'test_seen', 1], [2, 'test_seen', 1], [3, 'test_seen', 1]]);
+    const findings = await dbh.db
+      .selectFrom('findings')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .orderBy('seq')
+      .execute();
+    expect(findings.map((f) => [f.seq, f.code, f.severity])).toEqual([
+      [1, 'test_seen', 1],
+      [2, 'test_seen', 1],
+      [3, 'test_seen', 1],
+    ]);
     expect(Number(j.object_seq)).toBe(4);
     expect(Number(j.finding_seq)).toBe(3);
     // Metrics of the lane process.
@@ -393,16 +497,33 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{ cost: 1 }, { cost: 1, behavior: 'unavailable' }] }, 2);
     const j = await terminal(jobId);
     expect(j.status).toBe('partial');
-    const findings = await dbh.db.selectFrom('findings').selectAll().where('job_id', '=', jobId).where('code', '=', 'test_derived').execute();
+    const findings = await dbh.db
+      .selectFrom('findings')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .where('code', '=', 'test_derived')
+      .execute();
     expect(findings).toHaveLength(1);
     expect(findings[0]!.summary).toBe('1 of 2 completed');
     expect(json(findings[0]!.sources)).toEqual([{ lane: 'probe', source: 'test_derivation' }]);
-    const target = await dbh.db.selectFrom('objects').selectAll().where('job_id', '=', jobId).where('okey', '=', 'example.test').executeTakeFirstOrThrow();
+    const target = await dbh.db
+      .selectFrom('objects')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .where('okey', '=', 'example.test')
+      .executeTakeFirstOrThrow();
     expect(findings[0]!.object_id).toBe(target.id);
     // A second finalize changes nothing (terminal CAS): still one derived finding.
     const { finalizeJob } = await import('../../src/jobs/orchestration/finalize-job.ts');
     expect(await finalizeJob(o.context, jobId, 'settle')).toBeNull();
-    expect(await dbh.db.selectFrom('findings').select('id').where('job_id', '=', jobId).where('code', '=', 'test_derived').execute()).toHaveLength(1);
+    expect(
+      await dbh.db
+        .selectFrom('findings')
+        .select('id')
+        .where('job_id', '=', jobId)
+        .where('code', '=', 'test_derived')
+        .execute(),
+    ).toHaveLength(1);
   });
 
   it('expands as results arrive: gated tasks wait for their gate, children are planned once, the budget stops scheduling for good', async () => {
@@ -435,13 +556,23 @@ describe('job pipeline', () => {
     const o = await r.startOrchestrator();
     // No lane yet: the two planned tasks stay open until this test finishes them by hand.
     const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
-    const planned = await until('planned', async () => { const ts = await tasks(jobId); return ts.length === 2 ? ts : null; });
+    const planned = await until('planned', async () => {
+      const ts = await tasks(jobId);
+      return ts.length === 2 ? ts : null;
+    });
     const root = planned.find((t) => t.object_key === 'root')!;
     const gateTask = planned.find((t) => t.object_key === 'gate')!;
     // Both finish before either result is applied, as two runners finishing together would.
-    const finish = (id: number, children: string[]) => dbh.db.updateTable('tasks')
-      .set({ status: 'completed', finished_at: new Date(), output: JSON.stringify({ ...okOutput('x'), projection: { children } }) } as never)
-      .where('id', '=', id).execute();
+    const finish = (id: number, children: string[]) =>
+      dbh.db
+        .updateTable('tasks')
+        .set({
+          status: 'completed',
+          finished_at: new Date(),
+          output: JSON.stringify({ ...okOutput('x'), projection: { children } }),
+        } as never)
+        .where('id', '=', id)
+        .execute();
     await finish(root.id, ['root.0', 'root.1']);
     await finish(gateTask.id, []);
     // The gate's apply sees nothing open, but root's result is not applied yet: no settle.
@@ -455,7 +586,7 @@ describe('job pipeline', () => {
     expect(Number(j.credits_captured)).toBe(4);
   });
 
-  it('keeps at most the job\'s object cap, and says so', async () => {
+  it("keeps at most the job's object cap, and says so", async () => {
     const r = await rig();
     r.product = makeExpandingProduct(5) as never;
     await r.startOrchestrator();
@@ -465,7 +596,12 @@ describe('job pipeline', () => {
     const objects = await dbh.db.selectFrom('objects').select('okey').where('job_id', '=', jobId).execute();
     expect(objects).toHaveLength(5);
     expect(j.status).toBe('partial');
-    const limits = await dbh.db.selectFrom('job_limitations').selectAll().where('job_id', '=', jobId).where('code', '=', 'object_cap_reached').execute();
+    const limits = await dbh.db
+      .selectFrom('job_limitations')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .where('code', '=', 'object_cap_reached')
+      .execute();
     expect(limits).toHaveLength(1);
     expect(Number(limits[0]!.occurrences)).toBeGreaterThan(0);
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('object_cap_reached');
@@ -501,10 +637,17 @@ describe('job pipeline', () => {
     const j = await terminal(jobId);
     expect(j.status).toBe('partial');
     const ts = await tasks(jobId);
-    expect(ts.map((t) => [t.status, t.reason])).toEqual([['completed', null], ['completed', null], ['timeout', 'check_timeout']]);
+    expect(ts.map((t) => [t.status, t.reason])).toEqual([
+      ['completed', null],
+      ['completed', null],
+      ['timeout', 'check_timeout'],
+    ]);
     expect(Number(j.credits_captured)).toBe(4);
     expect(Number(j.credits_released)).toBe(2);
-    expect(json(j.coverage)).toEqual({ complete: false, limitations: [{ code: 'probe_timeout', message: expect.any(String) }] });
+    expect(json(j.coverage)).toEqual({
+      complete: false,
+      limitations: [{ code: 'probe_timeout', message: expect.any(String) }],
+    });
     const l = await ledger(jobId);
     expect(l.captures).toHaveLength(2);
     expect(l.releases).toHaveLength(1);
@@ -529,7 +672,12 @@ describe('job pipeline', () => {
     await r.startLane();
     const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 0 }] }, 5);
     const j = await terminal(jobId);
-    expect((await tasks(jobId)).map((t) => t.status)).toEqual(['completed', 'completed', 'budget_exhausted', 'budget_exhausted']);
+    expect((await tasks(jobId)).map((t) => t.status)).toEqual([
+      'completed',
+      'completed',
+      'budget_exhausted',
+      'budget_exhausted',
+    ]);
     expect(j.status).toBe('partial');
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['budget_exhausted']);
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 1]);
@@ -539,13 +687,43 @@ describe('job pipeline', () => {
     const r = await rig({ assemble: true });
     await r.startOrchestrator();
     await r.startLane();
-    const ok = await terminal(await accept(r, { tasks: [{ cost: 1, required: true, lane: 'main' }, { cost: 1, lane: 'extra' }] }, 2));
+    const ok = await terminal(
+      await accept(
+        r,
+        {
+          tasks: [
+            { cost: 1, required: true, lane: 'main' },
+            { cost: 1, lane: 'extra' },
+          ],
+        },
+        2,
+      ),
+    );
     expect(ok.status).toBe('completed');
     const env = json(ok.result);
-    expect(env).toMatchObject({ product: r.product.id, status: 'completed', coverage: { complete: true }, credits: { charged: 2 } });
-    expect(env.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([['main', 'completed'], ['extra', 'completed']]);
+    expect(env).toMatchObject({
+      product: r.product.id,
+      status: 'completed',
+      coverage: { complete: true },
+      credits: { charged: 2 },
+    });
+    expect(env.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([
+      ['main', 'completed'],
+      ['extra', 'completed'],
+    ]);
 
-    const down = await terminal(await accept(r, { tasks: [{ cost: 1, required: true, lane: 'main', behavior: 'unavailable' }, { cost: 1, lane: 'extra' }] }, 2));
+    const down = await terminal(
+      await accept(
+        r,
+        {
+          tasks: [
+            { cost: 1, required: true, lane: 'main', behavior: 'unavailable' },
+            { cost: 1, lane: 'extra' },
+          ],
+        },
+        2,
+      ),
+    );
     expect(down.status).toBe('unavailable');
     const partialEnv = json(down.result);
     expect(partialEnv.result).toBeUndefined(); // no projection when a required lane is missing
@@ -558,12 +736,25 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_TENANT_CONCURRENCY: 1 } });
     await r.startOrchestrator();
     await r.startLane();
-    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 3 }, { behavior: 'gate', cost: 3 }, { behavior: 'gate', cost: 3 }] }, 9);
+    const jobId = await accept(
+      r,
+      {
+        tasks: [
+          { behavior: 'gate', cost: 3 },
+          { behavior: 'gate', cost: 3 },
+          { behavior: 'gate', cost: 3 },
+        ],
+      },
+      9,
+    );
     await until('one task running', async () => (await tasks(jobId)).some((t) => t.status === 'running'));
     const cancelled = await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
     expect(cancelled?.changed).toBe(true);
     await publishJob(r.redis, jobId, 'cancel');
-    await until('pending tasks cancelled', async () => (await tasks(jobId)).filter((t) => t.status === 'cancelled').length === 2);
+    await until(
+      'pending tasks cancelled',
+      async () => (await tasks(jobId)).filter((t) => t.status === 'cancelled').length === 2,
+    );
     expect((await job(jobId)).status).toBe('cancelling');
     gate(`${r.product.id}:gate`).open();
     const j = await terminal(jobId);
@@ -579,7 +770,16 @@ describe('job pipeline', () => {
     const r = await rig({ env: { CANCEL_GRACE_MS: '500' } });
     await r.startOrchestrator();
     await r.startLane();
-    const jobId = await accept(r, { tasks: [{ behavior: 'gate', cost: 2 }, { behavior: 'gate', cost: 2 }] }, 4);
+    const jobId = await accept(
+      r,
+      {
+        tasks: [
+          { behavior: 'gate', cost: 2 },
+          { behavior: 'gate', cost: 2 },
+        ],
+      },
+      4,
+    );
     await until('both running', async () => (await tasks(jobId)).every((t) => t.status === 'running'));
     await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
     await publishJob(r.redis, jobId, 'cancel');
@@ -601,7 +801,16 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
     await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
     await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
-    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, unknown[]]>;
+    const read = (await r.redis.xreadgroup(
+      'GROUP',
+      groups.lane('dns'),
+      'ghost',
+      'COUNT',
+      10,
+      'STREAMS',
+      streams.lane('dns'),
+      '>',
+    )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(3); // the ghost holds them and never acks
     await r.startLane();
     const j = await terminal(jobId);
@@ -622,10 +831,23 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{}] }, 1);
     await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
     await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
-    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, unknown[]]>;
+    const read = (await r.redis.xreadgroup(
+      'GROUP',
+      groups.lane('dns'),
+      'ghost',
+      'COUNT',
+      10,
+      'STREAMS',
+      streams.lane('dns'),
+      '>',
+    )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(1);
     // The ghost claimed the task and died just now.
-    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date() }).where('job_id', '=', jobId).execute();
+    await dbh.db
+      .updateTable('tasks')
+      .set({ status: 'running', attempts: 1, started_at: new Date() })
+      .where('job_id', '=', jobId)
+      .execute();
     await r.startLane();
     const j = await terminal(jobId, 10_000);
     expect(j.status).toBe('completed');
@@ -638,11 +860,24 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
     await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
     await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
-    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, Array<[string, string[]]>]>;
+    const read = (await r.redis.xreadgroup(
+      'GROUP',
+      groups.lane('dns'),
+      'ghost',
+      'COUNT',
+      10,
+      'STREAMS',
+      streams.lane('dns'),
+      '>',
+    )) as Array<[string, Array<[string, string[]]>]>;
     const [first] = read[0]![1];
     const deadTask = Number(first![1][first![1].indexOf('task') + 1]);
     // The ghost had started that task when it died (a poison task kills its runner)…
-    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) }).where('id', '=', deadTask).execute();
+    await dbh.db
+      .updateTable('tasks')
+      .set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) })
+      .where('id', '=', deadTask)
+      .execute();
     // …and so did a second consumer that reclaimed it: its second delivery.
     await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
     await r.startLane();
@@ -656,7 +891,18 @@ describe('job pipeline', () => {
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 1]);
     const dl = (await r.redis.xrange(streams.deadLetterOf(streams.lane('dns')), '-', '+')) as Array<[string, string[]]>;
     expect(dl).toHaveLength(1);
-    expect(dl[0]![1]).toEqual(expect.arrayContaining(['stream', streams.lane('dns'), 'entry', first![0], 'deliveries', '3', 'f.task', String(deadTask)]));
+    expect(dl[0]![1]).toEqual(
+      expect.arrayContaining([
+        'stream',
+        streams.lane('dns'),
+        'entry',
+        first![0],
+        'deliveries',
+        '3',
+        'f.task',
+        String(deadTask),
+      ]),
+    );
   });
 
   it('an entry that ran out of deliveries before its task ever started is re-queued, not dead-lettered', async () => {
@@ -665,9 +911,19 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{}] }, 1);
     await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
     await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
-    const read = (await r.redis.xreadgroup('GROUP', groups.lane('dns'), 'ghost', 'COUNT', 10, 'STREAMS', streams.lane('dns'), '>')) as Array<[string, Array<[string, string[]]>]>;
+    const read = (await r.redis.xreadgroup(
+      'GROUP',
+      groups.lane('dns'),
+      'ghost',
+      'COUNT',
+      10,
+      'STREAMS',
+      streams.lane('dns'),
+      '>',
+    )) as Array<[string, Array<[string, string[]]>]>;
     // Two more deliveries that failed before the task started (e.g. MySQL was unreachable).
-    for (const c of ['g2', 'g3']) await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
+    for (const c of ['g2', 'g3'])
+      await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
@@ -703,7 +959,11 @@ describe('job pipeline', () => {
   it('an upgrade from the single-tag layout loses nothing: tasks queued and notices published under the old keys are rebuilt from MySQL', async () => {
     // The layout before per-lane tags: everything under {lss}. New processes never read these
     // keys; what they held is rebuilt from the task rows (docs/operations.md, "Upgrading to this layout").
-    const legacy = { lane: '{lss}:lane:dns', taskResults: '{lss}:task-results', taskMessage: (id: number) => `{lss}:task-msg:${id}` };
+    const legacy = {
+      lane: '{lss}:lane:dns',
+      taskResults: '{lss}:task-results',
+      taskMessage: (id: number) => `{lss}:task-msg:${id}`,
+    };
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
     const old = await r.startOrchestrator();
@@ -725,8 +985,13 @@ describe('job pipeline', () => {
     await until('B running', async () => (await tasks(finished))[0]?.status === 'running');
     await r.orchestrator!.close();
     gate(`${r.product.id}:gate`).open();
-    await until('B finished, its notice on the lane results stream', async () => (await r.redis.xlen(streams.laneResults('dns'))) >= 1);
-    for (const [, fields] of (await r.redis.xrange(streams.laneResults('dns'), '-', '+')) as Array<[string, string[]]>) {
+    await until(
+      'B finished, its notice on the lane results stream',
+      async () => (await r.redis.xlen(streams.laneResults('dns'))) >= 1,
+    );
+    for (const [, fields] of (await r.redis.xrange(streams.laneResults('dns'), '-', '+')) as Array<
+      [string, string[]]
+    >) {
       await r.redis.xadd(legacy.taskResults, '*', ...fields);
     }
     await r.redis.del(streams.laneResults('dns'));
@@ -744,7 +1009,11 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{}] }, 1);
     await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
     // A runner claimed the task and died; then Redis lost its stream.
-    await dbh.db.updateTable('tasks').set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) }).where('job_id', '=', jobId).execute();
+    await dbh.db
+      .updateTable('tasks')
+      .set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) })
+      .where('job_id', '=', jobId)
+      .execute();
     await r.redis.del(streams.lane('dns'));
     await r.startLane();
     const j = await terminal(jobId);
@@ -772,7 +1041,10 @@ describe('job pipeline', () => {
     const jobId = await accept(r, { tasks: [{ cost: 2 }, { behavior: 'gate', cost: 2 }] }, 4, { deadlineMs: 1500 });
     const j = await terminal(jobId);
     expect(j.status).toBe('partial');
-    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([['completed', null], ['cancelled', 'deadline_exceeded']]);
+    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([
+      ['completed', null],
+      ['cancelled', 'deadline_exceeded'],
+    ]);
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['deadline_exceeded']);
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 2]);
     expect((await ledger(jobId)).releases).toHaveLength(1);
@@ -787,11 +1059,17 @@ describe('job pipeline', () => {
     await terminal(oldJob);
     await terminal(youngJob);
     const days = r.config.JOB_RETENTION_DAYS;
-    await dbh.db.updateTable('jobs').set({ completed_at: new Date(Date.now() - (days + 1) * 86_400_000) }).where('id', '=', oldJob).execute();
+    await dbh.db
+      .updateTable('jobs')
+      .set({ completed_at: new Date(Date.now() - (days + 1) * 86_400_000) })
+      .where('id', '=', oldJob)
+      .execute();
     expect(await purgeExpiredJobs(o.context)).toBe(1);
     for (const table of ['objects', 'findings', 'relations', 'tasks'] as const) {
       expect(await dbh.db.selectFrom(table).select('job_id').where('job_id', '=', oldJob).execute()).toHaveLength(0);
-      expect((await dbh.db.selectFrom(table).select('job_id').where('job_id', '=', youngJob).execute()).length).toBeGreaterThan(0);
+      expect(
+        (await dbh.db.selectFrom(table).select('job_id').where('job_id', '=', youngJob).execute()).length,
+      ).toBeGreaterThan(0);
     }
     expect(await dbh.db.selectFrom('jobs').select('id').where('id', '=', oldJob).execute()).toHaveLength(0);
     expect((await ledger(oldJob)).captures).toHaveLength(2); // the ledger is immutable

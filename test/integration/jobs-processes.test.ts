@@ -35,11 +35,17 @@ interface Proc {
 const procs: Proc[] = [];
 
 function start(args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))));
+  const exited = new Promise<number>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1))),
+  );
   const p = { child, output: () => out, exited };
   procs.push(p);
   return p;
@@ -72,7 +78,8 @@ describe('worker processes', () => {
   let dbName: string;
 
   beforeAll(async () => {
-    if (!process.env.DATABASE_URL || !hasRedis()) throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
+    if (!process.env.DATABASE_URL || !hasRedis())
+      throw new Error('needs DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run with `npm test`');
     const base = new URL(process.env.DATABASE_URL);
     dbName = `${base.pathname.slice(1)}_procs`;
     base.pathname = '/';
@@ -80,7 +87,13 @@ describe('worker processes', () => {
     const databaseUrl = await createDatabase(server, dbName);
     await migrate(databaseUrl);
     const prefix = `${process.env.REDIS_KEY_PREFIX ?? ''}procs:${randomBytes(4).toString('hex')}:`;
-    env = { DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: prefix, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '3000', LANE_POOL_THREADS: '1' };
+    env = {
+      DATABASE_URL: databaseUrl,
+      REDIS_KEY_PREFIX: prefix,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_TIMEOUT_MS: '3000',
+      LANE_POOL_THREADS: '1',
+    };
     redis = await testRedis(prefix);
     dbh = createDb(databaseUrl);
     const pepper = process.env.KEY_PEPPER!;
@@ -130,11 +143,21 @@ describe('worker processes', () => {
     const def = productById('lookup.domain.v1')!;
     // Not published: the orchestrator's outbox relay must find it.
     const accepted = await acceptJob(dbh.db, {
-      principal, product: def.id, target: { type: 'domain_name', value: 'example.com' }, profile: null,
-      input: { value: 'example.com' }, price: 2, deadlineMs: 120_000, requestId: 'req_processes', claim: undefined,
+      principal,
+      product: def.id,
+      target: { type: 'domain_name', value: 'example.com' },
+      profile: null,
+      input: { value: 'example.com' },
+      price: 2,
+      deadlineMs: 120_000,
+      requestId: 'req_processes',
+      claim: undefined,
     });
-    const jobRow = () => dbh.db.selectFrom('jobs').selectAll().where('id', '=', accepted.jobId).executeTakeFirstOrThrow();
-    const planned = await until('job planned', async () => ((await jobRow()).status !== 'queued' ? jobRow() : null)).catch((err: Error) => {
+    const jobRow = () =>
+      dbh.db.selectFrom('jobs').selectAll().where('id', '=', accepted.jobId).executeTakeFirstOrThrow();
+    const planned = await until('job planned', async () =>
+      (await jobRow()).status !== 'queued' ? jobRow() : null,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- orchestrator output ---\n${p.output()}`);
     });
     if (!def.job) {
@@ -144,13 +167,19 @@ describe('worker processes', () => {
       expect([Number(planned.credits_captured), Number(planned.credits_released)]).toEqual([0, 2]);
     } else {
       expect(planned.status).toBe('running');
-      const tasks = await dbh.db.selectFrom('tasks').select(['check_name', 'status']).where('job_id', '=', accepted.jobId).execute();
+      const tasks = await dbh.db
+        .selectFrom('tasks')
+        .select(['check_name', 'status'])
+        .where('job_id', '=', accepted.jobId)
+        .execute();
       expect(tasks.length).toBeGreaterThan(0);
       // The row turns running at the plan's commit; the tasks are put on the lane right after.
       await until('tasks enqueued', async () => (await redis.xlen(streams.lane('domain'))) === tasks.length);
       await requestCancel(dbh.db, principal.workspaceId, accepted.jobRef);
       await publishJob(redis, accepted.jobId, 'cancel');
-      const done = await until('job cancelled', async () => ((await jobRow()).status === 'cancelled' ? jobRow() : null));
+      const done = await until('job cancelled', async () =>
+        (await jobRow()).status === 'cancelled' ? jobRow() : null,
+      );
       expect([Number(done.credits_captured), Number(done.credits_released)]).toEqual([0, 2]);
     }
     p.child.kill('SIGTERM');

@@ -19,7 +19,10 @@ import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 
 const MAIL = '/v2/lookups/mail';
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.mail.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.mail.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 const cost = (lanes: string[]) => lanes.reduce((s, l) => s + mailLanes[l as keyof typeof mailLanes].unitCost, 0);
 
 describe('lookup.mail.v1 as a job', () => {
@@ -31,23 +34,43 @@ describe('lookup.mail.v1 as a job', () => {
   const fundedTenant = (credits: number) => funded(h, credits, { limits: GENEROUS });
   const pollTerminal = (key: string, jobRef: string) => poll(h, key, jobRef, 30_000);
 
-
   async function run(t: Tenant, domain: string) {
     const accepted = await client(h.app, t.key).post(MAIL, { value: domain });
     expect(accepted.status).toBe(202);
     return pollTerminal(t.key, accepted.body.jobRef);
   }
 
-  const laneStatus = (body: { result: { lanes: Array<{ lane: string; status: string }> } }, lane: string) => body.result.lanes.find((l) => l.lane === lane)?.status;
+  const laneStatus = (body: { result: { lanes: Array<{ lane: string; status: string }> } }, lane: string) =>
+    body.result.lanes.find((l) => l.lane === lane)?.status;
 
   beforeAll(async () => {
     lab = await startLab({ parts: [mailLabPart] });
-    h = await startHarness({ DNS_SERVERS: lab.env.DNS_SERVERS, OUTBOUND_PORT_MAP: lab.env.OUTBOUND_PORT_MAP, ALLOW_PRIVATE_TARGETS: lab.env.ALLOW_PRIVATE_TARGETS, DNS_TIMEOUT_MS: '500' });
+    h = await startHarness({
+      DNS_SERVERS: lab.env.DNS_SERVERS,
+      OUTBOUND_PORT_MAP: lab.env.OUTBOUND_PORT_MAP,
+      ALLOW_PRIVATE_TARGETS: lab.env.ALLOW_PRIVATE_TARGETS,
+      DNS_TIMEOUT_MS: '500',
+    });
     const log = pino({ level: 'silent' });
-    orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+    orchestrator = await startOrchestrator({
+      config: h.config,
+      log,
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
     // Hostile peers meet short phase deadlines here, so the file stays quick.
-    const checks = new Map(createMailChecks({ smtpLimits: { connectMs: 1000, bannerMs: 1000, commandMs: 1000, tlsMs: 2000, quitMs: 300 }, mtaStsFetchTimeoutMs: 1500 }).map((c) => [c.name, c]));
-    worker = await startLaneWorker('mail', { config: h.config, log, blockMs: 200, checks: (name) => checks.get(name), settings: { LANE_POOL_THREADS: 1 } });
+    const checks = new Map(
+      createMailChecks({
+        smtpLimits: { connectMs: 1000, bannerMs: 1000, commandMs: 1000, tlsMs: 2000, quitMs: 300 },
+        mtaStsFetchTimeoutMs: 1500,
+      }).map((c) => [c.name, c]),
+    );
+    worker = await startLaneWorker('mail', {
+      config: h.config,
+      log,
+      blockMs: 200,
+      checks: (name) => checks.get(name),
+      settings: { LANE_POOL_THREADS: 1 },
+    });
     await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
   }, 60_000);
   afterAll(async () => {
@@ -69,14 +92,28 @@ describe('lookup.mail.v1 as a job', () => {
     const key = idemKey();
     const accepted = await client(h.app, t.key).post(MAIL, { value: 'Good-Mail.TEST.' }, { 'Idempotency-Key': key });
     expect(accepted.status).toBe(202);
-    expect(accepted.body).toMatchObject({ product: 'lookup.mail.v1', status: 'queued', target: { type: 'domain_name', value: L.good } });
+    expect(accepted.body).toMatchObject({
+      product: 'lookup.mail.v1',
+      status: 'queued',
+      target: { type: 'domain_name', value: L.good },
+    });
     expect(await balance(h.deps.db, t.wsId)).toMatchObject({ reserved: 4, available: 6 });
     const done = await pollTerminal(t.key, accepted.body.jobRef);
     expect(done.body.status).toBe('partial');
     expect(done.body.result.lanes.map((l: { lane: string; status: string }) => `${l.lane}=${l.status}`)).toEqual([
-      'mx=completed', 'spf=completed', 'dmarc=completed', 'mta_sts=completed', 'tls_rpt=completed', 'dkim=partial', 'bimi=completed', 'dane=completed', 'smtp_starttls=completed',
+      'mx=completed',
+      'spf=completed',
+      'dmarc=completed',
+      'mta_sts=completed',
+      'tls_rpt=completed',
+      'dkim=partial',
+      'bimi=completed',
+      'dane=completed',
+      'smtp_starttls=completed',
     ]);
-    expect(done.body.coverage.limitations.map((l: { code: string }) => l.code)).toContain('dkim_selectors_not_enumerable');
+    expect(done.body.coverage.limitations.map((l: { code: string }) => l.code)).toContain(
+      'dkim_selectors_not_enumerable',
+    );
     assertMatchesSchema('LookupMailEnvelope', done.body.result);
     expect(done.body.result.result.dane.hosts[0].match).toBe('matched');
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 4, released: 0 });
@@ -85,7 +122,8 @@ describe('lookup.mail.v1 as a job', () => {
 
     const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
     const types = new Set(results.body.items.map((i: { type: string }) => i.type));
-    for (const type of ['domain', 'mx_host', 'ip_address', 'mail_posture', 'certificate', 'host', 'url']) expect(types).toContain(type);
+    for (const type of ['domain', 'mx_host', 'ip_address', 'mail_posture', 'certificate', 'host', 'url'])
+      expect(types).toContain(type);
     const mx = results.body.items.find((i: { type: string }) => i.type === 'mx_host');
     const detail = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/objects/${mx.objectId}`);
     expect(detail.body.relations).toContainEqual(expect.objectContaining({ relation: 'mx_of', direction: 'outgoing' }));
@@ -121,7 +159,11 @@ describe('lookup.mail.v1 as a job', () => {
 
   it('hostile peers end in a lane timeout / failed and a terminal job; the worker keeps working', async () => {
     const t = await fundedTenant(20);
-    const [silent, endless, policy] = await Promise.all([run(t, L.smtpSilent), run(t, L.smtpEndless), run(t, L.stsEndless)]);
+    const [silent, endless, policy] = await Promise.all([
+      run(t, L.smtpSilent),
+      run(t, L.smtpEndless),
+      run(t, L.stsEndless),
+    ]);
     expect(laneStatus(silent.body, 'smtp_starttls')).toBe('timeout');
     expect(laneStatus(endless.body, 'smtp_starttls')).toBe('failed');
     expect(laneStatus(policy.body, 'mta_sts')).toBe('partial');
@@ -137,14 +179,33 @@ describe('lookup.mail.v1 as a job', () => {
   it('findings derived across lanes are persisted with the job (DANE mismatch, MTA-STS enforce)', async () => {
     const t = await fundedTenant(20);
     const [dane, sts] = await Promise.all([run(t, L.daneBad), run(t, L.stsEnforceBad)]);
-    const codesOf = async (jobRef: string) => (await client(h.app, t.key).get(`/v2/jobs/${jobRef}/findings?limit=100`)).body.items.map((f: { code: string; sources: Array<{ lane: string }> }) => `${f.code}@${f.sources[0]?.lane}`);
-    expect(await codesOf(dane.body.jobRef)).toEqual(expect.arrayContaining(['dane_tlsa_mismatch@dane', 'dane_tlsa_unusable@dane']));
-    expect(await codesOf(sts.body.jobRef)).toEqual(expect.arrayContaining(['mta_sts_enforce_certificate_invalid@mta_sts', 'smtp_tls_certificate_name_mismatch@smtp_starttls']));
+    const codesOf = async (jobRef: string) =>
+      (await client(h.app, t.key).get(`/v2/jobs/${jobRef}/findings?limit=100`)).body.items.map(
+        (f: { code: string; sources: Array<{ lane: string }> }) => `${f.code}@${f.sources[0]?.lane}`,
+      );
+    expect(await codesOf(dane.body.jobRef)).toEqual(
+      expect.arrayContaining(['dane_tlsa_mismatch@dane', 'dane_tlsa_unusable@dane']),
+    );
+    expect(await codesOf(sts.body.jobRef)).toEqual(
+      expect.arrayContaining([
+        'mta_sts_enforce_certificate_invalid@mta_sts',
+        'smtp_tls_certificate_name_mismatch@smtp_starttls',
+      ]),
+    );
   });
 
   it('a value that is not a domain name is 400 invalid_request before anything is reserved', async () => {
     const t = await fundedTenant(10);
-    for (const value of ['https://good-mail.test/', '127.0.1.1', '[::1]', 'a..b.test', '.test', `${['a', 'b', 'c', 'd', 'e'].map((c) => c.repeat(60)).join('.')}.test`, '', 'user@good-mail.test']) {
+    for (const value of [
+      'https://good-mail.test/',
+      '127.0.1.1',
+      '[::1]',
+      'a..b.test',
+      '.test',
+      `${['a', 'b', 'c', 'd', 'e'].map((c) => c.repeat(60)).join('.')}.test`,
+      '',
+      'user@good-mail.test',
+    ]) {
       const res = await client(h.app, t.key).post(MAIL, { value });
       expect(res.status, value).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
@@ -152,7 +213,9 @@ describe('lookup.mail.v1 as a job', () => {
     const extra = await client(h.app, t.key).post(MAIL, { value: L.good, selectors: ['s1'] });
     expect(extra.status).toBe(400);
     expect(await balance(h.deps.db, t.wsId)).toEqual({ granted: 10, reserved: 0, captured: 0, available: 10 });
-    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(h.deps.db);
+    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(
+      h.deps.db,
+    );
     expect(Number(jobs.rows[0]!.n)).toBe(0);
   });
 
@@ -161,7 +224,9 @@ describe('lookup.mail.v1 as a job', () => {
     const res = await client(h.app, t.key).post(MAIL, { value: L.good });
     expect(res.status).toBe(402);
     expect(res.body.error.code).toBe('insufficient_credits');
-    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(h.deps.db);
+    const jobs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM jobs WHERE workspace_id = ${t.wsId}`.execute(
+      h.deps.db,
+    );
     expect(Number(jobs.rows[0]!.n)).toBe(0);
   });
 });

@@ -15,7 +15,14 @@ import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
 import { domainZones } from '../lab/domain-zones.ts';
-import { createScratchDatabase, freePort, ProcessGroup, root, until, type ScratchDatabase } from '../helpers/processes.ts';
+import {
+  createScratchDatabase,
+  freePort,
+  ProcessGroup,
+  root,
+  until,
+  type ScratchDatabase,
+} from '../helpers/processes.ts';
 
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 
@@ -23,7 +30,21 @@ const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 const PROMETHEUS_OWN = new Set(['up']);
 /** Labels Prometheus attaches from the scrape config, and the histogram bucket label. */
 const TARGET_LABELS = new Set(['job', 'instance', 'role', 'le']);
-const KEYWORDS = new Set(['and', 'or', 'unless', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'inf', 'nan']);
+const KEYWORDS = new Set([
+  'and',
+  'or',
+  'unless',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'offset',
+  'inf',
+  'nan',
+]);
 
 export interface Scrape {
   /** Metric name → label names seen on its samples (empty for a metric without samples yet). */
@@ -71,11 +92,22 @@ export function promqlUses(expr: string): ExprUse {
     matchers.push([m[1]!, [...m[2]!.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)].map((x) => x[1]!)]);
   }
   const grouping: string[] = [];
-  let rest = noStrings.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_all, _kw, list: string) => {
-    grouping.push(...list.split(',').map((s) => s.trim()).filter(Boolean));
-    return ' ';
-  });
-  rest = rest.replace(/\{[^}]*\}/g, ' ').replace(/\[[^\]]*\]/g, ' ').replace(/\b\d+(\.\d+)?(e[+-]?\d+)?\b/gi, ' ');
+  let rest = noStrings.replace(
+    /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g,
+    (_all, _kw, list: string) => {
+      grouping.push(
+        ...list
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
+      return ' ';
+    },
+  );
+  rest = rest
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(/\b\d+(\.\d+)?(e[+-]?\d+)?\b/gi, ' ');
   const metrics: string[] = [];
   for (const m of rest.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)) {
     if (m[2] || KEYWORDS.has(m[1]!.toLowerCase())) continue; // a function or aggregation, or a keyword
@@ -110,13 +142,28 @@ describe('operator kit', () => {
     scratch = await createScratchDatabase('kit');
     dns = await startLabDns({ zones: [...labZones, ...domainZones] });
     rdap = await startLabRdap();
-    const [port, webMetrics, orchestratorMetrics, laneMetrics] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [port, webMetrics, orchestratorMetrics, laneMetrics] = await Promise.all([
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+    ]);
     const env = {
-      DATABASE_URL: scratch.url, REDIS_KEY_PREFIX: `${process.env.REDIS_KEY_PREFIX ?? ''}kit:${randomBytes(3).toString('hex')}:`,
-      LOG_LEVEL: 'warn', SHUTDOWN_TIMEOUT_MS: '2000', LANE_POOL_THREADS: '1',
-      DNS_SERVERS: dns.address, RDAP_BASE_URL: rdap.baseUrl, ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+      DATABASE_URL: scratch.url,
+      REDIS_KEY_PREFIX: `${process.env.REDIS_KEY_PREFIX ?? ''}kit:${randomBytes(3).toString('hex')}:`,
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+      LANE_POOL_THREADS: '1',
+      DNS_SERVERS: dns.address,
+      RDAP_BASE_URL: rdap.baseUrl,
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
     };
-    group.node('web', ['src/server.ts'], { ...env, PORT: String(port), METRICS_PORT: String(webMetrics), WEB_CONCURRENCY: '1' });
+    group.node('web', ['src/server.ts'], {
+      ...env,
+      PORT: String(port),
+      METRICS_PORT: String(webMetrics),
+      WEB_CONCURRENCY: '1',
+    });
     group.node('orchestrator', ['workers/orchestrator.ts'], { ...env, METRICS_PORT: String(orchestratorMetrics) });
     group.node('lane-domain', ['workers/lane.ts', 'domain'], { ...env, METRICS_PORT: String(laneMetrics) });
     const base = `http://127.0.0.1:${port}`;
@@ -129,30 +176,50 @@ describe('operator kit', () => {
       const ws = await createWorkspace(handle.db, { name: 'kit' });
       await grantCredits(handle.db, await workspaceInternalId(handle.db, ws.workspaceId), 10, 'grant:kit');
       const { key } = await createKey(handle.db, process.env.KEY_PEPPER!, { workspace: ws.workspaceId });
-      const post = (route: string, body: unknown, idem: string) => fetch(`${base}${route}`, {
-        method: 'POST', body: JSON.stringify(body),
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
-      });
+      const post = (route: string, body: unknown, idem: string) =>
+        fetch(`${base}${route}`, {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+        });
       expect((await post('/v2/lookups/mac', { value: 'F4:F5:E8:12:34:56' }, 'kit-1')).status).toBe(200);
       expect((await fetch(`${base}/v2/products`)).status).toBe(401);
       // The web role sees the lane worker's heartbeat within a few seconds.
-      const job = await until('domain lookup accepted', async () => {
-        const res = await post('/v2/lookups/domain', { value: 'lab.test' }, 'kit-2');
-        return res.status === 202 ? (await res.json()) as { jobRef: string } : null;
-      }, 30_000, 500);
-      await until('domain job terminal', async () => {
-        const res = await fetch(`${base}/v2/jobs/${job.jobRef}`, { headers: { authorization: `Bearer ${key}` } });
-        return ((await res.json()) as { terminal: boolean }).terminal;
-      }, 30_000, 200);
+      const job = await until(
+        'domain lookup accepted',
+        async () => {
+          const res = await post('/v2/lookups/domain', { value: 'lab.test' }, 'kit-2');
+          return res.status === 202 ? ((await res.json()) as { jobRef: string }) : null;
+        },
+        30_000,
+        500,
+      );
+      await until(
+        'domain job terminal',
+        async () => {
+          const res = await fetch(`${base}/v2/jobs/${job.jobRef}`, { headers: { authorization: `Bearer ${key}` } });
+          return ((await res.json()) as { terminal: boolean }).terminal;
+        },
+        30_000,
+        200,
+      );
     } finally {
       await handle.close();
     }
 
-    for (const [role, p] of [['web', webMetrics], ['orchestrator', orchestratorMetrics], ['lane', laneMetrics]] as const) {
-      const text = await until(`${role} /metrics`, async () => {
-        const res = await fetch(`http://127.0.0.1:${p}/metrics`);
-        return res.ok ? res.text() : null;
-      }, 30_000);
+    for (const [role, p] of [
+      ['web', webMetrics],
+      ['orchestrator', orchestratorMetrics],
+      ['lane', laneMetrics],
+    ] as const) {
+      const text = await until(
+        `${role} /metrics`,
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${p}/metrics`);
+          return res.ok ? res.text() : null;
+        },
+        30_000,
+      );
       texts.set(role, text);
       byRole.set(role, new Set(parseExposition(text).keys()));
       parseExposition(text, scraped);
@@ -182,7 +249,9 @@ describe('operator kit', () => {
   });
 
   const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: unknown[] };
-  const alerts = parseYaml(read('ops/alerts.yml')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+  const alerts = parseYaml(read('ops/alerts.yml')) as {
+    groups: Array<{ rules: Array<{ alert: string; expr: string }> }>;
+  };
   const rules = alerts.groups.flatMap((g) => g.rules);
   const queries = [
     ...dashboardExprs(dashboard).map((q) => ({ where: 'dashboard', ...q })),
@@ -208,7 +277,9 @@ describe('operator kit', () => {
       for (const [metric, labels] of use.matchers) {
         const known = scraped.get(metric);
         // A metric without samples yet shows no labels: its names are checked by the union below.
-        for (const l of labels) if (!TARGET_LABELS.has(l) && !(known?.size ? known.has(l) : allLabels.has(l))) wrong.push(`${q.where}: ${metric}{${l}}`);
+        for (const l of labels)
+          if (!TARGET_LABELS.has(l) && !(known?.size ? known.has(l) : allLabels.has(l)))
+            wrong.push(`${q.where}: ${metric}{${l}}`);
       }
       const legend = [...q.legend.matchAll(/\{\{\s*(\w+)\s*\}\}/g)].map((m) => m[1]!);
       for (const l of [...use.grouping, ...legend]) if (!allLabels.has(l)) wrong.push(`${q.where}: label ${l}`);
@@ -219,14 +290,24 @@ describe('operator kit', () => {
   it('the dashboard covers requests, latency, errors, admission, queues, lanes and credits', () => {
     const used = new Set(dashboardExprs(dashboard).flatMap((q) => promqlUses(q.expr).metrics));
     for (const m of [
-      'http_request_duration_seconds_count', 'http_request_duration_seconds_bucket', 'lss_admission_outcomes_total',
-      'lss_stream_length', 'lss_stream_oldest_pending_age_seconds', 'lss_task_duration_seconds_count', 'lss_lane_outcomes_total',
-      'lss_credits_reserved_total', 'lss_credits_captured_total',
-    ]) expect(used, m).toContain(m);
+      'http_request_duration_seconds_count',
+      'http_request_duration_seconds_bucket',
+      'lss_admission_outcomes_total',
+      'lss_stream_length',
+      'lss_stream_oldest_pending_age_seconds',
+      'lss_task_duration_seconds_count',
+      'lss_lane_outcomes_total',
+      'lss_credits_reserved_total',
+      'lss_credits_captured_total',
+    ])
+      expect(used, m).toContain(m);
   });
 
   it('prometheus.yml loads the rules and scrapes the jobs they select; every alert is explained in docs/operations.md', () => {
-    const prom = parseYaml(read('ops/prometheus.yml')) as { rule_files: string[]; scrape_configs: Array<{ job_name: string }> };
+    const prom = parseYaml(read('ops/prometheus.yml')) as {
+      rule_files: string[];
+      scrape_configs: Array<{ job_name: string }>;
+    };
     expect(prom.rule_files).toEqual(['alerts.yml']);
     const jobs = prom.scrape_configs.map((s) => s.job_name);
     expect(jobs).toEqual(expect.arrayContaining(['lss-web', 'lss-orchestrator', 'lss-lane']));
@@ -235,7 +316,9 @@ describe('operator kit', () => {
   });
 
   it('the PromQL reader finds metrics and labels, and misses none of a typo', () => {
-    const u = promqlUses('sum by (lane, le) (rate(lss_task_duration_seconds_bucket{outcome=~"failed|x"}[5m])) / clamp_min(sum(rate(lss_stream_lenght[5m])), 1e-9) > 0.2');
+    const u = promqlUses(
+      'sum by (lane, le) (rate(lss_task_duration_seconds_bucket{outcome=~"failed|x"}[5m])) / clamp_min(sum(rate(lss_stream_lenght[5m])), 1e-9) > 0.2',
+    );
     expect(u.metrics).toEqual(['lss_task_duration_seconds_bucket', 'lss_stream_lenght']);
     expect(u.grouping).toEqual(['lane', 'le']);
     expect(u.matchers).toEqual([['lss_task_duration_seconds_bucket', ['outcome']]]);

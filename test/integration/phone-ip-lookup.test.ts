@@ -21,7 +21,12 @@ describe('phone and ip lookups over HTTP', () => {
   it('formats and classifies a phone number', async () => {
     const res = await client(h.app, t.key).post('/v2/lookups/phone', { value: '020 7946 0018', defaultRegion: 'gb' });
     expect(res.status).toBe(200);
-    expect(res.body.result).toMatchObject({ e164: '+442079460018', region: 'GB', countryCallingCode: '44', isValid: true });
+    expect(res.body.result).toMatchObject({
+      e164: '+442079460018',
+      region: 'GB',
+      countryCallingCode: '44',
+      isValid: true,
+    });
     expect(res.body.limitations.length).toBeGreaterThan(0);
   });
 
@@ -33,8 +38,10 @@ describe('phone and ip lookups over HTTP', () => {
   });
 
   it.each([
-    [{ value: '2079460018' }, 'defaultRegion'], [{ value: '+1 202 555 0100', defaultRegion: 'XX' }, 'defaultRegion'],
-    [{ value: '1'.repeat(65), defaultRegion: 'US' }, 'value'], [{ value: 5, defaultRegion: 'US' }, 'value'],
+    [{ value: '2079460018' }, 'defaultRegion'],
+    [{ value: '+1 202 555 0100', defaultRegion: 'XX' }, 'defaultRegion'],
+    [{ value: '1'.repeat(65), defaultRegion: 'US' }, 'value'],
+    [{ value: 5, defaultRegion: 'US' }, 'value'],
   ])('rejects %j on %s', async (body, field) => {
     const res = await client(h.app, t.key).post('/v2/lookups/phone', body);
     expect(res.status).toBe(400);
@@ -61,7 +68,9 @@ describe('phone and ip lookups over HTTP', () => {
     const res = await client(h.app, t.key).post('/v2/lookups/ip', { value: '8.8.8.8', includeContext: true });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('partial');
-    expect(res.body.lanes).toContainEqual(expect.objectContaining({ lane: 'context', status: 'unavailable', reason: 'not_configured' }));
+    expect(res.body.lanes).toContainEqual(
+      expect.objectContaining({ lane: 'context', status: 'unavailable', reason: 'not_configured' }),
+    );
     expect(res.body.result.globallyReachable).toBe(true);
   });
 

@@ -87,7 +87,10 @@ describe('rate limits over HTTP', () => {
 
     it('comes after authentication and scope, before Idempotency-Key and body (CONTRACT §2 steps 1-5)', async () => {
       const t = await createTenant(h, { limits: { app: { perMinute: 1, burst: 1 } } });
-      const reader = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: t.workspaceId, scopes: ['scan:read'] });
+      const reader = await createKey(h.deps.db, h.config.KEY_PEPPER, {
+        workspace: t.workspaceId,
+        scopes: ['scan:read'],
+      });
       expect((await client(h.app, t.key).get('/v2/products')).status).toBe(200);
       // exhausted now
       expect((await client(h.app).post(MAC, MAC_BODY)).body.error.code).toBe('authentication_required');
@@ -102,7 +105,9 @@ describe('rate limits over HTTP', () => {
   describe('product limit', () => {
     it('mac perMinute 2 → capability_rate_limit_exceeded, and that refusal consumed no app quota', async () => {
       // App: 3 requests, no refill worth mentioning during the test (1 per minute).
-      const t = await createTenant(h, { limits: { app: { perMinute: 1, burst: 3 }, products: { 'lookup.mac.v1': { perMinute: 2 } } } });
+      const t = await createTenant(h, {
+        limits: { app: { perMinute: 1, burst: 3 }, products: { 'lookup.mac.v1': { perMinute: 2 } } },
+      });
       const c = client(h.app, t.key);
       expect((await c.post(MAC, MAC_BODY)).status).toBe(200);
       const second = await c.post(MAC, MAC_BODY);
@@ -143,11 +148,16 @@ describe('rate limits over HTTP', () => {
       expect((await c.post(MAC, { ...MAC_BODY, extra: 1 })).body.error.code).toBe('invalid_request');
       expect((await c.post(MAC, MAC_BODY)).body.error.code).toBe('capability_rate_limit_exceeded');
 
-      const scan = (profile: string, active: boolean, maxCredits = 100) =>
-        ({ profile, target: { type: 'domain_name', value: 'example.com' }, options: { active, maxCredits } });
+      const scan = (profile: string, active: boolean, maxCredits = 100) => ({
+        profile,
+        target: { type: 'domain_name', value: 'example.com' },
+        options: { active, maxCredits },
+      });
       expect((await c.post('/v2/scans', scan('quick', false))).body.error.code).toBe('scan_profile_unavailable');
       expect((await c.post('/v2/scans', scan('quick', false, 1))).body.error.code).toBe('scan_credit_budget_invalid');
-      expect((await c.post('/v2/scans', scan('advanced', false))).body.error.code).toBe('active_authorization_required');
+      expect((await c.post('/v2/scans', scan('advanced', false))).body.error.code).toBe(
+        'active_authorization_required',
+      );
       expect((await c.post('/v2/scans', scan('advanced', true))).body.error.code).toBe('active_permission_required');
       const limited = await c.post('/v2/scans', scan('quick', false));
       expect(limited.status).toBe(429);
@@ -186,8 +196,20 @@ describe('rate limits over HTTP', () => {
 
     it('reads (GET /v2/products) are not product limited', async () => {
       const t = await createTenant(h, {
-        limits: { products: Object.fromEntries(['lookup.mac.v1', 'lookup.phone.v1', 'lookup.ip.v1', 'lookup.dns.v1', 'lookup.domain.v1',
-          'lookup.mail.v1', 'lookup.web.v1', 'scan.recursive.v1'].map((id) => [id, { perMinute: 1, perHour: 1 }])) },
+        limits: {
+          products: Object.fromEntries(
+            [
+              'lookup.mac.v1',
+              'lookup.phone.v1',
+              'lookup.ip.v1',
+              'lookup.dns.v1',
+              'lookup.domain.v1',
+              'lookup.mail.v1',
+              'lookup.web.v1',
+              'scan.recursive.v1',
+            ].map((id) => [id, { perMinute: 1, perHour: 1 }]),
+          ),
+        },
       });
       const c = client(h.app, t.key);
       expect((await c.post(MAC, MAC_BODY)).status).toBe(200);
@@ -221,7 +243,11 @@ describe('rate limits over HTTP', () => {
         const write = await c.post(MAC, MAC_BODY, { 'Idempotency-Key': key });
         expect(write.status).toBe(503);
         expect(write.body.error.code).toBe('service_unavailable');
-        const rows = await dead.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
+        const rows = await dead.deps.db
+          .selectFrom('idempotency_records')
+          .select('id')
+          .where('idem_key', '=', key)
+          .execute();
         expect(rows).toHaveLength(0);
       }
       // Checks that need no Redis still answer as before.
@@ -250,9 +276,15 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
   let limiter: RateLimiter;
   // Under the run's prefix, so ops/test.ts deletes these keys with the rest.
   const prefix = `${process.env.REDIS_KEY_PREFIX}rl-unit-${randomBytes(4).toString('hex')}:`;
-  const policy = (name: string, limit: number, windowSeconds: number, burst: number): RatePolicy =>
-    ({ name, limit, windowSeconds, burst, scope: 'product' });
-  const tatKey = (subject: string, p: RatePolicy) => `{lss:rl:${subject}}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`;
+  const policy = (name: string, limit: number, windowSeconds: number, burst: number): RatePolicy => ({
+    name,
+    limit,
+    windowSeconds,
+    burst,
+    scope: 'product',
+  });
+  const tatKey = (subject: string, p: RatePolicy) =>
+    `{lss:rl:${subject}}:${p.name}:${p.limit}:${p.windowSeconds}:${p.burst}`;
   const subject = () => `s-${randomBytes(6).toString('hex')}`;
 
   beforeAll(async () => {
@@ -293,8 +325,10 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
   it('claims the Idempotency-Key lease in the same call only when every limit conforms', async () => {
     const s = subject();
     const a = policy('a', 60, 60, 2);
-    const lease = (fingerprint: string, token: string) =>
-      ({ keys: [`{lss:rl:${s}}:idem:1:lease:k`, `{lss:rl:${s}}:idem:1:done:k`] as [string, string], args: [fingerprint, token, 60_000] as [string, string, number] });
+    const lease = (fingerprint: string, token: string) => ({
+      keys: [`{lss:rl:${s}}:idem:1:lease:k`, `{lss:rl:${s}}:idem:1:done:k`] as [string, string],
+      args: [fingerprint, token, 60_000] as [string, string, number],
+    });
     const found = (d: { tail?: [string, number, string] }) => leaseFound(d.tail!);
     const first = await limiter.consume(s, [a], lease('fp1', 't1'));
     expect(found(first)).toEqual({ state: 'claimed', sameFingerprint: true });
@@ -310,7 +344,10 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     // A committed marker answers 'done', with whether the fingerprint matches.
     const s2 = subject();
     await redis.set(`{lss:rl:${s2}}:idem:1:done:k`, 'fp9');
-    const done = await limiter.consume(s2, [a], { ...lease('fp8', 't4'), keys: [`{lss:rl:${s2}}:idem:1:lease:k`, `{lss:rl:${s2}}:idem:1:done:k`] });
+    const done = await limiter.consume(s2, [a], {
+      ...lease('fp8', 't4'),
+      keys: [`{lss:rl:${s2}}:idem:1:lease:k`, `{lss:rl:${s2}}:idem:1:done:k`],
+    });
     expect(found(done)).toEqual({ state: 'done', sameFingerprint: false });
   });
 
@@ -340,7 +377,7 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
     expect(alone.filter((r) => r.allowed)).toHaveLength(7);
   });
 
-  it('many applications at once on the web role\'s client (coalesced writes; auto-pipelining on a cluster): each call answers for its own keys', async () => {
+  it("many applications at once on the web role's client (coalesced writes; auto-pipelining on a cluster): each call answers for its own keys", async () => {
     // Regression (Redis Cluster): ioredis' auto-pipelining routes a command by its first argument,
     // which for these scripts is the key count; batched together, calls for applications on
     // different shards failed with "All keys in the pipeline should belong to the same slots
@@ -354,9 +391,17 @@ describe('consume-limits.lua through RateLimiter.consume (real Redis)', () => {
       const p = policy('piped', 60, 60, 2);
       const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
       const decisions = await Promise.all(subjects.map((s, i) => pipedLimiter.consume(s, [p], asked[i]!.tail)));
-      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.tail && leaseFound(d.tail).state])).toEqual(subjects.map(() => [true, 1, 'claimed']));
-      const held = await Promise.all(subjects.map((s, i) =>
-        leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));
+      expect(decisions.map((d) => [d.allowed, d.states[0]!.remaining, d.tail && leaseFound(d.tail).state])).toEqual(
+        subjects.map(() => [true, 1, 'claimed']),
+      );
+      const held = await Promise.all(
+        subjects.map((s, i) =>
+          leases.finish(
+            { applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token },
+            true,
+          ),
+        ),
+      );
       expect(held).toEqual(subjects.map(() => true));
     } finally {
       await closeRedis(piped);

@@ -28,7 +28,9 @@ async function client(coalesceWrites: boolean): Promise<Redis> {
 
 /** Counts the socket writes (each is one write or writev system call) made from now on. */
 function countWrites(c: Redis): () => number {
-  const socket = (c as unknown as { stream: Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }).stream;
+  const socket = (
+    c as unknown as { stream: Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void } }
+  ).stream;
   let n = 0;
   const write = socket._write.bind(socket);
   const writev = socket._writev.bind(socket);
@@ -80,18 +82,26 @@ describe('coalesced Redis writes', () => {
     const subjects = Array.from({ length: 30 }, (_, i) => String(2_000_000 + i));
     const asked = subjects.map((s) => leases.request(Number(s), 1, 'k', 'fp'));
     // Three rounds for each subject in one turn: two pass, the third is refused (burst 2).
-    const rounds = await Promise.all(subjects.flatMap((s, i) => [
-      limiter.consume(s, [p], asked[i]!.tail),
-      limiter.consume(s, [p]),
-      limiter.consume(s, [p]),
-    ]));
+    const rounds = await Promise.all(
+      subjects.flatMap((s, i) => [
+        limiter.consume(s, [p], asked[i]!.tail),
+        limiter.consume(s, [p]),
+        limiter.consume(s, [p]),
+      ]),
+    );
     for (let i = 0; i < subjects.length; i++) {
       const [first, second, third] = rounds.slice(3 * i, 3 * i + 3);
       expect([first!.allowed, second!.allowed, third!.allowed]).toEqual([true, true, false]);
       expect(leaseFound(first!.tail!).state).toBe('claimed');
     }
-    const held = await Promise.all(subjects.map((s, i) =>
-      leases.finish({ applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token }, true)));
+    const held = await Promise.all(
+      subjects.map((s, i) =>
+        leases.finish(
+          { applicationId: Number(s), apiKeyId: 1, key: 'k', fingerprint: 'fp', token: asked[i]!.token },
+          true,
+        ),
+      ),
+    );
     expect(held).toEqual(subjects.map(() => true));
   });
 

@@ -22,7 +22,14 @@ import { groups, queueKeys, streams } from '../../src/queue/streams.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import { expectBalancedWorkspace, expectSettledJob } from '../helpers/ledger.ts';
-import { createScratchDatabase, freePort, ProcessGroup, until, type Proc, type ScratchDatabase } from '../helpers/processes.ts';
+import {
+  createScratchDatabase,
+  freePort,
+  ProcessGroup,
+  until,
+  type Proc,
+  type ScratchDatabase,
+} from '../helpers/processes.ts';
 import { onCluster, testPrefix } from '../helpers/redis.ts';
 import { rdapNames } from '../lab/rdap-fixtures.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
@@ -32,7 +39,10 @@ const WORKSPACES = 4;
 const PRICE = 2; // lookup.domain.v1: three checks, two credits
 /** Names the lab answers in full: each job completes. */
 const NAMES = [rdapNames.registered, rdapNames.signed, rdapNames.expiringSoon];
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.domain.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 const TERMINAL = ['completed', 'partial', 'failed', 'cancelled', 'unavailable'];
 /** Submissions may not take longer than this, retries included. */
 const SUBMIT_DEADLINE_MS = 90_000;
@@ -59,7 +69,12 @@ function consumerPid(name: string): number {
 
 /** Consumers holding pending entries of `stream` in `group` right now. */
 async function holders(redis: RedisClient, stream: string, group: string): Promise<string[]> {
-  const summary = (await redis.xpending(stream, group).catch(() => [0, null, null, null])) as [number, unknown, unknown, Array<[string, string]> | null];
+  const summary = (await redis.xpending(stream, group).catch(() => [0, null, null, null])) as [
+    number,
+    unknown,
+    unknown,
+    Array<[string, string]> | null,
+  ];
   return (summary[3] ?? []).map(([name]) => name);
 }
 
@@ -100,12 +115,14 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
     };
     h = await startHarness(env);
     const redis = h.deps.redis;
-    const tenants = await Promise.all(Array.from({ length: WORKSPACES }, async () => {
-      const t = await createTenant(h, { limits: GENEROUS });
-      const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
-      await grantCredits(h.deps.db, wsId, 1000, `grant:scale:${t.workspaceId}`);
-      return { ...t, wsId };
-    }));
+    const tenants = await Promise.all(
+      Array.from({ length: WORKSPACES }, async () => {
+        const t = await createTenant(h, { limits: GENEROUS });
+        const wsId = await workspaceInternalId(h.deps.db, t.workspaceId);
+        await grantCredits(h.deps.db, wsId, 1000, `grant:scale:${t.workspaceId}`);
+        return { ...t, wsId };
+      }),
+    );
 
     const orchestrators = [0, 1].map((i) => procs.node(`orchestrator#${i}`, ['workers/orchestrator.ts'], env));
     const lanes = [0, 1, 2].map((i) => procs.node(`lane-domain#${i}`, ['workers/lane.ts', 'domain'], env));
@@ -117,26 +134,44 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
     const fail = (err: Error) => {
       throw new Error(`${err.message}\n${procs.report(1500)}`);
     };
-    await until('every process heartbeats and both web processes are ready', async () => {
-      const [l, o] = await Promise.all([beating(redis, 'domain'), beating(redis, 'orchestrator')]);
-      if (l.length < 3 || o.length < 2) return false;
-      // Each web process sees the lane and the orchestrator (its readiness view refreshes every 2 s).
-      const ready = await Promise.all(webs.map((w) => fetch(`http://127.0.0.1:${w.port}/v2/products`, { headers: { Authorization: `Bearer ${tenants[0]!.key}` } })
-        .then(async (r) => r.ok && ((await r.json()) as { products: Array<{ product: string; readiness: string }> }).products
-          .some((p) => p.product === 'lookup.domain.v1' && p.readiness === 'available'), () => false)));
-      return ready.every(Boolean);
-    }, 40_000, 200).catch(fail);
+    await until(
+      'every process heartbeats and both web processes are ready',
+      async () => {
+        const [l, o] = await Promise.all([beating(redis, 'domain'), beating(redis, 'orchestrator')]);
+        if (l.length < 3 || o.length < 2) return false;
+        // Each web process sees the lane and the orchestrator (its readiness view refreshes every 2 s).
+        const ready = await Promise.all(
+          webs.map((w) =>
+            fetch(`http://127.0.0.1:${w.port}/v2/products`, {
+              headers: { Authorization: `Bearer ${tenants[0]!.key}` },
+            }).then(
+              async (r) =>
+                r.ok &&
+                ((await r.json()) as { products: Array<{ product: string; readiness: string }> }).products.some(
+                  (p) => p.product === 'lookup.domain.v1' && p.readiness === 'available',
+                ),
+              () => false,
+            ),
+          ),
+        );
+        return ready.every(Boolean);
+      },
+      40_000,
+      200,
+    ).catch(fail);
 
     // Who holds entries of the role's streams, sampled until the kill.
     const seen = new Set<number>();
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const names = (await Promise.all([
-          holders(redis, streams.jobs, groups.orchestrator),
-          holders(redis, streams.laneResults('domain'), groups.orchestrator),
-          holders(redis, streams.lane('domain'), groups.lane('domain')),
-        ])).flat();
+        const names = (
+          await Promise.all([
+            holders(redis, streams.jobs, groups.orchestrator),
+            holders(redis, streams.laneResults('domain'), groups.orchestrator),
+            holders(redis, streams.lane('domain'), groups.lane('domain')),
+          ])
+        ).flat();
         for (const n of names) seen.add(consumerPid(n));
         await sleep(20);
       }
@@ -157,10 +192,17 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
         const web = webs[w]!;
         const res = await fetch(`http://127.0.0.1:${web.port}/v2/lookups/domain`, {
           method: 'POST',
-          headers: { Authorization: `Bearer ${tenant.key}`, 'Idempotency-Key': key, 'Content-Type': 'application/json' },
+          headers: {
+            Authorization: `Bearer ${tenant.key}`,
+            'Idempotency-Key': key,
+            'Content-Type': 'application/json',
+          },
           body: JSON.stringify({ value: NAMES[i % NAMES.length] }),
           signal: AbortSignal.timeout(10_000),
-        }).then(async (r): Promise<Reply> => ({ status: r.status, body: await r.json() as Reply['body'] }), (err: Error): Reply => ({ status: 0, body: { error: { code: err.message } } }));
+        }).then(
+          async (r): Promise<Reply> => ({ status: r.status, body: (await r.json()) as Reply['body'] }),
+          (err: Error): Reply => ({ status: 0, body: { error: { code: err.message } } }),
+        );
         if (res.status === 202) {
           accepted.set(key, res.body.jobRef!);
           return;
@@ -182,15 +224,25 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
 
     let killed: { web: Proc; lane: Proc; orchestrator: Proc } | undefined;
     const killer = (async () => {
-      await until('every lane and orchestrator process took work, and a third of the jobs are in', async () =>
-        (allSeen() && accepted.size >= JOBS / 3) || accepted.size === JOBS, SUBMIT_DEADLINE_MS, 20);
+      await until(
+        'every lane and orchestrator process took work, and a third of the jobs are in',
+        async () => (allSeen() && accepted.size >= JOBS / 3) || accepted.size === JOBS,
+        SUBMIT_DEADLINE_MS,
+        20,
+      );
       sampling = false;
       // The lane runner and the orchestrator that hold entries now: their work is mid-flight.
-      const holding = new Set((await Promise.all([
-        holders(redis, streams.lane('domain'), groups.lane('domain')),
-        holders(redis, streams.laneResults('domain'), groups.orchestrator),
-        holders(redis, streams.jobs, groups.orchestrator),
-      ])).flat().map(consumerPid));
+      const holding = new Set(
+        (
+          await Promise.all([
+            holders(redis, streams.lane('domain'), groups.lane('domain')),
+            holders(redis, streams.laneResults('domain'), groups.orchestrator),
+            holders(redis, streams.jobs, groups.orchestrator),
+          ])
+        )
+          .flat()
+          .map(consumerPid),
+      );
       killed = {
         web: webs[0]!.proc,
         lane: lanes.find((p) => holding.has(p.child.pid!)) ?? lanes[0]!,
@@ -209,10 +261,15 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
     expect(accepted.size).toBe(JOBS);
     const refs = new Set(accepted.values());
     expect(refs.size).toBe(JOBS);
-    const jobs = await until(`${JOBS} jobs terminal`, async () => {
-      const rows = await h.deps.db.selectFrom('jobs').select(['id', 'public_id', 'status', 'workspace_id']).execute();
-      return rows.length === JOBS && rows.every((r) => TERMINAL.includes(r.status)) ? rows : null;
-    }, 120_000, 500).catch(fail);
+    const jobs = await until(
+      `${JOBS} jobs terminal`,
+      async () => {
+        const rows = await h.deps.db.selectFrom('jobs').select(['id', 'public_id', 'status', 'workspace_id']).execute();
+        return rows.length === JOBS && rows.every((r) => TERMINAL.includes(r.status)) ? rows : null;
+      },
+      120_000,
+      500,
+    ).catch(fail);
     expect(new Set(jobs.map((j) => j.public_id))).toEqual(refs);
     expect(jobs.filter((j) => j.status !== 'completed').map((j) => [j.public_id, j.status])).toEqual([]);
 
@@ -228,17 +285,24 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
       expect((await balance(h.deps.db, t.wsId)).captured).toBe(perWs * PRICE);
     }
 
-    console.info(`scale-out: ${tasks.filter((t) => t.attempts > 1).length} task(s) re-run after the kill; submission retries ${JSON.stringify(Object.fromEntries(retries))}`);
+    console.info(
+      `scale-out: ${tasks.filter((t) => t.attempts > 1).length} task(s) re-run after the kill; submission retries ${JSON.stringify(Object.fromEntries(retries))}`,
+    );
     // Nothing left behind in Redis: the dead consumers' entries were reclaimed and acknowledged,
     // nothing was dead-lettered.
-    await until('nothing pending on the lane and the orchestrator streams', async () => {
-      const left = await Promise.all([
-        redis.xpending(streams.lane('domain'), groups.lane('domain')),
-        redis.xpending(streams.laneResults('domain'), groups.orchestrator),
-        redis.xpending(streams.jobs, groups.orchestrator),
-      ]) as Array<[number]>;
-      return left.every((p) => Number(p[0]) === 0);
-    }, 20_000, 200).catch(fail);
+    await until(
+      'nothing pending on the lane and the orchestrator streams',
+      async () => {
+        const left = (await Promise.all([
+          redis.xpending(streams.lane('domain'), groups.lane('domain')),
+          redis.xpending(streams.laneResults('domain'), groups.orchestrator),
+          redis.xpending(streams.jobs, groups.orchestrator),
+        ])) as Array<[number]>;
+        return left.every((p) => Number(p[0]) === 0);
+      },
+      20_000,
+      200,
+    ).catch(fail);
     for (const s of [streams.lane('domain'), streams.jobs]) expect(await redis.xlen(streams.deadLetterOf(s))).toBe(0);
     // The survivors are still at work.
     const survivors = [...orchestrators, ...lanes, ...webs.map((w) => w.proc)].filter((p) => p.running());

@@ -29,10 +29,26 @@ const SCANS = '/v2/scans';
 /** Generated zones (a link tree of N hosts): one that outgrows a minimum budget, one big enough to cancel mid-flight. */
 const GEN_SMALL = 60;
 const GEN_LARGE = 400;
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'scan.recursive.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'scan.recursive.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 
-interface Item { objectId: string; type: string; key: string; distance: number; projection: Record<string, unknown>; lanes: Array<{ lane: string; status: string }> }
-interface Finding { findingId: string; code: string; severity: string; objectId: string; summary: string }
+interface Item {
+  objectId: string;
+  type: string;
+  key: string;
+  distance: number;
+  projection: Record<string, unknown>;
+  lanes: Array<{ lane: string; status: string }>;
+}
+interface Finding {
+  findingId: string;
+  code: string;
+  severity: string;
+  objectId: string;
+  summary: string;
+}
 
 describe('scan.recursive.v1', () => {
   let lab: RunningLab;
@@ -55,7 +71,9 @@ describe('scan.recursive.v1', () => {
     const out: T[] = [];
     let cursor: string | null = null;
     do {
-      const res = await client(h.app, key).get(`${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const res = await client(h.app, key).get(
+        `${path}?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(res.status).toBe(200);
       out.push(...res.body.items);
       cursor = res.body.page.nextCursor;
@@ -70,23 +88,58 @@ describe('scan.recursive.v1', () => {
     return b;
   }
 
-  const body = (profile: string, value: string, maxCredits: number, active = false) => ({ profile, target: { type: 'domain_name', value }, options: { active, maxCredits } });
+  const body = (profile: string, value: string, maxCredits: number, active = false) => ({
+    profile,
+    target: { type: 'domain_name', value },
+    options: { active, maxCredits },
+  });
 
-  interface Scanned { t: Awaited<ReturnType<typeof tenant>>; job: Record<string, any>; items: Item[]; findings: Finding[] }
+  interface Scanned {
+    t: Awaited<ReturnType<typeof tenant>>;
+    job: Record<string, any>;
+    items: Item[];
+    findings: Finding[];
+  }
   /** A funded tenant, one scan to its terminal state, and every result and finding page of it. */
-  async function scanAndRead(credits: number, tenantOpts: Parameters<typeof fundedTenant>[2], scanBody: ReturnType<typeof body>): Promise<Scanned> {
+  async function scanAndRead(
+    credits: number,
+    tenantOpts: Parameters<typeof fundedTenant>[2],
+    scanBody: ReturnType<typeof body>,
+  ): Promise<Scanned> {
     const t = await tenant(credits, tenantOpts);
     const job = await scan(t.key, scanBody);
-    return { t, job, items: await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`), findings: await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`) };
+    return {
+      t,
+      job,
+      items: await all<Item>(t.key, `/v2/jobs/${job.jobRef}/results`),
+      findings: await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`),
+    };
   }
 
   beforeAll(async () => {
-    lab = await startLab({ parts: [webLabPart(), mailLabPart, scanLabPart({ generated: [GEN_SMALL, GEN_LARGE], onReady: (s) => (scanLab = s) })] });
+    lab = await startLab({
+      parts: [
+        webLabPart(),
+        mailLabPart,
+        scanLabPart({ generated: [GEN_SMALL, GEN_LARGE], onReady: (s) => (scanLab = s) }),
+      ],
+    });
     h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '700', CANCEL_GRACE_MS: '1000' });
     const log = pino({ level: 'silent' });
-    orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+    orchestrator = await startOrchestrator({
+      config: h.config,
+      log,
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
     for (const lane of ['dns', 'mail', 'web', 'domain', 'active'] as LaneName[]) {
-      workers.push(await startLaneWorker(lane, { config: h.config, log, blockMs: 100, settings: { LANE_POOL_THREADS: 1, LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 } }));
+      workers.push(
+        await startLaneWorker(lane, {
+          config: h.config,
+          log,
+          blockMs: 100,
+          settings: { LANE_POOL_THREADS: 1, LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 },
+        }),
+      );
     }
     await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
   });
@@ -100,21 +153,42 @@ describe('scan.recursive.v1', () => {
 
   describe('bad input: the documented 400s, before anything is reserved', () => {
     it.each([
-      ['an unknown target type', { profile: 'quick', target: { type: 'ip_address', value: '127.0.0.1' }, options: { active: false, maxCredits: 10 } }, 'invalid_request'],
+      [
+        'an unknown target type',
+        {
+          profile: 'quick',
+          target: { type: 'ip_address', value: '127.0.0.1' },
+          options: { active: false, maxCredits: 10 },
+        },
+        'invalid_request',
+      ],
       ['an IP as target', body('quick', '127.0.0.1', 10), 'invalid_request'],
       ['a public suffix as target', body('quick', 'co.uk', 10), 'invalid_request'],
       ['a name over 253 characters', body('quick', `${`${'a'.repeat(60)}.`.repeat(5)}test`, 10), 'invalid_request'],
-      ['maxCredits missing', { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: false } }, 'invalid_request'],
+      [
+        'maxCredits missing',
+        { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: false } },
+        'invalid_request',
+      ],
       ['maxCredits not an integer', body('quick', SCAN_ZONE, 10.5), 'scan_credit_budget_invalid'],
       ['maxCredits out of the profile bounds', body('deep', SCAN_ZONE, 20), 'scan_credit_budget_invalid'],
-      ['options.active not a boolean', { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: 'yes', maxCredits: 10 } }, 'invalid_request'],
+      [
+        'options.active not a boolean',
+        {
+          profile: 'quick',
+          target: { type: 'domain_name', value: SCAN_ZONE },
+          options: { active: 'yes', maxCredits: 10 },
+        },
+        'invalid_request',
+      ],
       ['active on a passive profile', body('balanced', SCAN_ZONE, 50, true), 'invalid_request'],
     ])('%s', async (_name, payload, code) => {
       const t = await tenant(1000);
       const res = await client(h.app, t.key).post(SCANS, payload);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe(code);
-      if (code === 'scan_credit_budget_invalid') expect(res.body.error.details.bounds).toMatchObject({ min: expect.any(Number), max: expect.any(Number) });
+      if (code === 'scan_credit_budget_invalid')
+        expect(res.body.error.details.bounds).toMatchObject({ min: expect.any(Number), max: expect.any(Number) });
       expect(await balance(h.deps.db, t.wsId)).toMatchObject({ reserved: 0, available: 1000 });
     });
   });
@@ -126,7 +200,10 @@ describe('scan.recursive.v1', () => {
     let findings: Finding[];
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', SCAN_ZONE, 200))), 120_000);
+    beforeAll(
+      async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', SCAN_ZONE, 200))),
+      120_000,
+    );
 
     it('ends terminal with a ledger that holds, charging only what ran', async () => {
       expect(['completed', 'partial']).toContain(job.status);
@@ -137,21 +214,42 @@ describe('scan.recursive.v1', () => {
     });
 
     it('scans in-scope names one hop away (MX, NS, SRV, SPF, CNAME, certificate SANs) and only records out-of-scope ones', async () => {
-      for (const name of [`mail.${SCAN_ZONE}`, `ns1.${SCAN_ZONE}`, `sip.${SCAN_ZONE}`, `api.${SCAN_ZONE}`, `www.${SCAN_ZONE}`]) {
+      for (const name of [
+        `mail.${SCAN_ZONE}`,
+        `ns1.${SCAN_ZONE}`,
+        `sip.${SCAN_ZONE}`,
+        `api.${SCAN_ZONE}`,
+        `www.${SCAN_ZONE}`,
+      ]) {
         const item = byKey(name);
         expect(item, name).toBeDefined();
         expect(item!.distance, name).toBe(1);
-        expect(item!.lanes.map((l) => l.lane), name).toContain('dns'); // it was scanned itself
+        expect(
+          item!.lanes.map((l) => l.lane),
+          name,
+        ).toContain('dns'); // it was scanned itself
       }
-      for (const name of ['mx.thirdparty-mail.test', 'ns.thirdparty-dns.test', 'partner.thirdparty-cdn.test', '_spf.thirdparty-mail.test']) {
+      for (const name of [
+        'mx.thirdparty-mail.test',
+        'ns.thirdparty-dns.test',
+        'partner.thirdparty-cdn.test',
+        '_spf.thirdparty-mail.test',
+      ]) {
         const item = byKey(name);
         expect(item, name).toBeDefined();
         expect(item!.distance, name).toBe(1);
         expect(item!.projection.inScope, name).toBe(false);
         // Never scanned itself (the target's mail posture does examine its MX hosts, wherever they are).
-        expect(item!.lanes.map((l) => l.lane), name).not.toContain('dns');
+        expect(
+          item!.lanes.map((l) => l.lane),
+          name,
+        ).not.toContain('dns');
       }
-      const tasks = await sql<{ object_key: string }>`SELECT t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(h.deps.db);
+      const tasks = await sql<{
+        object_key: string;
+      }>`SELECT t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(
+        h.deps.db,
+      );
       expect(tasks.rows.map((r) => r.object_key).filter((k) => k.includes('thirdparty'))).toEqual([]);
     });
 
@@ -159,7 +257,9 @@ describe('scan.recursive.v1', () => {
       expect(byKey(`sip.${SCAN_ZONE}`)!.projection).toMatchObject({ foundVia: 'srv', foundFrom: SCAN_ZONE });
       expect(byKey(`api.${SCAN_ZONE}`)!.projection.foundVia).toBe('san');
       const apex = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${byKey(SCAN_ZONE)!.objectId}`);
-      const rel = apex.body.relations.map((r: { relation: string; direction: string }) => `${r.relation}:${r.direction}`);
+      const rel = apex.body.relations.map(
+        (r: { relation: string; direction: string }) => `${r.relation}:${r.direction}`,
+      );
       expect(rel).toEqual(expect.arrayContaining(['mx_of:incoming', 'ns_of:incoming', 'resolves_to:outgoing']));
     });
 
@@ -184,7 +284,10 @@ describe('scan.recursive.v1', () => {
     let findings: Finding[];
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', WILD_ZONE, 200))), 120_000);
+    beforeAll(
+      async () => ({ t, job, items, findings } = await scanAndRead(1000, {}, body('balanced', WILD_ZONE, 200))),
+      120_000,
+    );
 
     it('a name that only the wildcard answers collapses into one wildcard object; a real host under it survives', async () => {
       const wildcard = byKey(`*.${WILD_ZONE}`);
@@ -195,7 +298,12 @@ describe('scan.recursive.v1', () => {
       expect(byKey(`real.${WILD_ZONE}`)!.projection.wildcard).toBe('real');
       expect(findings.filter((f) => f.code === 'scan_wildcard_dns').length).toBeGreaterThanOrEqual(1);
       // www exists only through the wildcard: no web task for it.
-      const tasks = await sql<{ check_name: string; object_key: string }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(h.deps.db);
+      const tasks = await sql<{
+        check_name: string;
+        object_key: string;
+      }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(
+        h.deps.db,
+      );
       expect(tasks.rows.filter((r) => r.check_name === 'scan.web' && r.object_key === `www.${WILD_ZONE}`)).toEqual([]);
     });
 
@@ -218,7 +326,10 @@ describe('scan.recursive.v1', () => {
     const byKey = (key: string) => items.find((i) => i.key === key);
     const codesOn = (key: string) => findings.filter((f) => f.objectId === byKey(key)?.objectId).map((f) => f.code);
 
-    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(5000, {}, body('deep', SCAN_ZONE, 2000))), 180_000);
+    beforeAll(
+      async () => ({ t, job, items, findings } = await scanAndRead(5000, {}, body('deep', SCAN_ZONE, 2000))),
+      180_000,
+    );
 
     it('follows links on in-scope pages (a deep source)', async () => {
       expect(byKey(`loop-a.${SCAN_ZONE}`)?.projection.foundVia).toBe('link');
@@ -241,7 +352,9 @@ describe('scan.recursive.v1', () => {
     });
 
     it('a provider alias serving the unclaimed-name page is a takeover finding (suffix and body both match)', async () => {
-      const f = findings.find((x) => x.objectId === byKey(`blog.${SCAN_ZONE}`)?.objectId && x.code === 'scan_takeover_fingerprint');
+      const f = findings.find(
+        (x) => x.objectId === byKey(`blog.${SCAN_ZONE}`)?.objectId && x.code === 'scan_takeover_fingerprint',
+      );
       expect(f?.severity).toBe('high');
     });
 
@@ -257,7 +370,16 @@ describe('scan.recursive.v1', () => {
       expect(codes).toContain('dns_indeterminate');
       expect(codesOn(`app.broken.${SCAN_ZONE}`)).toEqual([]);
       const lanes = job.lanes.find((l: { lane: string }) => l.lane === 'dns');
-      expect(lanes.tasks).toBe(lanes.completed + lanes.partial + lanes.unavailable + lanes.timeout + lanes.failed + lanes.skipped + lanes.cancelled + lanes.budgetExhausted);
+      expect(lanes.tasks).toBe(
+        lanes.completed +
+          lanes.partial +
+          lanes.unavailable +
+          lanes.timeout +
+          lanes.failed +
+          lanes.skipped +
+          lanes.cancelled +
+          lanes.budgetExhausted,
+      );
     });
 
     it('rediscovery adds relations, never copies: one object per (type, name), at its shortest distance', async () => {
@@ -283,10 +405,16 @@ describe('scan.recursive.v1', () => {
       const job = await scan(t.key, body('deep', genZoneName(GEN_SMALL), 50));
       expect(job.status).toBe('partial');
       expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('budget_exhausted');
-      expect(job.lanes.reduce((n: number, l: { budgetExhausted: number }) => n + l.budgetExhausted, 0)).toBeGreaterThan(0);
+      expect(job.lanes.reduce((n: number, l: { budgetExhausted: number }) => n + l.budgetExhausted, 0)).toBeGreaterThan(
+        0,
+      );
       expect(job.ledger.captured).toBeLessThanOrEqual(50);
       expect(job.ledger.captured + job.ledger.released).toBe(50);
-      const releases = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries e JOIN jobs j ON j.id = e.job_id WHERE j.public_id = ${job.jobRef} AND e.kind = 'release'`.execute(h.deps.db);
+      const releases = await sql<{
+        n: number;
+      }>`SELECT COUNT(*) AS n FROM credit_entries e JOIN jobs j ON j.id = e.job_id WHERE j.public_id = ${job.jobRef} AND e.kind = 'release'`.execute(
+        h.deps.db,
+      );
       expect(Number(releases.rows[0]!.n)).toBe(job.ledger.released > 0 ? 1 : 0);
       // Every page says what did not run, read on its own: the same lane counts as the job.
       for (const route of ['results', 'findings']) {
@@ -307,7 +435,15 @@ describe('scan.recursive.v1', () => {
     let findings: Finding[];
     const byKey = (key: string) => items.find((i) => i.key === key);
 
-    beforeAll(async () => ({ t, job, items, findings } = await scanAndRead(10_000, { active: true, approveScopes: [SCAN_ZONE] }, body('advanced', SCAN_ZONE, 3000, true))), 240_000);
+    beforeAll(
+      async () =>
+        ({ t, job, items, findings } = await scanAndRead(
+          10_000,
+          { active: true, approveScopes: [SCAN_ZONE] },
+          body('advanced', SCAN_ZONE, 3000, true),
+        )),
+      240_000,
+    );
 
     it('probes TCP ports of in-scope hosts: service objects, sensitive ports as findings', async () => {
       expect(byKey(`${SCAN_ZONE}:3306/tcp`)?.type).toBe('service');
@@ -328,17 +464,26 @@ describe('scan.recursive.v1', () => {
 
     it('sends nothing to an out-of-scope host: its listeners counted no connection', async () => {
       expect(scanLab.outOfScopeProbes()).toBe(0);
-      const tasks = await sql<{ check_name: string; object_key: string }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(h.deps.db);
-      const active = tasks.rows.filter((r) => ['scan.tcp_probe', 'scan.tls_protocols', 'scan.well_known'].includes(r.check_name));
+      const tasks = await sql<{
+        check_name: string;
+        object_key: string;
+      }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(
+        h.deps.db,
+      );
+      const active = tasks.rows.filter((r) =>
+        ['scan.tcp_probe', 'scan.tls_protocols', 'scan.well_known'].includes(r.check_name),
+      );
       expect(active.length).toBeGreaterThan(0);
       // Neither out-of-scope names nor in-scope aliases of a third party (the CDN) are probed.
-      expect(active.filter((r) => r.object_key.includes('thirdparty') || r.object_key === `cdn.${SCAN_ZONE}`)).toEqual([]);
+      expect(active.filter((r) => r.object_key.includes('thirdparty') || r.object_key === `cdn.${SCAN_ZONE}`)).toEqual(
+        [],
+      );
       await ledgerHolds(t.wsId);
     });
   });
 
   describe('wordlist canaries: a zone that answers any name', () => {
-    it('drops the wordlist\'s hits when random canaries resolve too, and coverage says why', async () => {
+    it("drops the wordlist's hits when random canaries resolve too, and coverage says why", async () => {
       const t = await tenant(10_000, { active: true, approveScopes: [WILD_ZONE] });
       const job = await scan(t.key, body('advanced', WILD_ZONE, 2000, true));
       expect(job.terminal).toBe(true);
@@ -360,7 +505,15 @@ describe('scan.recursive.v1', () => {
       try {
         const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
         const sdk = new LssClient({ apiKey: t.key, baseUrl });
-        const outcome = await sdk.run('scan', { profile: 'quick', target: { type: 'domain_name', value: SCAN_ZONE }, options: { active: false, maxCredits: 20 } }, { timeoutMs: 60_000 });
+        const outcome = await sdk.run(
+          'scan',
+          {
+            profile: 'quick',
+            target: { type: 'domain_name', value: SCAN_ZONE },
+            options: { active: false, maxCredits: 20 },
+          },
+          { timeoutMs: 60_000 },
+        );
         // The target's mail lane is at best partial (DKIM selectors cannot be listed): never "complete".
         expect(outcome.status).toBe('partial');
         expect(outcome.complete).toBe(false);
@@ -371,9 +524,22 @@ describe('scan.recursive.v1', () => {
         expect(collected.limitations.length).toBeGreaterThan(0);
 
         const cli = await new Promise<{ code: number; stdout: string }>((resolve) => {
-          execFile(process.execPath, [path.join(root, 'src/client/cli/main.ts'), '--json', 'scan', SCAN_ZONE, '--profile', 'quick', '--max-credits', '20', '--wait'],
+          execFile(
+            process.execPath,
+            [
+              path.join(root, 'src/client/cli/main.ts'),
+              '--json',
+              'scan',
+              SCAN_ZONE,
+              '--profile',
+              'quick',
+              '--max-credits',
+              '20',
+              '--wait',
+            ],
             { env: { ...process.env, LSS_API_KEY: t.key, LSS_BASE_URL: baseUrl, NO_COLOR: '1' }, timeout: 90_000 },
-            (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }));
+            (err, stdout) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout }),
+          );
         });
         expect(cli.code, cli.stdout).toBe(2);
         const doc = JSON.parse(cli.stdout);
@@ -392,15 +558,32 @@ describe('scan.recursive.v1', () => {
       const accepted = await client(h.app, t.key).post(SCANS, body('deep', genZoneName(GEN_LARGE), 5000));
       expect(accepted.status).toBe(202);
       // Let it start fanning out (some tasks planned beyond the initial plan), then cancel.
-      const planned = async () => Number((await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db)).rows[0]!.n);
+      const planned = async () =>
+        Number(
+          (
+            await sql<{
+              n: number;
+            }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(
+              h.deps.db,
+            )
+          ).rows[0]!.n,
+        );
       const initial = await planned();
       for (let i = 0; i < 200 && (await planned()) <= initial; i++) await new Promise((r) => setTimeout(r, 50));
       const cancel = await client(h.app, t.key).post(`/v2/jobs/${accepted.body.jobRef}/cancel`, {});
       expect(cancel.status).toBe(202);
-      const atCancel = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db);
+      const atCancel = await sql<{
+        n: number;
+      }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(
+        h.deps.db,
+      );
       const done = (await poll(t.key, accepted.body.jobRef)).body;
       expect(done.status).toBe('cancelled');
-      const after = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(h.deps.db);
+      const after = await sql<{
+        n: number;
+      }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${accepted.body.jobRef}`.execute(
+        h.deps.db,
+      );
       // Tasks finishing after the cancel may not plan anything new.
       expect(Number(after.rows[0]!.n)).toBe(Number(atCancel.rows[0]!.n));
       const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results`);

@@ -36,21 +36,36 @@ interface Reply {
  * With `holdBack`, the headers and the start of the body go out at once and the rest only when
  * `release()` is called: the request is in flight on the server meanwhile.
  */
-function request(port: number, method: string, urlPath: string, opts: { body?: string; headers?: Record<string, string>; holdBack?: boolean } = {}) {
+function request(
+  port: number,
+  method: string,
+  urlPath: string,
+  opts: { body?: string; headers?: Record<string, string>; holdBack?: boolean } = {},
+) {
   let release = () => {};
   let connected: () => void = () => {};
   const connectedP = new Promise<void>((r) => (connected = r));
   const reply = new Promise<Reply>((resolve, reject) => {
     const body = opts.body ?? '';
-    const req = http.request({
-      host: '127.0.0.1', port, method, path: urlPath, agent: false,
-      headers: { ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : {}), ...opts.headers },
-    }, (res) => {
-      let data = '';
-      res.setEncoding('utf8').on('data', (d: string) => (data += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent: false,
+        headers: {
+          ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8').on('data', (d: string) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: data }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', (err) => {
       connected(); // nobody waits for a connection that failed
       reject(err);
@@ -103,7 +118,12 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
       AUTH_CACHE_TTL_MS: '5000',
     });
     // Own process group, so afterAll can kill the primary and its workers whatever state they are in.
-    child = spawn(process.execPath, ['src/server.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    child = spawn(process.execPath, ['src/server.ts'], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     exited = new Promise((resolve) => child!.on('exit', (code, signal) => resolve({ code, signal })));
@@ -116,7 +136,11 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
       early,
     ]);
     // Both workers listening (the primary logs nothing per worker, the workers do).
-    await waitFor('two listening workers', async () => (stdout.match(/web worker listening/g) ?? []).length >= 2, 15_000);
+    await waitFor(
+      'two listening workers',
+      async () => (stdout.match(/web worker listening/g) ?? []).length >= 2,
+      15_000,
+    );
   });
 
   afterAll(async () => {
@@ -150,7 +174,10 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
       expect(JSON.parse(res.body).result.organization).toMatch(/Google/);
       expect(res.headers['x-request-id']).toMatch(/^req_[0-9A-Z]{26}$/);
     }
-    const unauthenticated = await request(port, 'POST', '/v2/lookups/mac', { body: '{"value":"F4:F5:E8:12:34:56"}', headers: { 'Idempotency-Key': idemKey() } }).reply;
+    const unauthenticated = await request(port, 'POST', '/v2/lookups/mac', {
+      body: '{"value":"F4:F5:E8:12:34:56"}',
+      headers: { 'Idempotency-Key': idemKey() },
+    }).reply;
     expect(unauthenticated.status).toBe(401);
     // Every request gets an access line at info; this one carries the caller's own request id.
     loggedRequestId = `req_test_${idemKey()}`;
@@ -162,12 +189,14 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
     expect(logged.status).toBe(200);
   });
 
-  it('serves the workers\' aggregated Prometheus metrics on METRICS_PORT only', async () => {
+  it("serves the workers' aggregated Prometheus metrics on METRICS_PORT only", async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(15_000) });
     const text = await res.text();
     expect(res.status, text).toBe(200);
     expect(text).toContain('http_request_duration_seconds');
-    expect(text).toMatch(/^http_request_duration_seconds_count\{[^}]*route="\/v2\/lookups\/mac"[^}]*status_code="200"[^}]*\} 7$/m);
+    expect(text).toMatch(
+      /^http_request_duration_seconds_count\{[^}]*route="\/v2\/lookups\/mac"[^}]*status_code="200"[^}]*\} 7$/m,
+    );
     expect(text).toContain('process_cpu_user_seconds_total');
     expect(text).toContain('lss_admission_outcomes_total');
     expect(text).toMatch(/^lss_admission_outcomes_total\{code="ok"\} 7$/m);
@@ -187,20 +216,30 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
         throw new Error(`stdout line is not JSON: ${l}`);
       }
     });
-    for (const r of records) expect(r).toMatchObject({ level: expect.any(Number), time: expect.any(String), msg: expect.any(String) });
+    for (const r of records)
+      expect(r).toMatchObject({ level: expect.any(Number), time: expect.any(String), msg: expect.any(String) });
     const requestLines = records.filter((r) => r.msg === 'request' || r.msg === 'request failed');
     expect(requestLines.length).toBeGreaterThan(0);
     for (const r of requestLines) expect(r.requestId).toEqual(expect.any(String));
-    expect(requestLines).toContainEqual(expect.objectContaining({ requestId: loggedRequestId, status: 200, route: '/v2/lookups/mac' }));
+    expect(requestLines).toContainEqual(
+      expect.objectContaining({ requestId: loggedRequestId, status: 200, route: '/v2/lookups/mac' }),
+    );
   });
 
   it('drains on SIGTERM: an in-flight request is answered and the process exits 0 in time', async () => {
     const body = JSON.stringify({ value: '00:1B:C5:00:00:01' });
     const headers = { Authorization: `Bearer ${t.key}` };
     // In flight: headers and one byte of the body are on the server when SIGTERM arrives.
-    const slow = request(port, 'POST', '/v2/lookups/mac', { body, headers: { ...headers, 'Idempotency-Key': idemKey() }, holdBack: true });
+    const slow = request(port, 'POST', '/v2/lookups/mac', {
+      body,
+      headers: { ...headers, 'Idempotency-Key': idemKey() },
+      holdBack: true,
+    });
     // Sent just before SIGTERM, complete.
-    const quick = request(port, 'POST', '/v2/lookups/mac', { body, headers: { ...headers, 'Idempotency-Key': idemKey() } });
+    const quick = request(port, 'POST', '/v2/lookups/mac', {
+      body,
+      headers: { ...headers, 'Idempotency-Key': idemKey() },
+    });
     await Promise.all([slow.connected, quick.connected]);
     await new Promise((r) => setTimeout(r, 250));
     const t0 = Date.now();
@@ -216,7 +255,9 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
     expect(JSON.parse(slowRes.body).result.assignment.block).toBe('MA-S');
     expect(quickRes.status, quickRes.body).toBe(200);
 
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('server did not exit in time')), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS));
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('server did not exit in time')), SHUTDOWN_TIMEOUT_MS + EXIT_MARGIN_MS),
+    );
     const { code, signal } = await Promise.race([exited, timeout]);
     const elapsed = Date.now() - t0;
     expect({ code, signal }).toEqual({ code: 0, signal: null });

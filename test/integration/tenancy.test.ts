@@ -59,7 +59,11 @@ describe('key revocation', () => {
 
   it('workspace grants change within the same bound (responsible use, capability, scope)', async () => {
     const t = await createTenant(h, { active: true });
-    const scan = { profile: 'advanced', target: { type: 'domain_name', value: 'www.example.com' }, options: { active: true, maxCredits: 100 } };
+    const scan = {
+      profile: 'advanced',
+      target: { type: 'domain_name', value: 'www.example.com' },
+      options: { active: true, maxCredits: 100 },
+    };
     expect((await client(h.app, t.key).post('/v2/scans', scan)).body.error.code).toBe('responsible_use_required');
     await setWorkspaceFlags(h.deps.db, t.workspaceId, { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION });
     await approveScope(h.deps.db, t.workspaceId, 'example.com');
@@ -112,25 +116,54 @@ describe('workspace isolation', () => {
 
   it('approved scopes and active grants belong to one workspace', async () => {
     const ru = h.config.RESPONSIBLE_USE_VERSION;
-    const owner = await createTenant(h, { active: true, acceptResponsibleUse: ru, approveScopes: ['owner-example.com'] });
-    const stranger = await createTenant(h, { active: true, acceptResponsibleUse: ru, approveScopes: ['stranger-example.com'] });
-    const scan = { profile: 'advanced', target: { type: 'domain_name', value: 'owner-example.com' }, options: { active: true, maxCredits: 100 } };
+    const owner = await createTenant(h, {
+      active: true,
+      acceptResponsibleUse: ru,
+      approveScopes: ['owner-example.com'],
+    });
+    const stranger = await createTenant(h, {
+      active: true,
+      acceptResponsibleUse: ru,
+      approveScopes: ['stranger-example.com'],
+    });
+    const scan = {
+      profile: 'advanced',
+      target: { type: 'domain_name', value: 'owner-example.com' },
+      options: { active: true, maxCredits: 100 },
+    };
     expect((await client(h.app, owner.key).post('/v2/scans', scan)).body.error.code).toBe('scan_profile_unavailable');
-    expect((await client(h.app, stranger.key).post('/v2/scans', scan)).body.error.code).toBe('approved_target_scope_required');
+    expect((await client(h.app, stranger.key).post('/v2/scans', scan)).body.error.code).toBe(
+      'approved_target_scope_required',
+    );
   });
 
   it('a workspace with many approved scopes still approves every one of them', async () => {
     // Long lists must not be truncated anywhere between the table and the gate (e.g. a
     // GROUP_CONCAT limit): a truncated suffix would deny a scope or approve a shorter name.
-    const suffixes = Array.from({ length: 120 }, (_, i) => `scope-${String(i).padStart(3, '0')}-some-longer-label.example.net`);
-    const t = await createTenant(h, { active: true, acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, approveScopes: suffixes });
+    const suffixes = Array.from(
+      { length: 120 },
+      (_, i) => `scope-${String(i).padStart(3, '0')}-some-longer-label.example.net`,
+    );
+    const t = await createTenant(h, {
+      active: true,
+      acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION,
+      approveScopes: suffixes,
+    });
     expect(suffixes.join(',').length).toBeGreaterThan(4096);
-    const scan = (value: string) => ({ profile: 'advanced', target: { type: 'domain_name', value }, options: { active: true, maxCredits: 100 } });
+    const scan = (value: string) => ({
+      profile: 'advanced',
+      target: { type: 'domain_name', value },
+      options: { active: true, maxCredits: 100 },
+    });
     for (const s of [suffixes[0]!, suffixes[60]!, suffixes[119]!]) {
-      expect((await client(h.app, t.key).post('/v2/scans', scan(`www.${s}`))).body.error.code).toBe('scan_profile_unavailable');
+      expect((await client(h.app, t.key).post('/v2/scans', scan(`www.${s}`))).body.error.code).toBe(
+        'scan_profile_unavailable',
+      );
     }
     const truncated = suffixes[119]!.slice(0, -4); // "…example." without "net" would be a different name
-    expect((await client(h.app, t.key).post('/v2/scans', scan(`${truncated}org`))).body.error.code).toBe('approved_target_scope_required');
+    expect((await client(h.app, t.key).post('/v2/scans', scan(`${truncated}org`))).body.error.code).toBe(
+      'approved_target_scope_required',
+    );
   });
 });
 
@@ -147,30 +180,60 @@ describe('GET /v2/products', () => {
     expect(res.status).toBe(200);
     const list = res.body.products as Array<Record<string, any>>;
     expect(list.map((p) => p.product).sort()).toEqual([
-      'lookup.dns.v1', 'lookup.domain.v1', 'lookup.ip.v1', 'lookup.mac.v1', 'lookup.mail.v1', 'lookup.phone.v1', 'lookup.web.v1', 'scan.recursive.v1',
+      'lookup.dns.v1',
+      'lookup.domain.v1',
+      'lookup.ip.v1',
+      'lookup.mac.v1',
+      'lookup.mail.v1',
+      'lookup.phone.v1',
+      'lookup.web.v1',
+      'scan.recursive.v1',
     ]);
     const byId = new Map(list.map((p) => [p.product, p]));
 
     const mac = byId.get('lookup.mac.v1')!;
     expect(['available', 'partially_configured']).toContain(mac.readiness);
-    expect(mac).toMatchObject({ method: 'POST', path: '/v2/lookups/mac', mode: 'sync', credits: { basis: 'fixed', amount: 0 } });
-    expect(mac.lanes).toContainEqual(expect.objectContaining({ lane: 'oui_registry', required: true, readiness: 'ready' }));
+    expect(mac).toMatchObject({
+      method: 'POST',
+      path: '/v2/lookups/mac',
+      mode: 'sync',
+      credits: { basis: 'fixed', amount: 0 },
+    });
+    expect(mac.lanes).toContainEqual(
+      expect.objectContaining({ lane: 'oui_registry', required: true, readiness: 'ready' }),
+    );
     if (!h.config.OUI_EXTRA_CSV_DIR) {
       // Without OUI_EXTRA_CSV_DIR the optional lane is visibly unconfigured and mac is partial.
-      expect(mac.lanes).toContainEqual(expect.objectContaining({ lane: 'oui_extended', required: false, readiness: 'unconfigured' }));
+      expect(mac.lanes).toContainEqual(
+        expect.objectContaining({ lane: 'oui_extended', required: false, readiness: 'unconfigured' }),
+      );
       expect(mac.readiness).toBe('partially_configured');
     }
 
-    for (const [id, path, price] of [['lookup.domain.v1', '/v2/lookups/domain', 2], ['lookup.mail.v1', '/v2/lookups/mail', 4], ['lookup.web.v1', '/v2/lookups/web', 4]] as const) {
+    for (const [id, path, price] of [
+      ['lookup.domain.v1', '/v2/lookups/domain', 2],
+      ['lookup.mail.v1', '/v2/lookups/mail', 4],
+      ['lookup.web.v1', '/v2/lookups/web', 4],
+    ] as const) {
       const p = byId.get(id)!;
-      expect(p).toMatchObject({ readiness: 'unavailable', mode: 'async', path, credits: { basis: 'fixed', amount: price } });
+      expect(p).toMatchObject({
+        readiness: 'unavailable',
+        mode: 'async',
+        path,
+        credits: { basis: 'fixed', amount: price },
+      });
       expect(p.lanes.length).toBeGreaterThan(0);
       // domain, web and mail are built but no lane worker runs beside this harness: their lanes are
       // down.
       for (const lane of p.lanes) expect(lane.readiness).toBe('down');
     }
     const scan = byId.get('scan.recursive.v1')!;
-    expect(scan).toMatchObject({ readiness: 'unavailable', mode: 'async', path: '/v2/scans', credits: { basis: 'maxCredits', amount: null } });
+    expect(scan).toMatchObject({
+      readiness: 'unavailable',
+      mode: 'async',
+      path: '/v2/scans',
+      credits: { basis: 'maxCredits', amount: null },
+    });
 
     for (const def of registered) {
       const p = byId.get(def.id)!;
@@ -179,7 +242,8 @@ describe('GET /v2/products', () => {
       expect(p.lanes.map((l: { required: boolean }) => l.required)).toEqual(def.lanes.map((l) => l.required));
       for (const lane of p.lanes) expect(lane.description.length).toBeGreaterThan(0);
       // A product without a ready required lane is never advertised as available.
-      if (p.lanes.some((l: { required: boolean; readiness: string }) => l.required && l.readiness !== 'ready')) expect(p.readiness).toBe('unavailable');
+      if (p.lanes.some((l: { required: boolean; readiness: string }) => l.required && l.readiness !== 'ready'))
+        expect(p.readiness).toBe('unavailable');
     }
   });
 

@@ -4,7 +4,14 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Cluster } from 'ioredis';
-import { createScratchDatabase, freePort, pingRedis, ProcessGroup, until, type ScratchDatabase } from '../helpers/processes.ts';
+import {
+  createScratchDatabase,
+  freePort,
+  pingRedis,
+  ProcessGroup,
+  until,
+  type ScratchDatabase,
+} from '../helpers/processes.ts';
 import { testPrefix } from '../helpers/redis.ts';
 import { redisReady } from '../../src/redis/client.ts';
 
@@ -38,31 +45,54 @@ describe('npm run up -- --cluster', () => {
     });
     upProc = up;
     const failed = () => new Error(`ops/up.ts exited:\n${up.output().slice(-3000)}`);
-    const key = await until('the banner with the demo key', async () => {
-      if (!up.running()) throw failed();
-      return /Demo API key[^\n]*\n\n\s+(\S+)\n/.exec(up.output())?.[1];
-    }, 120_000, 250);
+    const key = await until(
+      'the banner with the demo key',
+      async () => {
+        if (!up.running()) throw failed();
+        return /Demo API key[^\n]*\n\n\s+(\S+)\n/.exec(up.output())?.[1];
+      },
+      120_000,
+      250,
+    );
     const seeds = /REDIS_CLUSTER_NODES=(\S+)/.exec(up.output())?.[1];
     expect(seeds, up.output().slice(-2000)).toMatch(/^127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}$/);
     const ports = seeds!.split(',').map((s) => Number(s.split(':')[1]));
 
     const res = await fetch(`http://127.0.0.1:${port}/v2/lookups/mac`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'up-cluster-1' },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'up-cluster-1',
+      },
       body: JSON.stringify({ value: 'F4:F5:E8:12:34:56' }),
     });
     expect(res.status, await res.clone().text()).toBe(200);
 
     // The roles' data is on the cluster: the lookup's idempotency marker, and the heartbeats of
     // the orchestrator and a lane worker.
-    const cluster = new Cluster(ports.map((p) => ({ host: '127.0.0.1', port: p })), { keyPrefix: prefix });
+    const cluster = new Cluster(
+      ports.map((p) => ({ host: '127.0.0.1', port: p })),
+      { keyPrefix: prefix },
+    );
     try {
       await redisReady(cluster);
       // KEYS per master (node clients may carry the prefix too: match on the full names).
-      const keys = (await Promise.all(cluster.nodes('master').map((n) => n.call('KEYS', '*') as Promise<string[]>))).flat();
-      expect(keys.filter((k) => k.startsWith(prefix) && k.includes(':idem:')), keys.slice(0, 20).join(' ')).not.toHaveLength(0);
-      await until('the orchestrator and lane-dns heartbeats on the cluster', async () =>
-        (await cluster.zcard('{lss}:lane-alive:orchestrator')) > 0 && (await cluster.zcard('{lss}:lane-alive:dns')) > 0, 30_000, 250);
+      const keys = (
+        await Promise.all(cluster.nodes('master').map((n) => n.call('KEYS', '*') as Promise<string[]>))
+      ).flat();
+      expect(
+        keys.filter((k) => k.startsWith(prefix) && k.includes(':idem:')),
+        keys.slice(0, 20).join(' '),
+      ).not.toHaveLength(0);
+      await until(
+        'the orchestrator and lane-dns heartbeats on the cluster',
+        async () =>
+          (await cluster.zcard('{lss}:lane-alive:orchestrator')) > 0 &&
+          (await cluster.zcard('{lss}:lane-alive:dns')) > 0,
+        30_000,
+        250,
+      );
     } finally {
       cluster.disconnect();
     }

@@ -19,7 +19,10 @@ import { createWebChecks } from '../../src/products/web/index.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 
 const WEB = '/v2/lookups/web';
-const GENEROUS = { app: { perMinute: 100_000, burst: 10_000 }, products: { 'lookup.web.v1': { perMinute: 100_000, perHour: 1_000_000 } } };
+const GENEROUS = {
+  app: { perMinute: 100_000, burst: 10_000 },
+  products: { 'lookup.web.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+};
 // Short phases so hostile peers cost about a second each.
 const checks = createWebChecks({ fetchTimeoutMs: 1200, handshakeTimeoutMs: 800 });
 
@@ -30,7 +33,8 @@ describe('lookup.web.v1 as a job', () => {
   let orchestrator: OrchestratorHandle;
   let worker: LaneWorkerHandle;
 
-  const tenant = (credits: number, opts: Parameters<typeof createTenant>[1] = {}) => fundedTenant(h, credits, { limits: GENEROUS, ...opts });
+  const tenant = (credits: number, opts: Parameters<typeof createTenant>[1] = {}) =>
+    fundedTenant(h, credits, { limits: GENEROUS, ...opts });
   const pollTerminal = (key: string, jobRef: string, timeoutMs?: number) => pollJob(h, key, jobRef, timeoutMs);
 
   async function jobsOf(wsId: number): Promise<number> {
@@ -42,9 +46,16 @@ describe('lookup.web.v1 as a job', () => {
     lab = await startLab({ parts: [webLabPart({ onReady: (w) => (web = w) })] });
     h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '500', CANCEL_GRACE_MS: '1000' });
     const log = pino({ level: 'silent' });
-    orchestrator = await startOrchestrator({ config: h.config, log, timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 } });
+    orchestrator = await startOrchestrator({
+      config: h.config,
+      log,
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
     worker = await startLaneWorker('web', {
-      config: h.config, log, blockMs: 200, settings: { LANE_POOL_THREADS: 1 },
+      config: h.config,
+      log,
+      blockMs: 200,
+      settings: { LANE_POOL_THREADS: 1 },
       checks: (name) => checks.find((c) => c.name === name),
     });
     await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
@@ -68,21 +79,33 @@ describe('lookup.web.v1 as a job', () => {
     const t = await tenant(10);
     const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('strict') });
     expect(accepted.status).toBe(202);
-    expect(accepted.body).toMatchObject({ product: 'lookup.web.v1', status: 'queued', target: { type: 'url', value: webUrl('strict') } });
+    expect(accepted.body).toMatchObject({
+      product: 'lookup.web.v1',
+      status: 'queued',
+      target: { type: 'url', value: webUrl('strict') },
+    });
     expect(await balance(h.deps.db, t.wsId)).toMatchObject({ reserved: 4, available: 6 });
     const done = await pollTerminal(t.key, accepted.body.jobRef);
     expect(done.body.status).toBe('completed');
     assertMatchesSchema('LookupWebEnvelope', done.body.result);
-    expect(done.body.result.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([['http', 'completed'], ['tls', 'completed'], ['tls_protocols', 'skipped']]);
+    expect(done.body.result.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([
+      ['http', 'completed'],
+      ['tls', 'completed'],
+      ['tls_protocols', 'skipped'],
+    ]);
     expect(done.body.result.result.http.score).toMatchObject({ score: 135, grade: 'A+' });
     expect(done.body.result.result.tls).toMatchObject({ chainTrusted: true, hostnameMatch: true });
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 4, released: 0 });
     const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
     const types = new Set(results.body.items.map((i: { type: string }) => i.type));
     for (const type of ['url', 'host', 'ip_address', 'certificate', 'web_posture']) expect(types, type).toContain(type);
-    const host = results.body.items.find((i: { type: string; key: string }) => i.type === 'host' && i.key === `strict.${WEB_ZONE}`);
+    const host = results.body.items.find(
+      (i: { type: string; key: string }) => i.type === 'host' && i.key === `strict.${WEB_ZONE}`,
+    );
     const detail = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/objects/${host.objectId}`);
-    expect(detail.body.relations.map((r: { relation: string }) => r.relation)).toEqual(expect.arrayContaining(['resolves_to', 'san_of']));
+    expect(detail.body.relations.map((r: { relation: string }) => r.relation)).toEqual(
+      expect.arrayContaining(['resolves_to', 'san_of']),
+    );
     const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
     expect(findings.body.items).toEqual([]);
   });
@@ -93,7 +116,11 @@ describe('lookup.web.v1 as a job', () => {
     await pollTerminal(t.key, accepted.body.jobRef);
     const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings?limit=100`);
     expect(findings.body.items.map((f: { code: string }) => f.code).sort()).toEqual([
-      'web_clickjacking_unprotected', 'web_csp_missing', 'web_hsts_missing', 'web_https_redirect_missing', 'web_nosniff_missing',
+      'web_clickjacking_unprotected',
+      'web_csp_missing',
+      'web_hsts_missing',
+      'web_https_redirect_missing',
+      'web_nosniff_missing',
     ]);
   });
 
@@ -114,7 +141,12 @@ describe('lookup.web.v1 as a job', () => {
     const done = await pollTerminal(t.key, accepted.body.jobRef, 15_000);
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(done.body.status).toBe('unavailable');
-    expect(done.body.lanes.map((l: { lane: string; timeout: number }) => [l.lane, l.timeout])).toEqual(expect.arrayContaining([['http', 1], ['tls', 1]]));
+    expect(done.body.lanes.map((l: { lane: string; timeout: number }) => [l.lane, l.timeout])).toEqual(
+      expect.arrayContaining([
+        ['http', 1],
+        ['tls', 1],
+      ]),
+    );
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 0, released: 4 });
     // The same worker still serves the next job.
     const next = await client(h.app, t.key).post(WEB, { url: webUrl('strict') });
@@ -138,8 +170,14 @@ describe('lookup.web.v1 as a job', () => {
     it('gates in CONTRACT §2 order, each before any reservation', async () => {
       const cases: Array<[Parameters<typeof createTenant>[1], string]> = [
         [{ active: true, approveScopes: [WEB_ZONE] }, 'responsible_use_required'],
-        [{ acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, approveScopes: [WEB_ZONE] }, 'active_permission_required'],
-        [{ acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, active: true, approveScopes: ['other.test'] }, 'approved_target_scope_required'],
+        [
+          { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, approveScopes: [WEB_ZONE] },
+          'active_permission_required',
+        ],
+        [
+          { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, active: true, approveScopes: ['other.test'] },
+          'approved_target_scope_required',
+        ],
       ];
       for (const [opts, code] of cases) {
         const t = await tenant(20, opts);
@@ -152,14 +190,22 @@ describe('lookup.web.v1 as a job', () => {
     });
 
     it('with every gate passed: 8 reserved, tls_protocols runs and finds TLS 1.0', async () => {
-      const t = await tenant(20, { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, active: true, approveScopes: [WEB_ZONE] });
+      const t = await tenant(20, {
+        acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION,
+        active: true,
+        approveScopes: [WEB_ZONE],
+      });
       const accepted = await client(h.app, t.key).post(WEB, body());
       expect(accepted.status).toBe(202);
       expect(await balance(h.deps.db, t.wsId)).toMatchObject({ reserved: 8 });
       const done = await pollTerminal(t.key, accepted.body.jobRef);
-      expect(done.body.result.lanes.find((l: { lane: string }) => l.lane === 'tls_protocols')).toMatchObject({ status: 'completed' });
+      expect(done.body.result.lanes.find((l: { lane: string }) => l.lane === 'tls_protocols')).toMatchObject({
+        status: 'completed',
+      });
       const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
-      expect(findings.body.items.map((f: { code: string }) => f.code)).toEqual(expect.arrayContaining(['tls_legacy_protocol_enabled', 'tls_legacy_protocol_negotiated']));
+      expect(findings.body.items.map((f: { code: string }) => f.code)).toEqual(
+        expect.arrayContaining(['tls_legacy_protocol_enabled', 'tls_legacy_protocol_negotiated']),
+      );
       // http cannot speak TLS 1.0 (like browsers): required lane unavailable, nothing of it captured.
       expect(done.body.status).toBe('unavailable');
       expect(done.body.ledger).toMatchObject({ reserved: 8, captured: 6, released: 2 });
@@ -168,11 +214,24 @@ describe('lookup.web.v1 as a job', () => {
 
   describe('bad input: 400 invalid_request before anything is reserved', () => {
     it.each([
-      [{ url: 'ftp://strict.weblab.test/' }], [{ url: 'https://user:pw@strict.weblab.test/' }], [{ url: 'http://2130706433/' }],
-      [{ url: 'http://0x7f.1/' }], [{ url: 'http://017700000001/' }], [{ url: 'http://127.1/' }], [{ url: `https://strict.weblab.test/${'a'.repeat(2048)}` }],
-      [{ url: 'https:///nohost' }], [{ url: 'https://' }], [{}], [{ url: webUrl('strict'), authorized: 'true' }], [{ url: webUrl('strict'), authorized: 1 }],
+      [{ url: 'ftp://strict.weblab.test/' }],
+      [{ url: 'https://user:pw@strict.weblab.test/' }],
+      [{ url: 'http://2130706433/' }],
+      [{ url: 'http://0x7f.1/' }],
+      [{ url: 'http://017700000001/' }],
+      [{ url: 'http://127.1/' }],
+      [{ url: `https://strict.weblab.test/${'a'.repeat(2048)}` }],
+      [{ url: 'https:///nohost' }],
+      [{ url: 'https://' }],
+      [{}],
+      [{ url: webUrl('strict'), authorized: 'true' }],
+      [{ url: webUrl('strict'), authorized: 1 }],
     ])('%j', async (input) => {
-      const t = await tenant(20, { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, active: true, approveScopes: [WEB_ZONE] });
+      const t = await tenant(20, {
+        acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION,
+        active: true,
+        approveScopes: [WEB_ZONE],
+      });
       const res = await client(h.app, t.key).post(WEB, input, { 'Idempotency-Key': idemKey() });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');

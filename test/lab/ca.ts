@@ -64,7 +64,10 @@ export interface LabCa {
 const DAY = 24 * 60 * 60 * 1000;
 const subtle = webcrypto.subtle;
 
-function algorithm(key: KeySpec, hash: string): webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams & { hash: string } {
+function algorithm(
+  key: KeySpec,
+  hash: string,
+): webcrypto.RsaHashedKeyGenParams | (webcrypto.EcKeyGenParams & { hash: string }) {
   if (key.type === 'rsa') {
     return { name: 'RSASSA-PKCS1-v1_5', modulusLength: key.bits, publicExponent: new Uint8Array([1, 0, 1]), hash };
   }
@@ -77,12 +80,16 @@ async function generate(key: KeySpec, hash = 'SHA-256'): Promise<CryptoKeyPair> 
 
 async function keyPem(k: CryptoKey): Promise<string> {
   const der = Buffer.from(await subtle.exportKey('pkcs8', k));
-  return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').match(/.{1,64}/g)!.join('\n')}\n-----END PRIVATE KEY-----\n`;
+  return `-----BEGIN PRIVATE KEY-----\n${der
+    .toString('base64')
+    .match(/.{1,64}/g)!
+    .join('\n')}\n-----END PRIVATE KEY-----\n`;
 }
 
 async function importKey(pem: string, key: KeySpec, hash = 'SHA-256'): Promise<CryptoKey> {
   const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
-  const alg = key.type === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash } : { name: 'ECDSA', namedCurve: key.curve ?? 'P-256' };
+  const alg =
+    key.type === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash } : { name: 'ECDSA', namedCurve: key.curve ?? 'P-256' };
   return subtle.importKey('pkcs8', der, alg, true, ['sign']);
 }
 
@@ -101,7 +108,12 @@ async function createCa(dir: string): Promise<void> {
   const signingAlgorithm = { name: 'ECDSA', hash: 'SHA-256' };
   const rootKeys = await generate(CA_KEY);
   const root = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(), name: 'CN=LSS Lab Root CA, O=LSS Lab', notBefore, notAfter, keys: rootKeys, signingAlgorithm,
+    serialNumber: serial(),
+    name: 'CN=LSS Lab Root CA, O=LSS Lab',
+    notBefore,
+    notAfter,
+    keys: rootKeys,
+    signingAlgorithm,
     extensions: [
       new x509.BasicConstraintsExtension(true, 1, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -110,8 +122,14 @@ async function createCa(dir: string): Promise<void> {
   });
   const interKeys = await generate(CA_KEY);
   const inter = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(), subject: 'CN=LSS Lab Issuing CA, O=LSS Lab', issuer: root.subject, notBefore, notAfter,
-    signingKey: rootKeys.privateKey, publicKey: interKeys.publicKey, signingAlgorithm,
+    serialNumber: serial(),
+    subject: 'CN=LSS Lab Issuing CA, O=LSS Lab',
+    issuer: root.subject,
+    notBefore,
+    notAfter,
+    signingKey: rootKeys.privateKey,
+    publicKey: interKeys.publicKey,
+    signingAlgorithm,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
@@ -158,7 +176,12 @@ async function openCa(dir: string): Promise<LabCa> {
   };
 }
 
-async function issueLeaf(spec: LeafSpec, inter: x509.X509Certificate, interKey: CryptoKey, intermediatePem: string): Promise<Issued> {
+async function issueLeaf(
+  spec: LeafSpec,
+  inter: x509.X509Certificate,
+  interKey: CryptoKey,
+  intermediatePem: string,
+): Promise<Issued> {
   const now = Date.now();
   const notBefore = spec.notBefore ?? new Date(now - DAY);
   const notAfter = spec.notAfter ?? new Date(now + 90 * DAY);
@@ -166,25 +189,44 @@ async function issueLeaf(spec: LeafSpec, inter: x509.X509Certificate, interKey: 
   const hash = spec.hash ?? 'SHA-256';
   const keys = await generate(key, hash);
   const cn = spec.names[0] ?? spec.ips?.[0] ?? 'lab';
-  const san = [...spec.names.map((value) => ({ type: 'dns' as const, value })), ...(spec.ips ?? []).map((value) => ({ type: 'ip' as const, value }))];
+  const san = [
+    ...spec.names.map((value) => ({ type: 'dns' as const, value })),
+    ...(spec.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | (key.type === 'rsa' ? x509.KeyUsageFlags.keyEncipherment : 0), true),
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | (key.type === 'rsa' ? x509.KeyUsageFlags.keyEncipherment : 0),
+      true,
+    ),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
   ];
-  if (spec.serverAuth !== false) extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]));
+  if (spec.serverAuth !== false)
+    extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]));
   if (san.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(san));
   let cert: x509.X509Certificate;
   if (spec.selfSigned) {
     cert = await x509.X509CertificateGenerator.createSelfSigned({
-      serialNumber: serial(), name: `CN=${cn}`, notBefore, notAfter, keys, extensions,
+      serialNumber: serial(),
+      name: `CN=${cn}`,
+      notBefore,
+      notAfter,
+      keys,
+      extensions,
       signingAlgorithm: key.type === 'rsa' ? { name: 'RSASSA-PKCS1-v1_5', hash } : { name: 'ECDSA', hash },
     });
   } else {
     extensions.push(await x509.AuthorityKeyIdentifierExtension.create(inter));
     cert = await x509.X509CertificateGenerator.create({
-      serialNumber: serial(), subject: `CN=${cn}`, issuer: inter.subject, notBefore, notAfter,
-      signingKey: interKey, publicKey: keys.publicKey, signingAlgorithm: { name: 'ECDSA', hash }, extensions,
+      serialNumber: serial(),
+      subject: `CN=${cn}`,
+      issuer: inter.subject,
+      notBefore,
+      notAfter,
+      signingKey: interKey,
+      publicKey: keys.publicKey,
+      signingAlgorithm: { name: 'ECDSA', hash },
+      extensions,
     });
   }
   const certPem = `${cert.toString('pem')}\n`;

@@ -65,13 +65,24 @@ function compile(zone: Zone): CompiledZone {
     byName,
     existing,
     behaviours: (zone.behaviours ?? []).map((b) => ({ ...b, name: absolute(b.name, origin) })),
-    soa: toAnswer(soaRecord ?? { name: origin, type: 'SOA', ttl: DEFAULT_TTL, data: { mname: origin, rname: `hostmaster.${origin}` } }),
+    soa: toAnswer(
+      soaRecord ?? {
+        name: origin,
+        type: 'SOA',
+        ttl: DEFAULT_TTL,
+        data: { mname: origin, rname: `hostmaster.${origin}` },
+      },
+    ),
   };
 }
 
 function toAnswer(r: ZoneRecord, owner = r.name): packet.Answer {
   // dns-packet's encoders mutate their input (TXT strings become Buffers): hand them copies.
-  const data = Array.isArray(r.data) ? [...r.data] : r.data && typeof r.data === 'object' && !Buffer.isBuffer(r.data) ? { ...r.data } : r.data;
+  const data = Array.isArray(r.data)
+    ? [...r.data]
+    : r.data && typeof r.data === 'object' && !Buffer.isBuffer(r.data)
+      ? { ...r.data }
+      : r.data;
   return { name: owner, type: r.type, class: 'IN', ttl: r.ttl ?? DEFAULT_TTL, data } as packet.Answer;
 }
 
@@ -134,8 +145,12 @@ type Transport = 'udp' | 'tcp';
 type Action = { send: Buffer | null; delayMs?: number };
 
 function behaviourFor(z: CompiledZone | undefined, name: string, type: string, transport: Transport): Behaviour | null {
-  const b = z?.behaviours.find((x) => (x.name === name || (x.subtree && name.endsWith(`.${x.name}`)))
-    && (!x.types || x.types.includes(type)) && (!x.transport || x.transport === transport));
+  const b = z?.behaviours.find(
+    (x) =>
+      (x.name === name || (x.subtree && name.endsWith(`.${x.name}`))) &&
+      (!x.types || x.types.includes(type)) &&
+      (!x.transport || x.transport === transport),
+  );
   return b?.behaviour ?? null;
 }
 
@@ -163,11 +178,25 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
     type: 'response' as const,
     id,
     questions: query.questions ?? [],
-    additionals: opt ? [{ type: 'OPT' as const, name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] : [],
+    additionals: opt
+      ? [
+          {
+            type: 'OPT' as const,
+            name: '.',
+            udpPayloadSize: 1232,
+            extendedRcode: 0,
+            ednsVersion: 0,
+            flags: 0,
+            flag_do: false,
+            options: [],
+          },
+        ]
+      : [],
   };
   const rd = (query.flags ?? 0) & packet.RECURSION_DESIRED; // echoed, as RFC 1035 asks
   const q = query.questions?.[0];
-  if (!q || (query.questions?.length ?? 0) !== 1) return { send: packet.encode({ ...base, flags: rd | RCODES.FORMERR }) };
+  if (!q || (query.questions?.length ?? 0) !== 1)
+    return { send: packet.encode({ ...base, flags: rd | RCODES.FORMERR }) };
 
   const qname = lower(q.name);
   const zone = zones.zoneFor(qname);
@@ -179,18 +208,39 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
   if (behaviour?.kind === 'silent') return { send: null };
   if (behaviour?.kind === 'garbage') return { send: garbage(id) };
   if (behaviour?.kind === 'random-a') {
-    const answers = q.type === 'A' ? [{ name: qname, type: 'A' as const, class: 'IN' as const, ttl: 60, data: `${behaviour.prefix}${1 + Math.floor(Math.random() * 250)}` }] : [];
+    const answers =
+      q.type === 'A'
+        ? [
+            {
+              name: qname,
+              type: 'A' as const,
+              class: 'IN' as const,
+              ttl: 60,
+              data: `${behaviour.prefix}${1 + Math.floor(Math.random() * 250)}`,
+            },
+          ]
+        : [];
     return { send: packet.encode({ ...base, flags, answers, authorities: answers.length ? [] : [zone.soa] }) };
   }
   if (q.type === 'AXFR') {
     // A transfer is a TCP affair, and only a zone that allows it gets one (SOA, records, SOA).
-    if (transport !== 'tcp' || !zone.zone.allowAxfr || qname !== zone.origin) return { send: packet.encode({ ...base, flags: flags | RCODES.REFUSED }) };
-    const records = [...zone.byName.values()].flat().filter((r) => r.type !== 'SOA').map((r) => toAnswer(r));
+    if (transport !== 'tcp' || !zone.zone.allowAxfr || qname !== zone.origin)
+      return { send: packet.encode({ ...base, flags: flags | RCODES.REFUSED }) };
+    const records = [...zone.byName.values()]
+      .flat()
+      .filter((r) => r.type !== 'SOA')
+      .map((r) => toAnswer(r));
     return { send: packet.encode({ ...base, flags, answers: [zone.soa, ...records, zone.soa] }) };
   }
 
   const r = zones.resolve(qname, q.type);
-  const full = { ...base, id: behaviour?.kind === 'wrong-id' ? (id + 1) & 0xffff : id, flags: flags | r.rcode, answers: r.answers, authorities: r.authorities };
+  const full = {
+    ...base,
+    id: behaviour?.kind === 'wrong-id' ? (id + 1) & 0xffff : id,
+    flags: flags | r.rcode,
+    answers: r.answers,
+    authorities: r.authorities,
+  };
   let bytes = packet.encode(full);
   const limit = transport === 'tcp' ? 0xffff : opt ? Math.max(512, opt.udpPayloadSize) : 512;
   if (bytes.length > limit) {
@@ -255,7 +305,10 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       closed = true;
       for (const t of timers) clearTimeout(t);
       for (const c of connections) c.destroy();
-      await Promise.all([new Promise<void>((r) => udp.close(() => r())), new Promise<void>((r) => tcp.close(() => r()))]);
+      await Promise.all([
+        new Promise<void>((r) => udp.close(() => r())),
+        new Promise<void>((r) => tcp.close(() => r())),
+      ]);
     },
   };
 }

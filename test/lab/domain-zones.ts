@@ -10,8 +10,18 @@ import type { Zone, ZoneRecord } from './zones.ts';
 
 function soa(origin: string, mname = `ns1.${origin}`): ZoneRecord {
   return {
-    name: '@', type: 'SOA', ttl: 3600,
-    data: { mname, rname: `hostmaster.${origin}`, serial: 2026020101, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 },
+    name: '@',
+    type: 'SOA',
+    ttl: 3600,
+    data: {
+      mname,
+      rname: `hostmaster.${origin}`,
+      serial: 2026020101,
+      refresh: 7200,
+      retry: 900,
+      expire: 1209600,
+      minimum: 300,
+    },
   };
 }
 
@@ -61,7 +71,12 @@ export const domainZones: Zone[] = [
   delegated(n.expired),
   delegated(n.expiringSoon),
   delegated(n.signed, [
-    { name: '@', type: 'DS', ttl: 3600, data: { keyTag: 12345, algorithm: 13, digestType: 2, digest: Buffer.alloc(32, 0xaa) } },
+    {
+      name: '@',
+      type: 'DS',
+      ttl: 3600,
+      data: { keyTag: 12345, algorithm: 13, digestType: 2, digest: Buffer.alloc(32, 0xaa) },
+    },
   ]),
   delegated(n.redirected),
   delegated(n.dsTimeout, [], [{ name: '@', behaviour: { kind: 'silent' }, types: ['DS'] }]),
@@ -75,6 +90,10 @@ export const domainZones: Zone[] = [
       { name: '@', type: 'A', data: '127.0.0.61' },
     ],
   },
-  { origin: n.servfail, records: [soa(n.servfail)], behaviours: [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }] },
+  {
+    origin: n.servfail,
+    records: [soa(n.servfail)],
+    behaviours: [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
+  },
   { origin: n.timeout, records: [soa(n.timeout)], behaviours: [{ name: '@', behaviour: { kind: 'silent' } }] },
 ];

@@ -23,13 +23,15 @@ function policy(mode: string, mx: string[], maxAge: number): string {
 
 type Handler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void;
 
-const servePolicy = (body: string): Handler => (req, res) => {
-  if (req.url !== '/.well-known/mta-sts.txt') {
-    res.writeHead(404).end();
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
-};
+const servePolicy =
+  (body: string): Handler =>
+  (req, res) => {
+    if (req.url !== '/.well-known/mta-sts.txt') {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
+  };
 
 /** A policy whose body never ends: a line every 50 ms, for as long as the client listens. */
 const endlessPolicy: Handler = (_req, res) => {
@@ -43,11 +45,25 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
   const { ca } = ctx;
   const now = Date.now();
   const [good, wrongHost, expired, giant, oldTls, selfSigned] = await Promise.all([
-    ca.issue({ names: ['mx1.good-mail.test', 'mx.dane-bad.test', 'mx2.dane-bad.test', 'mx1.sts-testing.test', 'mx.smtp-refuse.test'] }),
+    ca.issue({
+      names: [
+        'mx1.good-mail.test',
+        'mx.dane-bad.test',
+        'mx2.dane-bad.test',
+        'mx1.sts-testing.test',
+        'mx.smtp-refuse.test',
+      ],
+    }),
     ca.issue({ names: ['not-this-host.test'] }),
-    ca.issue({ names: ['expired.smtp-bad.test'], notBefore: new Date(now - 400 * DAY), notAfter: new Date(now - 10 * DAY) }),
+    ca.issue({
+      names: ['expired.smtp-bad.test'],
+      notBefore: new Date(now - 400 * DAY),
+      notAfter: new Date(now - 10 * DAY),
+    }),
     // Far over OpenSSL's 100 KiB certificate list limit: the client must refuse it, not choke.
-    ca.issue({ names: ['mx.smtp-giant.test', ...Array.from({ length: 4000 }, (_, i) => `padding-name-${i}.smtp-giant.test`)] }),
+    ca.issue({
+      names: ['mx.smtp-giant.test', ...Array.from({ length: 4000 }, (_, i) => `padding-name-${i}.smtp-giant.test`)],
+    }),
     ca.issue({ names: ['old.smtp-bad.test'] }),
     ca.issue({ names: ['self.smtp-bad.test'], selfSigned: true }),
   ]);
@@ -60,7 +76,14 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     { host: H.silent, server: createSmtpServer('silent.lab', { kind: 'silent' }) },
     { host: H.endless, server: createSmtpServer('endless.lab', { kind: 'endless_banner' }) },
     { host: H.giant, server: createSmtpServer('giant.lab', { kind: 'starttls', cert: giant }) },
-    { host: H.oldTls, server: createSmtpServer('old.lab', { kind: 'starttls', cert: oldTls, tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT:@SECLEVEL=0' } }) },
+    {
+      host: H.oldTls,
+      server: createSmtpServer('old.lab', {
+        kind: 'starttls',
+        cert: oldTls,
+        tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT:@SECLEVEL=0' },
+      }),
+    },
     { host: H.selfSigned, server: createSmtpServer('self.lab', { kind: 'starttls', cert: selfSigned }) },
     { host: H.refuseStarttls, server: createSmtpServer('refuse.lab', { kind: 'refuse_starttls' }) },
   ];
@@ -72,15 +95,30 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     return { host: address, server: https.createServer({ key: c.keyPem, cert: c.chainPem }, handler) };
   };
   const L = mailLab;
-  await ctx.listen(443, await Promise.all([
-    httpsHost(H.stsGood, `mta-sts.${L.good}`, servePolicy(policy('enforce', [`mx1.${L.good}`], 604800))),
-    httpsHost(H.stsTesting, `mta-sts.${L.stsTesting}`, servePolicy(policy('testing', [`*.elsewhere.${L.stsTesting}`], 3600))),
-    httpsHost(H.stsEndless, `mta-sts.${L.stsEndless}`, endlessPolicy),
-    httpsHost(H.stsRedirect, `mta-sts.${L.stsRedirect}`, (_req, res) => res.writeHead(302, { location: `https://mta-sts.${L.good}/.well-known/mta-sts.txt` }).end()),
-    httpsHost(H.stsBadCert, 'someone-else.test', servePolicy(policy('enforce', ['*.good-mail.test'], 604800))),
-    httpsHost(H.stsEnforceBad, `mta-sts.${L.stsEnforceBad}`, servePolicy(policy('enforce', [`mx.${L.stsEnforceBad}`], 604800))),
-    httpsHost(H.sts404, `mta-sts.${L.sts404}`, (_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>no</h1>')),
-  ]));
+  await ctx.listen(
+    443,
+    await Promise.all([
+      httpsHost(H.stsGood, `mta-sts.${L.good}`, servePolicy(policy('enforce', [`mx1.${L.good}`], 604800))),
+      httpsHost(
+        H.stsTesting,
+        `mta-sts.${L.stsTesting}`,
+        servePolicy(policy('testing', [`*.elsewhere.${L.stsTesting}`], 3600)),
+      ),
+      httpsHost(H.stsEndless, `mta-sts.${L.stsEndless}`, endlessPolicy),
+      httpsHost(H.stsRedirect, `mta-sts.${L.stsRedirect}`, (_req, res) =>
+        res.writeHead(302, { location: `https://mta-sts.${L.good}/.well-known/mta-sts.txt` }).end(),
+      ),
+      httpsHost(H.stsBadCert, 'someone-else.test', servePolicy(policy('enforce', ['*.good-mail.test'], 604800))),
+      httpsHost(
+        H.stsEnforceBad,
+        `mta-sts.${L.stsEnforceBad}`,
+        servePolicy(policy('enforce', [`mx.${L.stsEnforceBad}`], 604800)),
+      ),
+      httpsHost(H.sts404, `mta-sts.${L.sts404}`, (_req, res) =>
+        res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>no</h1>'),
+      ),
+    ]),
+  );
 
   return {
     name: 'mail',

@@ -10,11 +10,23 @@ import { zoneApex, type NameBehaviour, type Zone, type ZoneRecord } from './zone
 
 /** The lab's SMTP and policy hosts (127.0.1.n). */
 export const MAIL_HOSTS = {
-  good: labHost('mail', 1), noStarttls: labHost('mail', 2), wrongHost: labHost('mail', 3), expired: labHost('mail', 4),
-  silent: labHost('mail', 5), endless: labHost('mail', 6), giant: labHost('mail', 7), oldTls: labHost('mail', 8),
-  selfSigned: labHost('mail', 9), refuseStarttls: labHost('mail', 10),
-  stsGood: labHost('mail', 20), stsTesting: labHost('mail', 21), stsEndless: labHost('mail', 22), stsRedirect: labHost('mail', 23),
-  stsBadCert: labHost('mail', 24), stsEnforceBad: labHost('mail', 25), sts404: labHost('mail', 26),
+  good: labHost('mail', 1),
+  noStarttls: labHost('mail', 2),
+  wrongHost: labHost('mail', 3),
+  expired: labHost('mail', 4),
+  silent: labHost('mail', 5),
+  endless: labHost('mail', 6),
+  giant: labHost('mail', 7),
+  oldTls: labHost('mail', 8),
+  selfSigned: labHost('mail', 9),
+  refuseStarttls: labHost('mail', 10),
+  stsGood: labHost('mail', 20),
+  stsTesting: labHost('mail', 21),
+  stsEndless: labHost('mail', 22),
+  stsRedirect: labHost('mail', 23),
+  stsBadCert: labHost('mail', 24),
+  stsEnforceBad: labHost('mail', 25),
+  sts404: labHost('mail', 26),
 } as const;
 
 /** The fixture domains, by the posture each shows. */
@@ -66,11 +78,22 @@ export interface MailZoneMaterial {
   dkim1024: string;
 }
 
-const txt = (name: string, value: string): ZoneRecord => ({ name, type: 'TXT', data: value.length > 255 ? value.match(/.{1,255}/g)! : [value] });
+const txt = (name: string, value: string): ZoneRecord => ({
+  name,
+  type: 'TXT',
+  data: value.length > 255 ? value.match(/.{1,255}/g)! : [value],
+});
 const a = (name: string, address: string): ZoneRecord => ({ name, type: 'A', data: address });
-const mx = (preference: number, exchange: string): ZoneRecord => ({ name: '@', type: 'MX', data: { preference, exchange } });
-const tlsa = (name: string, usage: number, selector: number, matchingType: number, hex: string): ZoneRecord =>
-  ({ name, type: 'TLSA', data: { usage, selector, matchingType, certificate: Buffer.from(hex, 'hex') } });
+const mx = (preference: number, exchange: string): ZoneRecord => ({
+  name: '@',
+  type: 'MX',
+  data: { preference, exchange },
+});
+const tlsa = (name: string, usage: number, selector: number, matchingType: number, hex: string): ZoneRecord => ({
+  name,
+  type: 'TLSA',
+  data: { usage, selector, matchingType, certificate: Buffer.from(hex, 'hex') },
+});
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 function zone(origin: string, records: ZoneRecord[], behaviours: NameBehaviour[] = []): Zone {
@@ -80,37 +103,55 @@ function zone(origin: string, records: ZoneRecord[], behaviours: NameBehaviour[]
 /** An SPF evaluation lab: the RFC 7208 suite's applicable cases, re-expressed (./spf-suite-cases.ts). */
 function spfSuiteZone(): Zone {
   const o = mailLab.spfSuite;
-  return zone(o, [
-    // Processing limits (RFC 7208 §4.6.4), after the suite's "redirect-loop", "include-loop",
-    // "mx-limit", "mech-at-limit", "mech-over-limit", "include-at-limit", "include-over-limit",
-    // "void-at-limit", "void-over-limit", "false-a-limit".
-    txt('redirect-loop', `v=spf1 ip4:127.0.1.1 redirect=redirect-loop.${o}`),
-    txt('include-loop', `v=spf1 include:include-loop-b.${o}`), txt('include-loop-b', `v=spf1 include:include-loop.${o}`),
-    txt('mx-limit', `v=spf1 mx`), ...Array.from({ length: 11 }, (_, i) => ({ name: 'mx-limit', type: 'MX', data: { preference: i, exchange: `h${i}.${o}` } })),
-    txt('mech-at-limit', 'v=spf1 a mx a mx a mx a mx a ptr ip4:127.0.1.4 -all'), a('mech-at-limit', '127.0.1.8'),
-    { name: 'mech-at-limit', type: 'MX', data: { preference: 10, exchange: `mech-at-limit.${o}` } },
-    txt('mech-over-limit', 'v=spf1 a mx a mx a mx a mx a ptr a ip4:127.0.1.4 -all'), a('mech-over-limit', '127.0.1.20'),
-    txt('include-at-limit', `v=spf1 a include:eight-a.${o} ip4:127.0.1.4 mx -all`), a('include-at-limit', '127.0.1.4'),
-    txt('eight-a', 'v=spf1 a a a a a a a a'), a('eight-a', '127.0.1.10'),
-    txt('include-over-limit', `v=spf1 a include:eight-a.${o} a ip4:127.0.1.4 -all`), a('include-over-limit', '127.0.1.21'),
-    txt('void-over-limit', `v=spf1 a:void1.${o} a:void2.${o} a:void3.${o} ?all`),
-    txt('void-at-limit', `v=spf1 a:void1.${o} a:void2.${o} ?all`),
-    txt('false-a-limit', 'v=spf1 a -all'), ...Array.from({ length: 12 }, (_, i) => a('false-a-limit', `127.0.1.${i + 1}`)),
-    // Syntax and record selection (RFC 7208 §4.5, §4.6, §5), after "include-none", "include-empty-domain",
-    // "multitxt2", "all-arg", "a-bad-cidr4", "modifier-charset-bad1", "detect-errors-anywhere",
-    // "redirect-is-modifier" ("redirect:" is an unknown mechanism, not the modifier).
-    txt('include-none', `v=spf1 include:no-record.${o} -all`), txt('no-record', 'this is not SPF'),
-    txt('include-empty-domain', 'v=spf1 include: -all'),
-    txt('multitxt2', 'v=spf1 -all'), txt('multitxt2', 'v=spf1 +all'),
-    txt('all-arg', 'v=spf1 -all:foobar'),
-    txt('a-bad-cidr4', 'v=spf1 a/33 -all'),
-    txt('modifier-charset-bad1', 'v=spf1 -all foo=bar%'),
-    txt('detect-errors-anywhere', 'v=spf1 -all foobar'),
-    txt('redirect-is-modifier', 'v=spf1 -all redirect:ok'),
-    txt('mixed-case', 'V=sPf1 -ALL'),
-    // Indeterminate (the suite's "include-temperror", re-expressed with a silent server): never a pass.
-    txt('include-temperror', `v=spf1 include:silent.${o} -all`),
-  ], [{ name: 'silent', behaviour: { kind: 'silent' } }]);
+  return zone(
+    o,
+    [
+      // Processing limits (RFC 7208 §4.6.4), after the suite's "redirect-loop", "include-loop",
+      // "mx-limit", "mech-at-limit", "mech-over-limit", "include-at-limit", "include-over-limit",
+      // "void-at-limit", "void-over-limit", "false-a-limit".
+      txt('redirect-loop', `v=spf1 ip4:127.0.1.1 redirect=redirect-loop.${o}`),
+      txt('include-loop', `v=spf1 include:include-loop-b.${o}`),
+      txt('include-loop-b', `v=spf1 include:include-loop.${o}`),
+      txt('mx-limit', `v=spf1 mx`),
+      ...Array.from({ length: 11 }, (_, i) => ({
+        name: 'mx-limit',
+        type: 'MX',
+        data: { preference: i, exchange: `h${i}.${o}` },
+      })),
+      txt('mech-at-limit', 'v=spf1 a mx a mx a mx a mx a ptr ip4:127.0.1.4 -all'),
+      a('mech-at-limit', '127.0.1.8'),
+      { name: 'mech-at-limit', type: 'MX', data: { preference: 10, exchange: `mech-at-limit.${o}` } },
+      txt('mech-over-limit', 'v=spf1 a mx a mx a mx a mx a ptr a ip4:127.0.1.4 -all'),
+      a('mech-over-limit', '127.0.1.20'),
+      txt('include-at-limit', `v=spf1 a include:eight-a.${o} ip4:127.0.1.4 mx -all`),
+      a('include-at-limit', '127.0.1.4'),
+      txt('eight-a', 'v=spf1 a a a a a a a a'),
+      a('eight-a', '127.0.1.10'),
+      txt('include-over-limit', `v=spf1 a include:eight-a.${o} a ip4:127.0.1.4 -all`),
+      a('include-over-limit', '127.0.1.21'),
+      txt('void-over-limit', `v=spf1 a:void1.${o} a:void2.${o} a:void3.${o} ?all`),
+      txt('void-at-limit', `v=spf1 a:void1.${o} a:void2.${o} ?all`),
+      txt('false-a-limit', 'v=spf1 a -all'),
+      ...Array.from({ length: 12 }, (_, i) => a('false-a-limit', `127.0.1.${i + 1}`)),
+      // Syntax and record selection (RFC 7208 §4.5, §4.6, §5), after "include-none", "include-empty-domain",
+      // "multitxt2", "all-arg", "a-bad-cidr4", "modifier-charset-bad1", "detect-errors-anywhere",
+      // "redirect-is-modifier" ("redirect:" is an unknown mechanism, not the modifier).
+      txt('include-none', `v=spf1 include:no-record.${o} -all`),
+      txt('no-record', 'this is not SPF'),
+      txt('include-empty-domain', 'v=spf1 include: -all'),
+      txt('multitxt2', 'v=spf1 -all'),
+      txt('multitxt2', 'v=spf1 +all'),
+      txt('all-arg', 'v=spf1 -all:foobar'),
+      txt('a-bad-cidr4', 'v=spf1 a/33 -all'),
+      txt('modifier-charset-bad1', 'v=spf1 -all foo=bar%'),
+      txt('detect-errors-anywhere', 'v=spf1 -all foobar'),
+      txt('redirect-is-modifier', 'v=spf1 -all redirect:ok'),
+      txt('mixed-case', 'V=sPf1 -ALL'),
+      // Indeterminate (the suite's "include-temperror", re-expressed with a silent server): never a pass.
+      txt('include-temperror', `v=spf1 include:silent.${o} -all`),
+    ],
+    [{ name: 'silent', behaviour: { kind: 'silent' } }],
+  );
 }
 
 export function mailZones(m: MailZoneMaterial): Zone[] {
@@ -119,10 +160,12 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
   const goodTlsa = sha256(m.goodSpki);
   return [
     zone(L.good, [
-      mx(10, `mx1.${L.good}`), a('mx1', H.good),
+      mx(10, `mx1.${L.good}`),
+      a('mx1', H.good),
       txt('@', `v=spf1 mx ip4:127.0.1.0/24 -all`),
       txt('_dmarc', `v=DMARC1; p=reject; rua=mailto:dmarc@${L.good}`),
-      txt('_mta-sts', 'v=STSv1; id=20260101T000000'), a('mta-sts', H.stsGood),
+      txt('_mta-sts', 'v=STSv1; id=20260101T000000'),
+      a('mta-sts', H.stsGood),
       txt('_smtp._tls', `v=TLSRPTv1; rua=mailto:tlsrpt@${L.good}`),
       txt('selector1._domainkey', `v=DKIM1; k=rsa; p=${m.dkim2048}`),
       txt('default._bimi', `v=BIMI1; l=https://${L.good}/logo.svg; a=https://${L.good}/vmc.pem`),
@@ -133,42 +176,74 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     zone(L.spfOver, [
       mx(10, `mx1.${L.good}`),
       txt('@', `v=spf1 include:a.${L.spfOver} include:b.${L.spfOver} -all`),
-      txt('a', 'v=spf1 a a a a a ~all'), txt('b', `v=spf1 mx mx mx mx exists:x.${L.spfOver} ~all`), a('a', '127.0.1.30'), a('x', '127.0.1.31'),
+      txt('a', 'v=spf1 a a a a a ~all'),
+      txt('b', `v=spf1 mx mx mx mx exists:x.${L.spfOver} ~all`),
+      a('a', '127.0.1.30'),
+      a('x', '127.0.1.31'),
       { name: 'b', type: 'MX', data: { preference: 10, exchange: `mx1.${L.good}` } },
       txt('_dmarc', 'v=DMARC1; p=reject'),
     ]),
     zone(L.dmarcNone, [
-      mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all'),
+      mx(10, `mx1.${L.good}`),
+      txt('@', 'v=spf1 -all'),
       txt('_dmarc', 'v=DMARC1; p=none'),
       txt('default._bimi', `v=BIMI1; l=https://${L.dmarcNone}/logo.svg`),
     ]),
     zone(L.ruaExternal, [
-      mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all'),
+      mx(10, `mx1.${L.good}`),
+      txt('@', 'v=spf1 -all'),
       txt('_dmarc', `v=DMARC1; p=quarantine; rua=mailto:agg@collector-ok.test,mailto:agg@collector-no.test`),
     ]),
     zone('collector-ok.test', [txt(`${L.ruaExternal}._report._dmarc`, 'v=DMARC1')]),
     zone('collector-no.test', [a('@', '127.0.1.40')]),
     zone(L.stsTesting, [
-      mx(10, `mx1.${L.stsTesting}`), a('mx1', H.good), txt('@', 'v=spf1 mx -all'), txt('_dmarc', 'v=DMARC1; p=reject'),
-      txt('_mta-sts', 'v=STSv1; id=1'), a('mta-sts', H.stsTesting),
+      mx(10, `mx1.${L.stsTesting}`),
+      a('mx1', H.good),
+      txt('@', 'v=spf1 mx -all'),
+      txt('_dmarc', 'v=DMARC1; p=reject'),
+      txt('_mta-sts', 'v=STSv1; id=1'),
+      a('mta-sts', H.stsTesting),
     ]),
     zone(L.nullMx, [mx(0, ''), txt('@', 'v=spf1 -all'), txt('_dmarc', 'v=DMARC1; p=reject')]),
-    zone(L.dmarcServfail, [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all')], [{ name: '_dmarc', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }]),
+    zone(
+      L.dmarcServfail,
+      [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all')],
+      [{ name: '_dmarc', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
+    ),
     zone(L.mxBad, [
-      mx(10, `alias.${L.mxBad}`), mx(20, '127.0.1.1'), mx(30, `gone.${L.mxBad}`), mx(0, ''),
-      { name: 'alias', type: 'CNAME', data: `mx1.${L.good}` }, txt('@', 'v=spf1 -all'),
+      mx(10, `alias.${L.mxBad}`),
+      mx(20, '127.0.1.1'),
+      mx(30, `gone.${L.mxBad}`),
+      mx(0, ''),
+      { name: 'alias', type: 'CNAME', data: `mx1.${L.good}` },
+      txt('@', 'v=spf1 -all'),
     ]),
     zone(L.spfBad, [
       mx(10, `mx1.${L.good}`),
       txt('@', `v=spf1 ptr include:broken.${L.spfBad} include:missing.${L.spfBad} mx:big.${L.spfBad} +all`),
-      txt('broken', 'v=spf1 ip4:127.0.1.300 -all'), txt('missing', 'not an spf record'),
-      ...Array.from({ length: 11 }, (_, i) => ({ name: 'big', type: 'MX', data: { preference: i, exchange: `mx1.${L.good}` } })),
+      txt('broken', 'v=spf1 ip4:127.0.1.300 -all'),
+      txt('missing', 'not an spf record'),
+      ...Array.from({ length: 11 }, (_, i) => ({
+        name: 'big',
+        type: 'MX',
+        data: { preference: i, exchange: `mx1.${L.good}` },
+      })),
     ]),
     zone(L.spfMulti, [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all'), txt('@', 'v=spf1 ~all')]),
-    zone(L.spfVoid, [mx(10, `mx1.${L.good}`), txt('@', `v=spf1 a:v1.${L.spfVoid} mx:v2.${L.spfVoid} exists:v3.${L.spfVoid} -all`)]),
+    zone(L.spfVoid, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', `v=spf1 a:v1.${L.spfVoid} mx:v2.${L.spfVoid} exists:v3.${L.spfVoid} -all`),
+    ]),
     zone(L.spfNeutral, [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 ip4:127.0.1.1 ?all')]),
-    zone(L.dmarcMulti, [mx(10, `mx1.${L.good}`), txt('_dmarc', 'v=DMARC1; p=reject'), txt('_dmarc', 'v=DMARC1; p=none')]),
-    zone(L.dmarcInvalid, [mx(10, `mx1.${L.good}`), txt('_dmarc', 'v=DMARC1; p=bogus; rua=mailto:d@dmarc-invalid.test')]),
+    zone(L.dmarcMulti, [
+      mx(10, `mx1.${L.good}`),
+      txt('_dmarc', 'v=DMARC1; p=reject'),
+      txt('_dmarc', 'v=DMARC1; p=none'),
+    ]),
+    zone(L.dmarcInvalid, [
+      mx(10, `mx1.${L.good}`),
+      txt('_dmarc', 'v=DMARC1; p=bogus; rua=mailto:d@dmarc-invalid.test'),
+    ]),
     zone(L.dmarcLax, [mx(10, `mx1.${L.good}`), txt('_dmarc', 'v=DMARC1; p=reject; sp=none; t=y; pct=50; ri=3600')]),
     zone(L.stsMulti, [mx(10, `mx1.${L.good}`), txt('_mta-sts', 'v=STSv1; id=1'), txt('_mta-sts', 'v=STSv1; id=2')]),
     zone(L.stsBadCert, [mx(10, `mx1.${L.good}`), txt('_mta-sts', 'v=STSv1; id=1'), a('mta-sts', H.stsBadCert)]),
@@ -176,7 +251,10 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     zone(L.stsRedirect, [mx(10, `mx1.${L.good}`), txt('_mta-sts', 'v=STSv1; id=1'), a('mta-sts', H.stsRedirect)]),
     zone(L.sts404, [mx(10, `mx1.${L.good}`), txt('_mta-sts', 'v=STSv1; id=1'), a('mta-sts', H.sts404)]),
     zone(L.stsEnforceBad, [
-      mx(10, `mx.${L.stsEnforceBad}`), a('mx', H.wrongHost), txt('_mta-sts', 'v=STSv1; id=1'), a('mta-sts', H.stsEnforceBad),
+      mx(10, `mx.${L.stsEnforceBad}`),
+      a('mx', H.wrongHost),
+      txt('_mta-sts', 'v=STSv1; id=1'),
+      a('mta-sts', H.stsEnforceBad),
       txt('_smtp._tls', `v=TLSRPTv1; rua=mailto:tls@${L.stsEnforceBad}`),
     ]),
     // The policy host resolves outside the addresses the service may reach: a limitation, no finding.
@@ -189,35 +267,61 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       txt('mail._domainkey', `v=DKIM1; k=rsa; t=y; p=${m.dkim2048}`),
       txt('k1._domainkey', 'v=DKIM1; k=rsa; p=bm90IGEga2V5'),
     ]),
-    zone(L.bimiBad, [mx(10, `mx1.${L.good}`), txt('_dmarc', 'v=DMARC1; p=reject'), txt('default._bimi', 'v=BIMI1; l=http://bimi-bad.test/logo.svg')]),
+    zone(L.bimiBad, [
+      mx(10, `mx1.${L.good}`),
+      txt('_dmarc', 'v=DMARC1; p=reject'),
+      txt('default._bimi', 'v=BIMI1; l=http://bimi-bad.test/logo.svg'),
+    ]),
     zone(L.daneBad, [
-      mx(10, `mx.${L.daneBad}`), mx(20, `mx2.${L.daneBad}`), a('mx', H.good), a('mx2', H.good),
+      mx(10, `mx.${L.daneBad}`),
+      mx(20, `mx2.${L.daneBad}`),
+      a('mx', H.good),
+      a('mx2', H.good),
       tlsa('_25._tcp.mx', 3, 1, 1, '00'.repeat(32)),
       tlsa('_25._tcp.mx2', 1, 1, 1, goodTlsa),
     ]),
     zone(L.daneNoCert, [mx(10, `mx.${L.daneNoCert}`), a('mx', H.noStarttls), tlsa('_25._tcp.mx', 3, 1, 1, goodTlsa)]),
     zone(L.smtpBad, [
-      mx(10, `plain.${L.smtpBad}`), mx(20, `wrong.${L.smtpBad}`), mx(30, `expired.${L.smtpBad}`), mx(40, `old.${L.smtpBad}`), mx(50, `self.${L.smtpBad}`),
-      a('plain', H.noStarttls), a('wrong', H.wrongHost), a('expired', H.expired), a('old', H.oldTls), a('self', H.selfSigned),
+      mx(10, `plain.${L.smtpBad}`),
+      mx(20, `wrong.${L.smtpBad}`),
+      mx(30, `expired.${L.smtpBad}`),
+      mx(40, `old.${L.smtpBad}`),
+      mx(50, `self.${L.smtpBad}`),
+      a('plain', H.noStarttls),
+      a('wrong', H.wrongHost),
+      a('expired', H.expired),
+      a('old', H.oldTls),
+      a('self', H.selfSigned),
     ]),
     zone('smtp-refuse.test', [mx(10, 'mx.smtp-refuse.test'), a('mx', H.refuseStarttls)]),
     zone(L.smtpSilent, [mx(10, `mx.${L.smtpSilent}`), a('mx', H.silent)]),
     zone(L.smtpEndless, [mx(10, `mx.${L.smtpEndless}`), a('mx', H.endless)]),
     zone(L.smtpGiant, [mx(10, `mx.${L.smtpGiant}`), a('mx', H.giant)]),
     zone(L.smtpRefused, [mx(10, `mx.${L.smtpRefused}`), a('mx', LAB_REFUSED_ADDRESS)]),
-    zone(L.mxServfail, [txt('@', 'v=spf1 -all')], [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['MX'] }]),
+    zone(
+      L.mxServfail,
+      [txt('@', 'v=spf1 -all')],
+      [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['MX'] }],
+    ),
     zone(L.mxTimeout, [], [{ name: '@', behaviour: { kind: 'silent' }, types: ['MX'] }]),
     // Every lane's own question gets SERVFAIL or silence; the MX answers, so the job runs.
-    zone(L.indeterminate, [mx(10, `mx.${L.indeterminate}`)], [
-      { name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['TXT'] },
-      { name: '_dmarc', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
-      { name: '_mta-sts', behaviour: { kind: 'silent' } },
-      { name: '_smtp._tls', behaviour: { kind: 'rcode', rcode: 'REFUSED' } },
-      { name: 'default._bimi', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
-      { name: '_25._tcp.mx', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
-      { name: 'mx', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
-      ...COMMON_SELECTORS.map((sel) => ({ name: `${sel}._domainkey`, behaviour: { kind: 'rcode' as const, rcode: 'SERVFAIL' as const } })),
-    ]),
+    zone(
+      L.indeterminate,
+      [mx(10, `mx.${L.indeterminate}`)],
+      [
+        { name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['TXT'] },
+        { name: '_dmarc', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+        { name: '_mta-sts', behaviour: { kind: 'silent' } },
+        { name: '_smtp._tls', behaviour: { kind: 'rcode', rcode: 'REFUSED' } },
+        { name: 'default._bimi', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+        { name: '_25._tcp.mx', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+        { name: 'mx', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+        ...COMMON_SELECTORS.map((sel) => ({
+          name: `${sel}._domainkey`,
+          behaviour: { kind: 'rcode' as const, rcode: 'SERVFAIL' as const },
+        })),
+      ],
+    ),
     spfSuiteZone(),
     // The tree walk's last name, _dmarc.test: answered (NODATA) as a real public suffix's would be,
     // instead of REFUSED like every other name outside the lab's zones.

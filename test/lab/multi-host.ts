@@ -10,7 +10,10 @@ export interface Listening {
 }
 
 /** Any net.Server (http.Server, https.Server, tls.Server) is a net.Server. */
-export async function listenOnHosts(servers: Array<{ host: string; server: net.Server }>, opts: { port?: number; tries?: number } = {}): Promise<Listening> {
+export async function listenOnHosts(
+  servers: Array<{ host: string; server: net.Server }>,
+  opts: { port?: number; tries?: number } = {},
+): Promise<Listening> {
   const tries = opts.tries ?? 20;
   // Track every socket so close() ends hostile or idle peers instead of waiting on them.
   const sockets = new Set<net.Socket>();

@@ -51,7 +51,14 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
     objectClassName: 'domain',
     handle,
     ldhName: d.name.toUpperCase(), // registries often answer in upper case
-    links: [{ value: `${d.selfBase}domain/${d.name}`, rel: 'self', href: `${d.selfBase}domain/${d.name}`, type: 'application/rdap+json' }],
+    links: [
+      {
+        value: `${d.selfBase}domain/${d.name}`,
+        rel: 'self',
+        href: `${d.selfBase}domain/${d.name}`,
+        type: 'application/rdap+json',
+      },
+    ],
     status: d.status,
     entities: [
       {
@@ -59,12 +66,25 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
         handle: LAB_REGISTRAR.ianaId,
         roles: ['registrar'],
         publicIds: [{ type: 'IANA Registrar ID', identifier: LAB_REGISTRAR.ianaId }],
-        vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', LAB_REGISTRAR.name]]],
+        vcardArray: [
+          'vcard',
+          [
+            ['version', {}, 'text', '4.0'],
+            ['fn', {}, 'text', LAB_REGISTRAR.name],
+          ],
+        ],
         entities: [
           {
             objectClassName: 'entity',
             roles: ['abuse'],
-            vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', ''], ['email', {}, 'text', 'abuse@registrar.lab.test']]],
+            vcardArray: [
+              'vcard',
+              [
+                ['version', {}, 'text', '4.0'],
+                ['fn', {}, 'text', ''],
+                ['email', {}, 'text', 'abuse@registrar.lab.test'],
+              ],
+            ],
           },
         ],
       },
@@ -72,7 +92,14 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
         objectClassName: 'entity',
         roles: ['registrant'],
         // Personal data a client must never see in our output.
-        vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', 'Jane Registrant'], ['email', {}, 'text', 'jane@private.lab.test']]],
+        vcardArray: [
+          'vcard',
+          [
+            ['version', {}, 'text', '4.0'],
+            ['fn', {}, 'text', 'Jane Registrant'],
+            ['email', {}, 'text', 'jane@private.lab.test'],
+          ],
+        ],
       },
     ],
     events: [
@@ -85,7 +112,13 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
       ? { delegationSigned: true, dsData: [{ keyTag: 12345, algorithm: 13, digestType: 2, digest: 'A'.repeat(64) }] }
       : { delegationSigned: false },
     nameservers: d.nameservers.map((n) => ({ objectClassName: 'nameserver', ldhName: n.toUpperCase() })),
-    notices: [{ title: 'Terms of Use', description: ['Lab data, not real.'], links: [{ href: `${d.selfBase}help`, rel: 'terms-of-service' }] }],
+    notices: [
+      {
+        title: 'Terms of Use',
+        description: ['Lab data, not real.'],
+        links: [{ href: `${d.selfBase}help`, rel: 'terms-of-service' }],
+      },
+    ],
     port43: 'whois.lab.test',
   };
 }
@@ -93,28 +126,75 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
 /** The fixtures as served by a lab whose base URL (ending in "/") is `selfBase`. */
 export function rdapFixtures(selfBase: string, now = new Date()): Map<string, RdapFixture> {
   const at = (days: number) => new Date(now.getTime() + days * DAY);
-  const base = { registered: new Date('2019-03-01T12:00:00Z'), changed: at(-30), status: ['client transfer prohibited'], signed: false, selfBase };
+  const base = {
+    registered: new Date('2019-03-01T12:00:00Z'),
+    changed: at(-30),
+    status: ['client transfer prohibited'],
+    signed: false,
+    selfBase,
+  };
   const domain = (spec: Omit<DomainSpec, keyof typeof base> & Partial<typeof base>): RdapFixture => ({
     kind: 'domain',
     body: domainObject({ ...base, ...spec }),
   });
   const n = rdapNames;
   return new Map<string, RdapFixture>([
-    [n.registered, domain({ name: n.registered, expires: at(400), nameservers: ['ns1.lab.test', 'ns2.lab.test'], status: ['active', 'client transfer prohibited'] })],
-    [n.expired, domain({ name: n.expired, expires: at(-10), nameservers: [`ns1.${n.expired}`, `ns2.${n.expired}`], status: ['client hold', 'auto renew period'] })],
-    [n.expiringSoon, domain({ name: n.expiringSoon, expires: at(10), nameservers: [`ns1.${n.expiringSoon}`, `ns2.${n.expiringSoon}`] })],
-    [n.signed, domain({ name: n.signed, expires: at(700), nameservers: [`ns1.${n.signed}`, `ns2.${n.signed}`], signed: true })],
+    [
+      n.registered,
+      domain({
+        name: n.registered,
+        expires: at(400),
+        nameservers: ['ns1.lab.test', 'ns2.lab.test'],
+        status: ['active', 'client transfer prohibited'],
+      }),
+    ],
+    [
+      n.expired,
+      domain({
+        name: n.expired,
+        expires: at(-10),
+        nameservers: [`ns1.${n.expired}`, `ns2.${n.expired}`],
+        status: ['client hold', 'auto renew period'],
+      }),
+    ],
+    [
+      n.expiringSoon,
+      domain({
+        name: n.expiringSoon,
+        expires: at(10),
+        nameservers: [`ns1.${n.expiringSoon}`, `ns2.${n.expiringSoon}`],
+      }),
+    ],
+    [
+      n.signed,
+      domain({ name: n.signed, expires: at(700), nameservers: [`ns1.${n.signed}`, `ns2.${n.signed}`], signed: true }),
+    ],
     [n.redirected, { kind: 'redirect', location: `/registry-b/domain/${n.redirected}` }],
     [`registry-b:${n.redirected}`, domain({ name: n.redirected, expires: at(200), nameservers: ['ns1.lab.test'] })],
     // A hop to a loopback address outside the test service's allowlist (LAB_ALLOW): refused by
     // the guard. Never a non-loopback address: a regressed guard would really connect to it.
-    [n.redirectOutsideAllowlist, { kind: 'redirect', location: `http://${LAB_REFUSED_ADDRESS}:9/domain/${n.redirectOutsideAllowlist}` }],
+    [
+      n.redirectOutsideAllowlist,
+      { kind: 'redirect', location: `http://${LAB_REFUSED_ADDRESS}:9/domain/${n.redirectOutsideAllowlist}` },
+    ],
     [n.slow, { kind: 'hang' }],
-    [n.serverError, { kind: 'status', status: 500, body: { errorCode: 500, title: 'Internal Server Error', description: ['The lab plays a broken registry.'] } }],
+    [
+      n.serverError,
+      {
+        kind: 'status',
+        status: 500,
+        body: { errorCode: 500, title: 'Internal Server Error', description: ['The lab plays a broken registry.'] },
+      },
+    ],
   ]);
 }
 
 /** RFC 9083 §6 error body for names the lab does not know. */
 export function notFoundBody(name: string): Record<string, unknown> {
-  return { rdapConformance: ['rdap_level_0'], errorCode: 404, title: 'Not Found', description: [`${name} is not registered in the lab`] };
+  return {
+    rdapConformance: ['rdap_level_0'],
+    errorCode: 404,
+    title: 'Not Found',
+    description: [`${name} is not registered in the lab`],
+  };
 }

@@ -46,11 +46,16 @@ export async function startLabRdap(opts: LabRdapOptions = {}): Promise<LabRdap> 
   const serve = (res: http.ServerResponse, fixture: RdapFixture | undefined, name: string) => {
     if (!fixture) return send(res, 404, notFoundBody(name));
     switch (fixture.kind) {
-      case 'domain': return send(res, 200, fixture.body);
-      case 'status': return send(res, fixture.status, fixture.body);
-      case 'hang': return; // the socket stays open until the client gives up or the lab closes
+      case 'domain':
+        return send(res, 200, fixture.body);
+      case 'status':
+        return send(res, fixture.status, fixture.body);
+      case 'hang':
+        return; // the socket stays open until the client gives up or the lab closes
       case 'redirect': {
-        const location = fixture.location.startsWith('/') ? new URL(fixture.location.slice(1), baseUrl).href : fixture.location;
+        const location = fixture.location.startsWith('/')
+          ? new URL(fixture.location.slice(1), baseUrl).href
+          : fixture.location;
         res.writeHead(302, { location, 'content-length': 0 });
         res.end();
       }
@@ -60,7 +65,8 @@ export async function startLabRdap(opts: LabRdapOptions = {}): Promise<LabRdap> 
   const server = http.createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://lab').pathname;
     requests.push(path);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { errorCode: 405, title: 'Method Not Allowed' });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(res, 405, { errorCode: 405, title: 'Method Not Allowed' });
     // Fixtures are computed per request, so relative dates follow the clock.
     const fixtures = rdapFixtures(baseUrl);
     let m = /^\/domain\/([^/]+)$/.exec(path);
@@ -74,14 +80,23 @@ export async function startLabRdap(opts: LabRdapOptions = {}): Promise<LabRdap> 
       return serve(res, fixtures.get(`registry-b:${name}`), name);
     }
     if (path === '/bootstrap/dns.json') {
-      return send(res, 200, {
-        description: 'RDAP bootstrap file for Domain Name System registrations (lab)',
-        publication: '2026-01-01T00:00:00Z',
-        version: '1.0',
-        services: [[['test'], [baseUrl]]],
-      }, 'application/json');
+      return send(
+        res,
+        200,
+        {
+          description: 'RDAP bootstrap file for Domain Name System registrations (lab)',
+          publication: '2026-01-01T00:00:00Z',
+          version: '1.0',
+          services: [[['test'], [baseUrl]]],
+        },
+        'application/json',
+      );
     }
-    if (path === '/help') return send(res, 200, { rdapConformance: ['rdap_level_0'], notices: [{ title: 'Lab', description: ['RDAP lab server'] }] });
+    if (path === '/help')
+      return send(res, 200, {
+        rdapConformance: ['rdap_level_0'],
+        notices: [{ title: 'Lab', description: ['RDAP lab server'] }],
+      });
     return send(res, 400, { errorCode: 400, title: 'Bad Request', description: ['Unsupported query'] });
   });
   server.on('connection', (s) => {
@@ -128,7 +143,9 @@ if (import.meta.main) {
     process.exit(64);
   }
   const lab = await startLabRdap({ port, host: argValue('--host') });
-  process.stdout.write(`${JSON.stringify({ lab: 'rdap', baseUrl: lab.baseUrl, bootstrapUrl: lab.bootstrapUrl, port: lab.port })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ lab: 'rdap', baseUrl: lab.baseUrl, bootstrapUrl: lab.bootstrapUrl, port: lab.port })}\n`,
+  );
   const stop = () => void lab.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -9,8 +9,19 @@ import net from 'node:net';
 import { labHost } from './addresses.ts';
 import type { LabContext, LabPart, LabPartFactory } from './serve.ts';
 import {
-  FLOOD_LINKS, GEN_WEB_ADDRESSES, OUT_OF_SCOPE_ADDRESS, SCAN_ZONE, WILD_ZONE, genChildren, genFanout, genZoneName, generatedZone,
-  scanAddresses, scanBasicZone, scanWildZone, thirdPartyZones,
+  FLOOD_LINKS,
+  GEN_WEB_ADDRESSES,
+  OUT_OF_SCOPE_ADDRESS,
+  SCAN_ZONE,
+  WILD_ZONE,
+  genChildren,
+  genFanout,
+  genZoneName,
+  generatedZone,
+  scanAddresses,
+  scanBasicZone,
+  scanWildZone,
+  thirdPartyZones,
 } from './scan-zones.ts';
 import { TCP_PORTS } from '../../src/products/scan/checks/active-checks.ts';
 
@@ -48,7 +59,9 @@ function send(res: http.ServerResponse, status: number, body: string, type = 'te
 }
 
 function apexHandler(): Handler {
-  const links = ['loop-a', 'chain-0', 'app.broken', 'blog', 'cdn', 'old', 'flood', 'api', '_xmpp-server._tcp'].map((l) => `${l}.${SCAN_ZONE}`);
+  const links = ['loop-a', 'chain-0', 'app.broken', 'blog', 'cdn', 'old', 'flood', 'api', '_xmpp-server._tcp'].map(
+    (l) => `${l}.${SCAN_ZONE}`,
+  );
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/.git/HEAD') return send(res, 200, 'ref: refs/heads/main\n', 'text/plain');
@@ -59,14 +72,23 @@ function apexHandler(): Handler {
 
 function genHandler(sizes: number[]): Handler {
   return (req, res) => {
-    const host = String(req.headers.host ?? '').split(':')[0]!.toLowerCase();
+    const host = String(req.headers.host ?? '')
+      .split(':')[0]!
+      .toLowerCase();
     const n = sizes.find((s) => host === genZoneName(s) || host.endsWith(`.${genZoneName(s)}`));
     if (!n) return send(res, 404, PAGE('unknown host'));
     const origin = genZoneName(n);
     const m = /^h(\d+)\./.exec(host);
     const i = host === origin ? 0 : m ? Number(m[1]) : -1;
     if (i < 0) return send(res, 404, PAGE('unknown host'));
-    send(res, 200, PAGE(host, genChildren(i, n, genFanout(n)).map((j) => `h${j}.${origin}`)));
+    send(
+      res,
+      200,
+      PAGE(
+        host,
+        genChildren(i, n, genFanout(n)).map((j) => `h${j}.${origin}`),
+      ),
+    );
   };
 }
 
@@ -77,20 +99,59 @@ interface WebSite {
 }
 
 function sites(sizes: number[]): WebSite[] {
-  const plain = (title: string): Handler => (_req, res) => send(res, 200, PAGE(title));
+  const plain =
+    (title: string): Handler =>
+    (_req, res) =>
+      send(res, 200, PAGE(title));
   const list: WebSite[] = [
     // The apex's certificate names an in-scope host (api) and an out-of-scope partner: SAN sources.
-    { address: scanAddresses.apex, names: [SCAN_ZONE, `www.${SCAN_ZONE}`, `api.${SCAN_ZONE}`, 'partner.thirdparty-cdn.test'], handler: apexHandler() },
+    {
+      address: scanAddresses.apex,
+      names: [SCAN_ZONE, `www.${SCAN_ZONE}`, `api.${SCAN_ZONE}`, 'partner.thirdparty-cdn.test'],
+      handler: apexHandler(),
+    },
     { address: scanAddresses.api, names: [`api.${SCAN_ZONE}`, `app.broken.${SCAN_ZONE}`], handler: plain('api') },
     { address: scanAddresses.chainEnd, names: [`chain-40.${SCAN_ZONE}`], handler: plain('end of the chain') },
-    { address: scanAddresses.flood, names: [`flood.${SCAN_ZONE}`], handler: (_req, res) => send(res, 200, PAGE('flood', Array.from({ length: FLOOD_LINKS }, (_, i) => `f${i}.${SCAN_ZONE}`))) },
+    {
+      address: scanAddresses.flood,
+      names: [`flood.${SCAN_ZONE}`],
+      handler: (_req, res) =>
+        send(
+          res,
+          200,
+          PAGE(
+            'flood',
+            Array.from({ length: FLOOD_LINKS }, (_, i) => `f${i}.${SCAN_ZONE}`),
+          ),
+        ),
+    },
     // The provider's unclaimed-name page (a lab copy of GitHub Pages' 404).
-    { address: scanAddresses.provider, names: ['lss-lab.github.io'], handler: (_req, res) => send(res, 404, PAGE("Site not found · GitHub Pages", []).replace('</h1>', "</h1><p>There isn't a GitHub Pages site here.</p>")) },
-    { address: scanAddresses.wildReal, names: [WILD_ZONE, `real.${WILD_ZONE}`, `www.${WILD_ZONE}`], handler: plain('scan-wild') },
+    {
+      address: scanAddresses.provider,
+      names: ['lss-lab.github.io'],
+      handler: (_req, res) =>
+        send(
+          res,
+          404,
+          PAGE('Site not found · GitHub Pages', []).replace(
+            '</h1>',
+            "</h1><p>There isn't a GitHub Pages site here.</p>",
+          ),
+        ),
+    },
+    {
+      address: scanAddresses.wildReal,
+      names: [WILD_ZONE, `real.${WILD_ZONE}`, `www.${WILD_ZONE}`],
+      handler: plain('scan-wild'),
+    },
     { address: scanAddresses.wildcard, names: [`*.${WILD_ZONE}`], handler: plain('wildcard') },
     { address: scanAddresses.cnameTarget, names: [`target.${WILD_ZONE}`], handler: plain('cname target') },
     // The CDN edge (out of scope): visited only by passive web checks of in-scope aliases.
-    { address: OUT_OF_SCOPE_ADDRESS, names: ['edge.thirdparty-cdn.test', `cdn.${SCAN_ZONE}`], handler: plain('cdn edge') },
+    {
+      address: OUT_OF_SCOPE_ADDRESS,
+      names: ['edge.thirdparty-cdn.test', `cdn.${SCAN_ZONE}`],
+      handler: plain('cdn edge'),
+    },
   ];
   if (sizes.length > 0) {
     const names = sizes.flatMap((n) => [genZoneName(n), `*.${genZoneName(n)}`]);
@@ -103,16 +164,21 @@ export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
   return async (ctx: LabContext): Promise<LabPart> => {
     let outOfScope = 0;
     const lab: ScanLab = { outOfScopeProbes: () => outOfScope, requests: [] };
-    const logged = (address: string, h: Handler): Handler => (req, res) => {
-      lab.requests.push({ address, host: String(req.headers.host ?? ''), path: req.url ?? '/' });
-      h(req, res);
-    };
+    const logged =
+      (address: string, h: Handler): Handler =>
+      (req, res) => {
+        lab.requests.push({ address, host: String(req.headers.host ?? ''), path: req.url ?? '/' });
+        h(req, res);
+      };
     const plainServers: Array<{ host: string; server: net.Server }> = [];
     const secureServers: Array<{ host: string; server: net.Server }> = [];
     for (const s of sites(opts.generated ?? [])) {
       const cert = await ctx.ca.issue({ names: s.names });
       plainServers.push({ host: s.address, server: http.createServer(logged(s.address, s.handler)) });
-      secureServers.push({ host: s.address, server: https.createServer({ key: cert.keyPem, cert: cert.chainPem }, logged(s.address, s.handler)) });
+      secureServers.push({
+        host: s.address,
+        server: https.createServer({ key: cert.keyPem, cert: cert.chainPem }, logged(s.address, s.handler)),
+      });
     }
     await ctx.listen(80, plainServers);
     await ctx.listen(443, secureServers);
@@ -121,10 +187,17 @@ export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
     for (const { port } of TCP_PORTS) {
       if (SHARED_PORTS.has(port)) continue;
       const servers: Array<{ host: string; server: net.Server }> = [
-        { host: OUT_OF_SCOPE_ADDRESS, server: net.createServer((s) => { outOfScope++; s.destroy(); }) },
+        {
+          host: OUT_OF_SCOPE_ADDRESS,
+          server: net.createServer((s) => {
+            outOfScope++;
+            s.destroy();
+          }),
+        },
         { host: PARKING, server: open() },
       ];
-      for (const [address, ports] of Object.entries(OPEN_PORTS)) if (ports.includes(port)) servers.push({ host: address, server: open() });
+      for (const [address, ports] of Object.entries(OPEN_PORTS))
+        if (ports.includes(port)) servers.push({ host: address, server: open() });
       await ctx.listen(port, servers);
     }
     opts.onReady?.(lab);

@@ -33,12 +33,26 @@ export const scanAddresses = {
 } as const;
 
 const soa = (origin: string): ZoneRecord => ({
-  name: '@', type: 'SOA', ttl: 3600,
-  data: { mname: `ns1.${origin}`, rname: `hostmaster.${origin}`, serial: 2026112401, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 },
+  name: '@',
+  type: 'SOA',
+  ttl: 3600,
+  data: {
+    mname: `ns1.${origin}`,
+    rname: `hostmaster.${origin}`,
+    serial: 2026112401,
+    refresh: 7200,
+    retry: 900,
+    expire: 1209600,
+    minimum: 300,
+  },
 });
 
 export function scanBasicZone(): Zone {
-  const chain: ZoneRecord[] = Array.from({ length: CHAIN_LENGTH }, (_, i) => ({ name: `chain-${i}`, type: 'CNAME', data: `chain-${i + 1}.${SCAN_ZONE}` }));
+  const chain: ZoneRecord[] = Array.from({ length: CHAIN_LENGTH }, (_, i) => ({
+    name: `chain-${i}`,
+    type: 'CNAME',
+    data: `chain-${i + 1}.${SCAN_ZONE}`,
+  }));
   return {
     origin: SCAN_ZONE,
     allowAxfr: true,
@@ -86,7 +100,13 @@ export function scanWildZone(): Zone {
       { name: '@', type: 'A', data: scanAddresses.wildReal },
       // SPF names: one real host, one that only the wildcard answers, and names under the
       // CNAME-only and the pattern wildcard levels.
-      { name: '@', type: 'TXT', data: [`v=spf1 include:real.${WILD_ZONE} include:ghost.${WILD_ZONE} include:x.cnw.${WILD_ZONE} include:y.pat.${WILD_ZONE} -all`] },
+      {
+        name: '@',
+        type: 'TXT',
+        data: [
+          `v=spf1 include:real.${WILD_ZONE} include:ghost.${WILD_ZONE} include:x.cnw.${WILD_ZONE} include:y.pat.${WILD_ZONE} -all`,
+        ],
+      },
       { name: '*', type: 'A', data: scanAddresses.wildcard },
       { name: 'real', type: 'A', data: scanAddresses.wildReal },
       { name: '*.cnw', type: 'CNAME', data: `target.${WILD_ZONE}` },
@@ -100,9 +120,26 @@ export function scanWildZone(): Zone {
 /** Zones that only exist to make out-of-scope names and the provider alias resolve inside the lab. */
 export function thirdPartyZones(): Zone[] {
   return [
-    { origin: 'thirdparty-mail.test', records: [soa('thirdparty-mail.test'), { name: 'mx', type: 'A', data: OUT_OF_SCOPE_ADDRESS }, { name: '_spf', type: 'TXT', data: ['v=spf1 -all'] }] },
-    { origin: 'thirdparty-dns.test', records: [soa('thirdparty-dns.test'), { name: 'ns', type: 'A', data: OUT_OF_SCOPE_ADDRESS }] },
-    { origin: 'thirdparty-cdn.test', records: [soa('thirdparty-cdn.test'), { name: 'edge', type: 'A', data: OUT_OF_SCOPE_ADDRESS }, { name: 'partner', type: 'A', data: OUT_OF_SCOPE_ADDRESS }] },
+    {
+      origin: 'thirdparty-mail.test',
+      records: [
+        soa('thirdparty-mail.test'),
+        { name: 'mx', type: 'A', data: OUT_OF_SCOPE_ADDRESS },
+        { name: '_spf', type: 'TXT', data: ['v=spf1 -all'] },
+      ],
+    },
+    {
+      origin: 'thirdparty-dns.test',
+      records: [soa('thirdparty-dns.test'), { name: 'ns', type: 'A', data: OUT_OF_SCOPE_ADDRESS }],
+    },
+    {
+      origin: 'thirdparty-cdn.test',
+      records: [
+        soa('thirdparty-cdn.test'),
+        { name: 'edge', type: 'A', data: OUT_OF_SCOPE_ADDRESS },
+        { name: 'partner', type: 'A', data: OUT_OF_SCOPE_ADDRESS },
+      ],
+    },
     // Lab stand-in for the provider's zone: only loopback answers, never the real service.
     { origin: 'github.io', records: [soa('github.io'), { name: 'lss-lab', type: 'A', data: scanAddresses.provider }] },
   ];
@@ -140,7 +177,8 @@ export function generatedZone(n: number): Zone {
   const fanout = genFanout(n);
   const origin = genZoneName(n);
   const records: ZoneRecord[] = [
-    soa(origin), { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
+    soa(origin),
+    { name: '@', type: 'NS', data: `ns1.${SCAN_ZONE}` },
     { name: '@', type: 'A', data: GEN_WEB_ADDRESSES[0]! },
     { name: '@', type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } },
     { name: '@', type: 'TXT', data: ['v=spf1 mx -all'] },
@@ -152,7 +190,8 @@ export function generatedZone(n: number): Zone {
     if (i % 3 === 1) records.push({ name: label, type: 'A', data: web });
     else if (i % 3 === 2) records.push({ name: label, type: 'CNAME', data: `h${i - 1}.${origin}` });
     else records.push({ name: label, type: 'A', data: genChildren(i, n, fanout).length > 0 ? web : GEN_DEAD_ADDRESS });
-    if (i % 25 === 0 && i % 3 !== 2) records.push({ name: label, type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } });
+    if (i % 25 === 0 && i % 3 !== 2)
+      records.push({ name: label, type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } });
   }
   return { origin, records };
 }

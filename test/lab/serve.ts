@@ -59,7 +59,9 @@ export interface RunningLab {
   close(): Promise<void>;
 }
 
-export async function startLab(opts: { dnsPort?: number; rdapPort?: number; parts?: LabPartFactory[] } = {}): Promise<RunningLab> {
+export async function startLab(
+  opts: { dnsPort?: number; rdapPort?: number; parts?: LabPartFactory[] } = {},
+): Promise<RunningLab> {
   const ca = await loadLabCa();
   const portMap = new Map<number, number>();
   const closers: Array<() => Promise<void>> = [];

@@ -37,7 +37,11 @@ export function createSmtpServer(name: string, behaviour: SmtpBehaviour): net.Se
   });
 }
 
-function speak(socket: net.Socket, name: string, behaviour: Exclude<SmtpBehaviour, { kind: 'silent' | 'endless_banner' }>): void {
+function speak(
+  socket: net.Socket,
+  name: string,
+  behaviour: Exclude<SmtpBehaviour, { kind: 'silent' | 'endless_banner' }>,
+): void {
   const offersTls = behaviour.kind !== 'no_starttls';
   let buf = '';
   const onData = (chunk: Buffer) => {
@@ -47,7 +51,10 @@ function speak(socket: net.Socket, name: string, behaviour: Exclude<SmtpBehaviou
       const line = buf.slice(0, nl).replace(/\r$/, '');
       buf = buf.slice(nl + 1);
       const verb = line.split(' ')[0]!.toUpperCase();
-      if (verb === 'EHLO') socket.write(`250-${name} greets you\r\n250-PIPELINING\r\n250-SIZE 10240000\r\n${offersTls ? '250-STARTTLS\r\n' : ''}250 8BITMIME\r\n`);
+      if (verb === 'EHLO')
+        socket.write(
+          `250-${name} greets you\r\n250-PIPELINING\r\n250-SIZE 10240000\r\n${offersTls ? '250-STARTTLS\r\n' : ''}250 8BITMIME\r\n`,
+        );
       else if (verb === 'HELO') socket.write(`250 ${name}\r\n`);
       else if (verb === 'QUIT') {
         socket.end(`221 ${name} closing\r\n`);
@@ -67,7 +74,11 @@ function speak(socket: net.Socket, name: string, behaviour: Exclude<SmtpBehaviou
 function upgrade(socket: net.Socket, name: string, behaviour: Extract<SmtpBehaviour, { kind: 'starttls' }>): void {
   const secure = new tls.TLSSocket(socket, {
     isServer: true,
-    secureContext: tls.createSecureContext({ key: behaviour.cert.keyPem, cert: behaviour.cert.chainPem, ...behaviour.tls }),
+    secureContext: tls.createSecureContext({
+      key: behaviour.cert.keyPem,
+      cert: behaviour.cert.chainPem,
+      ...behaviour.tls,
+    }),
   });
   secure.on('error', () => socket.destroy());
   let buf = '';

@@ -21,13 +21,21 @@ export interface WebHostSpec {
   /** Port 80: a handler, a redirect to https on the same host, a hostile peer, or nothing listening. */
   http: Handler | 'to_https' | Hostile | null;
   /** Port 443. */
-  https: { handler: Handler | Hostile; cert?: Partial<LeafSpec> & { withoutIntermediate?: boolean }; tls?: tls.SecureContextOptions & { minVersion?: tls.SecureVersion; maxVersion?: tls.SecureVersion } } | 'silent' | null;
+  https:
+    | {
+        handler: Handler | Hostile;
+        cert?: Partial<LeafSpec> & { withoutIntermediate?: boolean };
+        tls?: tls.SecureContextOptions & { minVersion?: tls.SecureVersion; maxVersion?: tls.SecureVersion };
+      }
+    | 'silent'
+    | null;
 }
 
 const PAGE = '<!doctype html><html><head><title>lab</title></head><body><p>web lab</p></body></html>';
 
 export const STRICT_HEADERS: Record<string, string> = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'strict-transport-security': 'max-age=63072000; includeSubDomains; preload',
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
@@ -37,7 +45,11 @@ export const STRICT_HEADERS: Record<string, string> = {
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-embedder-policy': 'require-corp',
 };
-const BASE_HEADERS = { 'strict-transport-security': STRICT_HEADERS['strict-transport-security']!, 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY' };
+const BASE_HEADERS = {
+  'strict-transport-security': STRICT_HEADERS['strict-transport-security']!,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+};
 
 /** An HTML page with these headers (and cookies). */
 export function page(headers: Record<string, string | string[]> = {}, body = PAGE): Handler {
@@ -76,58 +88,211 @@ function withPreflight(headers: (req: http.IncomingMessage) => Record<string, st
 }
 
 export const webHosts: WebHostSpec[] = [
-  { label: 'strict', n: 1, http: 'to_https', https: { handler: page({ ...STRICT_HEADERS, 'set-cookie': '__Host-sid=1; Secure; HttpOnly; SameSite=Strict; Path=/' }) } },
-  { label: 'none', n: 2, http: page(), https: { handler: page() } },
-  { label: 'badcsp', n: 3, http: 'to_https', https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'; script-src 'self'; script-src 'unsafe-inline'; objekt-src 'none'" }) } },
-  { label: 'unsafe', n: 4, http: 'to_https', https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'", 'referrer-policy': 'unsafe-url' }) } },
-  { label: 'reportonly', n: 5, http: 'to_https', https: { handler: page({ ...BASE_HEADERS, 'content-security-policy-report-only': "default-src 'self'" }) } },
   {
-    label: 'cookies', n: 6, http: 'to_https',
+    label: 'strict',
+    n: 1,
+    http: 'to_https',
+    https: {
+      handler: page({ ...STRICT_HEADERS, 'set-cookie': '__Host-sid=1; Secure; HttpOnly; SameSite=Strict; Path=/' }),
+    },
+  },
+  { label: 'none', n: 2, http: page(), https: { handler: page() } },
+  {
+    label: 'badcsp',
+    n: 3,
+    http: 'to_https',
     https: {
       handler: page({
-        ...BASE_HEADERS, 'content-security-policy': "default-src 'self'",
-        'set-cookie': ['sessionid=abc; Path=/', 'pref=1; Secure; SameSite=Bogus', '__Host-x=1; Secure; Path=/; Domain=cookies.weblab.test'],
+        ...BASE_HEADERS,
+        'content-security-policy':
+          "default-src 'self'; script-src 'self'; script-src 'unsafe-inline'; objekt-src 'none'",
       }),
     },
   },
-  { label: 'cors', n: 7, http: 'to_https', https: { handler: withPreflight(() => ({ 'access-control-allow-origin': '*' }), page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'", 'access-control-allow-origin': '*' })) } },
   {
-    label: 'reflect', n: 8, http: 'to_https',
+    label: 'unsafe',
+    n: 4,
+    http: 'to_https',
     https: {
-      handler: withPreflight((req) => ({ 'access-control-allow-origin': String(req.headers.origin ?? ''), 'access-control-allow-credentials': 'true' }),
-        page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" })),
+      handler: page({
+        ...BASE_HEADERS,
+        'content-security-policy': "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'",
+        'referrer-policy': 'unsafe-url',
+      }),
+    },
+  },
+  {
+    label: 'reportonly',
+    n: 5,
+    http: 'to_https',
+    https: { handler: page({ ...BASE_HEADERS, 'content-security-policy-report-only': "default-src 'self'" }) },
+  },
+  {
+    label: 'cookies',
+    n: 6,
+    http: 'to_https',
+    https: {
+      handler: page({
+        ...BASE_HEADERS,
+        'content-security-policy': "default-src 'self'",
+        'set-cookie': [
+          'sessionid=abc; Path=/',
+          'pref=1; Secure; SameSite=Bogus',
+          '__Host-x=1; Secure; Path=/; Domain=cookies.weblab.test',
+        ],
+      }),
+    },
+  },
+  {
+    label: 'cors',
+    n: 7,
+    http: 'to_https',
+    https: {
+      handler: withPreflight(
+        () => ({ 'access-control-allow-origin': '*' }),
+        page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'", 'access-control-allow-origin': '*' }),
+      ),
+    },
+  },
+  {
+    label: 'reflect',
+    n: 8,
+    http: 'to_https',
+    https: {
+      handler: withPreflight(
+        (req) => ({
+          'access-control-allow-origin': String(req.headers.origin ?? ''),
+          'access-control-allow-credentials': 'true',
+        }),
+        page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" }),
+      ),
     },
   },
   // Long chains and loops on the http side; the https side answers.
-  { label: 'chain7', n: 9, http: chain(7, page()), https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" }) } },
-  { label: 'loop', n: 10, http: (req, res) => redirect(() => (req.url === '/a' ? '/b' : '/a'), 302)(req, res), https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" }) } },
+  {
+    label: 'chain7',
+    n: 9,
+    http: chain(7, page()),
+    https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" }) },
+  },
+  {
+    label: 'loop',
+    n: 10,
+    http: (req, res) => redirect(() => (req.url === '/a' ? '/b' : '/a'), 302)(req, res),
+    https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'" }) },
+  },
   // http redirects to a loopback address outside the allowlist, by literal and by name: never fetched.
-  { label: 'refusedhop', n: 11, http: redirect(() => `http://${LAB_REFUSED_ADDRESS}/`, 302), https: { handler: redirect(() => `http://internal.${WEB_ZONE}/`, 302) } },
-  { label: 'downgrade', n: 12, http: page(), https: { handler: redirect(() => `http://${name('downgrade')}/landing`) } },
+  {
+    label: 'refusedhop',
+    n: 11,
+    http: redirect(() => `http://${LAB_REFUSED_ADDRESS}/`, 302),
+    https: { handler: redirect(() => `http://internal.${WEB_ZONE}/`, 302) },
+  },
+  {
+    label: 'downgrade',
+    n: 12,
+    http: page(),
+    https: { handler: redirect(() => `http://${name('downgrade')}/landing`) },
+  },
   { label: 'slowheaders', n: 13, http: 'endless_headers', https: { handler: 'endless_headers' } },
   { label: 'slowbody', n: 14, http: 'endless_body', https: { handler: 'endless_body' } },
   { label: 'silent', n: 15, http: 'silent', https: 'silent' },
-  { label: 'expired', n: 20, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { notBefore: new Date(Date.now() - 100 * DAY), notAfter: new Date(Date.now() - DAY) } } },
-  { label: 'notyet', n: 21, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { notBefore: new Date(Date.now() + 10 * DAY), notAfter: new Date(Date.now() + 100 * DAY) } } },
+  {
+    label: 'expired',
+    n: 20,
+    http: 'to_https',
+    https: {
+      handler: page(BASE_HEADERS),
+      cert: { notBefore: new Date(Date.now() - 100 * DAY), notAfter: new Date(Date.now() - DAY) },
+    },
+  },
+  {
+    label: 'notyet',
+    n: 21,
+    http: 'to_https',
+    https: {
+      handler: page(BASE_HEADERS),
+      cert: { notBefore: new Date(Date.now() + 10 * DAY), notAfter: new Date(Date.now() + 100 * DAY) },
+    },
+  },
   { label: 'selfsigned', n: 22, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { selfSigned: true } } },
-  { label: 'wronghost', n: 23, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { names: [name('other')] } } },
-  { label: 'weakkey', n: 24, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { key: { type: 'rsa', bits: 1024 } }, tls: { ciphers: 'DEFAULT@SECLEVEL=0' } } },
-  { label: 'sha1', n: 25, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { hash: 'SHA-1' }, tls: { ciphers: 'DEFAULT@SECLEVEL=0' } } },
-  { label: 'untrusted', n: 26, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { withoutIntermediate: true } } },
-  { label: 'expiring', n: 27, http: 'to_https', https: { handler: page(BASE_HEADERS), cert: { notAfter: new Date(Date.now() + 10 * DAY) } } },
-  { label: 'tls10', n: 28, http: 'to_https', https: { handler: page(BASE_HEADERS), tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' } } },
-  { label: 'tls13', n: 29, http: 'to_https', https: { handler: page(BASE_HEADERS), tls: { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' } } },
+  {
+    label: 'wronghost',
+    n: 23,
+    http: 'to_https',
+    https: { handler: page(BASE_HEADERS), cert: { names: [name('other')] } },
+  },
+  {
+    label: 'weakkey',
+    n: 24,
+    http: 'to_https',
+    https: {
+      handler: page(BASE_HEADERS),
+      cert: { key: { type: 'rsa', bits: 1024 } },
+      tls: { ciphers: 'DEFAULT@SECLEVEL=0' },
+    },
+  },
+  {
+    label: 'sha1',
+    n: 25,
+    http: 'to_https',
+    https: { handler: page(BASE_HEADERS), cert: { hash: 'SHA-1' }, tls: { ciphers: 'DEFAULT@SECLEVEL=0' } },
+  },
+  {
+    label: 'untrusted',
+    n: 26,
+    http: 'to_https',
+    https: { handler: page(BASE_HEADERS), cert: { withoutIntermediate: true } },
+  },
+  {
+    label: 'expiring',
+    n: 27,
+    http: 'to_https',
+    https: { handler: page(BASE_HEADERS), cert: { notAfter: new Date(Date.now() + 10 * DAY) } },
+  },
+  {
+    label: 'tls10',
+    n: 28,
+    http: 'to_https',
+    https: {
+      handler: page(BASE_HEADERS),
+      tls: { minVersion: 'TLSv1', maxVersion: 'TLSv1', ciphers: 'DEFAULT@SECLEVEL=0' },
+    },
+  },
+  {
+    label: 'tls13',
+    n: 29,
+    http: 'to_https',
+    https: { handler: page(BASE_HEADERS), tls: { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' } },
+  },
   { label: 'nohttps', n: 30, http: page(), https: null },
-  { label: 'badhsts', n: 32, http: 'to_https', https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': "default-src 'self'", 'strict-transport-security': 'max-age=3600' }) } },
+  {
+    label: 'badhsts',
+    n: 32,
+    http: 'to_https',
+    https: {
+      handler: page({
+        ...BASE_HEADERS,
+        'content-security-policy': "default-src 'self'",
+        'strict-transport-security': 'max-age=3600',
+      }),
+    },
+  },
   // <meta> policies in the page (CSP and referrer) and scripts, for the HTML parsing and SRI.
   {
-    label: 'meta', n: 31, http: 'to_https',
+    label: 'meta',
+    n: 31,
+    http: 'to_https',
     https: {
-      handler: page(BASE_HEADERS, `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'"><meta name="referrer" content="strict-origin"><script src="/app.js" integrity="sha384-abc" crossorigin="anonymous"></script></head><body>meta</body></html>`),
+      handler: page(
+        BASE_HEADERS,
+        `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'"><meta name="referrer" content="strict-origin"><script src="/app.js" integrity="sha384-abc" crossorigin="anonymous"></script></head><body>meta</body></html>`,
+      ),
     },
   },
 ];
 
 export const webLabNames = Object.fromEntries(webHosts.map((h) => [h.label, name(h.label)])) as Record<string, string>;
 export const webLabAddress = (label: string) => labHost('web', webHosts.find((h) => h.label === label)!.n);
-export const webUrl = (label: string, scheme: 'http' | 'https' = 'https', path = '/') => `${scheme}://${name(label)}${path}`;
+export const webUrl = (label: string, scheme: 'http' | 'https' = 'https', path = '/') =>
+  `${scheme}://${name(label)}${path}`;

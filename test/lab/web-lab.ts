@@ -32,17 +32,32 @@ export interface WebLab {
 }
 
 export function webZones(): Zone[] {
-  return [{
-    origin: WEB_ZONE,
-    records: [
-      { name: '@', type: 'SOA', ttl: 3600, data: { mname: 'ns1.lab.test', rname: `hostmaster.${WEB_ZONE}`, serial: 2026112301, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 } },
-      { name: '@', type: 'NS', ttl: 3600, data: 'ns1.lab.test' },
-      ...webHosts.map((h) => ({ name: h.label, type: 'A', data: labHost('web', h.n) })),
-      { name: 'other', type: 'A', data: labHost('web', 23) },
-      // A name whose address is loopback outside the allowlist: a redirect to it is refused.
-      { name: 'internal', type: 'A', data: '127.200.0.2' },
-    ],
-  }];
+  return [
+    {
+      origin: WEB_ZONE,
+      records: [
+        {
+          name: '@',
+          type: 'SOA',
+          ttl: 3600,
+          data: {
+            mname: 'ns1.lab.test',
+            rname: `hostmaster.${WEB_ZONE}`,
+            serial: 2026112301,
+            refresh: 7200,
+            retry: 900,
+            expire: 1209600,
+            minimum: 300,
+          },
+        },
+        { name: '@', type: 'NS', ttl: 3600, data: 'ns1.lab.test' },
+        ...webHosts.map((h) => ({ name: h.label, type: 'A', data: labHost('web', h.n) })),
+        { name: 'other', type: 'A', data: labHost('web', 23) },
+        // A name whose address is loopback outside the allowlist: a redirect to it is refused.
+        { name: 'internal', type: 'A', data: '127.200.0.2' },
+      ],
+    },
+  ];
 }
 
 /** A raw peer: never-ending headers, a never-ending body, or silence. Timers die with the socket. */
@@ -66,7 +81,13 @@ function playHostile(socket: net.Socket, kind: Hostile): void {
 
 function logged(lab: WebLab, secure: boolean, handler: Handler): http.RequestListener {
   return (req, res) => {
-    lab.requests.push({ address: req.socket.localAddress ?? '', host: String(req.headers.host ?? ''), method: req.method ?? '', path: req.url ?? '', secure });
+    lab.requests.push({
+      address: req.socket.localAddress ?? '',
+      host: String(req.headers.host ?? ''),
+      method: req.method ?? '',
+      path: req.url ?? '',
+      secure,
+    });
     handler(req, res);
   };
 }
@@ -112,10 +133,11 @@ export function webLabPart(hooks: WebLabHooks = {}): LabPartFactory {
   return async (ctx: LabContext): Promise<LabPart> => {
     let refused = 0;
     const lab: WebLab = { requests: [], refusedConnections: () => refused, ports: { http: 0, https: 0 } };
-    const counter = () => net.createServer((s) => {
-      refused++;
-      s.destroy();
-    });
+    const counter = () =>
+      net.createServer((s) => {
+        refused++;
+        s.destroy();
+      });
     const plain: Array<{ host: string; server: net.Server }> = [];
     const secure: Array<{ host: string; server: net.Server }> = [];
     for (const h of webHosts) {

@@ -54,7 +54,20 @@ export interface Zone {
 /** The usual SOA + NS pair every zone needs. */
 export function zoneApex(origin: string, serial = 2026010101): ZoneRecord[] {
   return [
-    { name: '@', type: 'SOA', ttl: 3600, data: { mname: `ns1.lab.test`, rname: `hostmaster.${origin}`, serial, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 } },
+    {
+      name: '@',
+      type: 'SOA',
+      ttl: 3600,
+      data: {
+        mname: `ns1.lab.test`,
+        rname: `hostmaster.${origin}`,
+        serial,
+        refresh: 7200,
+        retry: 900,
+        expire: 1209600,
+        minimum: 300,
+      },
+    },
     { name: '@', type: 'NS', ttl: 3600, data: 'ns1.lab.test' },
   ];
 }
@@ -63,7 +76,10 @@ export function zoneApex(origin: string, serial = 2026010101): ZoneRecord[] {
 export function reverseName(ip: string): string {
   if (!isIPv6(ip)) return `${ip.split('.').reverse().join('.')}.in-addr.arpa.`;
   const groups = expandV6(ip);
-  const nibbles = groups.map((g) => g.padStart(4, '0')).join('').split('');
+  const nibbles = groups
+    .map((g) => g.padStart(4, '0'))
+    .join('')
+    .split('');
   return `${nibbles.reverse().join('.')}.ip6.arpa.`;
 }
 

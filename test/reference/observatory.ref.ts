@@ -26,10 +26,19 @@ const load = (rel: string): Promise<any> => import(path.join(PKG, rel));
 
 let lab: RunningLab;
 let guard: OutboundGuard;
-let obs: { ALL_TESTS: Array<(r: unknown) => { result: string | null; constructor: { name: string } }>; Requests: new (h: string) => any; grader: any; MIN: number; parseHttpEquivHeaders: (html: string, url: string) => Map<string, string[]>; AxiosHeaders: any; CookieJar: any };
+let obs: {
+  ALL_TESTS: Array<(r: unknown) => { result: string | null; constructor: { name: string } }>;
+  Requests: new (h: string) => any;
+  grader: any;
+  MIN: number;
+  parseHttpEquivHeaders: (html: string, url: string) => Map<string, string[]>;
+  AxiosHeaders: any;
+  CookieJar: any;
+};
 
 beforeAll(async () => {
-  if (!existsSync(PKG)) throw new Error('run `npm run test:observatory` (it installs @mdn/mdn-http-observatory@1.4.8 without saving it)');
+  if (!existsSync(PKG))
+    throw new Error('run `npm run test:observatory` (it installs @mdn/mdn-http-observatory@1.4.8 without saving it)');
   // Its postinstall downloads Chromium's HSTS preload list; installed without scripts (offline),
   // the list is absent. An empty list is what the lab's .test names would match anyway.
   const preload = path.join(PKG, 'conf', 'hsts-preload.json');
@@ -55,8 +64,20 @@ afterAll(async () => {
 function response(c: ChainEvidence, extra: Record<string, unknown> = {}) {
   const last = finalHop(c);
   if (!last) return null;
-  const headers = new obs.AxiosHeaders({ ...flatHeaders(last.headers), ...(allValues(last.headers, 'set-cookie').length ? { 'set-cookie': allValues(last.headers, 'set-cookie') } : {}) });
-  return { headers, status: last.status, statusText: '', data: c.body ?? '', verified: c.verified ?? true, request: { headers: new obs.AxiosHeaders() }, config: { headers: new obs.AxiosHeaders() }, ...extra };
+  const headers = new obs.AxiosHeaders({
+    ...flatHeaders(last.headers),
+    ...(allValues(last.headers, 'set-cookie').length ? { 'set-cookie': allValues(last.headers, 'set-cookie') } : {}),
+  });
+  return {
+    headers,
+    status: last.status,
+    statusText: '',
+    data: c.body ?? '',
+    verified: c.verified ?? true,
+    request: { headers: new obs.AxiosHeaders() },
+    config: { headers: new obs.AxiosHeaders() },
+    ...extra,
+  };
 }
 
 /** The package's Requests, filled from our evidence the way its retriever fills it. */
@@ -70,14 +91,23 @@ function observatoryRequests(e: WebEvidence) {
   r.responses.auto = e.primary === 'https' ? r.responses.https : r.responses.http;
   if (chain) {
     const jar = new obs.CookieJar();
-    for (const hop of chain.hops) for (const line of allValues(hop.headers, 'set-cookie')) jar.setCookieSync(line, hop.url, { ignoreError: true });
+    for (const hop of chain.hops)
+      for (const line of allValues(hop.headers, 'set-cookie')) jar.setCookieSync(line, hop.url, { ignoreError: true });
     r.session = { url: new URL(chain.start), jar, redirectHistory: r.responses.httpRedirects };
     r.resources.path = chain.body;
     const type = String(r.responses.auto.headers['content-type'] ?? '').split(';')[0];
-    r.responses.auto.httpEquiv = (type === 'text/html' || type === 'application/xhtml+xml') && chain.body ? obs.parseHttpEquivHeaders(chain.body, chain.start) : new Map();
+    r.responses.auto.httpEquiv =
+      (type === 'text/html' || type === 'application/xhtml+xml') && chain.body
+        ? obs.parseHttpEquivHeaders(chain.body, chain.start)
+        : new Map();
   }
   if (e.preflight) {
-    r.responses.cors = { headers: new obs.AxiosHeaders(flatHeaders(e.preflight.headers)), status: e.preflight.status, request: { headers: new obs.AxiosHeaders({ origin: e.preflight.origin }) }, verified: chain?.verified ?? true };
+    r.responses.cors = {
+      headers: new obs.AxiosHeaders(flatHeaders(e.preflight.headers)),
+      status: e.preflight.status,
+      request: { headers: new obs.AxiosHeaders({ origin: e.preflight.origin }) },
+      verified: chain?.verified ?? true,
+    };
   }
   return r;
 }
@@ -102,7 +132,10 @@ const hostsWithResponses: string[] = [];
 
 describe('our score equals the Observatory grader on the same responses', () => {
   it.each(webHosts.map((h) => h.label))('%s', async (label) => {
-    const e = await collectWebEvidence(new URL(webUrl(label)), guard, { fetchTimeoutMs: 1500, signal: new AbortController().signal });
+    const e = await collectWebEvidence(new URL(webUrl(label)), guard, {
+      fetchTimeoutMs: 1500,
+      signal: new AbortController().signal,
+    });
     const ours = assessWebEvidence(e)?.score ?? null;
     if (!e.primary) {
       // No response to grade (hostile peers, refused targets, TLS 1.0 only): both have nothing.
@@ -117,6 +150,8 @@ describe('our score equals the Observatory grader on the same responses', () => 
 
   it('compared enough hosts to mean something', () => {
     expect(hostsWithResponses.length).toBeGreaterThanOrEqual(20);
-    process.stdout.write(`observatory reference: ${hostsWithResponses.length} lab hosts graded identically: ${hostsWithResponses.join(', ')}\n`);
+    process.stdout.write(
+      `observatory reference: ${hostsWithResponses.length} lab hosts graded identically: ${hostsWithResponses.join(', ')}\n`,
+    );
   });
 });

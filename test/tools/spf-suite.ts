@@ -16,7 +16,11 @@ import type { QueryResult, RecordType } from '../../src/dns/types.ts';
 import { evaluateSpf } from '../../src/products/mail/spf-evaluate.ts';
 
 type Entry = string | Record<string, unknown>;
-interface Doc { description?: string; tests?: Record<string, { mailfrom?: string; helo?: string; result: string | string[]; spec?: string }>; zonedata?: Record<string, Entry[]> }
+interface Doc {
+  description?: string;
+  tests?: Record<string, { mailfrom?: string; helo?: string; result: string | string[]; spec?: string }>;
+  zonedata?: Record<string, Entry[]>;
+}
 
 const file = process.argv[2];
 if (!file) {
@@ -37,11 +41,20 @@ for (const doc of docs) {
     const recs = all.filter((r) => !(typeof r === 'object' && Object.values(r)[0] === 'NONE'));
     const hasTxt = all.some((r) => typeof r === 'object' && 'TXT' in r);
     const key = type === 'TXT' && !hasTxt ? 'SPF' : type;
-    const answers = recs.filter((r): r is Record<string, unknown> => typeof r === 'object' && key in r).map((r) => {
-      const v = r[key];
-      const data = type === 'TXT' ? (Array.isArray(v) ? v.map(String) : [String(v)]) : type === 'MX' ? { preference: (v as unknown[])[0], exchange: String((v as unknown[])[1]).replace(/\.$/, '') } : v;
-      return { name, type, ttl: 300, data };
-    });
+    const answers = recs
+      .filter((r): r is Record<string, unknown> => typeof r === 'object' && key in r)
+      .map((r) => {
+        const v = r[key];
+        const data =
+          type === 'TXT'
+            ? Array.isArray(v)
+              ? v.map(String)
+              : [String(v)]
+            : type === 'MX'
+              ? { preference: (v as unknown[])[0], exchange: String((v as unknown[])[1]).replace(/\.$/, '') }
+              : v;
+        return { name, type, ttl: 300, data };
+      });
     if (answers.length === 0) {
       if (recs.includes('TIMEOUT')) return { ...base, outcome: 'timeout', rcode: null, answers: [] };
       const cname = recs.find((r): r is Record<string, unknown> => typeof r === 'object' && 'CNAME' in r);
@@ -55,7 +68,9 @@ for (const doc of docs) {
   for (const [name, t] of Object.entries(doc.tests)) {
     total++;
     const from = String(t.mailfrom ?? '');
-    const domain = (from.includes('@') ? from.slice(from.lastIndexOf('@') + 1) : from || String(t.helo)).toLowerCase().replace(/\.$/, '');
+    const domain = (from.includes('@') ? from.slice(from.lastIndexOf('@') + 1) : from || String(t.helo))
+      .toLowerCase()
+      .replace(/\.$/, '');
     const snapshot: Record<string, QueryResult> = {};
     let step = evaluateSpf({ domain, snapshot });
     for (let i = 0; i < 30 && step.missing.length > 0; i++) {
@@ -64,10 +79,14 @@ for (const doc of docs) {
     }
     const v = step.evaluation.verdict;
     const ours = v === 'indeterminate' ? 'temperror' : v;
-    const expected = ([] as string[]).concat(t.result).map((e) => (['pass', 'fail', 'softfail', 'neutral'].includes(e) ? 'ok' : e));
+    const expected = ([] as string[])
+      .concat(t.result)
+      .map((e) => (['pass', 'fail', 'softfail', 'neutral'].includes(e) ? 'ok' : e));
     const same = expected.includes(ours);
     if (same) agree++;
-    process.stdout.write(`${same ? 'same' : 'DIFF'}  ${doc.description} / ${name}: suite ${([] as string[]).concat(t.result).join('|')}, static ${v}${v === 'permerror' ? ` (${step.evaluation.permerrors.map((p) => p.reason).join(', ')})` : ''}\n`);
+    process.stdout.write(
+      `${same ? 'same' : 'DIFF'}  ${doc.description} / ${name}: suite ${([] as string[]).concat(t.result).join('|')}, static ${v}${v === 'permerror' ? ` (${step.evaluation.permerrors.map((p) => p.reason).join(', ')})` : ''}\n`,
+    );
   }
 }
 process.stdout.write(`${agree}/${total} cases agree\n`);

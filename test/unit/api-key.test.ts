@@ -13,16 +13,19 @@ const PEPPER_B = 'pepper-b-0123456789abcdefghijklmnopqrstuv';
 /** A database on which any use at all fails the test. */
 function untouchableDb(): { db: Db; touched: string[] } {
   const touched: string[] = [];
-  const db = new Proxy({}, {
-    get(_t, prop) {
-      touched.push(String(prop));
-      throw new Error(`database touched: ${String(prop)}`);
+  const db = new Proxy(
+    {},
+    {
+      get(_t, prop) {
+        touched.push(String(prop));
+        throw new Error(`database touched: ${String(prop)}`);
+      },
+      has(_t, prop) {
+        touched.push(String(prop));
+        throw new Error(`database touched: ${String(prop)}`);
+      },
     },
-    has(_t, prop) {
-      touched.push(String(prop));
-      throw new Error(`database touched: ${String(prop)}`);
-    },
-  }) as unknown as Db;
+  ) as unknown as Db;
   return { db, touched };
 }
 
@@ -60,7 +63,8 @@ describe('isWellFormedApiKey', () => {
         for (const c of `${BASE62}_-`) {
           if (c === key[pos]) continue;
           const typo = key.slice(0, pos) + c + key.slice(pos + 1);
-          if (isWellFormedApiKey(typo)) throw new Error(`substitution at ${pos} (${key[pos]} → ${c}) not detected: ${typo}`);
+          if (isWellFormedApiKey(typo))
+            throw new Error(`substitution at ${pos} (${key[pos]} → ${c}) not detected: ${typo}`);
           checked++;
         }
       }
@@ -88,7 +92,13 @@ describe('isWellFormedApiKey', () => {
     ['an extra character', () => `${generateApiKey().key}0`],
     ['surrounding whitespace', () => ` ${generateApiKey().key}`],
     ['a trailing newline', () => `${generateApiKey().key}\n`],
-    ['a dropped separator', () => { const k = generateApiKey().key; return k.slice(0, 36) + k.slice(37); }],
+    [
+      'a dropped separator',
+      () => {
+        const k = generateApiKey().key;
+        return k.slice(0, 36) + k.slice(37);
+      },
+    ],
   ])('refuses %s', (_name, value) => {
     expect(isWellFormedApiKey(typeof value === 'function' ? value() : value)).toBe(false);
   });
@@ -118,8 +128,20 @@ describe('Authenticator.verify', () => {
   it.each([
     ['a malformed key', 'not-a-key'],
     ['an empty string', ''],
-    ['a bad checksum', () => { const k = generateApiKey().key; return k.slice(0, -1) + (k.endsWith('0') ? '1' : '0'); }],
-    ['one substituted random char', () => { const k = generateApiKey().key; return `lsk_${k[4] === 'a' ? 'b' : 'a'}${k.slice(5)}`; }],
+    [
+      'a bad checksum',
+      () => {
+        const k = generateApiKey().key;
+        return k.slice(0, -1) + (k.endsWith('0') ? '1' : '0');
+      },
+    ],
+    [
+      'one substituted random char',
+      () => {
+        const k = generateApiKey().key;
+        return `lsk_${k[4] === 'a' ? 'b' : 'a'}${k.slice(5)}`;
+      },
+    ],
     ['a 10 KB string', 'lsk_'.padEnd(10_000, 'A')],
   ])('returns null for %s without touching the database', async (_name, value) => {
     const { db, touched } = untouchableDb();

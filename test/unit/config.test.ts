@@ -63,25 +63,46 @@ describe('parseConfig', () => {
     const c = parseConfig({ ...noUrl, REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-a.internal:7001,[::1]:7002' });
     expect(c.REDIS_URL).toBeUndefined();
     expect(c.REDIS_CLUSTER_NODES).toEqual({
-      nodes: [{ host: '10.0.0.1', port: 7000 }, { host: 'redis-a.internal', port: 7001 }, { host: '::1', port: 7002 }], tls: false,
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-a.internal', port: 7001 },
+        { host: '::1', port: 7002 },
+      ],
+      tls: false,
     });
     expect(redisTarget(c)).toEqual({ cluster: c.REDIS_CLUSTER_NODES });
-    const tls = parseConfig({ ...noUrl, REDIS_CLUSTER_NODES: 'rediss://default:s%3Acret@a.example:6380,rediss://default:s%3Acret@b.example' });
+    const tls = parseConfig({
+      ...noUrl,
+      REDIS_CLUSTER_NODES: 'rediss://default:s%3Acret@a.example:6380,rediss://default:s%3Acret@b.example',
+    });
     expect(tls.REDIS_CLUSTER_NODES).toEqual({
-      nodes: [{ host: 'a.example', port: 6380 }, { host: 'b.example', port: 6379 }], username: 'default', password: 's:cret', tls: true,
+      nodes: [
+        { host: 'a.example', port: 6380 },
+        { host: 'b.example', port: 6379 },
+      ],
+      username: 'default',
+      password: 's:cret',
+      tls: true,
     });
     // Both set: the cluster wins.
-    expect(redisTarget(parseConfig({ ...valid, REDIS_CLUSTER_NODES: '10.0.0.1:7000' }))).toEqual({ cluster: expect.anything() });
+    expect(redisTarget(parseConfig({ ...valid, REDIS_CLUSTER_NODES: '10.0.0.1:7000' }))).toEqual({
+      cluster: expect.anything(),
+    });
     expect(redisTarget(parseConfig(valid))).toEqual({ url: valid.REDIS_URL });
   });
 
   it('refuses a bad REDIS_CLUSTER_NODES, neither Redis variable, and braces in REDIS_KEY_PREFIX', () => {
     const { REDIS_URL: _url, ...noUrl } = valid;
     for (const bad of ['10.0.0.1', '10.0.0.1:0', 'a:1,b', 'http://a:1', 'rediss://u:p@a:1,redis://a:2', ' , ']) {
-      expect(problemsOf({ ...noUrl, REDIS_CLUSTER_NODES: bad }).map((p) => p.split(':')[0]), bad).toContain('REDIS_CLUSTER_NODES');
+      expect(
+        problemsOf({ ...noUrl, REDIS_CLUSTER_NODES: bad }).map((p) => p.split(':')[0]),
+        bad,
+      ).toContain('REDIS_CLUSTER_NODES');
     }
     expect(problemsOf(noUrl)).toEqual([expect.stringMatching(/^REDIS_URL: set REDIS_URL .* or REDIS_CLUSTER_NODES/)]);
-    expect(problemsOf({ ...valid, REDIS_KEY_PREFIX: 'run{1}:' })).toEqual([expect.stringMatching(/^REDIS_KEY_PREFIX: must not contain \{ or \}/)]);
+    expect(problemsOf({ ...valid, REDIS_KEY_PREFIX: 'run{1}:' })).toEqual([
+      expect.stringMatching(/^REDIS_KEY_PREFIX: must not contain \{ or \}/),
+    ]);
   });
 
   it('rejects wrong URL schemes, enums, numbers out of range and bad booleans', () => {
@@ -97,7 +118,14 @@ describe('parseConfig', () => {
       RDAP_BASE_URL: 'not a url',
     });
     expect(variablesOf(problems)).toEqual([
-      'DATABASE_URL', 'DNS_TIMEOUT_MS', 'LOG_LEVEL', 'PORT', 'RDAP_BASE_URL', 'REDIS_URL', 'TRUST_PROXY', 'WEB_CONCURRENCY',
+      'DATABASE_URL',
+      'DNS_TIMEOUT_MS',
+      'LOG_LEVEL',
+      'PORT',
+      'RDAP_BASE_URL',
+      'REDIS_URL',
+      'TRUST_PROXY',
+      'WEB_CONCURRENCY',
     ]);
   });
 
@@ -181,7 +209,10 @@ describe('src/server.ts with a bad environment', () => {
       METRICS_PORT: '0',
     });
     expect({ code, stderr }).toMatchObject({ code: 78 });
-    expect(stderr.trim().split('\n')).toEqual(['invalid configuration:', expect.stringMatching(/^ {2}- DATABASE_URL: /)]);
+    expect(stderr.trim().split('\n')).toEqual([
+      'invalid configuration:',
+      expect.stringMatching(/^ {2}- DATABASE_URL: /),
+    ]);
   });
 
   it('exits 78 (EX_CONFIG) and prints every problem on stderr', async () => {

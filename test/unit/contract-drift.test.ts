@@ -12,7 +12,9 @@ const doc = buildOpenApi(products) as Record<string, any>;
 describe('contract drift', () => {
   it('docs/api.md lists every registry code with its status, retryability and Retry-After, and nothing else', () => {
     const rows = [...apiMd.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \| ([^|]+) \|/gm)];
-    const documented = new Map(rows.map((m) => [m[1]!, { status: Number(m[2]), retryable: m[3] === 'yes', retryAfter: m[4]!.trim() }]));
+    const documented = new Map(
+      rows.map((m) => [m[1]!, { status: Number(m[2]), retryable: m[3] === 'yes', retryAfter: m[4]!.trim() }]),
+    );
     expect([...documented.keys()].sort()).toEqual([...errorCodes].sort());
     for (const code of errorCodes) {
       const spec = errorRegistry[code];
@@ -34,7 +36,9 @@ describe('contract drift', () => {
       for (const [method, op] of Object.entries(ops as Record<string, any>)) {
         for (const [status, resp] of Object.entries(op.responses as Record<string, any>)) {
           for (const code of resp['x-error-codes'] ?? []) {
-            expect(errorRegistry[code as keyof typeof errorRegistry].status, `${method} ${path} ${code}`).toBe(Number(status));
+            expect(errorRegistry[code as keyof typeof errorRegistry].status, `${method} ${path} ${code}`).toBe(
+              Number(status),
+            );
           }
         }
       }

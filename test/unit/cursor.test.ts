@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CURSOR_TTL_SECONDS, createCursorCodec, createEvidenceRefs, type CursorPosition, type CursorScope } from '../../src/jobs/cursor.ts';
+import {
+  CURSOR_TTL_SECONDS,
+  createCursorCodec,
+  createEvidenceRefs,
+  type CursorPosition,
+  type CursorScope,
+} from '../../src/jobs/cursor.ts';
 
 const SECRET = 'unit-cursor-secret-0123456789abcdefghijklmnopqrstuv';
 const OTHER = 'unit-cursor-secret-other-0123456789abcdefghijklmnop';
@@ -9,7 +15,11 @@ const scope: CursorScope = { workspaceId: 7, jobId: 123456789, route: 'findings'
 const pos: CursorPosition = { ...scope, lastSeq: 4242 };
 
 function codec(opts: { secret?: string; previousSecret?: string; at?: number } = {}) {
-  return createCursorCodec({ secret: opts.secret ?? SECRET, previousSecret: opts.previousSecret, now: () => opts.at ?? T0 });
+  return createCursorCodec({
+    secret: opts.secret ?? SECRET,
+    previousSecret: opts.previousSecret,
+    now: () => opts.at ?? T0,
+  });
 }
 
 describe('page cursors', () => {
@@ -77,7 +87,8 @@ describe('page cursors', () => {
     expect(c.decode(`${token}=`, scope)).toBeNull();
     const standard = Buffer.from(token, 'base64url').toString('base64');
     if (standard !== token) expect(c.decode(standard, scope)).toBeNull();
-    for (const junk of ['', ' ', 'null', '0', 'a'.repeat(5000), '%00', '../../etc', `${token} `]) expect(c.decode(junk, scope)).toBeNull();
+    for (const junk of ['', ' ', 'null', '0', 'a'.repeat(5000), '%00', '../../etc', `${token} `])
+      expect(c.decode(junk, scope)).toBeNull();
   });
 
   it('is bound to workspace, job, route and filter', () => {

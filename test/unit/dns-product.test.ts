@@ -19,9 +19,13 @@ let runtime: ProductRuntime;
 beforeAll(async () => {
   lab = await startLabDns();
   const config = parseConfig({
-    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
+    DATABASE_URL: 'mysql://x',
+    REDIS_URL: 'redis://x',
+    KEY_PEPPER: 'x'.repeat(32),
+    CURSOR_SECRET: 'y'.repeat(32),
     // Bracketed: src/config/config.ts currently rejects plain "ip:port" (lab.address); see the report.
-    DNS_SERVERS: `[${lab.host}]:${lab.port}`, DNS_TIMEOUT_MS: '500',
+    DNS_SERVERS: `[${lab.host}]:${lab.port}`,
+    DNS_TIMEOUT_MS: '500',
   });
   resolver = createResolver(config);
   runtime = { config, log: pino({ level: 'silent' }), services: { resolver } };
@@ -31,7 +35,11 @@ afterAll(async () => {
   await lab.close();
 });
 
-const ctx = (signal = new AbortController().signal, rt = runtime): ExecContext => ({ runtime: rt, requestId: 'req_t', signal });
+const ctx = (signal = new AbortController().signal, rt = runtime): ExecContext => ({
+  runtime: rt,
+  requestId: 'req_t',
+  signal,
+});
 const run = (value: string, c = ctx()) => dnsProduct.execute!(dnsInput.parse({ value }), c);
 
 describe('lookup.dns.v1 against the lab', () => {
@@ -41,25 +49,44 @@ describe('lookup.dns.v1 against the lab', () => {
     const { records } = out.result;
     expect(Object.keys(records).sort()).toEqual(['A', 'AAAA', 'CAA', 'CNAME', 'MX', 'NS', 'SOA', 'TXT']);
     expect(records.A).toEqual({
-      outcome: 'answer', rcode: 'NOERROR', authoritative: true, authenticatedData: false,
+      outcome: 'answer',
+      rcode: 'NOERROR',
+      authoritative: true,
+      authenticatedData: false,
       answers: [{ name: 'lab.test', type: 'A', ttl: 300, data: '127.0.0.10' }],
     });
     expect(records.AAAA.answers.map((a) => a.data)).toEqual(['::1']);
     expect(records.CNAME).toMatchObject({ outcome: 'nodata', rcode: 'NOERROR', answers: [] });
-    expect(records.MX.answers.map((a) => a.data)).toEqual([{ preference: 10, exchange: 'mail.lab.test' }, { preference: 20, exchange: 'mail2.lab.test' }]);
+    expect(records.MX.answers.map((a) => a.data)).toEqual([
+      { preference: 10, exchange: 'mail.lab.test' },
+      { preference: 20, exchange: 'mail2.lab.test' },
+    ]);
     expect(records.NS.answers.map((a) => a.data)).toEqual(['ns1.lab.test']);
     expect(records.TXT.answers.map((a) => a.data)).toContainEqual(['v=spf1 ip4:127.0.0.0/8 -all']);
     expect(records.CAA.answers.map((a) => a.data)).toContainEqual({ flags: 0, tag: 'issue', value: 'ca.lab.test' });
     expect(records.SOA.answers[0]).toMatchObject({ ttl: 3600, data: { mname: 'ns1.lab.test', serial: 2026010101 } });
     expect(out.result.dnssecValidation).toBe('not_validated_locally');
 
-    expect(out.lanes.map((l) => [l.lane, l.required, l.status])).toEqual([['resolver', true, 'completed'], ['record_types', false, 'completed']]);
+    expect(out.lanes.map((l) => [l.lane, l.required, l.status])).toEqual([
+      ['resolver', true, 'completed'],
+      ['record_types', false, 'completed'],
+    ]);
     expect(out.sources).toEqual([{ source: 'dns_resolver' }]);
-    expect(out.limitations).toEqual([{ code: 'ad_flag_not_validated', message: 'AD is reported as the resolver set it; DNSSEC is not validated locally.' }]);
+    expect(out.limitations).toEqual([
+      {
+        code: 'ad_flag_not_validated',
+        message: 'AD is reported as the resolver set it; DNSSEC is not validated locally.',
+      },
+    ]);
     expect(JSON.stringify(out)).not.toContain(lab.address); // never the resolver's address
 
     const env = buildEnvelope(dnsProduct, dnsInput.parse({ value: 'lab.test' }), out, 'req_t');
-    expect(env).toMatchObject({ product: 'lookup.dns.v1', status: 'completed', coverage: { complete: true }, input: { value: 'lab.test' } });
+    expect(env).toMatchObject({
+      product: 'lookup.dns.v1',
+      status: 'completed',
+      coverage: { complete: true },
+      input: { value: 'lab.test' },
+    });
   });
 
   it('a CNAME: the CNAME row and the chain in the other rows', async () => {
@@ -70,7 +97,8 @@ describe('lookup.dns.v1 against the lab', () => {
 
   it('NXDOMAIN is an answer from the resolver: completed, reported per type', async () => {
     const out = await run(n.nxdomain);
-    for (const rows of Object.values(out.result.records)) expect(rows).toMatchObject({ outcome: 'nxdomain', rcode: 'NXDOMAIN', answers: [] });
+    for (const rows of Object.values(out.result.records))
+      expect(rows).toMatchObject({ outcome: 'nxdomain', rcode: 'NXDOMAIN', answers: [] });
     expect(out.lanes.every((l) => l.status === 'completed')).toBe(true);
     expect(buildEnvelope(dnsProduct, {}, out, 'req_t').status).toBe('completed');
   });
@@ -85,7 +113,10 @@ describe('lookup.dns.v1 against the lab', () => {
     const gaps = out.limitations.filter((l) => l.code === 'dns_indeterminate');
     expect(gaps.map((l) => l.message.split(' ')[0]).sort()).toEqual([...dnsTypes].sort());
     expect(gaps.every((l) => /SERVFAIL; whether it has \w+ records is unknown/.test(l.message))).toBe(true);
-    expect(buildEnvelope(dnsProduct, {}, out, 'req_t')).toMatchObject({ status: 'partial', coverage: { complete: false } });
+    expect(buildEnvelope(dnsProduct, {}, out, 'req_t')).toMatchObject({
+      status: 'partial',
+      coverage: { complete: false },
+    });
   });
 
   it('REFUSED is indeterminate too; NODATA and NXDOMAIN are not', async () => {
@@ -96,11 +127,22 @@ describe('lookup.dns.v1 against the lab', () => {
   it('no reply for any type: resolver unavailable, and the route answers 503 capability_unavailable', async () => {
     const out = await run(n.timeout);
     expect(out.lanes).toEqual([
-      expect.objectContaining({ lane: 'resolver', required: true, status: 'unavailable', reason: 'resolver_unreachable' }),
-      expect.objectContaining({ lane: 'record_types', required: false, status: 'unavailable', reason: 'resolver_unreachable' }),
+      expect.objectContaining({
+        lane: 'resolver',
+        required: true,
+        status: 'unavailable',
+        reason: 'resolver_unreachable',
+      }),
+      expect.objectContaining({
+        lane: 'record_types',
+        required: false,
+        status: 'unavailable',
+        reason: 'resolver_unreachable',
+      }),
     ]);
     expect(out.limitations.filter((l) => l.code === 'dns_indeterminate')).toHaveLength(8);
-    for (const rows of Object.values(out.result.records)) expect(rows).toMatchObject({ outcome: 'timeout', rcode: null });
+    for (const rows of Object.values(out.result.records))
+      expect(rows).toMatchObject({ outcome: 'timeout', rcode: null });
     let err: unknown;
     try {
       buildEnvelope(dnsProduct, {}, out, 'req_t');
@@ -180,7 +222,13 @@ describe('input', () => {
 
 describe('definition', () => {
   it('route, price, rate class', () => {
-    expect(dnsProduct).toMatchObject({ id: 'lookup.dns.v1', title: 'DNS lookup', mode: 'sync', path: '/v2/lookups/dns', rateClass: 'sync_lookup' });
+    expect(dnsProduct).toMatchObject({
+      id: 'lookup.dns.v1',
+      title: 'DNS lookup',
+      mode: 'sync',
+      path: '/v2/lookups/dns',
+      rateClass: 'sync_lookup',
+    });
     expect(dnsProduct.price(dnsInput.parse({ value: 'lab.test' }))).toBe(0);
   });
   it('readiness follows the resolver', () => {

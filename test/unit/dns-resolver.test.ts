@@ -58,7 +58,11 @@ describe('rcode matrix', () => {
   });
 
   it('servfail and refused are replies with their rcode', async () => {
-    expect(await resolver().query(n.servfail, 'A')).toMatchObject({ outcome: 'servfail', rcode: 'SERVFAIL', transport: 'udp' });
+    expect(await resolver().query(n.servfail, 'A')).toMatchObject({
+      outcome: 'servfail',
+      rcode: 'SERVFAIL',
+      transport: 'udp',
+    });
     expect(await resolver().query(n.refused, 'MX')).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
     // A name outside the lab's zones: the lab does not recurse.
     expect(await resolver().query('example.com', 'A')).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
@@ -105,9 +109,21 @@ describe('presentation of record data', () => {
     ]);
     expect((await res.query(n.apex, 'SOA')).answers[0]).toMatchObject({
       ttl: 3600,
-      data: { mname: 'ns1.lab.test', rname: 'hostmaster.lab.test', serial: 2026010101, refresh: 7200, retry: 900, expire: 1209600, minimum: 300 },
+      data: {
+        mname: 'ns1.lab.test',
+        rname: 'hostmaster.lab.test',
+        serial: 2026010101,
+        refresh: 7200,
+        retry: 900,
+        expire: 1209600,
+        minimum: 300,
+      },
     });
-    expect((await res.query(n.apex, 'CAA')).answers.map((a) => a.data)).toContainEqual({ flags: 0, tag: 'issue', value: 'ca.lab.test' });
+    expect((await res.query(n.apex, 'CAA')).answers.map((a) => a.data)).toContainEqual({
+      flags: 0,
+      tag: 'issue',
+      value: 'ca.lab.test',
+    });
     expect((await res.query(n.apex, 'NS')).answers.map((a) => a.data)).toEqual(['ns1.lab.test']);
   });
 
@@ -266,8 +282,12 @@ describe('servers and retries', () => {
     // Bracketed IPv4 because src/config/config.ts's validator currently rejects plain "ip:port" (its
     // greedy pattern swallows the port); parseServer accepts both forms.
     const config = parseConfig({
-      DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
-      DNS_SERVERS: `[127.0.0.1]:${deadServer.port}, [${lab.host}]:${lab.port}`, DNS_TIMEOUT_MS: '700',
+      DATABASE_URL: 'mysql://x',
+      REDIS_URL: 'redis://x',
+      KEY_PEPPER: 'x'.repeat(32),
+      CURSOR_SECRET: 'y'.repeat(32),
+      DNS_SERVERS: `[127.0.0.1]:${deadServer.port}, [${lab.host}]:${lab.port}`,
+      DNS_TIMEOUT_MS: '700',
     });
     const res = createResolver(config);
     expect(res.servers).toEqual([deadServer, server]);
@@ -342,8 +362,14 @@ describe('system servers', () => {
   it('reads nameserver lines from resolv.conf, falls back to 127.0.0.1', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lss-resolv-'));
     const file = join(dir, 'resolv.conf');
-    writeFileSync(file, '# comment\nsearch lab.test\nnameserver 10.1.1.1\nnameserver ::1\noptions ndots:1\nnameserver bogus\n');
-    expect(readResolvConf(file)).toEqual([{ host: '10.1.1.1', port: 53 }, { host: '::1', port: 53 }]);
+    writeFileSync(
+      file,
+      '# comment\nsearch lab.test\nnameserver 10.1.1.1\nnameserver ::1\noptions ndots:1\nnameserver bogus\n',
+    );
+    expect(readResolvConf(file)).toEqual([
+      { host: '10.1.1.1', port: 53 },
+      { host: '::1', port: 53 },
+    ]);
     expect(resolveServers(undefined, file)).toHaveLength(2);
     expect(resolveServers([], file)).toHaveLength(2); // empty DNS_SERVERS means "the system's"
     expect(resolveServers(['127.0.0.1:5300'], file)).toEqual([{ host: '127.0.0.1', port: 5300 }]);

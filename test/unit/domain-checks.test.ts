@@ -29,9 +29,13 @@ const spec = (name: string): CheckSpec => checks.find((c) => c.name === name)!;
 
 function runtime(env: Record<string, string>): ProductRuntime {
   const config = parseConfig({
-    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
+    DATABASE_URL: 'mysql://x',
+    REDIS_URL: 'redis://x',
+    KEY_PEPPER: 'x'.repeat(32),
+    CURSOR_SECRET: 'y'.repeat(32),
     // Bracketed: src/config/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
-    DNS_SERVERS: `[${dns.host}]:${dns.port}`, DNS_TIMEOUT_MS: '500',
+    DNS_SERVERS: `[${dns.host}]:${dns.port}`,
+    DNS_TIMEOUT_MS: '500',
     ...env,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));
@@ -63,7 +67,8 @@ describe('domain.delegation', () => {
     const out = await delegation(d.expired);
     expect(out.status).toBe('completed');
     expect(out.projection).toMatchObject({
-      zone: d.expired, state: 'delegated',
+      zone: d.expired,
+      state: 'delegated',
       nameservers: [
         { name: `ns1.${d.expired}`, addresses: ['127.0.0.53'], resolution: 'resolved' },
         { name: `ns2.${d.expired}`, addresses: ['127.0.0.54', '::1'], resolution: 'resolved' },
@@ -74,11 +79,26 @@ describe('domain.delegation', () => {
     });
     expect(codes(out.findings)).toEqual(['dnssec_not_signed']);
     expect(out.findings[0]).toMatchObject({ severity: 'info', object: { type: 'domain', key: d.expired } });
-    expect(out.objects.map((o) => `${o.type}:${o.key}`).sort()).toEqual([
-      `domain:${d.expired}`, 'ip_address:127.0.0.53', 'ip_address:127.0.0.54', 'ip_address:::1', `ns_host:ns1.${d.expired}`, `ns_host:ns2.${d.expired}`,
-    ].sort());
-    expect(out.relations).toContainEqual({ from: { type: 'ns_host', key: `ns1.${d.expired}` }, relation: 'ns_of', to: { type: 'domain', key: d.expired } });
-    expect(out.relations).toContainEqual({ from: { type: 'ns_host', key: `ns2.${d.expired}` }, relation: 'resolves_to', to: { type: 'ip_address', key: '::1' } });
+    expect(out.objects.map((o) => `${o.type}:${o.key}`).sort()).toEqual(
+      [
+        `domain:${d.expired}`,
+        'ip_address:127.0.0.53',
+        'ip_address:127.0.0.54',
+        'ip_address:::1',
+        `ns_host:ns1.${d.expired}`,
+        `ns_host:ns2.${d.expired}`,
+      ].sort(),
+    );
+    expect(out.relations).toContainEqual({
+      from: { type: 'ns_host', key: `ns1.${d.expired}` },
+      relation: 'ns_of',
+      to: { type: 'domain', key: d.expired },
+    });
+    expect(out.relations).toContainEqual({
+      from: { type: 'ns_host', key: `ns2.${d.expired}` },
+      relation: 'resolves_to',
+      to: { type: 'ip_address', key: '::1' },
+    });
     expect(out.sources).toEqual([{ source: 'dns_resolver' }]);
     expect(JSON.stringify(out)).not.toContain(dns.address);
   });
@@ -87,25 +107,43 @@ describe('domain.delegation', () => {
     const out = await delegation(labNames.apex);
     expect(out.status).toBe('completed');
     expect(codes(out.findings)).toEqual(['dns_single_nameserver', 'dnssec_not_signed']);
-    expect(out.findings.find((f) => f.code === 'dns_single_nameserver')).toMatchObject({ severity: 'low', confidence: 'confirmed' });
+    expect(out.findings.find((f) => f.code === 'dns_single_nameserver')).toMatchObject({
+      severity: 'low',
+      confidence: 'confirmed',
+    });
   });
 
   it('a name below the registrable domain: both are reported, the delegation is the registrable one', async () => {
     const out = await delegation(labNames.www);
     expect(out.projection).toMatchObject({ zone: 'lab.test', state: 'delegated' });
     const target = out.objects.find((o) => o.key === 'www.lab.test')!;
-    expect(target).toMatchObject({ type: 'domain', projection: { name: 'www.lab.test', registrableDomain: 'lab.test', publicSuffix: 'test' } });
+    expect(target).toMatchObject({
+      type: 'domain',
+      projection: { name: 'www.lab.test', registrableDomain: 'lab.test', publicSuffix: 'test' },
+    });
     expect(out.objects.find((o) => o.type === 'domain' && o.key === 'lab.test')).toBeDefined();
-    expect(out.relations).toContainEqual({ from: { type: 'domain', key: 'lab.test' }, relation: 'discovered_from', to: { type: 'domain', key: 'www.lab.test' } });
+    expect(out.relations).toContainEqual({
+      from: { type: 'domain', key: 'lab.test' },
+      relation: 'discovered_from',
+      to: { type: 'domain', key: 'www.lab.test' },
+    });
     expect(out.findings.every((f) => f.object.key === 'lab.test')).toBe(true);
   });
 
   it('NXDOMAIN for the registrable domain: dns_delegation_missing, the lane completed', async () => {
     const out = await delegation(d.notRegistered);
     expect(out.status).toBe('completed');
-    expect(out.projection).toMatchObject({ state: 'not_delegated', nameservers: [], queries: { NS: { outcome: 'nxdomain', rcode: 'NXDOMAIN' } } });
+    expect(out.projection).toMatchObject({
+      state: 'not_delegated',
+      nameservers: [],
+      queries: { NS: { outcome: 'nxdomain', rcode: 'NXDOMAIN' } },
+    });
     expect(codes(out.findings)).toEqual(['dns_delegation_missing']);
-    expect(out.findings[0]).toMatchObject({ severity: 'medium', confidence: 'confirmed', object: { type: 'domain', key: d.notRegistered } });
+    expect(out.findings[0]).toMatchObject({
+      severity: 'medium',
+      confidence: 'confirmed',
+      object: { type: 'domain', key: d.notRegistered },
+    });
   });
 
   it('SERVFAIL: unavailable with a limitation, never a "missing" finding', async () => {
@@ -124,7 +162,9 @@ describe('domain.delegation', () => {
 
   it('DS present: signed, reported as given (not validated locally), no dnssec finding', async () => {
     const out = await delegation(d.signed);
-    expect(out.projection).toMatchObject({ dnssec: { ds: 'present', records: [{ keyTag: 12345, algorithm: 13, digestType: 2, digest: 'aa'.repeat(32) }] } });
+    expect(out.projection).toMatchObject({
+      dnssec: { ds: 'present', records: [{ keyTag: 12345, algorithm: 13, digestType: 2, digest: 'aa'.repeat(32) }] },
+    });
     expect(codes(out.findings)).toEqual([]);
     expect(out.limitations.map((l) => l.code)).toEqual(['dnssec_not_validated']);
   });
@@ -132,7 +172,11 @@ describe('domain.delegation', () => {
   it('DS unanswered: partial, DNSSEC unknown, no dnssec_not_signed', async () => {
     const out = await delegation(d.dsTimeout);
     expect(out.status).toBe('partial');
-    expect(out.projection).toMatchObject({ state: 'delegated', dnssec: { ds: 'unknown' }, queries: { DS: { outcome: 'timeout', rcode: null } } });
+    expect(out.projection).toMatchObject({
+      state: 'delegated',
+      dnssec: { ds: 'unknown' },
+      queries: { DS: { outcome: 'timeout', rcode: null } },
+    });
     expect(codes(out.findings)).toEqual([]);
     expect(out.limitations.map((l) => l.code)).toEqual(['dnssec_status_unknown']);
   });
@@ -141,11 +185,17 @@ describe('domain.delegation', () => {
     const out = await delegation(d.danglingNs);
     const f = out.findings.find((x) => x.code === 'dns_nameserver_nxdomain');
     expect(f).toMatchObject({ severity: 'medium', object: { type: 'ns_host', key: d.goneNsHost } });
-    expect(out.projection).toMatchObject({ nameservers: expect.arrayContaining([{ name: d.goneNsHost, addresses: [], resolution: 'nxdomain' }]) });
+    expect(out.projection).toMatchObject({
+      nameservers: expect.arrayContaining([{ name: d.goneNsHost, addresses: [], resolution: 'nxdomain' }]),
+    });
   });
 
   it('no resolver configured: unavailable', async () => {
-    expect(await delegation(d.expired, rtNoResolver)).toMatchObject({ status: 'unavailable', reason: 'resolver_not_configured', findings: [] });
+    expect(await delegation(d.expired, rtNoResolver)).toMatchObject({
+      status: 'unavailable',
+      reason: 'resolver_not_configured',
+      findings: [],
+    });
   });
 });
 
@@ -154,8 +204,13 @@ describe('domain.registration', () => {
     const out = await registration(labNames.apex);
     expect(out.status).toBe('completed');
     expect(out.projection).toMatchObject({
-      domain: 'lab.test', registered: true, registrar: LAB_REGISTRAR, status: ['active', 'client transfer prohibited'],
-      nameservers: ['ns1.lab.test', 'ns2.lab.test'], secureDNS: { delegationSigned: false }, source: 'rdap',
+      domain: 'lab.test',
+      registered: true,
+      registrar: LAB_REGISTRAR,
+      status: ['active', 'client transfer prohibited'],
+      nameservers: ['ns1.lab.test', 'ns2.lab.test'],
+      secureDNS: { delegationSigned: false },
+      source: 'rdap',
     });
     expect((out.projection as { daysUntilExpiration: number }).daysUntilExpiration).toBeGreaterThan(390);
     expect(out.objects).toEqual([{ type: 'registration', key: 'lab.test', distance: 0, projection: out.projection }]);
@@ -186,7 +241,11 @@ describe('domain.registration', () => {
 
   it('RDAP 404: completed, registered false, no finding', async () => {
     const out = await registration(d.notRegistered);
-    expect(out).toMatchObject({ status: 'completed', findings: [], projection: { domain: d.notRegistered, registered: false, registrar: null } });
+    expect(out).toMatchObject({
+      status: 'completed',
+      findings: [],
+      projection: { domain: d.notRegistered, registered: false, registrar: null },
+    });
   });
 
   it('RDAP unconfigured for the TLD (no RDAP_BASE_URL, .test absent from the snapshot): unavailable', async () => {
@@ -203,7 +262,11 @@ describe('domain.registration', () => {
   });
 
   it('a server error is unavailable; a silent server is timeout; neither is "not registered"', async () => {
-    expect(await registration(d.serverError)).toMatchObject({ status: 'unavailable', reason: 'rdap_unreachable', findings: [] });
+    expect(await registration(d.serverError)).toMatchObject({
+      status: 'unavailable',
+      reason: 'rdap_unreachable',
+      findings: [],
+    });
     const slow = await registration(d.slow);
     expect(slow).toMatchObject({ status: 'timeout', reason: 'rdap_timeout', findings: [] });
     expect(slow.limitations.map((l) => l.code)).toEqual(['registration_timeout']);
@@ -221,12 +284,23 @@ describe('domain.records', () => {
     const p = out.projection as { records: Record<string, { outcome: string; answers: Array<{ data: unknown }> }> };
     expect(Object.keys(p.records)).toEqual(['A', 'AAAA', 'MX', 'TXT', 'CAA']);
     expect(p.records.A!.answers.map((a) => a.data)).toEqual(['127.0.0.10']);
-    expect(p.records.MX!.answers.map((a) => a.data)).toEqual([{ preference: 10, exchange: 'mail.lab.test' }, { preference: 20, exchange: 'mail2.lab.test' }]);
+    expect(p.records.MX!.answers.map((a) => a.data)).toEqual([
+      { preference: 10, exchange: 'mail.lab.test' },
+      { preference: 20, exchange: 'mail2.lab.test' },
+    ]);
     expect(p.records.CAA!.answers.map((a) => a.data)).toContainEqual({ flags: 0, tag: 'issue', value: 'ca.lab.test' });
     const domain = out.objects.find((o) => o.type === 'domain')!;
     expect(domain.projection).toMatchObject({ name: 'lab.test', records: { A: ['127.0.0.10'], AAAA: ['::1'] } });
-    expect(out.relations).toContainEqual({ from: { type: 'domain', key: 'lab.test' }, relation: 'resolves_to', to: { type: 'ip_address', key: '127.0.0.10' } });
-    expect(out.relations).toContainEqual({ from: { type: 'mx_host', key: 'mail.lab.test' }, relation: 'mx_of', to: { type: 'domain', key: 'lab.test' } });
+    expect(out.relations).toContainEqual({
+      from: { type: 'domain', key: 'lab.test' },
+      relation: 'resolves_to',
+      to: { type: 'ip_address', key: '127.0.0.10' },
+    });
+    expect(out.relations).toContainEqual({
+      from: { type: 'mx_host', key: 'mail.lab.test' },
+      relation: 'mx_of',
+      to: { type: 'domain', key: 'lab.test' },
+    });
     expect(out.findings).toEqual([]);
   });
 
@@ -265,7 +339,15 @@ async function tasksFor(name: string, runtime = rt, skip: string[] = []): Promis
   for (const p of plans) {
     if (skip.includes(p.check)) continue;
     const output = await run(p.check, p.objectKey, runtime);
-    out.push({ check: p.check, productLane: p.productLane, required: p.required, objectKey: p.objectKey, status: output.status, reason: output.reason, output });
+    out.push({
+      check: p.check,
+      productLane: p.productLane,
+      required: p.required,
+      objectKey: p.objectKey,
+      status: output.status,
+      reason: output.reason,
+      output,
+    });
   }
   return out;
 }
@@ -290,15 +372,26 @@ describe('plan and assemble', () => {
     const out = job.assemble!(domainInput.parse({ value: d.expired }), tasks);
     expect(domainResult.parse(out.result)).toEqual(out.result);
     expect(out.result).toMatchObject({
-      name: d.expired, registrableDomain: d.expired, publicSuffix: 'test',
-      delegation: { state: 'delegated' }, registration: { registered: true }, records: { name: d.expired },
+      name: d.expired,
+      registrableDomain: d.expired,
+      publicSuffix: 'test',
+      delegation: { state: 'delegated' },
+      registration: { registered: true },
+      records: { name: d.expired },
     });
     expect(out.lanes.map((l) => [l.lane, l.required, l.status])).toEqual([
-      ['dns_delegation', true, 'completed'], ['registration', false, 'completed'], ['dns_records', false, 'completed'],
+      ['dns_delegation', true, 'completed'],
+      ['registration', false, 'completed'],
+      ['dns_records', false, 'completed'],
     ]);
     expect(out.sources).toEqual([{ source: 'dns_resolver' }, { source: 'rdap' }]);
     const env = buildEnvelope(domainProduct, { value: d.expired }, out, 'req_t', 2);
-    expect(env).toMatchObject({ product: 'lookup.domain.v1', status: 'completed', coverage: { complete: true }, credits: { charged: 2 } });
+    expect(env).toMatchObject({
+      product: 'lookup.domain.v1',
+      status: 'completed',
+      coverage: { complete: true },
+      credits: { charged: 2 },
+    });
     const text = JSON.stringify(env);
     expect(text).not.toContain(rdap.baseUrl);
     expect(text).not.toContain(dns.address);
@@ -310,12 +403,21 @@ describe('plan and assemble', () => {
     const out = job.assemble!(domainInput.parse({ value: labNames.timeout }), tasks);
     const result = domainResult.parse(out.result);
     expect(result).toEqual(out.result);
-    expect(result).toMatchObject({ name: 'timeout.lab.test', registrableDomain: 'lab.test', registration: null, records: null });
+    expect(result).toMatchObject({
+      name: 'timeout.lab.test',
+      registrableDomain: 'lab.test',
+      registration: null,
+      records: null,
+    });
     expect(result.delegation).toMatchObject({ zone: 'lab.test', state: 'delegated' });
     expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
-      ['dns_delegation', 'completed', undefined], ['registration', 'unavailable', 'rdap_no_service_for_tld'], ['dns_records', 'timeout', 'dns_timeout'],
+      ['dns_delegation', 'completed', undefined],
+      ['registration', 'unavailable', 'rdap_no_service_for_tld'],
+      ['dns_records', 'timeout', 'dns_timeout'],
     ]);
-    expect(out.limitations.map((l) => l.code)).toEqual(expect.arrayContaining(['registration_unavailable', 'dns_indeterminate']));
+    expect(out.limitations.map((l) => l.code)).toEqual(
+      expect.arrayContaining(['registration_unavailable', 'dns_indeterminate']),
+    );
     const env = buildEnvelope(domainProduct, { value: labNames.timeout }, out, 'req_t', 1);
     expect(env).toMatchObject({ status: 'partial', coverage: { complete: false } });
   });
@@ -327,7 +429,9 @@ describe('plan and assemble', () => {
     expect(result).toEqual(out.result);
     expect(result.delegation).toBeNull();
     expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
-      ['dns_delegation', 'unavailable', 'dns_servfail'], ['registration', 'completed', undefined], ['dns_records', 'failed', 'task_missing'],
+      ['dns_delegation', 'unavailable', 'dns_servfail'],
+      ['registration', 'completed', undefined],
+      ['dns_records', 'failed', 'task_missing'],
     ]);
     expect(out.limitations.map((l) => l.code)).toEqual(['dns_delegation_unavailable', 'dns_records_failed']);
     expect(() => buildEnvelope(domainProduct, { value: d.servfail }, out, 'req_t')).toThrow(ApiError);
@@ -335,7 +439,15 @@ describe('plan and assemble', () => {
 
   it('a task that ended without output (e.g. dead-lettered) still explains its null', () => {
     const out = job.assemble!(domainInput.parse({ value: 'lab.test' }), [
-      { check: 'domain.delegation', productLane: 'dns_delegation', required: true, objectKey: 'lab.test', status: 'failed', reason: 'dead_lettered', output: null },
+      {
+        check: 'domain.delegation',
+        productLane: 'dns_delegation',
+        required: true,
+        objectKey: 'lab.test',
+        status: 'failed',
+        reason: 'dead_lettered',
+        output: null,
+      },
     ]);
     expect(domainResult.parse(out.result).delegation).toBeNull();
     expect(out.limitations[0]).toMatchObject({ code: 'dns_delegation_failed' });
@@ -345,24 +457,49 @@ describe('plan and assemble', () => {
 
 describe('readiness', () => {
   it('ready with a resolver; registration ready from the snapshot alone', () => {
-    expect(domainProduct.readiness(rtNoRdap)).toEqual({ dns_delegation: 'ready', registration: 'ready', dns_records: 'ready' });
+    expect(domainProduct.readiness(rtNoRdap)).toEqual({
+      dns_delegation: 'ready',
+      registration: 'ready',
+      dns_records: 'ready',
+    });
     // The product also needs a live domain lane worker (src/queue/lane-health.ts).
     expect(productReadiness(domainProduct, rt)).toBe('unavailable');
-    const live = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' || lane === 'orchestrator' } } };
+    const live = {
+      ...rt,
+      services: {
+        ...rt.services,
+        laneHealth: { alive: (lane: string) => lane === 'domain' || lane === 'orchestrator' },
+      },
+    };
     expect(productReadiness(domainProduct, live)).toBe('available');
-    const otherLane = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' || lane === 'orchestrator' } } };
+    const otherLane = {
+      ...rt,
+      services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' || lane === 'orchestrator' } },
+    };
     expect(productReadiness(domainProduct, otherLane)).toBe('unavailable');
-    const noOrchestrator = { ...rt, services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } } };
+    const noOrchestrator = {
+      ...rt,
+      services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } },
+    };
     expect(productReadiness(domainProduct, noOrchestrator)).toBe('unavailable');
   });
 
   it('without a resolver the required lane is unconfigured: the product is unavailable', () => {
-    expect(domainProduct.readiness(rtNoResolver)).toMatchObject({ dns_delegation: 'unconfigured', dns_records: 'unconfigured' });
+    expect(domainProduct.readiness(rtNoResolver)).toMatchObject({
+      dns_delegation: 'unconfigured',
+      dns_records: 'unconfigured',
+    });
     expect(productReadiness(domainProduct, rtNoResolver)).toBe('unavailable');
   });
 
   it('the product keeps the placeholder identity', () => {
-    expect(domainProduct).toMatchObject({ id: 'lookup.domain.v1', path: '/v2/lookups/domain', mode: 'async', rateClass: 'async_lookup', scope: 'scan:create' });
+    expect(domainProduct).toMatchObject({
+      id: 'lookup.domain.v1',
+      path: '/v2/lookups/domain',
+      mode: 'async',
+      rateClass: 'async_lookup',
+      scope: 'scan:create',
+    });
     expect(domainProduct.price(domainInput.parse({ value: 'example.com' }))).toBe(2);
     expect(domainInput.safeParse({ value: 'example.com', extra: 1 }).success).toBe(false);
   });

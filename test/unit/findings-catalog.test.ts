@@ -10,7 +10,12 @@ describe('finding catalog', () => {
     const rows = [...md.matchAll(/^\| `([a-z0-9_]+)` \| ([a-z]+) \| ([a-z]+) \| ([a-z0-9.]+) \|/gm)];
     const documented = new Map(rows.map((m) => [m[1]!, { severity: m[2], confidence: m[3], product: m[4] }]));
     expect([...documented.keys()].sort()).toEqual(findingCatalog.map((f) => f.code).sort());
-    for (const f of findingCatalog) expect(documented.get(f.code), f.code).toEqual({ severity: f.severity, confidence: f.confidence, product: f.product });
+    for (const f of findingCatalog)
+      expect(documented.get(f.code), f.code).toEqual({
+        severity: f.severity,
+        confidence: f.confidence,
+        product: f.product,
+      });
   });
 
   it('codes are unique and severities valid', () => {

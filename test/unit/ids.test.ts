@@ -15,7 +15,11 @@ function reference(bytes: Uint8Array): string {
 
 describe('public ids', () => {
   it('encodes 128 bits exactly like the reference', () => {
-    const samples = [new Uint8Array(16), new Uint8Array(16).fill(0xff), Uint8Array.from({ length: 16 }, (_, i) => i * 17)];
+    const samples = [
+      new Uint8Array(16),
+      new Uint8Array(16).fill(0xff),
+      Uint8Array.from({ length: 16 }, (_, i) => i * 17),
+    ];
     for (let i = 0; i < 200; i++) samples.push(crypto.getRandomValues(new Uint8Array(16)));
     for (const s of samples) expect(base32Crockford128(s)).toBe(reference(s));
     expect(base32Crockford128(new Uint8Array(16).fill(0xff))).toBe('7ZZZZZZZZZZZZZZZZZZZZZZZZZ');

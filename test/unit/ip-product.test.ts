@@ -68,7 +68,9 @@ describe('address_registry: every IANA special-purpose row (generated from the t
         const r = await lookup(text);
         expect(blocksOf(r), text).toContain(block);
         // Most specific wins: the first row reported is this one, or a longer prefix inside it.
-        const containing = all.filter((o) => o.cidr.version === cidr.version && value >= firstOf(o.cidr) && value <= lastOf(o.cidr));
+        const containing = all.filter(
+          (o) => o.cidr.version === cidr.version && value >= firstOf(o.cidr) && value <= lastOf(o.cidr),
+        );
         const longest = Math.max(...containing.map((o) => o.cidr.bits));
         const top = all.find((o) => o.block === r.specialPurpose[0]!.addressBlock)!;
         expect(top.cidr.bits, text).toBe(longest);
@@ -78,7 +80,12 @@ describe('address_registry: every IANA special-purpose row (generated from the t
         expect(r.globallyReachable, text).toBe(top.row.globallyReachable);
         expect(r.scope, text).toBe(top.row.scope);
         const match = r.specialPurpose.find((m) => m.addressBlock === block)!;
-        expect(match).toMatchObject({ name: row.name, rfc: row.rfc, allocationDate: row.allocationDate, globallyReachable: row.globallyReachable });
+        expect(match).toMatchObject({
+          name: row.name,
+          rfc: row.rfc,
+          allocationDate: row.allocationDate,
+          globallyReachable: row.globallyReachable,
+        });
       }
       const max = (1n << widthOf(cidr.version)) - 1n;
       const outside = first > 0n ? first - 1n : last < max ? last + 1n : null;
@@ -111,7 +118,15 @@ describe('address_registry: facts checked against the registry text by hand', ()
 
   it('8.8.8.8 is ordinary public unicast', async () => {
     expect(await lookup('8.8.8.8')).toMatchObject({
-      normalized: '8.8.8.8', version: 4, scope: 'public', globallyReachable: true, specialPurpose: [], embeddedIpv4: null, multicast: null, context: null, ptr: null,
+      normalized: '8.8.8.8',
+      version: 4,
+      scope: 'public',
+      globallyReachable: true,
+      specialPurpose: [],
+      embeddedIpv4: null,
+      multicast: null,
+      context: null,
+      ptr: null,
     });
   });
 
@@ -158,11 +173,20 @@ describe('address_registry: facts checked against the registry text by hand', ()
   });
 
   it('IPv6 loopback, unspecified, link-local, unique-local and deprecated site-local', async () => {
-    expect(await lookup('::1')).toMatchObject({ normalized: '::1', version: 6, scope: 'loopback', globallyReachable: false });
+    expect(await lookup('::1')).toMatchObject({
+      normalized: '::1',
+      version: 6,
+      scope: 'loopback',
+      globallyReachable: false,
+    });
     expect(await lookup('::')).toMatchObject({ scope: 'unspecified' });
     expect(await lookup('fe80::1')).toMatchObject({ scope: 'link_local', globallyReachable: false });
     expect(await lookup('fd12:3456:789a::1')).toMatchObject({ scope: 'unique_local', globallyReachable: false });
-    expect(await lookup('fec0::1')).toMatchObject({ scope: 'site_local', globallyReachable: false, specialPurpose: [] });
+    expect(await lookup('fec0::1')).toMatchObject({
+      scope: 'site_local',
+      globallyReachable: false,
+      specialPurpose: [],
+    });
   });
 
   it('IPv4-mapped addresses report the embedded IPv4 address and are written in mixed notation', async () => {
@@ -184,15 +208,28 @@ describe('address_registry: facts checked against the registry text by hand', ()
 
   it('Teredo: server address and de-obfuscated client address and port (RFC 4380 example layout)', async () => {
     const r = await lookup('2001:0000:4136:e378:8000:63bf:3fff:fdd2');
-    expect(r).toMatchObject({ normalized: '2001:0:4136:e378:8000:63bf:3fff:fdd2', globallyReachable: null, scope: 'transition' });
+    expect(r).toMatchObject({
+      normalized: '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+      globallyReachable: null,
+      scope: 'transition',
+    });
     expect(blocksOf(r)).toEqual(['2001::/32', '2001::/23']);
-    expect(r.embeddedIpv4).toMatchObject({ address: '192.0.2.45', mechanism: 'teredo', teredoServer: '65.54.227.120', teredoClientPort: 40000 });
+    expect(r.embeddedIpv4).toMatchObject({
+      address: '192.0.2.45',
+      mechanism: 'teredo',
+      teredoServer: '65.54.227.120',
+      teredoClientPort: 40000,
+    });
   });
 
   it('NAT64 well-known prefix is globally reachable and embeds the IPv4 address', async () => {
     const r = await lookup('64:ff9b::8.8.8.8');
     expect(r).toMatchObject({ normalized: '64:ff9b::808:808', globallyReachable: true, scope: 'translation' });
-    expect(r.embeddedIpv4).toMatchObject({ address: '8.8.8.8', mechanism: 'nat64_well_known_prefix', globallyReachable: true });
+    expect(r.embeddedIpv4).toMatchObject({
+      address: '8.8.8.8',
+      mechanism: 'nat64_well_known_prefix',
+      globallyReachable: true,
+    });
     expect(await lookup('64:ff9b:1::1')).toMatchObject({ globallyReachable: false, embeddedIpv4: null });
   });
 
@@ -208,7 +245,11 @@ describe('address_registry: facts checked against the registry text by hand', ()
     expect(await lookup('2001:30::1')).toMatchObject({ globallyReachable: true });
     expect(await lookup('2001:10::1')).toMatchObject({ globallyReachable: null, scope: 'deprecated' });
     expect(await lookup('2620:4f:8000::42')).toMatchObject({ globallyReachable: true });
-    expect(await lookup('2620:4f:8001::1')).toMatchObject({ globallyReachable: true, scope: 'public', specialPurpose: [] });
+    expect(await lookup('2620:4f:8001::1')).toMatchObject({
+      globallyReachable: true,
+      scope: 'public',
+      specialPurpose: [],
+    });
   });
 
   it('discard, dummy and SRv6 blocks', async () => {
@@ -219,26 +260,43 @@ describe('address_registry: facts checked against the registry text by hand', ()
   });
 
   it('ordinary IPv6 global unicast and reserved IPv6 space', async () => {
-    expect(await lookup('2606:4700:4700::1111')).toMatchObject({ scope: 'public', globallyReachable: true, addressSpace: { block: '2000::/3' } });
+    expect(await lookup('2606:4700:4700::1111')).toMatchObject({
+      scope: 'public',
+      globallyReachable: true,
+      addressSpace: { block: '2000::/3' },
+    });
     expect(await lookup('4000::1')).toMatchObject({ scope: 'reserved', globallyReachable: false });
   });
 
   it('IPv6 multicast: scope nibble and flags decoded', async () => {
     expect(await lookup('ff02::1')).toMatchObject({
-      scope: 'multicast', globallyReachable: false,
-      multicast: { scope: 'link_local', group: 'All Nodes Address', flags: { transient: false, prefixBased: false, rendezvousPointEmbedded: false } },
+      scope: 'multicast',
+      globallyReachable: false,
+      multicast: {
+        scope: 'link_local',
+        group: 'All Nodes Address',
+        flags: { transient: false, prefixBased: false, rendezvousPointEmbedded: false },
+      },
     });
     expect((await lookup('ff01::1')).multicast?.scope).toBe('interface_local');
     expect((await lookup('ff03::1')).multicast?.scope).toBe('realm_local');
     expect((await lookup('ff05::2')).multicast?.scope).toBe('site_local');
     expect((await lookup('ff08::1')).multicast?.scope).toBe('organization_local');
     expect(await lookup('ff0e::101')).toMatchObject({ globallyReachable: null, multicast: { scope: 'global' } });
-    expect((await lookup('ff3e::8000:1')).multicast?.flags).toEqual({ transient: true, prefixBased: true, rendezvousPointEmbedded: false });
+    expect((await lookup('ff3e::8000:1')).multicast?.flags).toEqual({
+      transient: true,
+      prefixBased: true,
+      rendezvousPointEmbedded: false,
+    });
     expect((await lookup('ff02::1:ff00:1234')).multicast?.group).toBe('Solicited-Node Address');
   });
 
   it('IPv4 multicast blocks', async () => {
-    expect(await lookup('224.0.0.251')).toMatchObject({ scope: 'multicast', globallyReachable: false, multicast: { scope: 'link_local', group: 'mDNS' } });
+    expect(await lookup('224.0.0.251')).toMatchObject({
+      scope: 'multicast',
+      globallyReachable: false,
+      multicast: { scope: 'link_local', group: 'mDNS' },
+    });
     expect(await lookup('239.255.255.250')).toMatchObject({ multicast: { scope: 'admin_local', group: 'SSDP' } });
     expect(await lookup('232.1.2.3')).toMatchObject({ multicast: { block: '232.0.0.0/8' } });
     expect(await lookup('239.255.255.255')).toMatchObject({ scope: 'multicast' });
@@ -275,7 +333,21 @@ describe('input schema', () => {
   });
 
   it('rejects garbage, short/long forms, empty and wrong types', () => {
-    for (const v of ['garbage', '1.2.3', '1.2.3.4.5', '256.0.0.1', '0x7f.0.0.1', '2130706433', '1:2:3:4:5:6:7:8:9', '1::2::3', 'g::1', ' 1.2.3.4', '[::1]', 'fe80::1%eth0', '']) {
+    for (const v of [
+      'garbage',
+      '1.2.3',
+      '1.2.3.4.5',
+      '256.0.0.1',
+      '0x7f.0.0.1',
+      '2130706433',
+      '1:2:3:4:5:6:7:8:9',
+      '1::2::3',
+      'g::1',
+      ' 1.2.3.4',
+      '[::1]',
+      'fe80::1%eth0',
+      '',
+    ]) {
       expect(valueIssues(v), v).toEqual(['value']);
     }
     expect(valueIssues(12)).toEqual(['value']);
@@ -283,7 +355,15 @@ describe('input schema', () => {
   });
 
   it('accepts any IPv6 textual form and fills the defaults', () => {
-    for (const v of ['::', '::1', '1::', '2001:db8::1', '2001:0DB8:0000:0000:0000:0000:0000:0001', '::ffff:1.2.3.4', '1:2:3:4:5:6:1.2.3.4']) {
+    for (const v of [
+      '::',
+      '::1',
+      '1::',
+      '2001:db8::1',
+      '2001:0DB8:0000:0000:0000:0000:0000:0001',
+      '::ffff:1.2.3.4',
+      '1:2:3:4:5:6:1.2.3.4',
+    ]) {
       expect(ipProduct.input.safeParse({ value: v }).success, v).toBe(true);
     }
     expect(parseOk({ value: '8.8.8.8' })).toEqual({ value: '8.8.8.8', includeContext: false, reverseDns: false });
@@ -305,7 +385,9 @@ describe('lanes not asked for', () => {
       { lane: 'context', required: false, status: 'skipped', reason: 'not_applicable' },
       { lane: 'reverse_dns', required: false, status: 'skipped', reason: 'not_applicable' },
     ]);
-    expect(out.sources).toEqual([{ source: 'iana_special_registry', version: expect.stringMatching(/\d{4}-\d{2}-\d{2}/) }]);
+    expect(out.sources).toEqual([
+      { source: 'iana_special_registry', version: expect.stringMatching(/\d{4}-\d{2}-\d{2}/) },
+    ]);
     const env = buildEnvelope(ipProduct, input, out, 'req_test');
     expect(env.status).toBe('completed');
     expect(env.coverage.complete).toBe(true);
@@ -345,27 +427,51 @@ describe('context lane (IP_CONTEXT_DB, iptoasn TSV)', () => {
     const out = await withContext('8.8.8.8', tsv);
     expect(out.lanes[1]).toMatchObject({ lane: 'context', status: 'completed' });
     expect(out.result.context).toEqual({
-      asn: 15169, asName: 'GOOGLE', country: 'US', routed: true, range: { start: '8.8.8.0', end: '8.8.8.255' }, lookedUp: '8.8.8.8',
+      asn: 15169,
+      asName: 'GOOGLE',
+      country: 'US',
+      routed: true,
+      range: { start: '8.8.8.0', end: '8.8.8.255' },
+      lookedUp: '8.8.8.8',
     });
-    expect(out.sources).toContainEqual({ source: 'ip_context_dataset', version: expect.stringContaining('ip2asn-combined.tsv@') });
+    expect(out.sources).toContainEqual({
+      source: 'ip_context_dataset',
+      version: expect.stringContaining('ip2asn-combined.tsv@'),
+    });
     expect((await withContext('1.0.0.0', tsv)).result.context?.asn).toBe(13335);
     expect((await withContext('1.0.0.255', tsv)).result.context?.asn).toBe(13335);
     expect((await withContext('193.0.7.255', tsv)).result.context).toMatchObject({ asn: 3333, country: 'NL' });
   });
 
   it('finds IPv6 rows (BigInt search)', async () => {
-    expect((await withContext('2001:4860:4860::8888', tsv)).result.context).toMatchObject({ asn: 15169, country: 'US', range: { start: '2001:4860::' } });
-    expect((await withContext('2a00:1450:4001:81c::200e', tsv)).result.context).toMatchObject({ asn: 15169, country: 'IE' });
+    expect((await withContext('2001:4860:4860::8888', tsv)).result.context).toMatchObject({
+      asn: 15169,
+      country: 'US',
+      range: { start: '2001:4860::' },
+    });
+    expect((await withContext('2a00:1450:4001:81c::200e', tsv)).result.context).toMatchObject({
+      asn: 15169,
+      country: 'IE',
+    });
   });
 
   it('looks an IPv4-mapped address up under IPv4', async () => {
     expect((await withContext('::ffff:8.8.4.4', tsv)).result.context).toMatchObject({ asn: null, lookedUp: '8.8.4.4' });
-    expect((await withContext('::ffff:8.8.8.8', tsv)).result.context).toMatchObject({ asn: 15169, lookedUp: '8.8.8.8' });
+    expect((await withContext('::ffff:8.8.8.8', tsv)).result.context).toMatchObject({
+      asn: 15169,
+      lookedUp: '8.8.8.8',
+    });
   });
 
   it('reports AS 0 as not routed', async () => {
     const out = await withContext('10.1.2.3', tsv);
-    expect(out.result.context).toMatchObject({ asn: null, routed: false, asName: null, country: null, range: { start: '10.0.0.0', end: '10.255.255.255' } });
+    expect(out.result.context).toMatchObject({
+      asn: null,
+      routed: false,
+      asName: null,
+      country: null,
+      range: { start: '10.0.0.0', end: '10.255.255.255' },
+    });
     expect(out.limitations.map((l) => l.code)).toContain('ip_context_not_routed');
   });
 
@@ -373,8 +479,17 @@ describe('context lane (IP_CONTEXT_DB, iptoasn TSV)', () => {
     for (const value of ['9.9.9.9', '0.0.0.1', '255.255.255.255', '2001:4861::1', '::1']) {
       const out = await withContext(value, tsv);
       expect(out.lanes[1], value).toMatchObject({ status: 'completed' });
-      expect(out.result.context, value).toMatchObject({ asn: null, asName: null, country: null, routed: null, range: null });
-      expect(out.limitations.map((l) => l.code), value).toContain('ip_context_no_row');
+      expect(out.result.context, value).toMatchObject({
+        asn: null,
+        asName: null,
+        country: null,
+        routed: null,
+        range: null,
+      });
+      expect(
+        out.limitations.map((l) => l.code),
+        value,
+      ).toContain('ip_context_no_row');
     }
   });
 
@@ -425,7 +540,15 @@ describe('reverse_dns lane', () => {
       this.calls.push({ name, type });
       if (this.outcome === 'throw') throw new Error('socket closed');
       const rcode: Record<QueryOutcome, string | null> = {
-        answer: 'NOERROR', nodata: 'NOERROR', nxdomain: 'NXDOMAIN', servfail: 'SERVFAIL', refused: 'REFUSED', formerr: 'FORMERR', notimp: 'NOTIMP', timeout: null, error: null,
+        answer: 'NOERROR',
+        nodata: 'NOERROR',
+        nxdomain: 'NXDOMAIN',
+        servfail: 'SERVFAIL',
+        refused: 'REFUSED',
+        formerr: 'FORMERR',
+        notimp: 'NOTIMP',
+        timeout: null,
+        error: null,
       };
       return {
         name,
@@ -508,13 +631,22 @@ describe('reverse_dns lane', () => {
 
   it('no resolver service: unavailable / resolver_not_configured', async () => {
     const out = await withResolver('8.8.8.8');
-    expect(out.lanes[2]).toMatchObject({ lane: 'reverse_dns', required: false, status: 'unavailable', reason: 'resolver_not_configured' });
+    expect(out.lanes[2]).toMatchObject({
+      lane: 'reverse_dns',
+      required: false,
+      status: 'unavailable',
+      reason: 'resolver_not_configured',
+    });
     expect(out.result.ptr).toBeNull();
     expect(out.limitations.map((l) => l.code)).toContain('reverse_dns_unavailable');
   });
 
   it('readiness follows the resolver', () => {
-    expect(ipProduct.readiness(ctx().runtime)).toEqual({ address_registry: 'ready', context: 'unconfigured', reverse_dns: 'unconfigured' });
+    expect(ipProduct.readiness(ctx().runtime)).toEqual({
+      address_registry: 'ready',
+      context: 'unconfigured',
+      reverse_dns: 'unconfigured',
+    });
     expect(ipProduct.readiness(ctx({ resolver: new FakeResolver('answer') }).runtime).reverse_dns).toBe('ready');
     expect(productReadiness(ipProduct, ctx().runtime)).toBe('partially_configured');
   });

@@ -30,8 +30,13 @@ beforeAll(async () => {
   lab = await startLab({ parts: [mailLabPart] });
   const [host, port] = lab.env.DNS_SERVERS!.split(':');
   const config = parseConfig({
-    DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32),
-    ...lab.env, DNS_SERVERS: `[${host}]:${port}`, DNS_TIMEOUT_MS: '500',
+    DATABASE_URL: 'mysql://x',
+    REDIS_URL: 'redis://x',
+    KEY_PEPPER: 'x'.repeat(32),
+    CURSOR_SECRET: 'y'.repeat(32),
+    ...lab.env,
+    DNS_SERVERS: `[${host}]:${port}`,
+    DNS_TIMEOUT_MS: '500',
   });
   rt = createProductRuntime(config, pino({ level: 'silent' }));
 }, 60_000);
@@ -52,15 +57,30 @@ function lookup(domain: string): Promise<Lookup> {
   if (!hit) {
     hit = (async () => {
       const names = Object.keys(mailLanes) as MailLaneName[];
-      const outs = await Promise.all(names.map((lane) => checks.find((c) => c.name === mailLanes[lane].check)!
-        .run({ objectKey: domain, target: domain, params: {} }, { runtime: rt, signal: new AbortController().signal })));
+      const outs = await Promise.all(
+        names.map((lane) =>
+          checks
+            .find((c) => c.name === mailLanes[lane].check)!
+            .run(
+              { objectKey: domain, target: domain, params: {} },
+              { runtime: rt, signal: new AbortController().signal },
+            ),
+        ),
+      );
       const outputs = Object.fromEntries(names.map((n, i) => [n, outs[i]!])) as Record<MailLaneName, CheckOutput>;
       const tasks: TaskOutcomeView[] = names.map((n) => ({
-        check: mailLanes[n].check, productLane: n, required: mailLanes[n].required, objectKey: domain,
-        status: outputs[n].status, reason: outputs[n].reason, output: outputs[n],
+        check: mailLanes[n].check,
+        productLane: n,
+        required: mailLanes[n].required,
+        objectKey: domain,
+        status: outputs[n].status,
+        reason: outputs[n].reason,
+        output: outputs[n],
       }));
       const env = assembleMail(domain, tasks);
-      const codes = [...outs.flatMap((o) => o.findings), ...(env.derived ?? []).flatMap((d) => d.findings)].map((f) => f.code);
+      const codes = [...outs.flatMap((o) => o.findings), ...(env.derived ?? []).flatMap((d) => d.findings)].map(
+        (f) => f.code,
+      );
       return { outputs, env, codes };
     })();
     cache.set(domain, hit);
@@ -122,7 +142,16 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
 };
 
 /** Codes that claim something is missing: only an authoritative NXDOMAIN/NODATA may raise them. */
-const MISSING = ['mx_missing', 'spf_missing', 'dmarc_missing', 'mta_sts_missing', 'tls_rpt_missing', 'smtp_starttls_missing', 'mx_host_unresolvable', 'spf_include_without_record'];
+const MISSING = [
+  'mx_missing',
+  'spf_missing',
+  'dmarc_missing',
+  'mta_sts_missing',
+  'tls_rpt_missing',
+  'smtp_starttls_missing',
+  'mx_host_unresolvable',
+  'spf_include_without_record',
+];
 
 describe('the finding catalog against the lab', () => {
   it('every code has a raising and a non-raising fixture', () => {
@@ -146,10 +175,17 @@ describe('the finding catalog against the lab', () => {
     expect((await lookup(L.dmarcServfail)).codes).not.toContain('dmarc_missing');
     for (const d of [L.mxServfail, L.mxTimeout]) {
       const { codes } = await lookup(d);
-      expect(codes.filter((c) => ['mx_missing', 'mx_null', 'smtp_starttls_missing', 'mx_host_unresolvable'].includes(c)), d).toEqual([]);
+      expect(
+        codes.filter((c) => ['mx_missing', 'mx_null', 'smtp_starttls_missing', 'mx_host_unresolvable'].includes(c)),
+        d,
+      ).toEqual([]);
     }
     // …while the same questions answered NXDOMAIN/NODATA do raise them.
-    expect((await lookup(L.nothing)).codes).toEqual(expect.arrayContaining(MISSING.filter((c) => !['tls_rpt_missing', 'mx_host_unresolvable', 'spf_include_without_record'].includes(c))));
+    expect((await lookup(L.nothing)).codes).toEqual(
+      expect.arrayContaining(
+        MISSING.filter((c) => !['tls_rpt_missing', 'mx_host_unresolvable', 'spf_include_without_record'].includes(c)),
+      ),
+    );
   });
 });
 
@@ -181,17 +217,51 @@ describe('each lane: present, absent, indeterminate', () => {
 
   it('the projection says what was found, with null for what is unknown', async () => {
     const good = (await lookup(L.good)).env.result;
-    expect(good.mx).toMatchObject({ state: 'mx', hosts: [{ name: 'mx1.good-mail.test', preference: 10, addresses: ['127.0.1.1'], resolution: 'resolved' }] });
-    expect(good.spf).toMatchObject({ state: 'present', evaluation: { verdict: 'ok', lookups: 1, lookupsLowerBound: false, all: { qualifier: '-' } } });
-    expect(good.dmarc).toMatchObject({ state: 'present', policy: { domain: 'reject', subdomains: 'reject', nonExistentSubdomains: 'reject', testing: false }, organisationalDomain: { dmarcbis: L.good, rfc7489: L.good, differ: false } });
-    expect(good.mtaSts).toMatchObject({ txt: { state: 'present', id: '20260101T000000' }, policy: { fetched: true, mode: 'enforce', maxAge: 604800 }, coverage: [{ host: 'mx1.good-mail.test', covered: true }] });
+    expect(good.mx).toMatchObject({
+      state: 'mx',
+      hosts: [{ name: 'mx1.good-mail.test', preference: 10, addresses: ['127.0.1.1'], resolution: 'resolved' }],
+    });
+    expect(good.spf).toMatchObject({
+      state: 'present',
+      evaluation: { verdict: 'ok', lookups: 1, lookupsLowerBound: false, all: { qualifier: '-' } },
+    });
+    expect(good.dmarc).toMatchObject({
+      state: 'present',
+      policy: { domain: 'reject', subdomains: 'reject', nonExistentSubdomains: 'reject', testing: false },
+      organisationalDomain: { dmarcbis: L.good, rfc7489: L.good, differ: false },
+    });
+    expect(good.mtaSts).toMatchObject({
+      txt: { state: 'present', id: '20260101T000000' },
+      policy: { fetched: true, mode: 'enforce', maxAge: 604800 },
+      coverage: [{ host: 'mx1.good-mail.test', covered: true }],
+    });
     expect(good.tlsRpt).toMatchObject({ state: 'present', rua: [{ scheme: 'mailto', valid: true }] });
-    expect(good.dkim!.selectors).toEqual([expect.objectContaining({ selector: 'selector1', state: 'key', keyType: 'rsa', bits: 2048, testing: false })]);
-    expect(good.bimi).toMatchObject({ state: 'present', location: `https://${L.good}/logo.svg`, dmarcPrerequisite: { met: true } });
-    expect(good.dane!.hosts[0]).toMatchObject({ host: 'mx1.good-mail.test', presence: 'present', match: 'matched', records: [{ usage: 3, selector: 1, matchingType: 1, usable: true }] });
+    expect(good.dkim!.selectors).toEqual([
+      expect.objectContaining({ selector: 'selector1', state: 'key', keyType: 'rsa', bits: 2048, testing: false }),
+    ]);
+    expect(good.bimi).toMatchObject({
+      state: 'present',
+      location: `https://${L.good}/logo.svg`,
+      dmarcPrerequisite: { met: true },
+    });
+    expect(good.dane!.hosts[0]).toMatchObject({
+      host: 'mx1.good-mail.test',
+      presence: 'present',
+      match: 'matched',
+      records: [{ usage: 3, selector: 1, matchingType: 1, usable: true }],
+    });
     const session = good.smtpStarttls!.hosts[0]!.sessions[0]!;
-    expect(session).toMatchObject({ address: '127.0.1.1', state: 'tls', starttlsAdvertised: true, tls: { protocol: 'TLSv1.3', chainTrusted: true, hostnameMatch: true } });
-    expect(session.tls!.certificate).toMatchObject({ sans: expect.arrayContaining(['mx1.good-mail.test']), expired: false, keyType: 'ec' });
+    expect(session).toMatchObject({
+      address: '127.0.1.1',
+      state: 'tls',
+      starttlsAdvertised: true,
+      tls: { protocol: 'TLSv1.3', chainTrusted: true, hostnameMatch: true },
+    });
+    expect(session.tls!.certificate).toMatchObject({
+      sans: expect.arrayContaining(['mx1.good-mail.test']),
+      expired: false,
+      keyType: 'ec',
+    });
     expect(session.banner).toContain('ESMTP');
 
     const indet = (await lookup(L.indeterminate)).env.result;
@@ -204,14 +274,21 @@ describe('each lane: present, absent, indeterminate', () => {
     const { outputs, env } = await lookup(L.nullMx);
     expect(outputs.mx.status).toBe('completed');
     expect(env.result.mx).toMatchObject({ state: 'null_mx', hosts: [] });
-    for (const lane of ['mta_sts', 'tls_rpt', 'dane', 'smtp_starttls'] as const) expect(outputs[lane]).toMatchObject({ status: 'skipped', reason: 'not_applicable' });
+    for (const lane of ['mta_sts', 'tls_rpt', 'dane', 'smtp_starttls'] as const)
+      expect(outputs[lane]).toMatchObject({ status: 'skipped', reason: 'not_applicable' });
     for (const lane of ['spf', 'dmarc', 'bimi'] as const) expect(outputs[lane].status).toBe('completed');
   });
 
-  it('no MX: the domain\'s own address is the implicit MX, and it is tested', async () => {
+  it("no MX: the domain's own address is the implicit MX, and it is tested", async () => {
     const { env } = await lookup(L.nothing);
-    expect(env.result.mx).toMatchObject({ state: 'no_mx', implicit: { addresses: ['127.0.1.2'], resolution: 'resolved' } });
-    expect(env.result.smtpStarttls).toMatchObject({ implicitMx: true, hosts: [{ host: L.nothing, sessions: [{ state: 'no_starttls', starttlsAdvertised: false }] }] });
+    expect(env.result.mx).toMatchObject({
+      state: 'no_mx',
+      implicit: { addresses: ['127.0.1.2'], resolution: 'resolved' },
+    });
+    expect(env.result.smtpStarttls).toMatchObject({
+      implicitMx: true,
+      hosts: [{ host: L.nothing, sessions: [{ state: 'no_starttls', starttlsAdvertised: false }] }],
+    });
   });
 });
 
@@ -221,12 +298,21 @@ describe('smtp_starttls sessions', () => {
     const by = (h: string) => rows.find((r) => r.host === `${h}.${L.smtpBad}`)!.sessions[0]!;
     expect(by('plain')).toMatchObject({ state: 'no_starttls', tls: null });
     expect(by('wrong').tls).toMatchObject({ chainTrusted: true, hostnameMatch: false });
-    expect(by('expired').tls).toMatchObject({ chainTrusted: false, trustError: 'CERT_HAS_EXPIRED', certificate: { expired: true } });
+    expect(by('expired').tls).toMatchObject({
+      chainTrusted: false,
+      trustError: 'CERT_HAS_EXPIRED',
+      certificate: { expired: true },
+    });
     expect(by('self').tls).toMatchObject({ chainTrusted: false });
     expect(by('old').tls).toMatchObject({ protocol: 'TLSv1.1' });
     const findings = (await lookup(L.smtpBad)).outputs.smtp_starttls.findings;
-    expect(findings.find((f) => f.code === 'smtp_tls_certificate_expired')!.object).toEqual({ type: 'mx_host', key: `expired.${L.smtpBad}` });
-    expect(findings.filter((f) => f.code === 'smtp_tls_certificate_untrusted').map((f) => f.object.key)).toEqual([`self.${L.smtpBad}`]);
+    expect(findings.find((f) => f.code === 'smtp_tls_certificate_expired')!.object).toEqual({
+      type: 'mx_host',
+      key: `expired.${L.smtpBad}`,
+    });
+    expect(findings.filter((f) => f.code === 'smtp_tls_certificate_untrusted').map((f) => f.object.key)).toEqual([
+      `self.${L.smtpBad}`,
+    ]);
   });
 
   it('port 25 silent: banner timeout, lane timeout, never "no STARTTLS"', async () => {
@@ -257,14 +343,17 @@ describe('smtp_starttls sessions', () => {
 describe('cross-lane derivations', () => {
   it('dane: matched against the certificate presented; no certificate → dane partial with a limitation', async () => {
     const bad = (await lookup(L.daneBad)).env;
-    expect(bad.result.dane!.hosts.map((h) => [h.host, h.match])).toEqual([[`mx.${L.daneBad}`, 'not_matched'], [`mx2.${L.daneBad}`, 'no_usable_records']]);
+    expect(bad.result.dane!.hosts.map((h) => [h.host, h.match])).toEqual([
+      [`mx.${L.daneBad}`, 'not_matched'],
+      [`mx2.${L.daneBad}`, 'no_usable_records'],
+    ]);
     const nocert = (await lookup(L.daneNoCert)).env;
     expect(nocert.result.dane!.hosts[0]!.match).toBe('no_certificate');
     expect(nocert.lanes.find((l) => l.lane === 'dane')!.status).toBe('partial');
     expect(nocert.limitations.map((l) => l.code)).toContain('dane_not_matched');
   });
 
-  it('bimi: the DMARC prerequisite is checked against the dmarc lane\'s policy', async () => {
+  it("bimi: the DMARC prerequisite is checked against the dmarc lane's policy", async () => {
     const { env } = await lookup(L.dmarcNone);
     expect(env.result.bimi!.dmarcPrerequisite).toEqual({ met: false, reason: 'p=none' });
     expect((await lookup(L.bimiBad)).env.result.bimi!.dmarcPrerequisite).toBeUndefined(); // an invalid record is not checked
@@ -280,9 +369,16 @@ describe('mta_sts policy fetch', () => {
   });
 
   it('a redirect, a 404 and a wrong-host certificate are facts about the policy host', async () => {
-    for (const [d, failure] of [[L.stsRedirect, 'redirect'], [L.sts404, 'invalid_policy'], [L.stsBadCert, 'certificate_invalid']] as const) {
+    for (const [d, failure] of [
+      [L.stsRedirect, 'redirect'],
+      [L.sts404, 'invalid_policy'],
+      [L.stsBadCert, 'certificate_invalid'],
+    ] as const) {
       const { outputs, env } = await lookup(d);
-      expect(outputs.mta_sts.findings.map((f) => f.code), d).toEqual(['mta_sts_policy_invalid']);
+      expect(
+        outputs.mta_sts.findings.map((f) => f.code),
+        d,
+      ).toEqual(['mta_sts_policy_invalid']);
       expect(env.result.mtaSts!.policy!.failure, d).toBe(failure);
     }
   });
@@ -298,7 +394,13 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
   // Each row re-expresses a case of the public RFC 7208 test suite (section "Processing limits"
   // and the syntax sections), by its name there, as a lab zone (test/lab/mail-zones.ts). The
   // expected verdict is the suite's result for a sender that matches nothing before the limit.
-  const cases: Array<[string, SpfProjection['evaluation'] extends infer E ? E extends { verdict: infer V } ? V : never : never, string?]> = [
+  const cases: Array<
+    [
+      string,
+      SpfProjection['evaluation'] extends infer E ? (E extends { verdict: infer V } ? V : never) : never,
+      string?,
+    ]
+  > = [
     ['redirect-loop', 'permerror', 'loop'],
     ['include-loop', 'permerror', 'loop'],
     ['mx-limit', 'permerror', 'mx_limit'],
@@ -324,7 +426,12 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
   ];
   for (const [name, verdict, reason] of cases) {
     it(`${name}: ${verdict}${reason ? ` (${reason})` : ''}`, async () => {
-      const out = await checks.find((c) => c.name === 'mail.spf')!.run({ objectKey: `${name}.${L.spfSuite}`, target: '', params: {} }, { runtime: rt, signal: new AbortController().signal });
+      const out = await checks
+        .find((c) => c.name === 'mail.spf')!
+        .run(
+          { objectKey: `${name}.${L.spfSuite}`, target: '', params: {} },
+          { runtime: rt, signal: new AbortController().signal },
+        );
       const ev = (out.projection as SpfProjection).evaluation!;
       expect(ev.verdict).toBe(verdict);
       if (reason) expect(ev.permerrors.map((p) => p.reason)).toContain(reason);
@@ -336,10 +443,17 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
     });
   }
 
-  it('counts per branch: the tree shows each include\'s cost', async () => {
+  it("counts per branch: the tree shows each include's cost", async () => {
     const ev = (await lookup(L.spfOver)).env.result.spf!.evaluation!;
     expect(ev).toMatchObject({ verdict: 'permerror', lookups: 12, lookupsLowerBound: false });
-    expect(ev.tree).toMatchObject({ lookups: 2, total: 12, children: [{ domain: `a.${L.spfOver}`, via: 'include', lookups: 5, total: 5 }, { domain: `b.${L.spfOver}`, lookups: 5, total: 5 }] });
+    expect(ev.tree).toMatchObject({
+      lookups: 2,
+      total: 12,
+      children: [
+        { domain: `a.${L.spfOver}`, via: 'include', lookups: 5, total: 5 },
+        { domain: `b.${L.spfOver}`, lookups: 5, total: 5 },
+      ],
+    });
   });
 });
 
@@ -347,8 +461,10 @@ describe('dkim: selectors inferred from the MX hosts and SPF includes', () => {
   it('puts provider selectors first, says where each came from, and caps the list', () => {
     const probes = selectorsFor(['aspmx.l.google.com'], ['spf.protection.outlook.com', 'sendgrid.net']);
     expect(probes.slice(0, 4)).toEqual([
-      { selector: 'google', source: 'mx:google_workspace' }, { selector: '20230601', source: 'mx:google_workspace' },
-      { selector: '20210112', source: 'mx:google_workspace' }, { selector: '20161025', source: 'mx:google_workspace' },
+      { selector: 'google', source: 'mx:google_workspace' },
+      { selector: '20230601', source: 'mx:google_workspace' },
+      { selector: '20210112', source: 'mx:google_workspace' },
+      { selector: '20161025', source: 'mx:google_workspace' },
     ]);
     expect(probes).toContainEqual({ selector: 'selector1', source: 'spf:microsoft_365' });
     expect(probes).toContainEqual({ selector: 's1', source: 'spf:sendgrid' });
@@ -359,7 +475,7 @@ describe('dkim: selectors inferred from the MX hosts and SPF includes', () => {
     expect(selectorsFor(['mx1.good-mail.test'], []).every((p) => p.source === 'common')).toBe(true);
   });
 
-  it('the good posture\'s key was found under a probed selector and the probes are listed', async () => {
+  it("the good posture's key was found under a probed selector and the probes are listed", async () => {
     const dkim = (await lookup(L.good)).env.result.dkim!;
     expect(dkim.probes).toContain('selector1');
     expect(dkim.probed).toBe(dkim.probes.length);

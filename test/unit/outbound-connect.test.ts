@@ -6,7 +6,12 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
 import { parseServer } from '../../src/config/dns-servers.ts';
-import { createOutboundGuard, OutboundFetchError, OutboundRefusedError, hostResolverOver } from '../../src/net/outbound-guard.ts';
+import {
+  createOutboundGuard,
+  OutboundFetchError,
+  OutboundRefusedError,
+  hostResolverOver,
+} from '../../src/net/outbound-guard.ts';
 import { parsePortMap } from '../../src/config/port-map.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames } from '../lab/zones.ts';
@@ -22,7 +27,11 @@ import type { Issued } from '../lab/ca.ts';
 const zone: Zone = {
   origin: 'guard.lab.test',
   records: [
-    { name: '@', type: 'SOA', data: { mname: 'ns1.lab.test', rname: 'h.lab.test', serial: 1, refresh: 1, retry: 1, expire: 1, minimum: 1 } },
+    {
+      name: '@',
+      type: 'SOA',
+      data: { mname: 'ns1.lab.test', rname: 'h.lab.test', serial: 1, refresh: 1, retry: 1, expire: 1, minimum: 1 },
+    },
     { name: 'tls', type: 'A', data: '127.0.0.71' },
     { name: 'refused', type: 'A', data: LAB_REFUSED_ADDRESS },
     { name: 'mixed', type: 'A', data: '127.0.0.71' },
@@ -55,13 +64,20 @@ beforeAll(async () => {
   refusedLab = await listenOnHosts([{ host: LAB_REFUSED_ADDRESS, server: counter }], { port: tlsLab.port });
   // One host per certificate posture, all on one port (as the lab's HTTPS hosts are).
   issued.good = good;
-  issued.expired = await ca.issue({ names: ['facts.guard.lab.test'], notBefore: new Date(Date.now() - 100 * DAY), notAfter: new Date(Date.now() - DAY) });
+  issued.expired = await ca.issue({
+    names: ['facts.guard.lab.test'],
+    notBefore: new Date(Date.now() - 100 * DAY),
+    notAfter: new Date(Date.now() - DAY),
+  });
   issued.selfSigned = await ca.issue({ names: ['facts.guard.lab.test'], selfSigned: true });
   issued.rsa = await ca.issue({ names: ['facts.guard.lab.test'], key: { type: 'rsa', bits: 2048 } });
   const hosts = { expired: '127.0.0.74', selfSigned: '127.0.0.75', rsa: '127.0.0.76' } as const;
-  factsLab = await listenOnHosts(Object.entries(hosts).map(([k, host]) => ({
-    host, server: tls.createServer({ key: issued[k]!.keyPem, cert: issued[k]!.chainPem }, (s) => s.end()),
-  })));
+  factsLab = await listenOnHosts(
+    Object.entries(hosts).map(([k, host]) => ({
+      host,
+      server: tls.createServer({ key: issued[k]!.keyPem, cert: issued[k]!.chainPem }, (s) => s.end()),
+    })),
+  );
 });
 
 afterAll(async () => {
@@ -96,21 +112,34 @@ describe('the guard object: vetted connections only', () => {
 
   it('resolve() refuses a host when any address is outside the allowlist', async () => {
     expect(await guard([LAB_ALLOW]).resolve('tls.guard.lab.test')).toEqual(['127.0.0.71']);
-    const err = await guard([LAB_ALLOW]).resolve('mixed.guard.lab.test').catch((e: unknown) => e);
+    const err = await guard([LAB_ALLOW])
+      .resolve('mixed.guard.lab.test')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutboundRefusedError);
     expect(err).toMatchObject({ reason: 'target_not_allowed', range: 'loopback', host: 'mixed.guard.lab.test' });
   });
 
   it('connectTcp / connectTls refuse an address outside the allowlist before connecting', async () => {
     const g = guard([LAB_ALLOW]);
-    await expect(g.connectTcp({ address: LAB_REFUSED_ADDRESS, port: 443 })).rejects.toBeInstanceOf(OutboundRefusedError);
-    await expect(g.connectTls({ address: LAB_REFUSED_ADDRESS, port: 443, servername: 'refused.guard.lab.test' })).rejects.toBeInstanceOf(OutboundRefusedError);
-    await expect(guard([]).connectTcp({ address: '127.0.0.71', port: 443 })).rejects.toMatchObject({ reason: 'target_not_allowed', range: 'loopback' });
+    await expect(g.connectTcp({ address: LAB_REFUSED_ADDRESS, port: 443 })).rejects.toBeInstanceOf(
+      OutboundRefusedError,
+    );
+    await expect(
+      g.connectTls({ address: LAB_REFUSED_ADDRESS, port: 443, servername: 'refused.guard.lab.test' }),
+    ).rejects.toBeInstanceOf(OutboundRefusedError);
+    await expect(guard([]).connectTcp({ address: '127.0.0.71', port: 443 })).rejects.toMatchObject({
+      reason: 'target_not_allowed',
+      range: 'loopback',
+    });
   });
 
   it('connectTls maps port 443 to the lab port and trusts the lab CA (NODE_EXTRA_CA_CERTS)', async () => {
     const [address] = await guard([LAB_ALLOW]).resolve('tls.guard.lab.test');
-    const socket = await guard([LAB_ALLOW]).connectTls({ address: address!, port: 443, servername: 'tls.guard.lab.test' });
+    const socket = await guard([LAB_ALLOW]).connectTls({
+      address: address!,
+      port: 443,
+      servername: 'tls.guard.lab.test',
+    });
     expect(socket.authorized).toBe(true);
     const line = await new Promise<string>((r) => socket.once('data', (d) => r(String(d))));
     expect(line).toBe('hello over tls\n');
@@ -118,32 +147,46 @@ describe('the guard object: vetted connections only', () => {
   });
 
   it('a certificate for another name is reported, not hidden, with rejectUnauthorized false', async () => {
-    const socket = await guard([LAB_ALLOW]).connectTls({ address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' }, { tls: { rejectUnauthorized: false } });
+    const socket = await guard([LAB_ALLOW]).connectTls(
+      { address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' },
+      { tls: { rejectUnauthorized: false } },
+    );
     // The chain is trusted (the lab CA); the name is not: Node reports the mismatch as the reason.
     expect(socket.authorized).toBe(false);
     expect(String(socket.authorizationError)).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
     expect(tls.checkServerIdentity('other.guard.lab.test', socket.getPeerCertificate())).toBeInstanceOf(Error);
     expect(tls.checkServerIdentity('tls.guard.lab.test', socket.getPeerCertificate())).toBeUndefined();
     socket.destroy();
-    const strict = await guard([LAB_ALLOW]).connectTls({ address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' }).catch((e: unknown) => e);
+    const strict = await guard([LAB_ALLOW])
+      .connectTls({ address: '127.0.0.71', port: 443, servername: 'other.guard.lab.test' })
+      .catch((e: unknown) => e);
     expect(strict).toBeInstanceOf(OutboundFetchError);
     expect((strict as OutboundFetchError).kind).toBe('connection_failed');
   });
 
   it('a connection that cannot be made within the time is a timeout; refused ports are connection_failed', async () => {
-    const closed = await guard([LAB_ALLOW]).connectTcp({ address: '127.0.0.73', port: 9 }).catch((e: unknown) => e);
+    const closed = await guard([LAB_ALLOW])
+      .connectTcp({ address: '127.0.0.73', port: 9 })
+      .catch((e: unknown) => e);
     expect((closed as OutboundFetchError).kind).toBe('connection_failed');
   });
 });
 
 describe('handshakeFacts: trust, name and chain as separate facts', () => {
-  const guard = () => createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${factsLab.port}`)! });
+  const guard = () =>
+    createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${factsLab.port}`)! });
   const handshake = (address: string) =>
-    guard().connectTls({ address, port: 443, servername: 'facts.guard.lab.test' }, { tls: { rejectUnauthorized: false, requestOCSP: true } });
+    guard().connectTls(
+      { address, port: 443, servername: 'facts.guard.lab.test' },
+      { tls: { rejectUnauthorized: false, requestOCSP: true } },
+    );
 
   it('a good chain: trusted, the name matches, the path runs to the lab root, no stapled OCSP', async () => {
     const g = createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${tlsLab.port}`)! });
-    const s = await g.connectTls({ address: '127.0.0.71', port: 443, servername: 'tls.guard.lab.test' }, { tls: { rejectUnauthorized: false, requestOCSP: true } });
+    const s = await g.connectTls(
+      { address: '127.0.0.71', port: 443, servername: 'tls.guard.lab.test' },
+      { tls: { rejectUnauthorized: false, requestOCSP: true } },
+    );
     const f = handshakeFacts(s, 'tls.guard.lab.test', ocspStapled(s));
     s.destroy();
     expect(f).toMatchObject({ chainTrusted: true, trustError: null, hostnameMatch: true, ocspStapled: false });
@@ -154,10 +197,18 @@ describe('handshakeFacts: trust, name and chain as separate facts', () => {
 
   it('expired and self-signed are untrusted with their reason; the name still matches', async () => {
     const expired = await handshake('127.0.0.74');
-    expect(handshakeFacts(expired, 'facts.guard.lab.test')).toMatchObject({ chainTrusted: false, trustError: 'CERT_HAS_EXPIRED', hostnameMatch: true });
+    expect(handshakeFacts(expired, 'facts.guard.lab.test')).toMatchObject({
+      chainTrusted: false,
+      trustError: 'CERT_HAS_EXPIRED',
+      hostnameMatch: true,
+    });
     expired.destroy();
     const self = await handshake('127.0.0.75');
-    expect(handshakeFacts(self, 'facts.guard.lab.test')).toMatchObject({ chainTrusted: false, trustError: 'DEPTH_ZERO_SELF_SIGNED_CERT', hostnameMatch: true });
+    expect(handshakeFacts(self, 'facts.guard.lab.test')).toMatchObject({
+      chainTrusted: false,
+      trustError: 'DEPTH_ZERO_SELF_SIGNED_CERT',
+      hostnameMatch: true,
+    });
     expect(handshakeFacts(self, 'other.guard.lab.test').hostnameMatch).toBe(false);
     self.destroy();
   });
@@ -167,7 +218,13 @@ describe('handshakeFacts: trust, name and chain as separate facts', () => {
     const f = handshakeFacts(s, 'facts.guard.lab.test');
     s.destroy();
     const info = parseCertificate({ der: f.chain[0]! });
-    expect(info).toMatchObject({ keyType: 'rsa', keyBits: 2048, curve: null, signatureAlgorithm: 'ecdsa-with-SHA256', sans: ['facts.guard.lab.test'] });
+    expect(info).toMatchObject({
+      keyType: 'rsa',
+      keyBits: 2048,
+      curve: null,
+      signatureAlgorithm: 'ecdsa-with-SHA256',
+      sans: ['facts.guard.lab.test'],
+    });
     const { createHash } = await import('node:crypto');
     expect(info.digests.spkiSha256).toBe(createHash('sha256').update(issued.rsa!.spkiDer).digest('hex'));
     expect(info.digests.certSha512).toBe(createHash('sha512').update(issued.rsa!.certDer).digest('hex'));
@@ -177,7 +234,10 @@ describe('handshakeFacts: trust, name and chain as separate facts', () => {
 
 describe('OUTBOUND_PORT_MAP', () => {
   it('parses port=port pairs and rejects anything else', () => {
-    expect([...parsePortMap('25=2525, 443=8443')!]).toEqual([[25, 2525], [443, 8443]]);
+    expect([...parsePortMap('25=2525, 443=8443')!]).toEqual([
+      [25, 2525],
+      [443, 8443],
+    ]);
     expect(parsePortMap('')!.size).toBe(0);
     for (const bad of ['25', '25=', '0=1', '25=70000', '25=1,25=2', 'a=b']) expect(parsePortMap(bad), bad).toBeNull();
   });

@@ -6,7 +6,13 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyAddress, isAllowedTarget } from '../../src/net/address-policy.ts';
 import { checkUrl } from '../../src/net/url-policy.ts';
-import { OutboundFetchError, OutboundRefusedError, guardedFetch as rawGuardedFetch, type GuardedFetchOptions, type HostResolver } from '../../src/net/outbound-guard.ts';
+import {
+  OutboundFetchError,
+  OutboundRefusedError,
+  guardedFetch as rawGuardedFetch,
+  type GuardedFetchOptions,
+  type HostResolver,
+} from '../../src/net/outbound-guard.ts';
 
 /** These servers are addressed by literal IPs; a test that needs names brings its own resolver. */
 const noNames: HostResolver = async (host) => {
@@ -72,7 +78,18 @@ describe('isAllowedTarget: the address table', () => {
     expect(isAllowedTarget(ip, [])).toBe(false);
   });
 
-  const allowed = ['8.8.8.8', '1.1.1.1', '93.184.215.14', '100.63.255.255', '100.128.0.1', '172.32.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+  const allowed = [
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.215.14',
+    '100.63.255.255',
+    '100.128.0.1',
+    '172.32.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+  ];
   it.each(allowed)('%s is public', (ip) => {
     expect(classifyAddress(ip)).toBe('public');
     expect(isAllowedTarget(ip, [])).toBe(true);
@@ -120,10 +137,11 @@ async function serve(host: string, handler: http.RequestListener): Promise<TestS
     port,
     hosts,
     url: (path = '/', h = host) => `http://${h}:${port}${path}`,
-    close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      for (const s of sockets) s.destroy();
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
 
@@ -159,7 +177,8 @@ beforeAll(async () => {
       res.socket?.write('HTTP/1.1 200 OK\r\n');
       return; // the head never ends
     }
-    if (path === '/hsts-hop') return res.writeHead(301, { location: '/hello', 'strict-transport-security': 'max-age=1' }).end();
+    if (path === '/hsts-hop')
+      return res.writeHead(301, { location: '/hello', 'strict-transport-security': 'max-age=1' }).end();
     res.writeHead(404).end();
   });
 });
@@ -169,33 +188,59 @@ afterAll(async () => {
 });
 
 async function refusal(p: Promise<unknown>): Promise<OutboundRefusedError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(OutboundRefusedError);
   return err as OutboundRefusedError;
 }
 
 async function failure(p: Promise<unknown>): Promise<OutboundFetchError> {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(OutboundFetchError);
   return err as OutboundFetchError;
 }
 
 describe('checkUrl: URL forms refused before anything is resolved (pure data)', () => {
   const refused: Array<[string, string]> = [
-    ['http://2130706433/', 'numeric_host_form'], ['http://0x7f.1/', 'numeric_host_form'], ['http://017700000001/', 'numeric_host_form'],
-    ['http://127.1/', 'numeric_host_form'], ['http://0x7f000001/', 'numeric_host_form'], ['http://127.0.0.1./', 'numeric_host_form'],
-    ['http://１２７.０.０.１/', 'numeric_host_form'], ['http://%31%32%37.0.0.1/', 'encoded_host'], ['http://169.254.169.254.nip/', 'ok'],
-    ['http://user@example.com/', 'credentials_not_allowed'], ['http://:pw@example.com/', 'credentials_not_allowed'],
-    ['ftp://example.com/', 'scheme_not_allowed'], ['file:///etc/passwd', 'scheme_not_allowed'], ['gopher://example.com/', 'scheme_not_allowed'],
-    ['https:///x', 'authority_form'], ['http:\\\\example.com/', 'authority_form'], ['http:example.com', 'authority_form'],
-    ['http://example.com/\n', 'control_characters'], [' http://example.com/', 'control_characters'], ['http://example.com:0/', 'bad_port'],
-    [`http://example.com/${'a'.repeat(2030)}`, 'too_long'], ['example.com', 'not_a_url'],
+    ['http://2130706433/', 'numeric_host_form'],
+    ['http://0x7f.1/', 'numeric_host_form'],
+    ['http://017700000001/', 'numeric_host_form'],
+    ['http://127.1/', 'numeric_host_form'],
+    ['http://0x7f000001/', 'numeric_host_form'],
+    ['http://127.0.0.1./', 'numeric_host_form'],
+    ['http://１２７.０.０.１/', 'numeric_host_form'],
+    ['http://%31%32%37.0.0.1/', 'encoded_host'],
+    ['http://169.254.169.254.nip/', 'ok'],
+    ['http://user@example.com/', 'credentials_not_allowed'],
+    ['http://:pw@example.com/', 'credentials_not_allowed'],
+    ['ftp://example.com/', 'scheme_not_allowed'],
+    ['file:///etc/passwd', 'scheme_not_allowed'],
+    ['gopher://example.com/', 'scheme_not_allowed'],
+    ['https:///x', 'authority_form'],
+    ['http:\\\\example.com/', 'authority_form'],
+    ['http:example.com', 'authority_form'],
+    ['http://example.com/\n', 'control_characters'],
+    [' http://example.com/', 'control_characters'],
+    ['http://example.com:0/', 'bad_port'],
+    [`http://example.com/${'a'.repeat(2030)}`, 'too_long'],
+    ['example.com', 'not_a_url'],
   ];
   it.each(refused)('%s → %s', (url, problem) => {
     const v = checkUrl(url);
     expect(v.ok ? 'ok' : v.problem).toBe(problem);
   });
-  it.each(['http://example.com/', 'https://example.com:8443/a?b=c#d', 'http://8.8.8.8/', 'http://[2001:4860::8888]/', 'HTTPS://EXAMPLE.COM'])('%s is accepted', (url) => {
+  it.each([
+    'http://example.com/',
+    'https://example.com:8443/a?b=c#d',
+    'http://8.8.8.8/',
+    'http://[2001:4860::8888]/',
+    'HTTPS://EXAMPLE.COM',
+  ])('%s is accepted', (url) => {
     expect(checkUrl(url).ok).toBe(true);
   });
 });
@@ -228,16 +273,24 @@ describe('guardedFetch', () => {
   it('resolves relative redirects; refuses other schemes; caps the number of hops', async () => {
     const rel = await guardedFetch(a.url('/to-relative'), { allow: ['127.0.0.0/8'] });
     expect(rel.body.toString()).toBe('hello');
-    expect((await refusal(guardedFetch(a.url('/to-ftp'), { allow: ['127.0.0.0/8'] }))).reason).toBe('scheme_not_allowed');
-    expect((await failure(guardedFetch(a.url('/loop'), { allow: ['127.0.0.0/8'], maxRedirects: 3 }))).kind).toBe('too_many_redirects');
-    expect((await refusal(guardedFetch('file:///etc/passwd', { allow: ['127.0.0.0/8'] }))).reason).toBe('scheme_not_allowed');
+    expect((await refusal(guardedFetch(a.url('/to-ftp'), { allow: ['127.0.0.0/8'] }))).reason).toBe(
+      'scheme_not_allowed',
+    );
+    expect((await failure(guardedFetch(a.url('/loop'), { allow: ['127.0.0.0/8'], maxRedirects: 3 }))).kind).toBe(
+      'too_many_redirects',
+    );
+    expect((await refusal(guardedFetch('file:///etc/passwd', { allow: ['127.0.0.0/8'] }))).reason).toBe(
+      'scheme_not_allowed',
+    );
   });
 
   it('refuses a host when ANY of its addresses is refused', async () => {
     // Both loopback: a regressed guard could only ever connect to this machine.
     const before = a.hosts.length;
     const resolver = async () => ['127.0.0.1', '127.200.0.1'];
-    const err = await refusal(guardedFetch(`http://mixed.lab.test:${a.port}/hello`, { allow: ['127.0.0.1/32'], resolver }));
+    const err = await refusal(
+      guardedFetch(`http://mixed.lab.test:${a.port}/hello`, { allow: ['127.0.0.1/32'], resolver }),
+    );
     expect(err).toMatchObject({ reason: 'target_not_allowed', host: 'mixed.lab.test', range: 'loopback' });
     expect(a.hosts.length).toBe(before);
   });
@@ -256,23 +309,35 @@ describe('guardedFetch', () => {
   });
 
   it('a name without addresses is host_not_found; a failing resolver is dns_failure; neither is a refusal', async () => {
-    expect((await failure(guardedFetch('http://nothing.invalid/', { allow: [], resolver: async () => [] }))).kind).toBe('host_not_found');
+    expect((await failure(guardedFetch('http://nothing.invalid/', { allow: [], resolver: async () => [] }))).kind).toBe(
+      'host_not_found',
+    );
     const broken: HostResolver = async () => {
       throw new Error('SERVFAIL');
     };
-    expect((await failure(guardedFetch('http://broken.invalid/', { allow: [], resolver: broken }))).kind).toBe('dns_failure');
+    expect((await failure(guardedFetch('http://broken.invalid/', { allow: [], resolver: broken }))).kind).toBe(
+      'dns_failure',
+    );
   });
 
   it('caps the body size, streamed or declared', async () => {
-    expect((await failure(guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 1024 * 1024 }))).kind).toBe('response_too_large');
-    expect((await failure(guardedFetch(a.url('/declared-big'), { allow: ['127.0.0.0/8'] }))).kind).toBe('response_too_large');
+    expect((await failure(guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 1024 * 1024 }))).kind).toBe(
+      'response_too_large',
+    );
+    expect((await failure(guardedFetch(a.url('/declared-big'), { allow: ['127.0.0.0/8'] }))).kind).toBe(
+      'response_too_large',
+    );
     const small = await guardedFetch(a.url('/big'), { allow: ['127.0.0.0/8'], maxBytes: 4 * 1024 * 1024 });
     expect(small.body.length).toBe(40 * 64 * 1024);
   });
 
   it('refuses numeric-form hosts, first or in a redirect, without connecting; the canonical form is allowed', async () => {
     const before = a.hosts.length;
-    for (const url of [`http://2130706433:${a.port}/hello`, `http://127.1:${a.port}/hello`, `http://0x7f.0.0.1:${a.port}/hello`]) {
+    for (const url of [
+      `http://2130706433:${a.port}/hello`,
+      `http://127.1:${a.port}/hello`,
+      `http://0x7f.0.0.1:${a.port}/hello`,
+    ]) {
       expect((await refusal(guardedFetch(url, { allow: ['127.0.0.0/8'] }))).reason, url).toBe('url_not_allowed');
     }
     expect(a.hosts.length).toBe(before);
@@ -296,8 +361,12 @@ describe('guardedFetch', () => {
   });
 
   it('caps the response head: too many header bytes is headers_too_large; a head that never ends is a headers timeout', async () => {
-    expect((await failure(guardedFetch(a.url('/huge-headers'), { allow: ['127.0.0.0/8'], maxHeaderBytes: 16 * 1024 }))).kind).toBe('headers_too_large');
-    const slow = await failure(guardedFetch(a.url('/slow-headers'), { allow: ['127.0.0.0/8'], headersTimeoutMs: 200, timeoutMs: 5000 }));
+    expect(
+      (await failure(guardedFetch(a.url('/huge-headers'), { allow: ['127.0.0.0/8'], maxHeaderBytes: 16 * 1024 }))).kind,
+    ).toBe('headers_too_large');
+    const slow = await failure(
+      guardedFetch(a.url('/slow-headers'), { allow: ['127.0.0.0/8'], headersTimeoutMs: 200, timeoutMs: 5000 }),
+    );
     expect(slow).toMatchObject({ kind: 'timeout', phase: 'headers' });
   });
 
@@ -307,7 +376,10 @@ describe('guardedFetch', () => {
       lookups++;
       return host === 'only-the-guard-knows.invalid' ? ['127.0.0.1'] : [];
     };
-    const res = await guardedFetch(`http://only-the-guard-knows.invalid:${a.port}/to-relative`, { allow: ['127.0.0.0/8'], resolver });
+    const res = await guardedFetch(`http://only-the-guard-knows.invalid:${a.port}/to-relative`, {
+      allow: ['127.0.0.0/8'],
+      resolver,
+    });
     expect(res.body.toString()).toBe('hello');
     expect(lookups).toBe(2); // one per hop, by the guard; the system resolver would answer NXDOMAIN for .invalid
   });
@@ -322,7 +394,9 @@ describe('guardedFetch', () => {
   it("the caller's abort is reported as aborted", async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    const err = await failure(guardedFetch(a.url('/hang'), { allow: ['127.0.0.0/8'], timeoutMs: 5000, signal: ac.signal }));
+    const err = await failure(
+      guardedFetch(a.url('/hang'), { allow: ['127.0.0.0/8'], timeoutMs: 5000, signal: ac.signal }),
+    );
     expect(err.kind).toBe('aborted');
   });
 });

@@ -23,8 +23,14 @@ async function serve(handler: (arrivedAt: number) => void): Promise<string> {
 }
 
 const job = (url: string) => ({
-  url, method: 'POST' as const, path: '/x', body: '{}', headers: () => ({ 'content-type': 'application/json' }),
-  rate: 200, durationS: 1, connections: 20,
+  url,
+  method: 'POST' as const,
+  path: '/x',
+  body: '{}',
+  headers: () => ({ 'content-type': 'application/json' }),
+  rate: 200,
+  durationS: 1,
+  connections: 20,
 });
 
 describe('pacedLoad', () => {

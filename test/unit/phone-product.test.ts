@@ -15,7 +15,11 @@ const config = parseConfig({
 });
 
 function ctx(): ExecContext {
-  return { runtime: { config, log: pino({ level: 'silent' }), services: {} }, requestId: 'req_test', signal: new AbortController().signal };
+  return {
+    runtime: { config, log: pino({ level: 'silent' }), services: {} },
+    requestId: 'req_test',
+    signal: new AbortController().signal,
+  };
 }
 
 function parseOk(body: unknown): PhoneInput {
@@ -77,7 +81,10 @@ describe('lookup.phone.v1 example numbers of every region', () => {
 
         // The formats this lookup returns read back to the same number.
         expect((await lookup({ value: fromE164.international! })).e164, 'international').toBe(e164);
-        expect((await lookup({ value: fromE164.national!, defaultRegion: fromE164.region ?? region })).e164, 'national').toBe(e164);
+        expect(
+          (await lookup({ value: fromE164.national!, defaultRegion: fromE164.region ?? region })).e164,
+          'national',
+        ).toBe(e164);
       });
     }
   }
@@ -103,8 +110,17 @@ describe('lookup.phone.v1 answers', () => {
   });
 
   it('tells a GB fixed line and an Isle of Man mobile apart under +44', async () => {
-    expect(await lookup({ value: '020 7946 0958', defaultRegion: 'GB' })).toMatchObject({ region: 'GB', type: 'fixed_line', isValid: true });
-    expect(await lookup({ value: '+44 7624 369230' })).toMatchObject({ region: 'IM', type: 'mobile', isValid: true, possibleRegions: ['IM'] });
+    expect(await lookup({ value: '020 7946 0958', defaultRegion: 'GB' })).toMatchObject({
+      region: 'GB',
+      type: 'fixed_line',
+      isValid: true,
+    });
+    expect(await lookup({ value: '+44 7624 369230' })).toMatchObject({
+      region: 'IM',
+      type: 'mobile',
+      isValid: true,
+      possibleRegions: ['IM'],
+    });
   });
 
   it('lists every NANP region a shared toll-free number is valid for', async () => {
@@ -121,7 +137,11 @@ describe('lookup.phone.v1 answers', () => {
   });
 
   it('reads a national number with a national prefix (RU 8 800…)', async () => {
-    expect(await lookup({ value: '8 (800) 555-35-35', defaultRegion: 'RU' })).toMatchObject({ e164: '+78005553535', type: 'toll_free', isValid: true });
+    expect(await lookup({ value: '8 (800) 555-35-35', defaultRegion: 'RU' })).toMatchObject({
+      e164: '+78005553535',
+      type: 'toll_free',
+      isValid: true,
+    });
   });
 
   it('reads an international dialling prefix when a region is given', async () => {
@@ -143,7 +163,14 @@ describe('lookup.phone.v1 non-geographic numbers', () => {
   for (const [value, code, type] of cases) {
     it(`${value} is valid with region null`, async () => {
       const r = await lookup({ value });
-      expect(r).toMatchObject({ countryCallingCode: code, region: null, nonGeographic: true, isValid: true, type, possibleRegions: [] });
+      expect(r).toMatchObject({
+        countryCallingCode: code,
+        region: null,
+        nonGeographic: true,
+        isValid: true,
+        type,
+        possibleRegions: [],
+      });
       expect(r.e164).toBe(`+${value.replace(/\D/g, '')}`);
       expect((await lookup({ value: r.international! })).e164).toBe(r.e164);
     });
@@ -152,29 +179,60 @@ describe('lookup.phone.v1 non-geographic numbers', () => {
 
 describe('lookup.phone.v1 invalid numbers are answers, not errors', () => {
   it('too short', async () => {
-    expect(await lookup({ value: '12', defaultRegion: 'US' })).toMatchObject({ isPossible: false, isValid: false, invalidReason: 'too_short', type: 'unknown' });
+    expect(await lookup({ value: '12', defaultRegion: 'US' })).toMatchObject({
+      isPossible: false,
+      isValid: false,
+      invalidReason: 'too_short',
+      type: 'unknown',
+    });
     expect(await lookup({ value: '+1 2' })).toMatchObject({ isValid: false, invalidReason: 'too_short', e164: null });
   });
 
   it('too long', async () => {
-    expect(await lookup({ value: '1234567890123456789', defaultRegion: 'US' })).toMatchObject({ isValid: false, invalidReason: 'too_long' });
-    expect(await lookup({ value: '+49 30 123456789012345' })).toMatchObject({ isPossible: false, isValid: false, invalidReason: 'too_long' });
+    expect(await lookup({ value: '1234567890123456789', defaultRegion: 'US' })).toMatchObject({
+      isValid: false,
+      invalidReason: 'too_long',
+    });
+    expect(await lookup({ value: '+49 30 123456789012345' })).toMatchObject({
+      isPossible: false,
+      isValid: false,
+      invalidReason: 'too_long',
+    });
   });
 
   it('invalid country calling code', async () => {
-    expect(await lookup({ value: '+999 1234 5678' })).toMatchObject({ isValid: false, isPossible: false, invalidReason: 'invalid_country', countryCallingCode: null, e164: null });
+    expect(await lookup({ value: '+999 1234 5678' })).toMatchObject({
+      isValid: false,
+      isPossible: false,
+      invalidReason: 'invalid_country',
+      countryCallingCode: null,
+      e164: null,
+    });
   });
 
   it('not a number at all', async () => {
     for (const value of ['abc', 'call me maybe', '+', '   ', '☎']) {
       const r = await lookup({ value, defaultRegion: 'US' });
-      expect(r, value).toMatchObject({ isValid: false, isPossible: false, invalidReason: 'not_a_number', e164: null, region: null, type: 'unknown' });
+      expect(r, value).toMatchObject({
+        isValid: false,
+        isPossible: false,
+        invalidReason: 'not_a_number',
+        e164: null,
+        region: null,
+        type: 'unknown',
+      });
     }
   });
 
   it('possible length but no allocated range', async () => {
     const r = await lookup({ value: '+1 555 555 5555' });
-    expect(r).toMatchObject({ isPossible: true, isValid: false, invalidReason: 'invalid_for_region', region: null, type: 'unknown' });
+    expect(r).toMatchObject({
+      isPossible: true,
+      isValid: false,
+      invalidReason: 'invalid_for_region',
+      region: null,
+      type: 'unknown',
+    });
     expect(r.possibleRegions).toContain('US');
   });
 
@@ -189,11 +247,18 @@ describe('lookup.phone.v1 invalid numbers are answers, not errors', () => {
 describe('lookup.phone.v1 outcome shape', () => {
   it('cites the library version and always states what a numbering plan cannot tell', async () => {
     const out = await phoneProduct.execute!(parseOk({ value: '+44 20 7946 0958' }), ctx());
-    expect(out.sources).toEqual([{ source: 'libphonenumber_metadata', version: expect.stringMatching(/^libphonenumber-js@\d+\.\d+\.\d+/) }]);
+    expect(out.sources).toEqual([
+      { source: 'libphonenumber_metadata', version: expect.stringMatching(/^libphonenumber-js@\d+\.\d+\.\d+/) },
+    ]);
     const codes = out.limitations.map((l) => l.code);
-    expect(codes).toEqual(expect.arrayContaining(['carrier_not_determined', 'porting_not_determined', 'line_status_not_determined']));
+    expect(codes).toEqual(
+      expect.arrayContaining(['carrier_not_determined', 'porting_not_determined', 'line_status_not_determined']),
+    );
     expect(phoneProduct.readiness(ctx().runtime)).toEqual({ numbering_plan: 'ready' });
-    expect(phoneProduct.echo!(parseOk({ value: '2133734253', defaultRegion: 'us' }))).toEqual({ value: '2133734253', defaultRegion: 'US' });
+    expect(phoneProduct.echo!(parseOk({ value: '2133734253', defaultRegion: 'us' }))).toEqual({
+      value: '2133734253',
+      defaultRegion: 'US',
+    });
   });
 });
 

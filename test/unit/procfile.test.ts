@@ -10,11 +10,26 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 describe('Procfile', () => {
   it('parses node roles with their options and script, and other commands as shell', () => {
-    const roles = parseProcfile('# c\nweb: node --max-old-space-size=64 src/server.ts\n\nx: echo hi there\nlane-a: node workers/lane.ts a\n', '/n');
+    const roles = parseProcfile(
+      '# c\nweb: node --max-old-space-size=64 src/server.ts\n\nx: echo hi there\nlane-a: node workers/lane.ts a\n',
+      '/n',
+    );
     expect(roles).toEqual([
-      { name: 'web', command: 'node --max-old-space-size=64 src/server.ts', file: '/n', args: ['--max-old-space-size=64', 'src/server.ts'], script: 'src/server.ts' },
+      {
+        name: 'web',
+        command: 'node --max-old-space-size=64 src/server.ts',
+        file: '/n',
+        args: ['--max-old-space-size=64', 'src/server.ts'],
+        script: 'src/server.ts',
+      },
       { name: 'x', command: 'echo hi there', file: '/bin/sh', args: ['-c', 'echo hi there'], script: null },
-      { name: 'lane-a', command: 'node workers/lane.ts a', file: '/n', args: ['workers/lane.ts', 'a'], script: 'workers/lane.ts' },
+      {
+        name: 'lane-a',
+        command: 'node workers/lane.ts a',
+        file: '/n',
+        args: ['workers/lane.ts', 'a'],
+        script: 'workers/lane.ts',
+      },
     ]);
     expect(() => parseProcfile('not a role line')).toThrow(/cannot parse/);
   });
@@ -22,7 +37,17 @@ describe('Procfile', () => {
   it('gives every long-running role the documented heap sizing and an existing entry file', () => {
     const roles = readProcfile(root);
     const longRunning = roles.filter((r) => r.name !== 'release');
-    expect(longRunning.map((r) => r.name)).toEqual(expect.arrayContaining(['web', 'orchestrator', 'lane-dns', 'lane-mail', 'lane-web', 'lane-domain', 'lane-active']));
+    expect(longRunning.map((r) => r.name)).toEqual(
+      expect.arrayContaining([
+        'web',
+        'orchestrator',
+        'lane-dns',
+        'lane-mail',
+        'lane-web',
+        'lane-domain',
+        'lane-active',
+      ]),
+    );
     for (const r of longRunning) {
       // The web role's young generation is larger: admission allocates per request (operations.md).
       const semi = r.name === 'web' ? '--max-semi-space-size=16' : '--max-semi-space-size=4';

@@ -2,7 +2,12 @@
 // lab server on loopback (no mocks): base URL, bootstrap URL, 404, errors, redirects, refusals.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig, type Config } from '../../src/config/config.ts';
-import { findRdapService, parseDnsBootstrap, resetBootstrapCache, snapshotBootstrap } from '../../src/rdap/bootstrap.ts';
+import {
+  findRdapService,
+  parseDnsBootstrap,
+  resetBootstrapCache,
+  snapshotBootstrap,
+} from '../../src/rdap/bootstrap.ts';
 import { lookupDomain } from '../../src/rdap/client.ts';
 import { parseDomainResponse } from '../../src/rdap/domain-response.ts';
 import { createResolver } from '../../src/dns/stub-resolver.ts';
@@ -11,10 +16,16 @@ import { LAB_REGISTRAR, rdapNames as n } from '../lab/rdap-fixtures.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { LAB_ALLOW } from '../lab/addresses.ts';
 
-const BASE_ENV = { DATABASE_URL: 'mysql://x', REDIS_URL: 'redis://x', KEY_PEPPER: 'x'.repeat(32), CURSOR_SECRET: 'y'.repeat(32) };
+const BASE_ENV = {
+  DATABASE_URL: 'mysql://x',
+  REDIS_URL: 'redis://x',
+  KEY_PEPPER: 'x'.repeat(32),
+  CURSOR_SECRET: 'y'.repeat(32),
+};
 const config = (env: Record<string, string> = {}): Config => parseConfig({ ...BASE_ENV, ...env });
 /** The guard a lane would get from its runtime for this configuration. */
-const guardFor = (c: Config) => createOutboundGuard({ allow: c.ALLOW_PRIVATE_TARGETS, resolver: createResolver(c), portMap: c.OUTBOUND_PORT_MAP });
+const guardFor = (c: Config) =>
+  createOutboundGuard({ allow: c.ALLOW_PRIVATE_TARGETS, resolver: createResolver(c), portMap: c.OUTBOUND_PORT_MAP });
 const via = (c: Config, extra: Record<string, unknown> = {}) => ({ config: c, guard: guardFor(c), ...extra });
 
 describe('RFC 9224 bootstrap', () => {
@@ -23,7 +34,10 @@ describe('RFC 9224 bootstrap', () => {
     publication: '2026-01-14T00:00:00Z',
     description: 'RDAP bootstrap file for Domain Name System registrations',
     services: [
-      [['com', 'net'], ['http://rdap.example.com/', 'https://rdap.example.com/']],
+      [
+        ['com', 'net'],
+        ['http://rdap.example.com/', 'https://rdap.example.com/'],
+      ],
       [['uk'], ['https://rdap.uk.example/']],
       [['co.uk'], ['https://rdap.co-uk.example/']],
       [['example.org'], ['https://rdap.sub.example/']],
@@ -68,22 +82,45 @@ describe('RFC 9224 bootstrap', () => {
 
 describe('parseDomainResponse', () => {
   it('keeps what the product reports and drops links, notices and contacts', () => {
-    const d = parseDomainResponse({
-      objectClassName: 'domain', handle: 'H-1', ldhName: 'EXAMPLE.COM',
-      links: [{ href: 'https://rdap.secret.example/domain/example.com' }],
-      entities: [
-        { roles: ['registrant'], vcardArray: ['vcard', [['fn', {}, 'text', 'Private Person']]] },
-        { roles: ['registrar'], publicIds: [{ type: 'IANA Registrar ID', identifier: '292' }], vcardArray: ['vcard', [['version', {}, 'text', '4.0'], ['fn', {}, 'text', 'MarkMonitor Inc.']]] },
-      ],
-      events: [{ eventAction: 'registration', eventDate: '1997-09-15T04:00:00Z' }, { eventAction: 'expiration', eventDate: 'not a date' }],
-      status: ['Client Delete Prohibited'],
-      nameservers: [{ ldhName: 'NS1.EXAMPLE.COM.' }, { ldhName: 'ns1.example.com' }, { nope: 1 }],
-      secureDNS: { delegationSigned: false },
-    }, 'example.com');
+    const d = parseDomainResponse(
+      {
+        objectClassName: 'domain',
+        handle: 'H-1',
+        ldhName: 'EXAMPLE.COM',
+        links: [{ href: 'https://rdap.secret.example/domain/example.com' }],
+        entities: [
+          { roles: ['registrant'], vcardArray: ['vcard', [['fn', {}, 'text', 'Private Person']]] },
+          {
+            roles: ['registrar'],
+            publicIds: [{ type: 'IANA Registrar ID', identifier: '292' }],
+            vcardArray: [
+              'vcard',
+              [
+                ['version', {}, 'text', '4.0'],
+                ['fn', {}, 'text', 'MarkMonitor Inc.'],
+              ],
+            ],
+          },
+        ],
+        events: [
+          { eventAction: 'registration', eventDate: '1997-09-15T04:00:00Z' },
+          { eventAction: 'expiration', eventDate: 'not a date' },
+        ],
+        status: ['Client Delete Prohibited'],
+        nameservers: [{ ldhName: 'NS1.EXAMPLE.COM.' }, { ldhName: 'ns1.example.com' }, { nope: 1 }],
+        secureDNS: { delegationSigned: false },
+      },
+      'example.com',
+    );
     expect(d).toEqual({
-      handle: 'H-1', ldhName: 'example.com', registrar: { name: 'MarkMonitor Inc.', ianaId: '292' },
+      handle: 'H-1',
+      ldhName: 'example.com',
+      registrar: { name: 'MarkMonitor Inc.', ianaId: '292' },
       events: { registration: '1997-09-15T04:00:00.000Z', expiration: null, lastChanged: null },
-      status: ['client delete prohibited'], nameservers: ['ns1.example.com'], secureDNS: { delegationSigned: false }, source: 'rdap',
+      status: ['client delete prohibited'],
+      nameservers: ['ns1.example.com'],
+      secureDNS: { delegationSigned: false },
+      source: 'rdap',
     });
     expect(JSON.stringify(d)).not.toMatch(/secret|Private Person/);
   });
@@ -112,9 +149,13 @@ describe('lookupDomain against the RDAP lab', () => {
     expect(r.status).toBe('completed');
     if (r.status !== 'completed' || r.notFound) throw new Error('expected data');
     expect(r.data).toMatchObject({
-      ldhName: 'lab.test', handle: 'LAB_TEST-LAB', registrar: LAB_REGISTRAR,
-      status: ['active', 'client transfer prohibited'], nameservers: ['ns1.lab.test', 'ns2.lab.test'],
-      secureDNS: { delegationSigned: false }, source: 'rdap',
+      ldhName: 'lab.test',
+      handle: 'LAB_TEST-LAB',
+      registrar: LAB_REGISTRAR,
+      status: ['active', 'client transfer prohibited'],
+      nameservers: ['ns1.lab.test', 'ns2.lab.test'],
+      secureDNS: { delegationSigned: false },
+      source: 'rdap',
     });
     expect(r.data.events.registration).toBe('2019-03-01T12:00:00.000Z');
     expect(Date.parse(r.data.events.expiration!)).toBeGreaterThan(Date.now());
@@ -127,11 +168,18 @@ describe('lookupDomain against the RDAP lab', () => {
   });
 
   it('404 from the server is the one "not registered"', async () => {
-    expect(await lookupDomain(n.notRegistered, via(viaBase))).toEqual({ status: 'completed', notFound: true, service: { via: 'base_url' } });
+    expect(await lookupDomain(n.notRegistered, via(viaBase))).toEqual({
+      status: 'completed',
+      notFound: true,
+      service: { via: 'base_url' },
+    });
   });
 
   it('a server error is unavailable, never not-registered', async () => {
-    expect(await lookupDomain(n.serverError, via(viaBase))).toEqual({ status: 'unavailable', reason: 'rdap_unreachable' });
+    expect(await lookupDomain(n.serverError, via(viaBase))).toEqual({
+      status: 'unavailable',
+      reason: 'rdap_unreachable',
+    });
   });
 
   it('a server that never answers is a timeout', async () => {
@@ -147,7 +195,10 @@ describe('lookupDomain against the RDAP lab', () => {
 
   it('a redirect to an address outside ALLOW_PRIVATE_TARGETS is refused, never fetched', async () => {
     const narrow = config({ RDAP_BASE_URL: lab.baseUrl, ALLOW_PRIVATE_TARGETS: LAB_ALLOW });
-    expect(await lookupDomain(n.redirectOutsideAllowlist, via(narrow))).toEqual({ status: 'unavailable', reason: 'target_not_allowed' });
+    expect(await lookupDomain(n.redirectOutsideAllowlist, via(narrow))).toEqual({
+      status: 'unavailable',
+      reason: 'target_not_allowed',
+    });
   });
 
   it('a private server is refused when ALLOW_PRIVATE_TARGETS is empty, before any request', async () => {
@@ -159,8 +210,10 @@ describe('lookupDomain against the RDAP lab', () => {
 
   it('without RDAP_BASE_URL the snapshot decides: no entry for .test', async () => {
     const before = lab.requests.length;
-    expect(await lookupDomain(n.registered, via(config({ ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' }))))
-      .toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
+    expect(await lookupDomain(n.registered, via(config({ ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' })))).toEqual({
+      status: 'unavailable',
+      reason: 'rdap_no_service_for_tld',
+    });
     expect(lab.requests.length).toBe(before);
   });
 
@@ -168,7 +221,11 @@ describe('lookupDomain against the RDAP lab', () => {
     const c = config({ RDAP_BOOTSTRAP_URL: lab.bootstrapUrl, ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' });
     const fetchesBefore = lab.requests.filter((p) => p === '/bootstrap/dns.json').length;
     const [r1, r2] = await Promise.all([lookupDomain(n.registered, via(c)), lookupDomain(n.notRegistered, via(c))]);
-    expect(r1).toMatchObject({ status: 'completed', data: { ldhName: 'lab.test' }, service: { via: 'bootstrap_remote', bootstrapPublication: '2026-01-01T00:00:00Z' } });
+    expect(r1).toMatchObject({
+      status: 'completed',
+      data: { ldhName: 'lab.test' },
+      service: { via: 'bootstrap_remote', bootstrapPublication: '2026-01-01T00:00:00Z' },
+    });
     expect(r2).toMatchObject({ status: 'completed', notFound: true });
     await lookupDomain(n.expired, via(c));
     expect(lab.requests.filter((p) => p === '/bootstrap/dns.json').length - fetchesBefore).toBe(1);
@@ -176,15 +233,23 @@ describe('lookupDomain against the RDAP lab', () => {
 
   it('RDAP_BOOTSTRAP_URL that cannot be fetched (or is refused) falls back to the snapshot', async () => {
     const refused = config({ RDAP_BOOTSTRAP_URL: lab.bootstrapUrl }); // loopback not allowed
-    expect(await lookupDomain(n.registered, via(refused))).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
+    expect(await lookupDomain(n.registered, via(refused))).toEqual({
+      status: 'unavailable',
+      reason: 'rdap_no_service_for_tld',
+    });
     resetBootstrapCache();
     const dead = config({ RDAP_BOOTSTRAP_URL: 'http://127.0.0.1:1/dns.json', ALLOW_PRIVATE_TARGETS: '127.0.0.0/8' });
-    expect(await lookupDomain(n.registered, via(dead))).toEqual({ status: 'unavailable', reason: 'rdap_no_service_for_tld' });
+    expect(await lookupDomain(n.registered, via(dead))).toEqual({
+      status: 'unavailable',
+      reason: 'rdap_no_service_for_tld',
+    });
   });
 
   it("the caller's abort propagates (the lane runner owns cancellation)", async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error('cancelled')), 50);
-    await expect(lookupDomain(n.slow, via(viaBase, { timeoutMs: 5000, signal: ac.signal }))).rejects.toThrow('cancelled');
+    await expect(lookupDomain(n.slow, via(viaBase, { timeoutMs: 5000, signal: ac.signal }))).rejects.toThrow(
+      'cancelled',
+    );
   });
 });

@@ -3,39 +3,79 @@
 // of scope, beyond the hop limit, wildcard matches, service names for web), and the gates that
 // keep active work to approved, in-scope names that are not aliases of a third party.
 import { describe, expect, it } from 'vitest';
-import { expandScan, planScan, SCAN_CHECKS, type DnsFacts, type ScanInput, type WebFacts } from '../../src/products/scan/rules/planner.ts';
-import { profiles, scanProfiles, unitCosts, type NameSource, type ScanProfile } from '../../src/products/scan/rules/profiles.ts';
+import {
+  expandScan,
+  planScan,
+  SCAN_CHECKS,
+  type DnsFacts,
+  type ScanInput,
+  type WebFacts,
+} from '../../src/products/scan/rules/planner.ts';
+import {
+  profiles,
+  scanProfiles,
+  unitCosts,
+  type NameSource,
+  type ScanProfile,
+} from '../../src/products/scan/rules/profiles.ts';
 import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/contract/tasks.ts';
 
 const TARGET = 'example.test';
-const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput => ({ profile, target: { type: 'domain_name', value: target }, options: { active, maxCredits: 1000 } });
+const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput => ({
+  profile,
+  target: { type: 'domain_name', value: target },
+  options: { active, maxCredits: 1000 },
+});
 const ctx = (approved: string[] = []) => ({ approvedScopes: async () => approved });
-const out = (projection: Record<string, unknown>): CheckOutput => ({ status: 'completed', projection, objects: [], relations: [], findings: [], limitations: [], sources: [] });
+const out = (projection: Record<string, unknown>): CheckOutput => ({
+  status: 'completed',
+  projection,
+  objects: [],
+  relations: [],
+  findings: [],
+  limitations: [],
+  sources: [],
+});
 const keys = (plans: TaskPlan[]) => plans.map((p) => `${p.check} ${p.objectKey}`).sort();
 
 function dnsFacts(name: string, f: Partial<DnsFacts> = {}): DnsFacts {
   return { name, match: 'real', addresses: ['127.0.0.1'], hasMx: false, cnameTargets: [], discoveries: [], ...f };
 }
 function finishedDns(name: string, distance: number, f: Partial<DnsFacts> = {}): FinishedTask {
-  return { check: SCAN_CHECKS.dns, objectKey: name, distance, status: 'completed', output: out({ ...dnsFacts(name, f) }) };
+  return {
+    check: SCAN_CHECKS.dns,
+    objectKey: name,
+    distance,
+    status: 'completed',
+    output: out({ ...dnsFacts(name, f) }),
+  };
 }
 function finishedWeb(host: string, distance: number, f: Partial<WebFacts> = {}): FinishedTask {
-  return { check: SCAN_CHECKS.web, objectKey: host, distance, status: 'completed', output: out({ host, httpsResponded: true, discoveries: [], cnameTargets: [], ...f }) };
+  return {
+    check: SCAN_CHECKS.web,
+    objectKey: host,
+    distance,
+    status: 'completed',
+    output: out({ host, httpsResponded: true, discoveries: [], cnameTargets: [], ...f }),
+  };
 }
 
 describe('planScan: distance-0 work per profile', () => {
-  it('quick: the target\'s DNS (required) and mail, nothing else', () => {
+  it("quick: the target's DNS (required) and mail, nothing else", () => {
     const plans = planScan(input('quick'));
     expect(keys(plans)).toEqual([`${SCAN_CHECKS.dns} ${TARGET}`, `${SCAN_CHECKS.mail} ${TARGET}`]);
     expect(plans.find((p) => p.check === SCAN_CHECKS.dns)!.required).toBe(true);
   });
 
-  it('balanced and deep add delegation/registration and the apex and www, each behind its level\'s wildcard probe', () => {
+  it("balanced and deep add delegation/registration and the apex and www, each behind its level's wildcard probe", () => {
     for (const profile of ['balanced', 'deep'] as const) {
       const plans = planScan(input(profile, false, `shop.${TARGET}`));
       expect(keys(plans)).toEqual([
-        `${SCAN_CHECKS.dns} ${TARGET}`, `${SCAN_CHECKS.dns} shop.${TARGET}`, `${SCAN_CHECKS.dns} www.${TARGET}`,
-        `${SCAN_CHECKS.domain} ${TARGET}`, `${SCAN_CHECKS.mail} shop.${TARGET}`,
+        `${SCAN_CHECKS.dns} ${TARGET}`,
+        `${SCAN_CHECKS.dns} shop.${TARGET}`,
+        `${SCAN_CHECKS.dns} www.${TARGET}`,
+        `${SCAN_CHECKS.domain} ${TARGET}`,
+        `${SCAN_CHECKS.mail} shop.${TARGET}`,
         // The wildcard probe of the registrable domain's level (for www) — none above it (a public suffix).
         `${SCAN_CHECKS.wildcard} ${TARGET}`,
       ]);
@@ -47,7 +87,9 @@ describe('planScan: distance-0 work per profile', () => {
 
   it('deep probes DKIM selectors, balanced does not', () => {
     expect(planScan(input('deep')).find((p) => p.check === SCAN_CHECKS.mail)!.params).toMatchObject({ dkim: true });
-    expect(planScan(input('balanced')).find((p) => p.check === SCAN_CHECKS.mail)!.params).toMatchObject({ dkim: false });
+    expect(planScan(input('balanced')).find((p) => p.check === SCAN_CHECKS.mail)!.params).toMatchObject({
+      dkim: false,
+    });
   });
 
   it('advanced with active work adds the zone transfer and the wordlist; without the option it adds nothing active', () => {
@@ -60,7 +102,8 @@ describe('planScan: distance-0 work per profile', () => {
 
   it('every task costs what CONTRACT §6 says for its lane', () => {
     for (const profile of scanProfiles) {
-      for (const p of planScan(input(profile, profile === 'advanced'))) expect(p.unitCost).toBe(unitCosts[p.lane as keyof typeof unitCosts]);
+      for (const p of planScan(input(profile, profile === 'advanced')))
+        expect(p.unitCost).toBe(unitCosts[p.lane as keyof typeof unitCosts]);
     }
   });
 });
@@ -68,13 +111,22 @@ describe('planScan: distance-0 work per profile', () => {
 describe('expandScan: sources, scope and hops as the profile table says', () => {
   const sources: NameSource[] = ['mx', 'ns', 'cname', 'srv', 'spf', 'san', 'link', 'axfr', 'wordlist'];
 
-  it('follows exactly the profile\'s sources, and only in scope', async () => {
+  it("follows exactly the profile's sources, and only in scope", async () => {
     for (const profile of scanProfiles) {
-      const discoveries = [...sources.map((s) => ({ name: `${s}-host.${TARGET}`, source: s })), { name: 'mx.other-provider.test', source: 'mx' as const }];
+      const discoveries = [
+        ...sources.map((s) => ({ name: `${s}-host.${TARGET}`, source: s })),
+        { name: 'mx.other-provider.test', source: 'mx' as const },
+      ];
       const plans = await expandScan(input(profile), finishedDns(TARGET, 0, { discoveries }), ctx());
-      const scanned = plans.filter((p) => p.check === SCAN_CHECKS.dns).map((p) => p.objectKey.split('-host.')[0]).sort();
+      const scanned = plans
+        .filter((p) => p.check === SCAN_CHECKS.dns)
+        .map((p) => p.objectKey.split('-host.')[0])
+        .sort();
       expect(scanned, profile).toEqual([...profiles[profile].sources].sort());
-      expect(plans.some((p) => p.objectKey.includes('other-provider')), profile).toBe(false);
+      expect(
+        plans.some((p) => p.objectKey.includes('other-provider')),
+        profile,
+      ).toBe(false);
     }
   });
 
@@ -86,18 +138,27 @@ describe('expandScan: sources, scope and hops as the profile table says', () => 
       const within = await expandScan(input(profile), finishedDns(`a.${TARGET}`, hops - 1, { discoveries: d }), ctx());
       expect(within.find((p) => p.objectKey === `next.${TARGET}`)?.distance, profile).toBe(hops);
       const beyond = await expandScan(input(profile), finishedDns(`a.${TARGET}`, hops, { discoveries: d }), ctx());
-      expect(beyond.filter((p) => p.objectKey === `next.${TARGET}`), profile).toEqual([]);
+      expect(
+        beyond.filter((p) => p.objectKey === `next.${TARGET}`),
+        profile,
+      ).toEqual([]);
     }
   });
 
-  it('a name matching its level\'s wildcard leads to nothing', async () => {
-    const plans = await expandScan(input('deep'), finishedDns(`ghost.${TARGET}`, 1, { match: 'match', discoveries: [{ name: `x.${TARGET}`, source: 'cname' }] }), ctx());
+  it("a name matching its level's wildcard leads to nothing", async () => {
+    const plans = await expandScan(
+      input('deep'),
+      finishedDns(`ghost.${TARGET}`, 1, { match: 'match', discoveries: [{ name: `x.${TARGET}`, source: 'cname' }] }),
+      ctx(),
+    );
     expect(plans).toEqual([]);
   });
 
   it('web posture: the apex and www in balanced, every in-scope host in deep; never a service name or an unresolved name', async () => {
     const web = async (profile: ScanProfile, name: string, f: Partial<DnsFacts> = {}) =>
-      (await expandScan(input(profile), finishedDns(name, 1, f), ctx())).filter((p) => p.check === SCAN_CHECKS.web).map((p) => p.objectKey);
+      (await expandScan(input(profile), finishedDns(name, 1, f), ctx()))
+        .filter((p) => p.check === SCAN_CHECKS.web)
+        .map((p) => p.objectKey);
     expect(await web('balanced', `www.${TARGET}`)).toEqual([`www.${TARGET}`]);
     expect(await web('balanced', `api.${TARGET}`)).toEqual([]);
     expect(await web('deep', `api.${TARGET}`)).toEqual([`api.${TARGET}`]);
@@ -106,24 +167,34 @@ describe('expandScan: sources, scope and hops as the profile table says', () => 
   });
 
   it('mail posture of other in-scope names with MX only where the profile asks for it', async () => {
-    const mail = async (profile: ScanProfile) => (await expandScan(input(profile), finishedDns(`eu.${TARGET}`, 1, { hasMx: true }), ctx())).filter((p) => p.check === SCAN_CHECKS.mail);
+    const mail = async (profile: ScanProfile) =>
+      (await expandScan(input(profile), finishedDns(`eu.${TARGET}`, 1, { hasMx: true }), ctx())).filter(
+        (p) => p.check === SCAN_CHECKS.mail,
+      );
     expect(await mail('balanced')).toEqual([]);
     expect((await mail('deep')).map((p) => p.objectKey)).toEqual([`eu.${TARGET}`]);
   });
 
   it('active work only for advanced with the option, on approved in-scope names, never on an alias of a third party', async () => {
     const probes = async (i: ScanInput, approved: string[], f: Partial<DnsFacts> = {}) =>
-      (await expandScan(i, finishedDns(`api.${TARGET}`, 1, f), ctx(approved))).filter((p) => p.lane === 'active').map((p) => p.check);
+      (await expandScan(i, finishedDns(`api.${TARGET}`, 1, f), ctx(approved)))
+        .filter((p) => p.lane === 'active')
+        .map((p) => p.check);
     expect(await probes(input('advanced', true), [TARGET])).toEqual([SCAN_CHECKS.tcpProbe]);
     expect(await probes(input('advanced', false), [TARGET])).toEqual([]);
     expect(await probes(input('deep'), [TARGET])).toEqual([]);
     expect(await probes(input('advanced', true), ['elsewhere.test'])).toEqual([]);
     expect(await probes(input('advanced', true), [TARGET], { cnameTargets: ['edge.cdn-provider.test'] })).toEqual([]);
     // An in-scope alias is not a third party.
-    expect(await probes(input('advanced', true), [TARGET], { cnameTargets: [`lb.${TARGET}`] })).toEqual([SCAN_CHECKS.tcpProbe]);
+    expect(await probes(input('advanced', true), [TARGET], { cnameTargets: [`lb.${TARGET}`] })).toEqual([
+      SCAN_CHECKS.tcpProbe,
+    ]);
 
     const webActive = async (f: Partial<WebFacts>) =>
-      (await expandScan(input('advanced', true), finishedWeb(`api.${TARGET}`, 1, f), ctx([TARGET]))).filter((p) => p.lane === 'active').map((p) => p.check).sort();
+      (await expandScan(input('advanced', true), finishedWeb(`api.${TARGET}`, 1, f), ctx([TARGET])))
+        .filter((p) => p.lane === 'active')
+        .map((p) => p.check)
+        .sort();
     expect(await webActive({})).toEqual([SCAN_CHECKS.tlsProtocols, SCAN_CHECKS.wellKnown].sort());
     expect(await webActive({ httpsResponded: false })).toEqual([]);
     expect(await webActive({ cnameTargets: ['edge.cdn-provider.test'] })).toEqual([]);
@@ -137,10 +208,18 @@ describe('expandScan: sources, scope and hops as the profile table says', () => 
   });
 
   it('links on a page are followed by deep (a source), SANs by balanced too; both only within the hop limit', async () => {
-    const discoveries = [{ name: `linked.${TARGET}`, source: 'link' as const }, { name: `san.${TARGET}`, source: 'san' as const }];
+    const discoveries = [
+      { name: `linked.${TARGET}`, source: 'link' as const },
+      { name: `san.${TARGET}`, source: 'san' as const },
+    ];
     const balanced = await expandScan(input('balanced'), finishedWeb(TARGET, 0, { discoveries }), ctx());
     expect(balanced.filter((p) => p.check === SCAN_CHECKS.dns).map((p) => p.objectKey)).toEqual([`san.${TARGET}`]);
     const deep = await expandScan(input('deep'), finishedWeb(TARGET, 0, { discoveries }), ctx());
-    expect(deep.filter((p) => p.check === SCAN_CHECKS.dns).map((p) => p.objectKey).sort()).toEqual([`linked.${TARGET}`, `san.${TARGET}`]);
+    expect(
+      deep
+        .filter((p) => p.check === SCAN_CHECKS.dns)
+        .map((p) => p.objectKey)
+        .sort(),
+    ).toEqual([`linked.${TARGET}`, `san.${TARGET}`]);
   });
 });

@@ -3,14 +3,42 @@
 // label boundaries, service names never, edge-case providers), and scope per the public suffix list.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerSet, classifyProbe, classifyType, matchWildcard, WILDCARD_TYPES, type WildcardType } from '../../src/products/scan/rules/wildcard.ts';
+import {
+  answerSet,
+  classifyProbe,
+  classifyType,
+  matchWildcard,
+  WILDCARD_TYPES,
+  type WildcardType,
+} from '../../src/products/scan/rules/wildcard.ts';
 import { fingerprintMatch, providerFor, takeoverProviders } from '../../src/products/scan/rules/takeover.ts';
-import { inApprovedScope, isHostName, isServiceName, parentLevel, registrableOf, scopeOf } from '../../src/products/scan/rules/names.ts';
+import {
+  inApprovedScope,
+  isHostName,
+  isServiceName,
+  parentLevel,
+  registrableOf,
+  scopeOf,
+} from '../../src/products/scan/rules/names.ts';
 import type { QueryOutcome, QueryResult, RecordType } from '../../src/dns/types.ts';
 
 const flags = { aa: true, ad: false, tc: false, ra: true };
-function reply(name: string, type: RecordType, outcome: QueryOutcome, answers: Array<{ type: string; data: unknown }> = []): QueryResult {
-  return { name, type, outcome, rcode: outcome === 'nxdomain' ? 'NXDOMAIN' : outcome === 'servfail' ? 'SERVFAIL' : 'NOERROR', answers: answers.map((a) => ({ name, ttl: 60, ...a })), flags, transport: 'udp', durationMs: 1 };
+function reply(
+  name: string,
+  type: RecordType,
+  outcome: QueryOutcome,
+  answers: Array<{ type: string; data: unknown }> = [],
+): QueryResult {
+  return {
+    name,
+    type,
+    outcome,
+    rcode: outcome === 'nxdomain' ? 'NXDOMAIN' : outcome === 'servfail' ? 'SERVFAIL' : 'NOERROR',
+    answers: answers.map((a) => ({ name, ttl: 60, ...a })),
+    flags,
+    transport: 'udp',
+    durationMs: 1,
+  };
 }
 const a = (name: string, ip: string) => reply(name, 'A', 'answer', [{ type: 'A', data: ip }]);
 const nx = (name: string, type: RecordType) => reply(name, type, 'nxdomain');
@@ -18,7 +46,13 @@ const nodata = (name: string, type: RecordType) => reply(name, type, 'nodata');
 
 /** Probe results: for each type, K labels answered by `answer(type, k)`. */
 function probe(level: string, answer: (type: WildcardType, k: number) => QueryResult) {
-  return classifyProbe(level, Object.fromEntries(WILDCARD_TYPES.map((t) => [t, [0, 1, 2].map((k) => answer(t, k))])) as Record<WildcardType, QueryResult[]>);
+  return classifyProbe(
+    level,
+    Object.fromEntries(WILDCARD_TYPES.map((t) => [t, [0, 1, 2].map((k) => answer(t, k))])) as Record<
+      WildcardType,
+      QueryResult[]
+    >,
+  );
 }
 /** A name's own answers, one per type. */
 function own(answer: (type: WildcardType) => QueryResult) {
@@ -31,7 +65,12 @@ describe('wildcard DNS on answer sets', () => {
   it('no wildcard: every random label NXDOMAIN; every name under it is real', () => {
     const none = probe('n.test', (t, k) => nx(`r${k}.n.test`, t));
     expect(none.state).toBe('none');
-    expect(matchWildcard(none, own((t) => nodata('x.n.test', t)))).toBe('real');
+    expect(
+      matchWildcard(
+        none,
+        own((t) => nodata('x.n.test', t)),
+      ),
+    ).toBe('real');
   });
 
   it('a classic wildcard: same A for every label, the other types exist without data', () => {
@@ -41,53 +80,124 @@ describe('wildcard DNS on answer sets', () => {
   });
 
   it('a name whose every type matches collapses; different data, or data where the wildcard has none, is a real host', () => {
-    expect(matchWildcard(classic, own((t) => (t === 'A' ? a('ghost.w.test', '127.0.0.9') : nodata('ghost.w.test', t))))).toBe('match');
-    expect(matchWildcard(classic, own((t) => (t === 'A' ? a('real.w.test', '127.0.0.10') : nodata('real.w.test', t))))).toBe('real');
-    expect(matchWildcard(classic, own((t) => (t === 'A' ? a('mx.w.test', '127.0.0.9') : t === 'MX' ? reply('mx.w.test', 'MX', 'answer', [{ type: 'MX', data: { preference: 10, exchange: 'm.w.test' } }]) : nodata('mx.w.test', t))))).toBe('real');
+    expect(
+      matchWildcard(
+        classic,
+        own((t) => (t === 'A' ? a('ghost.w.test', '127.0.0.9') : nodata('ghost.w.test', t))),
+      ),
+    ).toBe('match');
+    expect(
+      matchWildcard(
+        classic,
+        own((t) => (t === 'A' ? a('real.w.test', '127.0.0.10') : nodata('real.w.test', t))),
+      ),
+    ).toBe('real');
+    expect(
+      matchWildcard(
+        classic,
+        own((t) =>
+          t === 'A'
+            ? a('mx.w.test', '127.0.0.9')
+            : t === 'MX'
+              ? reply('mx.w.test', 'MX', 'answer', [{ type: 'MX', data: { preference: 10, exchange: 'm.w.test' } }])
+              : nodata('mx.w.test', t),
+        ),
+      ),
+    ).toBe('real');
   });
 
-  it('a CNAME-only wildcard compares the chain\'s targets, not only the final address', () => {
-    const viaCname = (name: string, target: string, ip: string) => reply(name, 'A', 'answer', [{ type: 'CNAME', data: `${target}.` }, { type: 'A', data: ip }]);
-    const cnw = probe('cnw.test', (t, k) => (t === 'A' ? viaCname(`r${k}.cnw.test`, 'target.cnw.test', '127.0.0.5') : nodata(`r${k}.cnw.test`, t)));
+  it("a CNAME-only wildcard compares the chain's targets, not only the final address", () => {
+    const viaCname = (name: string, target: string, ip: string) =>
+      reply(name, 'A', 'answer', [
+        { type: 'CNAME', data: `${target}.` },
+        { type: 'A', data: ip },
+      ]);
+    const cnw = probe('cnw.test', (t, k) =>
+      t === 'A' ? viaCname(`r${k}.cnw.test`, 'target.cnw.test', '127.0.0.5') : nodata(`r${k}.cnw.test`, t),
+    );
     expect(cnw.state).toBe('wildcard');
     expect(cnw.types.A.answers).toContain('CNAME target.cnw.test');
     // Same address through another alias: a real name, not the wildcard.
-    expect(matchWildcard(cnw, own((t) => (t === 'A' ? viaCname('x.cnw.test', 'other.cnw.test', '127.0.0.5') : nodata('x.cnw.test', t))))).toBe('real');
-    expect(matchWildcard(cnw, own((t) => (t === 'A' ? viaCname('y.cnw.test', 'target.cnw.test', '127.0.0.5') : nodata('y.cnw.test', t))))).toBe('match');
+    expect(
+      matchWildcard(
+        cnw,
+        own((t) => (t === 'A' ? viaCname('x.cnw.test', 'other.cnw.test', '127.0.0.5') : nodata('x.cnw.test', t))),
+      ),
+    ).toBe('real');
+    expect(
+      matchWildcard(
+        cnw,
+        own((t) => (t === 'A' ? viaCname('y.cnw.test', 'target.cnw.test', '127.0.0.5') : nodata('y.cnw.test', t))),
+      ),
+    ).toBe('match');
   });
 
   it('a pattern wildcard (different data per label) is "possible", and names under it are possible, never collapsed', () => {
-    const pat = probe('pat.test', (t, k) => (t === 'A' ? a(`r${k}.pat.test`, `127.0.3.${10 + k}`) : nodata(`r${k}.pat.test`, t)));
+    const pat = probe('pat.test', (t, k) =>
+      t === 'A' ? a(`r${k}.pat.test`, `127.0.3.${10 + k}`) : nodata(`r${k}.pat.test`, t),
+    );
     expect(pat.state).toBe('possible');
-    expect(matchWildcard(pat, own((t) => (t === 'A' ? a('y.pat.test', '127.0.3.77') : nodata('y.pat.test', t))))).toBe('possible');
+    expect(
+      matchWildcard(
+        pat,
+        own((t) => (t === 'A' ? a('y.pat.test', '127.0.3.77') : nodata('y.pat.test', t))),
+      ),
+    ).toBe('possible');
   });
 
   it('some labels answering and some NXDOMAIN is possible, not a wildcard', () => {
-    expect(classifyType([a('r0.m.test', '127.0.0.1'), nx('r1.m.test', 'A'), a('r2.m.test', '127.0.0.1')]).state).toBe('possible');
+    expect(classifyType([a('r0.m.test', '127.0.0.1'), nx('r1.m.test', 'A'), a('r2.m.test', '127.0.0.1')]).state).toBe(
+      'possible',
+    );
   });
 
   it('an indeterminate probe (SERVFAIL, timeout) says nothing: unknown, and the name is unknown too', () => {
     const broken = probe('b.test', (t, k) => (k === 1 ? reply(`r${k}.b.test`, t, 'servfail') : nx(`r${k}.b.test`, t)));
     expect(broken.state).toBe('unknown');
-    expect(matchWildcard(broken, own((t) => nodata('x.b.test', t)))).toBe('unknown');
+    expect(
+      matchWildcard(
+        broken,
+        own((t) => nodata('x.b.test', t)),
+      ),
+    ).toBe('unknown');
     // And a name's own indeterminate answer under a real wildcard is unknown, not a match.
-    expect(matchWildcard(classic, own((t) => reply('x.w.test', t, 'timeout')))).toBe('unknown');
+    expect(
+      matchWildcard(
+        classic,
+        own((t) => reply('x.w.test', t, 'timeout')),
+      ),
+    ).toBe('unknown');
   });
 
   it('answer sets ignore order and case (generative)', () => {
-    fc.assert(fc.property(fc.array(fc.ipV4(), { minLength: 1, maxLength: 6 }), (ips) => {
-      const r1 = reply('x.test', 'A', 'answer', ips.map((ip) => ({ type: 'A', data: ip })));
-      const r2 = reply('x.test', 'A', 'answer', [...ips].reverse().map((ip) => ({ type: 'A', data: ip })));
-      expect(answerSet(r1)).toEqual(answerSet(r2));
-    }), { seed: 7, numRuns: 200 });
+    fc.assert(
+      fc.property(fc.array(fc.ipV4(), { minLength: 1, maxLength: 6 }), (ips) => {
+        const r1 = reply(
+          'x.test',
+          'A',
+          'answer',
+          ips.map((ip) => ({ type: 'A', data: ip })),
+        );
+        const r2 = reply(
+          'x.test',
+          'A',
+          'answer',
+          [...ips].reverse().map((ip) => ({ type: 'A', data: ip })),
+        );
+        expect(answerSet(r1)).toEqual(answerSet(r2));
+      }),
+      { seed: 7, numRuns: 200 },
+    );
   });
 });
 
 describe('takeover fingerprints: suffix and body, precisely', () => {
   const gh = takeoverProviders.find((p) => p.name === 'GitHub Pages')!;
 
-  it('needs both the provider suffix (on a label boundary) and the provider\'s unclaimed-name body', () => {
-    expect(fingerprintMatch('blog.example.test', ['lss-lab.github.io'], `<p>${gh.fingerprints[0]}</p>`)?.name).toBe('GitHub Pages');
+  it("needs both the provider suffix (on a label boundary) and the provider's unclaimed-name body", () => {
+    expect(fingerprintMatch('blog.example.test', ['lss-lab.github.io'], `<p>${gh.fingerprints[0]}</p>`)?.name).toBe(
+      'GitHub Pages',
+    );
     expect(fingerprintMatch('blog.example.test', ['lss-lab.github.io'], '<p>Welcome</p>')).toBeNull();
     expect(fingerprintMatch('blog.example.test', ['lss-lab.evilgithub.io'], gh.fingerprints[0]!)).toBeNull();
     expect(fingerprintMatch('blog.example.test', ['cdn.example.test'], gh.fingerprints[0]!)).toBeNull();
@@ -95,7 +205,12 @@ describe('takeover fingerprints: suffix and body, precisely', () => {
   });
 
   it('service and policy names never raise a takeover', () => {
-    for (const name of ['_sip._tcp.example.test', '_dmarc.example.test', 's1._domainkey.example.test', '_mta-sts.example.test']) {
+    for (const name of [
+      '_sip._tcp.example.test',
+      '_dmarc.example.test',
+      's1._domainkey.example.test',
+      '_mta-sts.example.test',
+    ]) {
       expect(fingerprintMatch(name, ['lss-lab.github.io'], gh.fingerprints[0]!)).toBeNull();
     }
   });
@@ -118,7 +233,7 @@ describe('names and scope', () => {
     expect(registrableOf('co.uk')).toBeNull();
   });
 
-  it('wildcard levels stop at the name\'s parent; service labels are recognised anywhere', () => {
+  it("wildcard levels stop at the name's parent; service labels are recognised anywhere", () => {
     expect(parentLevel('a.b.example.test')).toBe('b.example.test');
     expect(parentLevel('test')).toBe('');
     expect(isServiceName('_xmpp-server._tcp.example.test')).toBe(true);

@@ -5,7 +5,12 @@ import { withSharedSecureContext } from '../../src/net/secure-contexts.ts';
 describe('withSharedSecureContext', () => {
   it('shares one context per set of context options and keeps per-socket options as given', () => {
     const a = withSharedSecureContext({ minVersion: 'TLSv1.2', rejectUnauthorized: false, servername: 'a.test' });
-    const b = withSharedSecureContext({ minVersion: 'TLSv1.2', rejectUnauthorized: true, servername: 'b.test', requestOCSP: true });
+    const b = withSharedSecureContext({
+      minVersion: 'TLSv1.2',
+      rejectUnauthorized: true,
+      servername: 'b.test',
+      requestOCSP: true,
+    });
     expect(a.secureContext?.context).toBeDefined();
     expect(b.secureContext).toBe(a.secureContext);
     expect(a).toMatchObject({ rejectUnauthorized: false, servername: 'a.test' });

@@ -14,10 +14,12 @@ function appWith(handlers: RequestHandler[], after?: RequestHandler) {
   return app;
 }
 
-const mark = (trail: string[], name: string): RequestHandler => (_req, _res, next) => {
-  trail.push(name);
-  next();
-};
+const mark =
+  (trail: string[], name: string): RequestHandler =>
+  (_req, _res, next) => {
+    trail.push(name);
+    next();
+  };
 
 describe('sequence', () => {
   it('runs the handlers in order, sync and async, until one answers', async () => {
@@ -65,14 +67,18 @@ describe('sequence', () => {
   });
 
   it("passes next('route') and the end of the chain on to the following route", async () => {
-    const skip = await request(appWith([(_req, _res, next) => next('route'), (_req, res) => res.json({ here: 'skipped' })], (_req, res) => {
-      res.json({ here: 'next route' });
-    })).post('/x');
+    const skip = await request(
+      appWith([(_req, _res, next) => next('route'), (_req, res) => res.json({ here: 'skipped' })], (_req, res) => {
+        res.json({ here: 'next route' });
+      }),
+    ).post('/x');
     expect(skip.body.here).toBe('next route');
     const trail: string[] = [];
-    const through = await request(appWith([mark(trail, 'a'), mark(trail, 'b')], (_req, res) => {
-      res.json({ trail });
-    })).post('/x');
+    const through = await request(
+      appWith([mark(trail, 'a'), mark(trail, 'b')], (_req, res) => {
+        res.json({ trail });
+      }),
+    ).post('/x');
     expect(through.body.trail).toEqual(['a', 'b']);
   });
 });

@@ -30,11 +30,24 @@ describe('HandlingBudget shared by stream consumers', () => {
       inFlight--;
       return ACK;
     };
-    const consumers = streams.map((stream) => new StreamConsumer({
-      redis, stream, group: 'g', consumer: 'c', log: pino({ level: 'silent' }), concurrency: 8, handling: budget,
-      visibilityMs: 30_000, maxDeliveries: 5, blockMs: 50, trimEveryMs: 0,
-      handle: (d) => handle(stream, d), deadLetter: async () => ACK,
-    }));
+    const consumers = streams.map(
+      (stream) =>
+        new StreamConsumer({
+          redis,
+          stream,
+          group: 'g',
+          consumer: 'c',
+          log: pino({ level: 'silent' }),
+          concurrency: 8,
+          handling: budget,
+          visibilityMs: 30_000,
+          maxDeliveries: 5,
+          blockMs: 50,
+          trimEveryMs: 0,
+          handle: (d) => handle(stream, d),
+          deadLetter: async () => ACK,
+        }),
+    );
     for (const c of consumers) await c.start();
     const end = Date.now() + 15_000;
     while (seen.size < 90 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));

@@ -24,7 +24,9 @@ describe('trimToPending', () => {
   }
 
   async function read(key: string, group: string, consumer: string, count: number): Promise<string[]> {
-    const res = (await redis.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, '>')) as Array<[string, Array<[string, string[]]>]> | null;
+    const res = (await redis.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, '>')) as Array<
+      [string, Array<[string, string[]]>]
+    > | null;
     return (res?.[0]?.[1] ?? []).map(([id]) => id);
   }
 
@@ -44,8 +46,15 @@ describe('trimToPending', () => {
     // Every pending entry is still readable (XAUTOCLAIM would find its fields).
     const pending = (await redis.xpending(key, 'g', '-', '+', 100)) as Array<[string]>;
     expect(pending.map(([id]) => id)).toEqual([ids[2], ids[4], ids[5]]);
-    const claimed = (await redis.xautoclaim(key, 'g', 'c2', 0, '0-0', 'COUNT', 10)) as [string, Array<[string, string[] | null]>];
-    expect(claimed[1].map(([id, f]) => [id, f !== null])).toEqual([[ids[2], true], [ids[4], true], [ids[5], true]]);
+    const claimed = (await redis.xautoclaim(key, 'g', 'c2', 0, '0-0', 'COUNT', 10)) as [
+      string,
+      Array<[string, string[] | null]>,
+    ];
+    expect(claimed[1].map(([id, f]) => [id, f !== null])).toEqual([
+      [ids[2], true],
+      [ids[4], true],
+      [ids[5], true],
+    ]);
   });
 
   it('with nothing pending trims to the last delivered entry, never into undelivered ones', async () => {

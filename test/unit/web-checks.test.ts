@@ -36,8 +36,19 @@ const outputs = new Map<string, Promise<CheckOutput>>();
 /** Each (check, host) runs once per file; the fixture table reads the same outputs. */
 function run(name: 'web.http' | 'web.tls' | 'web.tls_protocols', label: string, runtime = rt): Promise<CheckOutput> {
   const key = `${name} ${label}`;
-  if (runtime !== rt) return check(name).run({ objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } }, { runtime, signal: new AbortController().signal });
-  if (!outputs.has(key)) outputs.set(key, check(name).run({ objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } }, { runtime, signal: new AbortController().signal }));
+  if (runtime !== rt)
+    return check(name).run(
+      { objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } },
+      { runtime, signal: new AbortController().signal },
+    );
+  if (!outputs.has(key))
+    outputs.set(
+      key,
+      check(name).run(
+        { objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } },
+        { runtime, signal: new AbortController().signal },
+      ),
+    );
   return outputs.get(key)!;
 }
 const codes = (o: CheckOutput) => o.findings.map((f) => f.code);
@@ -87,9 +98,16 @@ describe('every finding code: one lab host raises it, one must not', () => {
     const yes = await run(lane, raises);
     expect(codes(yes), `${raises} should raise ${code}`).toContain(code);
     const f = yes.findings.find((x) => x.code === code)!;
-    expect(f).toMatchObject({ severity: webFindings[code as WebFindingCode].severity, confidence: webFindings[code as WebFindingCode].confidence });
+    expect(f).toMatchObject({
+      severity: webFindings[code as WebFindingCode].severity,
+      confidence: webFindings[code as WebFindingCode].confidence,
+    });
     // The finding's object is one the output names (persisted with it).
-    expect([...yes.objects, ...yes.relations.flatMap((r) => [r.from, r.to])].some((o) => o.type === f.object.type && o.key === f.object.key)).toBe(true);
+    expect(
+      [...yes.objects, ...yes.relations.flatMap((r) => [r.from, r.to])].some(
+        (o) => o.type === f.object.type && o.key === f.object.key,
+      ),
+    ).toBe(true);
     const no = await run(lane, mustNot);
     expect(['completed', 'partial']).toContain(no.status);
     expect(codes(no), `${mustNot} must not raise ${code}`).not.toContain(code);
@@ -103,11 +121,35 @@ describe('web.http', () => {
     expect(out.findings).toEqual([]);
     const p = out.projection as any;
     expect(p.finalUrl).toBe(webUrl('strict'));
-    expect(p.chains.http.hops[0]).toMatchObject({ status: 301, schemeChange: 'http_to_https', hostChange: false, location: webUrl('strict') });
-    expect(p.headers.hsts).toMatchObject({ present: true, valid: true, maxAge: 63072000, includeSubDomains: true, preload: true, preloadEligible: { eligible: true, unmet: [] }, preloaded: null });
-    expect(p.headers.csp).toMatchObject({ enforced: true, source: 'header', objectSrcNone: true, baseUriRestricted: true, frameAncestors: ["'none'"] });
+    expect(p.chains.http.hops[0]).toMatchObject({
+      status: 301,
+      schemeChange: 'http_to_https',
+      hostChange: false,
+      location: webUrl('strict'),
+    });
+    expect(p.headers.hsts).toMatchObject({
+      present: true,
+      valid: true,
+      maxAge: 63072000,
+      includeSubDomains: true,
+      preload: true,
+      preloadEligible: { eligible: true, unmet: [] },
+      preloaded: null,
+    });
+    expect(p.headers.csp).toMatchObject({
+      enforced: true,
+      source: 'header',
+      objectSrcNone: true,
+      baseUriRestricted: true,
+      frameAncestors: ["'none'"],
+    });
     expect(p.headers.crossOriginOpenerPolicy).toBe('same-origin');
-    expect(p.score).toMatchObject({ algorithm: 'mdn-http-observatory/4', score: 135, grade: 'A+', observatoryWouldGrade: true });
+    expect(p.score).toMatchObject({
+      algorithm: 'mdn-http-observatory/4',
+      score: 135,
+      grade: 'A+',
+      observatoryWouldGrade: true,
+    });
     expect(out.limitations.map((l) => l.code)).toContain('hsts_preload_list_not_configured');
     const types = out.objects.map((o) => o.type);
     expect(types).toEqual(expect.arrayContaining(['host', 'url', 'web_posture']));
@@ -116,7 +158,10 @@ describe('web.http', () => {
   it('none: every missing header is a finding and the score is F (10)', async () => {
     const p = (await run('web.http', 'none')).projection as any;
     expect(p.score).toMatchObject({ score: 10, grade: 'F' });
-    expect(p.score.tests.find((t: any) => t.test === 'redirection')).toMatchObject({ result: 'redirection-missing', modifier: -20 });
+    expect(p.score.tests.find((t: any) => t.test === 'redirection')).toMatchObject({
+      result: 'redirection-missing',
+      modifier: -20,
+    });
   });
 
   it('a redirect to a loopback address outside the allowlist is refused and never fetched', async () => {
@@ -127,7 +172,9 @@ describe('web.http', () => {
     expect(codes(out)).toContain('web_redirect_to_disallowed_address');
     expect(web.refusedConnections()).toBe(0);
     expect(web.requests.slice(before).every((r) => r.address.startsWith('127.0.2.'))).toBe(true);
-    expect(out.limitations.map((l) => l.code)).toEqual(expect.arrayContaining(['http_chain_refused', 'https_chain_refused']));
+    expect(out.limitations.map((l) => l.code)).toEqual(
+      expect.arrayContaining(['http_chain_refused', 'https_chain_refused']),
+    );
   });
 
   it('a seven-hop chain stops at five redirects: partial with a limitation, never a finding of absence', async () => {
@@ -138,13 +185,16 @@ describe('web.http', () => {
     expect(codes(out)).not.toContain('web_https_redirect_missing');
   });
 
-  it.each(['slowheaders', 'slowbody', 'silent'])('hostile %s: timeout within the chain budget, no findings', async (label) => {
-    const t0 = performance.now();
-    const out = await run('web.http', label);
-    expect(out.status).toBe('timeout');
-    expect(out.findings).toEqual([]);
-    expect(performance.now() - t0).toBeLessThan(check('web.http').timeoutMs);
-  });
+  it.each(['slowheaders', 'slowbody', 'silent'])(
+    'hostile %s: timeout within the chain budget, no findings',
+    async (label) => {
+      const t0 = performance.now();
+      const out = await run('web.http', label);
+      expect(out.status).toBe('timeout');
+      expect(out.findings).toEqual([]);
+      expect(performance.now() - t0).toBeLessThan(check('web.http').timeoutMs);
+    },
+  );
 
   it('a certificate that does not verify: headers still read, marked unverified; no HSTS verdict', async () => {
     const out = await run('web.http', 'expired');
@@ -171,32 +221,76 @@ describe('web.tls', () => {
   it('strict: trusted, name matches, TLS 1.3, EC key, no caps', async () => {
     const out = await run('web.tls', 'strict');
     expect(out.status).toBe('completed');
-    expect(out.projection).toMatchObject({ chainTrusted: true, hostnameMatch: true, validNow: true, protocol: 'TLSv1.3', caps: [], ocspStapled: false });
-    expect((out.projection as any).certificate).toMatchObject({ keyType: 'ec', keyBits: 256, sans: ['strict.weblab.test'] });
+    expect(out.projection).toMatchObject({
+      chainTrusted: true,
+      hostnameMatch: true,
+      validNow: true,
+      protocol: 'TLSv1.3',
+      caps: [],
+      ocspStapled: false,
+    });
+    expect((out.projection as any).certificate).toMatchObject({
+      keyType: 'ec',
+      keyBits: 256,
+      sans: ['strict.weblab.test'],
+    });
     expect(out.objects.some((o) => o.type === 'certificate')).toBe(true);
-    expect(out.relations).toContainEqual(expect.objectContaining({ relation: 'san_of', from: { type: 'host', key: 'strict.weblab.test' } }));
+    expect(out.relations).toContainEqual(
+      expect.objectContaining({ relation: 'san_of', from: { type: 'host', key: 'strict.weblab.test' } }),
+    );
   });
 
   it('caps are facts: expired, mismatch, weak key, legacy protocol', async () => {
-    expect((await run('web.tls', 'expired')).projection).toMatchObject({ caps: expect.arrayContaining(['expired', 'untrusted']) });
-    expect((await run('web.tls', 'wronghost')).projection).toMatchObject({ chainTrusted: true, hostnameMatch: false, caps: ['hostname_mismatch'] });
+    expect((await run('web.tls', 'expired')).projection).toMatchObject({
+      caps: expect.arrayContaining(['expired', 'untrusted']),
+    });
+    expect((await run('web.tls', 'wronghost')).projection).toMatchObject({
+      chainTrusted: true,
+      hostnameMatch: false,
+      caps: ['hostname_mismatch'],
+    });
     expect((await run('web.tls', 'weakkey')).projection).toMatchObject({ caps: expect.arrayContaining(['weak_key']) });
-    expect((await run('web.tls', 'tls10')).projection).toMatchObject({ protocol: 'TLSv1', negotiatedWith: 'legacy_client_tls1.0_1.1', caps: ['legacy_protocol'] });
+    expect((await run('web.tls', 'tls10')).projection).toMatchObject({
+      protocol: 'TLSv1',
+      negotiatedWith: 'legacy_client_tls1.0_1.1',
+      caps: ['legacy_protocol'],
+    });
   });
 
   it('nothing on 443: unavailable with a limitation, no finding; a silent peer: timeout', async () => {
-    expect(await run('web.tls', 'nohttps')).toMatchObject({ status: 'unavailable', reason: 'connection_refused', findings: [] });
+    expect(await run('web.tls', 'nohttps')).toMatchObject({
+      status: 'unavailable',
+      reason: 'connection_refused',
+      findings: [],
+    });
     expect(await run('web.tls', 'silent')).toMatchObject({ status: 'timeout', findings: [] });
   });
 });
 
 describe('web.tls_protocols', () => {
   it('per address and version: TLS 1.0 only, TLS 1.3 only, modern', async () => {
-    const v = async (label: string) => ((await run('web.tls_protocols', label)).projection as any).addresses[0].versions;
-    expect(await v('tls10')).toMatchObject({ TLSv1: { outcome: 'accepted' }, 'TLSv1.1': { outcome: 'rejected' }, 'TLSv1.2': { outcome: 'rejected' }, 'TLSv1.3': { outcome: 'rejected' } });
-    expect(await v('tls13')).toMatchObject({ TLSv1: { outcome: 'rejected' }, 'TLSv1.1': { outcome: 'rejected' }, 'TLSv1.2': { outcome: 'rejected' }, 'TLSv1.3': { outcome: 'accepted' } });
-    expect(await v('strict')).toMatchObject({ TLSv1: { outcome: 'rejected' }, 'TLSv1.2': { outcome: 'accepted' }, 'TLSv1.3': { outcome: 'accepted' } });
-    expect((await run('web.tls_protocols', 'strict')).limitations.map((l) => l.code)).toContain('tls_versions_not_probed');
+    const v = async (label: string) =>
+      ((await run('web.tls_protocols', label)).projection as any).addresses[0].versions;
+    expect(await v('tls10')).toMatchObject({
+      TLSv1: { outcome: 'accepted' },
+      'TLSv1.1': { outcome: 'rejected' },
+      'TLSv1.2': { outcome: 'rejected' },
+      'TLSv1.3': { outcome: 'rejected' },
+    });
+    expect(await v('tls13')).toMatchObject({
+      TLSv1: { outcome: 'rejected' },
+      'TLSv1.1': { outcome: 'rejected' },
+      'TLSv1.2': { outcome: 'rejected' },
+      'TLSv1.3': { outcome: 'accepted' },
+    });
+    expect(await v('strict')).toMatchObject({
+      TLSv1: { outcome: 'rejected' },
+      'TLSv1.2': { outcome: 'accepted' },
+      'TLSv1.3': { outcome: 'accepted' },
+    });
+    expect((await run('web.tls_protocols', 'strict')).limitations.map((l) => l.code)).toContain(
+      'tls_versions_not_probed',
+    );
   });
 
   it('a silent peer: every version unknown, lane timeout, no finding', async () => {
@@ -208,8 +302,15 @@ describe('web.tls_protocols', () => {
 describe('plan, price, assemble, input', () => {
   it('tls_protocols is planned (and paid) only when authorized', () => {
     const url = webUrl('strict');
-    expect(planWeb({ url, authorized: false }).map((p) => [p.productLane, p.unitCost])).toEqual([['http', 2], ['tls', 2]]);
-    expect(planWeb({ url, authorized: true }).map((p) => [p.productLane, p.unitCost])).toEqual([['http', 2], ['tls', 2], ['tls_protocols', 4]]);
+    expect(planWeb({ url, authorized: false }).map((p) => [p.productLane, p.unitCost])).toEqual([
+      ['http', 2],
+      ['tls', 2],
+    ]);
+    expect(planWeb({ url, authorized: true }).map((p) => [p.productLane, p.unitCost])).toEqual([
+      ['http', 2],
+      ['tls', 2],
+      ['tls_protocols', 4],
+    ]);
     expect(webProduct.price({ url, authorized: false })).toBe(4);
     expect(webProduct.price({ url, authorized: true })).toBe(8);
     const long = `https://strict.weblab.test/${'a'.repeat(1000)}`;
@@ -221,25 +322,54 @@ describe('plan, price, assemble, input', () => {
   it('assemble: an unauthorized request skips tls_protocols as not applicable and can be complete', async () => {
     const view = async (lane: string, check: 'web.http' | 'web.tls'): Promise<TaskOutcomeView> => {
       const output = await run(check, 'strict');
-      return { check, productLane: lane, required: lane === 'http', objectKey: webUrl('strict'), status: output.status, output };
+      return {
+        check,
+        productLane: lane,
+        required: lane === 'http',
+        objectKey: webUrl('strict'),
+        status: output.status,
+        output,
+      };
     };
     const outcome = assembleWeb(webUrl('strict'), [await view('http', 'web.http'), await view('tls', 'web.tls')]);
-    expect(outcome.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([['http', 'completed', undefined], ['tls', 'completed', undefined], ['tls_protocols', 'skipped', 'not_applicable']]);
+    expect(outcome.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
+      ['http', 'completed', undefined],
+      ['tls', 'completed', undefined],
+      ['tls_protocols', 'skipped', 'not_applicable'],
+    ]);
     const env = buildEnvelope(webProduct, { url: webUrl('strict'), authorized: false }, outcome, 'req_x', 4);
     expect(env.coverage.complete).toBe(true);
     expect(env.input).toEqual({ url: webUrl('strict'), authorized: false });
   });
 
   it.each([
-    ['ftp://weblab.test/'], ['javascript:alert(1)'], ['https://user:pw@strict.weblab.test/'], ['https://@strict.weblab.test/'],
-    ['http://2130706433/'], ['http://0x7f.1/'], ['http://017700000001/'], ['http://127.1/'], ['http://%31%32%37.0.0.1/'], ['http://１２７.０.０.１/'],
-    [`https://strict.weblab.test/${'a'.repeat(2048)}`], ['https:///path'], ['https://'], ['not a url'], [' https://strict.weblab.test/'],
+    ['ftp://weblab.test/'],
+    ['javascript:alert(1)'],
+    ['https://user:pw@strict.weblab.test/'],
+    ['https://@strict.weblab.test/'],
+    ['http://2130706433/'],
+    ['http://0x7f.1/'],
+    ['http://017700000001/'],
+    ['http://127.1/'],
+    ['http://%31%32%37.0.0.1/'],
+    ['http://１２７.０.０.１/'],
+    [`https://strict.weblab.test/${'a'.repeat(2048)}`],
+    ['https:///path'],
+    ['https://'],
+    ['not a url'],
+    [' https://strict.weblab.test/'],
   ])('the input schema refuses %s', (url) => {
     expect(webInput.safeParse({ url }).success).toBe(false);
   });
 
   it('accepts http(s) URLs with names, canonical IPv4, IPv6 literals and ports; authorized must be a boolean', () => {
-    for (const url of ['https://strict.weblab.test/', 'http://127.0.2.1/', 'https://[::1]:8443/x?y=1', 'HTTPS://Strict.Weblab.Test']) expect(webInput.safeParse({ url }).success, url).toBe(true);
+    for (const url of [
+      'https://strict.weblab.test/',
+      'http://127.0.2.1/',
+      'https://[::1]:8443/x?y=1',
+      'HTTPS://Strict.Weblab.Test',
+    ])
+      expect(webInput.safeParse({ url }).success, url).toBe(true);
     expect(webInput.safeParse({ url: 'https://x.test/', authorized: 'yes' }).success).toBe(false);
     expect(webInput.safeParse({ url: 'https://x.test/', authorized: true, extra: 1 }).success).toBe(false);
     expect(webInput.safeParse({}).success).toBe(false);

@@ -29,10 +29,18 @@ export async function executeCheck(
   const onShutdown = () => ac.abort(new Interrupted('shutdown'));
   shutdown.addEventListener('abort', onShutdown, { once: true });
   // The check should honour the signal; if it does not, the race still ends the wait.
-  const aborted = new Promise<never>((_, reject) => ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true }));
+  const aborted = new Promise<never>((_, reject) =>
+    ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true }),
+  );
   const durationMs = () => performance.now() - started;
   try {
-    const raw = await Promise.race([spec.run({ objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance }, { ...ctx, signal: ac.signal }), aborted]);
+    const raw = await Promise.race([
+      spec.run(
+        { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
+        { ...ctx, signal: ac.signal },
+      ),
+      aborted,
+    ]);
     const output = normalizeOutput(raw);
     if (!output) {
       log.error({ check: spec.name, taskId: task.id }, 'check returned an invalid output');
@@ -42,7 +50,8 @@ export async function executeCheck(
   } catch (err) {
     const reason = ac.signal.aborted ? ac.signal.reason : null;
     if (reason instanceof Interrupted) return { kind: 'interrupted' };
-    if (reason instanceof CheckTimeout) return { kind: 'done', status: 'timeout', reason: 'check_timeout', output: null, durationMs: durationMs() };
+    if (reason instanceof CheckTimeout)
+      return { kind: 'done', status: 'timeout', reason: 'check_timeout', output: null, durationMs: durationMs() };
     log.error({ check: spec.name, taskId: task.id, err: errInfo(err) }, 'check failed');
     return { kind: 'done', status: 'failed', reason: 'internal_error', output: null, durationMs: durationMs() };
   } finally {

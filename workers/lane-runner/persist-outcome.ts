@@ -9,7 +9,6 @@ import { inTransaction } from '../../src/db/transaction.ts';
 import { writeOutput } from '../../src/jobs/output-writer.ts';
 import type { CheckOutput } from '../../src/contract/tasks.ts';
 
-
 export interface PersistTask {
   id: number;
   jobId: number;
@@ -29,7 +28,8 @@ export interface PersistOutcome {
 export async function persistOutcome(db: Db, t: PersistTask, r: PersistOutcome): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     await sql`SELECT id FROM jobs WHERE id = ${t.jobId} FOR UPDATE`.execute(trx);
-    const upd = await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
+    const upd =
+      await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
         finished_at = NOW(3)
       WHERE id = ${t.id} AND status = 'running' AND attempts = ${t.attempt}`.execute(trx);
     if (Number(upd.numAffectedRows ?? 0n) !== 1) return false;

@@ -25,7 +25,14 @@ import { executeCheck } from './execute-check.ts';
 import { startHeartbeat, type Heartbeat } from '../../src/queue/heartbeat.ts';
 import { persistOutcome } from './persist-outcome.ts';
 import { checkByName, type CheckLookup } from './registry.ts';
-import { cancelTask, claimTask, deadLetterTask, loadLaneTask, releaseTask, type LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
+import {
+  cancelTask,
+  claimTask,
+  deadLetterTask,
+  loadLaneTask,
+  releaseTask,
+  type LaneTask,
+} from '../../src/jobs/tasks/lane-task-repo.ts';
 import { TenantPermits } from './tenant-permits.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 
@@ -70,7 +77,9 @@ export class LaneRunner {
     this.#stream = streams.lane(o.lane);
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
-    this.#permits = new TenantPermits(o.redis, o.lane, o.settings.LANE_TENANT_CONCURRENCY, o.log, { waitMs: o.permitWaitMs });
+    this.#permits = new TenantPermits(o.redis, o.lane, o.settings.LANE_TENANT_CONCURRENCY, o.log, {
+      waitMs: o.permitWaitMs,
+    });
     this.#consumer = new StreamConsumer({
       redis: o.redis,
       stream: this.#stream,
@@ -89,7 +98,9 @@ export class LaneRunner {
 
   async start(): Promise<void> {
     await this.#consumer.start();
-    this.#heartbeat = startHeartbeat(this.#o.redis, queueKeys.laneAlive(this.lane), this.consumer, { everyMs: this.#o.heartbeatEveryMs });
+    this.#heartbeat = startHeartbeat(this.#o.redis, queueKeys.laneAlive(this.lane), this.consumer, {
+      everyMs: this.#o.heartbeatEveryMs,
+    });
     this.#o.log.info({ lane: this.lane, consumer: this.consumer }, 'lane runner started');
   }
 
@@ -142,7 +153,10 @@ export class LaneRunner {
       const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
       if (attempt === null) return this.#leaveToOwner(task);
       const pool = this.#o.pool;
-      const ctx = { runtime: this.#o.runtime, ...(pool ? { runInPool: <T>(name: string, payload: unknown) => pool.run<T>(name, payload) } : {}) };
+      const ctx = {
+        runtime: this.#o.runtime,
+        ...(pool ? { runInPool: <T>(name: string, payload: unknown) => pool.run<T>(name, payload) } : {}),
+      };
       const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
       if (result.kind === 'interrupted') {
         await releaseTask(this.#o.db, task.id, attempt);
@@ -164,7 +178,12 @@ export class LaneRunner {
    * acknowledged entry still exists in the stream and would otherwise read as "still queued".
    */
   #leaveToOwner(task: { id: number }): Settlement {
-    return { ack: true, with: (tx) => { tx.del(queueKeys.taskMessage(this.lane, task.id)); } };
+    return {
+      ack: true,
+      with: (tx) => {
+        tx.del(queueKeys.taskMessage(this.lane, task.id));
+      },
+    };
   }
 
   /** No permit came free: put the entry at the back of the lane (no delivery is counted). */
@@ -181,12 +200,18 @@ export class LaneRunner {
     // starts). A task that never started is not poison: give it a fresh entry rather than fail it
     // the moment MySQL returns. A job that never gets it started ends at its deadline (sweeper).
     if (task && task.status === 'pending' && task.attempts === 0 && !loaded) {
-      this.#o.log.warn({ lane: this.lane, entry: d.id, taskId: task.id, deliveries: d.deliveries }, 'entry exhausted its deliveries before its task ever started: re-queued');
+      this.#o.log.warn(
+        { lane: this.lane, entry: d.id, taskId: task.id, deliveries: d.deliveries },
+        'entry exhausted its deliveries before its task ever started: re-queued',
+      );
       return this.#requeue(task);
     }
     // The durable record first: the task fails with a reason the job's coverage reports.
     const failed = task ? await deadLetterTask(this.#o.db, task.id) : false;
-    this.#o.log.error({ lane: this.lane, entry: d.id, taskId: task?.id, deliveries: d.deliveries, attempts: task?.attempts, failed }, 'task dead-lettered');
+    this.#o.log.error(
+      { lane: this.lane, entry: d.id, taskId: task?.id, deliveries: d.deliveries, attempts: task?.attempts, failed },
+      'task dead-lettered',
+    );
     const notice = task ? this.#publish(task) : ACK;
     return {
       ack: true,

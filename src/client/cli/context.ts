@@ -31,7 +31,10 @@ export function terminalFor(global: GlobalOptions): Terminal {
 export function createContext(global: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Context {
   const term = terminalFor(global);
   const apiKey = env.LSS_API_KEY;
-  if (!apiKey) throw new UsageError('LSS_API_KEY is not set (export LSS_API_KEY=lsk_…; the key is read from the environment only)');
+  if (!apiKey)
+    throw new UsageError(
+      'LSS_API_KEY is not set (export LSS_API_KEY=lsk_…; the key is read from the environment only)',
+    );
   const baseUrl = env.LSS_BASE_URL || DEFAULT_BASE_URL;
   try {
     const u = new URL(baseUrl);
@@ -43,21 +46,28 @@ export function createContext(global: GlobalOptions, env: NodeJS.ProcessEnv = pr
     apiKey,
     baseUrl,
     ...(global.retries !== undefined ? { retry: { maxRetries: global.retries } } : {}),
-    onRetry: (e) => term.err(`lss: ${e.reason}${e.status ? ` (HTTP ${e.status})` : ''}; retrying in ${(e.delayMs / 1000).toFixed(1)} s with the same Idempotency-Key (attempt ${e.attempt + 1})`),
+    onRetry: (e) =>
+      term.err(
+        `lss: ${e.reason}${e.status ? ` (HTTP ${e.status})` : ''}; retrying in ${(e.delayMs / 1000).toFixed(1)} s with the same Idempotency-Key (attempt ${e.attempt + 1})`,
+      ),
   });
   return { client, term, idempotencyKey: global.idempotencyKey };
 }
 
 /** Runs a handler with its context; the report is kept for main to print. */
 export function actionRunner(sink: { report?: Report }): Action {
-  return (handler) => async (...args) => {
-    const cmd = args[args.length - 1] as Command;
-    sink.report = await handler(createContext(cmd.optsWithGlobals<GlobalOptions>()), ...args.slice(0, -1));
-  };
+  return (handler) =>
+    async (...args) => {
+      const cmd = args[args.length - 1] as Command;
+      sink.report = await handler(createContext(cmd.optsWithGlobals<GlobalOptions>()), ...args.slice(0, -1));
+    };
 }
 
 export function failOnOption(): Option {
-  return new Option('--fail-on <severity>', 'exit 1 when a finding is at or above this severity (implies waiting)').choices([...SEVERITIES]);
+  return new Option(
+    '--fail-on <severity>',
+    'exit 1 when a finding is at or above this severity (implies waiting)',
+  ).choices([...SEVERITIES]);
 }
 
 /** A commander argument parser: its InvalidArgumentError is reported as a usage error. */

@@ -13,7 +13,12 @@ import type { Report } from './report.ts';
 import type { Terminal } from './terminal.ts';
 
 /** A terminal state judged with its coverage; a job still running is `whileRunning`. */
-export function stateOutcome(status: JobStatus['status'], terminal: boolean, coverageComplete: boolean, whileRunning: Outcome = 'in_progress'): Outcome {
+export function stateOutcome(
+  status: JobStatus['status'],
+  terminal: boolean,
+  coverageComplete: boolean,
+  whileRunning: Outcome = 'in_progress',
+): Outcome {
   if (!terminal) return whileRunning;
   if (status === 'completed') return coverageComplete ? 'complete' : 'partial';
   if (status === 'partial' || status === 'cancelled') return 'partial';
@@ -29,19 +34,29 @@ export function atOrAbove(severity: Severity, threshold: Severity): boolean {
 }
 
 /** --fail-on outranks complete and partial (a finding is a fact); errors were thrown earlier. */
-export function withFailOn(outcome: Outcome, findings: Collected<FindingPage> | null, failOn: Severity | undefined): Outcome {
+export function withFailOn(
+  outcome: Outcome,
+  findings: Collected<FindingPage> | null,
+  failOn: Severity | undefined,
+): Outcome {
   if (!failOn || !findings) return outcome;
   return findings.items.some((f) => atOrAbove(f.severity, failOn)) ? 'fail_on' : outcome;
 }
 
 /** Waits with a progress bar; Ctrl-C stops waiting (not the job) and says how to look later. */
-export async function waitWithProgress(client: LssClient, term: Terminal, first: JobStatus, budget?: number): Promise<JobStatus> {
+export async function waitWithProgress(
+  client: LssClient,
+  term: Terminal,
+  first: JobStatus,
+  budget?: number,
+): Promise<JobStatus> {
   const progress = jobProgress(term, budget);
   const abort = new AbortController();
   const onSigint = () => abort.abort();
   process.once('SIGINT', onSigint);
   try {
-    return (await client.waitForJob(first.jobRef, { first, onUpdate: (j) => progress.update(j), signal: abort.signal })).job;
+    return (await client.waitForJob(first.jobRef, { first, onUpdate: (j) => progress.update(j), signal: abort.signal }))
+      .job;
   } catch (err) {
     if (abort.signal.aborted) {
       progress.stop();
@@ -59,7 +74,12 @@ export async function waitWithProgress(client: LssClient, term: Terminal, first:
  * Every finding of the job. Without --fail-on a key lacking finding:read only loses the findings
  * table (said on stderr); with --fail-on the verdict needs them, so the refusal stands.
  */
-export async function readFindings(client: LssClient, term: Terminal, jobRef: string, failOn: Severity | undefined): Promise<Collected<FindingPage> | null> {
+export async function readFindings(
+  client: LssClient,
+  term: Terminal,
+  jobRef: string,
+  failOn: Severity | undefined,
+): Promise<Collected<FindingPage> | null> {
   try {
     return await client.collectFindings(jobRef, { limit: 500 });
   } catch (err) {
@@ -72,15 +92,20 @@ export async function readFindings(client: LssClient, term: Terminal, jobRef: st
 }
 
 /** The report of a job that was waited for (or just accepted / read). */
-export function jobReport(term: Terminal, job: JobStatus, findings: Collected<FindingPage> | null, failOn: Severity | undefined, extra: { human?: () => string } = {}): Report {
+export function jobReport(
+  term: Terminal,
+  job: JobStatus,
+  findings: Collected<FindingPage> | null,
+  failOn: Severity | undefined,
+  extra: { human?: () => string } = {},
+): Report {
   const c = term.colors;
   return {
     outcome: withFailOn(jobOutcome(job), findings, failOn),
     data: { job, ...(findings ? { findings } : {}) },
-    human: () => [
-      renderJob(job, c),
-      extra.human?.() ?? '',
-      findings ? renderFindings(findings, c) : '',
-    ].filter(Boolean).join('\n'),
+    human: () =>
+      [renderJob(job, c), extra.human?.() ?? '', findings ? renderFindings(findings, c) : '']
+        .filter(Boolean)
+        .join('\n'),
   };
 }

@@ -26,8 +26,16 @@ export function buildProgram(action: Action): Command {
     .description('LSS client: lookups, scans and retained jobs (public API v2)')
     .option('--json', 'one JSON document on stdout: { outcome, exitCode, … } (docs/client.md)')
     .option('--no-color', 'no colour (NO_COLOR works too)')
-    .addOption(new Option('--retries <n>', 'retries of a failed request: connection errors, 409 in progress, 429, retryable 503').argParser(integerArg(0)))
-    .option('--idempotency-key <key>', 'your own Idempotency-Key for the write (default: generated once, reused on every retry)')
+    .addOption(
+      new Option(
+        '--retries <n>',
+        'retries of a failed request: connection errors, 409 in progress, 429, retryable 503',
+      ).argParser(integerArg(0)),
+    )
+    .option(
+      '--idempotency-key <key>',
+      'your own Idempotency-Key for the write (default: generated once, reused on every retry)',
+    )
     .addHelpText('after', EPILOG)
     .showHelpAfterError('(lss --help for usage)')
     .exitOverride()
@@ -36,10 +44,18 @@ export function buildProgram(action: Action): Command {
   registerLookupCommands(program, action);
   registerScanCommand(program, action);
   registerJobCommands(program, action);
-  program.command('products').description('the products and their readiness right now')
-    .action(action(async (ctx) => {
-      const list = await ctx.client.products();
-      return { outcome: 'complete', data: { products: list.products }, human: () => renderProducts(list, ctx.term.colors) };
-    }));
+  program
+    .command('products')
+    .description('the products and their readiness right now')
+    .action(
+      action(async (ctx) => {
+        const list = await ctx.client.products();
+        return {
+          outcome: 'complete',
+          data: { products: list.products },
+          human: () => renderProducts(list, ctx.term.colors),
+        };
+      }),
+    );
   return program;
 }

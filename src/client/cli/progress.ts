@@ -36,7 +36,12 @@ export function jobProgress(term: Terminal, budget?: number): JobProgress {
   return {
     update(job) {
       const total = Math.max(1, job.progress.tasksDone + job.progress.tasksQueued);
-      const payload = { status: job.status, objects: job.progress.objects, findings: job.progress.findings, credits: credits(job, budget) };
+      const payload = {
+        status: job.status,
+        objects: job.progress.objects,
+        findings: job.progress.findings,
+        credits: credits(job, budget),
+      };
       if (!started) {
         bar.start(total, job.progress.tasksDone, payload);
         started = true;

@@ -3,7 +3,15 @@
 import Table from 'cli-table3';
 import type { Collected } from '../page-iterator.ts';
 import type {
-  Envelope, FindingItem, FindingPage, JobStatus, LaneOutcome, Limitation, ObjectDetail, ProductList, ResultPage,
+  Envelope,
+  FindingItem,
+  FindingPage,
+  JobStatus,
+  LaneOutcome,
+  Limitation,
+  ObjectDetail,
+  ProductList,
+  ResultPage,
 } from '../types.ts';
 import type { Colors } from './terminal.ts';
 
@@ -30,12 +38,29 @@ function keyValues(rows: Array<[string, string]>, c: Colors): string {
 
 export function statusColor(status: string, c: Colors): string {
   if (status === 'completed' || status === 'ready' || status === 'available') return c.green(status);
-  if (['partial', 'cancelled', 'cancelling', 'skipped', 'partially_configured', 'unconfigured', 'budget_exhausted'].includes(status)) return c.yellow(status);
+  if (
+    [
+      'partial',
+      'cancelled',
+      'cancelling',
+      'skipped',
+      'partially_configured',
+      'unconfigured',
+      'budget_exhausted',
+    ].includes(status)
+  )
+    return c.yellow(status);
   if (['queued', 'running'].includes(status)) return c.cyan(status);
   return c.red(status);
 }
 
-const SEVERITY_COLOR: Record<string, keyof Colors> = { critical: 'red', high: 'red', medium: 'yellow', low: 'cyan', info: 'gray' };
+const SEVERITY_COLOR: Record<string, keyof Colors> = {
+  critical: 'red',
+  high: 'red',
+  medium: 'yellow',
+  low: 'cyan',
+  info: 'gray',
+};
 function severity(s: string, c: Colors): string {
   const f = c[SEVERITY_COLOR[s] ?? 'reset'];
   return typeof f === 'function' ? f(s) : s;
@@ -71,7 +96,11 @@ function uniformMap(v: unknown): v is Record<string, Rec> {
 }
 
 /** A projection as rows of dotted paths, with uniform maps split out as tables of their own. */
-export function flatten(value: unknown, prefix = '', maps: Array<[string, Record<string, Rec>]> = []): Array<[string, string]> {
+export function flatten(
+  value: unknown,
+  prefix = '',
+  maps: Array<[string, Record<string, Rec>]> = [],
+): Array<[string, string]> {
   if (!isRecord(value)) return [[prefix || '(value)', cell(value)]];
   if (prefix && uniformMap(value)) {
     maps.push([prefix, value]);
@@ -87,19 +116,35 @@ function projection(value: unknown, c: Colors): string {
   const rows = flatten(value, '', maps);
   const tables = maps.map(([name, map]) => {
     const cols = Object.keys(Object.values(map)[0]!);
-    return table([name, ...cols], Object.entries(map).map(([k, r]) => [k, ...cols.map((col) => cell(r[col]))]), c);
+    return table(
+      [name, ...cols],
+      Object.entries(map).map(([k, r]) => [k, ...cols.map((col) => cell(r[col]))]),
+      c,
+    );
   });
   return [rows.length ? keyValues(rows, c) : '', ...tables].filter(Boolean).join('\n');
 }
 
 export function renderLanes(lanes: LaneOutcome[], c: Colors): string {
-  return table(['lane', 'required', 'status', 'reason', 'ms'],
-    lanes.map((l) => [l.lane, l.required ? 'yes' : 'no', statusColor(l.status, c), l.reason ?? '', l.durationMs === undefined ? '' : String(Math.round(l.durationMs * 10) / 10)]), c);
+  return table(
+    ['lane', 'required', 'status', 'reason', 'ms'],
+    lanes.map((l) => [
+      l.lane,
+      l.required ? 'yes' : 'no',
+      statusColor(l.status, c),
+      l.reason ?? '',
+      l.durationMs === undefined ? '' : String(Math.round(l.durationMs * 10) / 10),
+    ]),
+    c,
+  );
 }
 
 export function renderLimitations(limitations: Limitation[], c: Colors): string {
   if (limitations.length === 0) return '';
-  return [c.yellow(c.bold('Limitations (what could not be checked):')), ...limitations.map((l) => `  ${c.yellow('!')} ${l.code}: ${l.message}`)].join('\n');
+  return [
+    c.yellow(c.bold('Limitations (what could not be checked):')),
+    ...limitations.map((l) => `  ${c.yellow('!')} ${l.code}: ${l.message}`),
+  ].join('\n');
 }
 
 function coverageLine(complete: boolean, c: Colors): string {
@@ -112,8 +157,12 @@ export function renderEnvelope(e: Envelope, c: Colors): string {
     projection(e.result, c),
     renderLanes(e.lanes, c),
     renderLimitations(e.limitations, c),
-    e.sources.length ? c.dim(`sources: ${e.sources.map((s) => (s.version ? `${s.source}@${s.version}` : s.source)).join(', ')}`) : '',
-  ].filter(Boolean).join('\n');
+    e.sources.length
+      ? c.dim(`sources: ${e.sources.map((s) => (s.version ? `${s.source}@${s.version}` : s.source)).join(', ')}`)
+      : '',
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 export function renderJob(job: JobStatus, c: Colors): string {
@@ -129,30 +178,64 @@ export function renderJob(job: JobStatus, c: Colors): string {
     ['tasks', `${p.tasksDone} done, ${p.tasksQueued} queued`],
     ['objects / findings', `${p.objects} / ${p.findings}`],
     ['coverage', coverageLine(job.coverage.complete, c)],
-    ['credits', job.ledger ? `reserved ${job.ledger.reserved}, captured ${job.ledger.captured}, released ${job.ledger.released}` : c.dim('not settled yet')],
+    [
+      'credits',
+      job.ledger
+        ? `reserved ${job.ledger.reserved}, captured ${job.ledger.captured}, released ${job.ledger.released}`
+        : c.dim('not settled yet'),
+    ],
     ['created', job.createdAt],
   );
   if (job.completedAt) rows.push(['completed', job.completedAt]);
   const lanes = job.lanes.length
-    ? table(['lane', 'status', 'tasks', 'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped'],
-      job.lanes.map((l) => [l.lane, statusColor(l.status, c), ...[l.tasks, l.completed, l.partial, l.unavailable, l.timeout, l.failed, l.skipped].map(String)]), c)
+    ? table(
+        ['lane', 'status', 'tasks', 'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped'],
+        job.lanes.map((l) => [
+          l.lane,
+          statusColor(l.status, c),
+          ...[l.tasks, l.completed, l.partial, l.unavailable, l.timeout, l.failed, l.skipped].map(String),
+        ]),
+        c,
+      )
     : '';
   return [keyValues(rows, c), lanes, renderLimitations(job.coverage.limitations, c)].filter(Boolean).join('\n');
 }
 
 function pageFooter(p: Collected<ResultPage> | Collected<FindingPage>, noun: string, c: Colors): string {
-  const state = p.terminal ? statusColor(p.jobStatus, c) : `${statusColor(p.jobStatus, c)} ${c.yellow('(job still running: more may come)')}`;
-  return [`${p.items.length} ${noun}; job ${state}; ${coverageLine(p.coverage.complete, c)}`, renderLimitations(p.limitations, c)].filter(Boolean).join('\n');
+  const state = p.terminal
+    ? statusColor(p.jobStatus, c)
+    : `${statusColor(p.jobStatus, c)} ${c.yellow('(job still running: more may come)')}`;
+  return [
+    `${p.items.length} ${noun}; job ${state}; ${coverageLine(p.coverage.complete, c)}`,
+    renderLimitations(p.limitations, c),
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 export function renderResults(p: Collected<ResultPage>, c: Colors): string {
-  const rows = p.items.map((i) => [i.objectId, i.type, i.key, String(i.distance),
-    i.lanes.map((l) => `${l.lane}:${statusColor(l.status, c)}`).join(' '), String(i.evidence.length)]);
-  return [rows.length ? table(['object', 'type', 'key', 'distance', 'lanes', 'evidence'], rows, c) : '', pageFooter(p, 'objects', c)].filter(Boolean).join('\n');
+  const rows = p.items.map((i) => [
+    i.objectId,
+    i.type,
+    i.key,
+    String(i.distance),
+    i.lanes.map((l) => `${l.lane}:${statusColor(l.status, c)}`).join(' '),
+    String(i.evidence.length),
+  ]);
+  return [
+    rows.length ? table(['object', 'type', 'key', 'distance', 'lanes', 'evidence'], rows, c) : '',
+    pageFooter(p, 'objects', c),
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 export function renderFindingRows(items: FindingItem[], c: Colors): string {
-  return table(['severity', 'code', 'title', 'confidence', 'object'], items.map((f) => [severity(f.severity, c), f.code, f.title, f.confidence, f.objectId]), c);
+  return table(
+    ['severity', 'code', 'title', 'confidence', 'object'],
+    items.map((f) => [severity(f.severity, c), f.code, f.title, f.confidence, f.objectId]),
+    c,
+  );
 }
 
 export function renderFindings(p: Collected<FindingPage>, c: Colors): string {
@@ -161,18 +244,58 @@ export function renderFindings(p: Collected<FindingPage>, c: Colors): string {
 
 export function renderObject(o: ObjectDetail, c: Colors): string {
   return [
-    keyValues([['object', o.objectId], ['type', o.type], ['key', o.key], ['distance', String(o.distance)], ['first seen', o.firstSeenAt]], c),
+    keyValues(
+      [
+        ['object', o.objectId],
+        ['type', o.type],
+        ['key', o.key],
+        ['distance', String(o.distance)],
+        ['first seen', o.firstSeenAt],
+      ],
+      c,
+    ),
     projection(o.projection, c),
-    o.lanes.length ? table(['lane', 'status', 'reason'], o.lanes.map((l) => [l.lane, statusColor(l.status, c), l.reason ?? '']), c) : '',
-    o.relations.length ? table(['relation', 'direction', 'object'], o.relations.map((r) => [r.relation, r.direction, r.objectId]), c) : '',
-    o.evidence.length ? table(['evidence', 'summary'], o.evidence.map((e) => [e.ref, e.summary]), c) : '',
+    o.lanes.length
+      ? table(
+          ['lane', 'status', 'reason'],
+          o.lanes.map((l) => [l.lane, statusColor(l.status, c), l.reason ?? '']),
+          c,
+        )
+      : '',
+    o.relations.length
+      ? table(
+          ['relation', 'direction', 'object'],
+          o.relations.map((r) => [r.relation, r.direction, r.objectId]),
+          c,
+        )
+      : '',
+    o.evidence.length
+      ? table(
+          ['evidence', 'summary'],
+          o.evidence.map((e) => [e.ref, e.summary]),
+          c,
+        )
+      : '',
     o.findings.length ? `findings: ${o.findings.join(', ')}` : '',
-  ].filter(Boolean).join('\n');
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 export function renderProducts(list: ProductList, c: Colors): string {
-  return table(['product', 'route', 'mode', 'credits', 'readiness', 'lanes not ready'], list.products.map((p) => [
-    p.product, `${p.method} ${p.path}`, p.mode, p.credits.basis === 'fixed' ? String(p.credits.amount) : 'maxCredits',
-    statusColor(p.readiness, c), p.lanes.filter((l) => l.readiness !== 'ready').map((l) => `${l.lane}:${l.readiness}`).join(' '),
-  ]), c);
+  return table(
+    ['product', 'route', 'mode', 'credits', 'readiness', 'lanes not ready'],
+    list.products.map((p) => [
+      p.product,
+      `${p.method} ${p.path}`,
+      p.mode,
+      p.credits.basis === 'fixed' ? String(p.credits.amount) : 'maxCredits',
+      statusColor(p.readiness, c),
+      p.lanes
+        .filter((l) => l.readiness !== 'ready')
+        .map((l) => `${l.lane}:${l.readiness}`)
+        .join(' '),
+    ]),
+    c,
+  );
 }

@@ -28,7 +28,10 @@ export function print(term: Terminal, report: Report): number {
 export function errorReport(err: LssError, term: Terminal): Report {
   const outcome: Outcome = err.status >= 400 && err.status < 500 ? 'refused' : 'service_error';
   const error = {
-    code: err.code, message: err.message, status: err.status, retryable: err.retryable,
+    code: err.code,
+    message: err.message,
+    status: err.status,
+    retryable: err.retryable,
     ...(err.requestId ? { requestId: err.requestId } : {}),
     ...(err.details ? { details: err.details } : {}),
     ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
@@ -36,10 +39,11 @@ export function errorReport(err: LssError, term: Terminal): Report {
   };
   const c = term.colors;
   const what = outcome === 'refused' ? 'refused' : 'service error';
-  const line = `lss: ${c.red(what)}: ${c.bold(err.code)}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`
-    + (err.details ? `\n  details: ${JSON.stringify(err.details)}` : '')
-    + (err.requestId ? `\n  request id: ${err.requestId}` : '')
-    + (err.attempts > 1 ? `\n  after ${err.attempts} attempts` : '');
+  const line =
+    `lss: ${c.red(what)}: ${c.bold(err.code)}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}` +
+    (err.details ? `\n  details: ${JSON.stringify(err.details)}` : '') +
+    (err.requestId ? `\n  request id: ${err.requestId}` : '') +
+    (err.attempts > 1 ? `\n  after ${err.attempts} attempts` : '');
   term.err(line);
   return { outcome, data: { error }, human: () => '' };
 }

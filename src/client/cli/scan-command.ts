@@ -17,21 +17,29 @@ interface ScanFlags {
 }
 
 export function registerScanCommand(program: Command, action: Action): void {
-  program.command('scan').argument('<domain>', 'target domain name')
+  program
+    .command('scan')
+    .argument('<domain>', 'target domain name')
     .description('start a recursive scan of a domain (scan.recursive.v1)')
     .addOption(new Option('--profile <profile>', 'scan profile').choices(PROFILES).makeOptionMandatory())
     .requiredOption('--max-credits <n>', 'credit budget reserved for the scan (bounded per profile)', integerArg(0))
     .option('--active', 'active work (profile advanced only): needs workspace permission and approved target scope')
     .option('--wait', 'wait for the scan to finish, with a progress bar on a terminal')
     .addOption(failOnOption())
-    .action(action(async (ctx, domain: string, o: ScanFlags) => {
-      const body = { profile: o.profile, target: { type: 'domain_name' as const, value: domain }, options: { active: o.active === true, maxCredits: o.maxCredits } };
-      const accepted = await ctx.client.submit('scan', body, { idempotencyKey: ctx.idempotencyKey });
-      if (!o.wait && !o.failOn) {
-        ctx.term.err(`lss: scan accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
-        return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
-      }
-      const job = await waitWithProgress(ctx.client, ctx.term, accepted.job, o.maxCredits);
-      return jobReport(ctx.term, job, await readFindings(ctx.client, ctx.term, job.jobRef, o.failOn), o.failOn);
-    }));
+    .action(
+      action(async (ctx, domain: string, o: ScanFlags) => {
+        const body = {
+          profile: o.profile,
+          target: { type: 'domain_name' as const, value: domain },
+          options: { active: o.active === true, maxCredits: o.maxCredits },
+        };
+        const accepted = await ctx.client.submit('scan', body, { idempotencyKey: ctx.idempotencyKey });
+        if (!o.wait && !o.failOn) {
+          ctx.term.err(`lss: scan accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
+          return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
+        }
+        const job = await waitWithProgress(ctx.client, ctx.term, accepted.job, o.maxCredits);
+        return jobReport(ctx.term, job, await readFindings(ctx.client, ctx.term, job.jobRef, o.failOn), o.failOn);
+      }),
+    );
 }

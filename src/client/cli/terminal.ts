@@ -21,7 +21,10 @@ export function colorEnabled(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv,
   return stream.isTTY === true && env.TERM !== 'dumb';
 }
 
-export function createTerminal(opts: { json: boolean; color?: boolean | undefined }, env: NodeJS.ProcessEnv = process.env): Terminal {
+export function createTerminal(
+  opts: { json: boolean; color?: boolean | undefined },
+  env: NodeJS.ProcessEnv = process.env,
+): Terminal {
   const color = !opts.json && colorEnabled(process.stdout, env, opts.color);
   return {
     json: opts.json,

@@ -24,13 +24,20 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
   const next = await inTransaction(ctx.db, async (trx): Promise<TaskRef[]> => {
     const job = await lockJob(trx, head.job_id);
     if (!job || isTerminal(job.status)) return [];
-    const res = await sql<Record<string, unknown>>`SELECT id, status, unit_cost, applied_at, reason, product_lane, check_name, object_key, distance, output
+    const res = await sql<
+      Record<string, unknown>
+    >`SELECT id, status, unit_cost, applied_at, reason, product_lane, check_name, object_key, distance, output
       FROM tasks WHERE id = ${taskId} FOR UPDATE`.execute(trx);
     const row = res.rows[0];
     if (!row) return [];
     const task = {
-      id: Number(row.id), status: row.status as TaskStatus, unit_cost: Number(row.unit_cost), applied_at: (row.applied_at as Date | null) ?? null,
-      reason: (row.reason as string | null) ?? null, product_lane: String(row.product_lane), output: parseJson<CheckOutput>(row.output),
+      id: Number(row.id),
+      status: row.status as TaskStatus,
+      unit_cost: Number(row.unit_cost),
+      applied_at: (row.applied_at as Date | null) ?? null,
+      reason: (row.reason as string | null) ?? null,
+      product_lane: String(row.product_lane),
+      output: parseJson<CheckOutput>(row.output),
     };
     if (task.applied_at || isOpenTask(task.status)) return [];
     await applyFinishedTask(trx, job, task);
@@ -38,10 +45,24 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
     const check = String(row.check_name);
     const objectKey = String(row.object_key);
     // Work gated on this task may start now, with what it found; new work only while not cancelling.
-    const released = await releaseGated(trx, job.id, { check, objectKey, result: gateResultOf(task.status, task.output) });
-    const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, { check, objectKey, distance: Number(row.distance), status: task.status, output: task.output });
+    const released = await releaseGated(trx, job.id, {
+      check,
+      objectKey,
+      result: gateResultOf(task.status, task.output),
+    });
+    const expanded =
+      job.status === 'cancelling'
+        ? []
+        : await expand(trx, ctx, job, {
+            check,
+            objectKey,
+            distance: Number(row.distance),
+            status: task.status,
+            output: task.output,
+          });
     // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
-    const waitingFor = job.status === 'cancelling' ? await countOpenTasks(trx, job.id) : await countUnsettledTasks(trx, job.id);
+    const waitingFor =
+      job.status === 'cancelling' ? await countOpenTasks(trx, job.id) : await countUnsettledTasks(trx, job.id);
     if (waitingFor === 0) {
       await finalizeLocked(trx, ctx, job, job.status === 'cancelling' ? 'cancel' : 'settle');
       return [];
@@ -52,19 +73,52 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
 }
 
 /** The product's expansion of a finished task, validated, deduplicated, budgeted and gated. */
-async function expand(trx: Trx, ctx: OrchestrationContext, job: LockedJob, task: { check: string; objectKey: string; distance: number; status: TaskStatus; output: CheckOutput | null }): Promise<TaskRef[]> {
+async function expand(
+  trx: Trx,
+  ctx: OrchestrationContext,
+  job: LockedJob,
+  task: { check: string; objectKey: string; distance: number; status: TaskStatus; output: CheckOutput | null },
+): Promise<TaskRef[]> {
   const def = ctx.catalog.get(job.product);
   if (!def?.job?.expand) return [];
   let plans: TaskPlan[];
   try {
     let scopes: Promise<string[]> | undefined;
-    plans = await def.job.expand(job.input, { ...task, status: task.status as never }, {
-      approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)),
-    });
+    plans = await def.job.expand(
+      job.input,
+      { ...task, status: task.status as never },
+      {
+        approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)),
+      },
+    );
   } catch (err) {
     // A bug in one expansion must not wedge the job: it ends with what it has, and says so.
     ctx.log.error({ jobId: job.id, check: task.check, err: errInfo(err) }, 'expansion failed');
-    await countLimitations(trx, job.id, { id: 0, status: 'failed', unit_cost: 0, applied_at: null, output: { status: 'failed', projection: {}, objects: [], relations: [], findings: [], sources: [], limitations: [{ code: 'expansion_failed', message: 'Planning follow-up work from a finished task failed; what it would have found is missing.' }] } }, true);
+    await countLimitations(
+      trx,
+      job.id,
+      {
+        id: 0,
+        status: 'failed',
+        unit_cost: 0,
+        applied_at: null,
+        output: {
+          status: 'failed',
+          projection: {},
+          objects: [],
+          relations: [],
+          findings: [],
+          sources: [],
+          limitations: [
+            {
+              code: 'expansion_failed',
+              message: 'Planning follow-up work from a finished task failed; what it would have found is missing.',
+            },
+          ],
+        },
+      },
+      true,
+    );
     return [];
   }
   const valid = plans.filter((p) => {
@@ -76,6 +130,8 @@ async function expand(trx: Trx, ctx: OrchestrationContext, job: LockedJob, task:
 }
 
 async function approvedScopesOf(trx: Trx, workspaceId: number): Promise<string[]> {
-  const rows = await sql<{ suffix: string }>`SELECT suffix FROM workspace_target_scopes WHERE workspace_id = ${workspaceId}`.execute(trx);
+  const rows = await sql<{
+    suffix: string;
+  }>`SELECT suffix FROM workspace_target_scopes WHERE workspace_id = ${workspaceId}`.execute(trx);
   return rows.rows.map((r) => r.suffix);
 }

@@ -19,7 +19,13 @@ export interface FinalizeOptions {
 }
 
 /** Caller holds the job row lock (lockJob). Returns the terminal status, or null if already terminal. */
-export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: LockedJob, mode: FinalizeMode, opts: FinalizeOptions = {}): Promise<TerminalStatus | null> {
+export async function finalizeLocked(
+  trx: Trx,
+  ctx: OrchestrationContext,
+  job: LockedJob,
+  mode: FinalizeMode,
+  opts: FinalizeOptions = {},
+): Promise<TerminalStatus | null> {
   if (isTerminal(job.status)) return null;
   // A job cancelled by its owner ends `cancelled` even when the deadline sweeper gets there first.
   const effective: FinalizeMode = job.status === 'cancelling' ? 'cancel' : mode;
@@ -52,7 +58,8 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
     charged: Number(captured.rows[0]?.c ?? 0),
     ...(opts.failure ? { failure: opts.failure } : {}),
   });
-  const done = await sql`UPDATE jobs SET status = ${outcome.status}, result = ${outcome.result ? JSON.stringify(outcome.result) : null},
+  const done =
+    await sql`UPDATE jobs SET status = ${outcome.status}, result = ${outcome.result ? JSON.stringify(outcome.result) : null},
       coverage = ${JSON.stringify(outcome.coverage)}, completed_at = NOW(3)
     WHERE id = ${job.id} AND status IN ('queued', 'running', 'cancelling')`.execute(trx);
   if (affected(done) !== 1) return null;
@@ -60,8 +67,11 @@ export async function finalizeLocked(trx: Trx, ctx: OrchestrationContext, job: L
   // reader never sees a terminal job without its derived findings.
   for (const d of outcome.derived ?? []) {
     const laneStatus = tasks.find((t) => t.product_lane === d.lane)?.status;
-    await writeOutput(trx, { jobId: job.id, workspaceId: job.workspace_id, productLane: d.lane, distance: 0 },
-      { status: laneStatus && !isOpenTask(laneStatus) ? laneStatus as LaneStatus : 'completed', ...d });
+    await writeOutput(
+      trx,
+      { jobId: job.id, workspaceId: job.workspace_id, productLane: d.lane, distance: 0 },
+      { status: laneStatus && !isOpenTask(laneStatus) ? (laneStatus as LaneStatus) : 'completed', ...d },
+    );
   }
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
@@ -73,12 +83,18 @@ async function recordedLimitations(trx: Trx, jobId: number): Promise<RecordedLim
   const rows = await sql<{ code: string; occurrences: number; message: string; gap: number }>`
     SELECT code, occurrences, message, gap FROM job_limitations WHERE job_id = ${jobId} ORDER BY code`.execute(trx);
   return rows.rows.map((r) => ({
-    code: r.code, gap: Number(r.gap) === 1,
+    code: r.code,
+    gap: Number(r.gap) === 1,
     message: Number(r.occurrences) > 1 ? `${r.message} (${r.occurrences} occurrences)` : r.message,
   }));
 }
 
-export async function finalizeJob(ctx: OrchestrationContext, jobId: number, mode: FinalizeMode, opts: FinalizeOptions = {}): Promise<TerminalStatus | null> {
+export async function finalizeJob(
+  ctx: OrchestrationContext,
+  jobId: number,
+  mode: FinalizeMode,
+  opts: FinalizeOptions = {},
+): Promise<TerminalStatus | null> {
   return inTransaction(ctx.db, async (trx) => {
     const job = await lockJob(trx, jobId);
     if (!job) return null;

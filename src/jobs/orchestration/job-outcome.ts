@@ -62,7 +62,8 @@ function hasResults(t: TaskRow): boolean {
 
 function mergeLimitations(...lists: ReadonlyArray<readonly Limitation[]>): Limitation[] {
   const out = new Map<string, Limitation>();
-  for (const list of lists) for (const l of list) if (!out.has(l.code)) out.set(l.code, { code: l.code, message: l.message });
+  for (const list of lists)
+    for (const l of list) if (!out.has(l.code)) out.set(l.code, { code: l.code, message: l.message });
   return [...out.values()];
 }
 
@@ -76,12 +77,31 @@ export function decideOutcome(o: OutcomeInput): JobOutcome {
   if (o.failure) return failed(o.failure, lims);
   let out = o.def?.job?.assemble ? lookupOutcome(o.def, o, lims) : taskOutcome(o, lims);
   if (o.mode === 'cancel') {
-    out = { status: 'cancelled', result: null, coverage: { complete: false, limitations: mergeLimitations(out.coverage.limitations, [{ code: 'cancelled', message: 'The job was cancelled.' }]) } };
+    out = {
+      status: 'cancelled',
+      result: null,
+      coverage: {
+        complete: false,
+        limitations: mergeLimitations(out.coverage.limitations, [
+          { code: 'cancelled', message: 'The job was cancelled.' },
+        ]),
+      },
+    };
   } else if (o.mode === 'deadline') {
     const status: TerminalStatus = o.tasks.some(hasResults) ? 'partial' : 'failed';
-    const result = out.result && status === 'partial' ? { ...out.result, status: 'partial', coverage: { complete: false } } : out.result;
+    const result =
+      out.result && status === 'partial'
+        ? { ...out.result, status: 'partial', coverage: { complete: false } }
+        : out.result;
     out = {
-      status, result, coverage: { complete: false, limitations: mergeLimitations(out.coverage.limitations, [{ code: 'deadline_exceeded', message: 'The job did not finish before its deadline.' }]) },
+      status,
+      result,
+      coverage: {
+        complete: false,
+        limitations: mergeLimitations(out.coverage.limitations, [
+          { code: 'deadline_exceeded', message: 'The job did not finish before its deadline.' },
+        ]),
+      },
       ...(out.derived ? { derived: out.derived } : {}),
     };
   }
@@ -110,8 +130,14 @@ function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation
   }
   if (blocking) {
     // buildEnvelope refuses this case (a sync route answers 503); a job keeps what can be said.
-    const status: TerminalStatus = blocking.status === 'unavailable' || blocking.status === 'timeout' ? 'unavailable' : 'failed';
-    return { status, result: envelopeWithoutProjection(def, o, outcome), coverage: { complete: false, limitations }, ...derivedOf(outcome) };
+    const status: TerminalStatus =
+      blocking.status === 'unavailable' || blocking.status === 'timeout' ? 'unavailable' : 'failed';
+    return {
+      status,
+      result: envelopeWithoutProjection(def, o, outcome),
+      coverage: { complete: false, limitations },
+      ...derivedOf(outcome),
+    };
   }
   const env: Envelope = buildEnvelope(def, o.input, outcome, o.requestId, o.charged);
   const complete = env.coverage.complete && o.tasks.every(applicableDone);
@@ -119,7 +145,12 @@ function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation
     env.status = 'partial';
     env.coverage = { complete: false };
   }
-  return { status: complete ? 'completed' : 'partial', result: { ...env }, coverage: { complete, limitations }, ...derivedOf(outcome) };
+  return {
+    status: complete ? 'completed' : 'partial',
+    result: { ...env },
+    coverage: { complete, limitations },
+    ...derivedOf(outcome),
+  };
 }
 
 function derivedOf(outcome: AssembledOutcome): Pick<JobOutcome, 'derived'> {
@@ -127,7 +158,11 @@ function derivedOf(outcome: AssembledOutcome): Pick<JobOutcome, 'derived'> {
   return derived && derived.length > 0 ? { derived } : {};
 }
 
-function envelopeWithoutProjection(def: ProductDefinition, o: OutcomeInput, outcome: AssembledOutcome): Record<string, unknown> {
+function envelopeWithoutProjection(
+  def: ProductDefinition,
+  o: OutcomeInput,
+  outcome: AssembledOutcome,
+): Record<string, unknown> {
   return {
     product: def.id,
     input: def.echo ? def.echo(o.input) : o.input,
@@ -143,9 +178,14 @@ function envelopeWithoutProjection(def: ProductDefinition, o: OutcomeInput, outc
 
 /** Scans (no assemble): per product lane from the task statuses. */
 function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
-  const outputLims: Limitation[] = (o.recordedLimitations ?? o.tasks.flatMap((t) => t.output?.limitations ?? [])).map((l) => ({ code: l.code, message: l.message }));
+  const outputLims: Limitation[] = (o.recordedLimitations ?? o.tasks.flatMap((t) => t.output?.limitations ?? [])).map(
+    (l) => ({ code: l.code, message: l.message }),
+  );
   const gaps = (o.recordedLimitations ?? []).some((l) => l.gap);
-  const coverage = (complete: boolean): Coverage => ({ complete, limitations: complete ? [] : mergeLimitations(lims, outputLims) });
+  const coverage = (complete: boolean): Coverage => ({
+    complete,
+    limitations: complete ? [] : mergeLimitations(lims, outputLims),
+  });
   const lanes = new Map<string, TaskRow[]>();
   for (const t of o.tasks) lanes.set(t.product_lane, [...(lanes.get(t.product_lane) ?? []), t]);
   for (const tasks of lanes.values()) {
@@ -154,6 +194,7 @@ function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
     const unavailable = tried.length > 0 && tried.every((t) => t.status === 'unavailable' || t.status === 'timeout');
     return { status: unavailable ? 'unavailable' : 'failed', result: null, coverage: coverage(false) };
   }
-  if (o.tasks.length > 0 && o.tasks.every(applicableDone) && !gaps) return { status: 'completed', result: null, coverage: coverage(true) };
+  if (o.tasks.length > 0 && o.tasks.every(applicableDone) && !gaps)
+    return { status: 'completed', result: null, coverage: coverage(true) };
   return { status: o.tasks.some(hasResults) ? 'partial' : 'failed', result: null, coverage: coverage(false) };
 }

@@ -14,7 +14,14 @@ import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } fr
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
-import { ACK, HandlingBudget, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
+import {
+  ACK,
+  HandlingBudget,
+  StreamConsumer,
+  errInfo,
+  type Delivery,
+  type Settlement,
+} from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
@@ -103,20 +110,42 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   };
   // Orchestrator entries carry no state of their own: MySQL does. A dead-lettered one is recorded
   // and acknowledged; the reconciler and the sweeper bring its job to a terminal state.
-  const deadLetter = (stream: string) => async (d: Delivery): Promise<Settlement> => {
-    log.error({ stream, entry: d.id, fields: d.fields, deliveries: d.deliveries }, 'orchestrator entry dead-lettered');
-    return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d) };
-  };
-  const jobs = new StreamConsumer({ ...common, stream: streams.jobs, handle: (d) => handleJobOp(ctx, d), deadLetter: deadLetter(streams.jobs) });
+  const deadLetter =
+    (stream: string) =>
+    async (d: Delivery): Promise<Settlement> => {
+      log.error(
+        { stream, entry: d.id, fields: d.fields, deliveries: d.deliveries },
+        'orchestrator entry dead-lettered',
+      );
+      return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d) };
+    };
+  const jobs = new StreamConsumer({
+    ...common,
+    stream: streams.jobs,
+    handle: (d) => handleJobOp(ctx, d),
+    deadLetter: deadLetter(streams.jobs),
+  });
   // The per-lane results streams share one handling budget: every apply takes a job row lock and
   // a MySQL connection, and a scan's results all wait on the same row, so five streams × the
   // concurrency would only queue more transactions (each holding a parsed output) on that lock.
   const handling = new HandlingBudget(opts.concurrency ?? 16);
-  const results = LANES.map((lane) => streams.laneResults(lane)).map((stream) =>
-    new StreamConsumer({ ...common, handling, stream, handle: (d) => handleTaskResult(ctx, d), deadLetter: deadLetter(stream) }));
+  const results = LANES.map((lane) => streams.laneResults(lane)).map(
+    (stream) =>
+      new StreamConsumer({
+        ...common,
+        handling,
+        stream,
+        handle: (d) => handleTaskResult(ctx, d),
+        deadLetter: deadLetter(stream),
+      }),
+  );
   const consumers = [jobs, ...results];
   if (opts.metrics) {
-    registerStreamGauges(opts.metrics, redis, consumers.map((c) => ({ stream: c.stream, group: groups.orchestrator })));
+    registerStreamGauges(
+      opts.metrics,
+      redis,
+      consumers.map((c) => ({ stream: c.stream, group: groups.orchestrator })),
+    );
     registerCreditMetrics(opts.metrics, ctx.db);
   }
 

@@ -5,7 +5,10 @@ import { sql } from 'kysely';
 import { isJobOp, publishJob } from '../../queue/streams.ts';
 import type { OrchestrationContext } from './context.ts';
 
-export async function relayOutbox(ctx: OrchestrationContext, opts: { olderThanMs?: number; batch?: number } = {}): Promise<number> {
+export async function relayOutbox(
+  ctx: OrchestrationContext,
+  opts: { olderThanMs?: number; batch?: number } = {},
+): Promise<number> {
   const olderThanUs = (opts.olderThanMs ?? 2000) * 1000;
   const rows = await sql<{ id: number; job_id: number; topic: string }>`
     SELECT o.id, o.job_id, o.topic FROM outbox o JOIN jobs j ON j.id = o.job_id
@@ -18,7 +21,10 @@ export async function relayOutbox(ctx: OrchestrationContext, opts: { olderThanMs
       await publishJob(ctx.redis, Number(r.job_id), r.topic);
       published++;
     } else {
-      ctx.log.error({ outboxId: r.id, topic: r.topic }, 'outbox row with an unknown topic: marked published without effect');
+      ctx.log.error(
+        { outboxId: r.id, topic: r.topic },
+        'outbox row with an unknown topic: marked published without effect',
+      );
     }
     await sql`UPDATE outbox SET published_at = NOW(3) WHERE id = ${r.id} AND published_at IS NULL`.execute(ctx.db);
   }

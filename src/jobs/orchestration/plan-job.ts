@@ -41,14 +41,18 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   let plans: TaskPlan[];
   try {
     plans = dedupePlans(def.job.plan(job.input));
-    for (const p of plans) if (!isValidPlan(p)) throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
+    for (const p of plans)
+      if (!isValidPlan(p))
+        throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
   } catch (err) {
     ctx.log.error({ jobId: job.id, err: errInfo(err) }, 'plan failed');
     await finalizeLocked(trx, ctx, job, 'settle', { failure: 'plan_failed' });
     return 'nothing';
   }
   const pending = await insertPlannedTasks(trx, job, plans);
-  await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(trx);
+  await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(
+    trx,
+  );
   if (pending.length === 0 && (await countOpenTasks(trx, job.id)) === 0) {
     await finalizeLocked(trx, ctx, { ...job, status: 'running' }, 'settle');
     return 'nothing';
@@ -57,6 +61,12 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
 }
 
 async function pendingTasks(ctx: OrchestrationContext, jobId: number): Promise<TaskRef[]> {
-  const rows = await ctx.db.selectFrom('tasks').select(['id', 'lane']).where('job_id', '=', jobId).where('status', '=', 'pending').orderBy('id').execute();
+  const rows = await ctx.db
+    .selectFrom('tasks')
+    .select(['id', 'lane'])
+    .where('job_id', '=', jobId)
+    .where('status', '=', 'pending')
+    .orderBy('id')
+    .execute();
   return rows.map((r) => ({ id: Number(r.id), jobId, lane: r.lane }));
 }

@@ -58,13 +58,23 @@ export class Reconciler {
         AND t.created_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND AND t.id > ${this.#pendingCursor}
       ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
     this.#pendingCursor = rows.rows.length < BATCH ? 0 : Number(rows.rows[rows.rows.length - 1]!.id);
-    const n = await ensureTasksEnqueued(this.#ctx.redis, rows.rows.map((r) => ({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane })));
+    const n = await ensureTasksEnqueued(
+      this.#ctx.redis,
+      rows.rows.map((r) => ({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane })),
+    );
     if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-enqueued lost pending tasks');
     return n;
   }
 
   async resetStuckRunning(): Promise<number> {
-    const rows = await sql<{ id: number; job_id: number; lane: string; check_name: string; attempts: number; age_ms: number }>`
+    const rows = await sql<{
+      id: number;
+      job_id: number;
+      lane: string;
+      check_name: string;
+      attempts: number;
+      age_ms: number;
+    }>`
       SELECT t.id, t.job_id, t.lane, t.check_name, t.attempts, TIMESTAMPDIFF(MICROSECOND, t.started_at, NOW(3)) DIV 1000 AS age_ms
       FROM tasks t JOIN jobs j ON j.id = t.job_id
       WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()}) AND t.status = 'running'
@@ -74,7 +84,10 @@ export class Reconciler {
     for (const r of rows.rows) {
       if (Number(r.age_ms) <= this.#ctx.checkTimeoutMs(r.check_name) + this.#ctx.settings.LANE_VISIBILITY_MS) continue;
       // attempts fences the reset: a runner that took the task over meanwhile keeps it.
-      const res = await sql`UPDATE tasks SET status = 'pending' WHERE id = ${r.id} AND status = 'running' AND attempts = ${r.attempts}`.execute(this.#ctx.db);
+      const res =
+        await sql`UPDATE tasks SET status = 'pending' WHERE id = ${r.id} AND status = 'running' AND attempts = ${r.attempts}`.execute(
+          this.#ctx.db,
+        );
       if (affected(res) === 1) reset.push({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane });
     }
     // An entry still pending in a dead consumer's list reaches a runner through XAUTOCLAIM, with

@@ -11,7 +11,10 @@ import { affected } from '../../db/transaction.ts';
 
 const CHILD_TABLES = ['relations', 'findings', 'objects', 'tasks'] as const;
 
-export async function purgeExpiredJobs(ctx: OrchestrationContext, opts: { jobBatch?: number; rowBatch?: number } = {}): Promise<number> {
+export async function purgeExpiredJobs(
+  ctx: OrchestrationContext,
+  opts: { jobBatch?: number; rowBatch?: number } = {},
+): Promise<number> {
   const rowBatch = opts.rowBatch ?? 5000;
   const days = ctx.config.JOB_RETENTION_DAYS;
   const jobs = await sql<{ id: number }>`
@@ -21,11 +24,25 @@ export async function purgeExpiredJobs(ctx: OrchestrationContext, opts: { jobBat
   const ids = jobs.rows.map((r) => Number(r.id));
   if (ids.length > 0) {
     for (const table of CHILD_TABLES) {
-      while (affected(await sql`DELETE FROM ${sql.table(table)} WHERE job_id IN (${sql.join(ids)}) LIMIT ${rowBatch}`.execute(ctx.db)) >= rowBatch);
+      while (
+        affected(
+          await sql`DELETE FROM ${sql.table(table)} WHERE job_id IN (${sql.join(ids)}) LIMIT ${rowBatch}`.execute(
+            ctx.db,
+          ),
+        ) >= rowBatch
+      );
     }
-    await sql`DELETE FROM jobs WHERE id IN (${sql.join(ids)}) AND status IN ('completed', 'partial', 'cancelled', 'failed', 'unavailable')`.execute(ctx.db);
+    await sql`DELETE FROM jobs WHERE id IN (${sql.join(ids)}) AND status IN ('completed', 'partial', 'cancelled', 'failed', 'unavailable')`.execute(
+      ctx.db,
+    );
   }
-  while (affected(await sql`DELETE FROM outbox WHERE published_at < NOW(3) - INTERVAL ${days} DAY LIMIT ${rowBatch}`.execute(ctx.db)) >= rowBatch);
+  while (
+    affected(
+      await sql`DELETE FROM outbox WHERE published_at < NOW(3) - INTERVAL ${days} DAY LIMIT ${rowBatch}`.execute(
+        ctx.db,
+      ),
+    ) >= rowBatch
+  );
   while ((await purgeExpiredIdempotencyKeys(ctx.db, rowBatch)) >= rowBatch);
   return ids.length;
 }

@@ -50,10 +50,11 @@ export async function loadLaneTask(db: Db, taskId: number): Promise<LaneTask | n
  * than the check could run). Returns the attempt number that now owns the task, or null.
  */
 export async function claimTask(db: Db, t: LaneTask, takeoverAfterMs: number): Promise<number | null> {
-  const res = t.status === 'pending'
-    ? await sql`UPDATE tasks SET status = 'running', attempts = attempts + 1, started_at = NOW(3)
+  const res =
+    t.status === 'pending'
+      ? await sql`UPDATE tasks SET status = 'running', attempts = attempts + 1, started_at = NOW(3)
         WHERE id = ${t.id} AND status = 'pending' AND attempts = ${t.attempts}`.execute(db)
-    : await sql`UPDATE tasks SET attempts = attempts + 1, started_at = NOW(3)
+      : await sql`UPDATE tasks SET attempts = attempts + 1, started_at = NOW(3)
         WHERE id = ${t.id} AND status = 'running' AND attempts = ${t.attempts}
           AND started_at < NOW(3) - INTERVAL ${takeoverAfterMs * 1000} MICROSECOND`.execute(db);
   return affected(res) === 1 ? t.attempts + 1 : null;
@@ -69,7 +70,9 @@ export async function cancelTask(db: Db, taskId: number, takeoverAfterMs: number
 
 /** Shutdown interrupted the run: hand the task back so the reclaimed entry runs it at once. */
 export async function releaseTask(db: Db, taskId: number, attempt: number): Promise<void> {
-  await sql`UPDATE tasks SET status = 'pending' WHERE id = ${taskId} AND status = 'running' AND attempts = ${attempt}`.execute(db);
+  await sql`UPDATE tasks SET status = 'pending' WHERE id = ${taskId} AND status = 'running' AND attempts = ${attempt}`.execute(
+    db,
+  );
 }
 
 export async function deadLetterTask(db: Db, taskId: number): Promise<boolean> {

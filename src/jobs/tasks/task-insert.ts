@@ -30,25 +30,32 @@ type GateState = { kind: 'open' } | { kind: 'done'; result: GateResult } | { kin
 
 const NEVER_RUN: readonly TaskStatus[] = ['budget_exhausted', 'cancelled'];
 
-
 async function existingKeys(trx: Trx, jobId: number, plans: readonly TaskPlan[]): Promise<Set<string>> {
   const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
   const out = new Set<string>();
   for (let i = 0; i < hashes.length; i += 500) {
     const rows = await sql<{ check_name: string; object_key: string }>`
-      SELECT check_name, object_key FROM tasks WHERE job_id = ${jobId} AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(trx);
+      SELECT check_name, object_key FROM tasks WHERE job_id = ${jobId} AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(
+      trx,
+    );
     for (const r of rows.rows) out.add(`${r.check_name}\n${r.object_key}`);
   }
   return out;
 }
 
-async function gateStates(trx: Trx, jobId: number, gates: Array<{ check: string; objectKey: string }>): Promise<Map<string, GateState>> {
+async function gateStates(
+  trx: Trx,
+  jobId: number,
+  gates: Array<{ check: string; objectKey: string }>,
+): Promise<Map<string, GateState>> {
   const out = new Map<string, GateState>();
   for (const g of gates) {
     const key = `${g.check}\n${g.objectKey}`;
     if (out.has(key)) continue;
     const res = await sql<{ status: TaskStatus; output: unknown }>`
-      SELECT status, output FROM tasks WHERE job_id = ${jobId} AND check_name = ${g.check} AND object_key_hash = ${sha256(g.objectKey)}`.execute(trx);
+      SELECT status, output FROM tasks WHERE job_id = ${jobId} AND check_name = ${g.check} AND object_key_hash = ${sha256(g.objectKey)}`.execute(
+      trx,
+    );
     const row = res.rows[0];
     if (!row) out.set(key, { kind: 'done', result: { status: 'skipped', projection: null } });
     else if (isOpenTask(row.status)) out.set(key, { kind: 'open' });
@@ -88,14 +95,22 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
   // Gates first (stable otherwise): a dependent must see its gate's fate in the same batch.
   const gateKeys = new Set(input.flatMap((p) => (p.gate ? [`${p.gate.check}\n${p.gate.objectKey}`] : [])));
   const isGate = (p: TaskPlan) => (gateKeys.has(`${p.check}\n${p.objectKey}`) ? 1 : 0);
-  const plans = dedupePlans([...input].sort((a, b) => isGate(b) - isGate(a))).filter((p) => !known.has(`${p.check}\n${p.objectKey}`));
+  const plans = dedupePlans([...input].sort((a, b) => isGate(b) - isGate(a))).filter(
+    (p) => !known.has(`${p.check}\n${p.objectKey}`),
+  );
   if (plans.length === 0) return [];
 
   const budget = await budgetState(trx, job.id);
   let spent = budget.planned;
   let stopped = budget.stopped;
   const inBatch = new Map<string, Row['status']>();
-  const gates = await gateStates(trx, job.id, plans.flatMap((p) => (p.gate && !plans.some((q) => q.check === p.gate!.check && q.objectKey === p.gate!.objectKey) ? [p.gate] : [])));
+  const gates = await gateStates(
+    trx,
+    job.id,
+    plans.flatMap((p) =>
+      p.gate && !plans.some((q) => q.check === p.gate!.check && q.objectKey === p.gate!.objectKey) ? [p.gate] : [],
+    ),
+  );
   const rows: Row[] = [];
   for (const plan of plans) {
     let status: Row['status'];
@@ -106,9 +121,12 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
     } else if (plan.gate) {
       const key = `${plan.gate.check}\n${plan.gate.objectKey}`;
       const batch = inBatch.get(key);
-      const state: GateState = batch !== undefined
-        ? (batch === 'budget_exhausted' ? { kind: 'never' } : { kind: 'open' })
-        : gates.get(key) ?? { kind: 'done', result: { status: 'skipped', projection: null } };
+      const state: GateState =
+        batch !== undefined
+          ? batch === 'budget_exhausted'
+            ? { kind: 'never' }
+            : { kind: 'open' }
+          : (gates.get(key) ?? { kind: 'done', result: { status: 'skipped', projection: null } });
       if (state.kind === 'never') status = 'budget_exhausted';
       else if (state.kind === 'open') status = 'waiting';
       else {
@@ -138,7 +156,11 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
       VALUES ${sql.join(values)}`.execute(trx);
   }
   const pending = rows.filter((r) => r.status === 'pending');
-  return pendingRefs(trx, job.id, pending.map((r) => r.plan));
+  return pendingRefs(
+    trx,
+    job.id,
+    pending.map((r) => r.plan),
+  );
 }
 
 async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<TaskRef[]> {
@@ -149,8 +171,11 @@ async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<
   for (let i = 0; i < hashes.length; i += 500) {
     const rows = await sql<{ id: number; lane: string; check_name: string; object_key: string }>`
       SELECT id, lane, check_name, object_key FROM tasks
-      WHERE job_id = ${jobId} AND status = 'pending' AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(trx);
-    for (const r of rows.rows) if (wanted.has(`${r.check_name}\n${r.object_key}`)) refs.push({ id: Number(r.id), jobId, lane: r.lane });
+      WHERE job_id = ${jobId} AND status = 'pending' AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(
+      trx,
+    );
+    for (const r of rows.rows)
+      if (wanted.has(`${r.check_name}\n${r.object_key}`)) refs.push({ id: Number(r.id), jobId, lane: r.lane });
   }
   return refs.sort((a, b) => a.id - b.id);
 }
@@ -159,14 +184,22 @@ async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<
  * The gate task `check`/`objectKey` has finished: every task waiting on it becomes pending with
  * the gate's result in params.gate. Returns them for enqueueing after the commit.
  */
-export async function releaseGated(trx: Trx, jobId: number, gate: { check: string; objectKey: string; result: GateResult }): Promise<TaskRef[]> {
+export async function releaseGated(
+  trx: Trx,
+  jobId: number,
+  gate: { check: string; objectKey: string; result: GateResult },
+): Promise<TaskRef[]> {
   const hash = taskKeyHash(gate.check, gate.objectKey);
   const waiting = await sql<{ id: number; lane: string; params: unknown }>`
-    SELECT id, lane, params FROM tasks WHERE job_id = ${jobId} AND gate_key_hash = ${hash} AND status = 'waiting' FOR UPDATE`.execute(trx);
+    SELECT id, lane, params FROM tasks WHERE job_id = ${jobId} AND gate_key_hash = ${hash} AND status = 'waiting' FOR UPDATE`.execute(
+    trx,
+  );
   const refs: TaskRef[] = [];
   for (const r of waiting.rows) {
     const params = { ...(parseJson<Record<string, unknown>>(r.params) ?? {}), gate: gate.result };
-    await sql`UPDATE tasks SET status = 'pending', params = ${JSON.stringify(params)} WHERE id = ${r.id} AND status = 'waiting'`.execute(trx);
+    await sql`UPDATE tasks SET status = 'pending', params = ${JSON.stringify(params)} WHERE id = ${r.id} AND status = 'waiting'`.execute(
+      trx,
+    );
     refs.push({ id: Number(r.id), jobId, lane: r.lane });
   }
   return refs;

@@ -22,11 +22,16 @@ export function limitationCode(t: LimitationSubject): string | null {
 export function limitationMessage(code: string, n: number, t: LimitationSubject): string {
   const tasks = `${n} task${n === 1 ? '' : 's'}`;
   switch (code) {
-    case 'budget_exhausted': return `${tasks} not scheduled: the credit budget was exhausted.`;
-    case 'dead_lettered': return `${tasks} failed on every delivery and were abandoned; their results are missing.`;
-    case 'deadline_exceeded': return `${tasks} did not finish before the job deadline.`;
-    case 'cancelled': return `${tasks} cancelled before completion.`;
-    default: return `The ${t.product_lane} lane ended ${t.status}${t.reason ? ` (${t.reason})` : ''} for ${tasks}.`;
+    case 'budget_exhausted':
+      return `${tasks} not scheduled: the credit budget was exhausted.`;
+    case 'dead_lettered':
+      return `${tasks} failed on every delivery and were abandoned; their results are missing.`;
+    case 'deadline_exceeded':
+      return `${tasks} did not finish before the job deadline.`;
+    case 'cancelled':
+      return `${tasks} cancelled before completion.`;
+    default:
+      return `The ${t.product_lane} lane ended ${t.status}${t.reason ? ` (${t.reason})` : ''} for ${tasks}.`;
   }
 }
 
@@ -41,4 +46,3 @@ export function taskLimitations(tasks: readonly TaskRow[]): Limitation[] {
   }
   return [...seen].map(([code, { n, first }]) => ({ code, message: limitationMessage(code, n, first) }));
 }
-

@@ -14,8 +14,16 @@ export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'part
 
 /** A plan the tables and the streams can hold (else the job fails instead of a lane, later). */
 export function isValidPlan(p: TaskPlan): boolean {
-  return isLaneName(p.lane) && Number.isInteger(p.unitCost) && p.unitCost >= 0 && p.objectKey.length > 0 && p.objectKey.length <= 512
-    && /^[a-z0-9_.-]{1,64}$/.test(p.check) && p.productLane.length > 0 && p.productLane.length <= 32;
+  return (
+    isLaneName(p.lane) &&
+    Number.isInteger(p.unitCost) &&
+    p.unitCost >= 0 &&
+    p.objectKey.length > 0 &&
+    p.objectKey.length <= 512 &&
+    /^[a-z0-9_.-]{1,64}$/.test(p.check) &&
+    p.productLane.length > 0 &&
+    p.productLane.length <= 32
+  );
 }
 
 export function isOpenTask(s: TaskStatus): boolean {
@@ -38,7 +46,11 @@ export interface TaskRow {
 }
 
 /** A job's tasks; without their outputs (a scan's thousands), or only those not applied yet. */
-export async function selectTasks(trx: Trx, jobId: number, opts: { withOutput?: boolean; unappliedOnly?: boolean } = {}): Promise<TaskRow[]> {
+export async function selectTasks(
+  trx: Trx,
+  jobId: number,
+  opts: { withOutput?: boolean; unappliedOnly?: boolean } = {},
+): Promise<TaskRow[]> {
   const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
   const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})` : sql``;
   const res = await sql<Record<string, unknown>>`

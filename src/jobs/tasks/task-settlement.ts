@@ -47,13 +47,17 @@ export async function countLimitations(trx: Trx, jobId: number, task: Applicable
   const byCode = new Map<string, Limitation>();
   for (const l of lims) if (!byCode.has(l.code)) byCode.set(l.code, l);
   if (byCode.size === 0) return;
-  const rows = [...byCode.values()].map((l) => sql`(${jobId}, ${l.code.slice(0, 64)}, 1, ${String(l.message).slice(0, 500)}, ${gap ? 1 : 0})`);
+  const rows = [...byCode.values()].map(
+    (l) => sql`(${jobId}, ${l.code.slice(0, 64)}, 1, ${String(l.message).slice(0, 500)}, ${gap ? 1 : 0})`,
+  );
   await sql`INSERT INTO job_limitations (job_id, code, occurrences, message, gap) VALUES ${sql.join(rows)}
     ON DUPLICATE KEY UPDATE occurrences = occurrences + 1, gap = GREATEST(gap, VALUES(gap))`.execute(trx);
 }
 
 export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
-  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId} AND status IN (${OPEN_STATUSES_SQL})`.execute(trx);
+  const res = await sql<{
+    n: number;
+  }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId} AND status IN (${OPEN_STATUSES_SQL})`.execute(trx);
   return Number(res.rows[0]?.n ?? 0);
 }
 
@@ -68,4 +72,3 @@ export async function countUnsettledTasks(trx: Trx, jobId: number): Promise<numb
     AND (status IN (${OPEN_STATUSES_SQL}) OR applied_at IS NULL)`.execute(trx);
   return Number(res.rows[0]?.n ?? 0);
 }
-

@@ -21,28 +21,52 @@ import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/prod
 import type { LaneOutcome, LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
 
-export const dnsTypes = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA', 'SOA'] as const satisfies readonly RecordType[];
+export const dnsTypes = [
+  'A',
+  'AAAA',
+  'CNAME',
+  'MX',
+  'NS',
+  'TXT',
+  'CAA',
+  'SOA',
+] as const satisfies readonly RecordType[];
 type DnsType = (typeof dnsTypes)[number];
 
 export const dnsInput = z.strictObject({ value: domainName });
 export type DnsInput = z.infer<typeof dnsInput>;
 
-const outcomeSchema = z.enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
-  .describe('answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type');
+const outcomeSchema = z
+  .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+  .describe(
+    'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type',
+  );
 const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
 const soaData = z.object({
-  mname: z.string(), rname: z.string(), serial: z.number().int(), refresh: z.number().int(),
-  retry: z.number().int(), expire: z.number().int(), minimum: z.number().int(),
+  mname: z.string(),
+  rname: z.string(),
+  serial: z.number().int(),
+  refresh: z.number().int(),
+  retry: z.number().int(),
+  expire: z.number().int(),
+  minimum: z.number().int(),
 });
 const caaData = z.object({ flags: z.number().int(), tag: z.string(), value: z.string() });
-const txtData = z.array(z.string()).describe('The character-strings of one TXT record, each decoded as UTF-8 (join them for SPF/DKIM values)');
+const txtData = z
+  .array(z.string())
+  .describe('The character-strings of one TXT record, each decoded as UTF-8 (join them for SPF/DKIM values)');
 
 /** One type's rows. A CNAME met on the way is listed with the records (type CNAME, data its target). */
 function typeResult<T extends z.ZodType>(data: T) {
   return z.object({
     outcome: outcomeSchema,
-    rcode: z.string().nullable().describe('The rcode mnemonic of the reply (NOERROR, NXDOMAIN…); null when no reply arrived'),
-    answers: z.array(z.object({ name: z.string(), type: z.string(), ttl: z.number().int(), data: z.union([data, z.string()]) })),
+    rcode: z
+      .string()
+      .nullable()
+      .describe('The rcode mnemonic of the reply (NOERROR, NXDOMAIN…); null when no reply arrived'),
+    answers: z.array(
+      z.object({ name: z.string(), type: z.string(), ttl: z.number().int(), data: z.union([data, z.string()]) }),
+    ),
     authoritative: z.boolean().describe('AA flag of the reply'),
     authenticatedData: z.boolean().describe('AD flag as the resolver set it; not validated locally'),
   });
@@ -66,8 +90,17 @@ export type DnsResult = z.infer<typeof dnsResult>;
 type TypeRows = DnsResult['records'][DnsType];
 
 const lanes = {
-  resolver: { lane: 'resolver', required: true, description: 'The project stub resolver over DNS_SERVERS: at least one record type answered' },
-  recordTypes: { lane: 'record_types', required: false, description: 'Every one of the eight record types present or absent (answers, NXDOMAIN or NODATA); partial when any is indeterminate' },
+  resolver: {
+    lane: 'resolver',
+    required: true,
+    description: 'The project stub resolver over DNS_SERVERS: at least one record type answered',
+  },
+  recordTypes: {
+    lane: 'record_types',
+    required: false,
+    description:
+      'Every one of the eight record types present or absent (answers, NXDOMAIN or NODATA); partial when any is indeterminate',
+  },
 } satisfies Record<string, LaneSpec>;
 
 function resolverOf(runtime: ProductRuntime): Resolver | undefined {
@@ -97,7 +130,10 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   if (!resolver) {
     return {
       result: emptyResult(name),
-      lanes: [laneOutcome(lanes.resolver, 'unavailable', { reason: 'not_configured' }), laneOutcome(lanes.recordTypes, 'unavailable', { reason: 'not_configured' })],
+      lanes: [
+        laneOutcome(lanes.resolver, 'unavailable', { reason: 'not_configured' }),
+        laneOutcome(lanes.recordTypes, 'unavailable', { reason: 'not_configured' }),
+      ],
       sources: [],
       limitations: [AD_LIMITATION],
     };
@@ -138,7 +174,11 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
 
 function emptyResult(name: string): DnsResult {
   const none: TypeRows = { outcome: 'error', rcode: null, answers: [], authoritative: false, authenticatedData: false };
-  return { name, records: Object.fromEntries(dnsTypes.map((t) => [t, none])) as DnsResult['records'], dnssecValidation: 'not_validated_locally' };
+  return {
+    name,
+    records: Object.fromEntries(dnsTypes.map((t) => [t, none])) as DnsResult['records'],
+    dnssecValidation: 'not_validated_locally',
+  };
 }
 
 export const dnsProduct: ProductDefinition<DnsInput, DnsResult> = {

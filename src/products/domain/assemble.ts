@@ -7,8 +7,16 @@ import { nameParts } from '../kit/name-parts.ts';
 import type { DelegationProjection, DomainResult, RecordsProjection, RegistrationProjection } from './schema.ts';
 
 export const domainLanes = {
-  delegation: { lane: 'dns_delegation', required: true, description: 'NS, SOA and DS of the registrable domain, addresses of its name servers' },
-  registration: { lane: 'registration', required: false, description: 'RDAP registration data of the registrable domain (RFC 9224 bootstrap or RDAP_BASE_URL)' },
+  delegation: {
+    lane: 'dns_delegation',
+    required: true,
+    description: 'NS, SOA and DS of the registrable domain, addresses of its name servers',
+  },
+  registration: {
+    lane: 'registration',
+    required: false,
+    description: 'RDAP registration data of the registrable domain (RFC 9224 bootstrap or RDAP_BASE_URL)',
+  },
   records: { lane: 'dns_records', required: false, description: 'A, AAAA, MX, TXT and CAA of the name' },
 } satisfies Record<string, LaneSpec>;
 
@@ -16,11 +24,24 @@ export function assembleDomain(value: string, tasks: TaskOutcomeView[]): SyncOut
   const parts = nameParts(value);
   const a = laneAssembly(tasks);
   const notApplicable = (lane: string) => `The ${lane} lane does not apply to ${parts.name} (a public suffix).`;
-  const delegation = a.part<DelegationProjection>(domainLanes.delegation, { notApplicable: notApplicable(domainLanes.delegation.lane) });
-  const registration = a.part<RegistrationProjection>(domainLanes.registration, { notApplicable: notApplicable(domainLanes.registration.lane) });
-  const records = a.part<RecordsProjection>(domainLanes.records, { notApplicable: notApplicable(domainLanes.records.lane) });
+  const delegation = a.part<DelegationProjection>(domainLanes.delegation, {
+    notApplicable: notApplicable(domainLanes.delegation.lane),
+  });
+  const registration = a.part<RegistrationProjection>(domainLanes.registration, {
+    notApplicable: notApplicable(domainLanes.registration.lane),
+  });
+  const records = a.part<RecordsProjection>(domainLanes.records, {
+    notApplicable: notApplicable(domainLanes.records.lane),
+  });
   return {
-    result: { name: parts.name, registrableDomain: parts.registrableDomain, publicSuffix: parts.publicSuffix, delegation, registration, records },
+    result: {
+      name: parts.name,
+      registrableDomain: parts.registrableDomain,
+      publicSuffix: parts.publicSuffix,
+      delegation,
+      registration,
+      records,
+    },
     lanes: a.lanes,
     sources: a.sources,
     limitations: a.limitations,

@@ -26,7 +26,13 @@ export const DOMAIN_DEADLINE_MS = 120_000;
 export function planDomain(input: DomainInput): TaskPlan[] {
   const key = nameParts(input.value).name;
   const task = (check: string, spec: { lane: string; required: boolean }, unitCost: number): TaskPlan => ({
-    check, lane: 'domain', productLane: spec.lane, required: spec.required, unitCost, objectKey: key, distance: 0,
+    check,
+    lane: 'domain',
+    productLane: spec.lane,
+    required: spec.required,
+    unitCost,
+    objectKey: key,
+    distance: 0,
   });
   return [
     task(DOMAIN_CHECKS.delegation, domainLanes.delegation, 1),

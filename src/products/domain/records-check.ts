@@ -6,7 +6,16 @@ import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, ObjectOut, RelationOut } from '../../contract/tasks.ts';
 import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
 import { indeterminateLimitation } from '../../dns/presence.ts';
-import { DNS_SOURCE, canonicalIp, failureOf, hostName, ipObject, known, notRun, resolverOf } from '../kit/dns-replies.ts';
+import {
+  DNS_SOURCE,
+  canonicalIp,
+  failureOf,
+  hostName,
+  ipObject,
+  known,
+  notRun,
+  resolverOf,
+} from '../kit/dns-replies.ts';
 import { nameParts } from '../kit/name-parts.ts';
 import { recordTypes, type DomainRecordType, type RecordRows, type RecordsProjection } from './schema.ts';
 
@@ -22,10 +31,18 @@ export async function runRecordsCheck(target: string, ctx: CheckContext): Promis
   const { name } = nameParts(target);
   const resolver = resolverOf(ctx.runtime);
   if (!resolver) {
-    return notRun('unavailable', 'resolver_not_configured', [{ code: 'dns_records_unavailable', message: 'No DNS resolver is configured; the records were not queried.' }], []);
+    return notRun(
+      'unavailable',
+      'resolver_not_configured',
+      [{ code: 'dns_records_unavailable', message: 'No DNS resolver is configured; the records were not queried.' }],
+      [],
+    );
   }
   const results = await Promise.all(recordTypes.map((t) => resolver.query(name, t, { signal: ctx.signal })));
-  const byType = Object.fromEntries(recordTypes.map((t, i) => [t, results[i]!])) as Record<DomainRecordType, QueryResult>;
+  const byType = Object.fromEntries(recordTypes.map((t, i) => [t, results[i]!])) as Record<
+    DomainRecordType,
+    QueryResult
+  >;
   const projection: RecordsProjection = {
     name,
     records: Object.fromEntries(recordTypes.map((t) => [t, rows(byType[t])])) as RecordsProjection['records'],
@@ -40,7 +57,9 @@ export async function runRecordsCheck(target: string, ctx: CheckContext): Promis
 
   const data = (t: DomainRecordType) => byType[t].answers.filter((a) => a.type === t).map((a) => a.data);
   const domain: ObjectOut = {
-    type: 'domain', key: name, distance: 0,
+    type: 'domain',
+    key: name,
+    distance: 0,
     projection: { name, records: Object.fromEntries(recordTypes.map((t) => [t, known(byType[t]) ? data(t) : null])) },
   };
   const objects: ObjectOut[] = [domain];
@@ -48,13 +67,30 @@ export async function runRecordsCheck(target: string, ctx: CheckContext): Promis
   const addresses = new Set([...data('A'), ...data('AAAA')].map(canonicalIp).filter((x): x is string => x !== null));
   for (const address of addresses) {
     objects.push(ipObject(address, 1));
-    relations.push({ from: { type: 'domain', key: name }, relation: 'resolves_to', to: { type: 'ip_address', key: address } });
+    relations.push({
+      from: { type: 'domain', key: name },
+      relation: 'resolves_to',
+      to: { type: 'ip_address', key: address },
+    });
   }
-  const exchanges = new Set(data('MX').map((mx) => hostName((mx as { exchange: string }).exchange)).filter((x) => x.length > 0));
+  const exchanges = new Set(
+    data('MX')
+      .map((mx) => hostName((mx as { exchange: string }).exchange))
+      .filter((x) => x.length > 0),
+  );
   for (const exchange of exchanges) {
     objects.push({ type: 'mx_host', key: exchange, distance: 1, projection: { name: exchange } });
     relations.push({ from: { type: 'mx_host', key: exchange }, relation: 'mx_of', to: { type: 'domain', key: name } });
   }
 
-  return { status, ...(reason ? { reason } : {}), projection, objects, relations, findings: [], limitations, sources: [DNS_SOURCE] };
+  return {
+    status,
+    ...(reason ? { reason } : {}),
+    projection,
+    objects,
+    relations,
+    findings: [],
+    limitations,
+    sources: [DNS_SOURCE],
+  };
 }

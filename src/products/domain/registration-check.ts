@@ -29,11 +29,19 @@ const UNAVAILABLE_TEXT: Record<RdapUnavailableReason, string> = {
 
 function sourcesOf(r: Extract<RdapLookup, { status: 'completed' }>): SourceRef[] {
   const out: SourceRef[] = [{ source: 'rdap' }];
-  if (r.service.via !== 'base_url') out.push({ source: 'iana_rdap_bootstrap', ...(r.service.bootstrapPublication ? { version: r.service.bootstrapPublication } : {}) });
+  if (r.service.via !== 'base_url')
+    out.push({
+      source: 'iana_rdap_bootstrap',
+      ...(r.service.bootstrapPublication ? { version: r.service.bootstrapPublication } : {}),
+    });
   return out;
 }
 
-export async function runRegistrationCheck(target: string, ctx: CheckContext, opts: RegistrationCheckOptions): Promise<CheckOutput> {
+export async function runRegistrationCheck(
+  target: string,
+  ctx: CheckContext,
+  opts: RegistrationCheckOptions,
+): Promise<CheckOutput> {
   const parts = nameParts(target);
   const domain = parts.registrableDomain;
   if (!domain) {
@@ -42,14 +50,44 @@ export async function runRegistrationCheck(target: string, ctx: CheckContext, op
   }
   const guard = ctx.runtime.services.outbound;
   if (!guard) {
-    return notRun('unavailable', 'rdap_not_configured', [{ code: 'registration_unavailable', message: 'No outbound guard is configured in this process; RDAP was not asked.' }], []);
+    return notRun(
+      'unavailable',
+      'rdap_not_configured',
+      [
+        {
+          code: 'registration_unavailable',
+          message: 'No outbound guard is configured in this process; RDAP was not asked.',
+        },
+      ],
+      [],
+    );
   }
-  const r = await lookupDomain(domain, { config: ctx.runtime.config, guard, signal: ctx.signal, timeoutMs: opts.rdapTimeoutMs });
+  const r = await lookupDomain(domain, {
+    config: ctx.runtime.config,
+    guard,
+    signal: ctx.signal,
+    timeoutMs: opts.rdapTimeoutMs,
+  });
   if (r.status === 'timeout') {
-    return notRun('timeout', 'rdap_timeout', [{ code: 'registration_timeout', message: `The RDAP server did not answer for ${domain} in time; registration data is unknown.` }], [{ source: 'rdap' }]);
+    return notRun(
+      'timeout',
+      'rdap_timeout',
+      [
+        {
+          code: 'registration_timeout',
+          message: `The RDAP server did not answer for ${domain} in time; registration data is unknown.`,
+        },
+      ],
+      [{ source: 'rdap' }],
+    );
   }
   if (r.status === 'unavailable') {
-    return notRun('unavailable', r.reason, [{ code: 'registration_unavailable', message: UNAVAILABLE_TEXT[r.reason] }], []);
+    return notRun(
+      'unavailable',
+      r.reason,
+      [{ code: 'registration_unavailable', message: UNAVAILABLE_TEXT[r.reason] }],
+      [],
+    );
   }
 
   const ref: ObjectRef = { type: 'registration', key: domain };
@@ -58,23 +96,52 @@ export async function runRegistrationCheck(target: string, ctx: CheckContext, op
   const findings: FindingOut[] = [];
   if (r.notFound) {
     projection = {
-      domain, registered: false, handle: null, registrar: null,
-      events: { registration: null, expiration: null, lastChanged: null }, daysUntilExpiration: null,
-      status: [], nameservers: [], secureDNS: { delegationSigned: null }, source: 'rdap',
+      domain,
+      registered: false,
+      handle: null,
+      registrar: null,
+      events: { registration: null, expiration: null, lastChanged: null },
+      daysUntilExpiration: null,
+      status: [],
+      nameservers: [],
+      secureDNS: { delegationSigned: null },
+      source: 'rdap',
     };
   } else {
     const d = r.data;
     const expires = d.events.expiration ? Date.parse(d.events.expiration) : null;
     const days = expires === null ? null : Math.floor((expires - now.getTime()) / DAY);
     projection = {
-      domain, registered: true, handle: d.handle, registrar: d.registrar, events: d.events, daysUntilExpiration: days,
-      status: d.status, nameservers: d.nameservers, secureDNS: d.secureDNS, source: 'rdap',
+      domain,
+      registered: true,
+      handle: d.handle,
+      registrar: d.registrar,
+      events: d.events,
+      daysUntilExpiration: days,
+      status: d.status,
+      nameservers: d.nameservers,
+      secureDNS: d.secureDNS,
+      source: 'rdap',
     };
     const evidence = [`RDAP expiration event: ${d.events.expiration}`];
     if (expires !== null && expires <= now.getTime()) {
-      findings.push(finding('domain_expired', ref, `The registration of ${domain} expired on ${d.events.expiration!.slice(0, 10)}.`, evidence));
+      findings.push(
+        finding(
+          'domain_expired',
+          ref,
+          `The registration of ${domain} expired on ${d.events.expiration!.slice(0, 10)}.`,
+          evidence,
+        ),
+      );
     } else if (expires !== null && expires - now.getTime() < EXPIRING_SOON_DAYS * DAY) {
-      findings.push(finding('domain_expiring_soon', ref, `The registration of ${domain} expires on ${d.events.expiration!.slice(0, 10)} (in ${days} days).`, evidence));
+      findings.push(
+        finding(
+          'domain_expiring_soon',
+          ref,
+          `The registration of ${domain} expires on ${d.events.expiration!.slice(0, 10)} (in ${days} days).`,
+          evidence,
+        ),
+      );
     }
   }
   return {

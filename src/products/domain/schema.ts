@@ -2,7 +2,8 @@
 // complete contributes null and its limitations: null never means "nothing there".
 import { z } from 'zod';
 
-const outcome = z.enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+const outcome = z
+  .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
   .describe('answer | nodata | nxdomain are replies about the name; the others mean nothing is known');
 
 const queryStatus = z.object({
@@ -11,23 +12,42 @@ const queryStatus = z.object({
 });
 
 const soaData = z.object({
-  mname: z.string(), rname: z.string(), serial: z.number().int(), refresh: z.number().int(),
-  retry: z.number().int(), expire: z.number().int(), minimum: z.number().int(),
+  mname: z.string(),
+  rname: z.string(),
+  serial: z.number().int(),
+  refresh: z.number().int(),
+  retry: z.number().int(),
+  expire: z.number().int(),
+  minimum: z.number().int(),
 });
-const dsData = z.object({ keyTag: z.number().int(), algorithm: z.number().int(), digestType: z.number().int(), digest: z.string() });
+const dsData = z.object({
+  keyTag: z.number().int(),
+  algorithm: z.number().int(),
+  digestType: z.number().int(),
+  digest: z.string(),
+});
 const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
 const caaData = z.object({ flags: z.number().int(), tag: z.string(), value: z.string() });
 const txtData = z.array(z.string()).describe('The character-strings of one TXT record');
 
 export const delegationProjection = z.object({
-  zone: z.string().describe('The name whose delegation was checked: the registrable domain (or the target when it is a public suffix)'),
-  state: z.enum(['delegated', 'not_delegated', 'no_nameservers', 'unknown'])
-    .describe('delegated: NS records answered; not_delegated: NXDOMAIN; no_nameservers: the name exists without NS records; unknown: no usable reply'),
-  nameservers: z.array(z.object({
-    name: z.string(),
-    addresses: z.array(z.string()),
-    resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown']),
-  })),
+  zone: z
+    .string()
+    .describe(
+      'The name whose delegation was checked: the registrable domain (or the target when it is a public suffix)',
+    ),
+  state: z
+    .enum(['delegated', 'not_delegated', 'no_nameservers', 'unknown'])
+    .describe(
+      'delegated: NS records answered; not_delegated: NXDOMAIN; no_nameservers: the name exists without NS records; unknown: no usable reply',
+    ),
+  nameservers: z.array(
+    z.object({
+      name: z.string(),
+      addresses: z.array(z.string()),
+      resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown']),
+    }),
+  ),
   soa: soaData.nullable(),
   dnssec: z.object({
     ds: z.enum(['present', 'absent', 'unknown']).describe('absent only on an answered NODATA'),
@@ -43,7 +63,11 @@ export const registrationProjection = z.object({
   registered: z.boolean().describe('false only when the RDAP server answered 404 for the name'),
   handle: z.string().nullable(),
   registrar: z.object({ name: z.string().nullable(), ianaId: z.string().nullable() }).nullable(),
-  events: z.object({ registration: z.string().nullable(), expiration: z.string().nullable(), lastChanged: z.string().nullable() }),
+  events: z.object({
+    registration: z.string().nullable(),
+    expiration: z.string().nullable(),
+    lastChanged: z.string().nullable(),
+  }),
   daysUntilExpiration: z.number().int().nullable(),
   status: z.array(z.string()).describe('EPP/RDAP status values as the registry reports them'),
   nameservers: z.array(z.string()),
@@ -56,7 +80,8 @@ function rows<T extends z.ZodType>(data: T) {
   return z.object({
     outcome,
     rcode: z.string().nullable(),
-    answers: z.array(z.object({ name: z.string(), type: z.string(), ttl: z.number().int(), data: z.union([data, z.string()]) }))
+    answers: z
+      .array(z.object({ name: z.string(), type: z.string(), ttl: z.number().int(), data: z.union([data, z.string()]) }))
       .describe('Records of the type; a CNAME met on the way is listed too (type CNAME, data its target)'),
   });
 }
@@ -66,7 +91,13 @@ export type DomainRecordType = (typeof recordTypes)[number];
 
 export const recordsProjection = z.object({
   name: z.string(),
-  records: z.object({ A: rows(z.string()), AAAA: rows(z.string()), MX: rows(mxData), TXT: rows(txtData), CAA: rows(caaData) }),
+  records: z.object({
+    A: rows(z.string()),
+    AAAA: rows(z.string()),
+    MX: rows(mxData),
+    TXT: rows(txtData),
+    CAA: rows(caaData),
+  }),
 });
 export type RecordsProjection = z.infer<typeof recordsProjection>;
 export type RecordRows = RecordsProjection['records'][DomainRecordType];

@@ -21,7 +21,9 @@ function parseDottedQuad(text: string): { value: number } | { error: string } | 
   for (let i = 1; i <= 4; i++) {
     const part = m[i]!;
     if (part.length > 1 && part.startsWith('0')) {
-      return { error: `IPv4 octet "${part}" has a leading zero, which some parsers read as octal: write it without leading zeros` };
+      return {
+        error: `IPv4 octet "${part}" has a leading zero, which some parsers read as octal: write it without leading zeros`,
+      };
     }
     const n = Number(part);
     if (n > 255) return { error: `IPv4 octet "${part}" is greater than 255` };
@@ -38,7 +40,10 @@ export function parseIp(input: string): ParseResult {
     return { ok: false, message: 'must be a single address, not a CIDR prefix (remove the "/length" part)' };
   }
   if (text.includes('%')) {
-    return { ok: false, message: 'must not carry an IPv6 zone index ("%…"): a zone only has meaning on the host that wrote it' };
+    return {
+      ok: false,
+      message: 'must not carry an IPv6 zone index ("%…"): a zone only has meaning on the host that wrote it',
+    };
   }
   if (text.startsWith('[') || text.endsWith(']')) {
     return { ok: false, message: 'must be a bare address, without URL brackets' };
@@ -60,7 +65,8 @@ export function parseIp(input: string): ParseResult {
   const tail = text.slice(lastColon + 1);
   if (tail.includes('.')) {
     const v4 = parseDottedQuad(tail);
-    if (v4 === null) return { ok: false, message: 'must be an IPv6 address; the embedded IPv4 part is not dotted-decimal a.b.c.d' };
+    if (v4 === null)
+      return { ok: false, message: 'must be an IPv6 address; the embedded IPv4 part is not dotted-decimal a.b.c.d' };
     if ('error' in v4) return { ok: false, message: v4.error };
     const hi = Math.floor(v4.value / 65536);
     const lo = v4.value % 65536;

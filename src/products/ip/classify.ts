@@ -56,7 +56,9 @@ interface CompiledRow {
   text: string;
 }
 
-const compiledRows: CompiledRow[] = specialRegistry.flatMap((row) => row.blocks.map((text) => ({ row, cidr: parseCidr(text), text })));
+const compiledRows: CompiledRow[] = specialRegistry.flatMap((row) =>
+  row.blocks.map((text) => ({ row, cidr: parseCidr(text), text })),
+);
 const compiledV4Space = ipv4AddressSpace.map((b) => ({ ...b, cidr: parseCidr(b.block) }));
 const compiledV6Space = ipv6AddressSpace.map((b) => ({ ...b, cidr: parseCidr(b.block) }));
 const compiledV4Multicast = ipv4MulticastBlocks.map((b) => ({ ...b, cidr: parseCidr(b.block) }));
@@ -152,7 +154,12 @@ export function classify(address: IpAddress): Classification {
   if (embedded) {
     const { value, ...rest } = embedded;
     const inner = classify({ version: 4, value });
-    embeddedIpv4 = { address: inner.normalized, ...rest, scope: inner.scope, globallyReachable: inner.globallyReachable };
+    embeddedIpv4 = {
+      address: inner.normalized,
+      ...rest,
+      scope: inner.scope,
+      globallyReachable: inner.globallyReachable,
+    };
   }
 
   return {

@@ -88,7 +88,9 @@ function toTable<N extends number | bigint>(rows: Pending<N>[]): Table<N> {
 const CHUNK = 20_000;
 
 /** Parses the TSV text. Malformed lines are counted and skipped, never guessed at. */
-export async function parseContextTsv(text: string): Promise<{ v4: Table<number>; v6: Table<bigint>; rows: number; skipped: number }> {
+export async function parseContextTsv(
+  text: string,
+): Promise<{ v4: Table<number>; v6: Table<bigint>; rows: number; skipped: number }> {
   const v4: Pending<number>[] = [];
   const v6: Pending<bigint>[] = [];
   // AS names and country codes repeat across many ranges: keep one copy of each.
@@ -157,7 +159,9 @@ export async function loadContextDataset(path: string): Promise<ContextDataset> 
   }
   let text: string;
   try {
-    text = (path.endsWith('.gz') || (buf[0] === 0x1f && buf[1] === 0x8b) ? await gunzipAsync(buf) : buf).toString('utf8');
+    text = (path.endsWith('.gz') || (buf[0] === 0x1f && buf[1] === 0x8b) ? await gunzipAsync(buf) : buf).toString(
+      'utf8',
+    );
   } catch (err) {
     throw new DatasetUnreadableError(`cannot decompress ${path}: ${(err as Error).message}`);
   }

@@ -55,7 +55,9 @@ const contextSchema = z.object({
 export const ipResult = z.object({
   normalized: z.string(),
   version: z.union([z.literal(4), z.literal(6)]),
-  specialPurpose: z.array(specialPurposeSchema).describe('Every matching special-purpose registry row, most specific first'),
+  specialPurpose: z
+    .array(specialPurposeSchema)
+    .describe('Every matching special-purpose registry row, most specific first'),
   scope: z.enum(scopes),
   globallyReachable: bool3,
   addressSpace: z.object({ block: z.string(), name: z.string(), rfc: z.string() }),
@@ -64,7 +66,9 @@ export const ipResult = z.object({
       scope: z.string(),
       block: z.string().nullable(),
       group: z.string().nullable(),
-      flags: z.object({ transient: z.boolean(), prefixBased: z.boolean(), rendezvousPointEmbedded: z.boolean() }).nullable(),
+      flags: z
+        .object({ transient: z.boolean(), prefixBased: z.boolean(), rendezvousPointEmbedded: z.boolean() })
+        .nullable(),
     })
     .nullable(),
   embeddedIpv4: z
@@ -78,13 +82,20 @@ export const ipResult = z.object({
     })
     .nullable(),
   context: contextSchema.nullable(),
-  ptr: z.array(z.string()).nullable().describe('null when reverse DNS was not asked for or got no authoritative answer'),
+  ptr: z
+    .array(z.string())
+    .nullable()
+    .describe('null when reverse DNS was not asked for or got no authoritative answer'),
 });
 export type IpResult = z.infer<typeof ipResult>;
 type ContextResult = z.infer<typeof contextSchema>;
 
 const lanes = {
-  registry: { lane: 'address_registry', required: true, description: 'IANA IPv4/IPv6 special-purpose address registries and address-space structure' },
+  registry: {
+    lane: 'address_registry',
+    required: true,
+    description: 'IANA IPv4/IPv6 special-purpose address registries and address-space structure',
+  },
   context: { lane: 'context', required: false, description: 'ASN / country dataset (IP_CONTEXT_DB, iptoasn.com TSV)' },
   reverse: { lane: 'reverse_dns', required: false, description: 'PTR through the project resolver' },
 } satisfies Record<string, LaneSpec>;
@@ -111,7 +122,12 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
     return {
       outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'not_configured' }),
       value: null,
-      limitations: [{ code: 'ip_context_unavailable', message: 'No IP context dataset is configured: ASN, network name and country are not known.' }],
+      limitations: [
+        {
+          code: 'ip_context_unavailable',
+          message: 'No IP context dataset is configured: ASN, network name and country are not known.',
+        },
+      ],
       sources: [],
     };
   }
@@ -126,7 +142,10 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
     let value: ContextResult;
     if (!row) {
       value = { asn: null, asName: null, country: null, routed: null, range: null, lookedUp };
-      limitations.push({ code: 'ip_context_no_row', message: `The IP context dataset has no row covering ${lookedUp}; its ASN and country are unknown.` });
+      limitations.push({
+        code: 'ip_context_no_row',
+        message: `The IP context dataset has no row covering ${lookedUp}; its ASN and country are unknown.`,
+      });
     } else {
       const routed = row.asn !== 0;
       value = {
@@ -140,11 +159,16 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
         },
         lookedUp,
       };
-      if (!routed) limitations.push({ code: 'ip_context_not_routed', message: 'The dataset marks this range as not routed (AS 0) at the time it was built.' });
+      if (!routed)
+        limitations.push({
+          code: 'ip_context_not_routed',
+          message: 'The dataset marks this range as not routed (AS 0) at the time it was built.',
+        });
     }
     limitations.push({
       code: 'ip_context_snapshot',
-      message: 'ASN and country come from a dataset snapshot of routing announcements; they may be stale and the country is where the network is registered, not where the host is.',
+      message:
+        'ASN and country come from a dataset snapshot of routing announcements; they may be stale and the country is where the network is registered, not where the host is.',
     });
     return {
       outcome: laneOutcome(lanes.context, 'completed', { durationMs: round(performance.now() - t0) }),
@@ -155,14 +179,20 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
   } catch (err) {
     runtime.log.warn({ err, path }, 'ip context dataset unreadable');
     return {
-      outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'dataset_unreadable', durationMs: round(performance.now() - t0) }),
+      outcome: laneOutcome(lanes.context, 'unavailable', {
+        reason: 'dataset_unreadable',
+        durationMs: round(performance.now() - t0),
+      }),
       value: null,
-      limitations: [{
-        code: 'ip_context_unavailable',
-        message: err instanceof DatasetUnreadableError
-          ? 'The configured IP context dataset could not be read: ASN, network name and country are not known.'
-          : 'The IP context dataset failed: ASN, network name and country are not known.',
-      }],
+      limitations: [
+        {
+          code: 'ip_context_unavailable',
+          message:
+            err instanceof DatasetUnreadableError
+              ? 'The configured IP context dataset could not be read: ASN, network name and country are not known.'
+              : 'The IP context dataset failed: ASN, network name and country are not known.',
+        },
+      ],
       sources: [],
     };
   }
@@ -172,7 +202,10 @@ async function reverseLane(address: IpAddress, ctx: ExecContext): Promise<LaneRe
   const t0 = performance.now();
   const r = await reverseLookup(resolverOf(ctx.runtime), reverseName(address), ctx.signal);
   return {
-    outcome: laneOutcome(lanes.reverse, r.status, { durationMs: round(performance.now() - t0), ...(r.reason && r.status !== 'completed' ? { reason: r.reason } : {}) }),
+    outcome: laneOutcome(lanes.reverse, r.status, {
+      durationMs: round(performance.now() - t0),
+      ...(r.reason && r.status !== 'completed' ? { reason: r.reason } : {}),
+    }),
     value: r.ptr,
     limitations: r.limitations,
     sources: r.status === 'completed' ? [{ source: 'dns_resolver' }] : [],
@@ -180,7 +213,12 @@ async function reverseLane(address: IpAddress, ctx: ExecContext): Promise<LaneRe
 }
 
 function skipped(spec: LaneSpec): LaneResult<null> {
-  return { outcome: laneOutcome(spec, 'skipped', { reason: 'not_applicable' }), value: null, limitations: [], sources: [] };
+  return {
+    outcome: laneOutcome(spec, 'skipped', { reason: 'not_applicable' }),
+    value: null,
+    limitations: [],
+    sources: [],
+  };
 }
 
 async function execute(input: IpInput, ctx: ExecContext): Promise<SyncOutcome<IpResult>> {
@@ -207,7 +245,8 @@ async function execute(input: IpInput, ctx: ExecContext): Promise<SyncOutcome<Ip
   if (c.specialPurpose.length === 0 && c.scope === 'public') {
     limitations.push({
       code: 'allocation_not_checked',
-      message: 'Not a special-purpose address. Whether the block is allocated, announced or in use is not checked by the registry lane.',
+      message:
+        'Not a special-purpose address. Whether the block is allocated, announced or in use is not checked by the registry lane.',
     });
   }
   limitations.push(...context.limitations, ...reverse.limitations);

@@ -17,7 +17,12 @@ function unavailable(name: string, status: LaneStatus, reason: string, detail: s
     reason,
     name,
     ptr: null,
-    limitations: [{ code: 'reverse_dns_unavailable', message: `No PTR answer for ${name}: ${detail}. This says nothing about whether a PTR record exists.` }],
+    limitations: [
+      {
+        code: 'reverse_dns_unavailable',
+        message: `No PTR answer for ${name}: ${detail}. This says nothing about whether a PTR record exists.`,
+      },
+    ],
   };
 }
 
@@ -28,8 +33,18 @@ function ptrNames(result: QueryResult): string[] {
   return [...new Set(names)];
 }
 
-export async function reverseLookup(resolver: Resolver | undefined, name: string, signal: AbortSignal): Promise<ReverseOutcome> {
-  if (!resolver) return unavailable(name, 'unavailable', 'resolver_not_configured', 'no DNS resolver is configured for this service');
+export async function reverseLookup(
+  resolver: Resolver | undefined,
+  name: string,
+  signal: AbortSignal,
+): Promise<ReverseOutcome> {
+  if (!resolver)
+    return unavailable(
+      name,
+      'unavailable',
+      'resolver_not_configured',
+      'no DNS resolver is configured for this service',
+    );
   let result: QueryResult;
   try {
     result = await resolver.query(name, 'PTR', { signal });
@@ -42,7 +57,10 @@ export async function reverseLookup(resolver: Resolver | undefined, name: string
       const ptr = ptrNames(result);
       const limitations: Limitation[] = [];
       if (ptr.length === 0) {
-        limitations.push({ code: 'reverse_dns_no_ptr_in_answer', message: `The answer for ${name} held no PTR record (an alias chain without a PTR at its end).` });
+        limitations.push({
+          code: 'reverse_dns_no_ptr_in_answer',
+          message: `The answer for ${name} held no PTR record (an alias chain without a PTR at its end).`,
+        });
       }
       return { status: 'completed', name, ptr, limitations };
     }
@@ -56,8 +74,18 @@ export async function reverseLookup(resolver: Resolver | undefined, name: string
     case 'refused':
     case 'formerr':
     case 'notimp':
-      return unavailable(name, 'failed', result.outcome, `the resolver answered ${result.rcode ?? result.outcome.toUpperCase()}`);
+      return unavailable(
+        name,
+        'failed',
+        result.outcome,
+        `the resolver answered ${result.rcode ?? result.outcome.toUpperCase()}`,
+      );
     default:
-      return unavailable(name, 'unavailable', result.outcome, 'the resolver could not be reached or its reply was unusable');
+      return unavailable(
+        name,
+        'unavailable',
+        result.outcome,
+        'the resolver could not be reached or its reply was unusable',
+      );
   }
 }

@@ -19,13 +19,15 @@ export function resolverOf(runtime: ProductRuntime): Resolver | undefined {
 export const known = isDeterminate;
 
 /** Lane status and reason when none of `results` is known. */
-export function failureOf(results: QueryResult[]): { status: Extract<LaneStatus, 'timeout' | 'unavailable'>; reason: string } {
+export function failureOf(results: QueryResult[]): {
+  status: Extract<LaneStatus, 'timeout' | 'unavailable'>;
+  reason: string;
+} {
   if (results.every((r) => r.outcome === 'timeout')) return { status: 'timeout', reason: 'dns_timeout' };
   if (results.some((r) => r.outcome === 'servfail')) return { status: 'unavailable', reason: 'dns_servfail' };
   if (results.some((r) => r.outcome === 'refused')) return { status: 'unavailable', reason: 'dns_refused' };
   return { status: 'unavailable', reason: 'dns_error' };
 }
-
 
 export function queryStatus(r: QueryResult): { outcome: QueryResult['outcome']; rcode: string | null } {
   return { outcome: r.outcome, rcode: r.rcode };
@@ -46,12 +48,22 @@ export function canonicalIp(v: unknown): string | null {
 }
 
 export function ipObject(address: string, distance: number): ObjectOut {
-  return { type: 'ip_address', key: address, distance, projection: { address, version: address.includes(':') ? 6 : 4 } };
+  return {
+    type: 'ip_address',
+    key: address,
+    distance,
+    projection: { address, version: address.includes(':') ? 6 : 4 },
+  };
 }
 
 /** A check that could not run or got nothing usable: its status, no objects beyond `objects`. */
 export function notRun(
-  status: LaneStatus, reason: string, limitations: Limitation[], sources: SourceRef[], projection: Record<string, unknown> = {}, objects: ObjectOut[] = [],
+  status: LaneStatus,
+  reason: string,
+  limitations: Limitation[],
+  sources: SourceRef[],
+  projection: Record<string, unknown> = {},
+  objects: ObjectOut[] = [],
 ): CheckOutput {
   return { status, reason, projection, objects, relations: [], findings: [], limitations, sources };
 }

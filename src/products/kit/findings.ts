@@ -16,7 +16,12 @@ const SUMMARY_MAX = 1000;
 const EVIDENCE_MAX_ITEMS = 20;
 const EVIDENCE_MAX_CHARS = 500;
 
-export type FindingFactory<C extends string> = (code: C, object: ObjectRef, summary: string, evidence?: string[]) => FindingOut;
+export type FindingFactory<C extends string> = (
+  code: C,
+  object: ObjectRef,
+  summary: string,
+  evidence?: string[],
+) => FindingOut;
 
 /** The finding builder of one product's table. */
 export function findingFactory<T extends Record<string, FindingKind>>(kinds: T): FindingFactory<keyof T & string> {

@@ -9,7 +9,10 @@ const CONTRIBUTES = new Set(['completed', 'partial']);
 
 export interface LaneAssembly {
   /** The projection part of `spec`'s lane, or null (with the lane's status and limitations recorded). */
-  part<P>(spec: LaneSpec, opts?: { notApplicable?: string; notPlanned?: { reason: string; message: string } }): P | null;
+  part<P>(
+    spec: LaneSpec,
+    opts?: { notApplicable?: string; notPlanned?: { reason: string; message: string } },
+  ): P | null;
   readonly lanes: LaneOutcome[];
   readonly sources: SourceRef[];
   readonly limitations: Limitation[];
@@ -29,8 +32,13 @@ export function laneAssembly(tasks: readonly TaskOutcomeView[]): LaneAssembly {
     }
   };
   return {
-    lanes, sources, limitations,
-    part<P>(spec: LaneSpec, opts: { notApplicable?: string; notPlanned?: { reason: string; message: string } } = {}): P | null {
+    lanes,
+    sources,
+    limitations,
+    part<P>(
+      spec: LaneSpec,
+      opts: { notApplicable?: string; notPlanned?: { reason: string; message: string } } = {},
+    ): P | null {
       const task = tasks.find((t) => t.productLane === spec.lane);
       if (!task && opts.notPlanned) {
         // Not asked for by this input (e.g. an unauthorized request): skipped, not missing.
@@ -40,7 +48,10 @@ export function laneAssembly(tasks: readonly TaskOutcomeView[]): LaneAssembly {
       }
       if (!task) {
         lanes.push(laneOutcome(spec, 'failed', { reason: 'task_missing' }));
-        addLimitation({ code: `${spec.lane}_failed`, message: `The ${spec.lane} lane left no outcome; its part of the result is null.` });
+        addLimitation({
+          code: `${spec.lane}_failed`,
+          message: `The ${spec.lane} lane left no outcome; its part of the result is null.`,
+        });
         return null;
       }
       const reason = task.reason ?? task.output?.reason;
@@ -58,7 +69,10 @@ export function laneAssembly(tasks: readonly TaskOutcomeView[]): LaneAssembly {
       if (task.status === 'skipped' && reason === 'not_applicable' && opts.notApplicable) {
         addLimitation({ code: `${spec.lane}_not_applicable`, message: opts.notApplicable });
       } else if (own.length === 0) {
-        addLimitation({ code: `${spec.lane}_${task.status}`, message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.` });
+        addLimitation({
+          code: `${spec.lane}_${task.status}`,
+          message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.`,
+        });
       }
       return null;
     },

@@ -6,7 +6,14 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Config } from '../../config/config.ts';
 import type { LaneReadiness, LaneSpec, RateClass, SyncOutcome } from '../../contract/lanes.ts';
-import type { AssembledOutcome, CheckOutput, FinishedTask, TaskOutcomeView, TaskPlan, WorkerLane } from '../../contract/tasks.ts';
+import type {
+  AssembledOutcome,
+  CheckOutput,
+  FinishedTask,
+  TaskOutcomeView,
+  TaskPlan,
+  WorkerLane,
+} from '../../contract/tasks.ts';
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 

@@ -13,10 +13,15 @@ export function laneReadiness(def: ProductDefinition, runtime: ProductRuntime): 
   const own = def.readiness(runtime);
   if (!def.job) return own;
   const liveness = runtime.services.laneHealth;
-  const workersUp = liveness ? liveness.alive('orchestrator') && def.job.workerLanes.every((l) => liveness.alive(l)) : false;
+  const workersUp = liveness
+    ? liveness.alive('orchestrator') && def.job.workerLanes.every((l) => liveness.alive(l))
+    : false;
   if (workersUp) return own;
   return Object.fromEntries(
-    def.lanes.map((l) => [l.lane, (own[l.lane] ?? 'not_built') === 'ready' ? ('down' as const) : (own[l.lane] ?? 'not_built')]),
+    def.lanes.map((l) => [
+      l.lane,
+      (own[l.lane] ?? 'not_built') === 'ready' ? ('down' as const) : (own[l.lane] ?? 'not_built'),
+    ]),
   );
 }
 

@@ -4,13 +4,22 @@ import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/prod
 import type { LaneOutcome, LaneSpec, Limitation, SourceRef, SyncOutcome } from '../../contract/lanes.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
 import { formatMac, macBits, parseMac, type SlapQuadrant } from './mac-address.ts';
-import { OUI_DATA_VERSION, isRegistrationAuthorityBlock, matchIeeeRegistry, ouiTable, type Assignment } from './oui-registry.ts';
+import {
+  OUI_DATA_VERSION,
+  isRegistrationAuthorityBlock,
+  matchIeeeRegistry,
+  ouiTable,
+  type Assignment,
+} from './oui-registry.ts';
 import { loadExtendedRegistry, matchExtended, type ExtendedRegistry } from './oui-extended.ts';
 
 export const macInput = z.strictObject({
-  value: z.string().max(64).refine((v) => parseMac(v) !== null, {
-    message: 'must be a MAC address: 12 hex digits, optionally separated by ":", "-" or "." (e.g. 00:1A:2B:3C:4D:5E)',
-  }),
+  value: z
+    .string()
+    .max(64)
+    .refine((v) => parseMac(v) !== null, {
+      message: 'must be a MAC address: 12 hex digits, optionally separated by ":", "-" or "." (e.g. 00:1A:2B:3C:4D:5E)',
+    }),
 });
 export type MacInput = z.infer<typeof macInput>;
 
@@ -37,8 +46,16 @@ export const macResult = z.object({
 export type MacResult = z.infer<typeof macResult>;
 
 const lanes = {
-  registry: { lane: 'oui_registry', required: true, description: 'IEEE MA-L, MA-M and MA-S registries (oui-data package)' },
-  extended: { lane: 'oui_extended', required: false, description: 'IEEE IAB and CID registries from OUI_EXTRA_CSV_DIR' },
+  registry: {
+    lane: 'oui_registry',
+    required: true,
+    description: 'IEEE MA-L, MA-M and MA-S registries (oui-data package)',
+  },
+  extended: {
+    lane: 'oui_extended',
+    required: false,
+    description: 'IEEE IAB and CID registries from OUI_EXTRA_CSV_DIR',
+  },
 } satisfies Record<string, LaneSpec>;
 
 // Loaded once per process and per directory: the files are read at first use, not per request.
@@ -54,7 +71,12 @@ function registryName(a: Assignment): string {
   return a.block === 'IAB' ? 'IEEE IAB' : a.block === 'CID' ? 'IEEE CID' : `IEEE ${a.block}`;
 }
 
-function randomizedHint(local: boolean, multicast: boolean, quadrant: SlapQuadrant | null, matched: Assignment | null): boolean {
+function randomizedHint(
+  local: boolean,
+  multicast: boolean,
+  quadrant: SlapQuadrant | null,
+  matched: Assignment | null,
+): boolean {
   // Private (randomised) MACs of phones and laptops are locally administered unicast addresses;
   // an ELI address whose CID is assigned is a company's, not a random one.
   return local && !multicast && !(quadrant === 'ELI' && matched?.block === 'CID');
@@ -103,13 +125,16 @@ async function execute(input: MacInput, ctx: ExecContext): Promise<SyncOutcome<M
         : 'No assignment in the registries consulted; this does not prove the prefix is unassigned.',
     });
   }
-  if (best && !best.organization) limitations.push({ code: 'registry_entry_incomplete', message: 'The registry entry has no organization name.' });
+  if (best && !best.organization)
+    limitations.push({ code: 'registry_entry_incomplete', message: 'The registry entry has no organization name.' });
 
   return {
     result: {
       normalized: formatMac(hex),
       oui: formatMac(hex).slice(0, 8),
-      assignment: best ? { block: best.block, prefix: best.prefix, prefixBits: best.prefixBits, registry: registryName(best) } : null,
+      assignment: best
+        ? { block: best.block, prefix: best.prefix, prefixBits: best.prefixBits, registry: registryName(best) }
+        : null,
       organization: best?.organization || null,
       address: best?.address ?? [],
       country: best?.country ?? null,

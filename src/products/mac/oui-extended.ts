@@ -21,14 +21,19 @@ export function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; }
-      else if (c === '"') quoted = false;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') quoted = false;
       else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; }
-    else if (c === '\n' || c === '\r') {
+    else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\n' || c === '\r') {
       if (c === '\r' && text[i + 1] === '\n') i++;
-      row.push(field); field = '';
+      row.push(field);
+      field = '';
       if (row.some((f) => f.length > 0)) rows.push(row);
       row = [];
     } else field += c;
@@ -49,7 +54,9 @@ const BLOCKS: Record<string, { block: AssignmentBlock; len: number }> = {
 export function loadExtendedRegistry(dir: string): ExtendedRegistry | null {
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.toLowerCase().endsWith('.csv')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.toLowerCase().endsWith('.csv'))
+      .sort();
   } catch {
     return null;
   }

@@ -11,7 +11,9 @@ import path from 'node:path';
 const require = createRequire(import.meta.url);
 // The package exports only its JSON, so its version (the registry snapshot) is read from disk.
 const pkgDir = path.dirname(require.resolve('oui-data'));
-export const OUI_DATA_VERSION: string = (JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string }).version;
+export const OUI_DATA_VERSION: string = (
+  JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string }
+).version;
 
 export type AssignmentBlock = 'MA-L' | 'MA-M' | 'MA-S' | 'IAB' | 'CID';
 
@@ -35,8 +37,13 @@ export function ouiTable(): Record<string, string> {
 }
 const IEEE_RA = /^IEEE Registration Authority\b/i;
 
-export function splitRegistryText(text: string): Pick<Assignment, 'organization' | 'address' | 'country' | 'isPrivate'> {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+export function splitRegistryText(
+  text: string,
+): Pick<Assignment, 'organization' | 'address' | 'country' | 'isPrivate'> {
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const organization = lines[0] ?? '';
   const address = lines.slice(1);
   return {
@@ -49,7 +56,11 @@ export function splitRegistryText(text: string): Pick<Assignment, 'organization'
 
 /** MA-S → MA-M → MA-L, longest first; null when no universally administered block matches. */
 export function matchIeeeRegistry(hex12: string): Assignment | null {
-  for (const [len, block, bits] of [[9, 'MA-S', 36], [7, 'MA-M', 28], [6, 'MA-L', 24]] as const) {
+  for (const [len, block, bits] of [
+    [9, 'MA-S', 36],
+    [7, 'MA-M', 28],
+    [6, 'MA-L', 24],
+  ] as const) {
     const prefix = hex12.slice(0, len);
     const text = ouiTable()[prefix];
     if (text !== undefined) return { block, prefix, prefixBits: bits, ...splitRegistryText(text) };

@@ -22,7 +22,10 @@ export function assembleMail(domain: string, tasks: TaskOutcomeView[]): Assemble
     const task = tasks.find((t) => t.productLane === spec.lane);
     if (!task) {
       lanes.push(laneOutcome(spec, 'failed', { reason: 'task_missing' }));
-      add(limitations, { code: `${spec.lane}_failed`, message: `The ${spec.lane} lane left no outcome; its part of the result is null.` });
+      add(limitations, {
+        code: `${spec.lane}_failed`,
+        message: `The ${spec.lane} lane left no outcome; its part of the result is null.`,
+      });
       return null;
     }
     const reason = task.reason ?? task.output?.reason;
@@ -31,7 +34,11 @@ export function assembleMail(domain: string, tasks: TaskOutcomeView[]): Assemble
     const own = task.output?.limitations ?? [];
     for (const l of own) add(limitations, l);
     if (task.output && CONTRIBUTES.has(task.status)) return structuredClone(task.output.projection) as P;
-    if (own.length === 0) add(limitations, { code: `${spec.lane}_${task.status}`, message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.` });
+    if (own.length === 0)
+      add(limitations, {
+        code: `${spec.lane}_${task.status}`,
+        message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.`,
+      });
     return null;
   };
   const result: MailResult = {
@@ -48,8 +55,14 @@ export function assembleMail(domain: string, tasks: TaskOutcomeView[]): Assemble
   };
   const dmarcLane = lanes.find((l) => l.lane === 'dmarc');
   const d = deriveAcrossLanes({
-    domain, dane: result.dane, smtp: result.smtpStarttls, mtaSts: result.mtaSts, bimi: result.bimi,
-    dmarc: result.dmarc, dmarcAnswered: dmarcLane?.status === 'completed' || dmarcLane?.status === 'partial', tlsRpt: result.tlsRpt,
+    domain,
+    dane: result.dane,
+    smtp: result.smtpStarttls,
+    mtaSts: result.mtaSts,
+    bimi: result.bimi,
+    dmarc: result.dmarc,
+    dmarcAnswered: dmarcLane?.status === 'completed' || dmarcLane?.status === 'partial',
+    tlsRpt: result.tlsRpt,
   });
   for (const l of d.limitations) add(limitations, l);
   for (const name of d.partialLanes) {
@@ -57,6 +70,8 @@ export function assembleMail(domain: string, tasks: TaskOutcomeView[]): Assemble
     if (lane?.status === 'completed') lane.status = 'partial';
   }
   // Lanes in the declared order, whatever order the tasks came in.
-  lanes.sort((a, b) => mailLaneList.findIndex((l) => l.lane === a.lane) - mailLaneList.findIndex((l) => l.lane === b.lane));
+  lanes.sort(
+    (a, b) => mailLaneList.findIndex((l) => l.lane === a.lane) - mailLaneList.findIndex((l) => l.lane === b.lane),
+  );
   return { result, lanes, sources, limitations, ...(d.derived.length > 0 ? { derived: d.derived } : {}) };
 }

@@ -33,9 +33,20 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
     const reply = await asker.ask(name, 'TXT');
     asked.push({ name, ...queryStatus(reply) });
     if (presence(reply) === 'indeterminate') {
-      out.failed([reply], { code: 'bimi_unknown', message: `The TXT query for ${name} got ${outcomeText(reply)}: whether BIMI is published is unknown, not missing.` });
+      out.failed([reply], {
+        code: 'bimi_unknown',
+        message: `The TXT query for ${name} got ${outcomeText(reply)}: whether BIMI is published is unknown, not missing.`,
+      });
       postureObjects(out, domain, 'bimi', null);
-      return out.done({ domain, queried: asked, state: 'unknown', recordName: null, record: null, location: null, authority: null } satisfies BimiProjection);
+      return out.done({
+        domain,
+        queried: asked,
+        state: 'unknown',
+        recordName: null,
+        record: null,
+        location: null,
+        authority: null,
+      } satisfies BimiProjection);
     }
     const t = taggedTxt(reply, VERSION);
     if (t.records.length > 0) {
@@ -45,11 +56,20 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
   }
   if (!chosen) {
     postureObjects(out, domain, 'bimi', { state: 'absent' });
-    return out.done({ domain, queried: asked, state: 'absent', recordName: null, record: null, location: null, authority: null } satisfies BimiProjection);
+    return out.done({
+      domain,
+      queried: asked,
+      state: 'absent',
+      recordName: null,
+      record: null,
+      location: null,
+      authority: null,
+    } satisfies BimiProjection);
   }
   const record = chosen.records[0]!;
   const tags: Record<string, string> = {};
-  for (const t of dkimTags.parseTagList(record).tags) if (t.name.trim()) tags[t.name.trim().toLowerCase()] = String(t.value ?? '').trim();
+  for (const t of dkimTags.parseTagList(record).tags)
+    if (t.name.trim()) tags[t.name.trim().toLowerCase()] = String(t.value ?? '').trim();
   const location = tags.l ?? null;
   const authority = tags.a ? tags.a : null;
   const problems: string[] = [];
@@ -62,8 +82,37 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
   }
   const state: BimiProjection['state'] = problems.length > 0 ? 'invalid' : declined ? 'declined' : 'present';
   const posture = postureObjects(out, domain, 'bimi', { state, location, authority });
-  if (problems.length > 0) out.finding(mailFinding('bimi_record_invalid', posture, `The BIMI record of ${domain} is unusable: ${problems.join('; ')}.`, [evidenceLine(chosen.reply), record]));
-  if (location && isHttps(location)) out.relate(posture, 'links_to', out.object({ type: 'url', key: location, distance: 1, projection: { url: location, purpose: 'bimi_logo' } }));
-  if (authority && isHttps(authority)) out.relate(posture, 'links_to', out.object({ type: 'url', key: authority, distance: 1, projection: { url: authority, purpose: 'bimi_certificate' } }));
-  return out.done({ domain, queried: asked, state, recordName: chosen.name, record, location, authority } satisfies BimiProjection);
+  if (problems.length > 0)
+    out.finding(
+      mailFinding('bimi_record_invalid', posture, `The BIMI record of ${domain} is unusable: ${problems.join('; ')}.`, [
+        evidenceLine(chosen.reply),
+        record,
+      ]),
+    );
+  if (location && isHttps(location))
+    out.relate(
+      posture,
+      'links_to',
+      out.object({ type: 'url', key: location, distance: 1, projection: { url: location, purpose: 'bimi_logo' } }),
+    );
+  if (authority && isHttps(authority))
+    out.relate(
+      posture,
+      'links_to',
+      out.object({
+        type: 'url',
+        key: authority,
+        distance: 1,
+        projection: { url: authority, purpose: 'bimi_certificate' },
+      }),
+    );
+  return out.done({
+    domain,
+    queried: asked,
+    state,
+    recordName: chosen.name,
+    record,
+    location,
+    authority,
+  } satisfies BimiProjection);
 }

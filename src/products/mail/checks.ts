@@ -47,12 +47,16 @@ export function createMailChecks(opts: MailCheckOptions = {}): CheckSpec[] {
   }));
 }
 
-export function mailLaneChecks(opts: MailCheckOptions = {}): { run: MailLaneCheck; timeoutMs: Record<MailLaneName, number> } {
+export function mailLaneChecks(opts: MailCheckOptions = {}): {
+  run: MailLaneCheck;
+  timeoutMs: Record<MailLaneName, number>;
+} {
   const limits: SmtpLimits = { ...DEFAULT_SMTP_LIMITS, ...opts.smtpLimits };
   const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
   // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
   // covers its lane's waves with room to spare. A check that overruns is `timeout`, without output.
-  const smtpMs = 3 * 2_000 + limits.connectMs + limits.bannerMs + 2 * limits.commandMs + limits.tlsMs + limits.quitMs + 5_000;
+  const smtpMs =
+    3 * 2_000 + limits.connectMs + limits.bannerMs + 2 * limits.commandMs + limits.tlsMs + limits.quitMs + 5_000;
   const runs: Record<MailLaneName, { run: Run; timeoutMs: number }> = {
     mx: { run: runMxCheck, timeoutMs: 20_000 },
     spf: { run: runSpfCheck, timeoutMs: 45_000 },
@@ -62,16 +66,28 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): { run: MailLaneChec
     dkim: { run: runDkimCheck, timeoutMs: 30_000 },
     bimi: { run: runBimiCheck, timeoutMs: 15_000 },
     dane: { run: runDaneCheck, timeoutMs: 20_000 },
-    smtp_starttls: { run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }), timeoutMs: smtpMs },
+    smtp_starttls: {
+      run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }),
+      timeoutMs: smtpMs,
+    },
   };
   const run: MailLaneCheck = (lane, domain, ctx) => {
     const resolver = resolverOf(ctx.runtime);
     if (!resolver) {
-      return Promise.resolve(notRun('unavailable', 'resolver_not_configured', [{ code: `${lane}_unavailable`, message: 'No DNS resolver is configured; the check did not run.' }], []));
+      return Promise.resolve(
+        notRun(
+          'unavailable',
+          'resolver_not_configured',
+          [{ code: `${lane}_unavailable`, message: 'No DNS resolver is configured; the check did not run.' }],
+          [],
+        ),
+      );
     }
     return runs[lane].run(domain, new DnsAsker(resolver, ctx.signal), ctx);
   };
-  const timeoutMs = Object.fromEntries((Object.keys(runs) as MailLaneName[]).map((l) => [l, runs[l].timeoutMs])) as Record<MailLaneName, number>;
+  const timeoutMs = Object.fromEntries(
+    (Object.keys(runs) as MailLaneName[]).map((l) => [l, runs[l].timeoutMs]),
+  ) as Record<MailLaneName, number>;
   return { run, timeoutMs };
 }
 

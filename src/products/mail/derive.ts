@@ -9,7 +9,14 @@ import type { DerivedOutput, FindingOut } from '../../contract/tasks.ts';
 import type { Limitation } from '../../contract/lanes.ts';
 import type { ChainDigests } from '../../net/certificate-chain.ts';
 import { mailFinding } from './findings.ts';
-import type { BimiProjection, DaneProjection, DmarcProjection, MtaStsProjection, SmtpProjection, TlsRptProjection } from './schema.ts';
+import type {
+  BimiProjection,
+  DaneProjection,
+  DmarcProjection,
+  MtaStsProjection,
+  SmtpProjection,
+  TlsRptProjection,
+} from './schema.ts';
 
 export interface DeriveInput {
   domain: string;
@@ -49,7 +56,9 @@ function hostRow(smtp: SmtpProjection | null, host: string) {
 }
 
 function chainsOf(smtp: SmtpProjection | null, host: string): Array<{ address: string; chain: ChainDigests[] }> {
-  return (hostRow(smtp, host)?.sessions ?? []).filter((s) => s.tls && s.tls.chainDigests.length > 0).map((s) => ({ address: s.address, chain: s.tls!.chainDigests }));
+  return (hostRow(smtp, host)?.sessions ?? [])
+    .filter((s) => s.tls && s.tls.chainDigests.length > 0)
+    .map((s) => ({ address: s.address, chain: s.tls!.chainDigests }));
 }
 
 function deriveDane(i: DeriveInput, out: Derivation): void {
@@ -75,41 +84,77 @@ function deriveDane(i: DeriveInput, out: Derivation): void {
     const failing = chains.filter((c) => !usable.some((r) => tlsaMatches(r, c.chain)));
     h.match = failing.length === 0 ? 'matched' : 'not_matched';
     if (failing.length > 0) {
-      findings.push(mailFinding('dane_tlsa_mismatch', { type: 'mx_host', key: h.host },
-        `The certificate ${h.host} presented (${failing.map((f) => f.address).join(', ')}) matches none of its ${usable.length} usable TLSA record(s).`,
-        [...usable.map((r) => `TLSA _25._tcp.${h.host}: ${r.usage} ${r.selector} ${r.matchingType} ${r.data.slice(0, 64)}`),
-          ...failing.map((f) => `${f.address}: leaf SPKI SHA-256 ${f.chain[0]!.spkiSha256}`)]));
+      findings.push(
+        mailFinding(
+          'dane_tlsa_mismatch',
+          { type: 'mx_host', key: h.host },
+          `The certificate ${h.host} presented (${failing.map((f) => f.address).join(', ')}) matches none of its ${usable.length} usable TLSA record(s).`,
+          [
+            ...usable.map(
+              (r) => `TLSA _25._tcp.${h.host}: ${r.usage} ${r.selector} ${r.matchingType} ${r.data.slice(0, 64)}`,
+            ),
+            ...failing.map((f) => `${f.address}: leaf SPKI SHA-256 ${f.chain[0]!.spkiSha256}`),
+          ],
+        ),
+      );
     }
   }
   if (unmatched > 0) {
     out.partialLanes.push('dane');
-    out.limitations.push({ code: 'dane_not_matched', message: `${unmatched} MX host(s) publish usable TLSA records but the smtp_starttls lane obtained no certificate from them: the records were not matched.` });
+    out.limitations.push({
+      code: 'dane_not_matched',
+      message: `${unmatched} MX host(s) publish usable TLSA records but the smtp_starttls lane obtained no certificate from them: the records were not matched.`,
+    });
   }
-  if (findings.length > 0) out.derived.push({ lane: 'dane', objects: [], relations: [], findings, sources: [{ source: 'smtp_session' }] });
+  if (findings.length > 0)
+    out.derived.push({ lane: 'dane', objects: [], relations: [], findings, sources: [{ source: 'smtp_session' }] });
 }
 
 function deriveMtaStsEnforce(i: DeriveInput, out: Derivation): void {
   if (i.mtaSts?.policy?.mode !== 'enforce') return;
   if (!i.smtp) {
-    out.limitations.push({ code: 'mta_sts_certificates_unchecked', message: 'The MTA-STS policy enforces TLS, but the smtp_starttls lane gave no answer: the MX certificates were not checked against it.' });
+    out.limitations.push({
+      code: 'mta_sts_certificates_unchecked',
+      message:
+        'The MTA-STS policy enforces TLS, but the smtp_starttls lane gave no answer: the MX certificates were not checked against it.',
+    });
     return;
   }
   const findings: FindingOut[] = [];
   for (const row of i.smtp.hosts) {
-    const bad = row.sessions.filter((s) => s.tls && (!s.tls.chainTrusted || s.tls.hostnameMatch === false || s.tls.certificate?.expired || s.tls.certificate?.notYetValid));
+    const bad = row.sessions.filter(
+      (s) =>
+        s.tls &&
+        (!s.tls.chainTrusted ||
+          s.tls.hostnameMatch === false ||
+          s.tls.certificate?.expired ||
+          s.tls.certificate?.notYetValid),
+    );
     if (bad.length === 0) continue;
-    findings.push(mailFinding('mta_sts_enforce_certificate_invalid', { type: 'mx_host', key: row.host },
-      `The MTA-STS policy of ${i.domain} is in enforce mode and ${row.host} presented a certificate that policy-honouring senders reject.`,
-      bad.map((s) => `${s.address}: trusted ${s.tls!.chainTrusted}${s.tls!.trustError ? ` (${s.tls!.trustError})` : ''}, valid for ${row.host} ${s.tls!.hostnameMatch}`)));
+    findings.push(
+      mailFinding(
+        'mta_sts_enforce_certificate_invalid',
+        { type: 'mx_host', key: row.host },
+        `The MTA-STS policy of ${i.domain} is in enforce mode and ${row.host} presented a certificate that policy-honouring senders reject.`,
+        bad.map(
+          (s) =>
+            `${s.address}: trusted ${s.tls!.chainTrusted}${s.tls!.trustError ? ` (${s.tls!.trustError})` : ''}, valid for ${row.host} ${s.tls!.hostnameMatch}`,
+        ),
+      ),
+    );
   }
-  if (findings.length > 0) out.derived.push({ lane: 'mta_sts', objects: [], relations: [], findings, sources: [{ source: 'smtp_session' }] });
+  if (findings.length > 0)
+    out.derived.push({ lane: 'mta_sts', objects: [], relations: [], findings, sources: [{ source: 'smtp_session' }] });
 }
 
 function deriveBimi(i: DeriveInput, out: Derivation): void {
   if (i.bimi?.state !== 'present') return;
   if (!i.dmarcAnswered || !i.dmarc || i.dmarc.state === 'unknown') {
     i.bimi.dmarcPrerequisite = { met: null, reason: 'the dmarc lane gave no answer' };
-    out.limitations.push({ code: 'bimi_prerequisite_unknown', message: 'BIMI is published, but the DMARC policy is unknown: its prerequisite was not checked.' });
+    out.limitations.push({
+      code: 'bimi_prerequisite_unknown',
+      message: 'BIMI is published, but the DMARC policy is unknown: its prerequisite was not checked.',
+    });
     return;
   }
   const d = i.dmarc;
@@ -123,8 +168,18 @@ function deriveBimi(i: DeriveInput, out: Derivation): void {
   i.bimi.dmarcPrerequisite = { met: reason === null, reason };
   if (reason) {
     out.derived.push({
-      lane: 'bimi', objects: [], relations: [], sources: [{ source: 'dns_resolver' }],
-      findings: [mailFinding('bimi_dmarc_not_enforcing', { type: 'mail_posture', key: i.domain }, `${i.domain} publishes BIMI but its DMARC policy does not qualify (${reason}).`, d.record ? [`TXT _dmarc.${d.record.domain}: ${d.record.raw}`] : [])],
+      lane: 'bimi',
+      objects: [],
+      relations: [],
+      sources: [{ source: 'dns_resolver' }],
+      findings: [
+        mailFinding(
+          'bimi_dmarc_not_enforcing',
+          { type: 'mail_posture', key: i.domain },
+          `${i.domain} publishes BIMI but its DMARC policy does not qualify (${reason}).`,
+          d.record ? [`TXT _dmarc.${d.record.domain}: ${d.record.raw}`] : [],
+        ),
+      ],
     });
   }
 }
@@ -135,8 +190,18 @@ function deriveTlsRpt(i: DeriveInput, out: Derivation): void {
   const dane = (i.dane?.hosts ?? []).some((h) => h.records.length > 0);
   if (!sts && !dane) return;
   out.derived.push({
-    lane: 'tls_rpt', objects: [], relations: [], sources: [{ source: 'dns_resolver' }],
-    findings: [mailFinding('tls_rpt_missing', { type: 'domain', key: i.domain }, `${i.domain} deploys ${[sts ? 'MTA-STS' : '', dane ? 'DANE' : ''].filter(Boolean).join(' and ')} but publishes no TLS-RPT record.`, [`TXT _smtp._tls.${i.domain}: ${i.tlsRpt.query.outcome === 'nxdomain' ? 'NXDOMAIN' : 'no v=TLSRPTv1 record'}`])],
+    lane: 'tls_rpt',
+    objects: [],
+    relations: [],
+    sources: [{ source: 'dns_resolver' }],
+    findings: [
+      mailFinding(
+        'tls_rpt_missing',
+        { type: 'domain', key: i.domain },
+        `${i.domain} deploys ${[sts ? 'MTA-STS' : '', dane ? 'DANE' : ''].filter(Boolean).join(' and ')} but publishes no TLS-RPT record.`,
+        [`TXT _smtp._tls.${i.domain}: ${i.tlsRpt.query.outcome === 'nxdomain' ? 'NXDOMAIN' : 'no v=TLSRPTv1 record'}`],
+      ),
+    ],
   });
 }
 

@@ -19,13 +19,24 @@ export async function parseDkimKey(input: { name: string; snapshot: DnsSnapshot 
   const get = replay(input.snapshot);
   const rr = txtValues(get(input.name, 'TXT'))[0] ?? '';
   const tags = dkimTags.parseTagList(rr.replace(/\s+/g, '')).parsed;
-  const testing = String(tags.t?.value ?? '').split(':').map((f) => f.trim()).includes('y');
-  if (tags.p !== undefined && String(tags.p.value) === '') return { name: input.name, state: 'revoked', keyType: null, bits: null, testing, error: null };
+  const testing = String(tags.t?.value ?? '')
+    .split(':')
+    .map((f) => f.trim())
+    .includes('y');
+  if (tags.p !== undefined && String(tags.p.value) === '')
+    return { name: input.name, state: 'revoked', keyType: null, bits: null, testing, error: null };
   try {
     const key = await tools.getPublicKey('DKIM', input.name, 1, mailauthResolver(get));
-    const bits = key.keyType === 'ed25519' ? 256 : key.modulusLength ?? null;
+    const bits = key.keyType === 'ed25519' ? 256 : (key.modulusLength ?? null);
     return { name: input.name, state: 'key', keyType: key.keyType, bits, testing: key.testing, error: null };
   } catch (err) {
-    return { name: input.name, state: 'invalid', keyType: null, bits: null, testing, error: (err as Error).message.slice(0, 120) };
+    return {
+      name: input.name,
+      state: 'invalid',
+      keyType: null,
+      bits: null,
+      testing,
+      error: (err as Error).message.slice(0, 120),
+    };
   }
 }

@@ -3,9 +3,37 @@
 // hosted-mail providers publish under fixed names, inferred from the domain's MX hosts and SPF
 // includes. A selector outside the list is never seen: "no selector found" is not "no DKIM".
 export const COMMON_SELECTORS = [
-  'default', 'dkim', 'mail', 'email', 'smtp', 'mx', 'key1', 'key2', 'dkim1', 'dkim2', 's1', 's2',
-  'selector1', 'selector2', 'google', 'k1', 'k2', 'k3', 'sig1', 'fm1', 'fm2', 'fm3', 'zmail',
-  'mandrill', 'pm', 'protonmail', 'hs1', 'hs2', 'mailjet', 's1024', 's2048',
+  'default',
+  'dkim',
+  'mail',
+  'email',
+  'smtp',
+  'mx',
+  'key1',
+  'key2',
+  'dkim1',
+  'dkim2',
+  's1',
+  's2',
+  'selector1',
+  'selector2',
+  'google',
+  'k1',
+  'k2',
+  'k3',
+  'sig1',
+  'fm1',
+  'fm2',
+  'fm3',
+  'zmail',
+  'mandrill',
+  'pm',
+  'protonmail',
+  'hs1',
+  'hs2',
+  'mailjet',
+  's1024',
+  's2048',
 ] as const;
 
 export interface Provider {
@@ -16,10 +44,22 @@ export interface Provider {
 }
 
 export const PROVIDERS: readonly Provider[] = [
-  { name: 'google_workspace', suffixes: ['google.com', 'googlemail.com', '_spf.google.com'], selectors: ['google', '20230601', '20210112', '20161025'] },
-  { name: 'microsoft_365', suffixes: ['mail.protection.outlook.com', 'spf.protection.outlook.com'], selectors: ['selector1', 'selector2'] },
+  {
+    name: 'google_workspace',
+    suffixes: ['google.com', 'googlemail.com', '_spf.google.com'],
+    selectors: ['google', '20230601', '20210112', '20161025'],
+  },
+  {
+    name: 'microsoft_365',
+    suffixes: ['mail.protection.outlook.com', 'spf.protection.outlook.com'],
+    selectors: ['selector1', 'selector2'],
+  },
   { name: 'sendgrid', suffixes: ['sendgrid.net'], selectors: ['s1', 's2', 'smtpapi'] },
-  { name: 'mailchimp', suffixes: ['servers.mcsv.net', 'spf.mandrillapp.com', 'mandrillapp.com'], selectors: ['k1', 'k2', 'k3', 'mandrill'] },
+  {
+    name: 'mailchimp',
+    suffixes: ['servers.mcsv.net', 'spf.mandrillapp.com', 'mandrillapp.com'],
+    selectors: ['k1', 'k2', 'k3', 'mandrill'],
+  },
   { name: 'mailgun', suffixes: ['mailgun.org'], selectors: ['mx', 'smtp', 'k1', 'krs', 'pic'] },
   { name: 'zoho', suffixes: ['zoho.com', 'zoho.eu', 'zohomail.com'], selectors: ['zmail', 'zoho'] },
   { name: 'fastmail', suffixes: ['messagingengine.com'], selectors: ['fm1', 'fm2', 'fm3'] },
@@ -39,7 +79,9 @@ const matches = (host: string, suffix: string) => host === suffix || host.endsWi
 export function selectorsFor(mxHosts: string[], spfIncludes: string[]): Array<{ selector: string; source: string }> {
   const out = new Map<string, string>();
   for (const p of PROVIDERS) {
-    const via = [...mxHosts.map((h) => ['mx', h] as const), ...spfIncludes.map((h) => ['spf', h] as const)].find(([, h]) => p.suffixes.some((s) => matches(h, s)));
+    const via = [...mxHosts.map((h) => ['mx', h] as const), ...spfIncludes.map((h) => ['spf', h] as const)].find(
+      ([, h]) => p.suffixes.some((s) => matches(h, s)),
+    );
     if (via) for (const s of p.selectors) if (!out.has(s)) out.set(s, `${via[0]}:${p.name}`);
   }
   for (const s of COMMON_SELECTORS) if (!out.has(s)) out.set(s, 'common');

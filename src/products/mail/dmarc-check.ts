@@ -24,53 +24,156 @@ export async function runDmarcCheck(domain: string, asker: DnsAsker, ctx: CheckC
   const replies = await Promise.all(names.map((n) => asker.ask(`_dmarc.${n}`, 'TXT')));
   const ev = await inPool(ctx, 'mailDmarcEvaluate', { domain, snapshot: asker.snapshot });
   const rfc7489 = orgOf(domain);
-  const organisationalDomain = { dmarcbis: ev.organisationalDomain, rfc7489, differ: ev.organisationalDomain !== null && ev.organisationalDomain !== rfc7489 };
+  const organisationalDomain = {
+    dmarcbis: ev.organisationalDomain,
+    rfc7489,
+    differ: ev.organisationalDomain !== null && ev.organisationalDomain !== rfc7489,
+  };
   const base = { domain, walk: ev.walk, organisationalDomain };
 
   if (ev.state === 'unknown' && ev.record === null) {
     const failed = replies.filter((r) => presence(r) === 'indeterminate');
-    out.failed(failed, { code: 'dmarc_unknown', message: `The DMARC tree walk for ${domain} got ${failed.map((r) => `${outcomeText(r)} for ${r.name}`).join(', ')}: the policy is unknown, not missing.` });
+    out.failed(failed, {
+      code: 'dmarc_unknown',
+      message: `The DMARC tree walk for ${domain} got ${failed.map((r) => `${outcomeText(r)} for ${r.name}`).join(', ')}: the policy is unknown, not missing.`,
+    });
     postureObjects(out, domain, 'dmarc', null);
-    return out.done({ ...base, state: 'unknown', multiple: ev.multiple, record: null, valid: false, policy: null, removedTags: [], reporting: [] } satisfies DmarcProjection);
+    return out.done({
+      ...base,
+      state: 'unknown',
+      multiple: ev.multiple,
+      record: null,
+      valid: false,
+      policy: null,
+      removedTags: [],
+      reporting: [],
+    } satisfies DmarcProjection);
   }
   for (const r of replies) if (presence(r) === 'indeterminate') out.indeterminate(r, 'DMARC tree walk');
-  if (ev.error && ev.record) out.partial({ code: 'dmarc_org_domain_unknown', message: `The tree walk above ${ev.record.domain} was cut by a DNS failure (${ev.error}): the DMARCbis organisational domain is unknown.` });
+  if (ev.error && ev.record)
+    out.partial({
+      code: 'dmarc_org_domain_unknown',
+      message: `The tree walk above ${ev.record.domain} was cut by a DNS failure (${ev.error}): the DMARCbis organisational domain is unknown.`,
+    });
 
-  const posture = postureObjects(out, domain, 'dmarc', { state: ev.state, policy: ev.policy?.domain ?? null, recordDomain: ev.record?.domain ?? null });
+  const posture = postureObjects(out, domain, 'dmarc', {
+    state: ev.state,
+    policy: ev.policy?.domain ?? null,
+    recordDomain: ev.record?.domain ?? null,
+  });
   for (const name of ev.multiple) {
     const r = replies[names.indexOf(name)]!;
-    out.finding(mailFinding('dmarc_multiple_records', posture, `_dmarc.${name} publishes ${taggedTxt(r, DMARC1).records.length} DMARC records; receivers discard them all.`, taggedTxt(r, DMARC1).records));
+    out.finding(
+      mailFinding(
+        'dmarc_multiple_records',
+        posture,
+        `_dmarc.${name} publishes ${taggedTxt(r, DMARC1).records.length} DMARC records; receivers discard them all.`,
+        taggedTxt(r, DMARC1).records,
+      ),
+    );
   }
   if (ev.state === 'absent' && ev.multiple.length === 0) {
-    out.finding(mailFinding('dmarc_missing', { type: 'domain', key: domain }, `No DMARC record applies to ${domain} (tree walk: ${names.map((n) => `_dmarc.${n}`).join(', ')}).`, replies.map(evidenceLine)));
+    out.finding(
+      mailFinding(
+        'dmarc_missing',
+        { type: 'domain', key: domain },
+        `No DMARC record applies to ${domain} (tree walk: ${names.map((n) => `_dmarc.${n}`).join(', ')}).`,
+        replies.map(evidenceLine),
+      ),
+    );
   }
 
   const reporting: DmarcProjection['reporting'] = [];
   if (ev.record) {
     const rec = ev.record;
     const evidence = [`TXT _dmarc.${rec.domain}: ${rec.raw}`];
-    if (!ev.valid) out.finding(mailFinding('dmarc_record_invalid', posture, `The DMARC record at _dmarc.${rec.domain} has no valid p=${rec.tags.sp !== undefined || rec.tags.np !== undefined ? ' (or an invalid sp/np)' : ''}.`, evidence));
+    if (!ev.valid)
+      out.finding(
+        mailFinding(
+          'dmarc_record_invalid',
+          posture,
+          `The DMARC record at _dmarc.${rec.domain} has no valid p=${rec.tags.sp !== undefined || rec.tags.np !== undefined ? ' (or an invalid sp/np)' : ''}.`,
+          evidence,
+        ),
+      );
     const pol = ev.policy;
-    if (pol?.domain === 'none') out.finding(mailFinding('dmarc_policy_none', posture, `The DMARC policy for ${domain} is none${rec.inherited ? ` (inherited from ${rec.domain})` : ''}.`, evidence));
+    if (pol?.domain === 'none')
+      out.finding(
+        mailFinding(
+          'dmarc_policy_none',
+          posture,
+          `The DMARC policy for ${domain} is none${rec.inherited ? ` (inherited from ${rec.domain})` : ''}.`,
+          evidence,
+        ),
+      );
     else if (pol && (pol.subdomains === 'none' || pol.nonExistentSubdomains === 'none')) {
-      out.finding(mailFinding('dmarc_subdomain_policy_none', posture, `DMARC for ${domain} enforces ${pol.domain}, but subdomains get ${pol.subdomains} and non-existent subdomains ${pol.nonExistentSubdomains}.`, evidence));
+      out.finding(
+        mailFinding(
+          'dmarc_subdomain_policy_none',
+          posture,
+          `DMARC for ${domain} enforces ${pol.domain}, but subdomains get ${pol.subdomains} and non-existent subdomains ${pol.nonExistentSubdomains}.`,
+          evidence,
+        ),
+      );
     }
-    if (pol?.testing) out.finding(mailFinding('dmarc_testing', posture, `The DMARC record at _dmarc.${rec.domain} sets t=y.`, evidence));
-    if (ev.removedTags.length > 0) out.finding(mailFinding('dmarc_removed_tags', posture, `The DMARC record at _dmarc.${rec.domain} uses ${ev.removedTags.join(', ')}, removed by DMARCbis.`, evidence));
+    if (pol?.testing)
+      out.finding(
+        mailFinding('dmarc_testing', posture, `The DMARC record at _dmarc.${rec.domain} sets t=y.`, evidence),
+      );
+    if (ev.removedTags.length > 0)
+      out.finding(
+        mailFinding(
+          'dmarc_removed_tags',
+          posture,
+          `The DMARC record at _dmarc.${rec.domain} uses ${ev.removedTags.join(', ')}, removed by DMARCbis.`,
+          evidence,
+        ),
+      );
 
     const ownerOrg = orgOf(rec.domain);
-    const uris = [...parseReportUris(String(rec.tags.rua ?? '')).map((u) => ({ ...u, tag: 'rua' as const })), ...parseReportUris(String(rec.tags.ruf ?? '')).map((u) => ({ ...u, tag: 'ruf' as const }))].slice(0, 10);
-    const checks = await Promise.all(uris.map(async (u) => {
-      if (!u.destination || orgOf(u.destination) === ownerOrg) return { ...u, external: false, authorization: 'not_needed' as const };
-      const r = await asker.ask(`${rec.domain}._report._dmarc.${u.destination}`, 'TXT');
-      const auth = taggedTxt(r, DMARC1);
-      if (auth.presence === 'indeterminate') out.indeterminate(r, `report authorization for ${u.destination}`);
-      else if (auth.presence === 'absent') {
-        out.finding(mailFinding('dmarc_rua_unauthorized', posture, `${u.tag} destination ${u.destination} has not authorized reports for ${rec.domain}.`, [u.uri, evidenceLine(r)]));
-      }
-      return { ...u, external: true, authorization: auth.presence === 'present' ? 'authorized' as const : auth.presence === 'absent' ? 'not_authorized' as const : 'unknown' as const };
-    }));
+    const uris = [
+      ...parseReportUris(String(rec.tags.rua ?? '')).map((u) => ({ ...u, tag: 'rua' as const })),
+      ...parseReportUris(String(rec.tags.ruf ?? '')).map((u) => ({ ...u, tag: 'ruf' as const })),
+    ].slice(0, 10);
+    const checks = await Promise.all(
+      uris.map(async (u) => {
+        if (!u.destination || orgOf(u.destination) === ownerOrg)
+          return { ...u, external: false, authorization: 'not_needed' as const };
+        const r = await asker.ask(`${rec.domain}._report._dmarc.${u.destination}`, 'TXT');
+        const auth = taggedTxt(r, DMARC1);
+        if (auth.presence === 'indeterminate') out.indeterminate(r, `report authorization for ${u.destination}`);
+        else if (auth.presence === 'absent') {
+          out.finding(
+            mailFinding(
+              'dmarc_rua_unauthorized',
+              posture,
+              `${u.tag} destination ${u.destination} has not authorized reports for ${rec.domain}.`,
+              [u.uri, evidenceLine(r)],
+            ),
+          );
+        }
+        return {
+          ...u,
+          external: true,
+          authorization:
+            auth.presence === 'present'
+              ? ('authorized' as const)
+              : auth.presence === 'absent'
+                ? ('not_authorized' as const)
+                : ('unknown' as const),
+        };
+      }),
+    );
     reporting.push(...checks);
   }
-  return out.done({ ...base, state: ev.state, multiple: ev.multiple, record: ev.record, valid: ev.valid, policy: ev.policy, removedTags: ev.removedTags, reporting } satisfies DmarcProjection);
+  return out.done({
+    ...base,
+    state: ev.state,
+    multiple: ev.multiple,
+    record: ev.record,
+    valid: ev.valid,
+    policy: ev.policy,
+    removedTags: ev.removedTags,
+    reporting,
+  } satisfies DmarcProjection);
 }

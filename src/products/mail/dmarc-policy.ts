@@ -35,7 +35,12 @@ export interface DmarcEvaluation {
   record: { domain: string; raw: string; tags: Record<string, string | number>; inherited: boolean } | null;
   /** null when no policy applies (no record, or a record without a valid p and without rua). */
   valid: boolean;
-  policy: { domain: Policy | null; subdomains: Policy | null; nonExistentSubdomains: Policy | null; testing: boolean } | null;
+  policy: {
+    domain: Policy | null;
+    subdomains: Policy | null;
+    nonExistentSubdomains: Policy | null;
+    testing: boolean;
+  } | null;
   /** DMARCbis organisational domain (tree walk); null when the walk was cut by a DNS failure. */
   organisationalDomain: string | null;
   removedTags: string[];
@@ -53,7 +58,17 @@ export async function evaluateDmarc(input: { domain: string; snapshot: DnsSnapsh
   const walk = treeWalkNames(domain).map((name) => {
     const r = get(`_dmarc.${name}`, 'TXT');
     const p = presence(r);
-    return { name, presence: p, outcome: r.outcome, records: p === 'present' ? txtValues(r).map((v) => v.trim()).filter((v) => VERSION.test(v)) : [] };
+    return {
+      name,
+      presence: p,
+      outcome: r.outcome,
+      records:
+        p === 'present'
+          ? txtValues(r)
+              .map((v) => v.trim())
+              .filter((v) => VERSION.test(v))
+          : [],
+    };
   });
   const multiple = walk.filter((w) => w.records.length > 1).map((w) => w.name);
   const lookup = getDmarcRecord.createRecordLookup(mailauthResolver(get));
@@ -62,18 +77,39 @@ export async function evaluateDmarc(input: { domain: string; snapshot: DnsSnapsh
     discovery = await getDmarcRecord.discoverPolicy(domain, lookup);
   } catch (err) {
     const code = (err as { code?: string }).code ?? 'error';
-    return { walk, state: 'unknown', multiple, record: null, valid: false, policy: null, organisationalDomain: null, removedTags: [], error: code };
+    return {
+      walk,
+      state: 'unknown',
+      multiple,
+      record: null,
+      valid: false,
+      policy: null,
+      organisationalDomain: null,
+      removedTags: [],
+      error: code,
+    };
   }
   const rec = discovery.record as ParsedDmarc | false;
-  const error = discovery.error ? discovery.error.code ?? 'error' : null;
+  const error = discovery.error ? (discovery.error.code ?? 'error') : null;
   if (!rec) {
     // An empty walk is only an absence when every name of it was answered.
     const complete = walk.every((w) => w.presence !== 'indeterminate');
-    return { walk, state: complete ? 'absent' : 'unknown', multiple, record: null, valid: false, policy: null, organisationalDomain: discovery.orgDomain, removedTags: [], error };
+    return {
+      walk,
+      state: complete ? 'absent' : 'unknown',
+      multiple,
+      record: null,
+      valid: false,
+      policy: null,
+      organisationalDomain: discovery.orgDomain,
+      removedTags: [],
+      error,
+    };
   }
   const recordDomain = discovery.recordDomain ?? domain;
   const tags: Record<string, string | number> = {};
-  for (const [k, v] of Object.entries(rec)) if (k !== 'rr' && (typeof v === 'string' || typeof v === 'number')) tags[k] = v;
+  for (const [k, v] of Object.entries(rec))
+    if (k !== 'rr' && (typeof v === 'string' || typeof v === 'number')) tags[k] = v;
   const applied = getDmarcRecord.getPolicyTags(rec);
   const inherited = recordDomain !== domain;
   const p = policyOf(applied?.p);
@@ -83,9 +119,14 @@ export async function evaluateDmarc(input: { domain: string; snapshot: DnsSnapsh
     ? { domain: inherited ? sp : p, subdomains: sp, nonExistentSubdomains: np, testing: rec.t === 'y' }
     : null;
   return {
-    walk, state: 'present', multiple,
+    walk,
+    state: 'present',
+    multiple,
     record: { domain: recordDomain, raw: rec.rr, tags, inherited },
-    valid: policyOf(rec.p) !== null && (rec.sp === undefined || policyOf(rec.sp) !== null) && (rec.np === undefined || policyOf(rec.np) !== null),
+    valid:
+      policyOf(rec.p) !== null &&
+      (rec.sp === undefined || policyOf(rec.sp) !== null) &&
+      (rec.np === undefined || policyOf(rec.np) !== null),
     policy,
     organisationalDomain: discovery.orgDomain,
     removedTags: REMOVED_TAGS.filter((t) => t in rec),

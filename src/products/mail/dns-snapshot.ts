@@ -7,11 +7,21 @@ import { presence, recordsOf, type Presence } from '../../dns/presence.ts';
 
 export type DnsSnapshot = Record<string, QueryResult>;
 
-export const snapshotKey = (name: string, type: RecordType): string => `${name.replace(/\.$/, '').toLowerCase()}|${type}`;
+export const snapshotKey = (name: string, type: RecordType): string =>
+  `${name.replace(/\.$/, '').toLowerCase()}|${type}`;
 
 /** A question the check did not ask: indeterminate, like any reply that says nothing. */
 export function notAsked(name: string, type: RecordType): QueryResult {
-  return { name, type, outcome: 'error', rcode: null, answers: [], flags: { aa: false, ad: false, tc: false, ra: false }, transport: null, durationMs: 0 };
+  return {
+    name,
+    type,
+    outcome: 'error',
+    rcode: null,
+    answers: [],
+    flags: { aa: false, ad: false, tc: false, ra: false },
+    transport: null,
+    durationMs: 0,
+  };
 }
 
 export function replay(snapshot: DnsSnapshot): (name: string, type: RecordType) => QueryResult {
@@ -58,6 +68,7 @@ export function taggedTxt(r: QueryResult, tag: RegExp): { presence: Presence; re
 export function evidenceLine(r: QueryResult): string {
   const p = presence(r);
   if (p === 'present') return `${r.type} ${r.name}: ${recordsOf(r).length} record(s)`;
-  if (p === 'absent') return `${r.type} ${r.name}: ${r.outcome === 'nxdomain' ? 'NXDOMAIN' : 'NOERROR, no records (NODATA)'}`;
+  if (p === 'absent')
+    return `${r.type} ${r.name}: ${r.outcome === 'nxdomain' ? 'NXDOMAIN' : 'NOERROR, no records (NODATA)'}`;
   return `${r.type} ${r.name}: ${r.outcome === 'timeout' ? 'no reply before the deadline' : (r.rcode ?? r.outcome)}`;
 }

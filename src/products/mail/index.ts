@@ -27,14 +27,22 @@ const target = (i: MailInput) => i.value.toLowerCase().replace(/\.$/, '');
 
 export function planMail(input: MailInput): TaskPlan[] {
   return mailLaneList.map((l) => ({
-    check: l.check, lane: 'mail', productLane: l.lane, required: l.required, unitCost: l.unitCost, objectKey: target(input), distance: 0,
+    check: l.check,
+    lane: 'mail',
+    productLane: l.lane,
+    required: l.required,
+    unitCost: l.unitCost,
+    objectKey: target(input),
+    distance: 0,
   }));
 }
 
 function readiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
   const dns = resolverOf(runtime)?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? dns : 'unconfigured';
-  return Object.fromEntries(mailLaneList.map((l) => [l.lane, l.lane === 'mta_sts' || l.lane === 'smtp_starttls' ? outbound : dns]));
+  return Object.fromEntries(
+    mailLaneList.map((l) => [l.lane, l.lane === 'mta_sts' || l.lane === 'smtp_starttls' ? outbound : dns]),
+  );
 }
 
 const job: AsyncProduct<MailInput> = {

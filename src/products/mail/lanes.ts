@@ -10,19 +10,49 @@ export interface MailLane extends LaneSpec {
   unitCost: number;
 }
 
-const lane = (name: string, required: boolean, unitCost: number, description: string): MailLane =>
-  ({ lane: name, required, unitCost, check: `mail.${name}`, description });
+const lane = (name: string, required: boolean, unitCost: number, description: string): MailLane => ({
+  lane: name,
+  required,
+  unitCost,
+  check: `mail.${name}`,
+  description,
+});
 
 export const mailLanes = {
-  mx: lane('mx', true, 1, 'MX hosts in preference order, null MX (RFC 7505), CNAME and IP-literal targets, addresses of each host'),
-  spf: lane('spf', false, 1, 'SPF record, include/redirect tree walked statically with RFC 7208 §4.6.4 lookup, void and MX sub-limits per branch'),
-  dmarc: lane('dmarc', false, 1, 'DMARCbis tree walk and RFC 7489 organisational domain, effective policy, external report authorizations'),
+  mx: lane(
+    'mx',
+    true,
+    1,
+    'MX hosts in preference order, null MX (RFC 7505), CNAME and IP-literal targets, addresses of each host',
+  ),
+  spf: lane(
+    'spf',
+    false,
+    1,
+    'SPF record, include/redirect tree walked statically with RFC 7208 §4.6.4 lookup, void and MX sub-limits per branch',
+  ),
+  dmarc: lane(
+    'dmarc',
+    false,
+    1,
+    'DMARCbis tree walk and RFC 7489 organisational domain, effective policy, external report authorizations',
+  ),
   mta_sts: lane('mta_sts', false, 0, 'MTA-STS TXT record and HTTPS policy (mode, max_age, MX coverage)'),
   tls_rpt: lane('tls_rpt', false, 0, 'TLS-RPT record syntax and reporting URIs'),
-  dkim: lane('dkim', false, 0, 'DKIM keys at a documented list of common selectors plus selectors inferred from MX and SPF providers (at best partial)'),
+  dkim: lane(
+    'dkim',
+    false,
+    0,
+    'DKIM keys at a documented list of common selectors plus selectors inferred from MX and SPF providers (at best partial)',
+  ),
   bimi: lane('bimi', false, 0, 'BIMI assertion record (default selector), logo and certificate URLs'),
   dane: lane('dane', false, 0, 'TLSA records at _25._tcp of each MX host (RFC 7672 usages 2 and 3)'),
-  smtp_starttls: lane('smtp_starttls', false, 1, 'SMTP sessions per MX address: banner, EHLO, STARTTLS, TLS protocol, cipher and certificate'),
+  smtp_starttls: lane(
+    'smtp_starttls',
+    false,
+    1,
+    'SMTP sessions per MX address: banner, EHLO, STARTTLS, TLS protocol, cipher and certificate',
+  ),
 } satisfies Record<string, MailLane>;
 
 export type MailLaneName = keyof typeof mailLanes;

@@ -16,15 +16,24 @@ export type Lookup = (name: string, type: RecordType) => Promise<QueryResult> | 
 /** The code a failed mailauth resolver call carries, by the query's outcome. */
 export function mailauthErrorCode(r: QueryResult): string {
   switch (r.outcome) {
-    case 'nxdomain': return 'ENOTFOUND';
-    case 'nodata': return 'ENODATA';
-    case 'answer': return 'ENODATA'; // only a CNAME chain that ends without records of the type
-    case 'servfail': return 'ESERVFAIL';
-    case 'refused': return 'EREFUSED';
-    case 'formerr': return 'EFORMERR';
-    case 'notimp': return 'ENOTIMP';
-    case 'timeout': return 'ETIMEOUT';
-    default: return 'EBADRESP';
+    case 'nxdomain':
+      return 'ENOTFOUND';
+    case 'nodata':
+      return 'ENODATA';
+    case 'answer':
+      return 'ENODATA'; // only a CNAME chain that ends without records of the type
+    case 'servfail':
+      return 'ESERVFAIL';
+    case 'refused':
+      return 'EREFUSED';
+    case 'formerr':
+      return 'EFORMERR';
+    case 'notimp':
+      return 'ENOTIMP';
+    case 'timeout':
+      return 'ETIMEOUT';
+    default:
+      return 'EBADRESP';
   }
 }
 

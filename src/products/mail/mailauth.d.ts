@@ -6,7 +6,10 @@ declare module 'mailauth/lib/spf/syntax.js' {
   const syntax: {
     /** The first syntax error of the record's terms (RFC 7208 §4.6, §12), or false. */
     validateTerms(terms: string[]): string | false;
-    parseMacroString(input: string, options?: { explain?: boolean; expLetters?: boolean }): Array<{ literal?: string; expand?: string }>;
+    parseMacroString(
+      input: string,
+      options?: { explain?: boolean; expLetters?: boolean },
+    ): Array<{ literal?: string; expand?: string }>;
     normalizeTargetName(name: string): string;
     isValidTargetName(name: string): boolean;
   };
@@ -16,8 +19,21 @@ declare module 'mailauth/lib/spf/syntax.js' {
 declare module 'mailauth/lib/dmarc/get-dmarc-record.js' {
   export type DmarcResolver = (name: string, type: string) => Promise<unknown[]>;
   export interface ParsedDmarc {
-    v?: string; p?: string; sp?: string; np?: string; t?: string; psd?: string; pct?: number; ri?: number; rf?: string;
-    rua?: string; ruf?: string; adkim?: string; aspf?: string; fo?: string; rr: string;
+    v?: string;
+    p?: string;
+    sp?: string;
+    np?: string;
+    t?: string;
+    psd?: string;
+    pct?: number;
+    ri?: number;
+    rf?: string;
+    rua?: string;
+    ruf?: string;
+    adkim?: string;
+    aspf?: string;
+    fo?: string;
+    rr: string;
     [tag: string]: unknown;
   }
   export interface Discovery {
@@ -39,7 +55,10 @@ declare module 'mailauth/lib/dmarc/get-dmarc-record.js' {
 
 declare module 'mailauth/lib/parse-dkim-headers.js' {
   const parser: {
-    parseTagList(value: string, options?: { strict?: boolean }): {
+    parseTagList(
+      value: string,
+      options?: { strict?: boolean },
+    ): {
       parsed: Record<string, { value: string | number }>;
       tags: Array<{ name: string; value: string }>;
       syntaxErrors: string[];
@@ -50,10 +69,22 @@ declare module 'mailauth/lib/parse-dkim-headers.js' {
 
 declare module 'mailauth/lib/tools.js' {
   export interface DkimKey {
-    publicKey: string; rr: string; modulusLength?: number; keyType: string; flags: string[]; testing: boolean; warnings: string[];
+    publicKey: string;
+    rr: string;
+    modulusLength?: number;
+    keyType: string;
+    flags: string[];
+    testing: boolean;
+    warnings: string[];
   }
   const tools: {
-    getPublicKey(type: 'DKIM', name: string, minBitLength: number, resolver: (name: string, type: string) => Promise<unknown[]>, options?: { strict?: boolean }): Promise<DkimKey>;
+    getPublicKey(
+      type: 'DKIM',
+      name: string,
+      minBitLength: number,
+      resolver: (name: string, type: string) => Promise<unknown[]>,
+      options?: { strict?: boolean },
+    ): Promise<DkimKey>;
   };
   export default tools;
 }

@@ -19,16 +19,30 @@ import type { MtaStsProjection } from './schema.ts';
 export const MTA_STS_MAX_BYTES = 64 * 1024;
 export const MIN_MAX_AGE = 86_400;
 
-export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: CheckContext, opts: { fetchTimeoutMs: number }): Promise<CheckOutput> {
+export async function runMtaStsCheck(
+  domain: string,
+  asker: DnsAsker,
+  ctx: CheckContext,
+  opts: { fetchTimeoutMs: number },
+): Promise<CheckOutput> {
   const out = new LaneOutput();
-  const [txtReply, delivery] = await Promise.all([asker.ask(`_mta-sts.${domain}`, 'TXT'), deliveryHosts(asker, domain)]);
+  const [txtReply, delivery] = await Promise.all([
+    asker.ask(`_mta-sts.${domain}`, 'TXT'),
+    deliveryHosts(asker, domain),
+  ]);
   const base = { domain, query: queryStatus(txtReply) };
   if (delivery.kind === 'no_mail') {
-    out.skip('not_applicable', { code: 'mta_sts_not_applicable', message: `${domain} receives no mail (${delivery.reason === 'null_mx' ? 'null MX' : 'no MX and no address'}): MTA-STS does not apply.` });
+    out.skip('not_applicable', {
+      code: 'mta_sts_not_applicable',
+      message: `${domain} receives no mail (${delivery.reason === 'null_mx' ? 'null MX' : 'no MX and no address'}): MTA-STS does not apply.`,
+    });
     return out.done({ ...base, txt: null, policy: null, coverage: [] } satisfies MtaStsProjection);
   }
   if (presence(txtReply) === 'indeterminate') {
-    out.failed([txtReply], { code: 'mta_sts_unknown', message: `The TXT query for _mta-sts.${domain} got ${outcomeText(txtReply)}: whether MTA-STS is deployed is unknown, not missing.` });
+    out.failed([txtReply], {
+      code: 'mta_sts_unknown',
+      message: `The TXT query for _mta-sts.${domain} got ${outcomeText(txtReply)}: whether MTA-STS is deployed is unknown, not missing.`,
+    });
     postureObjects(out, domain, 'mta_sts', null);
     return out.done({ ...base, txt: null, policy: null, coverage: [] } satisfies MtaStsProjection);
   }
@@ -36,25 +50,56 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
   if (delivery.kind === 'unknown') out.indeterminate(delivery.query, 'MX hosts for policy coverage');
   const posture = postureObjects(out, domain, 'mta_sts', { txt: txt.state, id: txt.id });
   if (txt.state === 'absent') {
-    out.finding(mailFinding('mta_sts_missing', { type: 'domain', key: domain }, `${domain} publishes no MTA-STS record.`, [evidenceLine(txtReply)]));
+    out.finding(
+      mailFinding('mta_sts_missing', { type: 'domain', key: domain }, `${domain} publishes no MTA-STS record.`, [
+        evidenceLine(txtReply),
+      ]),
+    );
     return out.done({ ...base, txt, policy: null, coverage: [] } satisfies MtaStsProjection);
   }
   if (txt.state !== 'present') {
-    out.finding(mailFinding('mta_sts_record_invalid', posture, txt.state === 'multiple' ? `_mta-sts.${domain} publishes several v=STSv1 records.` : `The MTA-STS record of ${domain} has no valid id.`, [evidenceLine(txtReply)]));
+    out.finding(
+      mailFinding(
+        'mta_sts_record_invalid',
+        posture,
+        txt.state === 'multiple'
+          ? `_mta-sts.${domain} publishes several v=STSv1 records.`
+          : `The MTA-STS record of ${domain} has no valid id.`,
+        [evidenceLine(txtReply)],
+      ),
+    );
     return out.done({ ...base, txt, policy: null, coverage: [] } satisfies MtaStsProjection);
   }
 
   const url = `https://mta-sts.${domain}/.well-known/mta-sts.txt`;
   const guard = ctx.runtime.services.outbound;
-  const fetched: NonNullable<MtaStsProjection['policy']> = { url, fetched: false, status: null, contentType: null, failure: null, mode: null, maxAge: null, mx: [], lax: false };
+  const fetched: NonNullable<MtaStsProjection['policy']> = {
+    url,
+    fetched: false,
+    status: null,
+    contentType: null,
+    failure: null,
+    mode: null,
+    maxAge: null,
+    mx: [],
+    lax: false,
+  };
   const hosts = delivery.kind === 'hosts' ? delivery.hosts : [];
   if (!guard) {
-    out.partial({ code: 'mta_sts_policy_not_fetched', message: 'No outbound guard is configured: the policy was not fetched.' });
+    out.partial({
+      code: 'mta_sts_policy_not_fetched',
+      message: 'No outbound guard is configured: the policy was not fetched.',
+    });
     return out.done({ ...base, txt, policy: fetched, coverage: [] } satisfies MtaStsProjection);
   }
   let body: string;
   try {
-    const res = await guard.fetch(url, { maxRedirects: 0, timeoutMs: opts.fetchTimeoutMs, maxBytes: MTA_STS_MAX_BYTES, signal: ctx.signal });
+    const res = await guard.fetch(url, {
+      maxRedirects: 0,
+      timeoutMs: opts.fetchTimeoutMs,
+      maxBytes: MTA_STS_MAX_BYTES,
+      signal: ctx.signal,
+    });
     fetched.status = res.status;
     fetched.contentType = String(res.headers['content-type'] ?? '') || null;
     body = res.body.toString('utf8');
@@ -62,9 +107,16 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
     const v = judgeOutbound(err);
     fetched.failure = v.code;
     if (v.kind === 'fact') {
-      out.finding(mailFinding('mta_sts_policy_invalid', posture, `The MTA-STS policy of ${domain} cannot be used: ${v.detail}.`, [url]));
+      out.finding(
+        mailFinding('mta_sts_policy_invalid', posture, `The MTA-STS policy of ${domain} cannot be used: ${v.detail}.`, [
+          url,
+        ]),
+      );
     } else {
-      out.partial({ code: 'mta_sts_policy_unreachable', message: `The MTA-STS policy at ${url} could not be fetched (${v.code}); its content is unknown.` });
+      out.partial({
+        code: 'mta_sts_policy_unreachable',
+        message: `The MTA-STS policy at ${url} could not be fetched (${v.code}); its content is unknown.`,
+      });
     }
     return out.done({ ...base, txt, policy: fetched, coverage: [] } satisfies MtaStsProjection);
   }
@@ -76,20 +128,59 @@ export async function runMtaStsCheck(domain: string, asker: DnsAsker, ctx: Check
   if (parsed && !parsed.policy) problems.push(`the policy does not parse (${parsed.error})`);
   if (problems.length > 0 || !parsed?.policy) {
     fetched.failure = 'invalid_policy';
-    out.finding(mailFinding('mta_sts_policy_invalid', posture, `The MTA-STS policy of ${domain} cannot be used: ${problems.join('; ')}.`, [url]));
+    out.finding(
+      mailFinding(
+        'mta_sts_policy_invalid',
+        posture,
+        `The MTA-STS policy of ${domain} cannot be used: ${problems.join('; ')}.`,
+        [url],
+      ),
+    );
     return out.done({ ...base, txt, policy: fetched, coverage: [] } satisfies MtaStsProjection);
   }
   const policy = parsed.policy;
-  Object.assign(fetched, { fetched: true, mode: policy.mode, maxAge: policy.maxAge, mx: policy.mx ?? [], lax: parsed.lax });
-  out.object({ type: 'mail_posture', key: domain, projection: { mta_sts: { txt: txt.state, id: txt.id, mode: policy.mode, maxAge: policy.maxAge } } });
-  const evidence = [url, `mode: ${policy.mode}`, `max_age: ${policy.maxAge}`, ...(policy.mx ?? []).map((m) => `mx: ${m}`)];
-  if (policy.mode === 'testing') out.finding(mailFinding('mta_sts_testing', posture, `The MTA-STS policy of ${domain} is in testing mode.`, evidence));
+  Object.assign(fetched, {
+    fetched: true,
+    mode: policy.mode,
+    maxAge: policy.maxAge,
+    mx: policy.mx ?? [],
+    lax: parsed.lax,
+  });
+  out.object({
+    type: 'mail_posture',
+    key: domain,
+    projection: { mta_sts: { txt: txt.state, id: txt.id, mode: policy.mode, maxAge: policy.maxAge } },
+  });
+  const evidence = [
+    url,
+    `mode: ${policy.mode}`,
+    `max_age: ${policy.maxAge}`,
+    ...(policy.mx ?? []).map((m) => `mx: ${m}`),
+  ];
+  if (policy.mode === 'testing')
+    out.finding(
+      mailFinding('mta_sts_testing', posture, `The MTA-STS policy of ${domain} is in testing mode.`, evidence),
+    );
   if (policy.mode !== 'none' && policy.maxAge < MIN_MAX_AGE) {
-    out.finding(mailFinding('mta_sts_max_age_short', posture, `The MTA-STS policy of ${domain} has max_age ${policy.maxAge} s (under one day).`, evidence));
+    out.finding(
+      mailFinding(
+        'mta_sts_max_age_short',
+        posture,
+        `The MTA-STS policy of ${domain} has max_age ${policy.maxAge} s (under one day).`,
+        evidence,
+      ),
+    );
   }
   if (policy.mode !== 'none') {
     for (const c of parsed.coverage.filter((x) => !x.covered)) {
-      out.finding(mailFinding('mta_sts_mx_not_covered', { type: 'mx_host', key: c.host }, `The MX host ${c.host} matches none of the mx patterns of the ${policy.mode} MTA-STS policy of ${domain}.`, evidence));
+      out.finding(
+        mailFinding(
+          'mta_sts_mx_not_covered',
+          { type: 'mx_host', key: c.host },
+          `The MX host ${c.host} matches none of the mx patterns of the ${policy.mode} MTA-STS policy of ${domain}.`,
+          evidence,
+        ),
+      );
     }
   }
   return out.done({ ...base, txt, policy: fetched, coverage: parsed.coverage } satisfies MtaStsProjection);

@@ -23,7 +23,9 @@ export async function parseMtaStsTxt(input: { domain: string; snapshot: DnsSnaps
     if (!id) {
       // resolvePolicy says false both for "no v=STSv1 record" and for "record without an id".
       const r = replay(input.snapshot)(`_mta-sts.${input.domain}`, 'TXT');
-      const tagged = r.answers.some((a) => /^v=STSv1/i.test((Array.isArray(a.data) ? (a.data as string[]).join('') : String(a.data)).trim()));
+      const tagged = r.answers.some((a) =>
+        /^v=STSv1/i.test((Array.isArray(a.data) ? (a.data as string[]).join('') : String(a.data)).trim()),
+      );
       return { state: tagged ? 'invalid' : 'absent', id: null, strict: false, error: tagged ? 'no valid id' : null };
     }
     const strictId = await mtaSts.resolvePolicy(input.domain, { resolver, strict: true }).catch(() => false);

@@ -38,7 +38,9 @@ export async function mxSet(asker: DnsAsker, domain: string): Promise<MxSet> {
   const nulls = raw.filter(isNull);
   const seen = new Set<string>();
   const hosts: MxEntry[] = [];
-  for (const mx of raw.filter((m) => !isNull(m)).sort((a, b) => a.preference - b.preference || a.exchange.localeCompare(b.exchange))) {
+  for (const mx of raw
+    .filter((m) => !isNull(m))
+    .sort((a, b) => a.preference - b.preference || a.exchange.localeCompare(b.exchange))) {
     const name = hostName(mx.exchange);
     if (seen.has(name)) continue;
     seen.add(name);
@@ -66,12 +68,15 @@ export interface HostAddresses {
 /** A and AAAA of a host, with the same present/absent/indeterminate rule as every question. */
 export async function hostAddresses(asker: DnsAsker, name: string): Promise<HostAddresses> {
   const [a, aaaa] = await Promise.all([asker.ask(name, 'A'), asker.ask(name, 'AAAA')]);
-  const addresses = [...recordsOf(a), ...recordsOf(aaaa)].map((r) => canonicalIp(r.data)).filter((x): x is string => x !== null);
+  const addresses = [...recordsOf(a), ...recordsOf(aaaa)]
+    .map((r) => canonicalIp(r.data))
+    .filter((x): x is string => x !== null);
   const pa = presence(a);
   const p6 = presence(aaaa);
   let resolution: HostResolution;
   if (addresses.length > 0) resolution = 'resolved';
-  else if (pa === 'absent' && p6 === 'absent') resolution = a.outcome === 'nxdomain' && aaaa.outcome === 'nxdomain' ? 'nxdomain' : 'no_addresses';
+  else if (pa === 'absent' && p6 === 'absent')
+    resolution = a.outcome === 'nxdomain' && aaaa.outcome === 'nxdomain' ? 'nxdomain' : 'no_addresses';
   else resolution = 'unknown';
   const alias = [...a.answers, ...aaaa.answers].find((r) => r.type === 'CNAME' && hostName(r.name) === name);
   return { name, addresses: [...new Set(addresses)], resolution, cname: alias ? hostName(alias.data) : null, a, aaaa };
@@ -90,11 +95,15 @@ export async function deliveryHosts(asker: DnsAsker, domain: string): Promise<De
   if (mx.state === 'unknown') return { kind: 'unknown', mx, query: mx.query };
   if (mx.state === 'null_mx') return { kind: 'no_mail', mx, reason: 'null_mx' };
   if (mx.state === 'mx') {
-    const hosts = mx.hosts.filter((h) => !h.ipLiteral).slice(0, MAX_MX_HOSTS).map((h) => h.name);
+    const hosts = mx.hosts
+      .filter((h) => !h.ipLiteral)
+      .slice(0, MAX_MX_HOSTS)
+      .map((h) => h.name);
     return { kind: 'hosts', mx, hosts, implicit: false };
   }
   const self = await hostAddresses(asker, domain);
   if (self.resolution === 'resolved') return { kind: 'hosts', mx, hosts: [domain], implicit: true };
-  if (self.resolution === 'unknown') return { kind: 'unknown', mx, query: presence(self.a) === 'indeterminate' ? self.a : self.aaaa };
+  if (self.resolution === 'unknown')
+    return { kind: 'unknown', mx, query: presence(self.a) === 'indeterminate' ? self.a : self.aaaa };
   return { kind: 'no_mail', mx, reason: 'no_mx_no_address' };
 }

@@ -6,7 +6,11 @@ import { OutboundFetchError, OutboundRefusedError } from '../../net/outbound-err
 
 export type OutboundVerdict =
   | { kind: 'fact'; code: 'host_not_found' | 'certificate_invalid' | 'redirect' | 'too_large'; detail: string }
-  | { kind: 'gap'; code: 'timeout' | 'connection_failed' | 'dns_failure' | 'target_not_allowed' | 'aborted' | 'error'; detail: string };
+  | {
+      kind: 'gap';
+      code: 'timeout' | 'connection_failed' | 'dns_failure' | 'target_not_allowed' | 'aborted' | 'error';
+      detail: string;
+    };
 
 const CERT = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ALTNAME|certificate/i;
 
@@ -22,17 +26,29 @@ function causeCode(err: unknown): string {
 
 export function judgeOutbound(err: unknown): OutboundVerdict {
   if (err instanceof OutboundRefusedError) return { kind: 'gap', code: 'target_not_allowed', detail: err.message };
-  if (!(err instanceof OutboundFetchError)) return { kind: 'gap', code: 'error', detail: err instanceof Error ? err.message : String(err) };
+  if (!(err instanceof OutboundFetchError))
+    return { kind: 'gap', code: 'error', detail: err instanceof Error ? err.message : String(err) };
   const cert = causeCode(err) || (CERT.test(err.message) ? err.message : '');
   switch (err.kind) {
-    case 'host_not_found': return { kind: 'fact', code: 'host_not_found', detail: 'the host has no address (NXDOMAIN/NODATA)' };
-    case 'too_many_redirects': case 'bad_redirect': return { kind: 'fact', code: 'redirect', detail: 'the server answered with a redirect' };
-    case 'response_too_large': case 'headers_too_large': return { kind: 'fact', code: 'too_large', detail: err.message };
-    case 'tls_failed': return { kind: 'fact', code: 'certificate_invalid', detail: cert || err.message };
-    case 'timeout': return { kind: 'gap', code: 'timeout', detail: err.message };
-    case 'aborted': return { kind: 'gap', code: 'aborted', detail: err.message };
-    case 'dns_failure': return { kind: 'gap', code: 'dns_failure', detail: err.message };
+    case 'host_not_found':
+      return { kind: 'fact', code: 'host_not_found', detail: 'the host has no address (NXDOMAIN/NODATA)' };
+    case 'too_many_redirects':
+    case 'bad_redirect':
+      return { kind: 'fact', code: 'redirect', detail: 'the server answered with a redirect' };
+    case 'response_too_large':
+    case 'headers_too_large':
+      return { kind: 'fact', code: 'too_large', detail: err.message };
+    case 'tls_failed':
+      return { kind: 'fact', code: 'certificate_invalid', detail: cert || err.message };
+    case 'timeout':
+      return { kind: 'gap', code: 'timeout', detail: err.message };
+    case 'aborted':
+      return { kind: 'gap', code: 'aborted', detail: err.message };
+    case 'dns_failure':
+      return { kind: 'gap', code: 'dns_failure', detail: err.message };
     default:
-      return cert ? { kind: 'fact', code: 'certificate_invalid', detail: cert } : { kind: 'gap', code: 'connection_failed', detail: err.message };
+      return cert
+        ? { kind: 'fact', code: 'certificate_invalid', detail: cert }
+        : { kind: 'gap', code: 'connection_failed', detail: err.message };
   }
 }

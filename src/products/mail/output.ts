@@ -55,7 +55,16 @@ export class LaneOutput {
   }
 
   relate(from: ObjectRef, relation: RelationOut['relation'], to: ObjectRef): void {
-    if (!this.relations.some((r) => r.relation === relation && r.from.key === from.key && r.from.type === from.type && r.to.key === to.key && r.to.type === to.type)) {
+    if (
+      !this.relations.some(
+        (r) =>
+          r.relation === relation &&
+          r.from.key === from.key &&
+          r.from.type === from.type &&
+          r.to.key === to.key &&
+          r.to.type === to.type,
+      )
+    ) {
       this.relations.push({ from, relation, to });
     }
   }
@@ -83,9 +92,19 @@ export class LaneOutput {
 }
 
 /** The target domain object and its mail_posture object, which every lane adds its summary to. */
-export function postureObjects(out: LaneOutput, domain: string, lane: string, summary: Record<string, unknown> | null): ObjectRef {
+export function postureObjects(
+  out: LaneOutput,
+  domain: string,
+  lane: string,
+  summary: Record<string, unknown> | null,
+): ObjectRef {
   const d = out.object({ type: 'domain', key: domain, distance: 0, projection: { name: domain } });
-  const posture = out.object({ type: 'mail_posture', key: domain, distance: 0, projection: { domain, ...(summary ? { [lane]: summary } : {}) } });
+  const posture = out.object({
+    type: 'mail_posture',
+    key: domain,
+    distance: 0,
+    projection: { domain, ...(summary ? { [lane]: summary } : {}) },
+  });
   out.relate(posture, 'discovered_from', d);
   return posture;
 }

@@ -7,12 +7,23 @@ import type * as Heavy from './pool-tasks.ts';
 let loading: Promise<typeof Heavy> | undefined;
 const heavy = () => (loading ??= import('./pool-tasks.ts'));
 
-export const mailSpfEvaluate = async (p: Parameters<typeof Heavy.mailSpfEvaluate>[0]) => (await heavy()).mailSpfEvaluate(p);
-export const mailDmarcEvaluate = async (p: Parameters<typeof Heavy.mailDmarcEvaluate>[0]) => (await heavy()).mailDmarcEvaluate(p);
+export const mailSpfEvaluate = async (p: Parameters<typeof Heavy.mailSpfEvaluate>[0]) =>
+  (await heavy()).mailSpfEvaluate(p);
+export const mailDmarcEvaluate = async (p: Parameters<typeof Heavy.mailDmarcEvaluate>[0]) =>
+  (await heavy()).mailDmarcEvaluate(p);
 export const mailMtaStsTxt = async (p: Parameters<typeof Heavy.mailMtaStsTxt>[0]) => (await heavy()).mailMtaStsTxt(p);
-export const mailMtaStsPolicy = async (p: Parameters<typeof Heavy.mailMtaStsPolicy>[0]) => (await heavy()).mailMtaStsPolicy(p);
+export const mailMtaStsPolicy = async (p: Parameters<typeof Heavy.mailMtaStsPolicy>[0]) =>
+  (await heavy()).mailMtaStsPolicy(p);
 export const mailDkimKey = async (p: Parameters<typeof Heavy.mailDkimKey>[0]) => (await heavy()).mailDkimKey(p);
-export const mailCertificateChain = async (p: Parameters<typeof Heavy.mailCertificateChain>[0]) => (await heavy()).mailCertificateChain(p);
+export const mailCertificateChain = async (p: Parameters<typeof Heavy.mailCertificateChain>[0]) =>
+  (await heavy()).mailCertificateChain(p);
 
-export const mailPoolTasks = { mailSpfEvaluate, mailDmarcEvaluate, mailMtaStsTxt, mailMtaStsPolicy, mailDkimKey, mailCertificateChain } as const;
+export const mailPoolTasks = {
+  mailSpfEvaluate,
+  mailDmarcEvaluate,
+  mailMtaStsTxt,
+  mailMtaStsPolicy,
+  mailDkimKey,
+  mailCertificateChain,
+} as const;
 export type MailPoolTask = keyof typeof mailPoolTasks;

@@ -14,4 +14,3 @@ export const mailMtaStsTxt = parseMtaStsTxt;
 export const mailMtaStsPolicy = parseMtaStsPolicy;
 export const mailDkimKey = parseDkimKey;
 export const mailCertificateChain = certificateChainFacts;
-

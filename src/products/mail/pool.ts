@@ -5,7 +5,11 @@ import { mailPoolTasks, type MailPoolTask } from './pool-entry.ts';
 
 type Tasks = typeof mailPoolTasks;
 
-export async function inPool<T extends MailPoolTask>(ctx: CheckContext, task: T, payload: Parameters<Tasks[T]>[0]): Promise<Awaited<ReturnType<Tasks[T]>>> {
+export async function inPool<T extends MailPoolTask>(
+  ctx: CheckContext,
+  task: T,
+  payload: Parameters<Tasks[T]>[0],
+): Promise<Awaited<ReturnType<Tasks[T]>>> {
   type Out = Awaited<ReturnType<Tasks[T]>>;
   if (ctx.runInPool) return ctx.runInPool<Out>(task, payload);
   // Inline: the same wrapper, which loads mailauth here on first use.

@@ -3,38 +3,70 @@
 // are the DNS rule of src/dns/presence.ts: absent only from NXDOMAIN/NODATA.
 import { z } from 'zod';
 
-const outcome = z.enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error']);
+const outcome = z.enum([
+  'answer',
+  'nodata',
+  'nxdomain',
+  'servfail',
+  'refused',
+  'formerr',
+  'notimp',
+  'timeout',
+  'error',
+]);
 const query = z.object({ outcome, rcode: z.string().nullable() });
 const presenceEnum = z.enum(['present', 'absent', 'indeterminate']);
 
 export const mxProjection = z.object({
   domain: z.string(),
-  state: z.enum(['mx', 'null_mx', 'no_mx', 'unknown']).describe('null_mx: RFC 7505, accepts no mail; no_mx: answered without MX (implicit MX); unknown: no usable reply'),
+  state: z
+    .enum(['mx', 'null_mx', 'no_mx', 'unknown'])
+    .describe('null_mx: RFC 7505, accepts no mail; no_mx: answered without MX (implicit MX); unknown: no usable reply'),
   query,
-  hosts: z.array(z.object({
-    name: z.string(), preference: z.number().int(), ipLiteral: z.boolean(), addresses: z.array(z.string()),
-    resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown', 'ip_literal', 'not_resolved']),
-    cname: z.string().nullable().describe('The alias target when the exchange is a CNAME'),
-  })).describe('Preference order'),
-  implicit: z.object({ addresses: z.array(z.string()), resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown']) }).nullable()
-    .describe('Without MX: the domain\'s own addresses (RFC 5321 §5.1)'),
+  hosts: z
+    .array(
+      z.object({
+        name: z.string(),
+        preference: z.number().int(),
+        ipLiteral: z.boolean(),
+        addresses: z.array(z.string()),
+        resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown', 'ip_literal', 'not_resolved']),
+        cname: z.string().nullable().describe('The alias target when the exchange is a CNAME'),
+      }),
+    )
+    .describe('Preference order'),
+  implicit: z
+    .object({ addresses: z.array(z.string()), resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown']) })
+    .nullable()
+    .describe("Without MX: the domain's own addresses (RFC 5321 §5.1)"),
 });
 export type MxProjection = z.infer<typeof mxProjection>;
 
 const spfTerm = z.object({
-  term: z.string(), kind: z.string(), qualifier: z.enum(['+', '-', '~', '?']).nullable(), target: z.string().nullable(),
-  lookups: z.number().int(), void: z.boolean().nullable(), note: z.string().nullable(),
+  term: z.string(),
+  kind: z.string(),
+  qualifier: z.enum(['+', '-', '~', '?']).nullable(),
+  target: z.string().nullable(),
+  lookups: z.number().int(),
+  void: z.boolean().nullable(),
+  note: z.string().nullable(),
 });
 // One record of the SPF tree. Its children (include and redirect targets) have this same shape;
 // the OpenAPI document describes them as objects because component schemas cannot recurse here.
 const spfNode = z.object({
-  domain: z.string(), via: z.enum(['root', 'include', 'redirect']), query: query.nullable(),
+  domain: z.string(),
+  via: z.enum(['root', 'include', 'redirect']),
+  query: query.nullable(),
   status: z.string().describe('ok | absent | multiple | indeterminate | syntax_error | loop | not_followed | pending'),
-  record: z.string().nullable(), terms: z.array(spfTerm),
-  lookups: z.number().int().describe('Lookups of this record\'s own terms'),
-  total: z.number().int().describe('This record\'s lookups plus its descendants\': the cost of the branch'),
-  voids: z.number().int(), errors: z.array(z.string()),
-  children: z.array(z.record(z.string(), z.unknown())).describe('Include and redirect targets: nodes of this same shape'),
+  record: z.string().nullable(),
+  terms: z.array(spfTerm),
+  lookups: z.number().int().describe("Lookups of this record's own terms"),
+  total: z.number().int().describe("This record's lookups plus its descendants': the cost of the branch"),
+  voids: z.number().int(),
+  errors: z.array(z.string()),
+  children: z
+    .array(z.record(z.string(), z.unknown()))
+    .describe('Include and redirect targets: nodes of this same shape'),
 });
 
 export const spfProjection = z.object({
@@ -42,22 +74,32 @@ export const spfProjection = z.object({
   state: z.enum(['present', 'absent', 'multiple', 'unknown']),
   query,
   records: z.array(z.string()).describe('Every v=spf1 record at the domain'),
-  evaluation: z.object({
-    verdict: z.enum(['ok', 'permerror', 'none', 'indeterminate']).describe('ok: within every limit, no syntax error; indeterminate: a branch got no usable DNS reply (never a pass)'),
-    permerrors: z.array(z.object({ reason: z.string(), domain: z.string(), detail: z.string() })),
-    lookups: z.number().int(), lookupsLowerBound: z.boolean(), voidLookups: z.number().int(),
-    all: z.object({ qualifier: z.enum(['+', '-', '~', '?']), domain: z.string() }).nullable(),
-    usesPtr: z.boolean(), macros: z.array(z.string()),
-    indeterminate: z.array(z.object({ name: z.string(), type: z.string(), outcome: z.string() })),
-    tree: spfNode,
-  }).nullable(),
+  evaluation: z
+    .object({
+      verdict: z
+        .enum(['ok', 'permerror', 'none', 'indeterminate'])
+        .describe(
+          'ok: within every limit, no syntax error; indeterminate: a branch got no usable DNS reply (never a pass)',
+        ),
+      permerrors: z.array(z.object({ reason: z.string(), domain: z.string(), detail: z.string() })),
+      lookups: z.number().int(),
+      lookupsLowerBound: z.boolean(),
+      voidLookups: z.number().int(),
+      all: z.object({ qualifier: z.enum(['+', '-', '~', '?']), domain: z.string() }).nullable(),
+      usesPtr: z.boolean(),
+      macros: z.array(z.string()),
+      indeterminate: z.array(z.object({ name: z.string(), type: z.string(), outcome: z.string() })),
+      tree: spfNode,
+    })
+    .nullable(),
 });
 export type SpfProjection = z.infer<typeof spfProjection>;
 
 const policy = z.enum(['none', 'quarantine', 'reject']);
 export const dmarcProjection = z.object({
   domain: z.string(),
-  walk: z.array(z.object({ name: z.string(), presence: presenceEnum, outcome: z.string(), records: z.array(z.string()) }))
+  walk: z
+    .array(z.object({ name: z.string(), presence: presenceEnum, outcome: z.string(), records: z.array(z.string()) }))
     .describe('DMARCbis tree walk: each name asked (_dmarc.<name>), at most 8'),
   organisationalDomain: z.object({
     dmarcbis: z.string().nullable().describe('From the tree walk; null when a DNS failure cut it'),
@@ -66,33 +108,69 @@ export const dmarcProjection = z.object({
   }),
   state: z.enum(['present', 'absent', 'unknown']),
   multiple: z.array(z.string()).describe('Names holding more than one DMARC record (discarded by receivers)'),
-  record: z.object({ domain: z.string(), raw: z.string(), tags: z.record(z.string(), z.union([z.string(), z.number()])), inherited: z.boolean() }).nullable(),
+  record: z
+    .object({
+      domain: z.string(),
+      raw: z.string(),
+      tags: z.record(z.string(), z.union([z.string(), z.number()])),
+      inherited: z.boolean(),
+    })
+    .nullable(),
   valid: z.boolean(),
-  policy: z.object({
-    domain: policy.nullable(), subdomains: policy.nullable(), nonExistentSubdomains: policy.nullable(), testing: z.boolean(),
-  }).nullable().describe('Effective p / sp / np for the domain, its subdomains and non-existent subdomains; testing = t=y'),
+  policy: z
+    .object({
+      domain: policy.nullable(),
+      subdomains: policy.nullable(),
+      nonExistentSubdomains: policy.nullable(),
+      testing: z.boolean(),
+    })
+    .nullable()
+    .describe('Effective p / sp / np for the domain, its subdomains and non-existent subdomains; testing = t=y'),
   removedTags: z.array(z.string()),
-  reporting: z.array(z.object({
-    uri: z.string(), tag: z.enum(['rua', 'ruf']), scheme: z.string(), destination: z.string().nullable(), external: z.boolean(),
-    authorization: z.enum(['not_needed', 'authorized', 'not_authorized', 'unknown']),
-  })),
+  reporting: z.array(
+    z.object({
+      uri: z.string(),
+      tag: z.enum(['rua', 'ruf']),
+      scheme: z.string(),
+      destination: z.string().nullable(),
+      external: z.boolean(),
+      authorization: z.enum(['not_needed', 'authorized', 'not_authorized', 'unknown']),
+    }),
+  ),
 });
 export type DmarcProjection = z.infer<typeof dmarcProjection>;
 
 export const mtaStsProjection = z.object({
   domain: z.string(),
   query,
-  txt: z.object({ state: z.enum(['present', 'absent', 'multiple', 'invalid', 'unknown']), id: z.string().nullable(), strict: z.boolean(), error: z.string().nullable() }).nullable(),
-  policy: z.object({
-    url: z.string(), fetched: z.boolean(), status: z.number().int().nullable(), contentType: z.string().nullable(),
-    failure: z.string().nullable(), mode: z.enum(['enforce', 'testing', 'none']).nullable(), maxAge: z.number().nullable(), mx: z.array(z.string()), lax: z.boolean(),
-  }).nullable(),
+  txt: z
+    .object({
+      state: z.enum(['present', 'absent', 'multiple', 'invalid', 'unknown']),
+      id: z.string().nullable(),
+      strict: z.boolean(),
+      error: z.string().nullable(),
+    })
+    .nullable(),
+  policy: z
+    .object({
+      url: z.string(),
+      fetched: z.boolean(),
+      status: z.number().int().nullable(),
+      contentType: z.string().nullable(),
+      failure: z.string().nullable(),
+      mode: z.enum(['enforce', 'testing', 'none']).nullable(),
+      maxAge: z.number().nullable(),
+      mx: z.array(z.string()),
+      lax: z.boolean(),
+    })
+    .nullable(),
   coverage: z.array(z.object({ host: z.string(), covered: z.boolean(), match: z.string().nullable() })),
 });
 export type MtaStsProjection = z.infer<typeof mtaStsProjection>;
 
 export const tlsRptProjection = z.object({
-  domain: z.string(), query,
+  domain: z.string(),
+  query,
   state: z.enum(['present', 'absent', 'multiple', 'invalid', 'unknown', 'not_applicable']),
   record: z.string().nullable(),
   rua: z.array(z.object({ uri: z.string(), scheme: z.string(), valid: z.boolean() })),
@@ -104,10 +182,18 @@ export const dkimProjection = z.object({
   domain: z.string(),
   probed: z.number().int(),
   probes: z.array(z.string()).describe('Every selector asked: a key under another selector is not seen'),
-  selectors: z.array(z.object({
-    selector: z.string(), source: z.string().describe('common, or mx:/spf:<provider> it was inferred from'), name: z.string(),
-    state: z.enum(['key', 'revoked', 'invalid']), keyType: z.string().nullable(), bits: z.number().int().nullable(), testing: z.boolean(), error: z.string().nullable(),
-  })),
+  selectors: z.array(
+    z.object({
+      selector: z.string(),
+      source: z.string().describe('common, or mx:/spf:<provider> it was inferred from'),
+      name: z.string(),
+      state: z.enum(['key', 'revoked', 'invalid']),
+      keyType: z.string().nullable(),
+      bits: z.number().int().nullable(),
+      testing: z.boolean(),
+      error: z.string().nullable(),
+    }),
+  ),
 });
 export type DkimProjection = z.infer<typeof dkimProjection>;
 
@@ -115,54 +201,119 @@ export const bimiProjection = z.object({
   domain: z.string(),
   queried: z.array(z.object({ name: z.string(), outcome, rcode: z.string().nullable() })),
   state: z.enum(['present', 'absent', 'declined', 'invalid', 'unknown']),
-  recordName: z.string().nullable(), record: z.string().nullable(),
+  recordName: z.string().nullable(),
+  record: z.string().nullable(),
   location: z.string().nullable().describe('l=: the logo URL (not fetched)'),
   authority: z.string().nullable().describe('a=: the mark certificate URL (not fetched)'),
-  dmarcPrerequisite: z.object({ met: z.boolean().nullable(), reason: z.string().nullable() }).optional()
+  dmarcPrerequisite: z
+    .object({ met: z.boolean().nullable(), reason: z.string().nullable() })
+    .optional()
     .describe('Set at assembly from the dmarc lane; met null when the DMARC lane gave no answer'),
 });
 export type BimiProjection = z.infer<typeof bimiProjection>;
 
 export const daneProjection = z.object({
   domain: z.string(),
-  hosts: z.array(z.object({
-    host: z.string(), query, presence: presenceEnum, ad: z.boolean().describe('AD flag as the resolver reported it'),
-    records: z.array(z.object({ usage: z.number().int(), selector: z.number().int(), matchingType: z.number().int(), data: z.string(), usable: z.boolean() })),
-    match: z.enum(['matched', 'not_matched', 'no_certificate', 'no_usable_records', 'no_records']).optional()
-      .describe('Set at assembly: the usable records against the certificate the smtp_starttls lane was presented'),
-  })),
+  hosts: z.array(
+    z.object({
+      host: z.string(),
+      query,
+      presence: presenceEnum,
+      ad: z.boolean().describe('AD flag as the resolver reported it'),
+      records: z.array(
+        z.object({
+          usage: z.number().int(),
+          selector: z.number().int(),
+          matchingType: z.number().int(),
+          data: z.string(),
+          usable: z.boolean(),
+        }),
+      ),
+      match: z
+        .enum(['matched', 'not_matched', 'no_certificate', 'no_usable_records', 'no_records'])
+        .optional()
+        .describe('Set at assembly: the usable records against the certificate the smtp_starttls lane was presented'),
+    }),
+  ),
   validation: z.literal('not_validated_locally'),
 });
 export type DaneProjection = z.infer<typeof daneProjection>;
 
 const digest = z.object({
-  certSha256: z.string(), certSha512: z.string(), spkiSha256: z.string(), spkiSha512: z.string(),
-  certHex: z.string().nullable(), spkiHex: z.string().nullable(),
+  certSha256: z.string(),
+  certSha512: z.string(),
+  spkiSha256: z.string(),
+  spkiSha512: z.string(),
+  certHex: z.string().nullable(),
+  spkiHex: z.string().nullable(),
 });
 const leaf = z.object({
-  subject: z.string(), issuer: z.string(), sans: z.array(z.string()), sanCount: z.number().int(), validFrom: z.string(), validTo: z.string(),
-  expired: z.boolean(), notYetValid: z.boolean(), keyType: z.string().nullable(), keyBits: z.number().nullable(),
-  signatureAlgorithm: z.string().nullable(), fingerprint256: z.string(), serialNumber: z.string(), selfIssued: z.boolean(),
+  subject: z.string(),
+  issuer: z.string(),
+  sans: z.array(z.string()),
+  sanCount: z.number().int(),
+  validFrom: z.string(),
+  validTo: z.string(),
+  expired: z.boolean(),
+  notYetValid: z.boolean(),
+  keyType: z.string().nullable(),
+  keyBits: z.number().nullable(),
+  signatureAlgorithm: z.string().nullable(),
+  fingerprint256: z.string(),
+  serialNumber: z.string(),
+  selfIssued: z.boolean(),
 });
-const sessionState = z.enum(['tls', 'no_starttls', 'starttls_refused', 'tls_failed', 'unreachable', 'connect_timeout', 'not_allowed',
-  'banner_timeout', 'greeting_rejected', 'ehlo_failed', 'command_timeout', 'protocol_violation', 'aborted']);
+const sessionState = z.enum([
+  'tls',
+  'no_starttls',
+  'starttls_refused',
+  'tls_failed',
+  'unreachable',
+  'connect_timeout',
+  'not_allowed',
+  'banner_timeout',
+  'greeting_rejected',
+  'ehlo_failed',
+  'command_timeout',
+  'protocol_violation',
+  'aborted',
+]);
 export const smtpProjection = z.object({
   domain: z.string(),
   limits: z.object({ hosts: z.number().int(), addressesPerHost: z.number().int() }),
   implicitMx: z.boolean(),
-  hosts: z.array(z.object({
-    host: z.string(), resolution: z.enum(['resolved', 'no_address', 'unknown', 'not_allowed']), addresses: z.array(z.string()),
-    sessions: z.array(z.object({
-      address: z.string(),
-      state: sessionState.describe('unreachable / connect_timeout: port 25 could not be reached (not "no STARTTLS"); no_starttls: EHLO answered without it'),
-      banner: z.string().nullable(), ehloExtensions: z.array(z.string()), starttlsAdvertised: z.boolean().nullable(),
-      phases: z.array(z.object({ phase: z.string(), ms: z.number() })), detail: z.string().nullable(),
-      tls: z.object({
-        protocol: z.string().nullable(), cipher: z.string().nullable(), chainTrusted: z.boolean(), trustError: z.string().nullable(),
-        hostnameMatch: z.boolean().nullable(), certificate: leaf.nullable(), chainDigests: z.array(digest), certificateError: z.string().nullable(),
-      }).nullable(),
-    })),
-  })),
+  hosts: z.array(
+    z.object({
+      host: z.string(),
+      resolution: z.enum(['resolved', 'no_address', 'unknown', 'not_allowed']),
+      addresses: z.array(z.string()),
+      sessions: z.array(
+        z.object({
+          address: z.string(),
+          state: sessionState.describe(
+            'unreachable / connect_timeout: port 25 could not be reached (not "no STARTTLS"); no_starttls: EHLO answered without it',
+          ),
+          banner: z.string().nullable(),
+          ehloExtensions: z.array(z.string()),
+          starttlsAdvertised: z.boolean().nullable(),
+          phases: z.array(z.object({ phase: z.string(), ms: z.number() })),
+          detail: z.string().nullable(),
+          tls: z
+            .object({
+              protocol: z.string().nullable(),
+              cipher: z.string().nullable(),
+              chainTrusted: z.boolean(),
+              trustError: z.string().nullable(),
+              hostnameMatch: z.boolean().nullable(),
+              certificate: leaf.nullable(),
+              chainDigests: z.array(digest),
+              certificateError: z.string().nullable(),
+            })
+            .nullable(),
+        }),
+      ),
+    }),
+  ),
 });
 export type SmtpProjection = z.infer<typeof smtpProjection>;
 

@@ -33,9 +33,18 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
   const root = await asker.ask(domain, 'TXT');
   const domainRef = { type: 'domain', key: domain };
   if (presence(root) === 'indeterminate') {
-    out.failed([root], { code: 'spf_unknown', message: `The TXT query for ${domain} got ${outcomeText(root)}: whether it publishes SPF is unknown, not missing.` });
+    out.failed([root], {
+      code: 'spf_unknown',
+      message: `The TXT query for ${domain} got ${outcomeText(root)}: whether it publishes SPF is unknown, not missing.`,
+    });
     postureObjects(out, domain, 'spf', null);
-    return out.done({ domain, state: 'unknown', query: queryStatus(root), records: [], evaluation: null } satisfies SpfProjection);
+    return out.done({
+      domain,
+      state: 'unknown',
+      query: queryStatus(root),
+      records: [],
+      evaluation: null,
+    } satisfies SpfProjection);
   }
 
   let step: SpfStep = await inPool(ctx, 'mailSpfEvaluate', { domain, snapshot: asker.snapshot });
@@ -48,19 +57,33 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
   }
   const ev = step.evaluation;
   if (step.missing.length > 0) {
-    out.partial({ code: 'spf_walk_truncated', message: `The SPF tree of ${domain} needed more than ${MAX_QUERIES} DNS questions; the lookup count is a lower bound.` });
+    out.partial({
+      code: 'spf_walk_truncated',
+      message: `The SPF tree of ${domain} needed more than ${MAX_QUERIES} DNS questions; the lookup count is a lower bound.`,
+    });
   }
   const { records } = taggedTxt(root, SPF);
   const state: SpfProjection['state'] = records.length === 0 ? 'absent' : records.length > 1 ? 'multiple' : 'present';
 
   for (const q of ev.indeterminate) {
-    out.partial({ code: 'dns_indeterminate', message: `${q.type} ${q.name} (SPF tree): ${q.outcome}; the branch is not counted, so the lookup count is a lower bound.` });
+    out.partial({
+      code: 'dns_indeterminate',
+      message: `${q.type} ${q.name} (SPF tree): ${q.outcome}; the branch is not counted, so the lookup count is a lower bound.`,
+    });
   }
   if (ev.macros.length > 0 && ev.lookupsLowerBound) {
-    out.limit({ code: 'spf_macro_not_expanded', message: `Terms with macros need the sender to expand (${ev.macros.slice(0, 5).join(', ')}); the records they name are not counted.` });
+    out.limit({
+      code: 'spf_macro_not_expanded',
+      message: `Terms with macros need the sender to expand (${ev.macros.slice(0, 5).join(', ')}); the records they name are not counted.`,
+    });
   }
 
-  const posture = postureObjects(out, domain, 'spf', { state, verdict: ev.verdict, lookups: ev.lookups, lookupsLowerBound: ev.lookupsLowerBound });
+  const posture = postureObjects(out, domain, 'spf', {
+    state,
+    verdict: ev.verdict,
+    lookups: ev.lookups,
+    lookupsLowerBound: ev.lookupsLowerBound,
+  });
   if (state === 'absent') {
     out.finding(mailFinding('spf_missing', domainRef, `${domain} publishes no SPF record.`, [evidenceLine(root)]));
   }
@@ -69,18 +92,47 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
     const code = PERMERROR_FINDING[p.reason];
     if (seen.has(code)) continue; // one finding per code, its evidence lists every occurrence
     seen.add(code);
-    const all = ev.permerrors.filter((x) => PERMERROR_FINDING[x.reason] === code).map((x) => `${x.domain}: ${x.detail}`);
+    const all = ev.permerrors
+      .filter((x) => PERMERROR_FINDING[x.reason] === code)
+      .map((x) => `${x.domain}: ${x.detail}`);
     out.finding(mailFinding(code, posture, `SPF of ${domain} ends in permerror: ${p.detail}.`, all));
   }
   if (state === 'present' && ev.all === null && ev.verdict !== 'indeterminate') {
-    out.finding(mailFinding('spf_all_neutral', posture, `The SPF record of ${domain} has no all term and no redirect: unlisted senders get neutral.`, [records[0]!]));
+    out.finding(
+      mailFinding(
+        'spf_all_neutral',
+        posture,
+        `The SPF record of ${domain} has no all term and no redirect: unlisted senders get neutral.`,
+        [records[0]!],
+      ),
+    );
   } else if (ev.all?.qualifier === '+') {
-    out.finding(mailFinding('spf_all_pass', posture, `The SPF record of ${domain} ends in +all (from ${ev.all.domain}): every host passes.`, [records[0]!]));
+    out.finding(
+      mailFinding(
+        'spf_all_pass',
+        posture,
+        `The SPF record of ${domain} ends in +all (from ${ev.all.domain}): every host passes.`,
+        [records[0]!],
+      ),
+    );
   } else if (ev.all?.qualifier === '?') {
-    out.finding(mailFinding('spf_all_neutral', posture, `The SPF record of ${domain} ends in ?all (from ${ev.all.domain}): unlisted senders get neutral.`, [records[0]!]));
+    out.finding(
+      mailFinding(
+        'spf_all_neutral',
+        posture,
+        `The SPF record of ${domain} ends in ?all (from ${ev.all.domain}): unlisted senders get neutral.`,
+        [records[0]!],
+      ),
+    );
   }
   if (ev.usesPtr) {
     out.finding(mailFinding('spf_ptr_deprecated', posture, `The SPF tree of ${domain} uses the ptr mechanism.`));
   }
-  return out.done({ domain, state, query: queryStatus(root), records, evaluation: ev as unknown as SpfProjection['evaluation'] } satisfies SpfProjection);
+  return out.done({
+    domain,
+    state,
+    query: queryStatus(root),
+    records,
+    evaluation: ev as unknown as SpfProjection['evaluation'],
+  } satisfies SpfProjection);
 }

@@ -25,7 +25,19 @@ export const SPF_MX_LIMIT = 10;
 const MAX_NODES = 40;
 const MAX_DEPTH = 12;
 
-export type SpfTermKind = 'all' | 'include' | 'a' | 'mx' | 'ptr' | 'exists' | 'ip4' | 'ip6' | 'redirect' | 'exp' | 'modifier' | 'invalid';
+export type SpfTermKind =
+  | 'all'
+  | 'include'
+  | 'a'
+  | 'mx'
+  | 'ptr'
+  | 'exists'
+  | 'ip4'
+  | 'ip6'
+  | 'redirect'
+  | 'exp'
+  | 'modifier'
+  | 'invalid';
 
 export interface SpfTerm {
   term: string;
@@ -39,7 +51,14 @@ export interface SpfTerm {
   note: string | null;
 }
 
-export type SpfPermerror = 'syntax' | 'lookup_limit' | 'void_limit' | 'mx_limit' | 'include_no_record' | 'multiple_records' | 'loop';
+export type SpfPermerror =
+  | 'syntax'
+  | 'lookup_limit'
+  | 'void_limit'
+  | 'mx_limit'
+  | 'include_no_record'
+  | 'multiple_records'
+  | 'loop';
 
 export interface SpfNode {
   domain: string;
@@ -105,12 +124,14 @@ function need(w: Walk, name: string, type: RecordType): QueryResult | null {
 }
 
 function permerror(w: Walk, reason: SpfPermerror, domain: string, detail: string): void {
-  if (!w.permerrors.some((p) => p.reason === reason && p.domain === domain && p.detail === detail)) w.permerrors.push({ reason, domain, detail });
+  if (!w.permerrors.some((p) => p.reason === reason && p.domain === domain && p.detail === detail))
+    w.permerrors.push({ reason, domain, detail });
 }
 
 function noteIndeterminate(w: Walk, r: QueryResult): void {
   w.lowerBound = true;
-  if (!w.indeterminate.some((x) => x.name === r.name && x.type === r.type)) w.indeterminate.push({ name: r.name, type: r.type, outcome: r.outcome });
+  if (!w.indeterminate.some((x) => x.name === r.name && x.type === r.type))
+    w.indeterminate.push({ name: r.name, type: r.type, outcome: r.outcome });
 }
 
 const normalize = (name: string) => mailauthSpf.normalizeTargetName(name).toLowerCase();
@@ -155,7 +176,19 @@ function termsError(terms: string[]): string | false {
 }
 
 function blankNode(domain: string, via: SpfNode['via'], status: SpfNode['status']): SpfNode {
-  return { domain, via, query: null, status, record: null, terms: [], lookups: 0, total: 0, voids: 0, errors: [], children: [] };
+  return {
+    domain,
+    via,
+    query: null,
+    status,
+    record: null,
+    terms: [],
+    lookups: 0,
+    total: 0,
+    voids: 0,
+    errors: [],
+    children: [],
+  };
 }
 
 /** An a/mx/exists lookup: void when every question it makes is answered without records. */
@@ -190,7 +223,13 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
   const records = p === 'present' ? txtValues(txt).filter((v) => VERSION.test(v)) : [];
   if (records.length === 0) {
     node.status = 'absent';
-    if (via !== 'root') permerror(w, 'include_no_record', domain, `${via} target ${domain} has no SPF record (${txt.outcome === 'nxdomain' ? 'NXDOMAIN' : 'no v=spf1 TXT'})`);
+    if (via !== 'root')
+      permerror(
+        w,
+        'include_no_record',
+        domain,
+        `${via} target ${domain} has no SPF record (${txt.outcome === 'nxdomain' ? 'NXDOMAIN' : 'no v=spf1 TXT'})`,
+      );
     return node;
   }
   if (records.length > 1) {
@@ -200,7 +239,10 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
     return node;
   }
   node.record = records[0]!;
-  const raw = node.record.slice(6).split(' ').filter((t) => t.length > 0);
+  const raw = node.record
+    .slice(6)
+    .split(' ')
+    .filter((t) => t.length > 0);
   const syntaxError = termsError(raw);
   const terms = raw.map((t) => classify(t, domain));
   if (syntaxError) {
@@ -223,7 +265,10 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
     if (costs && macro) {
       // The sender is needed to expand it: counted, never asked. An include/redirect's record is
       // then unseen, so the count becomes a lower bound.
-      term.note = t.kind === 'include' || t.kind === 'redirect' ? 'macro target not expanded (needs the sender): its record is not counted' : 'macro target not expanded (needs the sender)';
+      term.note =
+        t.kind === 'include' || t.kind === 'redirect'
+          ? 'macro target not expanded (needs the sender): its record is not counted'
+          : 'macro target not expanded (needs the sender)';
       if (t.kind === 'include' || t.kind === 'redirect') w.lowerBound = true;
     }
     switch (macro ? 'macro' : t.kind) {
@@ -290,21 +335,46 @@ function effectiveAll(node: SpfNode): SpfEvaluation['all'] {
 
 export function evaluateSpf(input: { domain: string; snapshot: DnsSnapshot }): SpfStep {
   const w: Walk = {
-    snapshot: input.snapshot, get: replay(input.snapshot), missing: new Map(), nodes: 0, lookups: 0, voids: 0,
-    lowerBound: false, usesPtr: false, macros: new Set(), permerrors: [], indeterminate: [],
+    snapshot: input.snapshot,
+    get: replay(input.snapshot),
+    missing: new Map(),
+    nodes: 0,
+    lookups: 0,
+    voids: 0,
+    lowerBound: false,
+    usesPtr: false,
+    macros: new Set(),
+    permerrors: [],
+    indeterminate: [],
   };
   const tree = walkRecord(w, input.domain.toLowerCase(), 'root', []);
-  if (w.lookups > SPF_LOOKUP_LIMIT) permerror(w, 'lookup_limit', input.domain, `${w.lookups}${w.lowerBound ? ' or more' : ''} lookups (limit ${SPF_LOOKUP_LIMIT})`);
-  if (w.voids > SPF_VOID_LIMIT) permerror(w, 'void_limit', input.domain, `${w.voids} void lookups (limit ${SPF_VOID_LIMIT})`);
+  if (w.lookups > SPF_LOOKUP_LIMIT)
+    permerror(
+      w,
+      'lookup_limit',
+      input.domain,
+      `${w.lookups}${w.lowerBound ? ' or more' : ''} lookups (limit ${SPF_LOOKUP_LIMIT})`,
+    );
+  if (w.voids > SPF_VOID_LIMIT)
+    permerror(w, 'void_limit', input.domain, `${w.voids} void lookups (limit ${SPF_VOID_LIMIT})`);
   let verdict: SpfEvaluation['verdict'];
   if (tree.status === 'absent') verdict = 'none';
   else if (w.permerrors.length > 0) verdict = 'permerror';
-  else if (w.indeterminate.length > 0 || tree.status === 'indeterminate' || w.missing.size > 0) verdict = 'indeterminate';
+  else if (w.indeterminate.length > 0 || tree.status === 'indeterminate' || w.missing.size > 0)
+    verdict = 'indeterminate';
   else verdict = 'ok';
   return {
     evaluation: {
-      verdict, permerrors: w.permerrors, lookups: w.lookups, lookupsLowerBound: w.lowerBound || w.missing.size > 0, voidLookups: w.voids,
-      all: tree.status === 'ok' ? effectiveAll(tree) : null, usesPtr: w.usesPtr, macros: [...w.macros], indeterminate: w.indeterminate, tree,
+      verdict,
+      permerrors: w.permerrors,
+      lookups: w.lookups,
+      lookupsLowerBound: w.lowerBound || w.missing.size > 0,
+      voidLookups: w.voids,
+      all: tree.status === 'ok' ? effectiveAll(tree) : null,
+      usesPtr: w.usesPtr,
+      macros: [...w.macros],
+      indeterminate: w.indeterminate,
+      tree,
     },
     missing: [...w.missing.values()],
   };

@@ -40,25 +40,50 @@ export async function runTlsRptCheck(domain: string, asker: DnsAsker, _ctx: Chec
   const [reply, mx] = await Promise.all([asker.ask(`_smtp._tls.${domain}`, 'TXT'), mxSet(asker, domain)]);
   const base = { domain, query: queryStatus(reply) };
   if (mx.state === 'null_mx') {
-    out.skip('not_applicable', { code: 'tls_rpt_not_applicable', message: `${domain} publishes a null MX: it receives no mail, so TLS reporting does not apply.` });
+    out.skip('not_applicable', {
+      code: 'tls_rpt_not_applicable',
+      message: `${domain} publishes a null MX: it receives no mail, so TLS reporting does not apply.`,
+    });
     return out.done({ ...base, state: 'not_applicable', record: null, rua: [], errors: [] } satisfies TlsRptProjection);
   }
   if (presence(reply) === 'indeterminate') {
-    out.failed([reply], { code: 'tls_rpt_unknown', message: `The TXT query for _smtp._tls.${domain} got ${outcomeText(reply)}: whether TLS-RPT is deployed is unknown, not missing.` });
+    out.failed([reply], {
+      code: 'tls_rpt_unknown',
+      message: `The TXT query for _smtp._tls.${domain} got ${outcomeText(reply)}: whether TLS-RPT is deployed is unknown, not missing.`,
+    });
     postureObjects(out, domain, 'tls_rpt', null);
     return out.done({ ...base, state: 'unknown', record: null, rua: [], errors: [] } satisfies TlsRptProjection);
   }
   const { records } = taggedTxt(reply, VERSION);
-  const state: TlsRptProjection['state'] = records.length === 0 ? 'absent' : records.length > 1 ? 'multiple' : 'present';
+  const state: TlsRptProjection['state'] =
+    records.length === 0 ? 'absent' : records.length > 1 ? 'multiple' : 'present';
   const posture = postureObjects(out, domain, 'tls_rpt', { state });
-  if (state === 'absent') return out.done({ ...base, state, record: null, rua: [], errors: [] } satisfies TlsRptProjection);
+  if (state === 'absent')
+    return out.done({ ...base, state, record: null, rua: [], errors: [] } satisfies TlsRptProjection);
   const record = records[0]!;
   const { errors, rua: ruaValue } = tlsRptErrors(record);
-  const rua = parseReportUris(ruaValue).map((u) => ({ uri: u.uri, scheme: u.scheme, valid: (u.scheme === 'mailto' || u.scheme === 'https') && u.destination !== null }));
+  const rua = parseReportUris(ruaValue).map((u) => ({
+    uri: u.uri,
+    scheme: u.scheme,
+    valid: (u.scheme === 'mailto' || u.scheme === 'https') && u.destination !== null,
+  }));
   if (ruaValue !== undefined && !rua.some((u) => u.valid)) errors.push('no rua URI with a mailto: or https: scheme');
   if (state === 'multiple') errors.unshift(`${records.length} v=TLSRPTv1 records (senders ignore them all)`);
   if (errors.length > 0) {
-    out.finding(mailFinding('tls_rpt_record_invalid', posture, `The TLS-RPT record of ${domain} is unusable: ${errors.join('; ')}.`, [evidenceLine(reply), ...records]));
+    out.finding(
+      mailFinding(
+        'tls_rpt_record_invalid',
+        posture,
+        `The TLS-RPT record of ${domain} is unusable: ${errors.join('; ')}.`,
+        [evidenceLine(reply), ...records],
+      ),
+    );
   }
-  return out.done({ ...base, state: errors.length > 0 ? 'invalid' : state, record, rua, errors } satisfies TlsRptProjection);
+  return out.done({
+    ...base,
+    state: errors.length > 0 ? 'invalid' : state,
+    record,
+    rua,
+    errors,
+  } satisfies TlsRptProjection);
 }

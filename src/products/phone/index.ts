@@ -5,7 +5,14 @@ import { z } from 'zod';
 import type { ExecContext, ProductDefinition } from '../kit/product-contract.ts';
 import type { LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
-import { LIBPHONENUMBER_VERSION, hasPlus, invalidReasons, isKnownRegion, phoneTypes, readNumber } from './numbering-plan.ts';
+import {
+  LIBPHONENUMBER_VERSION,
+  hasPlus,
+  invalidReasons,
+  isKnownRegion,
+  phoneTypes,
+  readNumber,
+} from './numbering-plan.ts';
 
 const defaultRegion = z
   .string()
@@ -50,7 +57,11 @@ export const phoneResult = z.object({
 export type PhoneResult = z.infer<typeof phoneResult>;
 
 const lanes = {
-  plan: { lane: 'numbering_plan', required: true, description: 'libphonenumber numbering plan metadata (libphonenumber-js, full metadata)' },
+  plan: {
+    lane: 'numbering_plan',
+    required: true,
+    description: 'libphonenumber numbering plan metadata (libphonenumber-js, full metadata)',
+  },
 } satisfies Record<string, LaneSpec>;
 
 const ALWAYS: Limitation[] = [
@@ -60,7 +71,8 @@ const ALWAYS: Limitation[] = [
   },
   {
     code: 'porting_not_determined',
-    message: 'Number portability is not visible in the numbering plan: the number may have moved to another carrier or line type.',
+    message:
+      'Number portability is not visible in the numbering plan: the number may have moved to another carrier or line type.',
   },
   {
     code: 'line_status_not_determined',
@@ -79,7 +91,10 @@ async function execute(input: PhoneInput, _ctx: ExecContext): Promise<SyncOutcom
     });
   }
   if (answer.isValid && answer.region === null && !answer.nonGeographic) {
-    limitations.push({ code: 'region_ambiguous', message: 'Several regions share this calling code and the number does not single one out.' });
+    limitations.push({
+      code: 'region_ambiguous',
+      message: 'Several regions share this calling code and the number does not single one out.',
+    });
   }
   return {
     result: answer,

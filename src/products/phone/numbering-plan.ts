@@ -14,16 +14,32 @@ import { PhoneNumber as CorePhoneNumber, type MetadataJson } from 'libphonenumbe
 import maxMetadata from 'libphonenumber-js/metadata.max.json';
 
 const require = createRequire(import.meta.url);
-export const LIBPHONENUMBER_VERSION: string = (require('libphonenumber-js/package.json') as { version: string }).version;
+export const LIBPHONENUMBER_VERSION: string = (require('libphonenumber-js/package.json') as { version: string })
+  .version;
 
 export const phoneTypes = [
-  'mobile', 'fixed_line', 'fixed_line_or_mobile', 'toll_free', 'premium_rate', 'shared_cost', 'voip',
-  'personal_number', 'pager', 'uan', 'voicemail', 'unknown',
+  'mobile',
+  'fixed_line',
+  'fixed_line_or_mobile',
+  'toll_free',
+  'premium_rate',
+  'shared_cost',
+  'voip',
+  'personal_number',
+  'pager',
+  'uan',
+  'voicemail',
+  'unknown',
 ] as const;
 export type PhoneType = (typeof phoneTypes)[number];
 
 export const invalidReasons = [
-  'not_a_number', 'invalid_country', 'too_short', 'too_long', 'invalid_length', 'invalid_for_region',
+  'not_a_number',
+  'invalid_country',
+  'too_short',
+  'too_long',
+  'invalid_length',
+  'invalid_for_region',
 ] as const;
 export type InvalidReason = (typeof invalidReasons)[number];
 
@@ -61,7 +77,11 @@ export function hasPlus(value: string): boolean {
 const metadata = maxMetadata as MetadataJson;
 // The core constructor accepts (region or calling code, national number, metadata) at run time;
 // its published type only names the E.164 form.
-const NumberForRegion = CorePhoneNumber as unknown as new (region: string, nationalNumber: string, metadata: MetadataJson) => PhoneNumber;
+const NumberForRegion = CorePhoneNumber as unknown as new (
+  region: string,
+  nationalNumber: string,
+  metadata: MetadataJson,
+) => PhoneNumber;
 
 function regionsForCallingCode(callingCode: string): string[] {
   const byCode = (metadata as unknown as { country_calling_codes: Record<string, string[]> }).country_calling_codes;

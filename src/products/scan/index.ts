@@ -14,32 +14,66 @@ import { profiles, scanBudgetBounds, scanProfiles } from './rules/profiles.ts';
 
 export { scanFindings } from './findings.ts';
 
-export const scanInput = z.strictObject({
-  profile: z.enum(scanProfiles),
-  target: z.strictObject({
-    type: z.literal('domain_name'),
-    // A public suffix has no registrable domain to scope a scan to (and belongs to nobody).
-    value: domainName.refine((n) => registrableOf(n) !== null, 'must be a domain name below a public suffix (a public suffix is not a scan target)'),
-  }),
-  options: z.strictObject({ active: z.boolean(), maxCredits: z.number() }),
-}).refine((s) => !(s.options.active && s.profile !== 'advanced'), {
-  message: 'options.active=true needs profile advanced', path: ['options', 'active'],
+export const scanInput = z
+  .strictObject({
+    profile: z.enum(scanProfiles),
+    target: z.strictObject({
+      type: z.literal('domain_name'),
+      // A public suffix has no registrable domain to scope a scan to (and belongs to nobody).
+      value: domainName.refine(
+        (n) => registrableOf(n) !== null,
+        'must be a domain name below a public suffix (a public suffix is not a scan target)',
+      ),
+    }),
+    options: z.strictObject({ active: z.boolean(), maxCredits: z.number() }),
+  })
+  .refine((s) => !(s.options.active && s.profile !== 'advanced'), {
+    message: 'options.active=true needs profile advanced',
+    path: ['options', 'active'],
+  });
+
+const lane = (name: string, required: boolean, description: string): LaneSpec => ({
+  lane: name,
+  required,
+  description,
 });
 
-const lane = (name: string, required: boolean, description: string): LaneSpec => ({ lane: name, required, description });
-
 export const scanLanes = {
-  dns: lane('dns', true, 'DNS records of every in-scope name within the profile\'s hops, wildcard probes per zone level'),
-  mail: lane('mail', false, 'Mail posture of the target (and, deep and advanced, of every in-scope name with MX records)'),
-  web: lane('web', false, 'Web and TLS posture of the apex and www (balanced) or of every in-scope host (deep, advanced)'),
+  dns: lane(
+    'dns',
+    true,
+    "DNS records of every in-scope name within the profile's hops, wildcard probes per zone level",
+  ),
+  mail: lane(
+    'mail',
+    false,
+    'Mail posture of the target (and, deep and advanced, of every in-scope name with MX records)',
+  ),
+  web: lane(
+    'web',
+    false,
+    'Web and TLS posture of the apex and www (balanced) or of every in-scope host (deep, advanced)',
+  ),
   domain: lane('domain', false, 'Delegation and registration of the registrable domain (balanced and up)'),
-  active: lane('active', false, 'Advanced with options.active only: TCP probes, TLS protocol enumeration, AXFR, wordlist, well-known paths'),
+  active: lane(
+    'active',
+    false,
+    'Advanced with options.active only: TCP probes, TLS protocol enumeration, AXFR, wordlist, well-known paths',
+  ),
 } satisfies Record<string, LaneSpec>;
 
 /** The worker lanes a profile's scan needs running; without one the profile is unavailable. */
-export function workerLanesFor(i: Pick<ScanInput, 'profile' | 'options'>): Array<'dns' | 'mail' | 'web' | 'domain' | 'active'> {
+export function workerLanesFor(
+  i: Pick<ScanInput, 'profile' | 'options'>,
+): Array<'dns' | 'mail' | 'web' | 'domain' | 'active'> {
   const p = profiles[i.profile];
-  return ['dns', 'mail', ...(p.web !== 'none' ? ['web' as const] : []), ...(p.domain ? ['domain' as const] : []), ...(i.options.active ? ['active' as const] : [])];
+  return [
+    'dns',
+    'mail',
+    ...(p.web !== 'none' ? ['web' as const] : []),
+    ...(p.domain ? ['domain' as const] : []),
+    ...(i.options.active ? ['active' as const] : []),
+  ];
 }
 
 function liveness(runtime: ProductRuntime): WorkerLiveness | undefined {
@@ -47,7 +81,7 @@ function liveness(runtime: ProductRuntime): WorkerLiveness | undefined {
 }
 
 function scanReadiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
-  const resolver = (runtime.services.resolver)?.readiness() ?? 'unconfigured';
+  const resolver = runtime.services.resolver?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? 'ready' : 'unconfigured';
   const alive = (l: string): LaneReadiness => (liveness(runtime)?.alive(l) ? 'ready' : 'down');
   const worst = (...r: LaneReadiness[]): LaneReadiness => r.find((x) => x !== 'ready') ?? 'ready';

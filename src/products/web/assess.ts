@@ -5,8 +5,18 @@ import { assessCookies, type CookieFacts } from './cookies.ts';
 import { assessCsp, type CspAssessment } from './csp.ts';
 import { finalHop, primaryChain, type WebEvidence } from './evidence.ts';
 import {
-  assessCors, assessFraming, assessHsts, assessIsolation, assessNosniff, assessReferrer,
-  type CorsFacts, type FramingFacts, type HstsFacts, type IsolationFacts, type NosniffFacts, type ReferrerFacts,
+  assessCors,
+  assessFraming,
+  assessHsts,
+  assessIsolation,
+  assessNosniff,
+  assessReferrer,
+  type CorsFacts,
+  type FramingFacts,
+  type HstsFacts,
+  type IsolationFacts,
+  type NosniffFacts,
+  type ReferrerFacts,
 } from './header-checks.ts';
 import { allValues, firstValue } from './headers.ts';
 import { readPageMeta, type PageMeta } from './html-meta.ts';
@@ -16,8 +26,14 @@ export interface WebAssessment {
   /** The final response assessed (of the primary chain). */
   final: { url: string; status: number; contentType: string | null; tlsVerified: boolean | null };
   page: {
-    html: boolean; metaCsp: number; metaReferrer: boolean; scripts: number; inlineScripts: number; scriptsWithIntegrity: number;
-    linkedHosts: string[]; linkedHostsTruncated: boolean;
+    html: boolean;
+    metaCsp: number;
+    metaReferrer: boolean;
+    scripts: number;
+    inlineScripts: number;
+    scriptsWithIntegrity: number;
+    linkedHosts: string[];
+    linkedHostsTruncated: boolean;
   } | null;
   csp: CspAssessment;
   hsts: HstsFacts;
@@ -42,16 +58,32 @@ export function assessWebEvidence(e: WebEvidence): WebAssessment | null {
   const contentType = firstValue(h, 'content-type');
   let page: PageMeta | null = null;
   if (contentType && HTML.test(contentType) && chain.body !== null) page = readPageMeta(chain.body);
-  const csp = assessCsp({ header: allValues(h, 'content-security-policy'), meta: page?.csp ?? [], reportOnly: allValues(h, 'content-security-policy-report-only') });
-  const { cookies, truncated } = assessCookies(chain.hops.map((hop) => ({ url: hop.url, setCookie: allValues(hop.headers, 'set-cookie') })));
+  const csp = assessCsp({
+    header: allValues(h, 'content-security-policy'),
+    meta: page?.csp ?? [],
+    reportOnly: allValues(h, 'content-security-policy-report-only'),
+  });
+  const { cookies, truncated } = assessCookies(
+    chain.hops.map((hop) => ({ url: hop.url, setCookie: allValues(hop.headers, 'set-cookie') })),
+  );
   // HSTS counts only over https (RFC 6797 §8.1: a UA ignores it on http).
   const hsts = assessHsts(last.url.startsWith('https:') ? firstValue(h, 'strict-transport-security') : null);
   return {
-    final: { url: last.url, status: last.status, contentType: contentType?.slice(0, 128) ?? null, tlsVerified: last.tlsVerified },
+    final: {
+      url: last.url,
+      status: last.status,
+      contentType: contentType?.slice(0, 128) ?? null,
+      tlsVerified: last.tlsVerified,
+    },
     page: page && {
-      html: true, metaCsp: page.csp.length, metaReferrer: page.referrer.length > 0, scripts: page.scripts.length,
-      inlineScripts: page.inlineScripts, scriptsWithIntegrity: page.scripts.filter((s) => s.integrity).length,
-      linkedHosts: page.linkedHosts, linkedHostsTruncated: page.linkedHostsTruncated,
+      html: true,
+      metaCsp: page.csp.length,
+      metaReferrer: page.referrer.length > 0,
+      scripts: page.scripts.length,
+      inlineScripts: page.inlineScripts,
+      scriptsWithIntegrity: page.scripts.filter((s) => s.integrity).length,
+      linkedHosts: page.linkedHosts,
+      linkedHostsTruncated: page.linkedHostsTruncated,
     },
     csp,
     hsts,

@@ -24,7 +24,8 @@ export interface WebCheckOptions {
 }
 
 /** The URL travels in params (task keys are capped at 512 characters); a bare key is the URL itself. */
-const urlOf = (task: { objectKey: string; params: Record<string, unknown> }) => (typeof task.params.url === 'string' ? task.params.url : task.objectKey);
+const urlOf = (task: { objectKey: string; params: Record<string, unknown> }) =>
+  typeof task.params.url === 'string' ? task.params.url : task.objectKey;
 
 export function createWebChecks(o: WebCheckOptions = {}): CheckSpec[] {
   const fetchTimeoutMs = o.fetchTimeoutMs ?? 12_000;

@@ -3,7 +3,12 @@
 // does, a chain whose certificate does not verify is read again without verification and marked
 // `verified: false`, so a broken certificate does not hide the headers (the tls lane reports the
 // certificate itself). Nothing here decides anything: it records what happened.
-import { OutboundFetchError, OutboundRefusedError, type GuardedResponse, type OutboundGuard } from '../../net/outbound-guard.ts';
+import {
+  OutboundFetchError,
+  OutboundRefusedError,
+  type GuardedResponse,
+  type OutboundGuard,
+} from '../../net/outbound-guard.ts';
 import type { ChainEvidence, ChainFailure, PreflightEvidence, WebEvidence } from './evidence.ts';
 
 export interface CollectOptions {
@@ -23,8 +28,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 const TEXT_TYPES = /^(text\/|application\/(xhtml\+xml|xml|json))/i;
 
 function failureOf(err: unknown): ChainFailure {
-  if (err instanceof OutboundRefusedError) return { kind: 'refused', phase: null, code: null, reason: err.reason, range: err.range, host: err.host };
-  if (err instanceof OutboundFetchError) return { kind: err.kind, phase: err.phase, code: err.code, reason: null, range: null, host: null };
+  if (err instanceof OutboundRefusedError)
+    return { kind: 'refused', phase: null, code: null, reason: err.reason, range: err.range, host: err.host };
+  if (err instanceof OutboundFetchError)
+    return { kind: err.kind, phase: err.phase, code: err.code, reason: null, range: null, host: null };
   return { kind: 'connection_failed', phase: null, code: null, reason: null, range: null, host: null };
 }
 
@@ -38,13 +45,18 @@ function bodyText(res: GuardedResponse): string | null {
 }
 
 async function readChain(guard: OutboundGuard, start: string, o: CollectOptions): Promise<ChainEvidence> {
-  const fetchOnce = (verifyTls: boolean) => guard.fetch(start, {
-    signal: o.signal, timeoutMs: o.fetchTimeoutMs, verifyTls, maxBytes: o.maxBytes ?? MAX_BODY_BYTES, bodyOverflow: 'truncate',
-    headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
-    ...(o.connectTimeoutMs ? { connectTimeoutMs: o.connectTimeoutMs } : {}),
-    ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
-    ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
-  });
+  const fetchOnce = (verifyTls: boolean) =>
+    guard.fetch(start, {
+      signal: o.signal,
+      timeoutMs: o.fetchTimeoutMs,
+      verifyTls,
+      maxBytes: o.maxBytes ?? MAX_BODY_BYTES,
+      bodyOverflow: 'truncate',
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+      ...(o.connectTimeoutMs ? { connectTimeoutMs: o.connectTimeoutMs } : {}),
+      ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
+      ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
+    });
   const hasHttps = (hops: { url: string }[]) => hops.some((h) => h.url.startsWith('https:'));
   let verified: boolean | null = true;
   let res: GuardedResponse;
@@ -52,7 +64,8 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
     try {
       res = await fetchOnce(true);
     } catch (err) {
-      if (!(err instanceof OutboundFetchError && err.kind === 'tls_failed' && CERT_PROBLEM.test(err.code ?? ''))) throw err;
+      if (!(err instanceof OutboundFetchError && err.kind === 'tls_failed' && CERT_PROBLEM.test(err.code ?? '')))
+        throw err;
       verified = false;
       res = await fetchOnce(false);
     }
@@ -60,15 +73,40 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
     o.signal.throwIfAborted();
     const hops = (err as { hops?: ChainEvidence['hops'] }).hops ?? [];
     const failure = failureOf(err);
-    return { start, outcome: failure.kind === 'refused' ? 'refused' : 'failed', hops, verified: hasHttps(hops) ? verified : null, body: null, failure };
+    return {
+      start,
+      outcome: failure.kind === 'refused' ? 'refused' : 'failed',
+      hops,
+      verified: hasHttps(hops) ? verified : null,
+      body: null,
+      failure,
+    };
   }
-  return { start, outcome: 'response', hops: res.hops, verified: hasHttps(res.hops) ? verified : null, body: bodyText(res), failure: null };
+  return {
+    start,
+    outcome: 'response',
+    hops: res.hops,
+    verified: hasHttps(res.hops) ? verified : null,
+    body: bodyText(res),
+    failure: null,
+  };
 }
 
-async function preflight(guard: OutboundGuard, url: string, verifyTls: boolean, o: CollectOptions): Promise<PreflightEvidence | null> {
+async function preflight(
+  guard: OutboundGuard,
+  url: string,
+  verifyTls: boolean,
+  o: CollectOptions,
+): Promise<PreflightEvidence | null> {
   try {
     const res = await guard.fetch(url, {
-      method: 'OPTIONS', signal: o.signal, timeoutMs: o.fetchTimeoutMs, maxRedirects: 0, maxBytes: 64 * 1024, bodyOverflow: 'truncate', verifyTls,
+      method: 'OPTIONS',
+      signal: o.signal,
+      timeoutMs: o.fetchTimeoutMs,
+      maxRedirects: 0,
+      maxBytes: 64 * 1024,
+      bodyOverflow: 'truncate',
+      verifyTls,
       headers: { origin: CORS_PROBE_ORIGIN, 'access-control-request-method': 'GET' },
     });
     return { url, status: res.status, origin: CORS_PROBE_ORIGIN, headers: res.hops.at(-1)!.headers };
@@ -79,7 +117,15 @@ async function preflight(guard: OutboundGuard, url: string, verifyTls: boolean, 
 }
 
 function notAttempted(start: string, reason: string): ChainEvidence {
-  return { start, outcome: 'not_attempted', hops: [], verified: null, body: null, failure: null, skippedReason: reason };
+  return {
+    start,
+    outcome: 'not_attempted',
+    hops: [],
+    verified: null,
+    body: null,
+    failure: null,
+    skippedReason: reason,
+  };
 }
 
 export async function collectWebEvidence(input: URL, guard: OutboundGuard, o: CollectOptions): Promise<WebEvidence> {
@@ -93,8 +139,12 @@ export async function collectWebEvidence(input: URL, guard: OutboundGuard, o: Co
   const httpStart = variant('http:');
   const httpsStart = variant('https:');
   const [http, https] = await Promise.all([
-    explicitPort && input.protocol !== 'http:' ? notAttempted(httpStart, 'explicit_port') : readChain(guard, httpStart, o),
-    explicitPort && input.protocol !== 'https:' ? notAttempted(httpsStart, 'explicit_port') : readChain(guard, httpsStart, o),
+    explicitPort && input.protocol !== 'http:'
+      ? notAttempted(httpStart, 'explicit_port')
+      : readChain(guard, httpStart, o),
+    explicitPort && input.protocol !== 'https:'
+      ? notAttempted(httpsStart, 'explicit_port')
+      : readChain(guard, httpsStart, o),
   ]);
   const primary = https.outcome === 'response' ? 'https' : http.outcome === 'response' ? 'http' : null;
   const chain = primary === 'https' ? https : primary === 'http' ? http : null;

@@ -70,9 +70,12 @@ export function assessCookies(settings: readonly CookieSetting[]): { cookies: Co
       const overHttps = s.url.startsWith('https:');
       const prefix = prefixOf(name);
       const secure = parsed.secure === true;
-      const prefixValid = prefix === null ? null
-        : prefix === '__Secure-' ? secure && overHttps
-        : secure && overHttps && !parsed.domain && parsed.path === '/';
+      const prefixValid =
+        prefix === null
+          ? null
+          : prefix === '__Secure-'
+            ? secure && overHttps
+            : secure && overHttps && !parsed.domain && parsed.path === '/';
       const lower = name.toLowerCase();
       cookies.push({
         name: name.slice(0, 128),

@@ -51,15 +51,54 @@ export interface CspAssessment {
 }
 
 const KNOWN = new Set([
-  'default-src', 'script-src', 'script-src-elem', 'script-src-attr', 'style-src', 'style-src-elem', 'style-src-attr',
-  'img-src', 'font-src', 'connect-src', 'media-src', 'object-src', 'frame-src', 'child-src', 'worker-src', 'manifest-src',
-  'prefetch-src', 'fenced-frame-src', 'base-uri', 'sandbox', 'form-action', 'frame-ancestors', 'navigate-to',
-  'report-uri', 'report-to', 'upgrade-insecure-requests', 'block-all-mixed-content', 'require-trusted-types-for',
-  'trusted-types', 'require-sri-for', 'plugin-types', 'webrtc',
+  'default-src',
+  'script-src',
+  'script-src-elem',
+  'script-src-attr',
+  'style-src',
+  'style-src-elem',
+  'style-src-attr',
+  'img-src',
+  'font-src',
+  'connect-src',
+  'media-src',
+  'object-src',
+  'frame-src',
+  'child-src',
+  'worker-src',
+  'manifest-src',
+  'prefetch-src',
+  'fenced-frame-src',
+  'base-uri',
+  'sandbox',
+  'form-action',
+  'frame-ancestors',
+  'navigate-to',
+  'report-uri',
+  'report-to',
+  'upgrade-insecure-requests',
+  'block-all-mixed-content',
+  'require-trusted-types-for',
+  'trusted-types',
+  'require-sri-for',
+  'plugin-types',
+  'webrtc',
 ]);
 
 /** Sources that let content come from anywhere (or from inline data). */
-const BROAD = new Set(['*', 'http:', 'https:', 'data:', 'blob:', 'filesystem:', 'ftp:', 'ws:', 'wss:', 'http://*', 'https://*']);
+const BROAD = new Set([
+  '*',
+  'http:',
+  'https:',
+  'data:',
+  'blob:',
+  'filesystem:',
+  'ftp:',
+  'ws:',
+  'wss:',
+  'http://*',
+  'https://*',
+]);
 const ASCII_WS = /[\t\n\f\r ]+/;
 
 /** One serialized policy (CSP3 §2.2.1). */
@@ -76,14 +115,20 @@ export function parseCspPolicy(serialized: string): CspPolicy {
       continue;
     }
     if (!KNOWN.has(directive)) policy.unknown.push(directive);
-    policy.directives[directive] = value.map((v) => v.toLowerCase().startsWith("'nonce-") || v.toLowerCase().startsWith("'sha") ? v : v.toLowerCase());
+    policy.directives[directive] = value.map((v) =>
+      v.toLowerCase().startsWith("'nonce-") || v.toLowerCase().startsWith("'sha") ? v : v.toLowerCase(),
+    );
   }
   return policy;
 }
 
 /** A header value may hold several policies, comma-separated (CSP3 §2.2.2). */
 export function parseCspHeader(values: readonly string[]): CspPolicy[] {
-  return values.flatMap((v) => v.split(',')).map((s) => s.trim()).filter((s) => s.length > 0).map(parseCspPolicy);
+  return values
+    .flatMap((v) => v.split(','))
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .map(parseCspPolicy);
 }
 
 function list(p: CspPolicy, ...names: string[]): string[] | null {
@@ -99,7 +144,8 @@ function scriptFacts(p: CspPolicy) {
   const elem = list(p, 'script-src-elem', 'script-src', 'default-src');
   const attr = list(p, 'script-src-attr', 'script-src', 'default-src');
   const base = list(p, 'script-src', 'default-src');
-  const inlineAllowed = (l: string[] | null) => l === null || (l.includes("'unsafe-inline'") && !hasNonce(l) && !hasHash(l));
+  const inlineAllowed = (l: string[] | null) =>
+    l === null || (l.includes("'unsafe-inline'") && !hasNonce(l) && !hasHash(l));
   const strictDynamic = !!elem && elem.includes("'strict-dynamic'") && (hasNonce(elem) || hasHash(elem));
   const broad = elem === null || (!strictDynamic && elem.some((s) => BROAD.has(s)));
   return {
@@ -120,7 +166,11 @@ function problemsOf(policies: CspPolicy[], label: string): string[] {
   ]);
 }
 
-export function assessCsp(input: { header: readonly string[]; meta: readonly string[]; reportOnly: readonly string[] }): CspAssessment {
+export function assessCsp(input: {
+  header: readonly string[];
+  meta: readonly string[];
+  reportOnly: readonly string[];
+}): CspAssessment {
   const fromHeader = parseCspHeader(input.header);
   // A <meta> policy cannot carry frame-ancestors, report-uri or sandbox (HTML §4.2.5.3).
   const fromMeta = parseCspHeader(input.meta).map((p) => {
@@ -138,7 +188,14 @@ export function assessCsp(input: { header: readonly string[]; meta: readonly str
   const formActions = policies.map((p) => list(p, 'form-action'));
   return {
     enforced: policies.length > 0,
-    source: fromHeader.length && fromMeta.length ? 'header_and_meta' : fromHeader.length ? 'header' : fromMeta.length ? 'meta' : null,
+    source:
+      fromHeader.length && fromMeta.length
+        ? 'header_and_meta'
+        : fromHeader.length
+          ? 'header'
+          : fromMeta.length
+            ? 'meta'
+            : null,
     policies,
     reportOnly,
     problems: [...problemsOf(policies, 'enforced'), ...problemsOf(reportOnly, 'report-only')],
@@ -151,7 +208,10 @@ export function assessCsp(input: { header: readonly string[]; meta: readonly str
       hashes: some((f) => f.hashes),
       strictDynamic: some((f) => f.strictDynamic),
     },
-    objectSrcNone: policies.some((p) => { const l = list(p, 'object-src', 'default-src'); return !!l && (l.length === 0 || (l.length === 1 && l[0] === "'none'")); }),
+    objectSrcNone: policies.some((p) => {
+      const l = list(p, 'object-src', 'default-src');
+      return !!l && (l.length === 0 || (l.length === 1 && l[0] === "'none'"));
+    }),
     baseUriRestricted: baseUris.some((l) => l !== null && !l.some((s) => BROAD.has(s))),
     frameAncestors,
     formActionRestricted: formActions.some((l) => l !== null && !l.some((s) => BROAD.has(s))),

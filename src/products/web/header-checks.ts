@@ -19,7 +19,15 @@ export interface HstsFacts {
 }
 
 export function assessHsts(raw: string | null): HstsFacts {
-  const out: HstsFacts = { present: raw !== null, raw: raw?.slice(0, 1024) ?? null, valid: false, maxAge: null, includeSubDomains: false, preload: false, problems: [] };
+  const out: HstsFacts = {
+    present: raw !== null,
+    raw: raw?.slice(0, 1024) ?? null,
+    valid: false,
+    maxAge: null,
+    includeSubDomains: false,
+    preload: false,
+    problems: [],
+  };
   if (raw === null) return out;
   const seen = new Set<string>();
   for (const part of raw.split(';')) {
@@ -30,14 +38,18 @@ export function assessHsts(raw: string | null): HstsFacts {
     if (seen.has(name)) out.problems.push(`directive ${name} repeated (RFC 6797 §6.1: the header is ignored)`);
     seen.add(name);
     if (name === 'max-age') {
-      const v = rest.join('=').trim().replace(/^"(.*)"$/, '$1');
+      const v = rest
+        .join('=')
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
       if (/^\d{1,12}$/.test(v)) out.maxAge = Number(v);
       else out.problems.push(`max-age is not a number of seconds: ${v.slice(0, 40)}`);
     } else if (name === 'includesubdomains') out.includeSubDomains = true;
     else if (name === 'preload') out.preload = true;
   }
   if (raw.includes(',')) out.problems.push('the header is sent more than once (values joined by ",")');
-  if (out.maxAge === null && !out.problems.some((p) => p.startsWith('max-age'))) out.problems.push('max-age is missing');
+  if (out.maxAge === null && !out.problems.some((p) => p.startsWith('max-age')))
+    out.problems.push('max-age is missing');
   out.valid = out.problems.length === 0 && out.maxAge !== null;
   return out;
 }
@@ -54,9 +66,22 @@ export interface FramingFacts {
 export function assessFraming(h: HeaderMap, frameAncestors: string[] | null): FramingFacts {
   const xfo = firstValue(h, 'x-frame-options');
   const v = xfo?.trim().toLowerCase() ?? null;
-  const kind = v === null ? null : v === 'deny' || v === 'sameorigin' ? v : v.startsWith('allow-from') ? 'allow-from' as const : 'invalid' as const;
-  const faRestricts = frameAncestors !== null && !frameAncestors.some((s) => s === '*' || s === 'http:' || s === 'https:');
-  return { xFrameOptions: xfo?.slice(0, 256) ?? null, xFrameOptionsKind: kind, frameAncestors, protected: faRestricts || kind === 'deny' || kind === 'sameorigin' };
+  const kind =
+    v === null
+      ? null
+      : v === 'deny' || v === 'sameorigin'
+        ? v
+        : v.startsWith('allow-from')
+          ? ('allow-from' as const)
+          : ('invalid' as const);
+  const faRestricts =
+    frameAncestors !== null && !frameAncestors.some((s) => s === '*' || s === 'http:' || s === 'https:');
+  return {
+    xFrameOptions: xfo?.slice(0, 256) ?? null,
+    xFrameOptionsKind: kind,
+    frameAncestors,
+    protected: faRestricts || kind === 'deny' || kind === 'sameorigin',
+  };
 }
 
 export interface NosniffFacts {
@@ -70,8 +95,14 @@ export function assessNosniff(h: HeaderMap): NosniffFacts {
 }
 
 const REFERRER_TOKENS = [
-  'no-referrer', 'no-referrer-when-downgrade', 'same-origin', 'origin', 'strict-origin', 'origin-when-cross-origin',
-  'strict-origin-when-cross-origin', 'unsafe-url',
+  'no-referrer',
+  'no-referrer-when-downgrade',
+  'same-origin',
+  'origin',
+  'strict-origin',
+  'origin-when-cross-origin',
+  'strict-origin-when-cross-origin',
+  'unsafe-url',
 ] as const;
 export type ReferrerToken = (typeof REFERRER_TOKENS)[number];
 /** Policies that send the full URL (path and query) to other origins. */
@@ -89,9 +120,18 @@ export interface ReferrerFacts {
 export function assessReferrer(header: readonly string[], meta: readonly string[]): ReferrerFacts {
   const values = [...header, ...meta];
   if (values.length === 0) return { raw: null, source: null, policy: null, leaksPath: false };
-  const tokens = values.join(',').split(',').map((t) => t.trim().toLowerCase()).filter((t): t is ReferrerToken => (REFERRER_TOKENS as readonly string[]).includes(t));
+  const tokens = values
+    .join(',')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t): t is ReferrerToken => (REFERRER_TOKENS as readonly string[]).includes(t));
   const policy = tokens.at(-1) ?? null;
-  return { raw: values.join(', ').slice(0, 256), source: header.length ? 'header' : 'meta', policy, leaksPath: policy !== null && LEAKS_PATH.has(policy) };
+  return {
+    raw: values.join(', ').slice(0, 256),
+    source: header.length ? 'header' : 'meta',
+    policy,
+    leaksPath: policy !== null && LEAKS_PATH.has(policy),
+  };
 }
 
 export interface IsolationFacts {
@@ -103,7 +143,16 @@ export interface IsolationFacts {
 
 export function assessIsolation(h: HeaderMap): IsolationFacts {
   const pp = allValues(h, 'permissions-policy').join(', ');
-  const features = pp ? [...new Set(pp.split(',').map((f) => f.split('=')[0]!.trim().toLowerCase()).filter((f) => /^[a-z][a-z0-9-]*$/.test(f)))].sort() : [];
+  const features = pp
+    ? [
+        ...new Set(
+          pp
+            .split(',')
+            .map((f) => f.split('=')[0]!.trim().toLowerCase())
+            .filter((f) => /^[a-z][a-z0-9-]*$/.test(f)),
+        ),
+      ].sort()
+    : [];
   const low = (name: string) => firstValue(h, name)?.trim().toLowerCase().slice(0, 128) ?? null;
   return {
     permissionsPolicy: { raw: pp ? pp.slice(0, 1024) : null, features },
@@ -123,14 +172,18 @@ export interface CorsFacts {
   reflectedWithCredentials: boolean;
 }
 
-export function assessCors(page: HeaderMap, preflight: { status: number; origin: string; headers: HeaderMap } | null): CorsFacts {
+export function assessCors(
+  page: HeaderMap,
+  preflight: { status: number; origin: string; headers: HeaderMap } | null,
+): CorsFacts {
   const pageAllowOrigin = firstValue(page, 'access-control-allow-origin')?.trim().slice(0, 256) ?? null;
   const pf = preflight
     ? {
         status: preflight.status,
         origin: preflight.origin,
         allowOrigin: firstValue(preflight.headers, 'access-control-allow-origin')?.trim().slice(0, 256) ?? null,
-        allowCredentials: firstValue(preflight.headers, 'access-control-allow-credentials')?.trim().toLowerCase() === 'true',
+        allowCredentials:
+          firstValue(preflight.headers, 'access-control-allow-credentials')?.trim().toLowerCase() === 'true',
       }
     : null;
   return {

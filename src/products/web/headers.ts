@@ -17,6 +17,7 @@ export function firstValue(h: HeaderMap, name: string): string | null {
 /** Headers as strings only (repeats joined by ", " as HTTP allows, set-cookie kept apart). */
 export function flatHeaders(h: HeaderMap): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && k !== 'set-cookie') out[k] = Array.isArray(v) ? v.join(', ') : v;
+  for (const [k, v] of Object.entries(h))
+    if (v !== undefined && k !== 'set-cookie') out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }

@@ -36,7 +36,14 @@ function linkHost(href: string): string | null {
 }
 
 export function readPageMeta(html: string): PageMeta {
-  const out: PageMeta = { csp: [], referrer: [], scripts: [], inlineScripts: 0, linkedHosts: [], linkedHostsTruncated: false };
+  const out: PageMeta = {
+    csp: [],
+    referrer: [],
+    scripts: [],
+    inlineScripts: 0,
+    linkedHosts: [],
+    linkedHostsTruncated: false,
+  };
   const hosts = new Set<string>();
   const stack: Node[] = [parse(html) as unknown as Node];
   while (stack.length > 0) {
@@ -50,7 +57,8 @@ export function readPageMeta(html: string): PageMeta {
     } else if (node.nodeName === 'script') {
       const src = attr('src');
       if (src === null) out.inlineScripts++;
-      else if (out.scripts.length < MAX_SCRIPTS) out.scripts.push({ src: src.trim(), integrity: attr('integrity'), crossorigin: attr('crossorigin') });
+      else if (out.scripts.length < MAX_SCRIPTS)
+        out.scripts.push({ src: src.trim(), integrity: attr('integrity'), crossorigin: attr('crossorigin') });
     } else if (node.nodeName === 'a') {
       const host = linkHost(attr('href') ?? '');
       if (host && !hosts.has(host)) {

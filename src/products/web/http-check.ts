@@ -1,4 +1,3 @@
-
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
 import type { LaneStatus, Limitation } from '../../contract/lanes.ts';
@@ -20,7 +19,13 @@ function chainSummary(c: ChainEvidence) {
     ...(c.skippedReason ? { skippedReason: c.skippedReason } : {}),
     certificateVerified: c.verified,
     hops: c.hops.map((h) => ({
-      url: h.url, status: h.status, location: h.location, schemeChange: h.schemeChange, hostChange: h.hostChange, hsts: h.hsts, tlsVerified: h.tlsVerified,
+      url: h.url,
+      status: h.status,
+      location: h.location,
+      schemeChange: h.schemeChange,
+      hostChange: h.hostChange,
+      hsts: h.hsts,
+      tlsVerified: h.tlsVerified,
     })),
     failure: c.failure,
   };
@@ -29,7 +34,8 @@ function chainSummary(c: ChainEvidence) {
 function failureText(c: ChainEvidence): string {
   const f = c.failure;
   if (!f) return c.outcome;
-  if (f.kind === 'refused') return `refused by the outbound guard (${f.reason}${f.range ? `, ${f.range} address` : ''}${f.host ? ` for ${f.host}` : ''})`;
+  if (f.kind === 'refused')
+    return `refused by the outbound guard (${f.reason}${f.range ? `, ${f.range} address` : ''}${f.host ? ` for ${f.host}` : ''})`;
   if (f.kind === 'timeout') return `timed out${f.phase ? ` (${f.phase})` : ''}`;
   return `${f.kind}${f.code ? ` (${f.code})` : ''}`;
 }
@@ -39,13 +45,22 @@ function noResponseStatus(e: WebEvidence): { status: LaneStatus; reason: string 
   const tried = [e.http, e.https].filter((c) => c.outcome !== 'not_attempted');
   if (tried.some((c) => c.failure?.kind === 'timeout')) return { status: 'timeout', reason: 'http_timeout' };
   const first = tried[0]?.failure;
-  if (tried.every((c) => c.failure?.kind === 'refused')) return { status: 'unavailable', reason: first?.reason ?? 'target_not_allowed' };
+  if (tried.every((c) => c.failure?.kind === 'refused'))
+    return { status: 'unavailable', reason: first?.reason ?? 'target_not_allowed' };
   const kinds = tried.map((c) => c.failure?.kind ?? 'failed');
-  const reason = kinds.includes('host_not_found') ? 'host_not_found' : kinds.includes('dns_failure') ? 'dns_failure' : kinds[0] ?? 'connection_failed';
+  const reason = kinds.includes('host_not_found')
+    ? 'host_not_found'
+    : kinds.includes('dns_failure')
+      ? 'dns_failure'
+      : (kinds[0] ?? 'connection_failed');
   return { status: 'unavailable', reason };
 }
 
-const isRefusedConnection = (c: ChainEvidence) => c.outcome === 'failed' && c.hops.length === 0 && c.failure?.kind === 'connection_failed' && c.failure.code === 'ECONNREFUSED';
+const isRefusedConnection = (c: ChainEvidence) =>
+  c.outcome === 'failed' &&
+  c.hops.length === 0 &&
+  c.failure?.kind === 'connection_failed' &&
+  c.failure.code === 'ECONNREFUSED';
 
 /** One finding per (object, code): the persistence layer keeps only the first, so later ones add evidence. */
 function mergeFindings(findings: FindingOut[]): FindingOut[] {
@@ -62,12 +77,23 @@ function mergeFindings(findings: FindingOut[]): FindingOut[] {
 export async function runHttpCheck(target: string, ctx: CheckContext, opts: HttpCheckOptions): Promise<CheckOutput> {
   const guard = ctx.runtime.services.outbound;
   if (!guard) {
-    return { status: 'unavailable', reason: 'outbound_not_configured', projection: {}, objects: [], relations: [], findings: [], limitations: [{ code: 'http_unavailable', message: 'No outbound guard in this process: nothing was fetched.' }], sources: [] };
+    return {
+      status: 'unavailable',
+      reason: 'outbound_not_configured',
+      projection: {},
+      objects: [],
+      relations: [],
+      findings: [],
+      limitations: [{ code: 'http_unavailable', message: 'No outbound guard in this process: nothing was fetched.' }],
+      sources: [],
+    };
   }
   const input = new URL(target);
   const evidence = await collectWebEvidence(input, guard, { ...opts, signal: ctx.signal });
   const assessment = evidence.primary
-    ? (ctx.runInPool ? await ctx.runInPool<WebAssessment | null>('assessWebEvidence', evidence) : assessWebEvidence(evidence))
+    ? ctx.runInPool
+      ? await ctx.runInPool<WebAssessment | null>('assessWebEvidence', evidence)
+      : assessWebEvidence(evidence)
     : null;
   return buildHttpOutput(evidence, assessment);
 }
@@ -94,7 +120,8 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
         objects.push({ type: 'url', key: hop.url, distance: 1, projection: { url: hop.url } });
       }
       const prev = i > 0 ? chain.hops[i - 1]!.url : null;
-      if (prev && prev !== hop.url) relations.push({ from: ref('url', hop.url), relation: 'discovered_from', to: ref('url', prev) });
+      if (prev && prev !== hop.url)
+        relations.push({ from: ref('url', hop.url), relation: 'discovered_from', to: ref('url', prev) });
       objects.find((o) => o.type === 'url' && o.key === hop.url)!.projection.status = hop.status;
     }
     // Facts of the chain itself, whatever its outcome.
@@ -104,73 +131,237 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
       if (visited.has(hop.url)) looped = true;
       visited.add(hop.url);
       if (hop.schemeChange === 'https_to_http') {
-        findings.push(webFinding('web_redirect_to_http', ref('url', hop.url), `${hop.url} redirects to ${hop.next} (HTTPS to HTTP).`, [`${hop.status} Location: ${hop.location}`]));
+        findings.push(
+          webFinding(
+            'web_redirect_to_http',
+            ref('url', hop.url),
+            `${hop.url} redirects to ${hop.next} (HTTPS to HTTP).`,
+            [`${hop.status} Location: ${hop.location}`],
+          ),
+        );
       }
     }
     const nextOfLast = chain.hops.at(-1)?.next;
-    if (chain.outcome === 'failed' && chain.failure?.kind === 'too_many_redirects' && nextOfLast && visited.has(nextOfLast)) looped = true;
-    if (looped) findings.push(webFinding('web_redirect_loop', ref('url', chain.start), `The chain from ${chain.start} redirects back to a URL it already visited.`, chain.hops.map((h) => `${h.status} ${h.url} → ${h.location}`)));
+    if (
+      chain.outcome === 'failed' &&
+      chain.failure?.kind === 'too_many_redirects' &&
+      nextOfLast &&
+      visited.has(nextOfLast)
+    )
+      looped = true;
+    if (looped)
+      findings.push(
+        webFinding(
+          'web_redirect_loop',
+          ref('url', chain.start),
+          `The chain from ${chain.start} redirects back to a URL it already visited.`,
+          chain.hops.map((h) => `${h.status} ${h.url} → ${h.location}`),
+        ),
+      );
     if (chain.outcome === 'refused' && chain.hops.length > 0 && chain.failure?.reason === 'target_not_allowed') {
       const last = chain.hops.at(-1)!;
-      findings.push(webFinding('web_redirect_to_disallowed_address', ref('url', last.url),
-        `${last.url} redirects to ${last.next ?? last.location}, whose address is ${chain.failure.range ?? 'not allowed'}; the hop was not fetched.`,
-        [`${last.status} Location: ${last.location}`, `refused: ${chain.failure.range ?? 'not public'} address of ${chain.failure.host}`]));
+      findings.push(
+        webFinding(
+          'web_redirect_to_disallowed_address',
+          ref('url', last.url),
+          `${last.url} redirects to ${last.next ?? last.location}, whose address is ${chain.failure.range ?? 'not allowed'}; the hop was not fetched.`,
+          [
+            `${last.status} Location: ${last.location}`,
+            `refused: ${chain.failure.range ?? 'not public'} address of ${chain.failure.host}`,
+          ],
+        ),
+      );
     }
     if (chain.outcome === 'refused' || chain.outcome === 'failed') {
       const scheme = chain.start.startsWith('https:') ? 'https' : 'http';
-      const code = chain.failure?.kind === 'too_many_redirects' ? 'redirect_limit_reached' : chain.failure?.kind === 'refused' ? `${scheme}_chain_refused` : `${scheme}_chain_${chain.failure?.kind === 'timeout' ? 'timeout' : 'failed'}`;
-      limitations.push({ code, message: `The ${scheme} chain from ${chain.start} produced no final response: ${failureText(chain)}${chain.hops.length ? ` after ${chain.hops.length} response(s)` : ''}. What it would have shown is unknown.` });
+      const code =
+        chain.failure?.kind === 'too_many_redirects'
+          ? 'redirect_limit_reached'
+          : chain.failure?.kind === 'refused'
+            ? `${scheme}_chain_refused`
+            : `${scheme}_chain_${chain.failure?.kind === 'timeout' ? 'timeout' : 'failed'}`;
+      limitations.push({
+        code,
+        message: `The ${scheme} chain from ${chain.start} produced no final response: ${failureText(chain)}${chain.hops.length ? ` after ${chain.hops.length} response(s)` : ''}. What it would have shown is unknown.`,
+      });
     }
   }
 
   if (!e.primary || !a) {
     const { status, reason } = noResponseStatus(e);
-    return { status, reason, projection: { requestedUrl: e.url, chains: { http: chainSummary(e.http), https: chainSummary(e.https) } }, objects, relations, findings: mergeFindings(findings), limitations, sources: [SOURCE] };
+    return {
+      status,
+      reason,
+      projection: { requestedUrl: e.url, chains: { http: chainSummary(e.http), https: chainSummary(e.https) } },
+      objects,
+      relations,
+      findings: mergeFindings(findings),
+      limitations,
+      sources: [SOURCE],
+    };
   }
 
   // The http side answered over plain HTTP: no hop went to https.
   if (e.http.outcome === 'response' && !e.http.hops.some((h) => h.url.startsWith('https:'))) {
-    findings.push(webFinding('web_https_redirect_missing', ref('url', e.http.start), `${e.http.start} answers ${e.http.hops.at(-1)!.status} over HTTP without redirecting to HTTPS.`, e.http.hops.map((h) => `${h.status} ${h.url}`)));
+    findings.push(
+      webFinding(
+        'web_https_redirect_missing',
+        ref('url', e.http.start),
+        `${e.http.start} answers ${e.http.hops.at(-1)!.status} over HTTP without redirecting to HTTPS.`,
+        e.http.hops.map((h) => `${h.status} ${h.url}`),
+      ),
+    );
   }
   if (e.http.outcome === 'response' && isRefusedConnection(e.https)) {
-    findings.push(webFinding('web_https_not_offered', ref('url', e.https.start), `${e.https.start}: the connection was refused while ${e.http.start} answered.`, [failureText(e.https)]));
+    findings.push(
+      webFinding(
+        'web_https_not_offered',
+        ref('url', e.https.start),
+        `${e.https.start}: the connection was refused while ${e.http.start} answered.`,
+        [failureText(e.https)],
+      ),
+    );
   }
 
   const posture = ref('web_posture', e.url);
   const html = a.page !== null;
   const overHttps = a.final.url.startsWith('https:');
   if (overHttps && a.final.tlsVerified !== false) {
-    if (!a.hsts.present) findings.push(webFinding('web_hsts_missing', posture, `${a.final.url} sends no Strict-Transport-Security header.`));
-    else if (!a.hsts.valid || (a.hsts.maxAge ?? 0) < HSTS_SIX_MONTHS) findings.push(webFinding('web_hsts_weak', posture, `Strict-Transport-Security on ${a.final.url} is ${a.hsts.valid ? `max-age=${a.hsts.maxAge} (under 180 days)` : `malformed: ${a.hsts.problems.join('; ')}`}.`, [`Strict-Transport-Security: ${a.hsts.raw}`]));
+    if (!a.hsts.present)
+      findings.push(
+        webFinding('web_hsts_missing', posture, `${a.final.url} sends no Strict-Transport-Security header.`),
+      );
+    else if (!a.hsts.valid || (a.hsts.maxAge ?? 0) < HSTS_SIX_MONTHS)
+      findings.push(
+        webFinding(
+          'web_hsts_weak',
+          posture,
+          `Strict-Transport-Security on ${a.final.url} is ${a.hsts.valid ? `max-age=${a.hsts.maxAge} (under 180 days)` : `malformed: ${a.hsts.problems.join('; ')}`}.`,
+          [`Strict-Transport-Security: ${a.hsts.raw}`],
+        ),
+      );
   }
   if (html && !a.csp.enforced) {
-    if (a.csp.reportOnly.length > 0) findings.push(webFinding('web_csp_report_only', posture, `${a.final.url} has only a report-only Content Security Policy.`));
-    else findings.push(webFinding('web_csp_missing', posture, `${a.final.url} is an HTML page without a Content Security Policy.`));
+    if (a.csp.reportOnly.length > 0)
+      findings.push(
+        webFinding('web_csp_report_only', posture, `${a.final.url} has only a report-only Content Security Policy.`),
+      );
+    else
+      findings.push(
+        webFinding('web_csp_missing', posture, `${a.final.url} is an HTML page without a Content Security Policy.`),
+      );
   }
-  if (a.csp.problems.length > 0) findings.push(webFinding('web_csp_invalid', posture, `The Content Security Policy of ${a.final.url} has syntax problems.`, a.csp.problems));
+  if (a.csp.problems.length > 0)
+    findings.push(
+      webFinding(
+        'web_csp_invalid',
+        posture,
+        `The Content Security Policy of ${a.final.url} has syntax problems.`,
+        a.csp.problems,
+      ),
+    );
   if (a.csp.enforced && (a.csp.scripts.unsafeInline || a.csp.scripts.broadSources)) {
-    findings.push(webFinding('web_csp_unsafe_inline', posture, `The Content Security Policy of ${a.final.url} lets ${a.csp.scripts.unsafeInline ? 'inline scripts run' : 'scripts load from any source'}.`));
+    findings.push(
+      webFinding(
+        'web_csp_unsafe_inline',
+        posture,
+        `The Content Security Policy of ${a.final.url} lets ${a.csp.scripts.unsafeInline ? 'inline scripts run' : 'scripts load from any source'}.`,
+      ),
+    );
   }
-  if (a.csp.enforced && a.csp.scripts.unsafeEval) findings.push(webFinding('web_csp_unsafe_eval', posture, `The Content Security Policy of ${a.final.url} allows eval().`));
-  if (html && !a.framing.protected) findings.push(webFinding('web_clickjacking_unprotected', posture, `${a.final.url} can be framed by any site (no X-Frame-Options DENY/SAMEORIGIN, no restrictive frame-ancestors).`, [`X-Frame-Options: ${a.framing.xFrameOptions ?? '(absent)'}`]));
-  if (!a.nosniff.nosniff) findings.push(webFinding('web_nosniff_missing', posture, `${a.final.url} does not send X-Content-Type-Options: nosniff.`, [`X-Content-Type-Options: ${a.nosniff.raw ?? '(absent)'}`]));
-  if (a.referrer.leaksPath) findings.push(webFinding('web_referrer_policy_unsafe', posture, `The referrer policy of ${a.final.url} is ${a.referrer.policy}: full URLs go to other sites.`, [`Referrer-Policy: ${a.referrer.raw}`]));
+  if (a.csp.enforced && a.csp.scripts.unsafeEval)
+    findings.push(
+      webFinding('web_csp_unsafe_eval', posture, `The Content Security Policy of ${a.final.url} allows eval().`),
+    );
+  if (html && !a.framing.protected)
+    findings.push(
+      webFinding(
+        'web_clickjacking_unprotected',
+        posture,
+        `${a.final.url} can be framed by any site (no X-Frame-Options DENY/SAMEORIGIN, no restrictive frame-ancestors).`,
+        [`X-Frame-Options: ${a.framing.xFrameOptions ?? '(absent)'}`],
+      ),
+    );
+  if (!a.nosniff.nosniff)
+    findings.push(
+      webFinding('web_nosniff_missing', posture, `${a.final.url} does not send X-Content-Type-Options: nosniff.`, [
+        `X-Content-Type-Options: ${a.nosniff.raw ?? '(absent)'}`,
+      ]),
+    );
+  if (a.referrer.leaksPath)
+    findings.push(
+      webFinding(
+        'web_referrer_policy_unsafe',
+        posture,
+        `The referrer policy of ${a.final.url} is ${a.referrer.policy}: full URLs go to other sites.`,
+        [`Referrer-Policy: ${a.referrer.raw}`],
+      ),
+    );
   if (a.cors.reflectedWithCredentials) {
-    findings.push(webFinding('web_cors_reflected_origin_credentials', posture, `${a.final.url} answers a CORS preflight from ${a.cors.preflight!.origin} with that origin and credentials allowed.`, [`Access-Control-Allow-Origin: ${a.cors.preflight!.allowOrigin}`, 'Access-Control-Allow-Credentials: true']));
+    findings.push(
+      webFinding(
+        'web_cors_reflected_origin_credentials',
+        posture,
+        `${a.final.url} answers a CORS preflight from ${a.cors.preflight!.origin} with that origin and credentials allowed.`,
+        [`Access-Control-Allow-Origin: ${a.cors.preflight!.allowOrigin}`, 'Access-Control-Allow-Credentials: true'],
+      ),
+    );
   } else if (a.cors.wildcard) {
-    findings.push(webFinding('web_cors_wildcard', posture, `${a.final.url} allows every origin (Access-Control-Allow-Origin: *).`));
+    findings.push(
+      webFinding('web_cors_wildcard', posture, `${a.final.url} allows every origin (Access-Control-Allow-Origin: *).`),
+    );
   }
   for (const c of a.cookies) {
     const where = `cookie ${c.name} set by ${c.setBy}`;
-    if (!c.secure) findings.push(webFinding('web_cookie_without_secure', posture, `The ${where} has no Secure attribute.`, [where]));
-    if (c.sessionLike && !c.httpOnly) findings.push(webFinding('web_cookie_session_without_httponly', posture, `The ${where} looks like a session cookie and has no HttpOnly attribute.`, [where]));
-    if (c.sameSite === null) findings.push(webFinding('web_cookie_without_samesite', posture, `The ${where} has no SameSite attribute.`, [where]));
-    else if (c.sameSite === 'invalid' || (c.sameSite === 'none' && !c.secure)) findings.push(webFinding('web_cookie_samesite_invalid', posture, `The ${where} has ${c.sameSite === 'invalid' ? 'an invalid SameSite value' : 'SameSite=None without Secure'}.`, [where]));
-    if (c.prefixValid === false) findings.push(webFinding('web_cookie_prefix_violation', posture, `The ${where} breaks the rules of its ${c.prefix} prefix; browsers refuse it.`, [where]));
+    if (!c.secure)
+      findings.push(webFinding('web_cookie_without_secure', posture, `The ${where} has no Secure attribute.`, [where]));
+    if (c.sessionLike && !c.httpOnly)
+      findings.push(
+        webFinding(
+          'web_cookie_session_without_httponly',
+          posture,
+          `The ${where} looks like a session cookie and has no HttpOnly attribute.`,
+          [where],
+        ),
+      );
+    if (c.sameSite === null)
+      findings.push(
+        webFinding('web_cookie_without_samesite', posture, `The ${where} has no SameSite attribute.`, [where]),
+      );
+    else if (c.sameSite === 'invalid' || (c.sameSite === 'none' && !c.secure))
+      findings.push(
+        webFinding(
+          'web_cookie_samesite_invalid',
+          posture,
+          `The ${where} has ${c.sameSite === 'invalid' ? 'an invalid SameSite value' : 'SameSite=None without Secure'}.`,
+          [where],
+        ),
+      );
+    if (c.prefixValid === false)
+      findings.push(
+        webFinding(
+          'web_cookie_prefix_violation',
+          posture,
+          `The ${where} breaks the rules of its ${c.prefix} prefix; browsers refuse it.`,
+          [where],
+        ),
+      );
   }
-  if (a.cookiesTruncated) limitations.push({ code: 'cookies_truncated', message: 'More cookies were set than are reported; the first 100 were assessed.' });
-  if (!e.preflight) limitations.push({ code: 'cors_preflight_unanswered', message: 'The CORS preflight got no answer: whether the site reflects foreign origins is unknown.' });
-  limitations.push({ code: 'hsts_preload_list_not_configured', message: 'No HSTS preload list is configured: preload membership is not checked (eligibility is reported from the header).' });
+  if (a.cookiesTruncated)
+    limitations.push({
+      code: 'cookies_truncated',
+      message: 'More cookies were set than are reported; the first 100 were assessed.',
+    });
+  if (!e.preflight)
+    limitations.push({
+      code: 'cors_preflight_unanswered',
+      message: 'The CORS preflight got no answer: whether the site reflects foreign origins is unknown.',
+    });
+  limitations.push({
+    code: 'hsts_preload_list_not_configured',
+    message:
+      'No HSTS preload list is configured: preload membership is not checked (eligibility is reported from the header).',
+  });
 
   const projection = {
     requestedUrl: e.url,
@@ -181,10 +372,19 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
     chains: { http: chainSummary(e.http), https: chainSummary(e.https) },
     headers: {
       csp: {
-        enforced: a.csp.enforced, source: a.csp.source, reportOnly: a.csp.reportOnly.length > 0, policies: a.csp.policies.map((p) => p.directives),
-        reportOnlyPolicies: a.csp.reportOnly.map((p) => p.directives), problems: a.csp.problems, scripts: a.csp.scripts, objectSrcNone: a.csp.objectSrcNone,
-        baseUriRestricted: a.csp.baseUriRestricted, frameAncestors: a.csp.frameAncestors, formActionRestricted: a.csp.formActionRestricted,
-        upgradeInsecureRequests: a.csp.upgradeInsecureRequests, directives: a.csp.directiveNames,
+        enforced: a.csp.enforced,
+        source: a.csp.source,
+        reportOnly: a.csp.reportOnly.length > 0,
+        policies: a.csp.policies.map((p) => p.directives),
+        reportOnlyPolicies: a.csp.reportOnly.map((p) => p.directives),
+        problems: a.csp.problems,
+        scripts: a.csp.scripts,
+        objectSrcNone: a.csp.objectSrcNone,
+        baseUriRestricted: a.csp.baseUriRestricted,
+        frameAncestors: a.csp.frameAncestors,
+        formActionRestricted: a.csp.formActionRestricted,
+        upgradeInsecureRequests: a.csp.upgradeInsecureRequests,
+        directives: a.csp.directiveNames,
       },
       hsts: { ...a.hsts, preloadEligible: hstsPreloadEligible(e, a), preloaded: null },
       framing: a.framing,
@@ -203,22 +403,41 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
   const httpOk = e.http.outcome === 'response' || e.http.outcome === 'not_attempted';
   const httpsOk = e.https.outcome === 'response' || e.https.outcome === 'not_attempted';
   objects.push({
-    type: 'web_posture', key: e.url, distance: 0,
-    projection: { url: e.url, finalUrl: a.final.url, status: a.final.status, score: a.score?.score ?? null, grade: a.score?.grade ?? null, algorithm: a.score?.algorithm ?? null },
+    type: 'web_posture',
+    key: e.url,
+    distance: 0,
+    projection: {
+      url: e.url,
+      finalUrl: a.final.url,
+      status: a.final.status,
+      score: a.score?.score ?? null,
+      grade: a.score?.grade ?? null,
+      algorithm: a.score?.algorithm ?? null,
+    },
   });
   relations.push({ from: posture, relation: 'discovered_from', to: ref('url', a.final.url) });
-  return { status: httpOk && httpsOk ? 'completed' : 'partial', projection, objects, relations, findings: mergeFindings(findings), limitations, sources: [SOURCE] };
+  return {
+    status: httpOk && httpsOk ? 'completed' : 'partial',
+    projection,
+    objects,
+    relations,
+    findings: mergeFindings(findings),
+    limitations,
+    sources: [SOURCE],
+  };
 }
 
 /** hstspreload.org's header and redirect requirements, as far as one response shows them. */
 function hstsPreloadEligible(e: WebEvidence, a: WebAssessment): { eligible: boolean; unmet: string[] } {
   const unmet: string[] = [];
-  if (!a.final.url.startsWith('https:') || a.final.tlsVerified === false) unmet.push('a valid certificate on the final https response');
+  if (!a.final.url.startsWith('https:') || a.final.tlsVerified === false)
+    unmet.push('a valid certificate on the final https response');
   if (!a.hsts.valid) unmet.push('a valid Strict-Transport-Security header');
   if ((a.hsts.maxAge ?? 0) < 31_536_000) unmet.push('max-age of at least 31536000');
   if (!a.hsts.includeSubDomains) unmet.push('includeSubDomains');
   if (!a.hsts.preload) unmet.push('the preload directive');
   const first = e.http.hops[0];
-  if (e.http.outcome === 'response' && !(first?.schemeChange === 'http_to_https' && !first.hostChange)) unmet.push('http:// redirecting to https:// on the same host first');
+  if (e.http.outcome === 'response' && !(first?.schemeChange === 'http_to_https' && !first.hostChange))
+    unmet.push('http:// redirecting to https:// on the same host first');
   return { eligible: unmet.length === 0, unmet };
 }

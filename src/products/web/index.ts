@@ -30,9 +30,19 @@ export function urlTaskKey(url: string): string {
 export function planWeb(input: WebInput): TaskPlan[] {
   const url = normalisedUrl(input);
   const task = (check: string, spec: { lane: string; required: boolean }, unitCost: number): TaskPlan => ({
-    check, lane: 'web', productLane: spec.lane, required: spec.required, unitCost, objectKey: urlTaskKey(url), distance: 0, params: { url },
+    check,
+    lane: 'web',
+    productLane: spec.lane,
+    required: spec.required,
+    unitCost,
+    objectKey: urlTaskKey(url),
+    distance: 0,
+    params: { url },
   });
-  const plans = [task(WEB_CHECKS.http, webLanes.http, WEB_UNIT_COSTS.http), task(WEB_CHECKS.tls, webLanes.tls, WEB_UNIT_COSTS.tls)];
+  const plans = [
+    task(WEB_CHECKS.http, webLanes.http, WEB_UNIT_COSTS.http),
+    task(WEB_CHECKS.tls, webLanes.tls, WEB_UNIT_COSTS.tls),
+  ];
   if (input.authorized) plans.push(task(WEB_CHECKS.tlsProtocols, webLanes.tlsProtocols, WEB_UNIT_COSTS.tlsProtocols));
   return plans;
 }
@@ -40,7 +50,7 @@ export function planWeb(input: WebInput): TaskPlan[] {
 /** Every lane resolves its host with the project's resolver and connects through the guard. */
 function outboundReadiness(runtime: ProductRuntime): LaneReadiness {
   if (!runtime.services.outbound) return 'unconfigured';
-  return (runtime.services.resolver)?.readiness() ?? 'unconfigured';
+  return runtime.services.resolver?.readiness() ?? 'unconfigured';
 }
 
 const job: AsyncProduct<WebInput> = {

@@ -111,7 +111,19 @@ export type ObservatoryTest = keyof Modifiers;
 type ResultOf<T extends ObservatoryTest> = keyof Modifiers[T] & string;
 
 export const GRADE_STEPS: ReadonlyArray<[number, string]> = [
-  [100, 'A+'], [90, 'A'], [85, 'A-'], [80, 'B+'], [70, 'B'], [65, 'B-'], [60, 'C+'], [50, 'C'], [45, 'C-'], [40, 'D+'], [30, 'D'], [25, 'D-'], [0, 'F'],
+  [100, 'A+'],
+  [90, 'A'],
+  [85, 'A-'],
+  [80, 'B+'],
+  [70, 'B'],
+  [65, 'B-'],
+  [60, 'C+'],
+  [50, 'C'],
+  [45, 'C-'],
+  [40, 'D+'],
+  [30, 'D'],
+  [25, 'D-'],
+  [0, 'F'],
 ];
 const BONUS_NEEDS = 90;
 
@@ -175,12 +187,23 @@ function cspTest(header: string[], meta: string[], reportOnly: string | null, si
   if (tooShort || badDuplicate) return { result: 'csp-header-invalid', directives: null };
   const okDuplicate = policies.some((p) => p.duplicates.length > 0);
   const headerPolicies = parseCspHeader(header);
-  const metaPolicies = parseCspHeader(meta).map((p) => Object.keys(p.directives).filter((d) => !['frame-ancestors', 'report-uri', 'sandbox'].includes(d)));
+  const metaPolicies = parseCspHeader(meta).map((p) =>
+    Object.keys(p.directives).filter((d) => !['frame-ancestors', 'report-uri', 'sandbox'].includes(d)),
+  );
   if (headerPolicies.length === 0 && metaPolicies.every((d) => d.length === 0)) {
-    return { result: reportOnly ? 'csp-not-implemented-but-reporting-enabled' : 'csp-not-implemented', directives: null };
+    return {
+      result: reportOnly ? 'csp-not-implemented-but-reporting-enabled' : 'csp-not-implemented',
+      directives: null,
+    };
   }
   const csp = combine(policies);
-  const get = (...names: string[]) => { for (const n of names) { const v = csp.get(n); if (v) return new Set(v); } return new Set(['*']); };
+  const get = (...names: string[]) => {
+    for (const n of names) {
+      const v = csp.get(n);
+      if (v) return new Set(v);
+    }
+    return new Set(['*']);
+  };
   const objectSrc = get('object-src', 'default-src');
   const scriptSrc = get('script-src', 'default-src');
   const styleSrc = get('style-src', 'default-src');
@@ -188,22 +211,39 @@ function cspTest(header: string[], meta: string[], reportOnly: string | null, si
   let result: CspScore['result'] | null = null;
   if (scriptSrc.has("'strict-dynamic'")) {
     if (nonceOrHash(scriptSrc)) {
-      for (const s of [...scriptSrc]) if ([...OBS_BROAD].some((b) => s.startsWith(b)) || s === "'self'" || s === "'unsafe-inline'") scriptSrc.delete(s);
+      for (const s of [...scriptSrc])
+        if ([...OBS_BROAD].some((b) => s.startsWith(b)) || s === "'self'" || s === "'unsafe-inline'")
+          scriptSrc.delete(s);
     } else {
       result = 'csp-header-invalid';
     }
   }
-  const active = [...[...csp].filter(([d]) => d !== 'img-src' && d !== 'media-src' && d !== 'script-src').flatMap(([, v]) => [...v]), ...scriptSrc];
+  const active = [
+    ...[...csp].filter(([d]) => d !== 'img-src' && d !== 'media-src' && d !== 'script-src').flatMap(([, v]) => [...v]),
+    ...scriptSrc,
+  ];
   const passive = ['img-src', 'media-src'].flatMap((d) => [...(csp.get(d) ?? csp.get('default-src') ?? [])]);
-  const set = (r: CspScore['result']) => { result ??= r; };
-  if ([...scriptSrc].some(isBroadOrInline) || [...objectSrc].some((s) => OBS_BROAD.has(s))) set('csp-implemented-with-unsafe-inline');
+  const set = (r: CspScore['result']) => {
+    result ??= r;
+  };
+  if ([...scriptSrc].some(isBroadOrInline) || [...objectSrc].some((s) => OBS_BROAD.has(s)))
+    set('csp-implemented-with-unsafe-inline');
   if (siteHttps && active.some(insecureScheme)) set('csp-implemented-with-insecure-scheme');
   if (scriptSrc.has("'unsafe-eval'") || styleSrc.has("'unsafe-eval'")) set('csp-implemented-with-unsafe-eval');
   if (siteHttps && passive.some(insecureScheme)) set('csp-implemented-with-insecure-scheme-in-passive-content-only');
   if ([...styleSrc].some(isBroadOrInline)) set('csp-implemented-with-unsafe-inline-in-style-src-only');
   const def = csp.get('default-src');
-  set(def && def.size === 1 && def.has("'none'") ? 'csp-implemented-with-no-unsafe-default-src-none' : 'csp-implemented-with-no-unsafe');
-  const passing = ['csp-implemented-with-no-unsafe', 'csp-implemented-with-no-unsafe-default-src-none', 'csp-implemented-with-unsafe-inline-in-style-src-only', 'csp-implemented-with-insecure-scheme-in-passive-content-only'];
+  set(
+    def && def.size === 1 && def.has("'none'")
+      ? 'csp-implemented-with-no-unsafe-default-src-none'
+      : 'csp-implemented-with-no-unsafe',
+  );
+  const passing = [
+    'csp-implemented-with-no-unsafe',
+    'csp-implemented-with-no-unsafe-default-src-none',
+    'csp-implemented-with-unsafe-inline-in-style-src-only',
+    'csp-implemented-with-insecure-scheme-in-passive-content-only',
+  ];
   if (passing.includes(result!) && okDuplicate) result = 'csp-implemented-but-duplicate-directives';
   return { result: result!, directives: result === 'csp-header-invalid' ? null : csp };
 }
@@ -221,12 +261,19 @@ function hstsTest(e: WebEvidence): ResultOf<'strict-transport-security'> {
     if (p.startsWith('max-age=')) maxAge = /^\d+/.test(p.slice(8)) ? Number(/^\d+/.exec(p.slice(8))![0]) : NaN;
   }
   if (maxAge === null || Number.isNaN(maxAge)) return 'hsts-header-invalid';
-  return maxAge < 15_552_000 ? 'hsts-implemented-max-age-less-than-six-months' : 'hsts-implemented-max-age-at-least-six-months';
+  return maxAge < 15_552_000
+    ? 'hsts-implemented-max-age-less-than-six-months'
+    : 'hsts-implemented-max-age-at-least-six-months';
 }
 
 const COOKIE_ORDER: Array<ResultOf<'cookies'>> = [
-  'cookies-without-secure-flag-but-protected-by-hsts', 'cookies-without-secure-flag', 'cookies-session-without-secure-flag-but-protected-by-hsts',
-  'cookies-samesite-flag-invalid', 'cookies-anticsrf-without-samesite-flag', 'cookies-session-without-httponly-flag', 'cookies-session-without-secure-flag',
+  'cookies-without-secure-flag-but-protected-by-hsts',
+  'cookies-without-secure-flag',
+  'cookies-session-without-secure-flag-but-protected-by-hsts',
+  'cookies-samesite-flag-invalid',
+  'cookies-anticsrf-without-samesite-flag',
+  'cookies-session-without-httponly-flag',
+  'cookies-session-without-secure-flag',
 ];
 
 function worse<T extends string>(order: readonly T[], a: T | null, b: T): T {
@@ -240,12 +287,14 @@ function cookiesTest(e: WebEvidence, cookies: CookieFacts[], hstsPasses: boolean
   for (const line of rawLines) {
     for (const part of line.trim().split(';')) {
       const [k, v] = part.trim().split('=');
-      if (k!.trim().toLowerCase() === 'samesite' && (!v || !['lax', 'strict', 'none'].includes(v.trim().toLowerCase()))) result = worse(COOKIE_ORDER, result, 'cookies-samesite-flag-invalid');
+      if (k!.trim().toLowerCase() === 'samesite' && (!v || !['lax', 'strict', 'none'].includes(v.trim().toLowerCase())))
+        result = worse(COOKIE_ORDER, result, 'cookies-samesite-flag-invalid');
     }
   }
   // The jar: what a browser kept, the last setting of a (name, host, path) winning.
   const jar = new Map<string, CookieFacts>();
-  for (const c of cookies) if (c.accepted) jar.set(`${c.name}\u0000${c.domain ?? new URL(c.setBy).hostname}\u0000${c.path ?? ''}`, c);
+  for (const c of cookies)
+    if (c.accepted) jar.set(`${c.name}\u0000${c.domain ?? new URL(c.setBy).hostname}\u0000${c.path ?? ''}`, c);
   if (jar.size === 0) return 'cookies-not-found';
   let missingSameSite = false;
   for (const c of jar.values()) {
@@ -253,22 +302,41 @@ function cookiesTest(e: WebEvidence, cookies: CookieFacts[], hstsPasses: boolean
     const session = name.includes('login') || name.includes('sess');
     const sameSite = c.sameSite === 'invalid' ? null : c.sameSite;
     if (!c.secure && sameSite === 'none') result = worse(COOKIE_ORDER, result, 'cookies-samesite-flag-invalid');
-    if (!c.secure) result = worse(COOKIE_ORDER, result, hstsPasses ? 'cookies-without-secure-flag-but-protected-by-hsts' : 'cookies-without-secure-flag');
-    if (name.includes('csrf') && !sameSite) result = worse(COOKIE_ORDER, result, 'cookies-anticsrf-without-samesite-flag');
-    if (session && !c.secure) result = worse(COOKIE_ORDER, result, hstsPasses ? 'cookies-session-without-secure-flag-but-protected-by-hsts' : 'cookies-session-without-secure-flag');
+    if (!c.secure)
+      result = worse(
+        COOKIE_ORDER,
+        result,
+        hstsPasses ? 'cookies-without-secure-flag-but-protected-by-hsts' : 'cookies-without-secure-flag',
+      );
+    if (name.includes('csrf') && !sameSite)
+      result = worse(COOKIE_ORDER, result, 'cookies-anticsrf-without-samesite-flag');
+    if (session && !c.secure)
+      result = worse(
+        COOKIE_ORDER,
+        result,
+        hstsPasses
+          ? 'cookies-session-without-secure-flag-but-protected-by-hsts'
+          : 'cookies-session-without-secure-flag',
+      );
     if (session && !c.httpOnly) result = worse(COOKIE_ORDER, result, 'cookies-session-without-httponly-flag');
     if (!sameSite) missingSameSite = true;
   }
-  return result ?? (missingSameSite ? 'cookies-secure-with-httponly-sessions' : 'cookies-secure-with-httponly-sessions-and-samesite');
+  return (
+    result ??
+    (missingSameSite ? 'cookies-secure-with-httponly-sessions' : 'cookies-secure-with-httponly-sessions-and-samesite')
+  );
 }
 
 function corsTest(e: WebEvidence): ResultOf<'cross-origin-resource-sharing'> {
   const pf = e.preflight;
   const acao = pf ? firstValue(pf.headers, 'access-control-allow-origin') : null;
   if (!pf || !acao) return 'cross-origin-resource-sharing-not-implemented';
-  if (acao.slice(0, 256).trim().toLowerCase() === '*') return 'cross-origin-resource-sharing-implemented-with-public-access';
+  if (acao.slice(0, 256).trim().toLowerCase() === '*')
+    return 'cross-origin-resource-sharing-implemented-with-public-access';
   const credentials = firstValue(pf.headers, 'access-control-allow-credentials')?.trim().toLowerCase() === 'true';
-  return acao === pf.origin && credentials ? 'cross-origin-resource-sharing-implemented-with-universal-access' : 'cross-origin-resource-sharing-implemented-with-restricted-access';
+  return acao === pf.origin && credentials
+    ? 'cross-origin-resource-sharing-implemented-with-universal-access'
+    : 'cross-origin-resource-sharing-implemented-with-restricted-access';
 }
 
 function redirectionTest(e: WebEvidence): ResultOf<'redirection'> {
@@ -279,7 +347,8 @@ function redirectionTest(e: WebEvidence): ResultOf<'redirection'> {
   if (route.length === 1) return 'redirection-missing';
   if (route.at(-1)!.protocol !== 'https:') return 'redirection-not-to-https';
   if (route[1]!.protocol === 'http:') return 'redirection-not-to-https-on-initial-redirection';
-  if (route[0]!.protocol === 'http:' && route[0]!.hostname !== route[1]!.hostname) return 'redirection-off-host-from-http';
+  if (route[0]!.protocol === 'http:' && route[0]!.hostname !== route[1]!.hostname)
+    return 'redirection-off-host-from-http';
   return 'redirection-to-https';
 }
 
@@ -287,20 +356,37 @@ const GOOD_REFERRER = ['no-referrer', 'same-origin', 'strict-origin', 'strict-or
 const BAD_REFERRER = ['origin', 'origin-when-cross-origin', 'unsafe-url', 'no-referrer-when-downgrade'];
 
 function referrerTest(headers: HeaderMap, meta: string[]): ResultOf<'referrer-policy'> {
-  const values = [...(flatHeaders(headers)['referrer-policy'] !== undefined ? [flatHeaders(headers)['referrer-policy']!] : []), ...meta];
+  const values = [
+    ...(flatHeaders(headers)['referrer-policy'] !== undefined ? [flatHeaders(headers)['referrer-policy']!] : []),
+    ...meta,
+  ];
   if (values.length === 0) return 'referrer-policy-not-implemented';
-  const policy = values.join(', ').split(',').map((t) => t.trim().toLowerCase()).filter((t) => GOOD_REFERRER.includes(t) || BAD_REFERRER.includes(t)).at(-1);
+  const policy = values
+    .join(', ')
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => GOOD_REFERRER.includes(t) || BAD_REFERRER.includes(t))
+    .at(-1);
   if (policy && GOOD_REFERRER.includes(policy)) return 'referrer-policy-private';
   if (policy && BAD_REFERRER.includes(policy)) return 'referrer-policy-unsafe';
   return 'referrer-policy-header-invalid';
 }
 
 const SRI_ORDER: Array<ResultOf<'subresource-integrity'>> = [
-  'sri-implemented-and-all-scripts-loaded-securely', 'sri-implemented-and-external-scripts-loaded-securely', 'sri-implemented-but-external-scripts-not-loaded-securely',
-  'sri-not-implemented-but-external-scripts-loaded-securely', 'sri-not-implemented-and-external-scripts-not-loaded-securely', 'sri-not-implemented-response-not-html',
+  'sri-implemented-and-all-scripts-loaded-securely',
+  'sri-implemented-and-external-scripts-loaded-securely',
+  'sri-implemented-but-external-scripts-not-loaded-securely',
+  'sri-not-implemented-but-external-scripts-loaded-securely',
+  'sri-not-implemented-and-external-scripts-not-loaded-securely',
+  'sri-not-implemented-response-not-html',
 ];
 
-function sriTest(contentType: string | null, page: PageMeta | null, host: string, siteHttps: boolean): ResultOf<'subresource-integrity'> {
+function sriTest(
+  contentType: string | null,
+  page: PageMeta | null,
+  host: string,
+  siteHttps: boolean,
+): ResultOf<'subresource-integrity'> {
   const mime = (contentType ?? '').split(';')[0];
   if (mime !== 'text/html' && mime !== 'application/xhtml+xml') return 'sri-not-implemented-response-not-html';
   if (!page || page.scripts.length + page.inlineScripts === 0) return 'sri-not-implemented-but-no-scripts-loaded';
@@ -317,20 +403,30 @@ function sriTest(contentType: string | null, page: PageMeta | null, host: string
     const secureScheme = (absolute && s.src.toLowerCase().startsWith('https:')) || (relative && siteHttps);
     if (!sameOrigin) {
       foreign = true;
-      if (s.integrity && !secureScheme) result = worse(SRI_ORDER, result, 'sri-implemented-but-external-scripts-not-loaded-securely');
-      else if (!s.integrity && secureScheme) result = worse(SRI_ORDER, result, 'sri-not-implemented-but-external-scripts-loaded-securely');
-      else if (!s.integrity) result = worse(SRI_ORDER, result, 'sri-not-implemented-and-external-scripts-not-loaded-securely');
+      if (s.integrity && !secureScheme)
+        result = worse(SRI_ORDER, result, 'sri-implemented-but-external-scripts-not-loaded-securely');
+      else if (!s.integrity && secureScheme)
+        result = worse(SRI_ORDER, result, 'sri-not-implemented-but-external-scripts-loaded-securely');
+      else if (!s.integrity)
+        result = worse(SRI_ORDER, result, 'sri-not-implemented-and-external-scripts-not-loaded-securely');
     } else if (s.integrity && secureScheme && result === null) {
       result = 'sri-implemented-and-all-scripts-loaded-securely';
     }
   }
-  return result ?? (foreign ? 'sri-implemented-and-external-scripts-loaded-securely' : 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin');
+  return (
+    result ??
+    (foreign
+      ? 'sri-implemented-and-external-scripts-loaded-securely'
+      : 'sri-not-implemented-but-all-scripts-loaded-from-secure-origin')
+  );
 }
 
 function nosniffTest(headers: HeaderMap): ResultOf<'x-content-type-options'> {
   const v = firstValue(headers, 'x-content-type-options');
   if (v === null) return 'x-content-type-options-not-implemented';
-  return v.slice(0, 256).trim().toLowerCase() === 'nosniff' ? 'x-content-type-options-nosniff' : 'x-content-type-options-header-invalid';
+  return v.slice(0, 256).trim().toLowerCase() === 'nosniff'
+    ? 'x-content-type-options-nosniff'
+    : 'x-content-type-options-header-invalid';
 }
 
 function framingTest(headers: HeaderMap, csp: CspScore): ResultOf<'x-frame-options'> {
@@ -358,7 +454,9 @@ export function scoreObservatory(input: ScoringInput): ObservatoryScore | null {
   const siteHttps = chain.start.startsWith('https:');
   const headers = auto.headers;
   const csp = cspTest(
-    flatHeaders(headers)['content-security-policy'] !== undefined ? [flatHeaders(headers)['content-security-policy']!] : [],
+    flatHeaders(headers)['content-security-policy'] !== undefined
+      ? [flatHeaders(headers)['content-security-policy']!]
+      : [],
     input.page?.csp ?? [],
     flatHeaders(headers)['content-security-policy-report-only'] ?? null,
     siteHttps,
@@ -376,7 +474,11 @@ export function scoreObservatory(input: ScoringInput): ObservatoryScore | null {
     ['x-frame-options', framingTest(headers, csp)],
     ['cross-origin-resource-policy', corpTest(headers)],
   ];
-  const tests = results.map(([test, result]) => ({ test, result, modifier: (OBSERVATORY_MODIFIERS[test] as Record<string, number>)[result]! }));
+  const tests = results.map(([test, result]) => ({
+    test,
+    result,
+    modifier: (OBSERVATORY_MODIFIERS[test] as Record<string, number>)[result]!,
+  }));
   const withBonus = 100 + tests.reduce((s, t) => s + t.modifier, 0);
   const withoutBonus = 100 + tests.reduce((s, t) => s + Math.min(t.modifier, 0), 0);
   const score = Math.max(withoutBonus >= BONUS_NEEDS ? withBonus : withoutBonus, 0);

@@ -23,17 +23,39 @@ const DAY = 86_400_000;
 export const EXPIRING_SOON_DAYS = 30;
 const SELF_SIGNED = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN']);
 /** A handshake the server refused for the versions offered (as opposed to no connection at all). */
-const VERSION_REFUSED = /ERR_SSL_(TLSV1_ALERT_PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|WRONG_VERSION_NUMBER|NO_PROTOCOLS_AVAILABLE|TLSV1_ALERT_INSUFFICIENT_SECURITY|SSLV3_ALERT_HANDSHAKE_FAILURE)|EPROTO/;
-export const LEGACY_CLIENT: tls.ConnectionOptions = { minVersion: 'TLSv1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' };
+const VERSION_REFUSED =
+  /ERR_SSL_(TLSV1_ALERT_PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|WRONG_VERSION_NUMBER|NO_PROTOCOLS_AVAILABLE|TLSV1_ALERT_INSUFFICIENT_SECURITY|SSLV3_ALERT_HANDSHAKE_FAILURE)|EPROTO/;
+export const LEGACY_CLIENT: tls.ConnectionOptions = {
+  minVersion: 'TLSv1',
+  maxVersion: 'TLSv1.1',
+  ciphers: 'DEFAULT@SECLEVEL=0',
+};
 
-export type TlsCap = 'untrusted' | 'hostname_mismatch' | 'expired' | 'not_yet_valid' | 'weak_key' | 'weak_signature' | 'legacy_protocol';
+export type TlsCap =
+  | 'untrusted'
+  | 'hostname_mismatch'
+  | 'expired'
+  | 'not_yet_valid'
+  | 'weak_key'
+  | 'weak_signature'
+  | 'legacy_protocol';
 
 type Handshake = { ok: true; facts: HandshakeFacts } | { ok: false; error: unknown };
 
-async function handshake(guard: OutboundGuard, t: TlsTarget, address: string, timeoutMs: number, signal: AbortSignal, extra: tls.ConnectionOptions = {}): Promise<Handshake> {
+async function handshake(
+  guard: OutboundGuard,
+  t: TlsTarget,
+  address: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+  extra: tls.ConnectionOptions = {},
+): Promise<Handshake> {
   let socket: tls.TLSSocket | undefined;
   try {
-    socket = await guard.connectTls({ address, port: t.port, servername: t.host, host: t.host }, { signal, timeoutMs, tls: { rejectUnauthorized: false, requestOCSP: true, ...extra } });
+    socket = await guard.connectTls(
+      { address, port: t.port, servername: t.host, host: t.host },
+      { signal, timeoutMs, tls: { rejectUnauthorized: false, requestOCSP: true, ...extra } },
+    );
     return { ok: true, facts: handshakeFacts(socket, t.host, ocspStapled(socket)) };
   } catch (error) {
     return { ok: false, error };
@@ -43,8 +65,10 @@ async function handshake(guard: OutboundGuard, t: TlsTarget, address: string, ti
 }
 
 function failureOf(err: unknown): { status: CheckOutput['status']; reason: string; text: string } {
-  if (err instanceof OutboundRefusedError) return { status: 'unavailable', reason: err.reason, text: `refused by the outbound guard (${err.reason})` };
-  if (err instanceof OutboundFetchError && err.kind === 'timeout') return { status: 'timeout', reason: 'tls_timeout', text: 'no completed handshake before the deadline' };
+  if (err instanceof OutboundRefusedError)
+    return { status: 'unavailable', reason: err.reason, text: `refused by the outbound guard (${err.reason})` };
+  if (err instanceof OutboundFetchError && err.kind === 'timeout')
+    return { status: 'timeout', reason: 'tls_timeout', text: 'no completed handshake before the deadline' };
   const text = err instanceof Error ? err.message : String(err);
   return { status: 'unavailable', reason: /ECONNREFUSED/.test(text) ? 'connection_refused' : 'tls_failed', text };
 }
@@ -69,20 +93,34 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
     ctx.signal.throwIfAborted();
     const f = failureOf(hs.error);
     return {
-      ...notRun(f.status, f.reason, { code: f.status === 'timeout' ? 'tls_timeout' : 'tls_unavailable', message: `No TLS handshake with ${t.host} (${address}) on port ${t.port}: ${f.text}. The certificate and protocol are unknown.` }),
-      objects, relations, projection: { host: t.host, port: t.port, address },
+      ...notRun(f.status, f.reason, {
+        code: f.status === 'timeout' ? 'tls_timeout' : 'tls_unavailable',
+        message: `No TLS handshake with ${t.host} (${address}) on port ${t.port}: ${f.text}. The certificate and protocol are unknown.`,
+      }),
+      objects,
+      relations,
+      projection: { host: t.host, port: t.port, address },
     };
   }
   const facts = hs.facts;
-  const parse = (der: string) => (ctx.runInPool ? ctx.runInPool<CertificateInfo>('parseCertificate', { der }) : Promise.resolve(parseCertificate({ der })));
+  const parse = (der: string) =>
+    ctx.runInPool
+      ? ctx.runInPool<CertificateInfo>('parseCertificate', { der })
+      : Promise.resolve(parseCertificate({ der }));
   const chain = await Promise.all(facts.chain.map(parse));
   return buildTlsOutput(t, address, facts, chain, legacyOnly, (opts.now ?? (() => new Date()))(), objects, relations);
 }
 
 /** Pure: the facts of one handshake → the lane's output. */
 export function buildTlsOutput(
-  t: TlsTarget, address: string, facts: HandshakeFacts, chain: CertificateInfo[], legacyOnly: boolean, now: Date,
-  objects: CheckOutput['objects'], relations: RelationOut[],
+  t: TlsTarget,
+  address: string,
+  facts: HandshakeFacts,
+  chain: CertificateInfo[],
+  legacyOnly: boolean,
+  now: Date,
+  objects: CheckOutput['objects'],
+  relations: RelationOut[],
 ): CheckOutput {
   const leaf = chain[0] ?? null;
   const findings: FindingOut[] = [];
@@ -94,60 +132,164 @@ export function buildTlsOutput(
   const expired = leaf !== null && validTo < now.getTime();
   const notYetValid = leaf !== null && validFrom > now.getTime();
   const selfSigned = !facts.chainTrusted && SELF_SIGNED.has(facts.trustError ?? '');
-  const weakKey = leaf !== null && leaf.keyBits !== null && ((leaf.keyType === 'rsa' || leaf.keyType === 'dsa' || leaf.keyType === 'rsa-pss') ? leaf.keyBits < 2048 : leaf.keyType === 'ec' ? leaf.keyBits < 224 : false);
+  const weakKey =
+    leaf !== null &&
+    leaf.keyBits !== null &&
+    (leaf.keyType === 'rsa' || leaf.keyType === 'dsa' || leaf.keyType === 'rsa-pss'
+      ? leaf.keyBits < 2048
+      : leaf.keyType === 'ec'
+        ? leaf.keyBits < 224
+        : false);
   const weakSignature = leaf !== null && /sha1|md5/i.test(leaf.signatureAlgorithm ?? '');
   const certRef: ObjectRef = leaf ? { type: 'certificate', key: leaf.digests.certSha256 } : hostRef;
-  const ev = leaf ? [`subject: ${leaf.subject.replace(/\n/g, ', ')}`, `issuer: ${leaf.issuer.replace(/\n/g, ', ')}`, `valid ${leaf.validFrom} → ${leaf.validTo}`] : [];
+  const ev = leaf
+    ? [
+        `subject: ${leaf.subject.replace(/\n/g, ', ')}`,
+        `issuer: ${leaf.issuer.replace(/\n/g, ', ')}`,
+        `valid ${leaf.validFrom} → ${leaf.validTo}`,
+      ]
+    : [];
 
   if (expired) {
     caps.push('expired');
-    findings.push(webFinding('tls_certificate_expired', certRef, `The certificate of ${t.host} expired on ${leaf!.validTo.slice(0, 10)}.`, ev));
+    findings.push(
+      webFinding(
+        'tls_certificate_expired',
+        certRef,
+        `The certificate of ${t.host} expired on ${leaf!.validTo.slice(0, 10)}.`,
+        ev,
+      ),
+    );
   } else if (notYetValid) {
     caps.push('not_yet_valid');
-    findings.push(webFinding('tls_certificate_not_yet_valid', certRef, `The certificate of ${t.host} is valid only from ${leaf!.validFrom.slice(0, 10)}.`, ev));
+    findings.push(
+      webFinding(
+        'tls_certificate_not_yet_valid',
+        certRef,
+        `The certificate of ${t.host} is valid only from ${leaf!.validFrom.slice(0, 10)}.`,
+        ev,
+      ),
+    );
   } else if (daysToExpiry !== null && daysToExpiry < EXPIRING_SOON_DAYS) {
-    findings.push(webFinding('tls_certificate_expiring_soon', certRef, `The certificate of ${t.host} expires on ${leaf!.validTo.slice(0, 10)} (in ${daysToExpiry} days).`, ev));
+    findings.push(
+      webFinding(
+        'tls_certificate_expiring_soon',
+        certRef,
+        `The certificate of ${t.host} expires on ${leaf!.validTo.slice(0, 10)} (in ${daysToExpiry} days).`,
+        ev,
+      ),
+    );
   }
   if (!facts.chainTrusted) {
     caps.push('untrusted');
-    if (selfSigned) findings.push(webFinding('tls_certificate_self_signed', certRef, `${t.host} presents a self-signed certificate (${facts.trustError}).`, ev));
-    else if (!expired && !notYetValid) findings.push(webFinding('tls_certificate_untrusted', certRef, `The certificate of ${t.host} does not verify to a trusted root (${facts.trustError}).`, ev));
+    if (selfSigned)
+      findings.push(
+        webFinding(
+          'tls_certificate_self_signed',
+          certRef,
+          `${t.host} presents a self-signed certificate (${facts.trustError}).`,
+          ev,
+        ),
+      );
+    else if (!expired && !notYetValid)
+      findings.push(
+        webFinding(
+          'tls_certificate_untrusted',
+          certRef,
+          `The certificate of ${t.host} does not verify to a trusted root (${facts.trustError}).`,
+          ev,
+        ),
+      );
   }
   if (facts.hostnameMatch === false) {
     caps.push('hostname_mismatch');
-    findings.push(webFinding('tls_hostname_mismatch', certRef, `The certificate presented by ${t.host} is not valid for that name (SANs: ${leaf?.sans.slice(0, 10).join(', ') || 'none'}).`, ev));
+    findings.push(
+      webFinding(
+        'tls_hostname_mismatch',
+        certRef,
+        `The certificate presented by ${t.host} is not valid for that name (SANs: ${leaf?.sans.slice(0, 10).join(', ') || 'none'}).`,
+        ev,
+      ),
+    );
   }
   if (weakKey) {
     caps.push('weak_key');
-    findings.push(webFinding('tls_weak_key', certRef, `The certificate key of ${t.host} is ${leaf!.keyType} ${leaf!.keyBits} bits.`, ev));
+    findings.push(
+      webFinding(
+        'tls_weak_key',
+        certRef,
+        `The certificate key of ${t.host} is ${leaf!.keyType} ${leaf!.keyBits} bits.`,
+        ev,
+      ),
+    );
   }
   if (weakSignature) {
     caps.push('weak_signature');
-    findings.push(webFinding('tls_weak_signature', certRef, `The certificate of ${t.host} is signed with ${leaf!.signatureAlgorithm}.`, ev));
+    findings.push(
+      webFinding(
+        'tls_weak_signature',
+        certRef,
+        `The certificate of ${t.host} is signed with ${leaf!.signatureAlgorithm}.`,
+        ev,
+      ),
+    );
   }
   if (legacyOnly) {
     caps.push('legacy_protocol');
-    findings.push(webFinding('tls_legacy_protocol_negotiated', hostRef, `${t.host} refused TLS 1.2 and 1.3 and negotiated ${facts.protocol}.`, [`negotiated ${facts.protocol} ${facts.cipher?.standardName ?? ''}`]));
+    findings.push(
+      webFinding(
+        'tls_legacy_protocol_negotiated',
+        hostRef,
+        `${t.host} refused TLS 1.2 and 1.3 and negotiated ${facts.protocol}.`,
+        [`negotiated ${facts.protocol} ${facts.cipher?.standardName ?? ''}`],
+      ),
+    );
   }
 
   const certificate = leaf && {
-    subject: leaf.subject, issuer: leaf.issuer, sans: leaf.sans, ipAddresses: leaf.ipAddresses, serialNumber: leaf.serialNumber,
-    validFrom: leaf.validFrom, validTo: leaf.validTo, daysToExpiry, keyType: leaf.keyType, keyBits: leaf.keyBits, curve: leaf.curve,
-    signatureAlgorithm: leaf.signatureAlgorithm, fingerprintSha256: leaf.digests.certSha256, selfIssued: leaf.selfIssued,
+    subject: leaf.subject,
+    issuer: leaf.issuer,
+    sans: leaf.sans,
+    ipAddresses: leaf.ipAddresses,
+    serialNumber: leaf.serialNumber,
+    validFrom: leaf.validFrom,
+    validTo: leaf.validTo,
+    daysToExpiry,
+    keyType: leaf.keyType,
+    keyBits: leaf.keyBits,
+    curve: leaf.curve,
+    signatureAlgorithm: leaf.signatureAlgorithm,
+    fingerprintSha256: leaf.digests.certSha256,
+    selfIssued: leaf.selfIssued,
   };
   const projection = {
-    host: t.host, port: t.port, address,
-    protocol: facts.protocol, cipher: facts.cipher,
+    host: t.host,
+    port: t.port,
+    address,
+    protocol: facts.protocol,
+    cipher: facts.cipher,
     negotiatedWith: legacyOnly ? 'legacy_client_tls1.0_1.1' : 'modern_client_tls1.2_1.3',
-    chainTrusted: facts.chainTrusted, trustError: facts.trustError, hostnameMatch: facts.hostnameMatch,
+    chainTrusted: facts.chainTrusted,
+    trustError: facts.trustError,
+    hostnameMatch: facts.hostnameMatch,
     validNow: leaf ? !expired && !notYetValid : null,
     ocspStapled: facts.ocspStapled,
     certificate,
-    chain: chain.map((c) => ({ subject: c.subject, issuer: c.issuer, fingerprintSha256: c.digests.certSha256, isCA: c.isCA })),
+    chain: chain.map((c) => ({
+      subject: c.subject,
+      issuer: c.issuer,
+      fingerprintSha256: c.digests.certSha256,
+      isCA: c.isCA,
+    })),
     caps,
   };
   if (leaf) {
-    objects.push({ type: 'certificate', key: leaf.digests.certSha256, distance: 1, projection: { ...certificate!, chainTrusted: facts.chainTrusted, hostnameMatch: facts.hostnameMatch } });
+    objects.push({
+      type: 'certificate',
+      key: leaf.digests.certSha256,
+      distance: 1,
+      projection: { ...certificate!, chainTrusted: facts.chainTrusted, hostnameMatch: facts.hostnameMatch },
+    });
     if (facts.hostnameMatch) relations.push({ from: hostRef, relation: 'san_of', to: certRef });
     for (const san of leaf.sans.slice(0, 50)) {
       const name = san.replace(/^\*\./, '');
@@ -157,8 +299,20 @@ export function buildTlsOutput(
     }
   }
   return {
-    status: 'completed', projection, objects, relations, findings,
-    limitations: t.addresses.length > 1 ? [{ code: 'tls_first_address_only', message: `${t.host} has ${t.addresses.length} addresses; the certificate was read from ${address} only.` }] : [],
+    status: 'completed',
+    projection,
+    objects,
+    relations,
+    findings,
+    limitations:
+      t.addresses.length > 1
+        ? [
+            {
+              code: 'tls_first_address_only',
+              message: `${t.host} has ${t.addresses.length} addresses; the certificate was read from ${address} only.`,
+            },
+          ]
+        : [],
     sources: [{ source: 'tls_handshake' }],
   };
 }

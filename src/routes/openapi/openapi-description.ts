@@ -15,13 +15,18 @@ const CLIENT_RULES = [
 ];
 
 function productTable(products: readonly ProductDefinition[]): string {
-  const rows = products.map((p) => `| \`${p.id}\` | \`POST ${p.path}\` | ${p.title} | ${p.mode === 'sync' ? '200, completed inline' : '202, a job'} | \`${p.scope}\` |`);
+  const rows = products.map(
+    (p) =>
+      `| \`${p.id}\` | \`POST ${p.path}\` | ${p.title} | ${p.mode === 'sync' ? '200, completed inline' : '202, a job'} | \`${p.scope}\` |`,
+  );
   return ['| product | route | what | reply | scope |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
 function errorTable(): string {
-  const rows = (Object.entries(errorRegistry) as Array<[ErrorCode, (typeof errorRegistry)[ErrorCode]]>).map(([code, s]) =>
-    `| \`${code}\` | ${s.status} | ${s.retryable ? 'yes' : 'no'} | ${{ always: 'always', when_known: 'when known', never: '—' }[s.retryAfter]} | ${s.message} |`);
+  const rows = (Object.entries(errorRegistry) as Array<[ErrorCode, (typeof errorRegistry)[ErrorCode]]>).map(
+    ([code, s]) =>
+      `| \`${code}\` | ${s.status} | ${s.retryable ? 'yes' : 'no'} | ${{ always: 'always', when_known: 'when known', never: '—' }[s.retryAfter]} | ${s.message} |`,
+  );
   return ['| code | HTTP | retry | Retry-After | meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
@@ -40,10 +45,15 @@ lss scan example.com --profile balanced --max-credits 200 --wait
 export function describeApi(products: readonly ProductDefinition[]): string {
   return [
     'Public API v2 of the Lookup and Scan Service: server-to-server lookups of network and identity artifacts and recursive scans of a domain, with retained, workspace-scoped results. This page is rendered from `GET /v2/openapi.json`; it has no "try it" console on purpose: API keys never belong in a browser.',
-    '## Client rules', CLIENT_RULES.map((r, i) => `${i + 1}. ${r}`).join('\n'),
-    '## Products', productTable(products),
+    '## Client rules',
+    CLIENT_RULES.map((r, i) => `${i + 1}. ${r}`).join('\n'),
+    '## Products',
+    productTable(products),
     'Retained-job routes: `GET /v2/jobs/{job_ref}` (status), `POST /v2/jobs/{job_ref}/cancel`, `GET /v2/jobs/{job_ref}/results`, `GET /v2/jobs/{job_ref}/findings` (also needs `finding:read`), `GET /v2/jobs/{job_ref}/objects/{object_id}`. `GET /v2/products` lists every product with its readiness right now.',
-    '## Error codes', 'Every error is `{ "error": { "code", "message", "status", "retryable", "requestId", "details"? } }`.', errorTable(),
-    '## Examples', EXAMPLES,
+    '## Error codes',
+    'Every error is `{ "error": { "code", "message", "status", "retryable", "requestId", "details"? } }`.',
+    errorTable(),
+    '## Examples',
+    EXAMPLES,
   ].join('\n\n');
 }

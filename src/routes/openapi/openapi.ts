@@ -17,12 +17,30 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
   return out;
 }
 
-const AUTH: ErrorCode[] = ['authentication_required', 'insufficient_scope', 'rate_limit_exceeded', 'service_unavailable', 'internal_error'];
-const WRITE: ErrorCode[] = [
-  ...AUTH, 'idempotency_key_required', 'invalid_request', 'payload_too_large', 'unsupported_media_type',
-  'capability_rate_limit_exceeded', 'idempotency_key_conflict', 'idempotency_request_in_progress', 'capability_unavailable',
+const AUTH: ErrorCode[] = [
+  'authentication_required',
+  'insufficient_scope',
+  'rate_limit_exceeded',
+  'service_unavailable',
+  'internal_error',
 ];
-const ACTIVE: ErrorCode[] = ['active_authorization_required', 'responsible_use_required', 'active_permission_required', 'approved_target_scope_required'];
+const WRITE: ErrorCode[] = [
+  ...AUTH,
+  'idempotency_key_required',
+  'invalid_request',
+  'payload_too_large',
+  'unsupported_media_type',
+  'capability_rate_limit_exceeded',
+  'idempotency_key_conflict',
+  'idempotency_request_in_progress',
+  'capability_unavailable',
+];
+const ACTIVE: ErrorCode[] = [
+  'active_authorization_required',
+  'responsible_use_required',
+  'active_permission_required',
+  'approved_target_scope_required',
+];
 const CREDIT: ErrorCode[] = ['monthly_credit_limit_exceeded', 'insufficient_credits'];
 
 export function productErrorCodes(def: ProductDefinition): ErrorCode[] {
@@ -55,7 +73,9 @@ function errorResponses(codes: ErrorCode[]): Json {
 }
 
 const idempotencyHeader = {
-  name: 'Idempotency-Key', in: 'header', required: true,
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: true,
   description: '1-255 visible ASCII characters (0x21-0x7E), scoped to the API key, kept 24 h.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
@@ -69,12 +89,24 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   };
   const paths: Json = {};
   for (const def of products) {
-    const name = def.id.split('.').slice(0, 2).map((s) => s[0]!.toUpperCase() + s.slice(1)).join('');
+    const name = def.id
+      .split('.')
+      .slice(0, 2)
+      .map((s) => s[0]!.toUpperCase() + s.slice(1))
+      .join('');
     schemas[`${name}Request`] = jsonSchema(def.input, 'input');
     let success: Json;
     if (def.mode === 'sync') {
-      schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema ?? z.record(z.string(), z.unknown())), 'output');
-      success = { '200': { description: 'Completed or partial product envelope', content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Envelope` } } } } };
+      schemas[`${name}Envelope`] = jsonSchema(
+        envelopeSchema(def.id, def.resultSchema ?? z.record(z.string(), z.unknown())),
+        'output',
+      );
+      success = {
+        '200': {
+          description: 'Completed or partial product envelope',
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Envelope` } } },
+        },
+      };
     } else {
       let description = 'Accepted: the job status (queued); poll links.self.';
       if (def.resultSchema) {
@@ -82,7 +114,9 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
         schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema), 'output');
         description += ` Once terminal, the job's \`result\` is a ${name}Envelope (components.schemas).`;
       }
-      success = { '202': { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } } };
+      success = {
+        '202': { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+      };
     }
     paths[def.path] = {
       post: {
@@ -92,44 +126,89 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
         'x-scopes': [def.scope],
         security: [{ bearer: [] }],
         parameters: [idempotencyHeader],
-        requestBody: { required: true, content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Request` } } } },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}Request` } } },
+        },
         responses: { ...success, ...errorResponses(productErrorCodes(def)) },
       },
     };
   }
   paths['/v2/products'] = {
     get: {
-      operationId: 'listProducts', summary: 'Products and their readiness', security: [{ bearer: [] }],
+      operationId: 'listProducts',
+      summary: 'Products and their readiness',
+      security: [{ bearer: [] }],
       responses: {
-        '200': { description: 'Product list', content: { 'application/json': { schema: { $ref: '#/components/schemas/ProductList' } } } },
+        '200': {
+          description: 'Product list',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ProductList' } } },
+        },
         ...errorResponses(AUTH),
       },
     },
   };
-  const jobRefParam = { name: 'job_ref', in: 'path', required: true, schema: { type: 'string' }, description: 'Opaque job reference (job_…)' };
+  const jobRefParam = {
+    name: 'job_ref',
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description: 'Opaque job reference (job_…)',
+  };
   paths['/v2/jobs/{job_ref}'] = {
     get: {
-      operationId: 'getJob', summary: 'Job status', 'x-scopes': ['scan:read'], security: [{ bearer: [] }], parameters: [jobRefParam],
+      operationId: 'getJob',
+      summary: 'Job status',
+      'x-scopes': ['scan:read'],
+      security: [{ bearer: [] }],
+      parameters: [jobRefParam],
       responses: {
-        '200': { description: 'Job status', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
+        '200': {
+          description: 'Job status',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+        },
         ...errorResponses([...AUTH, 'job_not_found']),
       },
     },
   };
   paths['/v2/jobs/{job_ref}/cancel'] = {
     post: {
-      operationId: 'cancelJob', summary: 'Cancel a job (idempotent; a terminal job is returned unchanged)', 'x-scopes': ['scan:create'],
-      security: [{ bearer: [] }], parameters: [jobRefParam, idempotencyHeader],
-      requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CancelRequest' } } } },
+      operationId: 'cancelJob',
+      summary: 'Cancel a job (idempotent; a terminal job is returned unchanged)',
+      'x-scopes': ['scan:create'],
+      security: [{ bearer: [] }],
+      parameters: [jobRefParam, idempotencyHeader],
+      requestBody: {
+        required: false,
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/CancelRequest' } } },
+      },
       responses: {
-        '202': { description: 'The job status after the request', content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } } },
-        ...errorResponses([...AUTH, 'idempotency_key_required', 'invalid_request', 'payload_too_large', 'unsupported_media_type',
-          'idempotency_key_conflict', 'idempotency_request_in_progress', 'job_not_found']),
+        '202': {
+          description: 'The job status after the request',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+        },
+        ...errorResponses([
+          ...AUTH,
+          'idempotency_key_required',
+          'invalid_request',
+          'payload_too_large',
+          'unsupported_media_type',
+          'idempotency_key_conflict',
+          'idempotency_request_in_progress',
+          'job_not_found',
+        ]),
       },
     },
   };
   paths['/v2/openapi.json'] = {
-    get: { operationId: 'openapi', summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+    get: {
+      operationId: 'openapi',
+      summary: 'This document',
+      security: [],
+      responses: {
+        '200': { description: 'OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } },
+      },
+    },
   };
   Object.assign(paths, jobPagePaths(errorResponses));
   Object.assign(schemas, jobPageSchemas());
@@ -143,6 +222,11 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
       schemas,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Workspace application key (lsk_…)' } },
     },
-    'x-error-registry': Object.fromEntries(Object.entries(errorRegistry).map(([code, s]) => [code, { status: s.status, retryable: s.retryable, message: s.message }])),
+    'x-error-registry': Object.fromEntries(
+      Object.entries(errorRegistry).map(([code, s]) => [
+        code,
+        { status: s.status, retryable: s.retryable, message: s.message },
+      ]),
+    ),
   };
 }

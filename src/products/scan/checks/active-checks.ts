@@ -26,24 +26,61 @@ function guardOf(ctx: CheckContext): OutboundGuard | undefined {
   return ctx.runtime.services.outbound;
 }
 
-const noGuard = (what: string) => notRun('unavailable', 'outbound_not_configured', [{ code: 'active_unavailable', message: `No outbound guard in this process: ${what} did not run.` }], []);
+const noGuard = (what: string) =>
+  notRun(
+    'unavailable',
+    'outbound_not_configured',
+    [{ code: 'active_unavailable', message: `No outbound guard in this process: ${what} did not run.` }],
+    [],
+  );
 
 /** Vetted addresses of a host, or the lane status that says why there are none. */
 async function addressesOf(guard: OutboundGuard, host: string, signal: AbortSignal): Promise<string[] | CheckOutput> {
   try {
     return await guard.resolve(host, signal);
   } catch (err) {
-    if (err instanceof OutboundRefusedError) return notRun('unavailable', 'target_not_allowed', [{ code: 'target_not_allowed', message: `${host} resolves to an address outbound checks may not reach; it was not probed.` }], []);
-    if (err instanceof OutboundFetchError && err.kind === 'host_not_found') return notRun('skipped', 'not_applicable', [], []);
-    return notRun('unavailable', 'dns_failure', [{ code: 'dns_indeterminate', message: `The addresses of ${host} are unknown; it was not probed.` }], []);
+    if (err instanceof OutboundRefusedError)
+      return notRun(
+        'unavailable',
+        'target_not_allowed',
+        [
+          {
+            code: 'target_not_allowed',
+            message: `${host} resolves to an address outbound checks may not reach; it was not probed.`,
+          },
+        ],
+        [],
+      );
+    if (err instanceof OutboundFetchError && err.kind === 'host_not_found')
+      return notRun('skipped', 'not_applicable', [], []);
+    return notRun(
+      'unavailable',
+      'dns_failure',
+      [{ code: 'dns_indeterminate', message: `The addresses of ${host} are unknown; it was not probed.` }],
+      [],
+    );
   }
 }
 
 /** Names a zone-wide source found, as discovered objects with their provenance. */
-function recorded(discoveries: readonly Discovery[], zone: string, distance: number): Pick<CheckOutput, 'objects' | 'relations'> {
+function recorded(
+  discoveries: readonly Discovery[],
+  zone: string,
+  distance: number,
+): Pick<CheckOutput, 'objects' | 'relations'> {
   return {
-    objects: discoveries.map((d) => ({ type: 'host', key: d.name, discovered: true, distance, projection: { name: d.name, inScope: true, foundVia: d.source, foundFrom: zone } })),
-    relations: discoveries.map((d) => ({ from: { type: 'host', key: d.name }, relation: 'discovered_from' as const, to: { type: 'domain', key: zone } })),
+    objects: discoveries.map((d) => ({
+      type: 'host',
+      key: d.name,
+      discovered: true,
+      distance,
+      projection: { name: d.name, inScope: true, foundVia: d.source, foundFrom: zone },
+    })),
+    relations: discoveries.map((d) => ({
+      from: { type: 'host', key: d.name },
+      relation: 'discovered_from' as const,
+      to: { type: 'domain', key: zone },
+    })),
   };
 }
 
@@ -51,15 +88,33 @@ function recorded(discoveries: readonly Discovery[], zone: string, distance: num
 
 /** The ports probed, and the ones whose exposure is a finding (databases, caches, remote admin). */
 export const TCP_PORTS: ReadonlyArray<{ port: number; service: string; sensitive: boolean }> = [
-  { port: 21, service: 'ftp', sensitive: false }, { port: 22, service: 'ssh', sensitive: false }, { port: 23, service: 'telnet', sensitive: true },
-  { port: 25, service: 'smtp', sensitive: false }, { port: 53, service: 'dns', sensitive: false }, { port: 80, service: 'http', sensitive: false },
-  { port: 110, service: 'pop3', sensitive: false }, { port: 143, service: 'imap', sensitive: false }, { port: 443, service: 'https', sensitive: false },
-  { port: 445, service: 'smb', sensitive: true }, { port: 465, service: 'smtps', sensitive: false }, { port: 587, service: 'submission', sensitive: false },
-  { port: 993, service: 'imaps', sensitive: false }, { port: 995, service: 'pop3s', sensitive: false }, { port: 1433, service: 'mssql', sensitive: true },
-  { port: 1521, service: 'oracle', sensitive: true }, { port: 2049, service: 'nfs', sensitive: true }, { port: 2375, service: 'docker', sensitive: true },
-  { port: 3306, service: 'mysql', sensitive: true }, { port: 3389, service: 'rdp', sensitive: true }, { port: 5432, service: 'postgresql', sensitive: true },
-  { port: 5900, service: 'vnc', sensitive: true }, { port: 6379, service: 'redis', sensitive: true }, { port: 8080, service: 'http-alt', sensitive: false },
-  { port: 8443, service: 'https-alt', sensitive: false }, { port: 9200, service: 'elasticsearch', sensitive: true }, { port: 11211, service: 'memcached', sensitive: true },
+  { port: 21, service: 'ftp', sensitive: false },
+  { port: 22, service: 'ssh', sensitive: false },
+  { port: 23, service: 'telnet', sensitive: true },
+  { port: 25, service: 'smtp', sensitive: false },
+  { port: 53, service: 'dns', sensitive: false },
+  { port: 80, service: 'http', sensitive: false },
+  { port: 110, service: 'pop3', sensitive: false },
+  { port: 143, service: 'imap', sensitive: false },
+  { port: 443, service: 'https', sensitive: false },
+  { port: 445, service: 'smb', sensitive: true },
+  { port: 465, service: 'smtps', sensitive: false },
+  { port: 587, service: 'submission', sensitive: false },
+  { port: 993, service: 'imaps', sensitive: false },
+  { port: 995, service: 'pop3s', sensitive: false },
+  { port: 1433, service: 'mssql', sensitive: true },
+  { port: 1521, service: 'oracle', sensitive: true },
+  { port: 2049, service: 'nfs', sensitive: true },
+  { port: 2375, service: 'docker', sensitive: true },
+  { port: 3306, service: 'mysql', sensitive: true },
+  { port: 3389, service: 'rdp', sensitive: true },
+  { port: 5432, service: 'postgresql', sensitive: true },
+  { port: 5900, service: 'vnc', sensitive: true },
+  { port: 6379, service: 'redis', sensitive: true },
+  { port: 8080, service: 'http-alt', sensitive: false },
+  { port: 8443, service: 'https-alt', sensitive: false },
+  { port: 9200, service: 'elasticsearch', sensitive: true },
+  { port: 11211, service: 'memcached', sensitive: true },
   { port: 27017, service: 'mongodb', sensitive: true },
 ];
 
@@ -69,7 +124,11 @@ export interface TcpProbeOptions {
   concurrency?: number;
 }
 
-export async function runTcpProbeCheck(task: ScanTask, ctx: CheckContext, o: TcpProbeOptions = {}): Promise<CheckOutput> {
+export async function runTcpProbeCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: TcpProbeOptions = {},
+): Promise<CheckOutput> {
   const guard = guardOf(ctx);
   if (!guard) return noGuard('the port probe');
   const host = normalName(String(task.params.host ?? task.objectKey));
@@ -82,7 +141,10 @@ export async function runTcpProbeCheck(task: ScanTask, ctx: CheckContext, o: Tcp
     while (next < TCP_PORTS.length && !ctx.signal.aborted) {
       const { port } = TCP_PORTS[next++]!;
       try {
-        const socket = await guard.connectTcp({ address, port, host }, { timeoutMs: o.connectTimeoutMs ?? 2000, signal: ctx.signal });
+        const socket = await guard.connectTcp(
+          { address, port, host },
+          { timeoutMs: o.connectTimeoutMs ?? 2000, signal: ctx.signal },
+        );
         socket.destroy();
         states.set(port, 'open');
       } catch (err) {
@@ -98,17 +160,41 @@ export async function runTcpProbeCheck(task: ScanTask, ctx: CheckContext, o: Tcp
   for (const p of TCP_PORTS) {
     if (states.get(p.port) !== 'open') continue;
     const ref = { type: 'service', key: `${host}:${p.port}/tcp` };
-    objects.push({ ...ref, projection: { host, address, port: p.port, protocol: 'tcp', service: p.service, state: 'open' } });
+    objects.push({
+      ...ref,
+      projection: { host, address, port: p.port, protocol: 'tcp', service: p.service, state: 'open' },
+    });
     relations.push({ from: ref, relation: 'discovered_from', to: hostRef });
-    if (p.sensitive) findings.push(scanFinding('scan_sensitive_port_open', ref, `${host} accepts TCP connections on port ${p.port} (${p.service}).`, [`connect ${address}:${p.port}: open`]));
+    if (p.sensitive)
+      findings.push(
+        scanFinding(
+          'scan_sensitive_port_open',
+          ref,
+          `${host} accepts TCP connections on port ${p.port} (${p.service}).`,
+          [`connect ${address}:${p.port}: open`],
+        ),
+      );
   }
   const limitations: Limitation[] = [];
-  if (addresses.length > 1) limitations.push({ code: 'probe_first_address_only', message: `${host} has ${addresses.length} addresses; ${address} was probed.` });
+  if (addresses.length > 1)
+    limitations.push({
+      code: 'probe_first_address_only',
+      message: `${host} has ${addresses.length} addresses; ${address} was probed.`,
+    });
   const filtered = TCP_PORTS.filter((p) => states.get(p.port) === 'filtered').map((p) => p.port);
   return {
     status: 'completed',
-    projection: { host, address, ports: TCP_PORTS.map((p) => ({ port: p.port, service: p.service, state: states.get(p.port) ?? 'not_probed' })), filtered },
-    objects, relations, findings, limitations, sources: [{ source: 'tcp_connect' }],
+    projection: {
+      host,
+      address,
+      ports: TCP_PORTS.map((p) => ({ port: p.port, service: p.service, state: states.get(p.port) ?? 'not_probed' })),
+      filtered,
+    },
+    objects,
+    relations,
+    findings,
+    limitations,
+    sources: [{ source: 'tcp_connect' }],
   };
 }
 
@@ -116,7 +202,11 @@ export async function runTcpProbeCheck(task: ScanTask, ctx: CheckContext, o: Tcp
 
 const AXFR_MAX_RECORDS = 5000;
 
-export async function runAxfrCheck(task: ScanTask, ctx: CheckContext, o: { timeoutMs?: number } = {}): Promise<CheckOutput> {
+export async function runAxfrCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: { timeoutMs?: number } = {},
+): Promise<CheckOutput> {
   const guard = guardOf(ctx);
   const resolver = resolverOf(ctx.runtime);
   if (!guard || !resolver) return noGuard('the zone transfer');
@@ -124,13 +214,27 @@ export async function runAxfrCheck(task: ScanTask, ctx: CheckContext, o: { timeo
   const scope = scopeOf(String(task.params.scope ?? zone));
   const ns = await resolver.query(zone, 'NS', { signal: ctx.signal });
   if (presence(ns) === 'indeterminate') {
-    return notRun(ns.outcome === 'timeout' ? 'timeout' : 'unavailable', 'dns_failure', [{ code: 'dns_indeterminate', message: `The NS query for ${zone} got no usable answer: no zone transfer was asked.` }], []);
+    return notRun(
+      ns.outcome === 'timeout' ? 'timeout' : 'unavailable',
+      'dns_failure',
+      [
+        {
+          code: 'dns_indeterminate',
+          message: `The NS query for ${zone} got no usable answer: no zone transfer was asked.`,
+        },
+      ],
+      [],
+    );
   }
   const servers = recordsOf(ns).map((r) => normalName(String(r.data)));
   // A name server out of scope belongs to someone else: active work never touches it.
   const inScope = servers.filter((s) => scope.inScope(s));
   const limitations: Limitation[] = [];
-  if (servers.length > inScope.length) limitations.push({ code: 'axfr_out_of_scope_servers', message: `${servers.length - inScope.length} name server(s) of ${zone} are out of scope and were not asked for a transfer.` });
+  if (servers.length > inScope.length)
+    limitations.push({
+      code: 'axfr_out_of_scope_servers',
+      message: `${servers.length - inScope.length} name server(s) of ${zone} are out of scope and were not asked for a transfer.`,
+    });
   const findings: FindingOut[] = [];
   const names = new Set<string>();
   const asked: Array<{ server: string; outcome: string }> = [];
@@ -143,30 +247,64 @@ export async function runAxfrCheck(task: ScanTask, ctx: CheckContext, o: { timeo
     const result = await transfer(guard, addresses[0]!, server, zone, o.timeoutMs ?? 10_000, ctx.signal);
     asked.push({ server, outcome: result.outcome });
     if (result.outcome === 'allowed') {
-      findings.push(scanFinding('scan_zone_transfer_allowed', { type: 'domain', key: zone }, `${server} transferred the zone ${zone} (${result.records} records).`, [`AXFR ${zone} @${server}: ${result.records} records`]));
+      findings.push(
+        scanFinding(
+          'scan_zone_transfer_allowed',
+          { type: 'domain', key: zone },
+          `${server} transferred the zone ${zone} (${result.records} records).`,
+          [`AXFR ${zone} @${server}: ${result.records} records`],
+        ),
+      );
       for (const n of result.names) if (scope.inScope(n) && isHostName(n)) names.add(n);
     }
   }
   const discoveries: Discovery[] = [...names].filter((n) => n !== zone).map((name) => ({ name, source: 'axfr' }));
   const distance = (task.distance ?? 0) + 1;
   const failed = asked.filter((a) => a.outcome === 'timeout' || a.outcome === 'failed' || a.outcome === 'unreachable');
-  if (failed.length > 0) limitations.push({ code: 'axfr_unanswered', message: `No transfer answer from ${failed.map((f) => f.server).join(', ')}: whether they allow one is unknown.` });
+  if (failed.length > 0)
+    limitations.push({
+      code: 'axfr_unanswered',
+      message: `No transfer answer from ${failed.map((f) => f.server).join(', ')}: whether they allow one is unknown.`,
+    });
   return {
-    status: failed.length > 0 && failed.length === asked.length && asked.length > 0 ? 'unavailable' : failed.length > 0 ? 'partial' : 'completed',
+    status:
+      failed.length > 0 && failed.length === asked.length && asked.length > 0
+        ? 'unavailable'
+        : failed.length > 0
+          ? 'partial'
+          : 'completed',
     projection: { zone, servers: asked, discoveries },
     ...recorded(discoveries, zone, distance),
-    findings, limitations, sources: [{ source: 'axfr' }],
+    findings,
+    limitations,
+    sources: [{ source: 'axfr' }],
   };
 }
 
-async function transfer(guard: OutboundGuard, address: string, server: string, zone: string, timeoutMs: number, signal: AbortSignal): Promise<{ outcome: 'allowed' | 'refused' | 'timeout' | 'failed'; records: number; names: string[] }> {
+async function transfer(
+  guard: OutboundGuard,
+  address: string,
+  server: string,
+  zone: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<{ outcome: 'allowed' | 'refused' | 'timeout' | 'failed'; records: number; names: string[] }> {
   let socket;
   try {
     socket = await guard.connectTcp({ address, port: 53, host: server }, { timeoutMs, signal });
   } catch (err) {
-    return { outcome: err instanceof OutboundFetchError && err.kind === 'timeout' ? 'timeout' : 'failed', records: 0, names: [] };
+    return {
+      outcome: err instanceof OutboundFetchError && err.kind === 'timeout' ? 'timeout' : 'failed',
+      records: 0,
+      names: [],
+    };
   }
-  const query = packet.encode({ type: 'query', id: randomInt(0, 0x10000), flags: 0, questions: [{ type: 'AXFR', name: zone, class: 'IN' }] });
+  const query = packet.encode({
+    type: 'query',
+    id: randomInt(0, 0x10000),
+    flags: 0,
+    questions: [{ type: 'AXFR', name: zone, class: 'IN' }],
+  });
   const frame = Buffer.alloc(2 + query.length);
   frame.writeUInt16BE(query.length, 0);
   query.copy(frame, 2);
@@ -218,10 +356,63 @@ async function transfer(guard: OutboundGuard, address: string, server: string, z
 
 /** Names worth trying in any zone (docs/products/scan.md). */
 export const WORDLIST = [
-  'www', 'mail', 'webmail', 'smtp', 'imap', 'pop', 'mx', 'ns1', 'ns2', 'vpn', 'remote', 'portal', 'admin', 'intranet', 'internal',
-  'dev', 'staging', 'stage', 'test', 'qa', 'uat', 'beta', 'demo', 'api', 'app', 'apps', 'auth', 'sso', 'login', 'id', 'cdn',
-  'static', 'assets', 'img', 'media', 'files', 'blog', 'shop', 'store', 'm', 'mobile', 'support', 'help', 'docs', 'status',
-  'git', 'gitlab', 'jenkins', 'ci', 'grafana', 'monitor', 'owa', 'autodiscover', 'exchange', 'ftp', 'db', 'backup',
+  'www',
+  'mail',
+  'webmail',
+  'smtp',
+  'imap',
+  'pop',
+  'mx',
+  'ns1',
+  'ns2',
+  'vpn',
+  'remote',
+  'portal',
+  'admin',
+  'intranet',
+  'internal',
+  'dev',
+  'staging',
+  'stage',
+  'test',
+  'qa',
+  'uat',
+  'beta',
+  'demo',
+  'api',
+  'app',
+  'apps',
+  'auth',
+  'sso',
+  'login',
+  'id',
+  'cdn',
+  'static',
+  'assets',
+  'img',
+  'media',
+  'files',
+  'blog',
+  'shop',
+  'store',
+  'm',
+  'mobile',
+  'support',
+  'help',
+  'docs',
+  'status',
+  'git',
+  'gitlab',
+  'jenkins',
+  'ci',
+  'grafana',
+  'monitor',
+  'owa',
+  'autodiscover',
+  'exchange',
+  'ftp',
+  'db',
+  'backup',
 ] as const;
 export const CANARIES = 5;
 /** More canaries than this resolving means the zone answers anything: the results prove nothing. */
@@ -229,7 +420,13 @@ export const CANARY_TOLERANCE = 1;
 
 export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promise<CheckOutput> {
   const resolver = resolverOf(ctx.runtime);
-  if (!resolver) return notRun('unavailable', 'resolver_not_configured', [{ code: 'dns_unavailable', message: 'No DNS resolver is configured; the wordlist did not run.' }], []);
+  if (!resolver)
+    return notRun(
+      'unavailable',
+      'resolver_not_configured',
+      [{ code: 'dns_unavailable', message: 'No DNS resolver is configured; the wordlist did not run.' }],
+      [],
+    );
   const zone = normalName(task.objectKey);
   const canaries = Array.from({ length: CANARIES }, () => `lss-canary-${randomBytes(6).toString('hex')}`);
   const words = [...canaries.slice(0, 2), ...WORDLIST, ...canaries.slice(2)];
@@ -240,15 +437,24 @@ export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promi
   const limitations: Limitation[] = [];
   let discoveries: Discovery[] = WORDLIST.filter(resolved).map((w) => ({ name: `${w}.${zone}`, source: 'wordlist' }));
   if (canaryHits > CANARY_TOLERANCE) {
-    limitations.push({ code: 'wordlist_dropped_canaries', message: `${canaryHits} of ${CANARIES} random canary names under ${zone} resolved: the zone answers any name, so the wordlist's ${discoveries.length} hits prove nothing and were dropped.` });
+    limitations.push({
+      code: 'wordlist_dropped_canaries',
+      message: `${canaryHits} of ${CANARIES} random canary names under ${zone} resolved: the zone answers any name, so the wordlist's ${discoveries.length} hits prove nothing and were dropped.`,
+    });
     discoveries = [];
   }
-  if (indeterminate > 0) limitations.push({ code: 'dns_indeterminate', message: `${indeterminate} of ${words.length} wordlist questions under ${zone} got no usable answer: those names are unknown, not absent.` });
+  if (indeterminate > 0)
+    limitations.push({
+      code: 'dns_indeterminate',
+      message: `${indeterminate} of ${words.length} wordlist questions under ${zone} got no usable answer: those names are unknown, not absent.`,
+    });
   return {
     status: indeterminate > 0 ? 'partial' : 'completed',
     projection: { zone, tried: WORDLIST.length, canaries: CANARIES, canaryHits, discoveries },
     ...recorded(discoveries, zone, (task.distance ?? 0) + 1),
-    findings: [], limitations, sources: [{ source: 'dns_resolver' }],
+    findings: [],
+    limitations,
+    sources: [{ source: 'dns_resolver' }],
   };
 }
 
@@ -256,7 +462,11 @@ export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promi
 
 const HTML = /^\s*(<!doctype html|<html|<head|<body)/i;
 
-export async function runWellKnownCheck(task: ScanTask, ctx: CheckContext, o: { timeoutMs?: number } = {}): Promise<CheckOutput> {
+export async function runWellKnownCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: { timeoutMs?: number } = {},
+): Promise<CheckOutput> {
   const guard = guardOf(ctx);
   if (!guard) return noGuard('the well-known paths');
   const host = normalName(String(task.params.host ?? task.objectKey));
@@ -264,7 +474,12 @@ export async function runWellKnownCheck(task: ScanTask, ctx: CheckContext, o: { 
   const hostRef = { type: 'host', key: host };
   const get = async (path: string) => {
     try {
-      const res = await guard.fetch(`${base}${path}`, { timeoutMs: o.timeoutMs ?? 8000, maxBytes: 64 * 1024, maxRedirects: 0, signal: ctx.signal });
+      const res = await guard.fetch(`${base}${path}`, {
+        timeoutMs: o.timeoutMs ?? 8000,
+        maxBytes: 64 * 1024,
+        maxRedirects: 0,
+        signal: ctx.signal,
+      });
       return { status: res.status, body: res.body.toString('utf8'), type: String(res.headers['content-type'] ?? '') };
     } catch {
       return null; // no answer: nothing can be said about the path
@@ -273,27 +488,66 @@ export async function runWellKnownCheck(task: ScanTask, ctx: CheckContext, o: { 
   const [security, git, env] = await Promise.all([get('/.well-known/security.txt'), get('/.git/HEAD'), get('/.env')]);
   const findings: FindingOut[] = [];
   const limitations: Limitation[] = [];
-  const paths: Record<string, number | null> = { '/.well-known/security.txt': security?.status ?? null, '/.git/HEAD': git?.status ?? null, '/.env': env?.status ?? null };
+  const paths: Record<string, number | null> = {
+    '/.well-known/security.txt': security?.status ?? null,
+    '/.git/HEAD': git?.status ?? null,
+    '/.env': env?.status ?? null,
+  };
   if (security && (security.status === 404 || security.status === 410)) {
-    findings.push(scanFinding('scan_security_txt_missing', hostRef, `${base}/.well-known/security.txt answered ${security.status}.`, [`GET /.well-known/security.txt → ${security.status}`]));
+    findings.push(
+      scanFinding(
+        'scan_security_txt_missing',
+        hostRef,
+        `${base}/.well-known/security.txt answered ${security.status}.`,
+        [`GET /.well-known/security.txt → ${security.status}`],
+      ),
+    );
   }
   if (git && git.status === 200 && !HTML.test(git.body) && /^(ref: refs\/\S+|[0-9a-f]{40})\s*$/.test(git.body.trim())) {
-    findings.push(scanFinding('scan_exposed_git_repository', hostRef, `${base}/.git/HEAD is readable: the site's Git repository may be downloadable.`, [`GET /.git/HEAD → 200 "${git.body.trim().slice(0, 60)}"`]));
+    findings.push(
+      scanFinding(
+        'scan_exposed_git_repository',
+        hostRef,
+        `${base}/.git/HEAD is readable: the site's Git repository may be downloadable.`,
+        [`GET /.git/HEAD → 200 "${git.body.trim().slice(0, 60)}"`],
+      ),
+    );
   }
   if (env && env.status === 200 && !HTML.test(env.body) && /^[A-Z_][A-Z0-9_]*=.*/m.test(env.body)) {
-    findings.push(scanFinding('scan_exposed_env_file', hostRef, `${base}/.env is readable: it holds KEY=value settings.`, [`GET /.env → 200 (${env.body.split('\n').length} lines; values not stored)`]));
+    findings.push(
+      scanFinding('scan_exposed_env_file', hostRef, `${base}/.env is readable: it holds KEY=value settings.`, [
+        `GET /.env → 200 (${env.body.split('\n').length} lines; values not stored)`,
+      ]),
+    );
   }
-  const unanswered = Object.entries(paths).filter(([, s]) => s === null).map(([p]) => p);
-  if (unanswered.length > 0) limitations.push({ code: 'well_known_unanswered', message: `${base}: no answer for ${unanswered.join(', ')}; nothing is known about them.` });
+  const unanswered = Object.entries(paths)
+    .filter(([, s]) => s === null)
+    .map(([p]) => p);
+  if (unanswered.length > 0)
+    limitations.push({
+      code: 'well_known_unanswered',
+      message: `${base}: no answer for ${unanswered.join(', ')}; nothing is known about them.`,
+    });
   return {
     status: unanswered.length === 3 ? 'unavailable' : unanswered.length > 0 ? 'partial' : 'completed',
     ...(unanswered.length === 3 ? { reason: 'no_response' } : {}),
-    projection: { host, paths }, objects: [], relations: [], findings, limitations, sources: [{ source: 'https' }],
+    projection: { host, paths },
+    objects: [],
+    relations: [],
+    findings,
+    limitations,
+    sources: [{ source: 'https' }],
   };
 }
 
 // ---- scan.tls_protocols ---------------------------------------------------------------------
 
-export function runScanTlsProtocolsCheck(task: ScanTask, ctx: CheckContext, o: { handshakeTimeoutMs?: number } = {}): Promise<CheckOutput> {
-  return runTlsProtocolsCheck(String(task.params.url ?? `https://${task.objectKey}/`), ctx, { handshakeTimeoutMs: o.handshakeTimeoutMs ?? 8000 });
+export function runScanTlsProtocolsCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: { handshakeTimeoutMs?: number } = {},
+): Promise<CheckOutput> {
+  return runTlsProtocolsCheck(String(task.params.url ?? `https://${task.objectKey}/`), ctx, {
+    handshakeTimeoutMs: o.handshakeTimeoutMs ?? 8000,
+  });
 }

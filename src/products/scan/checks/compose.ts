@@ -20,7 +20,11 @@ export function combinedStatus(parts: readonly LaneStatus[]): LaneStatus {
   return parts.includes('failed') ? 'failed' : 'unavailable';
 }
 
-export function composeOutputs(parts: readonly CheckOutput[], projection: Record<string, unknown>, status = combinedStatus(parts.map((p) => p.status))): CheckOutput {
+export function composeOutputs(
+  parts: readonly CheckOutput[],
+  projection: Record<string, unknown>,
+  status = combinedStatus(parts.map((p) => p.status)),
+): CheckOutput {
   const objects: ObjectOut[] = [];
   const relations: RelationOut[] = [];
   const out: CheckOutput = { status, projection, objects, relations, findings: [], limitations: [], sources: [] };

@@ -10,13 +10,26 @@
 //     authoritative NXDOMAIN for the name (the rcode of a CNAME chain is its last target's).
 //   - Out-of-scope names are recorded at distance 1, never followed; in-scope ones one hop further
 //     than this name.
-import type { QueryResult, RecordType, } from '../../../dns/types.ts';
+import type { QueryResult, RecordType } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
-import type { CheckOutput, FindingOut, GateResult, ObjectOut, ObjectRef, RelationOut } from '../../../contract/tasks.ts';
+import type {
+  CheckOutput,
+  FindingOut,
+  GateResult,
+  ObjectOut,
+  ObjectRef,
+  RelationOut,
+} from '../../../contract/tasks.ts';
 import type { Limitation } from '../../../contract/lanes.ts';
 import { canonicalIp, failureOf, notRun, resolverOf } from '../../kit/dns-replies.ts';
-import { WILDCARD_TYPES, matchWildcard, type WildcardMatch, type WildcardProbe, type WildcardType } from '../rules/wildcard.ts';
+import {
+  WILDCARD_TYPES,
+  matchWildcard,
+  type WildcardMatch,
+  type WildcardProbe,
+  type WildcardType,
+} from '../rules/wildcard.ts';
 import { isHostName, isServiceName, normalName, parentLevel, scopeOf } from '../rules/names.ts';
 import type { Discovery, DnsFacts } from '../rules/planner.ts';
 import type { NameSource } from '../rules/profiles.ts';
@@ -27,8 +40,20 @@ const BASE_TYPES: readonly RecordType[] = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TX
 
 /** SRV names probed at the registrable domain (services that publish their hosts this way). */
 export const SRV_PROBES = [
-  '_sip._tcp', '_sips._tcp', '_sip._udp', '_xmpp-server._tcp', '_xmpp-client._tcp', '_submission._tcp', '_submissions._tcp',
-  '_imaps._tcp', '_pop3s._tcp', '_autodiscover._tcp', '_caldavs._tcp', '_carddavs._tcp', '_ldap._tcp', '_kerberos._tcp',
+  '_sip._tcp',
+  '_sips._tcp',
+  '_sip._udp',
+  '_xmpp-server._tcp',
+  '_xmpp-client._tcp',
+  '_submission._tcp',
+  '_submissions._tcp',
+  '_imaps._tcp',
+  '_pop3s._tcp',
+  '_autodiscover._tcp',
+  '_caldavs._tcp',
+  '_carddavs._tcp',
+  '_ldap._tcp',
+  '_kerberos._tcp',
 ] as const;
 
 /** CNAME chains longer than this are not followed (resolvers give up far sooner). */
@@ -43,9 +68,18 @@ interface Found {
   truncated: Set<NameSource>;
 }
 
-export async function runScanDnsCheck(task: { objectKey: string; params: Record<string, unknown>; distance?: number }, ctx: CheckContext): Promise<CheckOutput> {
+export async function runScanDnsCheck(
+  task: { objectKey: string; params: Record<string, unknown>; distance?: number },
+  ctx: CheckContext,
+): Promise<CheckOutput> {
   const resolver = resolverOf(ctx.runtime);
-  if (!resolver) return notRun('unavailable', 'resolver_not_configured', [{ code: 'dns_unavailable', message: 'No DNS resolver is configured; the name was not resolved.' }], []);
+  if (!resolver)
+    return notRun(
+      'unavailable',
+      'resolver_not_configured',
+      [{ code: 'dns_unavailable', message: 'No DNS resolver is configured; the name was not resolved.' }],
+      [],
+    );
   const name = normalName(task.objectKey);
   const distance = task.distance ?? 0;
   const target = String(task.params.target ?? name);
@@ -56,10 +90,19 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
   const results = await Promise.all(types.map((t) => q(name, t)));
   const by = Object.fromEntries(types.map((t, i) => [t, results[i]!])) as Record<string, QueryResult>;
 
-  const limitations: Limitation[] = results.filter((r) => presence(r) === 'indeterminate').map((r) => indeterminateLimitation(r));
+  const limitations: Limitation[] = results
+    .filter((r) => presence(r) === 'indeterminate')
+    .map((r) => indeterminateLimitation(r));
   if (limitations.length === results.length) {
     const f = failureOf(results);
-    return notRun(f.status, f.reason, limitations, [DNS_SOURCE], { name, match: 'unknown', addresses: [], hasMx: false, cnameTargets: [], discoveries: [] } satisfies DnsFacts as unknown as Record<string, unknown>);
+    return notRun(f.status, f.reason, limitations, [DNS_SOURCE], {
+      name,
+      match: 'unknown',
+      addresses: [],
+      hasMx: false,
+      cnameTargets: [],
+      discoveries: [],
+    } satisfies DnsFacts as unknown as Record<string, unknown>);
   }
 
   // The wildcard of this name's level, before anything fans out from it.
@@ -67,12 +110,23 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
   const probe = (gate?.projection ?? null) as WildcardProbe | null;
   let match: WildcardMatch | 'n/a' = 'n/a';
   if (name !== target) {
-    match = probe ? matchWildcard(probe, Object.fromEntries(WILDCARD_TYPES.map((t) => [t, by[t]!])) as Record<WildcardType, QueryResult>) : 'unknown';
+    match = probe
+      ? matchWildcard(
+          probe,
+          Object.fromEntries(WILDCARD_TYPES.map((t) => [t, by[t]!])) as Record<WildcardType, QueryResult>,
+        )
+      : 'unknown';
     if (match === 'match') return collapsed(name, probe!, distance);
     if (match === 'unknown') {
-      limitations.push({ code: 'wildcard_unknown', message: `Whether ${parentLevel(name)} answers any name is unknown (its wildcard probe got no usable answer): ${name} is kept as a host.` });
+      limitations.push({
+        code: 'wildcard_unknown',
+        message: `Whether ${parentLevel(name)} answers any name is unknown (its wildcard probe got no usable answer): ${name} is kept as a host.`,
+      });
     } else if (match === 'possible') {
-      limitations.push({ code: 'wildcard_possible', message: `Random names under ${parentLevel(name)} answered with varying data: ${name} may be a wildcard answer; it is kept and marked.` });
+      limitations.push({
+        code: 'wildcard_possible',
+        message: `Random names under ${parentLevel(name)} answered with varying data: ${name} may be a wildcard answer; it is kept and marked.`,
+      });
     }
   }
 
@@ -80,19 +134,41 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
   const found: Found = { objects: [], relations: [], discoveries: [], truncated: new Set() };
   const findings: FindingOut[] = [];
   const at = (n: string) => (scope.inScope(n) ? distance + 1 : 1);
-  const record = (n: string, relation: RelationOut['relation'], direction: 'to' | 'from', source: NameSource | null) => {
+  const record = (
+    n: string,
+    relation: RelationOut['relation'],
+    direction: 'to' | 'from',
+    source: NameSource | null,
+  ) => {
     const other = normalName(n);
     if (!other || other === '.' || other === name || !isHostName(other)) return;
     const ref: ObjectRef = { type: other === scope.registrable ? 'domain' : 'host', key: other };
-    found.objects.push({ ...ref, discovered: true, distance: at(other), projection: { name: other, inScope: scope.inScope(other), foundVia: source ?? relation, foundFrom: name } });
+    found.objects.push({
+      ...ref,
+      discovered: true,
+      distance: at(other),
+      projection: { name: other, inScope: scope.inScope(other), foundVia: source ?? relation, foundFrom: name },
+    });
     found.relations.push(direction === 'to' ? { from: self, relation, to: ref } : { from: ref, relation, to: self });
     if (source) found.discoveries.push({ name: other, source });
   };
 
   // Addresses (at the end of any CNAME chain).
-  const addresses = [...new Set([...recordsOf(by.A!), ...recordsOf(by.AAAA!)].map((r) => canonicalIp(r.data)).filter((x): x is string => x !== null))];
+  const addresses = [
+    ...new Set(
+      [...recordsOf(by.A!), ...recordsOf(by.AAAA!)]
+        .map((r) => canonicalIp(r.data))
+        .filter((x): x is string => x !== null),
+    ),
+  ];
   for (const address of addresses) {
-    found.objects.push({ type: 'ip_address', key: address, discovered: true, distance: distance + 1, projection: { address, version: address.includes(':') ? 6 : 4 } });
+    found.objects.push({
+      type: 'ip_address',
+      key: address,
+      discovered: true,
+      distance: distance + 1,
+      projection: { address, version: address.includes(':') ? 6 : 4 },
+    });
     found.relations.push({ from: self, relation: 'resolves_to', to: { type: 'ip_address', key: address } });
   }
 
@@ -104,21 +180,44 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
     const from = chain.targets[i - 1]!;
     const to = chain.targets[i]!;
     if (isHostName(from) && isHostName(to)) {
-      found.objects.push({ type: 'host', key: to, discovered: true, distance: at(to) + i, projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from } });
+      found.objects.push({
+        type: 'host',
+        key: to,
+        discovered: true,
+        distance: at(to) + i,
+        projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from },
+      });
       found.relations.push({ from: { type: 'host', key: from }, relation: 'cname_to', to: { type: 'host', key: to } });
     }
   }
   // A loop or a runaway chain is reported once, on the alias where it starts; the names along it
   // (followed because they were CNAME targets) do not repeat it.
   const startsChain = task.params.via !== 'cname';
-  if (chain.loop && startsChain) findings.push(scanFinding('scan_cname_loop', self, `${name}'s CNAME chain comes back to ${chain.loop}.`, [`CNAME ${[name, ...chain.targets].slice(0, 20).join(' → ')}`]));
+  if (chain.loop && startsChain)
+    findings.push(
+      scanFinding('scan_cname_loop', self, `${name}'s CNAME chain comes back to ${chain.loop}.`, [
+        `CNAME ${[name, ...chain.targets].slice(0, 20).join(' → ')}`,
+      ]),
+    );
   if (chain.targets.length > CNAME_RUNAWAY && startsChain) {
-    findings.push(scanFinding('scan_cname_chain_runaway', self, `${name}'s CNAME chain has more than ${CNAME_RUNAWAY} aliases; it was followed no further.`, [`CNAME ${[name, ...chain.targets.slice(0, CNAME_RUNAWAY)].join(' → ')} → …`]));
+    findings.push(
+      scanFinding(
+        'scan_cname_chain_runaway',
+        self,
+        `${name}'s CNAME chain has more than ${CNAME_RUNAWAY} aliases; it was followed no further.`,
+        [`CNAME ${[name, ...chain.targets.slice(0, CNAME_RUNAWAY)].join(' → ')} → …`],
+      ),
+    );
   }
   // RFC 6604: with a CNAME, the rcode is its last target's. NXDOMAIN is authoritative absence.
   if (chain.targets.length > 0 && !chain.loop && by.A!.outcome === 'nxdomain' && !isServiceName(name)) {
     const last = chain.targets[chain.targets.length - 1]!;
-    findings.push(scanFinding('scan_dangling_cname', self, `${name} is an alias of ${last}, which does not exist (NXDOMAIN).`, [`CNAME ${[name, ...chain.targets].join(' → ')}`, `A ${name}: NXDOMAIN`]));
+    findings.push(
+      scanFinding('scan_dangling_cname', self, `${name} is an alias of ${last}, which does not exist (NXDOMAIN).`, [
+        `CNAME ${[name, ...chain.targets].join(' → ')}`,
+        `A ${name}: NXDOMAIN`,
+      ]),
+    );
   }
 
   // MX, NS, SPF, SRV: names the domain points at.
@@ -129,7 +228,8 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
     const srv = await Promise.all(SRV_PROBES.map((s) => q(`${s}.${name}`, 'SRV')));
     for (const r of srv) {
       if (presence(r) === 'indeterminate') limitations.push(indeterminateLimitation(r, 'service record'));
-      for (const rec of recordsOf(r)) record(String((rec.data as { target: string }).target), 'discovered_from', 'from', 'srv');
+      for (const rec of recordsOf(r))
+        record(String((rec.data as { target: string }).target), 'discovered_from', 'from', 'srv');
     }
   }
 
@@ -143,15 +243,28 @@ export async function runScanDnsCheck(task: { objectKey: string; params: Record<
     discoveries.push(...kept);
     if (truncated) {
       found.truncated.add(source);
-      limitations.push({ code: 'source_truncated', message: `${name}: its ${source} records name ${unique.length} hosts; the first ${sourceCap} are followed (the profile's limit per source).` });
+      limitations.push({
+        code: 'source_truncated',
+        message: `${name}: its ${source} records name ${unique.length} hosts; the first ${sourceCap} are followed (the profile's limit per source).`,
+      });
     }
   }
 
   const facts: DnsFacts = {
-    name, match, addresses, hasMx: recordsOf(by.MX!).length > 0, cnameTargets: chain.targets.slice(0, CNAME_RUNAWAY), discoveries,
+    name,
+    match,
+    addresses,
+    hasMx: recordsOf(by.MX!).length > 0,
+    cnameTargets: chain.targets.slice(0, CNAME_RUNAWAY),
+    discoveries,
   };
-  const records = Object.fromEntries(types.map((t) => [t, { outcome: by[t]!.outcome, rcode: by[t]!.rcode, data: recordsOf(by[t]!).map((r) => r.data) }]));
-  const selfObject: ObjectOut = { ...self, projection: { name, inScope: true, exists: by.A!.outcome !== 'nxdomain', records, wildcard: match } };
+  const records = Object.fromEntries(
+    types.map((t) => [t, { outcome: by[t]!.outcome, rcode: by[t]!.rcode, data: recordsOf(by[t]!).map((r) => r.data) }]),
+  );
+  const selfObject: ObjectOut = {
+    ...self,
+    projection: { name, inScope: true, exists: by.A!.outcome !== 'nxdomain', records, wildcard: match },
+  };
   const partial = limitations.some((l) => l.code !== 'wildcard_possible');
   return {
     status: partial ? 'partial' : 'completed',
@@ -171,20 +284,39 @@ function collapsed(name: string, probe: WildcardProbe, distance: number): CheckO
   return {
     status: 'completed',
     projection: facts as unknown as Record<string, unknown>,
-    objects: [{
-      ...wildcard, distance, discovered: true,
-      projection: { name: `*.${probe.level}`, wildcard: true, answers: Object.fromEntries(Object.entries(probe.types).map(([t, v]) => [t, v.answers])) },
-      evidence: [{ summary: `${name} answered exactly as the wildcard of ${probe.level}: collapsed into it.` }],
-    }],
+    objects: [
+      {
+        ...wildcard,
+        distance,
+        discovered: true,
+        projection: {
+          name: `*.${probe.level}`,
+          wildcard: true,
+          answers: Object.fromEntries(Object.entries(probe.types).map(([t, v]) => [t, v.answers])),
+        },
+        evidence: [{ summary: `${name} answered exactly as the wildcard of ${probe.level}: collapsed into it.` }],
+      },
+    ],
     relations: [],
-    findings: [scanFinding('scan_wildcard_dns', wildcard, `${probe.level} answers any name with the same records (wildcard DNS).`, [`${name}: every record equals the wildcard's`])],
+    findings: [
+      scanFinding(
+        'scan_wildcard_dns',
+        wildcard,
+        `${probe.level} answers any name with the same records (wildcard DNS).`,
+        [`${name}: every record equals the wildcard's`],
+      ),
+    ],
     limitations: [],
     sources: [DNS_SOURCE],
   };
 }
 
 /** The CNAME chain from `name`: targets in order, and where it loops (if it does). */
-export function cnameChain(name: string, a: QueryResult, cname: QueryResult): { targets: string[]; loop: string | null } {
+export function cnameChain(
+  name: string,
+  a: QueryResult,
+  cname: QueryResult,
+): { targets: string[]; loop: string | null } {
   const records = [...a.answers, ...cname.answers].filter((r) => r.type === 'CNAME');
   const next = new Map<string, string>();
   for (const r of records) next.set(normalName(r.name), normalName(String(r.data)));

@@ -4,8 +4,21 @@ import type { CheckSpec } from '../../kit/product-contract.ts';
 import { SCAN_CHECKS } from '../rules/planner.ts';
 import { runScanDnsCheck } from './dns-check.ts';
 import { runWildcardCheck } from './wildcard-check.ts';
-import { postureTimeouts, runScanDomainCheck, runScanMailCheck, runScanWebCheck, type PostureOptions } from './posture-checks.ts';
-import { runAxfrCheck, runScanTlsProtocolsCheck, runTcpProbeCheck, runWellKnownCheck, runWordlistCheck, type TcpProbeOptions } from './active-checks.ts';
+import {
+  postureTimeouts,
+  runScanDomainCheck,
+  runScanMailCheck,
+  runScanWebCheck,
+  type PostureOptions,
+} from './posture-checks.ts';
+import {
+  runAxfrCheck,
+  runScanTlsProtocolsCheck,
+  runTcpProbeCheck,
+  runWellKnownCheck,
+  runWordlistCheck,
+  type TcpProbeOptions,
+} from './active-checks.ts';
 
 export interface ScanCheckOptions extends PostureOptions {
   tcp?: TcpProbeOptions;
@@ -22,13 +35,38 @@ export function createScanChecks(o: ScanCheckOptions = {}): CheckSpec[] {
     { name: SCAN_CHECKS.wildcard, lane: 'dns', timeoutMs: 15_000, run: (task, ctx) => runWildcardCheck(task, ctx) },
     { name: SCAN_CHECKS.web, lane: 'web', timeoutMs: t.web, run: (task, ctx) => runScanWebCheck(task, ctx, o) },
     { name: SCAN_CHECKS.mail, lane: 'mail', timeoutMs: t.mail, run: (task, ctx) => runScanMailCheck(task, ctx, o) },
-    { name: SCAN_CHECKS.domain, lane: 'domain', timeoutMs: t.domain, run: (task, ctx) => runScanDomainCheck(task, ctx, o) },
+    {
+      name: SCAN_CHECKS.domain,
+      lane: 'domain',
+      timeoutMs: t.domain,
+      run: (task, ctx) => runScanDomainCheck(task, ctx, o),
+    },
     // 28 ports, 8 at a time, 2 s each at worst.
-    { name: SCAN_CHECKS.tcpProbe, lane: 'active', timeoutMs: 30_000, run: (task, ctx) => runTcpProbeCheck(task, ctx, o.tcp) },
-    { name: SCAN_CHECKS.axfr, lane: 'active', timeoutMs: 4 * activeMs + 10_000, run: (task, ctx) => runAxfrCheck(task, ctx, { timeoutMs: activeMs }) },
+    {
+      name: SCAN_CHECKS.tcpProbe,
+      lane: 'active',
+      timeoutMs: 30_000,
+      run: (task, ctx) => runTcpProbeCheck(task, ctx, o.tcp),
+    },
+    {
+      name: SCAN_CHECKS.axfr,
+      lane: 'active',
+      timeoutMs: 4 * activeMs + 10_000,
+      run: (task, ctx) => runAxfrCheck(task, ctx, { timeoutMs: activeMs }),
+    },
     { name: SCAN_CHECKS.wordlist, lane: 'active', timeoutMs: 20_000, run: (task, ctx) => runWordlistCheck(task, ctx) },
-    { name: SCAN_CHECKS.wellKnown, lane: 'active', timeoutMs: activeMs + 10_000, run: (task, ctx) => runWellKnownCheck(task, ctx, { timeoutMs: activeMs }) },
-    { name: SCAN_CHECKS.tlsProtocols, lane: 'active', timeoutMs: activeMs + 10_000, run: (task, ctx) => runScanTlsProtocolsCheck(task, ctx, { handshakeTimeoutMs: activeMs }) },
+    {
+      name: SCAN_CHECKS.wellKnown,
+      lane: 'active',
+      timeoutMs: activeMs + 10_000,
+      run: (task, ctx) => runWellKnownCheck(task, ctx, { timeoutMs: activeMs }),
+    },
+    {
+      name: SCAN_CHECKS.tlsProtocols,
+      lane: 'active',
+      timeoutMs: activeMs + 10_000,
+      run: (task, ctx) => runScanTlsProtocolsCheck(task, ctx, { handshakeTimeoutMs: activeMs }),
+    },
   ];
 }
 

@@ -54,38 +54,61 @@ export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: Post
   // Names the certificate and (when the profile follows links) the page point at.
   const followLinks = profiles[String(task.params.profile ?? 'deep') as ScanProfile]?.sources.includes('link') ?? false;
   const sans = ((tls.projection.certificate as { sans?: string[] } | undefined)?.sans ?? [])
-    .map((s) => normalName(s)).filter((s) => !s.startsWith('*.') && s !== host && isHostName(s));
-  const page = (http.projection.page as { linkedHosts?: string[]; linkedHostsTruncated?: boolean } | null | undefined) ?? null;
+    .map((s) => normalName(s))
+    .filter((s) => !s.startsWith('*.') && s !== host && isHostName(s));
+  const page =
+    (http.projection.page as { linkedHosts?: string[]; linkedHostsTruncated?: boolean } | null | undefined) ?? null;
   const links = followLinks ? (page?.linkedHosts ?? []).map(normalName).filter((h) => h !== host && isHostName(h)) : [];
   const limitations = [];
   const discoveries: Discovery[] = [];
-  for (const [source, names] of [['san', sans], ['link', links]] as const) {
+  for (const [source, names] of [
+    ['san', sans],
+    ['link', links],
+  ] as const) {
     const { kept, truncated } = capped([...new Set(names)], sourceCap);
     discoveries.push(...kept.map((name) => ({ name, source })));
     if (truncated || (source === 'link' && page?.linkedHostsTruncated)) {
-      limitations.push({ code: 'source_truncated', message: `${host}: ${source === 'san' ? 'its certificate names' : 'its page links to'} more hosts than the profile follows from one source (${sourceCap}).` });
+      limitations.push({
+        code: 'source_truncated',
+        message: `${host}: ${source === 'san' ? 'its certificate names' : 'its page links to'} more hosts than the profile follows from one source (${sourceCap}).`,
+      });
     }
   }
   const extra: CheckOutput = {
-    status: limitations.length > 0 ? 'partial' : 'completed', projection: {},
+    status: limitations.length > 0 ? 'partial' : 'completed',
+    projection: {},
     objects: discoveries.map((d) => ({
-      type: 'host', key: d.name, discovered: true,
+      type: 'host',
+      key: d.name,
+      discovered: true,
       projection: { name: d.name, inScope: scope.inScope(d.name), foundVia: d.source, foundFrom: host },
     })),
-    relations: discoveries.filter((d) => d.source === 'link').map((d) => ({ from: { type: 'host', key: d.name }, relation: 'links_to' as const, to: { type: 'host', key: host } })),
-    findings: [], limitations, sources: [],
+    relations: discoveries
+      .filter((d) => d.source === 'link')
+      .map((d) => ({
+        from: { type: 'host', key: d.name },
+        relation: 'links_to' as const,
+        to: { type: 'host', key: host },
+      })),
+    findings: [],
+    limitations,
+    sources: [],
   };
   // The tls check's SAN names carry no provenance of their own: ours (above) say where they came from.
-  tls.objects = tls.objects.filter((o) => !(o.type === 'host' && o.key !== host && discoveries.some((d) => d.name === o.key)));
+  tls.objects = tls.objects.filter(
+    (o) => !(o.type === 'host' && o.key !== host && discoveries.some((d) => d.name === o.key)),
+  );
   for (const o of [http, tls, extra]) placeObjects(o, distance, scope.inScope);
   // Discovered names sit one hop beyond this host (placeObjects moved them from 0 by `distance`).
   for (const o of extra.objects) o.distance = scope.inScope(o.key) ? distance + 1 : 1;
 
   // Takeover: a provider's alias serving that provider's unclaimed-name page.
   const cnameTargets = (task.params.cnameTargets as string[] | undefined) ?? [];
-  if (cnameTargets.some((t) => providerFor(t))) extra.findings.push(...await takeoverFindings(host, cnameTargets, ctx));
+  if (cnameTargets.some((t) => providerFor(t)))
+    extra.findings.push(...(await takeoverFindings(host, cnameTargets, ctx)));
 
-  const httpsResponded = ((http.projection.chains as { https?: { outcome?: string } } | undefined)?.https?.outcome) === 'response';
+  const httpsResponded =
+    (http.projection.chains as { https?: { outcome?: string } } | undefined)?.https?.outcome === 'response';
   const facts: WebFacts = { host, httpsResponded, discoveries, cnameTargets };
   return composeOutputs([http, tls, extra], { ...facts, http: http.projection, tls: tls.projection });
 }
@@ -95,12 +118,26 @@ async function takeoverFindings(host: string, cnameTargets: readonly string[], c
   if (!guard) return [];
   for (const scheme of ['https', 'http']) {
     try {
-      const res = await guard.fetch(`${scheme}://${host}/`, { timeoutMs: 8000, maxBytes: 256 * 1024, maxRedirects: 2, signal: ctx.signal });
+      const res = await guard.fetch(`${scheme}://${host}/`, {
+        timeoutMs: 8000,
+        maxBytes: 256 * 1024,
+        maxRedirects: 2,
+        signal: ctx.signal,
+      });
       const provider = fingerprintMatch(host, cnameTargets, res.body.toString('utf8'));
       if (provider) {
         const code = provider.edgeCase ? 'scan_takeover_fingerprint_edge_case' : 'scan_takeover_fingerprint';
-        return [scanFinding(code, { type: 'host', key: host }, `${host} is an alias of ${cnameTargets.join(' → ')} (${provider.name}), which serves its page for an unclaimed name.`,
-          [`CNAME ${[host, ...cnameTargets].join(' → ')}`, `${scheme}://${host}/ → ${res.status}, body contains the ${provider.name} fingerprint`])];
+        return [
+          scanFinding(
+            code,
+            { type: 'host', key: host },
+            `${host} is an alias of ${cnameTargets.join(' → ')} (${provider.name}), which serves its page for an unclaimed name.`,
+            [
+              `CNAME ${[host, ...cnameTargets].join(' → ')}`,
+              `${scheme}://${host}/ → ${res.status}, body contains the ${provider.name} fingerprint`,
+            ],
+          ),
+        ];
       }
       return [];
     } catch {
@@ -110,36 +147,72 @@ async function takeoverFindings(host: string, cnameTargets: readonly string[], c
   return [];
 }
 
-export async function runScanMailCheck(task: ScanTask, ctx: CheckContext, o: PostureOptions = {}): Promise<CheckOutput> {
+export async function runScanMailCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: PostureOptions = {},
+): Promise<CheckOutput> {
   const domain = normalName(task.objectKey);
   const { run } = mailLaneChecks(o.mail);
   const lanes = (Object.keys(mailLanes) as MailLaneName[]).filter((l) => l !== 'dkim' || task.params.dkim === true);
   const scope = scopeOf(String(task.params.scope ?? domain));
-  const outputs = (await Promise.all(lanes.map((l) => run(l, domain, ctx)))).map((o) => placeObjects(o, task.distance ?? 0, scope.inScope));
+  const outputs = (await Promise.all(lanes.map((l) => run(l, domain, ctx)))).map((o) =>
+    placeObjects(o, task.distance ?? 0, scope.inScope),
+  );
   // The lookup's own assembly gives the cross-lane derivations (DANE × STARTTLS…) and lane statuses.
   const views: TaskOutcomeView[] = lanes.map((l, i) => ({
-    check: mailLanes[l].check, productLane: l, required: mailLanes[l].required, objectKey: domain,
-    status: outputs[i]!.status, ...(outputs[i]!.reason ? { reason: outputs[i]!.reason } : {}), output: outputs[i]!,
+    check: mailLanes[l].check,
+    productLane: l,
+    required: mailLanes[l].required,
+    objectKey: domain,
+    status: outputs[i]!.status,
+    ...(outputs[i]!.reason ? { reason: outputs[i]!.reason } : {}),
+    output: outputs[i]!,
   }));
   const assembled = assembleMail(domain, views);
-  const derived: CheckOutput[] = (assembled.derived ?? []).map((d) => ({ status: 'completed', projection: {}, objects: d.objects, relations: d.relations, findings: d.findings, limitations: [], sources: d.sources }));
+  const derived: CheckOutput[] = (assembled.derived ?? []).map((d) => ({
+    status: 'completed',
+    projection: {},
+    objects: d.objects,
+    relations: d.relations,
+    findings: d.findings,
+    limitations: [],
+    sources: d.sources,
+  }));
   const lanesRun = assembled.lanes.filter((l) => lanes.includes(l.lane as MailLaneName));
   // The mail task's status is its lanes' as the lookup reports them (dane partial without a certificate…).
-  const out = composeOutputs([...outputs, ...derived], { domain, lanes: lanesRun, result: assembled.result }, combinedStatus(lanesRun.map((l) => l.status)));
-  out.limitations.push(...assembled.limitations.filter((l) => !out.limitations.some((x) => x.code === l.code && x.message === l.message)));
-  if (task.params.dkim !== true) out.limitations.push({ code: 'dkim_not_probed', message: 'This profile does not probe DKIM selectors (deep and advanced do).' });
+  const out = composeOutputs(
+    [...outputs, ...derived],
+    { domain, lanes: lanesRun, result: assembled.result },
+    combinedStatus(lanesRun.map((l) => l.status)),
+  );
+  out.limitations.push(
+    ...assembled.limitations.filter((l) => !out.limitations.some((x) => x.code === l.code && x.message === l.message)),
+  );
+  if (task.params.dkim !== true)
+    out.limitations.push({
+      code: 'dkim_not_probed',
+      message: 'This profile does not probe DKIM selectors (deep and advanced do).',
+    });
   return out;
 }
 
-export async function runScanDomainCheck(task: ScanTask, ctx: CheckContext, o: PostureOptions = {}): Promise<CheckOutput> {
+export async function runScanDomainCheck(
+  task: ScanTask,
+  ctx: CheckContext,
+  o: PostureOptions = {},
+): Promise<CheckOutput> {
   const domain = normalName(task.objectKey);
   const rdapTimeoutMs = o.rdapTimeoutMs ?? 15_000;
   const scope = scopeOf(String(task.params.scope ?? domain));
-  const [delegation, registration] = (await Promise.all([
-    runDelegationCheck(domain, ctx),
-    runRegistrationCheck(domain, ctx, { rdapTimeoutMs }),
-  ])).map((o) => placeObjects(o, task.distance ?? 0, scope.inScope)) as [CheckOutput, CheckOutput];
-  return composeOutputs([delegation, registration], { domain, delegation: delegation.projection, registration: registration.projection });
+  const [delegation, registration] = (
+    await Promise.all([runDelegationCheck(domain, ctx), runRegistrationCheck(domain, ctx, { rdapTimeoutMs })])
+  ).map((o) => placeObjects(o, task.distance ?? 0, scope.inScope)) as [CheckOutput, CheckOutput];
+  return composeOutputs([delegation, registration], {
+    domain,
+    delegation: delegation.projection,
+    registration: registration.projection,
+  });
 }
 
 /** Timeouts of the composite tasks: their parts run side by side. */

@@ -42,7 +42,9 @@ export function parentLevel(name: string): string {
  * They are never web targets and never raise a takeover finding.
  */
 export function isServiceName(name: string): boolean {
-  return normalName(name).split('.').some((label) => label.startsWith('_'));
+  return normalName(name)
+    .split('.')
+    .some((label) => label.startsWith('_'));
 }
 
 /** A syntactically usable host name (RFC 1035 lengths, LDH or underscore labels). */

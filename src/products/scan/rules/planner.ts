@@ -85,11 +85,36 @@ function context(input: ScanInput): Ctx {
   const target = normalName(input.target.value);
   const scope = scopeOf(target);
   const p = profiles[input.profile];
-  return { input, p, scope, target, common: { target, scope: scope.registrable, profile: input.profile, sourceCap: p.sourceCap } };
+  return {
+    input,
+    p,
+    scope,
+    target,
+    common: { target, scope: scope.registrable, profile: input.profile, sourceCap: p.sourceCap },
+  };
 }
 
-const task = (c: Ctx, check: string, lane: WorkerLane, productLane: string, unitCost: number, objectKey: string, distance: number, params: Record<string, unknown> = {}, extra: Partial<TaskPlan> = {}): TaskPlan =>
-  ({ check, lane, productLane, required: false, unitCost, objectKey, distance, params: { ...c.common, ...params }, ...extra });
+const task = (
+  c: Ctx,
+  check: string,
+  lane: WorkerLane,
+  productLane: string,
+  unitCost: number,
+  objectKey: string,
+  distance: number,
+  params: Record<string, unknown> = {},
+  extra: Partial<TaskPlan> = {},
+): TaskPlan => ({
+  check,
+  lane,
+  productLane,
+  required: false,
+  unitCost,
+  objectKey,
+  distance,
+  params: { ...c.common, ...params },
+  ...extra,
+});
 
 /** A wildcard probe of a level at or below the registrable domain; none above it (a public suffix). */
 function wildcardProbe(c: Ctx, level: string, distance: number): TaskPlan | null {
@@ -101,7 +126,17 @@ function wildcardProbe(c: Ctx, level: string, distance: number): TaskPlan | null
 function resolveName(c: Ctx, name: string, distance: number, via?: NameSource): TaskPlan[] {
   const level = parentLevel(name);
   const probe = wildcardProbe(c, level, distance);
-  const dns = task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, name, distance, via ? { via } : {}, probe ? { gate: { check: SCAN_CHECKS.wildcard, objectKey: level } } : {});
+  const dns = task(
+    c,
+    SCAN_CHECKS.dns,
+    'dns',
+    'dns',
+    unitCosts.dns,
+    name,
+    distance,
+    via ? { via } : {},
+    probe ? { gate: { check: SCAN_CHECKS.wildcard, objectKey: level } } : {},
+  );
   return probe ? [probe, dns] : [dns];
 }
 
@@ -113,12 +148,25 @@ export function planScan(input: ScanInput): TaskPlan[] {
   const c = context(input);
   const { target, scope, p } = c;
   // The target's own DNS is the one required task: without it the scan has nothing to stand on.
-  const plans: TaskPlan[] = [task(c, SCAN_CHECKS.dns, 'dns', 'dns', unitCosts.dns, target, 0, { srvProbes: target === scope.registrable }, { required: true })];
+  const plans: TaskPlan[] = [
+    task(
+      c,
+      SCAN_CHECKS.dns,
+      'dns',
+      'dns',
+      unitCosts.dns,
+      target,
+      0,
+      { srvProbes: target === scope.registrable },
+      { required: true },
+    ),
+  ];
   plans.push(task(c, SCAN_CHECKS.mail, 'mail', 'mail', unitCosts.mail, target, 0, { dkim: p.dkimProbes }));
   if (p.domain) plans.push(task(c, SCAN_CHECKS.domain, 'domain', 'domain', unitCosts.domain, scope.registrable, 0));
   if (p.web !== 'none') {
     // The apex and www are web targets whatever led to them; they are resolved first like any name.
-    for (const name of [scope.registrable, `www.${scope.registrable}`]) if (name !== target) plans.push(...resolveName(c, name, 1));
+    for (const name of [scope.registrable, `www.${scope.registrable}`])
+      if (name !== target) plans.push(...resolveName(c, name, 1));
   }
   if (active(c)) {
     plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, scope.registrable, 0));
@@ -158,16 +206,26 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
       const plans: TaskPlan[] = [];
       const resolves = (f.addresses ?? []).length > 0;
       if (resolves && wantsWeb(c, name)) {
-        plans.push(task(c, SCAN_CHECKS.web, 'web', 'web', unitCosts.web, name, t.distance, { url: `https://${name}/`, host: name, cnameTargets: f.cnameTargets ?? [] }));
+        plans.push(
+          task(c, SCAN_CHECKS.web, 'web', 'web', unitCosts.web, name, t.distance, {
+            url: `https://${name}/`,
+            host: name,
+            cnameTargets: f.cnameTargets ?? [],
+          }),
+        );
       }
       if (f.hasMx && c.p.mailEveryDomain && name !== c.target && c.scope.inScope(name)) {
-        plans.push(task(c, SCAN_CHECKS.mail, 'mail', 'mail', unitCosts.mail, name, t.distance, { dkim: c.p.dkimProbes }));
+        plans.push(
+          task(c, SCAN_CHECKS.mail, 'mail', 'mail', unitCosts.mail, name, t.distance, { dkim: c.p.dkimProbes }),
+        );
       }
       // A name that is an alias of an out-of-scope name (a CDN) reaches someone else's address:
       // passive checks may visit it like a browser, active work never touches it.
       const aliasOfThirdParty = (f.cnameTargets ?? []).some((t) => !c.scope.inScope(t));
       if (resolves && !isServiceName(name) && !aliasOfThirdParty && (await approved(name))) {
-        plans.push(task(c, SCAN_CHECKS.tcpProbe, 'active', 'active', unitCosts.active, name, t.distance, { host: name }));
+        plans.push(
+          task(c, SCAN_CHECKS.tcpProbe, 'active', 'active', unitCosts.active, name, t.distance, { host: name }),
+        );
       }
       plans.push(...followDiscoveries(c, t.distance, f.discoveries));
       return plans;
@@ -177,7 +235,9 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
       const plans = followDiscoveries(c, t.distance, f.discoveries);
       if (f.httpsResponded && !thirdPartyAlias(c, t) && (await approved(f.host))) {
         const url = `https://${f.host}/`;
-        plans.push(task(c, SCAN_CHECKS.tlsProtocols, 'active', 'active', unitCosts.active, f.host, t.distance, { url }));
+        plans.push(
+          task(c, SCAN_CHECKS.tlsProtocols, 'active', 'active', unitCosts.active, f.host, t.distance, { url }),
+        );
         plans.push(task(c, SCAN_CHECKS.wellKnown, 'active', 'active', unitCosts.active, f.host, t.distance, { url }));
       }
       return plans;
@@ -192,7 +252,7 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
 
 /** The web task carries its host's CNAME targets (params): an alias of a third party? */
 function thirdPartyAlias(c: Ctx, t: FinishedTask): boolean {
-  const targets = ((t.output?.projection as { cnameTargets?: string[] } | undefined)?.cnameTargets) ?? [];
+  const targets = (t.output?.projection as { cnameTargets?: string[] } | undefined)?.cnameTargets ?? [];
   return targets.some((x) => !c.scope.inScope(x));
 }
 

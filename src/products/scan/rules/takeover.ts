@@ -21,15 +21,50 @@ export interface TakeoverProvider {
 }
 
 export const takeoverProviders: readonly TakeoverProvider[] = [
-  { name: 'GitHub Pages', suffixes: ['github.io'], fingerprints: ["There isn't a GitHub Pages site here."], edgeCase: false },
-  { name: 'Amazon S3', suffixes: ['s3.amazonaws.com', 's3-website-us-east-1.amazonaws.com', 's3-website.eu-west-1.amazonaws.com'], fingerprints: ['The specified bucket does not exist', 'NoSuchBucket'], edgeCase: false },
-  { name: 'Heroku', suffixes: ['herokuapp.com', 'herokudns.com'], fingerprints: ['No such app', 'herokucdn.com/error-pages/no-such-app.html'], edgeCase: true },
+  {
+    name: 'GitHub Pages',
+    suffixes: ['github.io'],
+    fingerprints: ["There isn't a GitHub Pages site here."],
+    edgeCase: false,
+  },
+  {
+    name: 'Amazon S3',
+    suffixes: ['s3.amazonaws.com', 's3-website-us-east-1.amazonaws.com', 's3-website.eu-west-1.amazonaws.com'],
+    fingerprints: ['The specified bucket does not exist', 'NoSuchBucket'],
+    edgeCase: false,
+  },
+  {
+    name: 'Heroku',
+    suffixes: ['herokuapp.com', 'herokudns.com'],
+    fingerprints: ['No such app', 'herokucdn.com/error-pages/no-such-app.html'],
+    edgeCase: true,
+  },
   { name: 'Surge.sh', suffixes: ['surge.sh'], fingerprints: ['project not found'], edgeCase: false },
   { name: 'Bitbucket', suffixes: ['bitbucket.io'], fingerprints: ['Repository not found'], edgeCase: false },
-  { name: 'Ghost', suffixes: ['ghost.io'], fingerprints: ['The thing you were looking for is no longer here, or never was'], edgeCase: false },
-  { name: 'Pantheon', suffixes: ['pantheonsite.io'], fingerprints: ['The gods are wise, but do not know of the site which you seek.'], edgeCase: false },
-  { name: 'Shopify', suffixes: ['myshopify.com'], fingerprints: ['Sorry, this shop is currently unavailable.'], edgeCase: true },
-  { name: 'Tumblr', suffixes: ['domains.tumblr.com'], fingerprints: ["Whatever you were looking for doesn't currently exist at this address."], edgeCase: true },
+  {
+    name: 'Ghost',
+    suffixes: ['ghost.io'],
+    fingerprints: ['The thing you were looking for is no longer here, or never was'],
+    edgeCase: false,
+  },
+  {
+    name: 'Pantheon',
+    suffixes: ['pantheonsite.io'],
+    fingerprints: ['The gods are wise, but do not know of the site which you seek.'],
+    edgeCase: false,
+  },
+  {
+    name: 'Shopify',
+    suffixes: ['myshopify.com'],
+    fingerprints: ['Sorry, this shop is currently unavailable.'],
+    edgeCase: true,
+  },
+  {
+    name: 'Tumblr',
+    suffixes: ['domains.tumblr.com'],
+    fingerprints: ["Whatever you were looking for doesn't currently exist at this address."],
+    edgeCase: true,
+  },
   { name: 'Fastly', suffixes: ['fastly.net'], fingerprints: ['Fastly error: unknown domain'], edgeCase: true },
   { name: 'Zendesk', suffixes: ['zendesk.com'], fingerprints: ['Help Center Closed'], edgeCase: true },
   { name: 'Readme.io', suffixes: ['readme.io'], fingerprints: ['Project doesnt exist... yet!'], edgeCase: false },
@@ -41,7 +76,11 @@ export function providerFor(cnameTarget: string): TakeoverProvider | null {
 }
 
 /** The provider whose suffix AND fingerprint both match; null otherwise (or for a service name). */
-export function fingerprintMatch(name: string, cnameTargets: readonly string[], body: string | null): TakeoverProvider | null {
+export function fingerprintMatch(
+  name: string,
+  cnameTargets: readonly string[],
+  body: string | null,
+): TakeoverProvider | null {
   if (isServiceName(name) || !body) return null;
   for (const target of cnameTargets) {
     const p = providerFor(target);

@@ -31,7 +31,9 @@ export type WildcardMatch = 'match' | 'real' | 'possible' | 'unknown';
 
 /** The comparable content of a reply: the CNAME targets of its chain and the records of its type. */
 export function answerSet(r: QueryResult): string[] {
-  const targets = r.answers.filter((a) => a.type === 'CNAME' && r.type !== 'CNAME').map((a) => `CNAME ${String(a.data).toLowerCase().replace(/\.$/, '')}`);
+  const targets = r.answers
+    .filter((a) => a.type === 'CNAME' && r.type !== 'CNAME')
+    .map((a) => `CNAME ${String(a.data).toLowerCase().replace(/\.$/, '')}`);
   const records = recordsOf(r).map((a) => `${a.type} ${JSON.stringify(a.data).toLowerCase()}`);
   return [...new Set([...targets, ...records])].sort();
 }
@@ -42,10 +44,13 @@ export function classifyType(results: readonly QueryResult[]): { state: TypeStat
   if (results.some((r) => presence(r) === 'indeterminate')) return { state: 'unknown', answers: [] };
   if (results.every((r) => r.outcome === 'nxdomain')) return { state: 'none', answers: [] };
   const present = results.filter((r) => presence(r) === 'present');
-  if (present.length === 0) return { state: results.every((r) => r.outcome !== 'nxdomain') ? 'nodata' : 'possible', answers: [] };
+  if (present.length === 0)
+    return { state: results.every((r) => r.outcome !== 'nxdomain') ? 'nodata' : 'possible', answers: [] };
   if (present.length < results.length) return { state: 'possible', answers: [] };
   const sets = present.map(answerSet);
-  return sets.every((s) => same(s, sets[0]!)) ? { state: 'wildcard', answers: sets[0]! } : { state: 'possible', answers: [] };
+  return sets.every((s) => same(s, sets[0]!))
+    ? { state: 'wildcard', answers: sets[0]! }
+    : { state: 'possible', answers: [] };
 }
 
 export function classifyProbe(level: string, byType: Record<WildcardType, readonly QueryResult[]>): WildcardProbe {
@@ -53,7 +58,8 @@ export function classifyProbe(level: string, byType: Record<WildcardType, readon
   const states = Object.values(types).map((t) => t.state);
   let state: WildcardProbe['state'] = 'none';
   if (states.includes('unknown')) state = 'unknown';
-  else if (states.includes('wildcard') || states.includes('nodata')) state = states.includes('possible') ? 'possible' : 'wildcard';
+  else if (states.includes('wildcard') || states.includes('nodata'))
+    state = states.includes('possible') ? 'possible' : 'wildcard';
   else if (states.includes('possible')) state = 'possible';
   return { level, state, types };
 }
