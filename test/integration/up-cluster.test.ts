@@ -58,6 +58,20 @@ describe('npm run up -- --cluster', () => {
     expect(seeds, up.output().slice(-2000)).toMatch(/^127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}$/);
     const ports = seeds!.split(',').map((s) => Number(s.split(':')[1]));
 
+    // The banner may come before the web role answers (it says "starting" then): on a loaded
+    // machine the roles take longer than up.ts waits for /livez.
+    await until(
+      'the web role answering /livez',
+      async () => {
+        if (!up.running()) throw failed();
+        return fetch(`http://127.0.0.1:${port}/livez`).then(
+          (r) => r.ok || undefined,
+          () => undefined,
+        );
+      },
+      60_000,
+      250,
+    );
     const res = await fetch(`http://127.0.0.1:${port}/v2/lookups/mac`, {
       method: 'POST',
       headers: {
