@@ -280,4 +280,10 @@ describe('names and scope', () => {
     expect(inApprovedScope('badexample.test', ['example.test'])).toBe(false);
     expect(inApprovedScope('api.example.test', [])).toBe(false);
   });
+
+  it('a public suffix stored as an approved scope (before the CLI refused them) approves nothing', () => {
+    expect(inApprovedScope('bob.github.io', ['github.io'])).toBe(false);
+    expect(inApprovedScope('shop.example.co.uk', ['co.uk'])).toBe(false);
+    expect(inApprovedScope('bob.github.io', ['github.io', 'bob.github.io'])).toBe(true);
+  });
 });

@@ -55,12 +55,16 @@ export function isHostName(name: string): boolean {
   return n.split('.').every((l) => l.length > 0 && l.length <= 63 && /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9])?$/.test(l));
 }
 
-/** In one of the workspace's approved scopes (`example.com` approves it and every name below). */
+/**
+ * In one of the workspace's approved scopes (`example.com` approves it and every name below). A
+ * public suffix approves nothing: the admin CLI refuses one, and a row stored before it did
+ * (`github.io`) must not approve every owner below it.
+ */
 export function inApprovedScope(host: string, approved: readonly string[]): boolean {
   const h = normalName(host);
   return approved.some((s) => {
     const suffix = normalName(s);
-    return h === suffix || h.endsWith(`.${suffix}`);
+    return (h === suffix || h.endsWith(`.${suffix}`)) && registrableOf(suffix) !== null;
   });
 }
 
