@@ -1,16 +1,16 @@
 // Active work of an advanced scan (options.active, after the admission gates), for in-scope names
-// inside the workspace's approved scopes only (the planner decides; these checks never widen it).
+// inside the approved scope that covers the target only (the planner decides; these checks never widen it).
 // Every connection goes through the outbound guard.
 //   scan.tcp_probe      TCP connect to a documented port list, bounded concurrency per host
 //   scan.axfr           zone transfer of the approved scope's apex, asked of its name servers
 //                       inside that scope only
 //   scan.wordlist       a documented wordlist of names under the approved scope, with random
 //                       canary names around it
+//   scan.well_known     /.well-known/security.txt, /.git/HEAD, /.env
+//   scan.tls_protocols  the web lookup's TLS protocol enumeration
 // Each connection resolves its host again, inside its own task, through the guard (whose lookup is
 // pinned to the addresses it just vetted): an earlier task's answer is never reused, so a record
 // changed since the name's dns task (a rebinding) is vetted again before anything connects.
-//   scan.well_known     /.well-known/security.txt, /.git/HEAD, /.env
-//   scan.tls_protocols  the web lookup's TLS protocol enumeration
 import { randomBytes, randomInt } from 'node:crypto';
 import * as packet from 'dns-packet';
 import { presence, recordsOf } from '../../../dns/presence.ts';

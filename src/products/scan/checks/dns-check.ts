@@ -14,7 +14,7 @@
 //     special-use suffix (src/net/special-use.ts) is recorded with `specialUse` and never becomes a
 //     discovery (never resolved, never scanned); an address the outbound guard refuses (private,
 //     loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with `outboundRefused` and kept out of
-//     the addresses the planner plans web, mail and active work from.
+//     the addresses the planner plans web and active work from.
 import type { QueryResult, RecordType } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';

@@ -15,7 +15,7 @@
 //   - Web, mail and active work follow from a name's own DNS answers (it resolves to addresses the
 //     outbound guard may reach, it has MX). A name that resolves only into space the guard refuses
 //     (private, loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with its addresses and gets
-//     no web, mail or active task.
+//     no web or active task.
 //   - Active work (advanced, options.active) only inside the approved scope that covers the target
 //     (activeScopeOf: the widest approved suffix covering it, never above its registrable domain),
 //     never for a name at distance 1 that is out of scope (none get tasks), never for an alias of
