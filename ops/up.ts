@@ -18,7 +18,8 @@
 //
 // `npm run up -- --lab` first starts the lab (test/lab/serve.ts: DNS on 127.0.0.1:5353 with every
 // fixture zone, RDAP on 8053, and every other lab part) and points the roles at it: DNS_SERVERS,
-// RDAP_BASE_URL, ALLOW_PRIVATE_TARGETS, OUTBOUND_PORT_MAP and NODE_EXTRA_CA_CERTS (the lab CA).
+// RDAP_BASE_URL, ALLOW_PRIVATE_TARGETS, ALLOW_SPECIAL_USE_DOMAINS, OUTBOUND_PORT_MAP and
+// NODE_EXTRA_CA_CERTS (the lab CA).
 //
 // `npm run up -- --cluster` runs every role on a Redis Cluster instead of the single Redis: a
 // 3-master loopback cluster (ops/redis-cluster.ts, the one the tests use) started before the roles

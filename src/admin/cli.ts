@@ -8,6 +8,7 @@ import {
   approveScope,
   createKey,
   createWorkspace,
+  InvalidScopeError,
   NotFoundError,
   revokeKey,
   setLimits,
@@ -181,9 +182,11 @@ if (import.meta.main) {
   } catch (err) {
     const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const notFound = err instanceof NotFoundError;
-    process.stdout.write(
-      `${JSON.stringify({ error: usage ? 'usage' : notFound ? 'not_found' : 'failed', message: (err as Error).message })}\n`,
-    );
-    process.exit(usage ? 64 : notFound ? 66 : 1);
+    // A public suffix (or a malformed name) as an approved scope: the operator's data is wrong.
+    const badScope = err instanceof InvalidScopeError;
+    const error = usage ? 'usage' : notFound ? 'not_found' : badScope ? 'invalid_scope' : 'failed';
+    process.stdout.write(`${JSON.stringify({ error, message: (err as Error).message })}\n`);
+    if (badScope) process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(usage ? 64 : notFound ? 66 : badScope ? 65 : 1);
   }
 }

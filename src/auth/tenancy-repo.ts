@@ -5,9 +5,13 @@ import type { Db } from '../db/database.ts';
 import { generateApiKey, hashApiKey } from './api-key.ts';
 import { SCOPES, type Scope } from './principal.ts';
 import { publicId } from '../contract/ids.ts';
+import { suffixParts } from '../contract/public-suffix.ts';
 import { rateOverridesSchema, parseOverrides, type RateOverrides } from '../ratelimit/policies.ts';
 
 export class NotFoundError extends Error {}
+
+/** A suffix that may not be an approved target scope (not a domain name, or a public suffix). */
+export class InvalidScopeError extends Error {}
 
 export interface CreateWorkspaceInput {
   name: string;
@@ -46,9 +50,20 @@ export async function createWorkspace(db: Db, input: CreateWorkspaceInput) {
   });
 }
 
+/**
+ * An approved scope as stored: lower case, no `*.` or trailing dot. A public suffix of either
+ * section of the list (co.uk, github.io, s3.amazonaws.com) or an unlisted TLD is refused: approving
+ * it would approve every owner's names below it (src/contract/public-suffix.ts).
+ */
 export function normalizeSuffix(suffix: string): string {
   const s = suffix.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, '');
-  if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(s) || s.length > 253) throw new Error(`not a domain suffix: ${suffix}`);
+  if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(s) || s.length > 253)
+    throw new InvalidScopeError(`not a domain suffix: ${suffix}`);
+  const p = suffixParts(s);
+  if (p.registrable === null)
+    throw new InvalidScopeError(
+      `not an approvable scope: ${s} is a public suffix (${p.section === 'unlisted' ? 'a top-level domain outside the public suffix list' : `${p.section} section of the public suffix list`}); approve a registrable domain or a name below one`,
+    );
   return s;
 }
 

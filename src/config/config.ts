@@ -6,6 +6,7 @@ import ipaddr from 'ipaddr.js';
 import { parseServer } from './dns-servers.ts';
 import { parsePortMap } from './port-map.ts';
 import { parseClusterNodes } from './redis-cluster-nodes.ts';
+import { normalizeDomainName } from '../contract/domain-name.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -21,6 +22,15 @@ const cidr = z.string().refine((s) => {
     return false;
   }
 }, 'must be a CIDR such as 127.0.0.0/8');
+
+const domainSuffix = z.string().transform((s, ctx) => {
+  const r = normalizeDomainName(s);
+  if (!r.ok) {
+    ctx.addIssue({ code: 'custom', message: `must be a domain suffix such as test or corp.internal (${r.message})` });
+    return z.NEVER;
+  }
+  return r.name;
+});
 
 const list = <T extends z.ZodType<unknown, string>>(item: T) =>
   z
@@ -91,6 +101,11 @@ export const configSchema = z
       .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
     ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
+    ALLOW_SPECIAL_USE_DOMAINS: list(domainSuffix)
+      .default([])
+      .describe(
+        'Special-use domain suffixes (test, internal, an unlisted TLD…) that inputs may name and checks may ask despite the refusal rule (docs/products/dns.md)',
+      ),
     OUTBOUND_PORT_MAP: z
       .string()
       .default('')

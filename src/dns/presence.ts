@@ -35,6 +35,7 @@ export function isDeterminate(r: QueryResult): boolean {
 
 /** "SERVFAIL", "no reply before the deadline"… for messages. */
 export function outcomeText(r: QueryResult): string {
+  if (r.notAsked) return `not asked (${r.notAsked})`;
   if (r.outcome === 'timeout') return 'no reply before the deadline';
   if (r.outcome === 'error') return 'no usable reply';
   return r.rcode ?? r.outcome;

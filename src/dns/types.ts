@@ -53,6 +53,8 @@ export interface QueryResult {
   flags: { aa: boolean; ad: boolean; tc: boolean; ra: boolean };
   transport: 'udp' | 'tcp' | null;
   durationMs: number;
+  /** Set when the question was never sent because policy forbids it (src/net/special-use.ts); outcome is 'error'. */
+  notAsked?: string;
 }
 
 /** Whether the resolver can answer: servers configured and reachable of late. */

@@ -146,6 +146,71 @@ export function inAllowList(ip: string, allow: readonly string[]): boolean {
   return false;
 }
 
+/** The IPv6 prefixes whose addresses classifyAddress reads as the IPv4 address they embed. */
+const V4_CARRIERS: Array<[ipaddr.IPv6, number]> = [
+  ipaddr.parseCIDR('::ffff:0:0/96') as [ipaddr.IPv6, number],
+  [NAT64 as ipaddr.IPv6, NAT64_BITS],
+];
+
+/** The half of a prefix one bit longer (0 or 1 for that bit). */
+function half(net: Addr, bits: number, bit: 0 | 1): Addr {
+  const bytes = net.toByteArray();
+  const i = bits >> 3;
+  if (bit === 1) bytes[i] = bytes[i]! | (0x80 >> (bits & 7));
+  return ipaddr.fromByteArray(bytes);
+}
+
+/** `inner` lies inside the block (b, bBits). */
+const within = (net: Addr, bits: number, b: Addr, bBits: number) =>
+  net.kind() === b.kind() && bits >= bBits && net.match(b, bBits);
+/** The block (b, bBits) lies inside the prefix (and is smaller). */
+const holds = (net: Addr, bits: number, b: Addr, bBits: number) =>
+  net.kind() === b.kind() && bBits > bits && b.match(net, bits);
+
+/**
+ * Is every address of the prefix refused by classifyAddress (no globally reachable address in it)?
+ * Used for reverse zones: `10.in-addr.arpa` is wholly private, `192.in-addr.arpa` is not. The
+ * prefix is split in halves only where a table boundary runs through it, so the walk is short.
+ */
+export function isPrefixNonGlobal(net: Addr, bits: number): boolean {
+  if (net.kind() === 'ipv4') {
+    if (V4_REFUSED.some((b) => within(net, bits, b.net, b.bits))) return true;
+    if (!V4_REFUSED.some((b) => holds(net, bits, b.net, b.bits))) return false;
+  } else {
+    if (V6_REFUSED.some((b) => within(net, bits, b.net, b.bits))) return true;
+    for (const [carrier, cBits] of V4_CARRIERS) {
+      if (within(net, bits, carrier, cBits)) {
+        const bytes = net.toByteArray().slice(12);
+        return isPrefixNonGlobal(new ipaddr.IPv4(bytes), Math.max(0, bits - 96));
+      }
+    }
+    const touchesCarrier = V4_CARRIERS.some(([c, b]) => holds(net, bits, c, b));
+    const touchesGlobal =
+      within(net, bits, GLOBAL_UNICAST, GLOBAL_UNICAST_BITS) || holds(net, bits, GLOBAL_UNICAST, GLOBAL_UNICAST_BITS);
+    if (!touchesGlobal && !touchesCarrier) return true; // outside 2000::/3 and the IPv4 carriers: reserved
+    if (
+      within(net, bits, GLOBAL_UNICAST, GLOBAL_UNICAST_BITS) &&
+      !V6_REFUSED.some((b) => holds(net, bits, b.net, b.bits))
+    )
+      return false;
+  }
+  const max = net.kind() === 'ipv4' ? 32 : 128;
+  if (bits >= max) return classifyAddress(net.toString()) !== 'public';
+  return isPrefixNonGlobal(half(net, bits, 0), bits + 1) && isPrefixNonGlobal(half(net, bits, 1), bits + 1);
+}
+
+/** The prefix lies wholly inside one of the CIDRs (ALLOW_PRIVATE_TARGETS); IPv4-mapped and NAT64 prefixes also match IPv4 CIDRs. */
+export function prefixInAllowList(net: Addr, bits: number, allow: readonly string[]): boolean {
+  const forms: Array<[Addr, number]> = [[net, bits]];
+  if (net.kind() === 'ipv6' && bits >= 96 && V4_CARRIERS.some(([c, b]) => within(net, bits, c, b)))
+    forms.push([new ipaddr.IPv4(net.toByteArray().slice(12)), bits - 96]);
+  for (const cidr of allow) {
+    const c = parseCidr(cidr);
+    if (c && forms.some(([n, b]) => within(n, b, c[0], c[1]))) return true;
+  }
+  return false;
+}
+
 /**
  * May an outbound check connect to `ip`? Public unicast: yes. Anything else only when it lies in
  * one of `allow` (ALLOW_PRIVATE_TARGETS). An unparseable address is never allowed.

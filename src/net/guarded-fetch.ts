@@ -56,6 +56,12 @@ export interface GuardedFetchOptions {
   headersTimeoutMs?: number;
   /** Longest silence between two body chunks. */
   bodyIdleTimeoutMs?: number;
+  /**
+   * Ports (as written in each URL, before OUTBOUND_PORT_MAP) a hop may connect to; any other is
+   * refused with port_not_allowed before it is resolved. A passive web lookup passes the web's own
+   * ports, so a redirect cannot turn it into a probe of another port. Default: any port.
+   */
+  allowedPorts?: readonly number[];
 }
 
 export interface GuardedResponse {
@@ -110,6 +116,10 @@ function nextUrl(location: string, current: URL): URL {
     throw new OutboundFetchError('bad_redirect', 'unparseable Location header', { cause: err });
   }
   return acceptUrl(resolved.href);
+}
+
+function urlPort(u: URL): number {
+  return u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
 }
 
 function bareHost(u: URL): string {
@@ -214,6 +224,8 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
     let current = acceptUrl(typeof url === 'string' ? url : url.href);
     for (let hop = 0; ; hop++) {
       signal.throwIfAborted();
+      if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
+        throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
       const res = await exchange(current, addresses, opts, signal);
       const record = hopRecord(

@@ -4,7 +4,13 @@
 // an authoritative NXDOMAIN/NODATA for the host's addresses).
 import type { RefusedRange } from './address-policy.ts';
 
-export type RefusalReason = 'target_not_allowed' | 'scheme_not_allowed' | 'credentials_not_allowed' | 'url_not_allowed';
+export type RefusalReason =
+  | 'target_not_allowed'
+  | 'scheme_not_allowed'
+  | 'credentials_not_allowed'
+  | 'url_not_allowed'
+  /** A hop to a port outside the request's allowedPorts (a passive web lookup's redirects). */
+  | 'port_not_allowed';
 
 /** One response of a redirect chain, as the guard saw it (src/net/outbound-guard.ts). */
 export interface HopRecord {

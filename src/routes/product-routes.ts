@@ -20,15 +20,18 @@ import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
 import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
 import type { ProductDefinition } from '../products/kit/product-contract.ts';
+import { refuseSpecialUseNames } from '../products/kit/target-names.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
 
 const INLINE_DEADLINE_MS = 25_000;
 
-function productCheck(def: ProductDefinition): RequestHandler {
+function productCheck(deps: AppDeps, def: ProductDefinition): RequestHandler {
   return (_req, res, next) => {
-    def.check?.(state(res).input);
+    const input = state(res).input;
+    if (def.targetNames) refuseSpecialUseNames(def.targetNames(input), deps.config);
+    def.check?.(input);
     next();
   };
 }
@@ -150,7 +153,7 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       atStep('idempotency_key', requireIdempotencyKey),
       atStep('validation', reportBodyError),
       validateBody(def.input),
-      productCheck(def),
+      productCheck(deps, def),
       atStep('active_gates', activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION)),
       atStep('product_limit', reportDeferredLimit),
       // Inline lookups are zero-credit (CONTRACT §6): nothing to protect beyond the reply itself.

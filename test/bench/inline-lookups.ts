@@ -27,6 +27,7 @@ import { clientRunner, fmt, listen } from './bench-kit.ts';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 const CONNECTIONS = 50;
 const WARMUP_S = 2;
@@ -290,6 +291,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'silent',
       DNS_SERVERS: lab.address,
       DNS_TIMEOUT_MS: String(DNS_TIMEOUT_MS),
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
     });
     const deps = await createDeps(config, pino({ level: 'silent' }));
     closeDeps = () => deps.close();

@@ -17,6 +17,7 @@ import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { CreateWorkspaceInput } from '../../src/auth/tenancy-repo.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import type { Scope } from '../../src/auth/principal.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 /** Limits no test here reaches unless it sets its own. */
 export const GENEROUS: RateOverrides = {
@@ -44,6 +45,7 @@ export async function startServiceStack(env: Record<string, string> = {}): Promi
     DNS_TIMEOUT_MS: '1000',
     RDAP_BASE_URL: rdap.baseUrl,
     ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+    ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
     CANCEL_GRACE_MS: '1000',
     SHUTDOWN_TIMEOUT_MS: '1000',
     ...env,

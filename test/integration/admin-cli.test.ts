@@ -126,6 +126,29 @@ describe('npm run admin', () => {
     });
   });
 
+  it('refuses a public suffix of either section as an approved scope: exit 65, a clear message, nothing stored', () => {
+    const ws = admin('workspace', 'create', '--name', 'Pages user');
+    expect(ws.code, ws.stderr).toBe(0);
+    for (const [domain, section] of [
+      ['github.io', 'private section'],
+      ['co.uk', 'icann section'],
+      ['test', 'outside the public suffix list'],
+    ]) {
+      const r = admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', domain!);
+      expect(r.code, domain).toBe(65);
+      expect(r.out, domain).toMatchObject({ error: 'invalid_scope' });
+      expect(r.out.message, domain).toMatch(/is a public suffix/);
+      expect(r.out.message, domain).toContain(section);
+      expect(r.stderr, domain).toContain('not an approvable scope');
+    }
+    const create = admin('workspace', 'create', '--name', 'Heroku user', '--approve-scope', 'herokuapp.com');
+    expect(create.code).toBe(65);
+    expect(create.out).toMatchObject({ error: 'invalid_scope' });
+    // An owner's name below a private suffix is approvable.
+    const ok = admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', 'alice.github.io');
+    expect(ok.out).toEqual({ workspaceId: ws.out.workspaceId, approved: 'alice.github.io' });
+  });
+
   it.each([
     [['workspace', 'create'], 64, 'usage'],
     [['credits', 'grant', '--workspace', 'ws_00000000000000000000000000', '--amount', 'ten'], 64, 'usage'],

@@ -15,7 +15,7 @@ import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
 import { domainZones } from '../lab/domain-zones.ts';
-import { LAB_ALLOW } from '../lab/addresses.ts';
+import { LAB_ALLOW, LAB_SPECIAL_USE } from '../lab/addresses.ts';
 import { balance, grantCredits } from '../../src/credits/ledger.ts';
 import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { createKey } from '../../src/auth/tenancy-repo.ts';
@@ -73,6 +73,7 @@ beforeAll(async () => {
     DNS_TIMEOUT_MS: '500',
     RDAP_BASE_URL: rdap.baseUrl,
     ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
+    ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
   });
   const sink = new Writable({
     write(chunk, _enc, cb) {

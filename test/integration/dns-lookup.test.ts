@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 describe('POST /v2/lookups/dns', () => {
   let lab: LabDns;
@@ -9,7 +10,11 @@ describe('POST /v2/lookups/dns', () => {
   let t: Tenant;
   beforeAll(async () => {
     lab = await startLabDns();
-    h = await startHarness({ DNS_SERVERS: lab.address, DNS_TIMEOUT_MS: '400' });
+    h = await startHarness({
+      DNS_SERVERS: lab.address,
+      DNS_TIMEOUT_MS: '400',
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
+    });
     t = await createTenant(h);
   });
   afterAll(async () => {

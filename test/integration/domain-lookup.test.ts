@@ -17,6 +17,7 @@ import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 const DOMAIN = '/v2/lookups/domain';
 const GENEROUS = {
@@ -42,6 +43,7 @@ describe('lookup.domain.v1 as a job', () => {
       DNS_TIMEOUT_MS: '500',
       RDAP_BASE_URL: rdap.baseUrl,
       ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
       CANCEL_GRACE_MS: '1000',
     });
     const log = pino({ level: 'silent' });

@@ -36,6 +36,7 @@ import { balance, grantCredits } from '../../src/credits/ledger.ts';
 import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { generateApiKey } from '../../src/auth/api-key.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 const DOMAIN = '/v2/lookups/domain';
 const GENEROUS = {
@@ -156,6 +157,7 @@ function groupEnv(
     DNS_TIMEOUT_MS: '2000',
     RDAP_BASE_URL: rdap.baseUrl,
     ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+    ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
     LANE_VISIBILITY_MS: '1500',
     LANE_POOL_THREADS: '0',
     SHUTDOWN_TIMEOUT_MS: '3000',

@@ -49,6 +49,7 @@ describe('lookup.mail.v1 as a job', () => {
       DNS_SERVERS: lab.env.DNS_SERVERS,
       OUTBOUND_PORT_MAP: lab.env.OUTBOUND_PORT_MAP,
       ALLOW_PRIVATE_TARGETS: lab.env.ALLOW_PRIVATE_TARGETS,
+      ALLOW_SPECIAL_USE_DOMAINS: lab.env.ALLOW_SPECIAL_USE_DOMAINS,
       DNS_TIMEOUT_MS: '500',
     });
     const log = pino({ level: 'silent' });

@@ -23,6 +23,7 @@ import {
   until,
   type ScratchDatabase,
 } from '../helpers/processes.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 
@@ -157,6 +158,7 @@ describe('operator kit', () => {
       DNS_SERVERS: dns.address,
       RDAP_BASE_URL: rdap.baseUrl,
       ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
     };
     group.node('web', ['src/server.ts'], {
       ...env,

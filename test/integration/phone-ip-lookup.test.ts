@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+import { LAB_SPECIAL_USE, LAB_ALLOW } from '../lab/addresses.ts';
 
 describe('phone and ip lookups over HTTP', () => {
   let lab: LabDns;
@@ -10,7 +11,13 @@ describe('phone and ip lookups over HTTP', () => {
   let t: Tenant;
   beforeAll(async () => {
     lab = await startLabDns();
-    h = await startHarness({ DNS_SERVERS: lab.address, DNS_TIMEOUT_MS: '400' });
+    h = await startHarness({
+      DNS_SERVERS: lab.address,
+      DNS_TIMEOUT_MS: '400',
+      // The lab's reverse zone is 127.in-addr.arpa: its PTR names may be asked only for allowed ranges.
+      ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
+    });
     t = await createTenant(h);
   });
   afterAll(async () => {

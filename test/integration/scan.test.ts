@@ -16,7 +16,7 @@ import { startLab, type RunningLab } from '../lab/serve.ts';
 import { scanLabPart, type ScanLab } from '../lab/scan-lab.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
-import { CHAIN_LENGTH, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
+import { CHAIN_LENGTH, PAGES_OTHER_OWNER, PAGES_OWNER, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -480,6 +480,67 @@ describe('scan.recursive.v1', () => {
       );
       await ledgerHolds(t.wsId);
     });
+  });
+
+  describe('active work of an approved subdomain stays inside it', () => {
+    it('approving shop.<zone> only: no transfer of the parent zone, every active task below shop.<zone>; the rest is passive', async () => {
+      const shop = `shop.${SCAN_ZONE}`;
+      const { t, job, findings } = await scanAndRead(
+        10_000,
+        { active: true, approveScopes: [shop] },
+        body('advanced', shop, 3000, true),
+      );
+      expect(job.terminal).toBe(true);
+      const tasks = await sql<{
+        check_name: string;
+        object_key: string;
+      }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(
+        h.deps.db,
+      );
+      const of = (check: string) => tasks.rows.filter((r) => r.check_name === check).map((r) => r.object_key);
+      // The zone transfer and the wordlist are of the approved scope's apex, never of the registrable domain.
+      expect(of('scan.axfr')).toEqual([shop]);
+      expect(of('scan.wordlist')).toEqual([shop]);
+      expect(findings.filter((f) => f.code === 'scan_zone_transfer_allowed')).toEqual([]);
+      const active = tasks.rows.filter((r) =>
+        ['scan.tcp_probe', 'scan.tls_protocols', 'scan.well_known', 'scan.axfr', 'scan.wordlist'].includes(
+          r.check_name,
+        ),
+      );
+      expect(active.map((r) => r.object_key)).toContain(shop);
+      expect(active.filter((r) => r.object_key !== shop && !r.object_key.endsWith(`.${shop}`))).toEqual([]);
+      // The registrable domain is still scanned, passively (its DNS and web posture).
+      expect(of('scan.dns')).toContain(SCAN_ZONE);
+      expect(scanLab.outOfScopeProbes()).toBe(0);
+      await ledgerHolds(t.wsId);
+    }, 240_000);
+  });
+
+  describe('scope follows the whole public suffix list (private section)', () => {
+    it('a scan of alice.github.io treats bob.github.io as a third party: recorded, never resolved as in scope, never fetched', async () => {
+      const { t, job, items } = await scanAndRead(1000, {}, body('deep', PAGES_OWNER, 500));
+      expect(job.terminal).toBe(true);
+      const tasks = await sql<{
+        check_name: string;
+        object_key: string;
+      }>`SELECT t.check_name, t.object_key FROM tasks t JOIN jobs j ON j.id = t.job_id WHERE j.public_id = ${job.jobRef}`.execute(
+        h.deps.db,
+      );
+      // Every task is about alice.github.io or a name below it: nothing for bob, nothing for github.io itself.
+      expect(
+        tasks.rows.filter((r) => r.object_key !== PAGES_OWNER && !r.object_key.endsWith(`.${PAGES_OWNER}`)),
+      ).toEqual([]);
+      expect(tasks.rows.map((r) => `${r.check_name} ${r.object_key}`)).toEqual(
+        expect.arrayContaining([`scan.web ${PAGES_OWNER}`, `scan.domain ${PAGES_OWNER}`]),
+      );
+      const bob = items.find((i) => i.key === PAGES_OTHER_OWNER);
+      expect(bob?.projection.inScope).toBe(false);
+      expect(bob?.distance).toBe(1);
+      // Named by alice's MX, SPF, certificate and page: recorded, and its web host never asked for it.
+      expect(scanLab.requests.some((r) => r.host.startsWith(PAGES_OWNER))).toBe(true);
+      expect(scanLab.requests.filter((r) => r.host.startsWith(PAGES_OTHER_OWNER))).toEqual([]);
+      await ledgerHolds(t.wsId);
+    }, 180_000);
   });
 
   describe('wordlist canaries: a zone that answers any name', () => {

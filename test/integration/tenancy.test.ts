@@ -160,7 +160,7 @@ describe('workspace isolation', () => {
         'scan_profile_unavailable',
       );
     }
-    const truncated = suffixes[119]!.slice(0, -4); // "…example." without "net" would be a different name
+    const truncated = suffixes[119]!.slice(0, -3); // "…example." without "net" would be a different name
     expect((await client(h.app, t.key).post('/v2/scans', scan(`${truncated}org`))).body.error.code).toBe(
       'approved_target_scope_required',
     );

@@ -9,6 +9,12 @@
 //   127.1.0.0/16+      generated zones (scale tests)
 //   127.200.0.0/16     outside LAB_ALLOW: listeners there count connections, which must stay 0
 export const LAB_ALLOW = '127.0.0.0/10';
+/**
+ * The lab's zones live under `.test` (RFC 6761), a special-use TLD the service refuses by default:
+ * a service pointed at the lab lists it in ALLOW_SPECIAL_USE_DOMAINS, as it lists LAB_ALLOW in
+ * ALLOW_PRIVATE_TARGETS. (github.io, the provider stand-in, is an ordinary public suffix.)
+ */
+export const LAB_SPECIAL_USE = 'test';
 export const LAB_REFUSED_NET = '127.200.0.0/16';
 export const LAB_REFUSED_ADDRESS = '127.200.0.1';
 

@@ -164,7 +164,10 @@ function garbage(id: number): Buffer {
   return buf;
 }
 
-function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
+/** A queries seen per rebinding name (per server). */
+type RebindCounts = Map<string, number>;
+
+function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: RebindCounts = new Map()): Action {
   let query: packet.DecodedPacket;
   try {
     query = packet.decode(msg);
@@ -222,6 +225,14 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
         : [];
     return { send: packet.encode({ ...base, flags, answers, authorities: answers.length ? [] : [zone.soa] }) };
   }
+  if (behaviour?.kind === 'rebind' && q.type === 'A') {
+    const seen = rebinds.get(qname) ?? 0;
+    rebinds.set(qname, seen + 1);
+    if (seen >= behaviour.after) {
+      const answers = [{ name: qname, type: 'A' as const, class: 'IN' as const, ttl: 0, data: behaviour.address }];
+      return { send: packet.encode({ ...base, flags, answers }) };
+    }
+  }
   if (q.type === 'AXFR') {
     // A transfer is a TCP affair, and only a zone that allows it gets one (SOA, records, SOA).
     if (transport !== 'tcp' || !zone.zone.allowAxfr || qname !== zone.origin)
@@ -253,6 +264,7 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport): Action {
 export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
   const host = opts.host ?? '127.0.0.1';
   const zones = new LabZones(opts.zones ?? labZones);
+  const rebinds: RebindCounts = new Map();
   const timers = new Set<NodeJS.Timeout>();
   const connections = new Set<net.Socket>();
   let closed = false;
@@ -276,7 +288,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const msg = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + msg.length);
-        const action = respond(zones, msg, 'tcp');
+        const action = respond(zones, msg, 'tcp', rebinds);
         if (!action.send) continue;
         const frame = Buffer.alloc(2 + action.send.length);
         frame.writeUInt16BE(action.send.length, 0);
@@ -290,7 +302,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
 
   const { udp, tcp, port } = await bindBoth(host, opts.port ?? 0, onConnection);
   udp.on('message', (msg, rinfo) => {
-    const action = respond(zones, msg, 'udp');
+    const action = respond(zones, msg, 'udp', rebinds);
     const bytes = action.send;
     if (bytes) later(action.delayMs, () => udp.send(bytes, rinfo.port, rinfo.address));
   });

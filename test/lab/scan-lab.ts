@@ -12,6 +12,8 @@ import {
   FLOOD_LINKS,
   GEN_WEB_ADDRESSES,
   OUT_OF_SCOPE_ADDRESS,
+  PAGES_OTHER_OWNER,
+  PAGES_OWNER,
   SCAN_ZONE,
   WILD_ZONE,
   genChildren,
@@ -146,6 +148,13 @@ function sites(sizes: number[]): WebSite[] {
     },
     { address: scanAddresses.wildcard, names: [`*.${WILD_ZONE}`], handler: plain('wildcard') },
     { address: scanAddresses.cnameTarget, names: [`target.${WILD_ZONE}`], handler: plain('cname target') },
+    // Two owners under the private suffix github.io on one address: alice's page links to bob's.
+    {
+      address: scanAddresses.pages,
+      names: [PAGES_OWNER, `www.${PAGES_OWNER}`, PAGES_OTHER_OWNER],
+      handler: (req, res) =>
+        send(res, 200, PAGE(String(req.headers.host ?? ''), [PAGES_OTHER_OWNER, `blog.${PAGES_OTHER_OWNER}`])),
+    },
     // The CDN edge (out of scope): visited only by passive web checks of in-scope aliases.
     {
       address: OUT_OF_SCOPE_ADDRESS,

@@ -8,6 +8,9 @@
 //                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
 //   scan-wild.test    A wildcard with a real host under it, a CNAME-only wildcard level, a
 //                     pattern (rotating) wildcard level
+//   shop.scan-basic.test  a subdomain approved on its own: active work must stay inside it
+//   alice.github.io   an owner under a private public suffix (the lab's github.io stand-in); its
+//                     certificate, page and MX name bob.github.io, another owner: a third party
 //   gen<N>.test       generated: N hosts linked as a tree from the apex page (benchmark)
 import { labHost } from './addresses.ts';
 import type { Zone, ZoneRecord } from './zones.ts';
@@ -30,7 +33,13 @@ export const scanAddresses = {
   wildcard: labHost('scan', 20),
   wildReal: labHost('scan', 21),
   cnameTarget: labHost('scan', 22),
+  /** alice.github.io and bob.github.io share it: a request with Host bob.github.io would show. */
+  pages: labHost('scan', 23),
 } as const;
+
+/** Owners under the lab's private suffix github.io (public suffix list, private section). */
+export const PAGES_OWNER = 'alice.github.io';
+export const PAGES_OTHER_OWNER = 'bob.github.io';
 
 const soa = (origin: string): ZoneRecord => ({
   name: '@',
@@ -86,6 +95,8 @@ export function scanBasicZone(): Zone {
       { name: `chain-${CHAIN_LENGTH}`, type: 'A', data: scanAddresses.chainEnd },
       { name: 'flood', type: 'A', data: scanAddresses.flood },
       { name: 'app.broken', type: 'A', data: scanAddresses.api },
+      // Approved on its own in the scope test: its active work stays below it.
+      { name: 'shop', type: 'A', data: scanAddresses.api },
     ],
     behaviours: [{ name: 'broken', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, subtree: true }],
   };
@@ -141,7 +152,19 @@ export function thirdPartyZones(): Zone[] {
       ],
     },
     // Lab stand-in for the provider's zone: only loopback answers, never the real service.
-    { origin: 'github.io', records: [soa('github.io'), { name: 'lss-lab', type: 'A', data: scanAddresses.provider }] },
+    {
+      origin: 'github.io',
+      records: [
+        soa('github.io'),
+        { name: 'lss-lab', type: 'A', data: scanAddresses.provider },
+        { name: 'alice', type: 'A', data: scanAddresses.pages },
+        { name: 'www.alice', type: 'CNAME', data: PAGES_OWNER },
+        { name: 'alice', type: 'MX', data: { preference: 10, exchange: PAGES_OTHER_OWNER } },
+        { name: 'alice', type: 'TXT', data: [`v=spf1 include:${PAGES_OTHER_OWNER} -all`] },
+        { name: 'bob', type: 'A', data: scanAddresses.pages },
+        { name: 'bob', type: 'MX', data: { preference: 10, exchange: PAGES_OTHER_OWNER } },
+      ],
+    },
   ];
 }
 

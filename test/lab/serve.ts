@@ -1,6 +1,7 @@
 // The whole lab in one call (and one process for `npm run up -- --lab`): every registered lab part
 // is started, then the DNS lab with every part's zones, and the result is the configuration that
-// points a service at it (DNS_SERVERS, RDAP_BASE_URL, OUTBOUND_PORT_MAP, ALLOW_PRIVATE_TARGETS).
+// points a service at it (DNS_SERVERS, RDAP_BASE_URL, OUTBOUND_PORT_MAP, ALLOW_PRIVATE_TARGETS,
+// ALLOW_SPECIAL_USE_DOMAINS).
 //
 // A part (RDAP, the mail lab's SMTP and MTA-STS hosts, the web lab's HTTPS hosts…) is a factory
 // registered in `labParts`. Parts that serve a protocol on a fixed port (SMTP 25, HTTPS 443) bind
@@ -12,7 +13,7 @@
 // Standalone: `node test/lab/serve.ts [--dns-port 5353] [--rdap-port 8053]` prints one JSON line
 // {"lab":"ready","env":{…}} and serves until SIGINT/SIGTERM.
 import type net from 'node:net';
-import { LAB_ALLOW } from './addresses.ts';
+import { LAB_ALLOW, LAB_SPECIAL_USE } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
 import { startLabDns } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
@@ -85,6 +86,7 @@ export async function startLab(
     const env: Record<string, string> = {
       DNS_SERVERS: dns.address,
       ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
+      ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
       NODE_EXTRA_CA_CERTS: ca.caFile,
       ...Object.assign({}, ...started.map((p) => p.env ?? {})),
     };

@@ -26,7 +26,9 @@ export type Behaviour =
   /** Answers correctly after `ms` milliseconds. */
   | { kind: 'delay'; ms: number }
   /** The name exists; each A query gets a different random address under `prefix` (a rotating or pattern wildcard), other types NODATA. */
-  | { kind: 'random-a'; prefix: string };
+  | { kind: 'random-a'; prefix: string }
+  /** DNS rebinding: the first `after` A queries get the zone's records, every later one `address` (other types as recorded). */
+  | { kind: 'rebind'; after: number; address: string };
 
 export interface NameBehaviour {
   name: string;

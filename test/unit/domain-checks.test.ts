@@ -16,6 +16,7 @@ import { domainLabNames as d, domainZones } from '../lab/domain-zones.ts';
 import { LAB_REGISTRAR } from '../lab/rdap-fixtures.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labNames, labZones } from '../lab/zones.ts';
+import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 
 let dns: LabDns;
 let rdap: LabRdap;
@@ -36,6 +37,7 @@ function runtime(env: Record<string, string>): ProductRuntime {
     // Bracketed: src/config/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
     DNS_SERVERS: `[${dns.host}]:${dns.port}`,
     DNS_TIMEOUT_MS: '500',
+    ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
     ...env,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));

@@ -21,8 +21,12 @@ const baseEnv = {
   CURSOR_SECRET: 'y'.repeat(32),
 };
 
-function ctx(opts: { contextDb?: string; resolver?: Resolver } = {}): ExecContext {
-  const config = parseConfig({ ...baseEnv, ...(opts.contextDb ? { IP_CONTEXT_DB: opts.contextDb } : {}) });
+function ctx(opts: { contextDb?: string; resolver?: Resolver; allowPrivate?: string } = {}): ExecContext {
+  const config = parseConfig({
+    ...baseEnv,
+    ...(opts.contextDb ? { IP_CONTEXT_DB: opts.contextDb } : {}),
+    ...(opts.allowPrivate ? { ALLOW_PRIVATE_TARGETS: opts.allowPrivate } : {}),
+  });
   return {
     runtime: { config, log: pino({ level: 'silent' }), services: opts.resolver ? { resolver: opts.resolver } : {} },
     requestId: 'req_test',
@@ -572,12 +576,68 @@ describe('reverse_dns lane', () => {
 
   it('asks for the in-addr.arpa / ip6.arpa name', async () => {
     const r = new FakeResolver('nxdomain');
-    await withResolver('192.0.2.1', r);
-    await withResolver('2001:db8::1', r);
+    await withResolver('93.184.215.14', r);
+    await withResolver('2606:4700::1', r);
     expect(r.calls).toEqual([
-      { name: '1.2.0.192.in-addr.arpa', type: 'PTR' },
-      { name: '1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa', type: 'PTR' },
+      { name: '14.215.184.93.in-addr.arpa', type: 'PTR' },
+      { name: '1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.7.4.6.0.6.2.ip6.arpa', type: 'PTR' },
     ]);
+  });
+
+  it('never asks the PTR of an address that is not globally reachable: skipped, with a reason and a limitation', async () => {
+    // The reverse zones of these ranges are answered by the resolver the service runs next to.
+    for (const value of [
+      '10.0.0.7',
+      '192.168.1.1',
+      '172.16.0.1',
+      '127.0.0.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '192.0.2.1', // documentation
+      '::1',
+      'fd00::1',
+      'fe80::1',
+      '2001:db8::1',
+      '::ffff:10.0.0.7', // IPv4-mapped: judged by the address it carries
+      '::ffff:127.0.0.1',
+      '64:ff9b::a00:7', // NAT64 of 10.0.0.7
+    ]) {
+      const r = new FakeResolver('answer', ['db-1.prod.internal.']);
+      const input = parseOk({ value, reverseDns: true });
+      const out = await ipProduct.execute!(input, ctx({ resolver: r }));
+      expect(r.calls, value).toEqual([]);
+      expect(out.lanes[2], value).toMatchObject({
+        lane: 'reverse_dns',
+        status: 'skipped',
+        reason: 'not_globally_reachable',
+      });
+      expect(out.result.ptr, value).toBeNull();
+      expect(
+        out.limitations.map((l) => l.code),
+        value,
+      ).toContain('reverse_dns_not_global');
+      // Asked for and not done: never a complete envelope.
+      expect(buildEnvelope(ipProduct, input, out, 'req_test').status, value).toBe('partial');
+    }
+  });
+
+  it('asks for a non-global address inside ALLOW_PRIVATE_TARGETS (the lab), IPv4-mapped forms included', async () => {
+    const r = new FakeResolver('answer', ['localhost.lab.test.']);
+    for (const value of ['127.0.0.1', '::ffff:127.0.0.1']) {
+      const out = await ipProduct.execute!(
+        parseOk({ value, reverseDns: true }),
+        ctx({ resolver: r, allowPrivate: '127.0.0.0/8' }),
+      );
+      expect(out.lanes[2], value).toMatchObject({ lane: 'reverse_dns', status: 'completed' });
+    }
+    expect(r.calls.map((c) => c.name)).toEqual([
+      '1.0.0.127.in-addr.arpa',
+      `1.0.0.0.0.0.f.7.f.f.f.f.${'0.'.repeat(20)}ip6.arpa`,
+    ]);
+    // A mapped public address is globally reachable: asked.
+    const pub = new FakeResolver('nxdomain');
+    await withResolver('::ffff:8.8.8.8', pub);
+    expect(pub.calls).toHaveLength(1);
   });
 
   it('answer: the PTR names', async () => {
@@ -589,7 +649,7 @@ describe('reverse_dns lane', () => {
 
   it('nxdomain and nodata: an authoritative "no PTR" is an answer', async () => {
     for (const outcome of ['nxdomain', 'nodata'] as const) {
-      const input = parseOk({ value: '192.0.2.1', reverseDns: true });
+      const input = parseOk({ value: '93.184.215.14', reverseDns: true });
       const out = await ipProduct.execute!(input, ctx({ resolver: new FakeResolver(outcome) }));
       expect(out.lanes[2], outcome).toMatchObject({ status: 'completed' });
       expect(out.result.ptr, outcome).toEqual([]);

@@ -92,12 +92,9 @@ describe('planScan: distance-0 work per profile', () => {
     });
   });
 
-  it('advanced with active work adds the zone transfer and the wordlist; without the option it adds nothing active', () => {
-    const on = keys(planScan(input('advanced', true)));
-    expect(on).toContain(`${SCAN_CHECKS.axfr} ${TARGET}`);
-    expect(on).toContain(`${SCAN_CHECKS.wordlist} ${TARGET}`);
-    const off = planScan(input('advanced', false));
-    expect(off.filter((p) => p.lane === 'active')).toEqual([]);
+  it('plans nothing active at distance 0: the zone transfer and the wordlist wait for the approved scope (expandScan)', () => {
+    for (const active of [true, false])
+      expect(planScan(input('advanced', active)).filter((p) => p.lane === 'active')).toEqual([]);
   });
 
   it('every task costs what CONTRACT §6 says for its lane', () => {
@@ -105,6 +102,128 @@ describe('planScan: distance-0 work per profile', () => {
       for (const p of planScan(input(profile, profile === 'advanced')))
         expect(p.unitCost).toBe(unitCosts[p.lane as keyof typeof unitCosts]);
     }
+  });
+});
+
+describe('active work stays inside the approved scope that covers the target', () => {
+  const activeKeys = (plans: TaskPlan[]) =>
+    plans
+      .filter((p) => p.lane === 'active')
+      .map((p) => `${p.check} ${p.objectKey}`)
+      .sort();
+
+  it("the target's DNS answer plans the zone transfer and the wordlist of the approved scope's apex", async () => {
+    const plans = await expandScan(input('advanced', true), finishedDns(TARGET, 0), ctx([TARGET]));
+    expect(activeKeys(plans)).toEqual(
+      [
+        `${SCAN_CHECKS.axfr} ${TARGET}`,
+        `${SCAN_CHECKS.tcpProbe} ${TARGET}`,
+        `${SCAN_CHECKS.wordlist} ${TARGET}`,
+      ].sort(),
+    );
+    for (const p of plans.filter((x) => x.check === SCAN_CHECKS.axfr || x.check === SCAN_CHECKS.wordlist)) {
+      expect(p.params).toMatchObject({ approvedScope: TARGET });
+      expect(p.distance).toBe(0);
+    }
+    // Without the option, or without an approval covering the target: nothing active at all.
+    expect(activeKeys(await expandScan(input('advanced', false), finishedDns(TARGET, 0), ctx([TARGET])))).toEqual([]);
+    expect(activeKeys(await expandScan(input('advanced', true), finishedDns(TARGET, 0), ctx(['other.test'])))).toEqual(
+      [],
+    );
+  });
+
+  it('approving only shop.<domain>: AXFR and wordlist of shop.<domain>, never of the registrable domain; probes only below it', async () => {
+    const shop = `shop.${TARGET}`;
+    const i = input('advanced', true, shop);
+    const at0 = await expandScan(i, finishedDns(shop, 0), ctx([shop]));
+    expect(activeKeys(at0)).toEqual(
+      [`${SCAN_CHECKS.axfr} ${shop}`, `${SCAN_CHECKS.tcpProbe} ${shop}`, `${SCAN_CHECKS.wordlist} ${shop}`].sort(),
+    );
+    expect(at0.some((p) => p.lane === 'active' && p.objectKey === TARGET)).toBe(false);
+    // A name of the registrable domain outside the approved scope: scanned passively, never probed.
+    const api = await expandScan(i, finishedDns(`api.${TARGET}`, 1), ctx([shop]));
+    expect(api.map((p) => p.check)).toContain(SCAN_CHECKS.web);
+    expect(activeKeys(api)).toEqual([]);
+    expect(activeKeys(await expandScan(i, finishedWeb(`www.${TARGET}`, 1), ctx([shop])))).toEqual([]);
+    // Another approval of the same workspace that does not cover the target grants this scan nothing.
+    expect(activeKeys(await expandScan(i, finishedDns(`blog.${TARGET}`, 1), ctx([shop, `blog.${TARGET}`])))).toEqual(
+      [],
+    );
+    // Inside the approved scope: probed.
+    expect(activeKeys(await expandScan(i, finishedDns(`api.${shop}`, 1), ctx([shop])))).toEqual([
+      `${SCAN_CHECKS.tcpProbe} api.${shop}`,
+    ]);
+    expect(activeKeys(await expandScan(i, finishedWeb(`api.${shop}`, 1), ctx([shop])))).toEqual(
+      [`${SCAN_CHECKS.tlsProtocols} api.${shop}`, `${SCAN_CHECKS.wellKnown} api.${shop}`].sort(),
+    );
+  });
+
+  it('with the registrable domain approved as well, a scan of a subdomain works on the registrable domain', async () => {
+    const shop = `shop.${TARGET}`;
+    const plans = await expandScan(input('advanced', true, shop), finishedDns(shop, 0), ctx([shop, TARGET]));
+    expect(activeKeys(plans)).toContain(`${SCAN_CHECKS.axfr} ${TARGET}`);
+    expect(plans.find((p) => p.check === SCAN_CHECKS.axfr)!.params).toMatchObject({ approvedScope: TARGET });
+  });
+});
+
+describe('the whole public suffix list: another owner under the same private suffix is a third party', () => {
+  const ALICE = 'alice.github.io';
+
+  it('a scan of alice.github.io works on alice.github.io only (web of its apex and www, its delegation)', () => {
+    const plans = planScan(input('balanced', false, ALICE));
+    expect(plans.every((p) => p.objectKey === ALICE || p.objectKey.endsWith(`.${ALICE}`))).toBe(true);
+    expect(plans.map((p) => p.objectKey)).not.toContain('github.io');
+    expect(plans.find((p) => p.check === SCAN_CHECKS.domain)?.objectKey).toBe(ALICE);
+  });
+
+  it('bob.github.io, found through any source, gets no task: never resolved as in scope, never web-fetched, never probed', async () => {
+    for (const profile of ['deep', 'advanced'] as const) {
+      const discoveries = (['mx', 'ns', 'cname', 'srv', 'spf', 'san', 'link', 'axfr', 'wordlist'] as NameSource[]).map(
+        (source) => ({ name: `bob.github.io`, source }),
+      );
+      const fromDns = await expandScan(
+        input(profile, profile === 'advanced', ALICE),
+        finishedDns(ALICE, 0, { discoveries }),
+        ctx([ALICE]),
+      );
+      const fromWeb = await expandScan(
+        input(profile, profile === 'advanced', ALICE),
+        finishedWeb(ALICE, 0, { discoveries }),
+        ctx([ALICE]),
+      );
+      for (const plans of [fromDns, fromWeb])
+        expect(
+          plans.filter((p) => p.objectKey.includes('bob.github.io') || p.objectKey === 'github.io'),
+          profile,
+        ).toEqual([]);
+      // Its own dns task never exists, so no web or probe task can follow from it; and an alias of
+      // it is an alias of a third party: passive at most.
+      const alias = await expandScan(
+        input('advanced', true, ALICE),
+        finishedDns(`blog.${ALICE}`, 1, { cnameTargets: ['bob.github.io'] }),
+        ctx([ALICE]),
+      );
+      expect(alias.filter((p) => p.lane === 'active')).toEqual([]);
+    }
+  });
+});
+
+describe('what resolves into space the outbound guard refuses is a fact, not a lead', () => {
+  it('a name whose addresses are refused (private, loopback…) gets no web and no active task', async () => {
+    for (const refused of [['10.0.0.7'], ['10.0.0.7', '93.184.215.14']]) {
+      const plans = await expandScan(
+        input('advanced', true),
+        finishedDns(`api.${TARGET}`, 1, { addresses: refused.slice(1), refusedAddresses: refused.slice(0, 1) }),
+        ctx([TARGET]),
+      );
+      expect(
+        plans.filter((p) => p.check === SCAN_CHECKS.web || p.lane === 'active'),
+        refused.join(','),
+      ).toEqual([]);
+    }
+    // The same name with a reachable address is a web and probe target.
+    const ok = await expandScan(input('advanced', true), finishedDns(`api.${TARGET}`, 1), ctx([TARGET]));
+    expect(ok.map((p) => p.check)).toEqual(expect.arrayContaining([SCAN_CHECKS.web, SCAN_CHECKS.tcpProbe]));
   });
 });
 

@@ -13,6 +13,7 @@ import {
 } from '../../src/products/scan/rules/wildcard.ts';
 import { fingerprintMatch, providerFor, takeoverProviders } from '../../src/products/scan/rules/takeover.ts';
 import {
+  activeScopeOf,
   inApprovedScope,
   isHostName,
   isServiceName,
@@ -223,7 +224,7 @@ describe('takeover fingerprints: suffix and body, precisely', () => {
 });
 
 describe('names and scope', () => {
-  it('scope is the registrable domain (public suffix list, ICANN section)', () => {
+  it('scope is the registrable domain (public suffix list)', () => {
     const s = scopeOf('www.shop.example.co.uk');
     expect(s.registrable).toBe('example.co.uk');
     expect(s.inScope('api.example.co.uk')).toBe(true);
@@ -231,6 +232,30 @@ describe('names and scope', () => {
     expect(s.inScope('notexample.co.uk')).toBe(false);
     expect(s.inScope('co.uk')).toBe(false);
     expect(registrableOf('co.uk')).toBeNull();
+  });
+
+  it('scope follows the private section too: another owner under the same private suffix is a third party', () => {
+    const s = scopeOf('alice.github.io');
+    expect(s.registrable).toBe('alice.github.io');
+    expect(s.inScope('www.alice.github.io')).toBe(true);
+    expect(s.inScope('bob.github.io')).toBe(false);
+    expect(s.inScope('github.io')).toBe(false);
+    expect(scopeOf('shop.alice.github.io').registrable).toBe('alice.github.io');
+    expect(scopeOf('bucket.s3.amazonaws.com').registrable).toBe('bucket.s3.amazonaws.com');
+    // Public suffixes of either section have no registrable domain.
+    for (const suffix of ['github.io', 's3.amazonaws.com', 'herokuapp.com', 'blogspot.com', 'co.uk', 'com'])
+      expect(registrableOf(suffix), suffix).toBeNull();
+  });
+
+  it('the approved scope that holds active work: the widest covering the target, never above its registrable domain', () => {
+    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
+    expect(activeScopeOf('api.shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
+    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com', 'example.com'])).toBe('example.com');
+    // An approval wider than the registrable domain (a row stored before public suffixes were refused) is clamped.
+    expect(activeScopeOf('alice.github.io', 'alice.github.io', ['github.io'])).toBe('alice.github.io');
+    expect(activeScopeOf('shop.example.com', 'example.com', ['blog.example.com', 'other.test'])).toBeNull();
+    expect(activeScopeOf('example.com', 'example.com', ['shop.example.com'])).toBeNull();
+    expect(activeScopeOf('example.com', 'example.com', [])).toBeNull();
   });
 
   it("wildcard levels stop at the name's parent; service labels are recognised anywhere", () => {
@@ -254,5 +279,11 @@ describe('names and scope', () => {
     expect(inApprovedScope('example.test', ['example.test'])).toBe(true);
     expect(inApprovedScope('badexample.test', ['example.test'])).toBe(false);
     expect(inApprovedScope('api.example.test', [])).toBe(false);
+  });
+
+  it('a public suffix stored as an approved scope (before the CLI refused them) approves nothing', () => {
+    expect(inApprovedScope('bob.github.io', ['github.io'])).toBe(false);
+    expect(inApprovedScope('shop.example.co.uk', ['co.uk'])).toBe(false);
+    expect(inApprovedScope('bob.github.io', ['github.io', 'bob.github.io'])).toBe(true);
   });
 });

@@ -316,7 +316,7 @@ describe('plan, price, assemble, input', () => {
     const long = `https://strict.weblab.test/${'a'.repeat(1000)}`;
     const [p] = planWeb({ url: long, authorized: false });
     expect(p!.objectKey).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(p!.params).toEqual({ url: long });
+    expect(p!.params).toEqual({ url: long, authorized: false });
   });
 
   it('assemble: an unauthorized request skips tls_protocols as not applicable and can be complete', async () => {

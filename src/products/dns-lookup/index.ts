@@ -191,6 +191,7 @@ export const dnsProduct: ProductDefinition<DnsInput, DnsResult> = {
   rateClass: 'sync_lookup',
   input: dnsInput,
   echo: (i) => ({ value: i.value }),
+  targetNames: (i) => [{ path: 'value', name: i.value }],
   resultSchema: dnsResult,
   lanes: [lanes.resolver, lanes.recordTypes],
   price: () => 0,

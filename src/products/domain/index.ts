@@ -70,6 +70,7 @@ export const domainProduct: ProductDefinition<DomainInput, DomainResult> = {
   rateClass: 'async_lookup',
   input: domainInput,
   echo: (i) => ({ value: i.value }),
+  targetNames: (i) => [{ path: 'value', name: i.value }],
   resultSchema: domainResult,
   lanes: [domainLanes.delegation, domainLanes.registration, domainLanes.records],
   price: () => 2,

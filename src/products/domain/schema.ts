@@ -104,8 +104,26 @@ export type RecordRows = RecordsProjection['records'][DomainRecordType];
 
 export const domainResult = z.object({
   name: z.string(),
-  registrableDomain: z.string().nullable(),
-  publicSuffix: z.string().nullable(),
+  registrableDomain: z
+    .string()
+    .nullable()
+    .describe('The registration (public suffix list, ICANN section); null when the name is itself a public suffix'),
+  publicSuffix: z.string().nullable().describe('ICANN section'),
+  suffixSection: z
+    .enum(['icann', 'private', 'unlisted'])
+    .describe(
+      "The section of the whole public suffix list that matched the name's longest suffix: private for names under suffixes such as github.io; unlisted when the TLD is in neither section",
+    ),
+  privateSuffix: z
+    .string()
+    .nullable()
+    .describe('The private-section suffix the name is under (github.io); null unless suffixSection is private'),
+  privateRegistrableDomain: z
+    .string()
+    .nullable()
+    .describe(
+      "The owner's name under that private suffix (alice.github.io): a scan's scope; null unless the name is below a private suffix",
+    ),
   delegation: delegationProjection.nullable(),
   registration: registrationProjection.nullable(),
   records: recordsProjection.nullable(),

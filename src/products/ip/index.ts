@@ -10,6 +10,7 @@ import { formatIp, parseIp, reverseName, type IpAddress } from './address.ts';
 import { classify } from './classify.ts';
 import { DatasetUnreadableError, contextDataset, contextDatasetUsable, lookupContext } from './context-dataset.ts';
 import { reverseLookup } from './reverse-dns.ts';
+import { mayAskReverse } from '../../net/special-use.ts';
 import { REGISTRY_VERSION, scopes } from './special-registry.ts';
 
 export const ipInput = z.strictObject({
@@ -198,7 +199,26 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
   }
 }
 
-async function reverseLane(address: IpAddress, ctx: ExecContext): Promise<LaneResult<string[] | null>> {
+async function reverseLane(
+  address: IpAddress,
+  normalized: string,
+  ctx: ExecContext,
+): Promise<LaneResult<string[] | null>> {
+  // The reverse zones of private, loopback, link-local… ranges are answered by the resolver we run
+  // next to: their names describe our network, not the target. No question is sent for them.
+  if (!mayAskReverse(normalized, ctx.runtime.config.ALLOW_PRIVATE_TARGETS)) {
+    return {
+      outcome: laneOutcome(lanes.reverse, 'skipped', { reason: 'not_globally_reachable' }),
+      value: null,
+      limitations: [
+        {
+          code: 'reverse_dns_not_global',
+          message: `${normalized} is not globally reachable: its PTR name would come from the resolver the service runs next to, not from the public DNS, so it was not asked.`,
+        },
+      ],
+      sources: [],
+    };
+  }
   const t0 = performance.now();
   const r = await reverseLookup(resolverOf(ctx.runtime), reverseName(address), ctx.signal);
   return {
@@ -232,7 +252,7 @@ async function execute(input: IpInput, ctx: ExecContext): Promise<SyncOutcome<Ip
 
   const [context, reverse] = await Promise.all([
     input.includeContext ? contextLane(address, ctx.runtime) : Promise.resolve(skipped(lanes.context)),
-    input.reverseDns ? reverseLane(address, ctx) : Promise.resolve(skipped(lanes.reverse)),
+    input.reverseDns ? reverseLane(address, c.normalized, ctx) : Promise.resolve(skipped(lanes.reverse)),
   ]);
 
   const limitations: Limitation[] = [];

@@ -76,6 +76,11 @@ export interface ProductDefinition<I = any, R = any> {
   /** Credits reserved at acceptance. */
   price: (input: I) => number;
   activeWork?: (input: I) => ActiveWork;
+  /**
+   * The domain names the input asks about (a name, a URL's host, a scan target), with the body path
+   * each came from: admission refuses special-use names among them (kit/target-names.ts).
+   */
+  targetNames?: (input: I) => Array<{ path: string; name: string }>;
   /** Checks beyond the schema that have their own error code (e.g. scan_credit_budget_invalid). */
   check?: (input: I) => void;
   /** Lane readiness, cheap and side-effect free: used by /v2/products, /readyz and admission. */

@@ -63,6 +63,7 @@ export const mailProduct: ProductDefinition<MailInput, MailResult> = {
   rateClass: 'async_lookup',
   input: mailInput,
   echo: (i) => ({ value: i.value }),
+  targetNames: (i) => [{ path: 'value', name: i.value }],
   resultSchema: mailResult,
   lanes: mailLaneList.map(({ lane, required, description }) => ({ lane, required, description })),
   price: () => MAIL_PRICE,

@@ -8,7 +8,7 @@ import { domainName } from '../../contract/domain-name.ts';
 import { ApiError } from '../../contract/errors.ts';
 import type { AsyncProduct, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
 import type { LaneReadiness, LaneSpec } from '../../contract/lanes.ts';
-import { registrableOf } from './rules/names.ts';
+import { suffixParts } from '../../contract/public-suffix.ts';
 import { expandScan, planScan, scanObjectCap, type ScanInput } from './rules/planner.ts';
 import { profiles, scanBudgetBounds, scanProfiles } from './rules/profiles.ts';
 
@@ -19,11 +19,8 @@ export const scanInput = z
     profile: z.enum(scanProfiles),
     target: z.strictObject({
       type: z.literal('domain_name'),
-      // A public suffix has no registrable domain to scope a scan to (and belongs to nobody).
-      value: domainName.refine(
-        (n) => registrableOf(n) !== null,
-        'must be a domain name below a public suffix (a public suffix is not a scan target)',
-      ),
+      // Not a public suffix either: checked after the schema (publicSuffixRefusal), with its own reason.
+      value: domainName,
     }),
     options: z.strictObject({ active: z.boolean(), maxCredits: z.number() }),
   })
@@ -31,6 +28,26 @@ export const scanInput = z
     message: 'options.active=true needs profile advanced',
     path: ['options', 'active'],
   });
+
+/**
+ * A public suffix of either section of the list (co.uk, github.io, s3.amazonaws.com) has no
+ * registrable domain to scope a scan to, and belongs to nobody: a scan of github.io would be a scan
+ * of every GitHub Pages site. 400 invalid_request, details.reason public_suffix.
+ */
+export function publicSuffixRefusal(target: string): void {
+  const p = suffixParts(target);
+  if (p.registrable !== null) return;
+  const message = `${target} is a public suffix (${p.section === 'unlisted' ? 'a top-level domain outside the public suffix list' : `public suffix list, ${p.section} section`}): a scan needs a name below one`;
+  throw new ApiError('invalid_request', {
+    message: `The scan target ${message}.`,
+    details: {
+      reason: 'public_suffix',
+      section: p.section,
+      suffix: p.suffix,
+      issues: [{ path: 'target.value', message }],
+    },
+  });
+}
 
 const lane = (name: string, required: boolean, description: string): LaneSpec => ({
   lane: name,
@@ -119,7 +136,9 @@ export const scanProduct: ProductDefinition<ScanInput> = {
   echo: (i) => ({ profile: i.profile, target: i.target, options: i.options }),
   lanes: Object.values(scanLanes),
   price: (i) => i.options.maxCredits,
+  targetNames: (i) => [{ path: 'target.value', name: i.target.value }],
   check: (i) => {
+    publicSuffixRefusal(i.target.value);
     const bounds = scanBudgetBounds[i.profile];
     const m = i.options.maxCredits;
     if (!Number.isInteger(m) || m < bounds.min || m > bounds.max) {

@@ -5,6 +5,7 @@ import type { CheckSpec } from '../kit/product-contract.ts';
 import { runHttpCheck } from './http-check.ts';
 import { runTlsCheck } from './tls-check.ts';
 import { runTlsProtocolsCheck } from './tls-protocols-check.ts';
+import { PASSIVE_WEB_PORTS } from './passive-ports.ts';
 
 export const WEB_CHECKS = {
   http: 'web.http',
@@ -42,7 +43,12 @@ export function createWebChecks(o: WebCheckOptions = {}): CheckSpec[] {
       lane: 'web',
       // Two chains in parallel (each possibly read twice, verified then not) + the preflight.
       timeoutMs: 3 * fetchTimeoutMs + 10_000,
-      run: (task, ctx) => runHttpCheck(urlOf(task), ctx, phases),
+      // A passive lookup (not authorized) follows redirects on the web's own ports only.
+      run: (task, ctx) =>
+        runHttpCheck(urlOf(task), ctx, {
+          ...phases,
+          ...(task.params.authorized === true ? {} : { allowedPorts: PASSIVE_WEB_PORTS }),
+        }),
     },
     {
       name: WEB_CHECKS.tls,

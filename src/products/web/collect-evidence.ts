@@ -18,6 +18,8 @@ export interface CollectOptions {
   headersTimeoutMs?: number;
   bodyIdleTimeoutMs?: number;
   maxBytes?: number;
+  /** Ports every hop may use (a passive lookup: the web's own, web/passive-ports.ts); default any. */
+  allowedPorts?: readonly number[];
   signal: AbortSignal;
 }
 
@@ -56,6 +58,7 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
       ...(o.connectTimeoutMs ? { connectTimeoutMs: o.connectTimeoutMs } : {}),
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
       ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
+      ...(o.allowedPorts ? { allowedPorts: o.allowedPorts } : {}),
     });
   const hasHttps = (hops: { url: string }[]) => hops.some((h) => h.url.startsWith('https:'));
   let verified: boolean | null = true;

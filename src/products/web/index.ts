@@ -3,11 +3,13 @@
 // authorized requests only, the tls_protocols check. Price 4 = http 2 + tls 2; +4 for
 // tls_protocols when authorized. A lane that ends unavailable/timeout/skipped is not captured.
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneReadiness } from '../../contract/lanes.ts';
 import type { TaskPlan } from '../../contract/tasks.ts';
 import { assembleWeb, webLanes } from './assemble.ts';
 import { WEB_CHECKS } from './checks.ts';
+import { isPassivePort } from './passive-ports.ts';
 import { webInput, webResult, type WebInput, type WebResult } from './schema.ts';
 
 export { createWebChecks, webChecks } from './checks.ts';
@@ -37,7 +39,8 @@ export function planWeb(input: WebInput): TaskPlan[] {
     unitCost,
     objectKey: urlTaskKey(url),
     distance: 0,
-    params: { url },
+    // A passive lookup's redirects stay on the passive ports (web/checks.ts).
+    params: { url, authorized: input.authorized },
   });
   const plans = [
     task(WEB_CHECKS.http, webLanes.http, WEB_UNIT_COSTS.http),
@@ -74,7 +77,19 @@ export const webProduct: ProductDefinition<WebInput, WebResult> = {
   resultSchema: webResult,
   lanes: [webLanes.http, webLanes.tls, webLanes.tlsProtocols],
   price: (i) => WEB_UNIT_COSTS.http + WEB_UNIT_COSTS.tls + (i.authorized ? WEB_UNIT_COSTS.tlsProtocols : 0),
-  activeWork: (i) => ({ active: i.authorized, targetHost: new URL(i.url).hostname.replace(/^\[|\]$/g, '') }),
+  targetNames: (i) => {
+    const host = new URL(i.url).hostname.replace(/^\[|\]$/g, '');
+    return isIP(host) ? [] : [{ path: 'url', name: host }];
+  },
+  activeWork: (i) => {
+    const u = new URL(i.url);
+    return {
+      active: i.authorized,
+      // A port outside the web's own is active work: it needs the request's authorization.
+      authorizationMissing: !i.authorized && !isPassivePort(u),
+      targetHost: u.hostname.replace(/^\[|\]$/g, ''),
+    };
+  },
   readiness: (runtime) => {
     const r = outboundReadiness(runtime);
     return { http: r, tls: r, tls_protocols: r };

@@ -1,11 +1,16 @@
 // Active work of an advanced scan (options.active, after the admission gates), for in-scope names
-// inside the workspace's approved scopes only (the planner decides; these checks never widen it).
+// inside the approved scope that covers the target only (the planner decides; these checks never widen it).
 // Every connection goes through the outbound guard.
 //   scan.tcp_probe      TCP connect to a documented port list, bounded concurrency per host
-//   scan.axfr           zone transfer request to the zone's in-scope name servers
-//   scan.wordlist       a documented wordlist of names, with random canary names around it
+//   scan.axfr           zone transfer of the approved scope's apex, asked of its name servers
+//                       inside that scope only
+//   scan.wordlist       a documented wordlist of names under the approved scope, with random
+//                       canary names around it
 //   scan.well_known     /.well-known/security.txt, /.git/HEAD, /.env
 //   scan.tls_protocols  the web lookup's TLS protocol enumeration
+// Each connection resolves its host again, inside its own task, through the guard (whose lookup is
+// pinned to the addresses it just vetted): an earlier task's answer is never reused, so a record
+// changed since the name's dns task (a rebinding) is vetted again before anything connects.
 import { randomBytes, randomInt } from 'node:crypto';
 import * as packet from 'dns-packet';
 import { presence, recordsOf } from '../../../dns/presence.ts';
@@ -15,10 +20,11 @@ import type { CheckContext } from '../../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectOut, RelationOut } from '../../../contract/tasks.ts';
 import type { Limitation } from '../../../contract/lanes.ts';
 import { notRun, resolverOf } from '../../kit/dns-replies.ts';
-import { isHostName, normalName, scopeOf } from '../rules/names.ts';
+import { inApprovedScope, isHostName, normalName, scopeOf } from '../rules/names.ts';
 import type { Discovery } from '../rules/planner.ts';
 import { scanFinding } from '../findings.ts';
 import { runTlsProtocolsCheck } from '../../web/tls-protocols-check.ts';
+import { capped } from './compose.ts';
 
 type ScanTask = { objectKey: string; params: Record<string, unknown>; distance?: number };
 
@@ -212,6 +218,22 @@ export async function runAxfrCheck(
   if (!guard || !resolver) return noGuard('the zone transfer');
   const zone = normalName(task.objectKey);
   const scope = scopeOf(String(task.params.scope ?? zone));
+  // The approved scope that holds this scan's active work (the planner asks only for its apex).
+  const approvedScope = normalName(String(task.params.approvedScope ?? zone));
+  const sourceCap = Number(task.params.sourceCap ?? 200);
+  // AXFR only of a zone whose apex is inside the approved scope (the planner never asks otherwise).
+  if (!inApprovedScope(zone, [approvedScope]))
+    return notRun(
+      'skipped',
+      'not_applicable',
+      [
+        {
+          code: 'axfr_out_of_scope',
+          message: `${zone} is outside the approved scope ${approvedScope}: no transfer was asked.`,
+        },
+      ],
+      [],
+    );
   const ns = await resolver.query(zone, 'NS', { signal: ctx.signal });
   if (presence(ns) === 'indeterminate') {
     return notRun(
@@ -227,13 +249,13 @@ export async function runAxfrCheck(
     );
   }
   const servers = recordsOf(ns).map((r) => normalName(String(r.data)));
-  // A name server out of scope belongs to someone else: active work never touches it.
-  const inScope = servers.filter((s) => scope.inScope(s));
+  // A name server outside the approved scope is someone else's (or not approved): never asked.
+  const inScope = servers.filter((s) => inApprovedScope(s, [approvedScope]));
   const limitations: Limitation[] = [];
   if (servers.length > inScope.length)
     limitations.push({
       code: 'axfr_out_of_scope_servers',
-      message: `${servers.length - inScope.length} name server(s) of ${zone} are out of scope and were not asked for a transfer.`,
+      message: `${servers.length - inScope.length} name server(s) of ${zone} are outside the approved scope ${approvedScope} and were not asked for a transfer.`,
     });
   const findings: FindingOut[] = [];
   const names = new Set<string>();
@@ -258,7 +280,15 @@ export async function runAxfrCheck(
       for (const n of result.names) if (scope.inScope(n) && isHostName(n)) names.add(n);
     }
   }
-  const discoveries: Discovery[] = [...names].filter((n) => n !== zone).map((name) => ({ name, source: 'axfr' }));
+  // One transfer may name thousands of hosts: the profile's per-source cap holds for it too.
+  const seen = [...names].filter((n) => n !== zone).sort();
+  const { kept, truncated } = capped(seen, sourceCap);
+  if (truncated)
+    limitations.push({
+      code: 'source_truncated',
+      message: `${zone}: the transfer named ${seen.length} hosts; the first ${sourceCap} are followed (the profile's limit per source).`,
+    });
+  const discoveries: Discovery[] = kept.map((name) => ({ name, source: 'axfr' }));
   const distance = (task.distance ?? 0) + 1;
   const failed = asked.filter((a) => a.outcome === 'timeout' || a.outcome === 'failed' || a.outcome === 'unreachable');
   if (failed.length > 0)
@@ -270,10 +300,10 @@ export async function runAxfrCheck(
     status:
       failed.length > 0 && failed.length === asked.length && asked.length > 0
         ? 'unavailable'
-        : failed.length > 0
+        : failed.length > 0 || truncated
           ? 'partial'
           : 'completed',
-    projection: { zone, servers: asked, discoveries },
+    projection: { zone, approvedScope, servers: asked, namesSeen: seen.length, discoveries },
     ...recorded(discoveries, zone, distance),
     findings,
     limitations,
@@ -428,6 +458,7 @@ export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promi
       [],
     );
   const zone = normalName(task.objectKey);
+  const sourceCap = Number(task.params.sourceCap ?? 200);
   const canaries = Array.from({ length: CANARIES }, () => `lss-canary-${randomBytes(6).toString('hex')}`);
   const words = [...canaries.slice(0, 2), ...WORDLIST, ...canaries.slice(2)];
   const replies = await Promise.all(words.map((w) => resolver.query(`${w}.${zone}`, 'A', { signal: ctx.signal })));
@@ -443,14 +474,23 @@ export async function runWordlistCheck(task: ScanTask, ctx: CheckContext): Promi
     });
     discoveries = [];
   }
+  // The wordlist (58 names) is below every profile's cap today; the cap still holds if it grows.
+  const hits = discoveries.length;
+  const cappedHits = capped(discoveries, sourceCap);
+  discoveries = cappedHits.kept;
+  if (cappedHits.truncated)
+    limitations.push({
+      code: 'source_truncated',
+      message: `${zone}: ${hits} wordlist names resolved; the first ${sourceCap} are followed (the profile's limit per source).`,
+    });
   if (indeterminate > 0)
     limitations.push({
       code: 'dns_indeterminate',
       message: `${indeterminate} of ${words.length} wordlist questions under ${zone} got no usable answer: those names are unknown, not absent.`,
     });
   return {
-    status: indeterminate > 0 ? 'partial' : 'completed',
-    projection: { zone, tried: WORDLIST.length, canaries: CANARIES, canaryHits, discoveries },
+    status: indeterminate > 0 || cappedHits.truncated ? 'partial' : 'completed',
+    projection: { zone, tried: WORDLIST.length, canaries: CANARIES, canaryHits, namesSeen: hits, discoveries },
     ...recorded(discoveries, zone, (task.distance ?? 0) + 1),
     findings: [],
     limitations,

@@ -10,6 +10,11 @@
 //     authoritative NXDOMAIN for the name (the rcode of a CNAME chain is its last target's).
 //   - Out-of-scope names are recorded at distance 1, never followed; in-scope ones one hop further
 //     than this name.
+//   - What points into the deployment's own network is a fact, never a lead: a name under a
+//     special-use suffix (src/net/special-use.ts) is recorded with `specialUse` and never becomes a
+//     discovery (never resolved, never scanned); an address the outbound guard refuses (private,
+//     loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with `outboundRefused` and kept out of
+//     the addresses the planner plans web and active work from.
 import type { QueryResult, RecordType } from '../../../dns/types.ts';
 import { indeterminateLimitation, presence, recordsOf } from '../../../dns/presence.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
@@ -35,6 +40,8 @@ import type { Discovery, DnsFacts } from '../rules/planner.ts';
 import type { NameSource } from '../rules/profiles.ts';
 import { scanFinding } from '../findings.ts';
 import { capped } from './compose.ts';
+import { classifyAddress, isAllowedTarget } from '../../../net/address-policy.ts';
+import { specialUseOf, specialUsePolicy } from '../../../net/special-use.ts';
 
 const BASE_TYPES: readonly RecordType[] = ['A', 'AAAA', 'CNAME', 'MX', 'NS', 'TXT', 'CAA'];
 
@@ -134,6 +141,7 @@ export async function runScanDnsCheck(
   const found: Found = { objects: [], relations: [], discoveries: [], truncated: new Set() };
   const findings: FindingOut[] = [];
   const at = (n: string) => (scope.inScope(n) ? distance + 1 : 1);
+  const policy = specialUsePolicy(ctx.runtime.config);
   const record = (
     n: string,
     relation: RelationOut['relation'],
@@ -143,14 +151,21 @@ export async function runScanDnsCheck(
     const other = normalName(n);
     if (!other || other === '.' || other === name || !isHostName(other)) return;
     const ref: ObjectRef = { type: other === scope.registrable ? 'domain' : 'host', key: other };
+    const special = specialUseOf(other, policy);
     found.objects.push({
       ...ref,
       discovered: true,
       distance: at(other),
-      projection: { name: other, inScope: scope.inScope(other), foundVia: source ?? relation, foundFrom: name },
+      projection: {
+        name: other,
+        inScope: scope.inScope(other),
+        foundVia: source ?? relation,
+        foundFrom: name,
+        ...(special ? { specialUse: special } : {}),
+      },
     });
     found.relations.push(direction === 'to' ? { from: self, relation, to: ref } : { from: ref, relation, to: self });
-    if (source) found.discoveries.push({ name: other, source });
+    if (source && !special) found.discoveries.push({ name: other, source });
   };
 
   // Addresses (at the end of any CNAME chain).
@@ -161,13 +176,19 @@ export async function runScanDnsCheck(
         .filter((x): x is string => x !== null),
     ),
   ];
+  const refusedAddresses = addresses.filter((a) => !isAllowedTarget(a, ctx.runtime.config.ALLOW_PRIVATE_TARGETS));
   for (const address of addresses) {
+    const refused = refusedAddresses.includes(address);
     found.objects.push({
       type: 'ip_address',
       key: address,
       discovered: true,
       distance: distance + 1,
-      projection: { address, version: address.includes(':') ? 6 : 4 },
+      projection: {
+        address,
+        version: address.includes(':') ? 6 : 4,
+        ...(refused ? { outboundRefused: true, range: classifyAddress(address) } : {}),
+      },
     });
     found.relations.push({ from: self, relation: 'resolves_to', to: { type: 'ip_address', key: address } });
   }
@@ -253,7 +274,8 @@ export async function runScanDnsCheck(
   const facts: DnsFacts = {
     name,
     match,
-    addresses,
+    addresses: addresses.filter((a) => !refusedAddresses.includes(a)),
+    refusedAddresses,
     hasMx: recordsOf(by.MX!).length > 0,
     cnameTargets: chain.targets.slice(0, CNAME_RUNAWAY),
     discoveries,
@@ -265,6 +287,11 @@ export async function runScanDnsCheck(
     ...self,
     projection: { name, inScope: true, exists: by.A!.outcome !== 'nxdomain', records, wildcard: match },
   };
+  if (refusedAddresses.length > 0)
+    limitations.push({
+      code: 'address_not_reachable',
+      message: `${name} resolves to ${refusedAddresses.slice(0, 5).join(', ')}${refusedAddresses.length > 5 ? '…' : ''}, which outbound checks may not reach (not globally reachable): no web or active check is planned for it.`,
+    });
   const partial = limitations.some((l) => l.code !== 'wildcard_possible');
   return {
     status: partial ? 'partial' : 'completed',

@@ -13,6 +13,7 @@ import { mailLaneChecks, type MailCheckOptions } from '../../mail/checks.ts';
 import { mailLanes, type MailLaneName } from '../../mail/lanes.ts';
 import { runHttpCheck, type HttpCheckOptions } from '../../web/http-check.ts';
 import { runTlsCheck } from '../../web/tls-check.ts';
+import { PASSIVE_WEB_PORTS } from '../../web/passive-ports.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
 import type { CheckOutput, TaskOutcomeView } from '../../../contract/tasks.ts';
 import { isHostName, normalName, scopeOf } from '../rules/names.ts';
@@ -47,7 +48,8 @@ export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: Post
   const sourceCap = Number(task.params.sourceCap ?? 50);
   const distance = task.distance ?? 0;
   const [http, tls] = await Promise.all([
-    runHttpCheck(url, ctx, webPhases(o.web)),
+    // A scan's web check is passive in every profile: redirects stay on the web's own ports.
+    runHttpCheck(url, ctx, { ...webPhases(o.web), allowedPorts: PASSIVE_WEB_PORTS }),
     runTlsCheck(url, ctx, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
   ]);
 
@@ -122,6 +124,7 @@ async function takeoverFindings(host: string, cnameTargets: readonly string[], c
         timeoutMs: 8000,
         maxBytes: 256 * 1024,
         maxRedirects: 2,
+        allowedPorts: PASSIVE_WEB_PORTS,
         signal: ctx.signal,
       });
       const provider = fingerprintMatch(host, cnameTargets, res.body.toString('utf8'));

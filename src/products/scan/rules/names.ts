@@ -1,7 +1,8 @@
 // Names as a scan handles them: normalised (lower case, no trailing dot, A-labels), placed in the
-// target's scope (its registrable domain per the public suffix list, ICANN section), and placed
-// in the tree (the zone level a wildcard probe asks about).
-import { parse } from 'tldts';
+// target's scope (its registrable domain per the whole public suffix list, private section
+// included: a scan of alice.github.io is about alice.github.io, and bob.github.io is someone
+// else's), and placed in the tree (the zone level a wildcard probe asks about).
+import { suffixParts } from '../../../contract/public-suffix.ts';
 
 export function normalName(name: string): string {
   return name.trim().toLowerCase().replace(/\.$/, '');
@@ -13,9 +14,9 @@ export interface Scope {
   inScope(name: string): boolean;
 }
 
-/** The registrable domain of `name` (public suffix list, ICANN section); null for a public suffix. */
+/** The registrable domain of `name` (the whole public suffix list); null for a public suffix. */
 export function registrableOf(name: string): string | null {
-  return parse(normalName(name), { allowPrivateDomains: false, detectIp: false }).domain ?? null;
+  return suffixParts(normalName(name)).registrable;
 }
 
 export function scopeOf(target: string): Scope {
@@ -54,11 +55,31 @@ export function isHostName(name: string): boolean {
   return n.split('.').every((l) => l.length > 0 && l.length <= 63 && /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9])?$/.test(l));
 }
 
-/** In one of the workspace's approved scopes (`example.com` approves it and every name below). */
+/**
+ * In one of the workspace's approved scopes (`example.com` approves it and every name below). A
+ * public suffix approves nothing: the admin CLI refuses one, and a row stored before it did
+ * (`github.io`) must not approve every owner below it.
+ */
 export function inApprovedScope(host: string, approved: readonly string[]): boolean {
   const h = normalName(host);
   return approved.some((s) => {
     const suffix = normalName(s);
-    return h === suffix || h.endsWith(`.${suffix}`);
+    return (h === suffix || h.endsWith(`.${suffix}`)) && registrableOf(suffix) !== null;
   });
+}
+
+/**
+ * The approved scope that holds a scan's active work: among the workspace's approved suffixes that
+ * cover the target, the widest, but never above the target's registrable domain (approving
+ * example.com and scanning shop.example.com works on example.com; approving only shop.example.com
+ * keeps every active check, the zone transfer and the wordlist inside shop.example.com). Null when
+ * no approved scope covers the target.
+ */
+export function activeScopeOf(target: string, registrable: string, approved: readonly string[]): string | null {
+  const t = normalName(target);
+  const covering = approved.map(normalName).filter((s) => s !== '' && (t === s || t.endsWith(`.${s}`)));
+  if (covering.length === 0) return null;
+  const widest = covering.reduce((a, b) => (b.length < a.length ? b : a));
+  const r = normalName(registrable);
+  return widest.length < r.length ? r : widest;
 }

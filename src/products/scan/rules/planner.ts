@@ -12,12 +12,27 @@
 //   - Every name but the target waits for the wildcard probe of its parent level (a gate): only
 //     then is it resolved and compared with the wildcard's answer set, before anything fans out
 //     from it. A name that matches the wildcard leads to nothing.
-//   - Web, mail and active work follow from a name's own DNS answers (it resolves, it has MX).
-//   - Active work (advanced, options.active) only for in-scope names inside the workspace's
-//     approved scopes, and never for a name at distance 1 that is out of scope (none get tasks).
+//   - Web, mail and active work follow from a name's own DNS answers (it resolves to addresses the
+//     outbound guard may reach, it has MX). A name that resolves only into space the guard refuses
+//     (private, loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with its addresses and gets
+//     no web or active task.
+//   - Active work (advanced, options.active) only inside the approved scope that covers the target
+//     (activeScopeOf: the widest approved suffix covering it, never above its registrable domain),
+//     never for a name at distance 1 that is out of scope (none get tasks), never for an alias of
+//     a third party. The zone transfer and the wordlist are of that scope's apex, planned once the
+//     target's own DNS answered: approving shop.example.com never transfers example.com.
 import type { ExpandContext } from '../../kit/product-contract.ts';
 import type { FinishedTask, TaskPlan, WorkerLane } from '../../../contract/tasks.ts';
-import { inApprovedScope, isHostName, isServiceName, normalName, parentLevel, scopeOf, type Scope } from './names.ts';
+import {
+  activeScopeOf,
+  inApprovedScope,
+  isHostName,
+  isServiceName,
+  normalName,
+  parentLevel,
+  scopeOf,
+  type Scope,
+} from './names.ts';
 import { profiles, unitCosts, type NameSource, type ProfileSpec, type ScanProfile } from './profiles.ts';
 
 export interface ScanInput {
@@ -50,7 +65,10 @@ export interface DnsFacts {
   name: string;
   /** How the name compares with its level's wildcard; 'n/a' for the target. */
   match: 'match' | 'real' | 'possible' | 'unknown' | 'n/a';
+  /** Addresses the outbound guard may reach. */
   addresses: string[];
+  /** Addresses it refuses (private, loopback…): kept as facts, never connected to. */
+  refusedAddresses?: string[];
   hasMx: boolean;
   cnameTargets: string[];
   discoveries: Discovery[];
@@ -168,10 +186,6 @@ export function planScan(input: ScanInput): TaskPlan[] {
     for (const name of [scope.registrable, `www.${scope.registrable}`])
       if (name !== target) plans.push(...resolveName(c, name, 1));
   }
-  if (active(c)) {
-    plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, scope.registrable, 0));
-    plans.push(task(c, SCAN_CHECKS.wordlist, 'active', 'active', unitCosts.active, scope.registrable, 0));
-  }
   return plans;
 }
 
@@ -197,14 +211,29 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
   if (t.status !== 'completed' && t.status !== 'partial') return [];
   const c = context(input);
   const projection = t.output?.projection ?? {};
-  const approved = async (host: string) => active(c) && inApprovedScope(host, await ctx.approvedScopes());
+  // The approved scope active work stays in; read only when active work is possible at all.
+  const activeScope = async () =>
+    active(c) ? activeScopeOf(c.target, c.scope.registrable, await ctx.approvedScopes()) : null;
+  const approved = async (host: string) => {
+    const s = await activeScope();
+    return s !== null && inApprovedScope(host, [s]);
+  };
   switch (t.check) {
     case SCAN_CHECKS.dns: {
       const f = projection as unknown as DnsFacts;
       if (f.match === 'match') return []; // a wildcard answer, not a host: nothing fans out from it
       const name = normalName(f.name ?? t.objectKey);
       const plans: TaskPlan[] = [];
-      const resolves = (f.addresses ?? []).length > 0;
+      // Reachable: some address, and none the guard refuses (it refuses a host with any refused address).
+      const resolves = (f.addresses ?? []).length > 0 && (f.refusedAddresses ?? []).length === 0;
+      if (name === c.target && t.distance === 0) {
+        const s = await activeScope();
+        if (s !== null) {
+          const params = { approvedScope: s };
+          plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, s, 0, params));
+          plans.push(task(c, SCAN_CHECKS.wordlist, 'active', 'active', unitCosts.active, s, 0, params));
+        }
+      }
       if (resolves && wantsWeb(c, name)) {
         plans.push(
           task(c, SCAN_CHECKS.web, 'web', 'web', unitCosts.web, name, t.distance, {
