@@ -56,7 +56,13 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     registers: [metrics],
   });
   registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
-  const pool = createParsePool(settings.LANE_POOL_THREADS);
+  const pool = createParsePool({
+    threads: settings.LANE_POOL_THREADS,
+    deadlineMs: settings.LANE_POOL_DEADLINE_MS,
+    metrics: { registry: metrics, lane },
+  });
+  if (settings.LANE_POOL_THREADS === 0)
+    log.warn('LANE_POOL_THREADS=0: parsing runs inline, where no pool deadline can stop a slow parse');
   const runner = new LaneRunner({
     lane,
     db: opts.db ?? ownDb!.db,
