@@ -28,6 +28,8 @@ export interface LaneWorkerOptions {
   metrics?: client.Registry;
   blockMs?: number;
   permitWaitMs?: number;
+  /** Test knob: another parse-pool worker module (workers/pool/parse-worker.ts's protocol). */
+  poolWorker?: string;
 }
 
 export interface LaneWorkerHandle {
@@ -56,7 +58,14 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     registers: [metrics],
   });
   registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
-  const pool = createParsePool(settings.LANE_POOL_THREADS);
+  const pool = createParsePool({
+    threads: settings.LANE_POOL_THREADS,
+    deadlineMs: settings.LANE_POOL_DEADLINE_MS,
+    metrics: { registry: metrics, lane },
+    ...(opts.poolWorker ? { filename: opts.poolWorker } : {}),
+  });
+  if (settings.LANE_POOL_THREADS === 0)
+    log.warn('LANE_POOL_THREADS=0: parsing runs inline, where no pool deadline can stop a slow parse');
   const runner = new LaneRunner({
     lane,
     db: opts.db ?? ownDb!.db,

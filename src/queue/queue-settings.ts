@@ -15,6 +15,9 @@ export const queueSettingsSchema = z.object({
   ),
   LANE_MAX_DELIVERIES: int(1, 1000, 5).describe('Deliveries after which an entry is dead-lettered'),
   LANE_POOL_THREADS: int(0, 256, 2).describe('piscina threads for CPU-heavy parsing (0 = parse inline)'),
+  LANE_POOL_DEADLINE_MS: int(0, 600_000, 0).describe(
+    "Deadline of every parse-pool task once started (0 = each task's own: 5000 for a web page, 2000 for the rest)",
+  ),
   LANE_CONCURRENCY: int(1, 10_000, 32).describe('Entries one lane process handles at once'),
 });
 

@@ -51,6 +51,15 @@ const BASE_HEADERS = {
   'x-frame-options': 'DENY',
 };
 
+/** The header policy of `cspmegabyte`: a 60,000-blank run between two sources. */
+export const HOSTILE_CSP_HEADER = `script-src a${' '.repeat(60_000)}b`;
+/** The body of `cspmegabyte`: exactly 1 MiB, a <meta> policy whose value is a run of blanks. */
+export const HOSTILE_CSP_BODY = (() => {
+  const head = '<!doctype html><html><head><meta http-equiv="content-security-policy" content="script-src a';
+  const tail = 'b"></head><body>csp</body></html>';
+  return head + ' '.repeat(1024 * 1024 - head.length - tail.length) + tail;
+})();
+
 /** An HTML page with these headers (and cookies). */
 export function page(headers: Record<string, string | string[]> = {}, body = PAGE): Handler {
   return (_req, res) => {
@@ -289,6 +298,15 @@ export const webHosts: WebHostSpec[] = [
         `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'"><meta name="referrer" content="strict-origin"><script src="/app.js" integrity="sha384-abc" crossorigin="anonymous"></script></head><body>meta</body></html>`,
       ),
     },
+  },
+  // Issue 18: a page built to stall a backtracking CSP parser. The header carries a policy with a
+  // 60,000-blank run (inside the 64 KiB head) and the body is one megabyte: a <meta> policy whose
+  // value is one run of blanks. Before the fix, each parse of such a run took tens of minutes.
+  {
+    label: 'cspmegabyte',
+    n: 33,
+    http: 'to_https',
+    https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': HOSTILE_CSP_HEADER }, HOSTILE_CSP_BODY) },
   },
 ];
 

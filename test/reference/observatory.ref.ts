@@ -131,7 +131,9 @@ function observatoryScore(requests: unknown) {
 const hostsWithResponses: string[] = [];
 
 describe('our score equals the Observatory grader on the same responses', () => {
-  it.each(webHosts.map((h) => h.label))('%s', async (label) => {
+  // cspmegabyte's megabyte <meta> policy is past our cap (docs/products/web.md), which the
+  // Observatory does not have: the two differ there on purpose.
+  it.each(webHosts.map((h) => h.label).filter((l) => l !== 'cspmegabyte'))('%s', async (label) => {
     const e = await collectWebEvidence(new URL(webUrl(label)), guard, {
       fetchTimeoutMs: 1500,
       signal: new AbortController().signal,

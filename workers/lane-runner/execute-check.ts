@@ -1,6 +1,11 @@
 // Runs one check under its timeout. The outcome is always a task status: a check that throws is
 // `failed` / internal_error (the message is logged, never stored: it may hold internals), one that
 // overruns is `timeout`. Only a shutdown interrupts without an outcome.
+//
+// The check's pool tasks run under the check's signal, so its timeout (or a shutdown) also stops
+// the thread parsing for it. A pool task past its own deadline (workers/pool/parse-pool.ts) ends
+// the check `timeout` / parse_deadline_exceeded with a limitation saying what was not assessed,
+// whether the check let the error through or caught it.
 import type { Logger } from 'pino';
 import type { TaskStatus } from '../../src/db/schema.ts';
 import { laneStatuses, type LaneStatus } from '../../src/contract/lanes.ts';
@@ -8,6 +13,13 @@ import type { CheckContext, CheckSpec } from '../../src/products/kit/product-con
 import type { CheckOutput } from '../../src/contract/tasks.ts';
 import { errInfo } from '../../src/queue/stream-consumer.ts';
 import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
+import type { Limitation } from '../../src/contract/lanes.ts';
+import { PoolDeadlineExceeded } from '../pool/parse-pool.ts';
+
+/** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
+export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;
+
+export const PARSE_DEADLINE_EXCEEDED = 'parse_deadline_exceeded';
 
 export type CheckResult =
   | { kind: 'done'; status: TaskStatus; reason: string | null; output: CheckOutput | null; durationMs: number }
@@ -19,11 +31,20 @@ class Interrupted extends Error {}
 export async function executeCheck(
   spec: CheckSpec,
   task: LaneTask,
-  ctx: Omit<CheckContext, 'signal'>,
+  ctx: Omit<CheckContext, 'signal' | 'runInPool'> & { runInPool?: PoolRunner },
   shutdown: AbortSignal,
   log: Logger,
 ): Promise<CheckResult> {
   const ac = new AbortController();
+  const pool = ctx.runInPool;
+  let deadline: PoolDeadlineExceeded | null = null;
+  const runInPool = pool
+    ? <T>(task: string, payload: unknown) =>
+        pool<T>(task, payload, { signal: ac.signal }).catch((err: unknown) => {
+          if (err instanceof PoolDeadlineExceeded) deadline ??= err;
+          throw err;
+        })
+    : undefined;
   const started = performance.now();
   const timer = setTimeout(() => ac.abort(new CheckTimeout(`check exceeded ${spec.timeoutMs} ms`)), spec.timeoutMs);
   const onShutdown = () => ac.abort(new Interrupted('shutdown'));
@@ -37,10 +58,11 @@ export async function executeCheck(
     const raw = await Promise.race([
       spec.run(
         { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
-        { ...ctx, signal: ac.signal },
+        { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
       ),
       aborted,
     ]);
+    if (deadline) return deadlineResult(deadline, normalizeOutput(raw), durationMs());
     const output = normalizeOutput(raw);
     if (!output) {
       log.error({ check: spec.name, taskId: task.id }, 'check returned an invalid output');
@@ -52,12 +74,42 @@ export async function executeCheck(
     if (reason instanceof Interrupted) return { kind: 'interrupted' };
     if (reason instanceof CheckTimeout)
       return { kind: 'done', status: 'timeout', reason: 'check_timeout', output: null, durationMs: durationMs() };
+    if (deadline) return deadlineResult(deadline, null, durationMs());
     log.error({ check: spec.name, taskId: task.id, err: errInfo(err) }, 'check failed');
     return { kind: 'done', status: 'failed', reason: 'internal_error', output: null, durationMs: durationMs() };
   } finally {
     clearTimeout(timer);
     shutdown.removeEventListener('abort', onShutdown);
   }
+}
+
+/** `timeout`, with what the check returned (if it caught the error and went on) and the limitation. */
+function deadlineResult(err: PoolDeadlineExceeded, output: CheckOutput | null, ms: number): CheckResult {
+  const limitation: Limitation = {
+    code: PARSE_DEADLINE_EXCEEDED,
+    message: `Parsing what the target sent (${err.task}) did not finish within ${err.deadlineMs} ms: the parser was stopped and that content was not assessed.`,
+  };
+  const base: CheckOutput = output ?? {
+    status: 'timeout',
+    projection: {},
+    objects: [],
+    relations: [],
+    findings: [],
+    limitations: [],
+    sources: [],
+  };
+  return {
+    kind: 'done',
+    status: 'timeout',
+    reason: PARSE_DEADLINE_EXCEEDED,
+    output: {
+      ...base,
+      status: 'timeout',
+      reason: PARSE_DEADLINE_EXCEEDED,
+      limitations: [...base.limitations, limitation],
+    },
+    durationMs: ms,
+  };
 }
 
 function normalizeOutput(raw: unknown): CheckOutput | null {

@@ -153,9 +153,16 @@ export class LaneRunner {
       const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
       if (attempt === null) return this.#leaveToOwner(task);
       const pool = this.#o.pool;
+      // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
+      const tenant = String(task.workspaceId);
       const ctx = {
         runtime: this.#o.runtime,
-        ...(pool ? { runInPool: <T>(name: string, payload: unknown) => pool.run<T>(name, payload) } : {}),
+        ...(pool
+          ? {
+              runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
+                pool.run<T>(name, payload, { tenant, signal: o.signal }),
+            }
+          : {}),
       };
       const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
       if (result.kind === 'interrupted') {

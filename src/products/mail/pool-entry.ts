@@ -6,6 +6,8 @@ import type * as Heavy from './pool-tasks.ts';
 
 let loading: Promise<typeof Heavy> | undefined;
 const heavy = () => (loading ??= import('./pool-tasks.ts'));
+/** Loads the mail parsers and mailauth (the pool warms a replacement thread with it). */
+export const loadMailPoolTasks = heavy;
 
 export const mailSpfEvaluate = async (p: Parameters<typeof Heavy.mailSpfEvaluate>[0]) =>
   (await heavy()).mailSpfEvaluate(p);

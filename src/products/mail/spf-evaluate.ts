@@ -136,7 +136,13 @@ function noteIndeterminate(w: Walk, r: QueryResult): void {
 
 const normalize = (name: string) => mailauthSpf.normalizeTargetName(name).toLowerCase();
 
-/** Splits one term into kind, qualifier and target; syntax is checked separately by mailauth. */
+const isAlnum = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+
+/**
+ * Splits one term into kind, qualifier and target; syntax is checked separately by mailauth. An
+ * index walk: /^([+\-~?]?)([a-z0-9]+)(.*)$/ gave back one character at a time when (.*)$ failed at
+ * a line break, so a 60 KB term cost seconds (issue 18).
+ */
 function classify(raw: string, domain: string): Omit<SpfTerm, 'lookups' | 'void' | 'note'> {
   const eq = raw.indexOf('=');
   const sep = raw.search(/[:/]/);
@@ -147,11 +153,13 @@ function classify(raw: string, domain: string): Omit<SpfTerm, 'lookups' | 'void'
     if (name === 'exp') return { term: raw, kind: 'exp', qualifier: null, target: normalize(value) };
     return { term: raw, kind: 'modifier', qualifier: null, target: null };
   }
-  const m = /^([+\-~?]?)([a-z0-9]+)(.*)$/i.exec(raw);
-  const mech = m?.[2]?.toLowerCase() ?? '';
-  if (!m || !MECHANISMS.has(mech)) return { term: raw, kind: 'invalid', qualifier: null, target: null };
-  const qualifier = (m[1] || '+') as SpfTerm['qualifier'];
-  const rest = m[3] ?? '';
+  const q = '+-~?'.includes(raw.charAt(0)) && raw.length > 0 ? 1 : 0;
+  let j = q;
+  while (j < raw.length && isAlnum(raw.charCodeAt(j))) j++;
+  const mech = raw.slice(q, j).toLowerCase();
+  if (j === q || !MECHANISMS.has(mech)) return { term: raw, kind: 'invalid', qualifier: null, target: null };
+  const qualifier = (q ? raw.charAt(0) : '+') as SpfTerm['qualifier'];
+  const rest = raw.slice(j);
   let target: string | null = null;
   if (mech === 'include' || mech === 'exists' || mech === 'ptr' || mech === 'a' || mech === 'mx') {
     const spec = rest.startsWith(':') ? rest.slice(1).replace(/\/\/?\d*(\/\/\d*)?$/, '') : '';
@@ -160,19 +168,68 @@ function classify(raw: string, domain: string): Omit<SpfTerm, 'lookups' | 'void'
   return { term: raw, kind: mech as SpfTermKind, qualifier, target };
 }
 
+/** RFC 1035 §2.3.4: a label is at most 63 octets (RFC 7208 §4.3 calls a longer one malformed). */
+const MAX_LABEL = 63;
+const SPEC_MECHANISMS = new Set(['include', 'exists', 'a', 'mx', 'ptr']);
+
+/** The domain-spec of a term (include/exists/a/mx/ptr after ":", redirect/exp after "="), or null. */
+function domainSpecOf(term: string): string | null {
+  const eq = term.indexOf('=');
+  const sep = term.search(/[:/]/);
+  if (eq > 0 && (sep < 0 || eq < sep)) {
+    const name = term.slice(0, eq).toLowerCase();
+    return name === 'redirect' || name === 'exp' ? term.slice(eq + 1) : null;
+  }
+  if (sep < 0 || term.charAt(sep) !== ':') return null;
+  const mech = term.slice('+-~?'.includes(term.charAt(0)) ? 1 : 0, sep).toLowerCase();
+  return SPEC_MECHANISMS.has(mech) ? term.slice(sep + 1) : null;
+}
+
 /**
- * The first syntax error of a record's terms (mailauth's RFC 7208 validator), or false. Terms
- * are visible ASCII (RFC 7208 §4.6.1, §12); mailauth's validator throws on a term with a control
- * character or line break instead of reporting it, so those are caught first.
+ * Why one term is refused before mailauth's validator sees it, or null. mailauth's TOPLABEL regex
+ * ("[a-z0-9]* [a-z] [a-z0-9]*" in one alternative) backtracks quadratically over a long last
+ * label (a 60 KB label cost 16 s); every label of a domain-spec is held to 63 characters first,
+ * so it only ever sees short ones. Terms are visible ASCII (RFC 7208 §4.6.1, §12); mailauth
+ * throws on a control character or line break instead of reporting it.
  */
-function termsError(terms: string[]): string | false {
-  const bad = terms.find((t) => !/^[\x21-\x7e]+$/.test(t));
-  if (bad !== undefined) return `invalid character in term "${bad.replace(/[^\x20-\x7e]/g, '?').slice(0, 60)}"`;
+function preCheck(term: string): string | null {
+  if (!/^[\x21-\x7e]+$/.test(term))
+    return `invalid character in term "${term.replace(/[^\x20-\x7e]/g, '?').slice(0, 60)}"`;
+  const spec = domainSpecOf(term);
+  if (spec === null) return null;
+  let label = 0;
+  for (let i = 0; i < spec.length; i++) {
+    if (spec.charCodeAt(i) === 46) label = 0;
+    else if (++label > MAX_LABEL)
+      return `label too long (over ${MAX_LABEL} characters) in term "${term.slice(0, 60)}…"`;
+  }
+  return null;
+}
+
+/** The syntax error of one term (our pre-checks, then mailauth's RFC 7208 validator), or null. */
+function termError(term: string): string | null {
+  const pre = preCheck(term);
+  if (pre) return pre;
   try {
-    return mailauthSpf.validateTerms(terms);
+    return mailauthSpf.validateTerms([term]) || null;
   } catch (err) {
     return `unparseable term (${err instanceof Error ? err.message : String(err)})`;
   }
+}
+
+/**
+ * Each term's syntax error, each term validated once; and the record's first error (a term's, or
+ * a repeated redirect/exp modifier, as mailauth's validateTerms reports it), or false.
+ */
+function termsErrors(terms: string[]): { record: string | false; perTerm: Array<string | null> } {
+  const perTerm = terms.map(termError);
+  const first = perTerm.find((e) => e !== null);
+  if (first) return { record: first, perTerm };
+  for (const modifier of ['redirect', 'exp']) {
+    const n = terms.filter((t) => t.toLowerCase().startsWith(`${modifier}=`)).length;
+    if (n > 1) return { record: `more than 1 ${modifier} found`, perTerm };
+  }
+  return { record: false, perTerm };
 }
 
 function blankNode(domain: string, via: SpfNode['via'], status: SpfNode['status']): SpfNode {
@@ -243,14 +300,14 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
     .slice(6)
     .split(' ')
     .filter((t) => t.length > 0);
-  const syntaxError = termsError(raw);
+  const syntax = termsErrors(raw);
   const terms = raw.map((t) => classify(t, domain));
-  if (syntaxError) {
+  if (syntax.record) {
     node.status = 'syntax_error';
-    node.errors.push(syntaxError);
-    permerror(w, 'syntax', domain, syntaxError);
+    node.errors.push(syntax.record);
+    permerror(w, 'syntax', domain, syntax.record);
     // A record with a syntax error is not evaluated (RFC 7208 §4.6): list its terms, follow nothing.
-    node.terms = terms.map((t) => ({ ...t, lookups: 0, void: null, note: termsError([t.term]) || null }));
+    node.terms = terms.map((t, i) => ({ ...t, lookups: 0, void: null, note: syntax.perTerm[i] ?? null }));
     return node;
   }
   const hasAll = terms.some((t) => t.kind === 'all');

@@ -2,8 +2,9 @@
 // evidence in, assessment out, both plain data. HTML (parse5), CSP, cookies (tough-cookie) and
 // the Observatory score are CPU work that must not stall the lane's event loop.
 import { assessCookies, type CookieFacts } from './cookies.ts';
-import { assessCsp, type CspAssessment } from './csp.ts';
+import { assessCsp, parseCsp, type CspAssessment } from './csp.ts';
 import { finalHop, primaryChain, type WebEvidence } from './evidence.ts';
+import type { HopRecord } from '../../net/outbound-errors.ts';
 import {
   assessCors,
   assessFraming,
@@ -11,8 +12,10 @@ import {
   assessIsolation,
   assessNosniff,
   assessReferrer,
+  hstsDirectives,
   type CorsFacts,
   type FramingFacts,
+  type HstsDirective,
   type HstsFacts,
   type IsolationFacts,
   type NosniffFacts,
@@ -45,6 +48,8 @@ export interface WebAssessment {
   cookies: CookieFacts[];
   cookiesTruncated: boolean;
   score: ObservatoryScore | null;
+  /** What was left unparsed for being over a cap (docs/products/web.md): reported as limitations. */
+  unparsed: { metaCsp: { count: number; longest: number } };
 }
 
 const HTML = /^(text\/html|application\/xhtml\+xml)\b/i;
@@ -58,16 +63,30 @@ export function assessWebEvidence(e: WebEvidence): WebAssessment | null {
   const contentType = firstValue(h, 'content-type');
   let page: PageMeta | null = null;
   if (contentType && HTML.test(contentType) && chain.body !== null) page = readPageMeta(chain.body);
-  const csp = assessCsp({
+  // Every header and policy is parsed once here; the facts and the score share the results.
+  const cspValues = {
     header: allValues(h, 'content-security-policy'),
-    meta: page?.csp ?? [],
     reportOnly: allValues(h, 'content-security-policy-report-only'),
-  });
-  const { cookies, truncated } = assessCookies(
+  };
+  const parsedCsp = parseCsp({ ...cspValues, meta: page?.csp ?? [] });
+  const csp = assessCsp(parsedCsp);
+  const cookieAssessment = assessCookies(
     chain.hops.map((hop) => ({ url: hop.url, setCookie: allValues(hop.headers, 'set-cookie') })),
   );
+  const { cookies, truncated } = cookieAssessment;
+  const hstsParsed = new Map<HopRecord, { raw: string; directives: HstsDirective[] } | null>();
+  const hstsOf = (hop: HopRecord) => {
+    if (!hstsParsed.has(hop)) {
+      const values = allValues(hop.headers, 'strict-transport-security');
+      const raw = values.length > 0 ? values.join(', ') : null;
+      hstsParsed.set(hop, raw === null ? null : { raw, directives: hstsDirectives(raw) });
+    }
+    return hstsParsed.get(hop)!;
+  };
   // HSTS counts only over https (RFC 6797 §8.1: a UA ignores it on http).
-  const hsts = assessHsts(last.url.startsWith('https:') ? firstValue(h, 'strict-transport-security') : null);
+  const lastHsts = last.url.startsWith('https:') ? hstsOf(last) : null;
+  const hsts = assessHsts(lastHsts?.raw ?? null, lastHsts?.directives ?? []);
+  const referrer = assessReferrer(allValues(h, 'referrer-policy'), page?.referrer ?? []);
   return {
     final: {
       url: last.url,
@@ -89,11 +108,20 @@ export function assessWebEvidence(e: WebEvidence): WebAssessment | null {
     hsts,
     framing: assessFraming(h, csp.frameAncestors),
     nosniff: assessNosniff(h),
-    referrer: assessReferrer(allValues(h, 'referrer-policy'), page?.referrer ?? []),
+    referrer,
     isolation: assessIsolation(h),
     cors: assessCors(h, e.preflight),
     cookies,
     cookiesTruncated: truncated,
-    score: scoreObservatory({ evidence: e, page, cookies }),
+    score: scoreObservatory({
+      evidence: e,
+      page,
+      cookies,
+      finalSameSiteInvalid: cookieAssessment.finalSameSiteInvalid,
+      csp: { ...cspValues, parsed: parsedCsp },
+      referrer,
+      hstsOf,
+    }),
+    unparsed: { metaCsp: page?.cspSkipped ?? { count: 0, longest: 0 } },
   };
 }

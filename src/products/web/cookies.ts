@@ -32,16 +32,30 @@ export interface CookieFacts {
 }
 
 const MAX_COOKIES = 100;
+const SAME_SITE_VALUES = new Set(['strict', 'lax', 'none']);
 
-function sameSiteOf(line: string): CookieFacts['sameSite'] {
-  let out: CookieFacts['sameSite'] = null;
-  for (const part of line.split(';').slice(1)) {
-    const [k, v] = part.split('=');
-    if (k!.trim().toLowerCase() !== 'samesite') continue;
-    const value = (v ?? '').trim().toLowerCase();
-    out = value === 'strict' || value === 'lax' || value === 'none' ? value : 'invalid';
+/**
+ * One pass over a Set-Cookie line's ";"-separated parts: the SameSite attribute as the jar would
+ * see it (the last one wins; the name=value part is not an attribute), and whether ANY part,
+ * the first included, is a SameSite with a value outside strict/lax/none — how the Observatory's
+ * cookie test reads the raw line.
+ */
+function sameSiteScan(line: string): { sameSite: CookieFacts['sameSite']; observatoryInvalid: boolean } {
+  let sameSite: CookieFacts['sameSite'] = null;
+  let observatoryInvalid = false;
+  const parts = line.split(';');
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    const eq = part.indexOf('=');
+    if ((eq < 0 ? part : part.slice(0, eq)).trim().toLowerCase() !== 'samesite') continue;
+    // Like split('=')[1]: the text up to a second "=", if any.
+    const rest = eq < 0 ? null : part.slice(eq + 1);
+    const cut = rest === null ? null : rest.indexOf('=') < 0 ? rest : rest.slice(0, rest.indexOf('='));
+    const value = (cut ?? '').trim().toLowerCase();
+    if (!cut || !SAME_SITE_VALUES.has(value)) observatoryInvalid = true;
+    if (i > 0) sameSite = SAME_SITE_VALUES.has(value) ? (value as 'strict' | 'lax' | 'none') : 'invalid';
   }
-  return out;
+  return { sameSite, observatoryInvalid };
 }
 
 function prefixOf(name: string): CookieFacts['prefix'] {
@@ -50,42 +64,61 @@ function prefixOf(name: string): CookieFacts['prefix'] {
   return null;
 }
 
-export function assessCookies(settings: readonly CookieSetting[]): { cookies: CookieFacts[]; truncated: boolean } {
+export interface CookieAssessment {
+  cookies: CookieFacts[];
+  truncated: boolean;
+  /** Some Set-Cookie line of the last response (the final one) has an invalid SameSite, as the Observatory reads it. */
+  finalSameSiteInvalid: boolean;
+}
+
+/**
+ * Each line is read once by tough-cookie (Cookie.parse; the jar takes the parsed cookie, not the
+ * text) and once by the SameSite scan above; the Observatory score reuses both.
+ */
+export function assessCookies(settings: readonly CookieSetting[]): CookieAssessment {
   const jar = new CookieJar(undefined, { prefixSecurity: 'strict', rejectPublicSuffixes: true });
   const cookies: CookieFacts[] = [];
   let total = 0;
-  for (const s of settings) {
+  let finalSameSiteInvalid = false;
+  settings.forEach((s, index) => {
+    const final = index === settings.length - 1;
     for (const line of s.setCookie) {
       total++;
+      const scan = cookies.length < MAX_COOKIES || final ? sameSiteScan(line) : null;
+      if (final && scan?.observatoryInvalid) finalSameSiteInvalid = true;
       if (cookies.length >= MAX_COOKIES) continue;
       const parsed = Cookie.parse(line);
       if (!parsed) continue;
+      // Read before the jar sees it: setCookie fills in a host-only domain and a default path.
+      const name = parsed.key;
+      const secure = parsed.secure === true;
+      const httpOnly = parsed.httpOnly === true;
+      const domain = parsed.domain ?? null;
+      const path = parsed.path ?? null;
       let accepted = true;
       try {
-        jar.setCookieSync(line, s.url);
+        jar.setCookieSync(parsed, s.url);
       } catch {
         accepted = false;
       }
-      const name = parsed.key;
       const overHttps = s.url.startsWith('https:');
       const prefix = prefixOf(name);
-      const secure = parsed.secure === true;
       const prefixValid =
         prefix === null
           ? null
           : prefix === '__Secure-'
             ? secure && overHttps
-            : secure && overHttps && !parsed.domain && parsed.path === '/';
+            : secure && overHttps && !domain && path === '/';
       const lower = name.toLowerCase();
       cookies.push({
         name: name.slice(0, 128),
         setBy: s.url,
         overHttps,
         secure,
-        httpOnly: parsed.httpOnly === true,
-        sameSite: sameSiteOf(line),
-        domain: parsed.domain ?? null,
-        path: parsed.path ?? null,
+        httpOnly,
+        sameSite: scan!.sameSite,
+        domain,
+        path,
         prefix,
         prefixValid,
         accepted,
@@ -93,6 +126,6 @@ export function assessCookies(settings: readonly CookieSetting[]): { cookies: Co
         csrfLike: lower.includes('csrf') || lower.includes('xsrf'),
       });
     }
-  }
-  return { cookies, truncated: total > cookies.length };
+  });
+  return { cookies, truncated: total > cookies.length, finalSameSiteInvalid };
 }

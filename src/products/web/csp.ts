@@ -101,11 +101,30 @@ const BROAD = new Set([
 ]);
 const ASCII_WS = /[\t\n\f\r ]+/;
 
-/** One serialized policy (CSP3 §2.2.1). */
+/** At most this many syntax problems are listed (a policy of "a;a;a;…" repeats one directive thousands of times). */
+export const MAX_CSP_PROBLEMS = 50;
+
+const isAsciiWs = (c: number) => c === 9 || c === 10 || c === 12 || c === 13 || c === 32;
+
+/**
+ * Strips leading and trailing ASCII whitespace (CSP3 §2.2.1: TAB, LF, FF, CR, SPACE; not \v, NBSP
+ * or U+FEFF, which String.prototype.trim also strips). An index walk: the anchored regex
+ * /[\t\n\f\r ]+$/ is tried at every position of an inner whitespace run, which made a 60 KB run cost
+ * seconds (issue 18).
+ */
+export function trimAsciiWs(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && isAsciiWs(s.charCodeAt(start))) start++;
+  while (end > start && isAsciiWs(s.charCodeAt(end - 1))) end--;
+  return start === 0 && end === s.length ? s : s.slice(start, end);
+}
+
+/** One serialized policy (CSP3 §2.2.1). Linear in its length. */
 export function parseCspPolicy(serialized: string): CspPolicy {
   const policy: CspPolicy = { directives: {}, duplicates: [], unknown: [] };
   for (const raw of serialized.split(';')) {
-    const token = raw.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '');
+    const token = trimAsciiWs(raw);
     // eslint-disable-next-line no-control-regex
     if (token === '' || /[^\x00-\x7f]/.test(token)) continue;
     const [name, ...value] = token.split(ASCII_WS);
@@ -126,9 +145,33 @@ export function parseCspPolicy(serialized: string): CspPolicy {
 export function parseCspHeader(values: readonly string[]): CspPolicy[] {
   return values
     .flatMap((v) => v.split(','))
-    .map((s) => s.trim())
+    .map(trimAsciiWs)
     .filter((s) => s.length > 0)
     .map(parseCspPolicy);
+}
+
+/**
+ * Every policy of a response, parsed once: the CSP3 assessment (assessCsp) and the Observatory
+ * score (observatory-score.ts) both read this. `meta` keeps the <meta> policies as written
+ * (frame-ancestors, report-uri and sandbox included): the Observatory reads them that way, CSP3
+ * ignores those three (assessCsp drops them).
+ */
+export interface ParsedCsp {
+  header: CspPolicy[];
+  meta: CspPolicy[];
+  reportOnly: CspPolicy[];
+}
+
+export function parseCsp(input: {
+  header: readonly string[];
+  meta: readonly string[];
+  reportOnly: readonly string[];
+}): ParsedCsp {
+  return {
+    header: parseCspHeader(input.header),
+    meta: parseCspHeader(input.meta),
+    reportOnly: parseCspHeader(input.reportOnly),
+  };
 }
 
 function list(p: CspPolicy, ...names: string[]): string[] | null {
@@ -166,20 +209,24 @@ function problemsOf(policies: CspPolicy[], label: string): string[] {
   ]);
 }
 
-export function assessCsp(input: {
-  header: readonly string[];
-  meta: readonly string[];
-  reportOnly: readonly string[];
-}): CspAssessment {
-  const fromHeader = parseCspHeader(input.header);
+function capped(problems: string[]): string[] {
+  if (problems.length <= MAX_CSP_PROBLEMS) return problems;
+  return [
+    ...problems.slice(0, MAX_CSP_PROBLEMS),
+    `… and ${problems.length - MAX_CSP_PROBLEMS} more problems of the same kinds (not listed)`,
+  ];
+}
+
+export function assessCsp(parsed: ParsedCsp): CspAssessment {
+  const fromHeader = parsed.header;
   // A <meta> policy cannot carry frame-ancestors, report-uri or sandbox (HTML §4.2.5.3).
-  const fromMeta = parseCspHeader(input.meta).map((p) => {
+  const fromMeta = parsed.meta.map((p) => {
     const directives = { ...p.directives };
     for (const d of ['frame-ancestors', 'report-uri', 'sandbox']) delete directives[d];
     return { ...p, directives };
   });
   const policies = [...fromHeader, ...fromMeta];
-  const reportOnly = parseCspHeader(input.reportOnly);
+  const reportOnly = parsed.reportOnly;
   const facts = policies.map(scriptFacts);
   const every = (f: (x: ReturnType<typeof scriptFacts>) => boolean) => facts.length === 0 || facts.every(f);
   const some = (f: (x: ReturnType<typeof scriptFacts>) => boolean) => facts.some(f);
@@ -198,7 +245,7 @@ export function assessCsp(input: {
             : null,
     policies,
     reportOnly,
-    problems: [...problemsOf(policies, 'enforced'), ...problemsOf(reportOnly, 'report-only')],
+    problems: capped([...problemsOf(policies, 'enforced'), ...problemsOf(reportOnly, 'report-only')]),
     scripts: {
       restricted: some((f) => f.restricted),
       unsafeInline: every((f) => f.unsafeInline),

@@ -18,7 +18,34 @@ export interface HstsFacts {
   problems: string[];
 }
 
-export function assessHsts(raw: string | null): HstsFacts {
+/** One directive of a Strict-Transport-Security value as written (RFC 6797 §6.1). */
+export interface HstsDirective {
+  /** The directive, trimmed. */
+  text: string;
+  /** Its name, lower-cased, without the value. */
+  name: string;
+  /** Everything after the first "=", trimmed; "" when there is none. */
+  value: string;
+}
+
+/** The directives of a Strict-Transport-Security value, read once (assessHsts and the score share them). */
+export function hstsDirectives(raw: string): HstsDirective[] {
+  const out: HstsDirective[] = [];
+  for (const part of raw.split(';')) {
+    const text = part.trim();
+    if (!text) continue;
+    const eq = text.indexOf('=');
+    out.push({
+      text,
+      name: (eq < 0 ? text : text.slice(0, eq)).trim().toLowerCase(),
+      value: eq < 0 ? '' : text.slice(eq + 1).trim(),
+    });
+  }
+  return out;
+}
+
+/** `raw` is every value of the header joined by ", " (a repeat is itself a problem). */
+export function assessHsts(raw: string | null, directives = raw === null ? [] : hstsDirectives(raw)): HstsFacts {
   const out: HstsFacts = {
     present: raw !== null,
     raw: raw?.slice(0, 1024) ?? null,
@@ -30,22 +57,18 @@ export function assessHsts(raw: string | null): HstsFacts {
   };
   if (raw === null) return out;
   const seen = new Set<string>();
-  for (const part of raw.split(';')) {
-    const d = part.trim();
-    if (!d) continue;
-    const [rawName, ...rest] = d.split('=');
-    const name = rawName!.trim().toLowerCase();
-    if (seen.has(name)) out.problems.push(`directive ${name} repeated (RFC 6797 §6.1: the header is ignored)`);
+  for (const { name, value } of directives) {
+    if (seen.has(name))
+      out.problems.push(`directive ${name.slice(0, 40)} repeated (RFC 6797 §6.1: the header is ignored)`);
     seen.add(name);
     if (name === 'max-age') {
-      const v = rest
-        .join('=')
-        .trim()
-        .replace(/^"(.*)"$/, '$1');
+      // A quoted-string value (RFC 6797 §6.1.1): the quotes are not part of the number.
+      const v = value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
       if (/^\d{1,12}$/.test(v)) out.maxAge = Number(v);
       else out.problems.push(`max-age is not a number of seconds: ${v.slice(0, 40)}`);
     } else if (name === 'includesubdomains') out.includeSubDomains = true;
     else if (name === 'preload') out.preload = true;
+    if (out.problems.length >= 20) break; // a header of thousands of repeats says nothing more
   }
   if (raw.includes(',')) out.problems.push('the header is sent more than once (values joined by ",")');
   if (out.maxAge === null && !out.problems.some((p) => p.startsWith('max-age')))

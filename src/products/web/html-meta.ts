@@ -5,7 +5,10 @@
 import { parse } from 'parse5';
 
 export interface PageMeta {
+  /** The <meta> CSP values parsed: at most MAX_META_CSP, each at most MAX_META_CSP_CHARS. */
   csp: string[];
+  /** <meta> CSP values left unparsed: past the count cap or longer than the size cap. */
+  cspSkipped: { count: number; longest: number };
   referrer: string[];
   scripts: Array<{ src: string; integrity: string | null; crossorigin: string | null }>;
   /** <script> elements without src (inline scripts). */
@@ -25,6 +28,13 @@ interface Node {
 
 const MAX_SCRIPTS = 200;
 export const MAX_LINKED_HOSTS = 500;
+/**
+ * Caps of the <meta> CSP policies (docs/products/web.md): the header's policies fit in the 64 KiB
+ * response head; the body (1 MiB) could otherwise carry thousands of policies or one of a megabyte,
+ * all of it copied into the projection. Real pages carry one policy of a few hundred bytes.
+ */
+export const MAX_META_CSP = 16;
+export const MAX_META_CSP_CHARS = 64 * 1024;
 
 function linkHost(href: string): string | null {
   if (!/^https?:\/\//i.test(href.trim())) return null; // relative links stay on the page's host
@@ -38,6 +48,7 @@ function linkHost(href: string): string | null {
 export function readPageMeta(html: string): PageMeta {
   const out: PageMeta = {
     csp: [],
+    cspSkipped: { count: 0, longest: 0 },
     referrer: [],
     scripts: [],
     inlineScripts: 0,
@@ -52,8 +63,13 @@ export function readPageMeta(html: string): PageMeta {
     if (node.nodeName === 'meta') {
       const equiv = attr('http-equiv')?.trim().toLowerCase();
       const content = attr('content');
-      if (equiv === 'content-security-policy' && content) out.csp.push(content);
-      else if (!equiv && attr('name')?.trim().toLowerCase() === 'referrer' && content) out.referrer = [content];
+      if (equiv === 'content-security-policy' && content) {
+        if (out.csp.length < MAX_META_CSP && content.length <= MAX_META_CSP_CHARS) out.csp.push(content);
+        else {
+          out.cspSkipped.count++;
+          out.cspSkipped.longest = Math.max(out.cspSkipped.longest, content.length);
+        }
+      } else if (!equiv && attr('name')?.trim().toLowerCase() === 'referrer' && content) out.referrer = [content];
     } else if (node.nodeName === 'script') {
       const src = attr('src');
       if (src === null) out.inlineScripts++;

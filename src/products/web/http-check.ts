@@ -6,6 +6,7 @@ import { collectWebEvidence, type CollectOptions } from './collect-evidence.ts';
 import type { ChainEvidence, WebEvidence } from './evidence.ts';
 import { webFinding } from './findings.ts';
 import { HSTS_SIX_MONTHS } from './header-checks.ts';
+import { MAX_META_CSP, MAX_META_CSP_CHARS } from './html-meta.ts';
 
 export interface HttpCheckOptions extends Omit<CollectOptions, 'signal'> {}
 
@@ -241,7 +242,14 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
         ),
       );
   }
-  if (html && !a.csp.enforced) {
+  const metaSkipped = a.unparsed.metaCsp;
+  if (metaSkipped.count > 0)
+    limitations.push({
+      code: 'csp_meta_not_assessed',
+      message: `${metaSkipped.count} <meta> Content Security Policy value(s) of ${a.final.url} were not parsed: over the caps of ${MAX_META_CSP} policies or ${MAX_META_CSP_CHARS} characters each (the longest has ${metaSkipped.longest}). The CSP facts, findings and score leave them out.`,
+    });
+  // A policy we did not read may be the page's CSP: no "missing" finding then.
+  if (html && !a.csp.enforced && metaSkipped.count === 0) {
     if (a.csp.reportOnly.length > 0)
       findings.push(
         webFinding('web_csp_report_only', posture, `${a.final.url} has only a report-only Content Security Policy.`),

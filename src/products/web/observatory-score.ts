@@ -9,11 +9,13 @@
 // only when the score without them (negative modifiers only) is at least 90; the grade is read
 // from the score rounded down to a multiple of 5 (A+ at 100 and above).
 import { parse as parseDomain } from 'tldts';
-import { parseCspHeader, type CspPolicy } from './csp.ts';
-import { allValues, firstValue, flatHeaders, type HeaderMap } from './headers.ts';
+import type { CspPolicy, ParsedCsp } from './csp.ts';
+import { firstValue, type HeaderMap } from './headers.ts';
 import type { CookieFacts } from './cookies.ts';
+import type { HstsDirective, ReferrerFacts } from './header-checks.ts';
 import type { PageMeta } from './html-meta.ts';
 import { finalHop, type WebEvidence } from './evidence.ts';
+import type { HopRecord } from '../../net/outbound-errors.ts';
 
 export const OBSERVATORY_ALGORITHM = 'mdn-http-observatory/4';
 
@@ -141,12 +143,25 @@ export function gradeFor(score: number): string {
   return GRADE_STEPS.find(([min]) => key >= min)![1];
 }
 
+/**
+ * What the scoring reads, already parsed by assess.ts: each header and policy of the evidence is
+ * parsed once and shared between the facts and the score (issue 18: the CSP used to be parsed
+ * three times).
+ */
 export interface ScoringInput {
   evidence: WebEvidence;
   /** The assessed page's <meta> policies and scripts (null when it is not HTML). */
   page: PageMeta | null;
   /** Cookies the primary chain set. */
   cookies: CookieFacts[];
+  /** A Set-Cookie line of the final response has a SameSite outside strict/lax/none (any part). */
+  finalSameSiteInvalid: boolean;
+  /** The final response's CSP header and report-only values as sent, and every policy parsed. */
+  csp: { header: readonly string[]; reportOnly: readonly string[]; parsed: ParsedCsp };
+  /** The final response's referrer policy (header and <meta>). */
+  referrer: ReferrerFacts;
+  /** The Strict-Transport-Security directives of a response (memoised per hop by the caller). */
+  hstsOf(hop: HopRecord): { raw: string; directives: HstsDirective[] } | null;
 }
 
 // ---- the ten tests ------------------------------------------------------------------------------
@@ -177,22 +192,22 @@ interface CspScore {
   directives: Map<string, Set<string>> | null;
 }
 
-function cspTest(header: string[], meta: string[], reportOnly: string | null, siteHttps: boolean): CspScore {
-  const all = [...header, ...meta];
-  const policies = parseCspHeader(all);
+function cspTest(input: ScoringInput['csp'], meta: readonly string[], siteHttps: boolean): CspScore {
+  const { parsed } = input;
+  const all = [...(input.header.length > 0 ? [input.header.join(', ')] : []), ...meta];
+  const policies = [...parsed.header, ...parsed.meta];
   // Repeating a directive is an error the Observatory wants noticed (report-uri/report-to excepted);
   // so is a policy too short to hold a directive.
   const tooShort = all.some((p) => p.replace(/[\r\n]/g, '').trim().length < 6);
   const badDuplicate = policies.some((p) => p.duplicates.some((d) => d !== 'report-uri' && d !== 'report-to'));
   if (tooShort || badDuplicate) return { result: 'csp-header-invalid', directives: null };
   const okDuplicate = policies.some((p) => p.duplicates.length > 0);
-  const headerPolicies = parseCspHeader(header);
-  const metaPolicies = parseCspHeader(meta).map((p) =>
+  const metaPolicies = parsed.meta.map((p) =>
     Object.keys(p.directives).filter((d) => !['frame-ancestors', 'report-uri', 'sandbox'].includes(d)),
   );
-  if (headerPolicies.length === 0 && metaPolicies.every((d) => d.length === 0)) {
+  if (parsed.header.length === 0 && metaPolicies.every((d) => d.length === 0)) {
     return {
-      result: reportOnly ? 'csp-not-implemented-but-reporting-enabled' : 'csp-not-implemented',
+      result: input.reportOnly.join(', ') ? 'csp-not-implemented-but-reporting-enabled' : 'csp-not-implemented',
       directives: null,
     };
   }
@@ -248,17 +263,22 @@ function cspTest(header: string[], meta: string[], reportOnly: string | null, si
   return { result: result!, directives: result === 'csp-header-invalid' ? null : csp };
 }
 
-function hstsTest(e: WebEvidence): ResultOf<'strict-transport-security'> {
+function hstsTest(e: WebEvidence, hstsOf: ScoringInput['hstsOf']): ResultOf<'strict-transport-security'> {
   const res = finalHop(e.https);
   if (!res) return 'hsts-not-implemented-no-https';
   if (e.https.verified === false) return 'hsts-invalid-cert';
-  const raw = flatHeaders(res.headers)['strict-transport-security'];
-  if (raw === undefined) return 'hsts-not-implemented';
-  const header = raw.slice(0, 1024);
-  if (header.includes(',')) return 'hsts-header-invalid';
+  const hsts = hstsOf(res);
+  if (hsts === null) return 'hsts-not-implemented';
+  // The Observatory reads the first 1,024 characters; we read the directives of the whole value
+  // (parsed once for the facts too): only a longer header could be judged differently.
+  if (hsts.raw.includes(',')) return 'hsts-header-invalid';
   let maxAge: number | null = null;
-  for (const p of header.split(';').map((x) => x.trim().toLowerCase())) {
-    if (p.startsWith('max-age=')) maxAge = /^\d+/.test(p.slice(8)) ? Number(/^\d+/.exec(p.slice(8))![0]) : NaN;
+  for (const d of hsts.directives) {
+    const p = d.text.toLowerCase();
+    if (p.startsWith('max-age=')) {
+      const digits = /^\d+/.exec(p.slice(8));
+      maxAge = digits ? Number(digits[0]) : NaN;
+    }
   }
   if (maxAge === null || Number.isNaN(maxAge)) return 'hsts-header-invalid';
   return maxAge < 15_552_000
@@ -280,17 +300,9 @@ function worse<T extends string>(order: readonly T[], a: T | null, b: T): T {
   return a === null || order.indexOf(b) > order.indexOf(a) ? b : a;
 }
 
-function cookiesTest(e: WebEvidence, cookies: CookieFacts[], hstsPasses: boolean): ResultOf<'cookies'> {
+function cookiesTest(cookies: CookieFacts[], finalSameSiteInvalid: boolean, hstsPasses: boolean): ResultOf<'cookies'> {
   let result: ResultOf<'cookies'> | null = null;
-  const auto = e.primary ? finalHop(e[e.primary]) : null;
-  const rawLines = auto ? allValues(auto.headers, 'set-cookie') : [];
-  for (const line of rawLines) {
-    for (const part of line.trim().split(';')) {
-      const [k, v] = part.trim().split('=');
-      if (k!.trim().toLowerCase() === 'samesite' && (!v || !['lax', 'strict', 'none'].includes(v.trim().toLowerCase())))
-        result = worse(COOKIE_ORDER, result, 'cookies-samesite-flag-invalid');
-    }
-  }
+  if (finalSameSiteInvalid) result = worse(COOKIE_ORDER, result, 'cookies-samesite-flag-invalid');
   // The jar: what a browser kept, the last setting of a (name, host, path) winning.
   const jar = new Map<string, CookieFacts>();
   for (const c of cookies)
@@ -355,18 +367,10 @@ function redirectionTest(e: WebEvidence): ResultOf<'redirection'> {
 const GOOD_REFERRER = ['no-referrer', 'same-origin', 'strict-origin', 'strict-origin-when-cross-origin'];
 const BAD_REFERRER = ['origin', 'origin-when-cross-origin', 'unsafe-url', 'no-referrer-when-downgrade'];
 
-function referrerTest(headers: HeaderMap, meta: string[]): ResultOf<'referrer-policy'> {
-  const values = [
-    ...(flatHeaders(headers)['referrer-policy'] !== undefined ? [flatHeaders(headers)['referrer-policy']!] : []),
-    ...meta,
-  ];
-  if (values.length === 0) return 'referrer-policy-not-implemented';
-  const policy = values
-    .join(', ')
-    .split(',')
-    .map((t) => t.trim().toLowerCase())
-    .filter((t) => GOOD_REFERRER.includes(t) || BAD_REFERRER.includes(t))
-    .at(-1);
+function referrerTest(referrer: ReferrerFacts): ResultOf<'referrer-policy'> {
+  if (referrer.raw === null) return 'referrer-policy-not-implemented';
+  // Both read the last recognised token of the header values and <meta> content joined by ",".
+  const policy = referrer.policy;
   if (policy && GOOD_REFERRER.includes(policy)) return 'referrer-policy-private';
   if (policy && BAD_REFERRER.includes(policy)) return 'referrer-policy-unsafe';
   return 'referrer-policy-header-invalid';
@@ -453,21 +457,17 @@ export function scoreObservatory(input: ScoringInput): ObservatoryScore | null {
   if (!chain || !auto) return null;
   const siteHttps = chain.start.startsWith('https:');
   const headers = auto.headers;
-  const csp = cspTest(
-    flatHeaders(headers)['content-security-policy'] !== undefined
-      ? [flatHeaders(headers)['content-security-policy']!]
-      : [],
-    input.page?.csp ?? [],
-    flatHeaders(headers)['content-security-policy-report-only'] ?? null,
-    siteHttps,
-  );
-  const hsts = hstsTest(e);
+  const csp = cspTest(input.csp, input.page?.csp ?? [], siteHttps);
+  const hsts = hstsTest(e, input.hstsOf);
   const results: Array<[ObservatoryTest, string]> = [
     ['content-security-policy', csp.result],
-    ['cookies', cookiesTest(e, input.cookies, hsts === 'hsts-implemented-max-age-at-least-six-months')],
+    [
+      'cookies',
+      cookiesTest(input.cookies, input.finalSameSiteInvalid, hsts === 'hsts-implemented-max-age-at-least-six-months'),
+    ],
     ['cross-origin-resource-sharing', corsTest(e)],
     ['redirection', redirectionTest(e)],
-    ['referrer-policy', referrerTest(headers, input.page?.referrer ?? [])],
+    ['referrer-policy', referrerTest(input.referrer)],
     ['strict-transport-security', hsts],
     ['subresource-integrity', sriTest(firstValue(headers, 'content-type'), input.page, e.host, siteHttps)],
     ['x-content-type-options', nosniffTest(headers)],

@@ -5,8 +5,12 @@
 import type { WebAssessment } from './assess.ts';
 import type { WebEvidence } from './evidence.ts';
 
+let loading: Promise<typeof import('./assess.ts')> | undefined;
+/** Loads the http lane's parsers (the pool warms a replacement thread with it). */
+export const loadWebPoolTasks = () => (loading ??= import('./assess.ts'));
+
 export async function assessWebEvidence(e: WebEvidence): Promise<WebAssessment | null> {
-  return (await import('./assess.ts')).assessWebEvidence(e);
+  return (await loadWebPoolTasks()).assessWebEvidence(e);
 }
 
 export const webPoolTasks = { assessWebEvidence } as const;
