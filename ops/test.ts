@@ -155,6 +155,8 @@ interface PassResult {
   passed: number;
   failed: number;
   skipped: number;
+  /** Files that failed outside any test (a hook, an import): their tests count as skipped. */
+  failedFiles: number;
   seconds: number;
 }
 
@@ -174,6 +176,7 @@ async function vitestPass(name: string, args: string[], env: NodeJS.ProcessEnv, 
     passed: 0,
     failed: 0,
     skipped: 0,
+    failedFiles: 0,
     seconds: Math.round((Date.now() - started) / 1000),
   };
   try {
@@ -181,8 +184,17 @@ async function vitestPass(name: string, args: string[], env: NodeJS.ProcessEnv, 
       numPassedTests: number;
       numFailedTests: number;
       numPendingTests: number;
+      testResults?: Array<{ status: string; assertionResults: Array<{ status: string }> }>;
     };
-    Object.assign(result, { passed: r.numPassedTests, failed: r.numFailedTests, skipped: r.numPendingTests });
+    const failedFiles = (r.testResults ?? []).filter(
+      (f) => f.status === 'failed' && !f.assertionResults.some((a) => a.status === 'failed'),
+    ).length;
+    Object.assign(result, {
+      passed: r.numPassedTests,
+      failed: r.numFailedTests,
+      skipped: r.numPendingTests,
+      failedFiles,
+    });
     rmSync(report, { force: true });
   } catch {
     log(`${name}: no vitest JSON report was written`);
@@ -313,12 +325,12 @@ async function main(): Promise<number> {
     // One plain, machine-readable summary whatever reporter is on screen.
     for (const p of passes) {
       process.stdout.write(
-        `tests (${p.name}, ${p.seconds} s): ${p.passed} passed, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}\n`,
+        `tests (${p.name}, ${p.seconds} s): ${p.passed} passed, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}${p.failedFiles ? `, ${p.failedFiles} file(s) failed outside a test` : ''}\n`,
       );
     }
-    const sum = (k: 'passed' | 'failed' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
+    const sum = (k: 'passed' | 'failed' | 'skipped' | 'failedFiles') => passes.reduce((n, p) => n + p[k], 0);
     process.stdout.write(
-      `tests: ${sum('passed')} passed, ${sum('failed')} failed${sum('skipped') ? `, ${sum('skipped')} skipped` : ''}\n`,
+      `tests: ${sum('passed')} passed, ${sum('failed')} failed${sum('skipped') ? `, ${sum('skipped')} skipped` : ''}${sum('failedFiles') ? `, ${sum('failedFiles')} file(s) failed outside a test` : ''}\n`,
     );
     return passes.find((p) => p.code !== 0)?.code ?? 0;
   } finally {
