@@ -77,6 +77,13 @@ export interface CheckOutput {
   findings: FindingOut[];
   limitations: Limitation[];
   sources: SourceRef[];
+  /**
+   * The lane did not complete, yet what it saw is a fact about the target: it refused the
+   * connection, accepted it and then stalled, spoke only a protocol the lane will not, or has no
+   * address (an authoritative NXDOMAIN). The projection says so, it stays in the job's envelope,
+   * and the job is `partial`, not `unavailable` (CONTRACT §9). Absent: our side could not look.
+   */
+  measured?: boolean;
 }
 
 export interface TaskOutcomeView {

@@ -185,12 +185,22 @@ describe('web.http', () => {
     expect(codes(out)).not.toContain('web_https_redirect_missing');
   });
 
+  it('a site that speaks only TLS 1.0: no response, but what the target did is measured (CONTRACT §9)', async () => {
+    const out = await run('web.http', 'tls10');
+    expect(out.status).toBe('unavailable');
+    expect(out.measured).toBe(true);
+    const https = (out.projection as any).chains.https;
+    expect(https.outcome).toBe('failed');
+    expect(https.failure.kind).toMatch(/tls_failed|connection_failed/);
+  });
+
   it.each(['slowheaders', 'slowbody', 'silent'])(
-    'hostile %s: timeout within the chain budget, no findings',
+    'hostile %s: timeout within the chain budget, no findings; the stall is a measured fact',
     async (label) => {
       const t0 = performance.now();
       const out = await run('web.http', label);
       expect(out.status).toBe('timeout');
+      expect(out.measured).toBe(true);
       expect(out.findings).toEqual([]);
       expect(performance.now() - t0).toBeLessThan(check('web.http').timeoutMs);
     },
@@ -213,6 +223,8 @@ describe('web.http', () => {
     const before = web.requests.length;
     const out = await run('web.http', 'strict', runtimeFor(lab.env, { ALLOW_PRIVATE_TARGETS: '' }));
     expect(out).toMatchObject({ status: 'unavailable', reason: 'target_not_allowed', findings: [] });
+    // Our policy refused it: nothing about the target was learnt.
+    expect(out.measured).toBeUndefined();
     expect(web.requests.length).toBe(before);
   });
 });
@@ -262,8 +274,12 @@ describe('web.tls', () => {
       status: 'unavailable',
       reason: 'connection_refused',
       findings: [],
+      measured: true,
     });
-    expect(await run('web.tls', 'silent')).toMatchObject({ status: 'timeout', findings: [] });
+    const silent = await run('web.tls', 'silent');
+    expect(silent).toMatchObject({ status: 'timeout', findings: [] });
+    // A handshake that never finished may be a lost route as well as a silent peer.
+    expect(silent.measured).toBeUndefined();
   });
 });
 

@@ -74,5 +74,6 @@ function normalizeOutput(raw: unknown): CheckOutput | null {
     findings: list(o.findings),
     limitations: list(o.limitations),
     sources: list(o.sources),
+    ...(o.measured === true ? { measured: true } : {}),
   };
 }

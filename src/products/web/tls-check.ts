@@ -64,13 +64,32 @@ async function handshake(
   }
 }
 
-function failureOf(err: unknown): { status: CheckOutput['status']; reason: string; text: string } {
+/** The target's own answer: it refused or reset the connection, or failed the handshake with an alert. */
+const TARGET_ANSWERED = /ECONNREFUSED|ECONNRESET|EPIPE|EPROTO|ERR_SSL_|ERR_TLS_|alert/i;
+
+function failureOf(err: unknown): { status: CheckOutput['status']; reason: string; text: string; measured: boolean } {
   if (err instanceof OutboundRefusedError)
-    return { status: 'unavailable', reason: err.reason, text: `refused by the outbound guard (${err.reason})` };
+    return {
+      status: 'unavailable',
+      reason: err.reason,
+      text: `refused by the outbound guard (${err.reason})`,
+      measured: false,
+    };
+  // A handshake that did not finish in time may be a silent peer or a lost route: not a fact.
   if (err instanceof OutboundFetchError && err.kind === 'timeout')
-    return { status: 'timeout', reason: 'tls_timeout', text: 'no completed handshake before the deadline' };
+    return {
+      status: 'timeout',
+      reason: 'tls_timeout',
+      text: 'no completed handshake before the deadline',
+      measured: false,
+    };
   const text = err instanceof Error ? err.message : String(err);
-  return { status: 'unavailable', reason: /ECONNREFUSED/.test(text) ? 'connection_refused' : 'tls_failed', text };
+  return {
+    status: 'unavailable',
+    reason: /ECONNREFUSED/.test(text) ? 'connection_refused' : 'tls_failed',
+    text,
+    measured: TARGET_ANSWERED.test(text),
+  };
 }
 
 export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCheckOptions): Promise<CheckOutput> {
@@ -99,7 +118,8 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
       }),
       objects,
       relations,
-      projection: { host: t.host, port: t.port, address },
+      projection: { host: t.host, port: t.port, address, failure: f.text.slice(0, 300) },
+      ...(f.measured ? { measured: true } : {}),
     };
   }
   const facts = hs.facts;
