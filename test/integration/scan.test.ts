@@ -193,6 +193,19 @@ describe('scan.recursive.v1', () => {
     });
   });
 
+  describe('quick: the target only', () => {
+    it('a lane the profile does not run (DKIM probes) is skipped with dkim_not_probed, never a lane that failed', async () => {
+      const { t, job, items } = await scanAndRead(1000, {}, body('quick', SCAN_ZONE, 20));
+      expect(job.terminal).toBe(true);
+      const codes = job.coverage.limitations.map((l: { code: string }) => l.code);
+      expect(codes).toContain('dkim_not_probed');
+      expect(codes).not.toContain('dkim_failed');
+      expect(JSON.stringify(job.coverage)).not.toContain('left no outcome');
+      expect(items.some((i) => i.type === 'mail_posture')).toBe(true);
+      await ledgerHolds(t.wsId);
+    });
+  });
+
   describe('balanced: recursion of one hop, scope, provenance', () => {
     let t: Scanned['t'];
     let job: Scanned['job'];
