@@ -94,6 +94,10 @@ describe('lookup.web.v1 as a job', () => {
       ['tls_protocols', 'skipped'],
     ]);
     expect(done.body.result.result.http.score).toMatchObject({ score: 135, grade: 'A+' });
+    const posture = (
+      await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`)
+    ).body.items.find((i: { type: string }) => i.type === 'web_posture');
+    expect(posture.projection).toMatchObject({ score: 135, grade: 'A+', observatoryWouldGrade: true });
     expect(done.body.result.result.tls).toMatchObject({ chainTrusted: true, hostnameMatch: true });
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 4, released: 0 });
     const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
@@ -108,6 +112,20 @@ describe('lookup.web.v1 as a job', () => {
     );
     const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
     expect(findings.body.items).toEqual([]);
+  });
+
+  it('a page the Observatory would not grade (404): the web_posture object says so, like the result', async () => {
+    const t = await tenant(10);
+    const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('notfound') });
+    const done = await pollTerminal(t.key, accepted.body.jobRef);
+    expect(done.body.result.result.http.score).toMatchObject({ observatoryWouldGrade: false });
+    const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
+    const posture = results.body.items.find((i: { type: string }) => i.type === 'web_posture');
+    expect(posture.projection).toMatchObject({
+      status: 404,
+      score: done.body.result.result.http.score.score,
+      observatoryWouldGrade: false,
+    });
   });
 
   it('the findings route lists what a bare host lacks', async () => {

@@ -177,11 +177,21 @@ describe('web.http', () => {
     );
   });
 
-  it('a seven-hop chain stops at five redirects: partial with a limitation, never a finding of absence', async () => {
+  it('a seven-hop chain is followed to its end, as the Observatory follows up to ten', async () => {
     const out = await run('web.http', 'chain7');
-    expect(out.status).toBe('partial');
+    expect(out.status).toBe('completed');
+    const p = out.projection as any;
+    expect(p.chains.http.outcome).toBe('response');
+    expect(p.chains.http.hops).toHaveLength(8);
+    expect(p.score).toMatchObject({ observatoryWouldGrade: true, score: expect.any(Number) });
+    expect(out.limitations.map((l) => l.code)).not.toContain('redirect_limit_reached');
+  });
+
+  it('a redirect loop stops after ten redirects: a finding and a limitation, never a finding of absence', async () => {
+    const out = await run('web.http', 'loop');
+    expect((out.projection as any).chains.http.hops).toHaveLength(11);
     expect(out.limitations.map((l) => l.code)).toContain('redirect_limit_reached');
-    expect((out.projection as any).chains.http.hops).toHaveLength(6);
+    expect(codes(out)).toContain('web_redirect_loop');
     expect(codes(out)).not.toContain('web_https_redirect_missing');
   });
 
@@ -267,6 +277,27 @@ describe('web.tls', () => {
       negotiatedWith: 'legacy_client_tls1.0_1.1',
       caps: ['legacy_protocol'],
     });
+  });
+
+  it('a 1024-bit RSA key that Node refuses: the real cause in trustError, not an untrusted chain', async () => {
+    const out = await run('web.tls', 'weakkey');
+    expect(out.projection).toMatchObject({
+      chainTrusted: true,
+      trustError: 'EE_KEY_TOO_SMALL',
+      certificate: { keyType: 'rsa', keyBits: 1024 },
+    });
+    expect((out.projection as any).caps).toEqual(['weak_key']);
+    expect(codes(out)).toContain('tls_weak_key');
+    expect(codes(out)).not.toContain('tls_certificate_untrusted');
+    // The same for a SHA-1 signature; a chain that does not reach a root stays untrusted.
+    const sha1 = await run('web.tls', 'sha1');
+    expect(sha1.projection).toMatchObject({
+      chainTrusted: true,
+      trustError: 'CA_MD_TOO_WEAK',
+      caps: ['weak_signature'],
+    });
+    expect(codes(sha1)).not.toContain('tls_certificate_untrusted');
+    expect((await run('web.tls', 'untrusted')).projection).toMatchObject({ chainTrusted: false });
   });
 
   it('nothing on 443: unavailable with a limitation, no finding; a silent peer: timeout', async () => {

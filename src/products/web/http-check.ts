@@ -441,6 +441,8 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
       score: a.score?.score ?? null,
       grade: a.score?.grade ?? null,
       algorithm: a.score?.algorithm ?? null,
+      // As in the job's result: the grader would not grade this reply (a 404…), so compare with care.
+      observatoryWouldGrade: a.score?.observatoryWouldGrade ?? null,
     },
   });
   relations.push({ from: posture, relation: 'discovered_from', to: ref('url', a.final.url) });
