@@ -6,8 +6,9 @@
 //                     CNAME (NXDOMAIN), a provider alias serving the unclaimed-name page, a
 //                     dangling _tcp name (never a finding), a CNAME loop, a 40-deep chain, a
 //                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
-//   scan-wild.test    A wildcard with a real host under it, a CNAME-only wildcard level, a
-//                     pattern (rotating) wildcard level
+//   scan-wild.test    A wildcard with a real host under it, an MX and an SRV target only the
+//                     wildcard answers, a CNAME-only wildcard level, a pattern (rotating)
+//                     wildcard level
 //   gen<N>.test       generated: N hosts linked as a tree from the apex page (benchmark)
 import { labHost } from './addresses.ts';
 import type { Zone, ZoneRecord } from './zones.ts';
@@ -108,6 +109,10 @@ export function scanWildZone(): Zone {
         ],
       },
       { name: '*', type: 'A', data: scanAddresses.wildcard },
+      // An MX and an SRV target that exist only through the wildcard: collapsed, yet still the
+      // MX of the mail posture and the target of the SRV record.
+      { name: '@', type: 'MX', data: { preference: 10, exchange: `mx.${WILD_ZONE}` } },
+      { name: '_sip._tcp', type: 'SRV', data: { priority: 10, weight: 5, port: 5060, target: `sip.${WILD_ZONE}` } },
       { name: 'real', type: 'A', data: scanAddresses.wildReal },
       { name: '*.cnw', type: 'CNAME', data: `target.${WILD_ZONE}` },
       { name: 'target', type: 'A', data: scanAddresses.cnameTarget },

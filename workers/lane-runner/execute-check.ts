@@ -75,5 +75,6 @@ function normalizeOutput(raw: unknown): CheckOutput | null {
     limitations: list(o.limitations),
     sources: list(o.sources),
     ...(o.measured === true ? { measured: true } : {}),
+    ...(list(o.folds).length > 0 ? { folds: list(o.folds) } : {}),
   };
 }
