@@ -16,7 +16,7 @@ import { startLab, type RunningLab } from '../lab/serve.ts';
 import { scanLabPart, type ScanLab } from '../lab/scan-lab.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
-import { CHAIN_LENGTH, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
+import { CHAIN_LENGTH, DNSFAIL_ZONE, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -202,6 +202,15 @@ describe('scan.recursive.v1', () => {
       expect(codes).not.toContain('dkim_failed');
       expect(JSON.stringify(job.coverage)).not.toContain('left no outcome');
       expect(items.some((i) => i.type === 'mail_posture')).toBe(true);
+      await ledgerHolds(t.wsId);
+    });
+
+    it("the target's DNS (the required task) fails while its mail posture answers: partial, not unavailable", async () => {
+      const { t, job } = await scanAndRead(1000, {}, body('quick', DNSFAIL_ZONE, 20));
+      // DMARC answered: a fact about the target (CONTRACT §9).
+      expect(job.status).toBe('partial');
+      const dns = job.lanes.find((l: { lane: string }) => l.lane === 'dns');
+      expect(dns).toMatchObject({ tasks: 1, completed: 0, partial: 0 });
       await ledgerHolds(t.wsId);
     });
   });

@@ -6,6 +6,7 @@
 //                     CNAME (NXDOMAIN), a provider alias serving the unclaimed-name page, a
 //                     dangling _tcp name (never a finding), a CNAME loop, a 40-deep chain, a
 //                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
+//   scan-dnsfail.test the target's own DNS answers SERVFAIL, its DMARC record answers
 //   scan-wild.test    A wildcard with a real host under it, an MX and an SRV target only the
 //                     wildcard answers, a CNAME-only wildcard level, a pattern (rotating)
 //                     wildcard level
@@ -15,6 +16,8 @@ import type { Zone, ZoneRecord } from './zones.ts';
 
 export const SCAN_ZONE = 'scan-basic.test';
 export const WILD_ZONE = 'scan-wild.test';
+/** Every question about the name itself gets SERVFAIL; its DMARC record answers. */
+export const DNSFAIL_ZONE = 'scan-dnsfail.test';
 /** An out-of-scope host (a CDN edge) inside the lab allowlist: it must see no connection. */
 export const OUT_OF_SCOPE_ADDRESS = labHost('scan', 99);
 export const FLOOD_LINKS = 3000;
@@ -119,6 +122,15 @@ export function scanWildZone(): Zone {
       { name: 'pat', type: 'TXT', data: ['pattern wildcard level'] },
     ],
     behaviours: [{ name: 'pat', behaviour: { kind: 'random-a', prefix: '127.0.3.' }, subtree: true, types: ['A'] }],
+  };
+}
+
+/** The target's own DNS fails (the scan's required task) while its mail posture still answers. */
+export function scanDnsFailZone(): Zone {
+  return {
+    origin: DNSFAIL_ZONE,
+    records: [soa(DNSFAIL_ZONE), { name: '_dmarc', type: 'TXT', data: ['v=DMARC1; p=reject'] }],
+    behaviours: [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   };
 }
 
