@@ -1,5 +1,8 @@
 // The `web` role: a node:cluster primary that forks WEB_CONCURRENCY Express workers, serves the
-// aggregated Prometheus metrics privately, and drains on SIGTERM.
+// aggregated Prometheus metrics privately, and drains on SIGTERM. A worker that dies after it was
+// listening is replaced; one that fails before (the port is taken, a port below 1024 without the
+// privilege, its dependencies) would fail the same way forever, so the role ends instead: one
+// line on stderr saying what and which setting fixes it (src/http/startup-failure.ts), exit 1.
 import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +12,12 @@ import { createLogger } from './log.ts';
 import { createDeps } from './bootstrap.ts';
 import { createApp } from './app.ts';
 import { createHttpServer } from './http/server.ts';
+import {
+  isStartupFailure,
+  listenFailureLine,
+  startupFailureLine,
+  type StartupFailure,
+} from './http/startup-failure.ts';
 import { registry } from './metrics.ts';
 
 const config = loadConfigOrExit();
@@ -19,10 +28,40 @@ else await runWorker(config);
 
 async function runPrimary(cfg: Config): Promise<void> {
   let stopping = false;
+  const listening = new Set<number>();
+  /** Ends the role on a start-up failure: the line once, every worker stopped, exit 1. */
+  const fail = (line: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`${line}\n`);
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    const exit = () => {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
+    };
+    cluster.on('exit', exit);
+    setTimeout(() => process.exit(1), 3000).unref();
+    exit();
+  };
   const fork = () => cluster.fork();
   for (let i = 0; i < cfg.WEB_CONCURRENCY; i++) fork();
+  cluster.on('listening', (worker) => listening.add(worker.id));
+  cluster.on('message', (_worker, msg) => {
+    if (isStartupFailure(msg)) fail(msg.line);
+  });
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
+    if (!listening.has(worker.id)) {
+      // Its own message (sent before it exited) may still be on the way: it names the cause.
+      setTimeout(
+        () =>
+          fail(
+            `web role cannot start: a worker exited (${signal ?? `code ${code}`}) before it was listening; its log above says why.`,
+          ),
+        200,
+      ).unref();
+      return;
+    }
+    listening.delete(worker.id);
     log.error({ workerPid: worker.process.pid, code, signal }, 'web worker died; replacing it');
     setTimeout(fork, 500);
   });
@@ -42,6 +81,7 @@ async function runPrimary(cfg: Config): Promise<void> {
       res.writeHead(503).end();
     }
   });
+  metricsServer.on('error', (err) => fail(listenFailureLine(err, 'METRICS_PORT', metricsPort)));
   if (metricsPort > 0) metricsServer.listen(metricsPort, () => log.info({ port: metricsPort }, 'metrics listening'));
 
   const shutdown = (signal: string) => {
@@ -72,11 +112,22 @@ async function runWorker(cfg: Config): Promise<void> {
   // AggregatorRegistry, and only for the registries it was given: ours, not the global default.
   client.AggregatorRegistry.setRegistries([registry]);
   new client.AggregatorRegistry();
-  const deps = await createDeps(cfg, log);
+  let deps: Awaited<ReturnType<typeof createDeps>>;
+  try {
+    deps = await createDeps(cfg, log);
+  } catch (err) {
+    return startupFailed(startupFailureLine(err));
+  }
   let draining = false;
+  let listening = false;
   const app = createApp(deps, { isDraining: () => draining });
   const server = createHttpServer(app, log);
+  server.on('error', (err) => {
+    if (!listening) startupFailed(listenFailureLine(err, 'PORT', cfg.PORT));
+    else log.error({ err }, 'web server error');
+  });
   server.listen(cfg.PORT, () => {
+    listening = true;
     log.info({ port: (server.address() as AddressInfo).port }, 'web worker listening');
   });
   let closing: Promise<void> | undefined;
@@ -98,4 +149,14 @@ async function runWorker(cfg: Config): Promise<void> {
   };
   process.on('SIGTERM', close);
   process.on('SIGINT', close);
+}
+
+/** Tells the primary why this worker cannot start (it prints the line once), then exits. */
+function startupFailed(line: string): void {
+  const msg: StartupFailure = { type: 'lss:startup-failed', line };
+  if (process.send) process.send(msg, () => process.exit(1));
+  else {
+    process.stderr.write(`${line}\n`);
+    process.exit(1);
+  }
 }

@@ -34,7 +34,8 @@ export type SourceRef = z.output<typeof sourceSchema>;
 /** The CONTRACT §7 product envelope (a 200 lookup reply; the `result` of an async lookup job). */
 export interface Envelope<R = Record<string, unknown>> {
   product: string;
-  status: 'completed' | 'partial';
+  /** A 200 reply: completed or partial. A job's result: the job's status (docs/api.md). */
+  status: 'completed' | 'partial' | 'unavailable' | 'failed';
   input: Record<string, unknown>;
   result: R;
   lanes: LaneOutcome[];

@@ -16,10 +16,19 @@ export const laneOutcomeSchema = z.object({
 export const limitationSchema = z.object({ code: z.string(), message: z.string() });
 export const sourceSchema = z.object({ source: z.string(), version: z.string().optional() });
 
-export function envelopeSchema(product: string, result: z.ZodType) {
+/**
+ * A lookup's envelope. An inline reply is completed or partial (a required lane that did not
+ * complete is a 503); a job's `result` (`job: true`) carries the job's terminal status instead,
+ * which may also be unavailable (no lane produced a fact) or failed (CONTRACT §7, §9).
+ */
+export function envelopeSchema(product: string, result: z.ZodType, opts: { job?: boolean } = {}) {
   return z.object({
     product: z.literal(product),
-    status: z.enum(['completed', 'partial']),
+    status: opts.job
+      ? z
+          .enum(['completed', 'partial', 'unavailable', 'failed'])
+          .describe("The job's terminal status: unavailable or failed only when no lane produced a fact")
+      : z.enum(['completed', 'partial']),
     input: z.record(z.string(), z.unknown()),
     result,
     lanes: z.array(laneOutcomeSchema),

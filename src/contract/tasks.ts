@@ -77,6 +77,28 @@ export interface CheckOutput {
   findings: FindingOut[];
   limitations: Limitation[];
   sources: SourceRef[];
+  /**
+   * The lane did not complete, yet what it saw is a fact about the target: it refused the
+   * connection, accepted it and then stalled, spoke only a protocol the lane will not, or has no
+   * address (an authoritative NXDOMAIN). The projection says so, it stays in the job's envelope,
+   * and the job is `partial`, not `unavailable` (CONTRACT §9). Absent: our side could not look.
+   */
+  measured?: boolean;
+  /** Objects this check found to be no object of their own: see ObjectFold. */
+  folds?: ObjectFold[];
+}
+
+/**
+ * A name that is not an object of its own (a scan name that only its level's wildcard answers):
+ * it collapses into `into`, which must be among the output's objects. Its object, if one was
+ * recorded, leaves the pages; its relations and findings move to `into`, which lists it; and
+ * whatever later names it lands on `into` too (src/jobs/output-writer.ts).
+ */
+export interface ObjectFold {
+  object: ObjectRef;
+  into: ObjectRef;
+  /** How the name was found (e.g. `{ foundVia: 'mx' }`), listed on `into` with it. */
+  detail?: Record<string, string>;
 }
 
 export interface TaskOutcomeView {

@@ -190,6 +190,8 @@ export interface ObjectsTable {
   lanes: Json;
   evidence: Json;
   first_seen_at: CreatedAt;
+  /** Collapsed into this object (a wildcard's): the row is a tombstone, never read as an object. */
+  folded_into: Generated<number | null>;
 }
 
 export interface RelationsTable {

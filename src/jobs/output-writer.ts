@@ -1,5 +1,7 @@
 // Writes what a check (or a product's finalize-time derivation) found: objects upserted by
-// (type, key) per job, relations, and findings (first detection of a code on an object wins).
+// (type, key) per job, relations, and findings (first detection of a code on an object wins),
+// then the output's folds (./object-folds.ts). An object that was folded into another (a
+// tombstone) is never written again: whatever names it lands on the object it was folded into.
 // Callers hold the job row lock in the same transaction: page sequences (object_seq,
 // finding_seq via LAST_INSERT_ID) are taken in commit order, so a page reader never sees seq n+1
 // before seq n, and the existence checks below cannot race another writer.
@@ -7,8 +9,17 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { parseJson, type Trx } from '../db/transaction.ts';
 import { publicId } from '../contract/ids.ts';
-import { SEVERITIES, type FindingOut, type ObjectOut, type ObjectRef, type RelationOut } from '../contract/tasks.ts';
+import {
+  SEVERITIES,
+  type FindingOut,
+  type ObjectFold,
+  type ObjectOut,
+  type ObjectRef,
+  type RelationOut,
+} from '../contract/tasks.ts';
 import type { LaneStatus, SourceRef } from '../contract/lanes.ts';
+import { applyFolds } from './object-folds.ts';
+import { takeSeq } from './page-seq.ts';
 
 /** Where an output comes from: the job, the product lane it belongs to, and its default distance. */
 export interface OutputOrigin {
@@ -25,6 +36,7 @@ export interface OutputRows {
   relations: RelationOut[];
   findings: FindingOut[];
   sources: SourceRef[];
+  folds?: ObjectFold[];
 }
 
 export function objectHash(ref: ObjectRef): Buffer {
@@ -57,7 +69,8 @@ export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): P
   const idOf = (ref: ObjectRef) => ids.get(objectHash(ref).toString('hex'));
   const relations = out.relations
     .map((rel) => [idOf(rel.from), rel.relation, idOf(rel.to)] as const)
-    .filter(([from, , to]) => from !== undefined && to !== undefined)
+    // A relation to a folded name may now point from an object to itself: not a relation.
+    .filter(([from, , to]) => from !== undefined && to !== undefined && from !== to)
     .map(([from, relation, to]) => sql`(${t.jobId}, ${from}, ${relation}, ${to})`);
   if (relations.length > 0) {
     await sql`INSERT IGNORE INTO relations (job_id, from_object_id, relation, to_object_id) VALUES ${sql.join(relations)}`.execute(
@@ -65,6 +78,7 @@ export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): P
     );
   }
   await insertFindings(trx, t, out, idOf);
+  if (out.folds && out.folds.length > 0) await applyFolds(trx, t, out.folds, idOf, objectHash);
 }
 
 /** Every object the output names or references, merged by (type, key). */
@@ -119,14 +133,20 @@ async function upsertObjects(
     projection: unknown;
     lanes: unknown;
     evidence: unknown;
+    folded_into: number | null;
   }>`
-    SELECT id, okey_hash, distance, projection, lanes, evidence FROM objects
+    SELECT id, okey_hash, distance, projection, lanes, evidence, folded_into FROM objects
     WHERE job_id = ${t.jobId} AND okey_hash IN (${sql.join(hashes)}) FOR UPDATE`.execute(trx);
   const ids = new Map<string, number>();
   for (const row of existing.rows) {
     const k = Buffer.from(row.okey_hash).toString('hex');
     const p = planned.get(k);
     if (!p) continue;
+    if (row.folded_into !== null) {
+      // A tombstone: its relations and findings go to what it was folded into, nothing else.
+      ids.set(k, Number(row.folded_into));
+      continue;
+    }
     ids.set(k, Number(row.id));
     if (!p.own) continue; // only referenced here: leave what its own checks wrote
     const lanes = parseJson<ObjectLanes>(row.lanes) ?? [];
@@ -193,15 +213,6 @@ async function withinCap(
     VALUES (${jobId}, 'object_cap_reached', ${dropped}, ${`The job's object cap (${cap}) was reached: objects found after it were not recorded, and nothing was planned from them.`}, 1)
     ON DUPLICATE KEY UPDATE occurrences = occurrences + ${dropped}`.execute(trx);
   return kept;
-}
-
-/** Reserves n page positions; returns the first. The job row is already locked by this transaction. */
-async function takeSeq(trx: Trx, jobId: number, column: 'object_seq' | 'finding_seq', n: number): Promise<number> {
-  await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
-    trx,
-  );
-  const res = await sql<{ last: number }>`SELECT LAST_INSERT_ID() AS last`.execute(trx);
-  return Number(res.rows[0]!.last) - n + 1;
 }
 
 async function insertFindings(

@@ -3,7 +3,8 @@
 // at depth 100,000 costs what the first page costs. seq is taken under the job row lock by the
 // writer, so commit order is seq order and a reader never sees seq n+1 without seq n: pages read
 // while the job runs never skip or repeat. Every query is scoped by job (and the job was found
-// within the caller's workspace); objects are also matched on workspace_id.
+// within the caller's workspace); objects are also matched on workspace_id. A tombstone (an
+// object folded into another, src/jobs/object-folds.ts) is no object: no read returns it.
 import type { Db } from '../db/database.ts';
 import { SEVERITIES, type Severity } from '../contract/tasks.ts';
 
@@ -68,6 +69,7 @@ export async function objectPage(db: Db, jobId: number, afterSeq: number, limit:
     .select(OBJECT_COLUMNS)
     .where('job_id', '=', jobId)
     .where('seq', '>', afterSeq)
+    .where('folded_into', 'is', null)
     .orderBy('seq', 'asc')
     .limit(limit + 1)
     .execute()) as ObjectRow[];
@@ -123,6 +125,7 @@ export async function findObject(
     .where('public_id', '=', objectPublicId)
     .where('job_id', '=', jobId)
     .where('workspace_id', '=', workspaceId)
+    .where('folded_into', 'is', null)
     .executeTakeFirst();
   return (row as ObjectRow | undefined) ?? null;
 }
@@ -143,6 +146,7 @@ export async function objectRelations(db: Db, jobId: number, objectId: number): 
       .where('r.from_object_id', '=', objectId)
       .where('r.job_id', '=', jobId)
       .where('o.job_id', '=', jobId)
+      .where('o.folded_into', 'is', null)
       .orderBy('o.seq', 'asc')
       .execute(),
     db
@@ -152,6 +156,7 @@ export async function objectRelations(db: Db, jobId: number, objectId: number): 
       .where('r.to_object_id', '=', objectId)
       .where('r.job_id', '=', jobId)
       .where('o.job_id', '=', jobId)
+      .where('o.folded_into', 'is', null)
       .orderBy('o.seq', 'asc')
       .execute(),
   ]);

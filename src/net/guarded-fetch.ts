@@ -170,18 +170,26 @@ function hopRecord(
 
 const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|KEY_TOO_SMALL|TOO_WEAK|^ERR_SSL_|^ERR_TLS_/;
 
+/** How far the current hop got: the phase a deadline interrupts is the one it is reported in. */
+interface Progress {
+  phase: FetchPhase;
+}
+
 function classify(
   err: unknown,
   callerSignal: AbortSignal | undefined,
   deadline: AbortSignal,
+  progress: Progress,
 ): OutboundRefusedError | OutboundFetchError {
   if (err instanceof OutboundRefusedError || err instanceof OutboundFetchError) return err;
   if (callerSignal?.aborted)
     return new OutboundFetchError('aborted', 'outbound request aborted by the caller', { cause: err });
+  // The whole exchange's budget ran out: say where it was (connected and waiting for the head is
+  // a peer that accepted and stalled, not one that could not be reached).
   if (deadline.aborted)
-    return new OutboundFetchError('timeout', 'outbound request ran out of its total time', {
+    return new OutboundFetchError('timeout', `outbound request ran out of its total time (${progress.phase})`, {
       cause: err,
-      phase: 'total',
+      phase: progress.phase,
     });
   const code = errCode(err);
   const timeout: Record<string, FetchPhase> = {
@@ -220,14 +228,17 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
   const deadline = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
   const hops: HopRecord[] = [];
+  const progress: Progress = { phase: 'total' };
   try {
     let current = acceptUrl(typeof url === 'string' ? url : url.href);
     for (let hop = 0; ; hop++) {
       signal.throwIfAborted();
       if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
+      progress.phase = 'dns';
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
-      const res = await exchange(current, addresses, opts, signal);
+      progress.phase = 'connect';
+      const res = await exchange(current, addresses, opts, signal, progress);
       const record = hopRecord(
         current,
         res.status,
@@ -253,7 +264,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       };
     }
   } catch (err) {
-    const e = classify(err, opts.signal, deadline);
+    const e = classify(err, opts.signal, deadline, progress);
     e.hops = hops;
     throw e;
   }
@@ -278,6 +289,7 @@ async function exchange(
   addresses: string[],
   opts: GuardedFetchOptions,
   signal: AbortSignal,
+  progress: Progress,
 ): Promise<RawResponse> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const portMap = opts.portMap ?? NO_PORT_MAP;
@@ -301,7 +313,10 @@ async function exchange(
           hostname: isIP(host) ? host : o.hostname,
           port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))),
         },
-        cb,
+        (...args: Parameters<typeof cb>) => {
+          if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
+          cb(...args);
+        },
       ),
     connections: 1,
     pipelining: 0,
@@ -316,6 +331,7 @@ async function exchange(
       headers: { 'user-agent': USER_AGENT, ...opts.headers },
       signal,
     });
+    progress.phase = 'body';
     const headers = res.headers as Record<string, string | string[]>;
     if (REDIRECTS.has(res.statusCode) || opts.method === 'HEAD') {
       discard(res.body);

@@ -12,7 +12,7 @@ import { assertMatchesContract, assertMatchesSchema } from '../helpers/contract-
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { startLabRdap, type LabRdap } from '../lab/rdap-server.ts';
 import { labZones } from '../lab/zones.ts';
-import { domainZones } from '../lab/domain-zones.ts';
+import { domainLabNames, domainZones } from '../lab/domain-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -120,6 +120,24 @@ describe('lookup.domain.v1 as a job', () => {
     expect(done.body.coverage.complete).toBe(false);
     expect(done.body.ledger).toMatchObject({ reserved: 2, captured: 1, released: 1 });
     expect(await balance(h.deps.db, t.wsId)).toEqual({ granted: 10, reserved: 0, captured: 1, available: 9 });
+  });
+
+  it('a delegation that cannot be read (every question SERVFAIL) next to an RDAP answer: partial, registration kept', async () => {
+    const t = await fundedTenant(10);
+    const accepted = await client(h.app, t.key).post(DOMAIN, { value: domainLabNames.servfail });
+    const done = await pollTerminal(t.key, accepted.body.jobRef);
+    // The registry said something about the name: a fact, so not `unavailable` (CONTRACT §9).
+    expect(done.body.status).toBe('partial');
+    assertMatchesSchema('LookupDomainEnvelope', done.body.result);
+    const env = done.body.result;
+    expect(env.status).toBe('partial');
+    expect(env.lanes.find((l: { lane: string }) => l.lane === 'dns_delegation')).toMatchObject({
+      required: true,
+      status: 'unavailable',
+    });
+    expect(env.result.delegation).toBeNull();
+    expect(env.result.registration).not.toBeNull();
+    expect(env.limitations.map((l: { code: string }) => l.code)).toContain('dns_delegation_unavailable');
   });
 
   it('raises the expiry finding, readable only with finding:read', async () => {

@@ -683,7 +683,7 @@ describe('job pipeline', () => {
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 1]);
   });
 
-  it('a lookup job carries the CONTRACT §7 envelope, or `unavailable` when a required lane is', async () => {
+  it('a lookup job carries the CONTRACT §7 envelope: partial when a required lane failed but another measured, unavailable when none did', async () => {
     const r = await rig({ assemble: true });
     await r.startOrchestrator();
     await r.startLane();
@@ -724,12 +724,31 @@ describe('job pipeline', () => {
         2,
       ),
     );
-    expect(down.status).toBe('unavailable');
+    // The extra lane answered: a fact about the target, so the job is partial and keeps it.
+    expect(down.status).toBe('partial');
     const partialEnv = json(down.result);
-    expect(partialEnv.result).toBeUndefined(); // no projection when a required lane is missing
+    expect(partialEnv.status).toBe('partial');
+    expect(partialEnv.result).toBeDefined();
     expect(partialEnv.credits).toEqual({ charged: 1 });
     expect(json(down.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['main_unavailable']);
     expect([Number(down.credits_captured), Number(down.credits_released)]).toEqual([1, 1]);
+
+    const nothing = await terminal(
+      await accept(
+        r,
+        {
+          tasks: [
+            { cost: 1, required: true, lane: 'main', behavior: 'unavailable' },
+            { cost: 1, lane: 'extra', behavior: 'unavailable' },
+          ],
+        },
+        2,
+      ),
+    );
+    // No lane produced a fact: unavailable, and the envelope still says so.
+    expect(nothing.status).toBe('unavailable');
+    expect(json(nothing.result).status).toBe('unavailable');
+    expect([Number(nothing.credits_captured), Number(nothing.credits_released)]).toEqual([0, 2]);
   });
 
   it('cancel mid-run: pending tasks cancelled, the running one finishes and is charged, remainder released once', async () => {

@@ -143,11 +143,17 @@ describe('lookup.mail.v1 as a job', () => {
     expect(findings.body.items.map((f: { code: string }) => f.code)).toEqual(['mx_null']);
   });
 
-  it('MX SERVFAIL: the required lane is unavailable, the job is unavailable, nothing reads as missing', async () => {
+  it('MX SERVFAIL: the required lane is unavailable, the job is partial with what SPF and DMARC measured, nothing reads as missing', async () => {
     const t = await fundedTenant(10);
     const done = await run(t, L.mxServfail);
-    expect(done.body.status).toBe('unavailable');
+    // SPF and DMARC answered: facts about the target, kept in the envelope (CONTRACT §7, §9).
+    expect(done.body.status).toBe('partial');
+    assertMatchesSchema('LookupMailEnvelope', done.body.result);
+    expect(done.body.result.status).toBe('partial');
     expect(laneStatus(done.body, 'mx')).toBe('unavailable');
+    expect(done.body.result.result.mx).toBeNull();
+    expect(done.body.result.result.spf).not.toBeNull();
+    expect(done.body.result.result.dmarc).not.toBeNull();
     const captured = cost(['spf', 'dmarc']); // the lanes that ran and answered
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured, released: 4 - captured });
     const findings = await client(h.app, t.key).get(`/v2/jobs/${done.body.jobRef}/findings`);
@@ -156,6 +162,37 @@ describe('lookup.mail.v1 as a job', () => {
     expect(codes).not.toContain('smtp_starttls_missing');
     const b = await balance(h.deps.db, t.wsId);
     expect(b).toMatchObject({ reserved: 0, captured });
+  });
+
+  it('MX timeout: partial; mx null with its reason, SPF absent and DMARC kept', async () => {
+    const t = await fundedTenant(10);
+    const done = await run(t, L.mxTimeout);
+    expect(done.body.status).toBe('partial');
+    const env = done.body.result;
+    expect(env.status).toBe('partial');
+    expect(laneStatus(done.body, 'mx')).toBe('timeout');
+    expect(env.result.mx).toBeNull();
+    expect(env.limitations.map((l: { code: string }) => l.code)).toContain('mx_unknown');
+    expect(env.result.spf).toMatchObject({ state: 'absent' });
+    expect(env.result.dmarc).not.toBeNull();
+    const captured = cost(['spf', 'dmarc']);
+    expect(done.body.ledger).toMatchObject({ reserved: 4, captured, released: 4 - captured });
+    const findings = await client(h.app, t.key).get(`/v2/jobs/${done.body.jobRef}/findings`);
+    const codes = findings.body.items.map((f: { code: string }) => f.code);
+    expect(codes).not.toContain('mx_missing');
+    expect(codes).not.toContain('smtp_starttls_missing');
+  });
+
+  it('a zone where every question goes unanswered: unavailable (no lane learnt anything), nothing captured', async () => {
+    const t = await fundedTenant(10);
+    const done = await run(t, L.silentZone);
+    expect(done.body.status).toBe('unavailable');
+    assertMatchesSchema('LookupMailEnvelope', done.body.result);
+    expect(done.body.result.status).toBe('unavailable');
+    expect(done.body.result.result.spf).toBeNull();
+    expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 0, released: 4 });
+    const findings = await client(h.app, t.key).get(`/v2/jobs/${done.body.jobRef}/findings`);
+    expect(findings.body.items).toEqual([]);
   });
 
   it('hostile peers end in a lane timeout / failed and a terminal job; the worker keeps working', async () => {

@@ -16,7 +16,15 @@ import { startLab, type RunningLab } from '../lab/serve.ts';
 import { scanLabPart, type ScanLab } from '../lab/scan-lab.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
-import { CHAIN_LENGTH, PAGES_OTHER_OWNER, PAGES_OWNER, SCAN_ZONE, WILD_ZONE, genZoneName } from '../lab/scan-zones.ts';
+import {
+  CHAIN_LENGTH,
+  DNSFAIL_ZONE,
+  PAGES_OTHER_OWNER,
+  PAGES_OWNER,
+  SCAN_ZONE,
+  WILD_ZONE,
+  genZoneName,
+} from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -193,6 +201,28 @@ describe('scan.recursive.v1', () => {
     });
   });
 
+  describe('quick: the target only', () => {
+    it('a lane the profile does not run (DKIM probes) is skipped with dkim_not_probed, never a lane that failed', async () => {
+      const { t, job, items } = await scanAndRead(1000, {}, body('quick', SCAN_ZONE, 20));
+      expect(job.terminal).toBe(true);
+      const codes = job.coverage.limitations.map((l: { code: string }) => l.code);
+      expect(codes).toContain('dkim_not_probed');
+      expect(codes).not.toContain('dkim_failed');
+      expect(JSON.stringify(job.coverage)).not.toContain('left no outcome');
+      expect(items.some((i) => i.type === 'mail_posture')).toBe(true);
+      await ledgerHolds(t.wsId);
+    });
+
+    it("the target's DNS (the required task) fails while its mail posture answers: partial, not unavailable", async () => {
+      const { t, job } = await scanAndRead(1000, {}, body('quick', DNSFAIL_ZONE, 20));
+      // DMARC answered: a fact about the target (CONTRACT §9).
+      expect(job.status).toBe('partial');
+      const dns = job.lanes.find((l: { lane: string }) => l.lane === 'dns');
+      expect(dns).toMatchObject({ tasks: 1, completed: 0, partial: 0 });
+      await ledgerHolds(t.wsId);
+    });
+  });
+
   describe('balanced: recursion of one hop, scope, provenance', () => {
     let t: Scanned['t'];
     let job: Scanned['job'];
@@ -289,12 +319,23 @@ describe('scan.recursive.v1', () => {
       120_000,
     );
 
-    it('a name that only the wildcard answers collapses into one wildcard object; a real host under it survives', async () => {
+    it('a name that only the wildcard answers collapses into one wildcard object, leaving no object of its own; a real host under it survives', async () => {
       const wildcard = byKey(`*.${WILD_ZONE}`);
       expect(wildcard?.projection.wildcard).toBe(true);
+      // No object for a collapsed name, although it was recorded (SPF include) before its own DNS
+      // was compared with the wildcard; the wildcard object lists it with how it was found.
+      expect(byKey(`ghost.${WILD_ZONE}`)).toBeUndefined();
+      expect(byKey(`www.${WILD_ZONE}`)).toBeUndefined();
+      const collapsed = wildcard!.projection.collapsed as { count: number; names: Array<Record<string, string>> };
+      expect(collapsed.names).toEqual(
+        expect.arrayContaining([
+          { name: `ghost.${WILD_ZONE}`, foundVia: 'spf', foundFrom: WILD_ZONE },
+          expect.objectContaining({ name: `www.${WILD_ZONE}` }),
+        ]),
+      );
+      expect(collapsed.count).toBe(collapsed.names.length);
       const detail = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${wildcard!.objectId}`);
-      expect(JSON.stringify(detail.body.evidence)).toContain(`ghost.${WILD_ZONE}`);
-      expect(byKey(`ghost.${WILD_ZONE}`)?.lanes.map((l) => l.lane) ?? []).not.toContain('dns');
+      expect(detail.status).toBe(200);
       expect(byKey(`real.${WILD_ZONE}`)!.projection.wildcard).toBe('real');
       expect(findings.filter((f) => f.code === 'scan_wildcard_dns').length).toBeGreaterThanOrEqual(1);
       // www exists only through the wildcard: no web task for it.
@@ -307,8 +348,33 @@ describe('scan.recursive.v1', () => {
       expect(tasks.rows.filter((r) => r.check_name === 'scan.web' && r.object_key === `www.${WILD_ZONE}`)).toEqual([]);
     });
 
+    it('an MX or SRV target only the wildcard answers is no host: listed by the wildcard, still the MX of the mail posture', async () => {
+      for (const [name, via] of [
+        [`mx.${WILD_ZONE}`, 'mx'],
+        [`sip.${WILD_ZONE}`, 'srv'],
+      ]) {
+        expect(
+          items.filter((i) => i.key === name),
+          name,
+        ).toEqual([]);
+        expect(
+          (byKey(`*.${WILD_ZONE}`)!.projection.collapsed as { names: Array<Record<string, string>> }).names,
+        ).toContainEqual({ name, foundVia: via, foundFrom: WILD_ZONE });
+      }
+      const posture = items.find((i) => i.type === 'mail_posture' && i.key === WILD_ZONE)!;
+      expect((posture.projection.mx as { hosts: string[] }).hosts).toEqual([`mx.${WILD_ZONE}`]);
+      // What named them now names the wildcard object: the target's relations stay whole.
+      const apex = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${byKey(WILD_ZONE)!.objectId}`);
+      const wildcardId = byKey(`*.${WILD_ZONE}`)!.objectId;
+      expect(apex.body.relations).toContainEqual({ relation: 'mx_of', direction: 'incoming', objectId: wildcardId });
+      // Every relation of every object points at an object the pages return.
+      const ids = new Set(items.map((i) => i.objectId));
+      for (const rel of apex.body.relations as Array<{ objectId: string }>) expect(ids).toContain(rel.objectId);
+    });
+
     it('a CNAME-only wildcard level collapses its names too', async () => {
       expect(byKey(`*.cnw.${WILD_ZONE}`)?.projection.wildcard).toBe(true);
+      expect(byKey(`x.cnw.${WILD_ZONE}`)).toBeUndefined();
     });
 
     it('a level answering random names with different data is a possible wildcard, and is said so', async () => {

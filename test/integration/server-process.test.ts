@@ -272,3 +272,74 @@ describe('src/server.ts as a process (cluster, 2 workers)', () => {
     expect(stdout + stderr).not.toContain(t.key.slice(4, 36));
   });
 });
+
+describe('src/server.ts when it cannot start: one line and exit 1, never a crash loop', () => {
+  /** Holds a port the way the web role would listen on it (every interface). */
+  async function takePort(): Promise<{ port: number; release: () => Promise<void> }> {
+    const holder = net.createServer();
+    await new Promise<void>((resolve, reject) => {
+      holder.once('error', reject);
+      holder.listen(0, () => resolve());
+    });
+    const { port } = holder.address() as net.AddressInfo;
+    return { port, release: () => new Promise<void>((r) => holder.close(() => r())) };
+  }
+
+  async function startOn(env: Record<string, string>) {
+    const child = spawn(process.execPath, ['src/server.ts'], {
+      cwd: root,
+      env: testEnv({ WEB_CONCURRENCY: '2', LOG_LEVEL: 'info', ...env }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const t0 = Date.now();
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL'); // a respawn loop never exits on its own
+        } catch {
+          // gone already
+        }
+      }, 20_000);
+      child.on('exit', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal });
+      });
+    });
+    return { ...exit, ms: Date.now() - t0, stdout, stderr };
+  }
+
+  it('the API port is taken: one line naming the port and PORT, exit 1, no worker replaced', async () => {
+    const taken = await takePort();
+    try {
+      const r = await startOn({ PORT: String(taken.port), METRICS_PORT: String(await freePort()) });
+      expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
+      const lines = r.stderr.trim().split('\n');
+      expect(lines, r.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`port ${taken.port} .*already in use \\(EADDRINUSE\\).*set PORT`));
+      expect(r.stdout).not.toContain('replacing it');
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      expect(r.ms).toBeLessThan(15_000);
+    } finally {
+      await taken.release();
+    }
+  });
+
+  it('the metrics port is taken: the same, naming METRICS_PORT', async () => {
+    const taken = await takePort();
+    try {
+      const r = await startOn({ PORT: String(await freePort()), METRICS_PORT: String(taken.port) });
+      expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
+      const lines = r.stderr.trim().split('\n');
+      expect(lines, r.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(/already in use \(EADDRINUSE\).*set METRICS_PORT/);
+      expect(r.stdout + r.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await taken.release();
+    }
+  });
+});

@@ -94,6 +94,10 @@ describe('lookup.web.v1 as a job', () => {
       ['tls_protocols', 'skipped'],
     ]);
     expect(done.body.result.result.http.score).toMatchObject({ score: 135, grade: 'A+' });
+    const posture = (
+      await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`)
+    ).body.items.find((i: { type: string }) => i.type === 'web_posture');
+    expect(posture.projection).toMatchObject({ score: 135, grade: 'A+', observatoryWouldGrade: true });
     expect(done.body.result.result.tls).toMatchObject({ chainTrusted: true, hostnameMatch: true });
     expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 4, released: 0 });
     const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
@@ -108,6 +112,20 @@ describe('lookup.web.v1 as a job', () => {
     );
     const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
     expect(findings.body.items).toEqual([]);
+  });
+
+  it('a page the Observatory would not grade (404): the web_posture object says so, like the result', async () => {
+    const t = await tenant(10);
+    const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('notfound') });
+    const done = await pollTerminal(t.key, accepted.body.jobRef);
+    expect(done.body.result.result.http.score).toMatchObject({ observatoryWouldGrade: false });
+    const results = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/results?limit=100`);
+    const posture = results.body.items.find((i: { type: string }) => i.type === 'web_posture');
+    expect(posture.projection).toMatchObject({
+      status: 404,
+      score: done.body.result.result.http.score.score,
+      observatoryWouldGrade: false,
+    });
   });
 
   it('the findings route lists what a bare host lacks', async () => {
@@ -134,13 +152,17 @@ describe('lookup.web.v1 as a job', () => {
     expect(await balance(h.deps.db, t.wsId)).toEqual({ granted: 10, reserved: 0, captured: 2, available: 8 });
   });
 
-  it('a silent host: the job ends (unavailable) within its budget, nothing captured, the worker lives on', async () => {
+  it('a silent host (accepts, then stalls): the job ends partial within its budget, nothing captured, the worker lives on', async () => {
     const t = await tenant(10);
     const t0 = Date.now();
     const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('silent') });
     const done = await pollTerminal(t.key, accepted.body.jobRef, 15_000);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    expect(done.body.status).toBe('unavailable');
+    // A stall is a measured fact about the target, not our side being unavailable (CONTRACT §9).
+    expect(done.body.status).toBe('partial');
+    assertMatchesSchema('LookupWebEnvelope', done.body.result);
+    expect(done.body.result.status).toBe('partial');
+    expect(done.body.result.result.http.chains.http.failure).toMatchObject({ kind: 'timeout' });
     expect(done.body.lanes.map((l: { lane: string; timeout: number }) => [l.lane, l.timeout])).toEqual(
       expect.arrayContaining([
         ['http', 1],
@@ -151,6 +173,28 @@ describe('lookup.web.v1 as a job', () => {
     // The same worker still serves the next job.
     const next = await client(h.app, t.key).post(WEB, { url: webUrl('strict') });
     expect((await pollTerminal(t.key, next.body.jobRef)).body.status).toBe('completed');
+  });
+
+  it('a site that speaks only TLS 1.0: partial, with status, certificate and a legacy-protocol finding', async () => {
+    const t = await tenant(10);
+    const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('tls10') });
+    const done = await pollTerminal(t.key, accepted.body.jobRef);
+    // http (a modern client, like browsers) cannot speak TLS 1.0: that is what it measured.
+    expect(done.body.status).toBe('partial');
+    assertMatchesSchema('LookupWebEnvelope', done.body.result);
+    const env = done.body.result;
+    expect(env.status).toBe('partial');
+    expect(env.lanes.map((l: { lane: string; status: string }) => [l.lane, l.status])).toEqual([
+      ['http', 'unavailable'],
+      ['tls', 'completed'],
+      ['tls_protocols', 'skipped'],
+    ]);
+    expect(env.result.tls).toMatchObject({ protocol: 'TLSv1', negotiatedWith: 'legacy_client_tls1.0_1.1' });
+    expect(env.result.tls.certificate.sans).toContain(`tls10.${WEB_ZONE}`);
+    expect(env.result.http.chains.https.outcome).toBe('failed');
+    const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
+    expect(findings.body.items.map((f: { code: string }) => f.code)).toContain('tls_legacy_protocol_negotiated');
+    expect(done.body.ledger).toMatchObject({ reserved: 4, captured: 2, released: 2 });
   });
 
   it('a redirect to a refused address is never fetched, however it is written', async () => {
@@ -206,8 +250,15 @@ describe('lookup.web.v1 as a job', () => {
       expect(findings.body.items.map((f: { code: string }) => f.code)).toEqual(
         expect.arrayContaining(['tls_legacy_protocol_enabled', 'tls_legacy_protocol_negotiated']),
       );
-      // http cannot speak TLS 1.0 (like browsers): required lane unavailable, nothing of it captured.
-      expect(done.body.status).toBe('unavailable');
+      // http cannot speak TLS 1.0 (like browsers): required lane unavailable, nothing of it
+      // captured; what tls and tls_protocols measured is the job's result (CONTRACT §9).
+      expect(done.body.status).toBe('partial');
+      expect(done.body.result.status).toBe('partial');
+      expect(done.body.result.result.tlsProtocols.addresses[0].versions).toMatchObject({
+        TLSv1: { outcome: 'accepted' },
+        'TLSv1.3': { outcome: 'rejected' },
+      });
+      expect(done.body.result.result.tls.certificate).not.toBeNull();
       expect(done.body.ledger).toMatchObject({ reserved: 8, captured: 6, released: 2 });
     });
   });

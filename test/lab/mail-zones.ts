@@ -66,6 +66,8 @@ export const mailLab = {
   smtpRefused: 'smtp-refused.test',
   mxServfail: 'mx-servfail.test',
   mxTimeout: 'mx-timeout.test',
+  /** Every name of the zone is silent: no lane can learn anything (the job is unavailable). */
+  silentZone: 'mail-silent.test',
   indeterminate: 'indet-mail.test',
   spfSuite: 'spf-suite.test',
 } as const;
@@ -304,6 +306,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['MX'] }],
     ),
     zone(L.mxTimeout, [], [{ name: '@', behaviour: { kind: 'silent' }, types: ['MX'] }]),
+    zone(L.silentZone, [], [{ name: '@', behaviour: { kind: 'silent' }, subtree: true }]),
     // Every lane's own question gets SERVFAIL or silence; the MX answers, so the job runs.
     zone(
       L.indeterminate,

@@ -22,6 +22,7 @@ import {
   generatedZone,
   scanAddresses,
   scanBasicZone,
+  scanDnsFailZone,
   scanWildZone,
   thirdPartyZones,
 } from './scan-zones.ts';
@@ -212,7 +213,13 @@ export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
     opts.onReady?.(lab);
     return {
       name: 'scan',
-      zones: [scanBasicZone(), scanWildZone(), ...thirdPartyZones(), ...(opts.generated ?? []).map(generatedZone)],
+      zones: [
+        scanBasicZone(),
+        scanWildZone(),
+        scanDnsFailZone(),
+        ...thirdPartyZones(),
+        ...(opts.generated ?? []).map(generatedZone),
+      ],
       close: async () => {},
     };
   };

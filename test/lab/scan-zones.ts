@@ -6,8 +6,10 @@
 //                     CNAME (NXDOMAIN), a provider alias serving the unclaimed-name page, a
 //                     dangling _tcp name (never a finding), a CNAME loop, a 40-deep chain, a
 //                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
-//   scan-wild.test    A wildcard with a real host under it, a CNAME-only wildcard level, a
-//                     pattern (rotating) wildcard level
+//   scan-dnsfail.test the target's own DNS answers SERVFAIL, its DMARC record answers
+//   scan-wild.test    A wildcard with a real host under it, an MX and an SRV target only the
+//                     wildcard answers, a CNAME-only wildcard level, a pattern (rotating)
+//                     wildcard level
 //   shop.scan-basic.test  a subdomain approved on its own: active work must stay inside it
 //   alice.github.io   an owner under a private public suffix (the lab's github.io stand-in); its
 //                     certificate, page and MX name bob.github.io, another owner: a third party
@@ -17,6 +19,8 @@ import type { Zone, ZoneRecord } from './zones.ts';
 
 export const SCAN_ZONE = 'scan-basic.test';
 export const WILD_ZONE = 'scan-wild.test';
+/** Every question about the name itself gets SERVFAIL; its DMARC record answers. */
+export const DNSFAIL_ZONE = 'scan-dnsfail.test';
 /** An out-of-scope host (a CDN edge) inside the lab allowlist: it must see no connection. */
 export const OUT_OF_SCOPE_ADDRESS = labHost('scan', 99);
 export const FLOOD_LINKS = 3000;
@@ -119,12 +123,25 @@ export function scanWildZone(): Zone {
         ],
       },
       { name: '*', type: 'A', data: scanAddresses.wildcard },
+      // An MX and an SRV target that exist only through the wildcard: collapsed, yet still the
+      // MX of the mail posture and the target of the SRV record.
+      { name: '@', type: 'MX', data: { preference: 10, exchange: `mx.${WILD_ZONE}` } },
+      { name: '_sip._tcp', type: 'SRV', data: { priority: 10, weight: 5, port: 5060, target: `sip.${WILD_ZONE}` } },
       { name: 'real', type: 'A', data: scanAddresses.wildReal },
       { name: '*.cnw', type: 'CNAME', data: `target.${WILD_ZONE}` },
       { name: 'target', type: 'A', data: scanAddresses.cnameTarget },
       { name: 'pat', type: 'TXT', data: ['pattern wildcard level'] },
     ],
     behaviours: [{ name: 'pat', behaviour: { kind: 'random-a', prefix: '127.0.3.' }, subtree: true, types: ['A'] }],
+  };
+}
+
+/** The target's own DNS fails (the scan's required task) while its mail posture still answers. */
+export function scanDnsFailZone(): Zone {
+  return {
+    origin: DNSFAIL_ZONE,
+    records: [soa(DNSFAIL_ZONE), { name: '_dmarc', type: 'TXT', data: ['v=DMARC1; p=reject'] }],
+    behaviours: [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   };
 }
 

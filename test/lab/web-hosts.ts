@@ -287,6 +287,18 @@ export const webHosts: WebHostSpec[] = [
       }),
     },
   },
+  // A page the Observatory does not grade (it grades 2xx, 3xx, 401 and 403 only): we do, and say so.
+  {
+    label: 'notfound',
+    n: 33,
+    http: 'to_https',
+    https: {
+      handler: (_req, res) => {
+        res.writeHead(404, { 'content-type': 'text/html; charset=utf-8', ...BASE_HEADERS });
+        res.end(PAGE);
+      },
+    },
+  },
   // <meta> policies in the page (CSP and referrer) and scripts, for the HTML parsing and SRI.
   {
     label: 'meta',

@@ -177,20 +177,40 @@ describe('web.http', () => {
     );
   });
 
-  it('a seven-hop chain stops at five redirects: partial with a limitation, never a finding of absence', async () => {
+  it('a seven-hop chain is followed to its end, as the Observatory follows up to ten', async () => {
     const out = await run('web.http', 'chain7');
-    expect(out.status).toBe('partial');
+    expect(out.status).toBe('completed');
+    const p = out.projection as any;
+    expect(p.chains.http.outcome).toBe('response');
+    expect(p.chains.http.hops).toHaveLength(8);
+    expect(p.score).toMatchObject({ observatoryWouldGrade: true, score: expect.any(Number) });
+    expect(out.limitations.map((l) => l.code)).not.toContain('redirect_limit_reached');
+  });
+
+  it('a redirect loop stops after ten redirects: a finding and a limitation, never a finding of absence', async () => {
+    const out = await run('web.http', 'loop');
+    expect((out.projection as any).chains.http.hops).toHaveLength(11);
     expect(out.limitations.map((l) => l.code)).toContain('redirect_limit_reached');
-    expect((out.projection as any).chains.http.hops).toHaveLength(6);
+    expect(codes(out)).toContain('web_redirect_loop');
     expect(codes(out)).not.toContain('web_https_redirect_missing');
   });
 
+  it('a site that speaks only TLS 1.0: no response, but what the target did is measured (CONTRACT §9)', async () => {
+    const out = await run('web.http', 'tls10');
+    expect(out.status).toBe('unavailable');
+    expect(out.measured).toBe(true);
+    const https = (out.projection as any).chains.https;
+    expect(https.outcome).toBe('failed');
+    expect(https.failure.kind).toMatch(/tls_failed|connection_failed/);
+  });
+
   it.each(['slowheaders', 'slowbody', 'silent'])(
-    'hostile %s: timeout within the chain budget, no findings',
+    'hostile %s: timeout within the chain budget, no findings; the stall is a measured fact',
     async (label) => {
       const t0 = performance.now();
       const out = await run('web.http', label);
       expect(out.status).toBe('timeout');
+      expect(out.measured).toBe(true);
       expect(out.findings).toEqual([]);
       expect(performance.now() - t0).toBeLessThan(check('web.http').timeoutMs);
     },
@@ -213,6 +233,8 @@ describe('web.http', () => {
     const before = web.requests.length;
     const out = await run('web.http', 'strict', runtimeFor(lab.env, { ALLOW_PRIVATE_TARGETS: '' }));
     expect(out).toMatchObject({ status: 'unavailable', reason: 'target_not_allowed', findings: [] });
+    // Our policy refused it: nothing about the target was learnt.
+    expect(out.measured).toBeUndefined();
     expect(web.requests.length).toBe(before);
   });
 });
@@ -257,13 +279,38 @@ describe('web.tls', () => {
     });
   });
 
+  it('a 1024-bit RSA key that Node refuses: the real cause in trustError, not an untrusted chain', async () => {
+    const out = await run('web.tls', 'weakkey');
+    expect(out.projection).toMatchObject({
+      chainTrusted: true,
+      trustError: 'EE_KEY_TOO_SMALL',
+      certificate: { keyType: 'rsa', keyBits: 1024 },
+    });
+    expect((out.projection as any).caps).toEqual(['weak_key']);
+    expect(codes(out)).toContain('tls_weak_key');
+    expect(codes(out)).not.toContain('tls_certificate_untrusted');
+    // The same for a SHA-1 signature; a chain that does not reach a root stays untrusted.
+    const sha1 = await run('web.tls', 'sha1');
+    expect(sha1.projection).toMatchObject({
+      chainTrusted: true,
+      trustError: 'CA_MD_TOO_WEAK',
+      caps: ['weak_signature'],
+    });
+    expect(codes(sha1)).not.toContain('tls_certificate_untrusted');
+    expect((await run('web.tls', 'untrusted')).projection).toMatchObject({ chainTrusted: false });
+  });
+
   it('nothing on 443: unavailable with a limitation, no finding; a silent peer: timeout', async () => {
     expect(await run('web.tls', 'nohttps')).toMatchObject({
       status: 'unavailable',
       reason: 'connection_refused',
       findings: [],
+      measured: true,
     });
-    expect(await run('web.tls', 'silent')).toMatchObject({ status: 'timeout', findings: [] });
+    const silent = await run('web.tls', 'silent');
+    expect(silent).toMatchObject({ status: 'timeout', findings: [] });
+    // A handshake that never finished may be a lost route as well as a silent peer.
+    expect(silent.measured).toBeUndefined();
   });
 });
 

@@ -126,5 +126,7 @@ function normalizeOutput(raw: unknown): CheckOutput | null {
     findings: list(o.findings),
     limitations: list(o.limitations),
     sources: list(o.sources),
+    ...(o.measured === true ? { measured: true } : {}),
+    ...(list(o.folds).length > 0 ? { folds: list(o.folds) } : {}),
   };
 }

@@ -2,11 +2,16 @@
 // Pure: finalize-job.ts gathers the rows and writes what this returns.
 //
 //   completed    every applicable task completed
-//   partial      terminal with results, coverage incomplete
-//   unavailable  a required lane was unavailable (or timed out) for the whole job
-//   failed       internal error: nothing usable, a required lane failed, planning failed
+//   partial      terminal with results, coverage incomplete: some lane produced a fact about the
+//                target, even when the required lane did not complete (the target refused,
+//                stalled or spoke only legacy TLS, or its MX question timed out while SPF answered)
+//   unavailable  no lane produced any fact about the target, and a required lane was unavailable
+//                or timed out (our side could not look, or the target could not be reached at all)
+//   failed       internal error: nothing usable and a required lane failed, or planning failed
 //   cancelled    cancel requested (whatever the tasks did; completed ones are still charged)
-// A deadline finalization is `partial` when any task produced results, else `failed`.
+// A lookup's envelope always carries `status` (the job's) and the part of every lane that
+// produced a fact; a lane that did not is null with its reason. A deadline finalization is
+// `partial` when any task produced a fact, else `failed`.
 import { buildEnvelope, type Envelope } from '../../contract/envelope.ts';
 import type { AssembledOutcome, DerivedOutput } from '../../contract/tasks.ts';
 import type { Limitation } from '../../contract/lanes.ts';
@@ -60,6 +65,11 @@ function hasResults(t: TaskRow): boolean {
   return CAPTURED_TASK_STATUSES.includes(t.status);
 }
 
+/** A fact about the target: results, or a lane that measured what the target did (CheckOutput.measured). */
+function producedFact(t: TaskRow): boolean {
+  return hasResults(t) || t.output?.measured === true;
+}
+
 function mergeLimitations(...lists: ReadonlyArray<readonly Limitation[]>): Limitation[] {
   const out = new Map<string, Limitation>();
   for (const list of lists)
@@ -88,11 +98,8 @@ export function decideOutcome(o: OutcomeInput): JobOutcome {
       },
     };
   } else if (o.mode === 'deadline') {
-    const status: TerminalStatus = o.tasks.some(hasResults) ? 'partial' : 'failed';
-    const result =
-      out.result && status === 'partial'
-        ? { ...out.result, status: 'partial', coverage: { complete: false } }
-        : out.result;
+    const status: TerminalStatus = o.tasks.some(producedFact) ? 'partial' : 'failed';
+    const result = out.result ? { ...out.result, status, coverage: { complete: false } } : out.result;
     out = {
       status,
       result,
@@ -118,23 +125,19 @@ function lookupOutcome(def: ProductDefinition, o: OutcomeInput, lims: Limitation
   }
   const limitations = mergeLimitations(outcome.limitations, lims);
   const blocking = outcome.lanes.find((l) => l.required && l.status !== 'completed');
-  if (blocking?.status === 'partial') {
-    // A required lane that answered in part (e.g. NS answered, DS timed out) still has results:
-    // keep the projection, and let the envelope, coverage and limitations say what is missing.
-    return {
-      status: 'partial',
-      result: { ...envelopeWithoutProjection(def, o, outcome), status: 'partial', result: outcome.result },
-      coverage: { complete: false, limitations },
-      ...derivedOf(outcome),
-    };
-  }
   if (blocking) {
-    // buildEnvelope refuses this case (a sync route answers 503); a job keeps what can be said.
-    const status: TerminalStatus =
-      blocking.status === 'unavailable' || blocking.status === 'timeout' ? 'unavailable' : 'failed';
+    // buildEnvelope refuses this case (a sync route answers 503). A job keeps everything that
+    // was measured: any fact about the target makes it partial, with the required lane's part
+    // null (or saying what the target did) and its reason in lanes and limitations. Only when
+    // no lane produced a fact is the job unavailable (or failed, for an internal error).
+    const status: TerminalStatus = o.tasks.some(producedFact)
+      ? 'partial'
+      : blocking.status === 'unavailable' || blocking.status === 'timeout'
+        ? 'unavailable'
+        : 'failed';
     return {
       status,
-      result: envelopeWithoutProjection(def, o, outcome),
+      result: jobEnvelope(def, o, outcome, status),
       coverage: { complete: false, limitations },
       ...derivedOf(outcome),
     };
@@ -158,14 +161,18 @@ function derivedOf(outcome: AssembledOutcome): Pick<JobOutcome, 'derived'> {
   return derived && derived.length > 0 ? { derived } : {};
 }
 
-function envelopeWithoutProjection(
+/** The envelope of a job whose required lane did not complete: its status is the job's. */
+function jobEnvelope(
   def: ProductDefinition,
   o: OutcomeInput,
   outcome: AssembledOutcome,
+  status: TerminalStatus,
 ): Record<string, unknown> {
   return {
     product: def.id,
+    status,
     input: def.echo ? def.echo(o.input) : o.input,
+    result: outcome.result,
     lanes: outcome.lanes,
     sources: outcome.sources,
     limitations: outcome.limitations,
@@ -188,8 +195,11 @@ function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
   });
   const lanes = new Map<string, TaskRow[]>();
   for (const t of o.tasks) lanes.set(t.product_lane, [...(lanes.get(t.product_lane) ?? []), t]);
+  // A required lane without results decides only when no task at all produced one: the scan's
+  // other lanes (the target's mail posture…) measured the target otherwise (CONTRACT §9).
+  const anyResults = o.tasks.some(hasResults);
   for (const tasks of lanes.values()) {
-    if (!tasks.some((t) => t.required) || tasks.some(hasResults)) continue;
+    if (anyResults || !tasks.some((t) => t.required) || tasks.some(hasResults)) continue;
     const tried = tasks.filter((t) => t.status !== 'budget_exhausted' && t.status !== 'cancelled');
     const unavailable = tried.length > 0 && tried.every((t) => t.status === 'unavailable' || t.status === 'timeout');
     return { status: unavailable ? 'unavailable' : 'failed', result: null, coverage: coverage(false) };

@@ -1,6 +1,8 @@
 // Shared by async lookups' assemble(): the envelope's lanes, sources and limitations from the
 // finished tasks, one product lane at a time. A lane whose task did not complete (or left no
-// output) contributes null to the result plus its limitations, so null always comes with a reason.
+// output) contributes null to the result plus its limitations, so null always comes with a reason;
+// except a lane that measured the target without completing (its output is `measured`: refused,
+// stalled, legacy TLS only), whose part says what the target did.
 import type { LaneOutcome, LaneSpec, Limitation, SourceRef } from '../../contract/lanes.ts';
 import type { TaskOutcomeView } from '../../contract/tasks.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
@@ -65,16 +67,20 @@ export function laneAssembly(tasks: readonly TaskOutcomeView[]): LaneAssembly {
       }
       const own = task.output?.limitations ?? [];
       own.forEach(addLimitation);
-      if (task.output && CONTRIBUTES.has(task.status)) return task.output.projection as P;
+      // A copy: cross-lane derivations may annotate a part without touching the stored output.
+      if (task.output && CONTRIBUTES.has(task.status)) return structuredClone(task.output.projection) as P;
+      const measured = task.output?.measured === true;
       if (task.status === 'skipped' && reason === 'not_applicable' && opts.notApplicable) {
         addLimitation({ code: `${spec.lane}_not_applicable`, message: opts.notApplicable });
       } else if (own.length === 0) {
         addLimitation({
           code: `${spec.lane}_${task.status}`,
-          message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.`,
+          message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; ${measured ? 'its part of the result says what the target did' : 'its part of the result is null'}.`,
         });
       }
-      return null;
+      // What the lane saw of a target that refused, stalled or spoke only a legacy protocol is a
+      // fact (CONTRACT §7): its part says what happened instead of being null.
+      return measured ? (structuredClone(task.output!.projection) as P) : null;
     },
   };
 }

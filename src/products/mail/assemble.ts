@@ -1,45 +1,35 @@
-// Builds the job's result envelope body from the nine finished tasks (pure). Each lane's status
-// is its task's, except where a cross-lane derivation lowers it (dane with no certificate to
-// match); a lane that did not complete contributes null and its limitations, so null always
-// comes with the reason. Cross-lane findings (./derive.ts) are returned as `derived`.
+// Builds the job's result envelope body from the nine finished tasks (pure; the lanes through
+// src/products/kit/lane-assembly.ts). Each lane's status is its task's, except where a cross-lane
+// derivation lowers it (dane with no certificate to match); a lane that did not complete
+// contributes null and its limitations, so null always comes with the reason. Cross-lane findings
+// (./derive.ts) are returned as `derived`.
 import type { AssembledOutcome, TaskOutcomeView } from '../../contract/tasks.ts';
-import type { LaneOutcome, Limitation, SourceRef } from '../../contract/lanes.ts';
-import { laneOutcome } from '../../contract/lanes.ts';
+import { laneAssembly } from '../kit/lane-assembly.ts';
 import { deriveAcrossLanes } from './derive.ts';
-import { mailLaneList, mailLanes, type MailLane } from './lanes.ts';
+import { mailLaneList, mailLanes, type MailLane, type MailLaneName } from './lanes.ts';
 import type { MailResult } from './schema.ts';
 
-const CONTRIBUTES = new Set(['completed', 'partial']);
+export interface MailAssemblyOptions {
+  /**
+   * Lanes deliberately not run for this input (a scan profile that probes no DKIM selectors):
+   * `skipped` with this reason and message, never `failed` for a missing task.
+   */
+  notPlanned?: Partial<Record<MailLaneName, { reason: string; message: string }>>;
+}
 
-export function assembleMail(domain: string, tasks: TaskOutcomeView[]): AssembledOutcome<MailResult> {
-  const lanes: LaneOutcome[] = [];
-  const sources: SourceRef[] = [];
-  const limitations: Limitation[] = [];
-  const add = <T extends { code?: string; source?: string; message?: string; version?: string }>(list: T[], x: T) => {
-    if (!list.some((y) => JSON.stringify(y) === JSON.stringify(x))) list.push(x);
+export function assembleMail(
+  domain: string,
+  tasks: TaskOutcomeView[],
+  opts: MailAssemblyOptions = {},
+): AssembledOutcome<MailResult> {
+  const assembly = laneAssembly(tasks);
+  const { lanes, sources, limitations } = assembly;
+  const add = (l: { code: string; message: string }) => {
+    if (!limitations.some((x) => x.code === l.code && x.message === l.message)) limitations.push(l);
   };
   const part = <P>(spec: MailLane): P | null => {
-    const task = tasks.find((t) => t.productLane === spec.lane);
-    if (!task) {
-      lanes.push(laneOutcome(spec, 'failed', { reason: 'task_missing' }));
-      add(limitations, {
-        code: `${spec.lane}_failed`,
-        message: `The ${spec.lane} lane left no outcome; its part of the result is null.`,
-      });
-      return null;
-    }
-    const reason = task.reason ?? task.output?.reason;
-    lanes.push(laneOutcome(spec, task.status, reason ? { reason } : {}));
-    for (const s of task.output?.sources ?? []) add(sources, s);
-    const own = task.output?.limitations ?? [];
-    for (const l of own) add(limitations, l);
-    if (task.output && CONTRIBUTES.has(task.status)) return structuredClone(task.output.projection) as P;
-    if (own.length === 0)
-      add(limitations, {
-        code: `${spec.lane}_${task.status}`,
-        message: `The ${spec.lane} lane ended ${task.status}${reason ? ` (${reason})` : ''}; its part of the result is null.`,
-      });
-    return null;
+    const notPlanned = opts.notPlanned?.[spec.lane as MailLaneName];
+    return assembly.part<P>(spec, notPlanned ? { notPlanned } : {});
   };
   const result: MailResult = {
     domain,
@@ -64,7 +54,7 @@ export function assembleMail(domain: string, tasks: TaskOutcomeView[]): Assemble
     dmarcAnswered: dmarcLane?.status === 'completed' || dmarcLane?.status === 'partial',
     tlsRpt: result.tlsRpt,
   });
-  for (const l of d.limitations) add(limitations, l);
+  for (const l of d.limitations) add(l);
   for (const name of d.partialLanes) {
     const lane = lanes.find((l) => l.lane === name);
     if (lane?.status === 'completed') lane.status = 'partial';

@@ -23,6 +23,8 @@ export interface CollectOptions {
   signal: AbortSignal;
 }
 
+/** Redirects followed per chain: as many as the MDN HTTP Observatory's grader follows (10). */
+export const CHAIN_MAX_REDIRECTS = 10;
 /** A foreign origin for the CORS preflight: reflected back with credentials, it means "any site". */
 export const CORS_PROBE_ORIGIN = 'https://cors-probe.lss.invalid';
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -52,6 +54,7 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
       signal: o.signal,
       timeoutMs: o.fetchTimeoutMs,
       verifyTls,
+      maxRedirects: CHAIN_MAX_REDIRECTS,
       maxBytes: o.maxBytes ?? MAX_BODY_BYTES,
       bodyOverflow: 'truncate',
       headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },

@@ -172,7 +172,7 @@ export const webFindings = {
     'high',
     'confirmed',
     'Certificate chain not trusted',
-    "The certificate does not verify to a trusted root (Node's root store plus NODE_EXTRA_CA_CERTS): unknown issuer, incomplete chain… Expiry and self-signed certificates have their own codes. Never raised when no handshake completed.",
+    "The certificate does not verify to a trusted root (Node's root store plus NODE_EXTRA_CA_CERTS): unknown issuer, incomplete chain… Expiry and self-signed certificates have their own codes. Never raised when no handshake completed, nor when the chain reaches a trusted root and only an OpenSSL security-level rule refused it (a weak key or digest: tls_weak_key / tls_weak_signature, trustError EE_KEY_TOO_SMALL / CA_MD_TOO_WEAK).",
   ),
   tls_certificate_self_signed: k(
     'tls_certificate_self_signed',

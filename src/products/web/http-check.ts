@@ -57,6 +57,32 @@ function noResponseStatus(e: WebEvidence): { status: LaneStatus; reason: string 
   return { status: 'unavailable', reason };
 }
 
+/** Failures that are the target's doing, not ours: it answered, refused, reset or has no address. */
+const TARGET_FAILURES = new Set([
+  'tls_failed',
+  'host_not_found',
+  'headers_too_large',
+  'response_too_large',
+  'bad_redirect',
+  'too_many_redirects',
+]);
+const TARGET_SOCKET_ERRORS = /^(ECONNREFUSED|ECONNRESET|EPIPE|EPROTO)$|^ERR_(SSL|TLS)_/;
+
+/**
+ * Whether a chain that produced no response still measured the target (CONTRACT §9): it answered
+ * before failing, refused or reset the connection, failed the TLS handshake (legacy TLS only), has
+ * no address, or accepted the request and then stalled. A refusal by our guard, an indeterminate
+ * DNS answer or a connect timeout says nothing about the target.
+ */
+export function chainMeasured(c: ChainEvidence): boolean {
+  if (c.hops.length > 0) return true;
+  const f = c.failure;
+  if (!f || c.outcome !== 'failed') return false;
+  if (TARGET_FAILURES.has(f.kind)) return true;
+  if (f.kind === 'connection_failed') return TARGET_SOCKET_ERRORS.test(f.code ?? '');
+  return f.kind === 'timeout' && (f.phase === 'headers' || f.phase === 'body');
+}
+
 const isRefusedConnection = (c: ChainEvidence) =>
   c.outcome === 'failed' &&
   c.hops.length === 0 &&
@@ -190,9 +216,11 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
 
   if (!e.primary || !a) {
     const { status, reason } = noResponseStatus(e);
+    const measured = chainMeasured(e.http) || chainMeasured(e.https);
     return {
       status,
       reason,
+      ...(measured ? { measured } : {}),
       projection: { requestedUrl: e.url, chains: { http: chainSummary(e.http), https: chainSummary(e.https) } },
       objects,
       relations,
@@ -421,6 +449,8 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
       score: a.score?.score ?? null,
       grade: a.score?.grade ?? null,
       algorithm: a.score?.algorithm ?? null,
+      // As in the job's result: the grader would not grade this reply (a 404…), so compare with care.
+      observatoryWouldGrade: a.score?.observatoryWouldGrade ?? null,
     },
   });
   relations.push({ from: posture, relation: 'discovered_from', to: ref('url', a.final.url) });

@@ -29,7 +29,9 @@ const part = (what: string) =>
   z
     .record(z.string(), z.unknown())
     .nullable()
-    .describe(`${what}; null when the lane did not complete (see lanes and limitations)`);
+    .describe(
+      `${what}; null when the lane produced no fact (see lanes and limitations). A lane that did not complete but measured the target (refused, stalled, legacy TLS only) says what happened instead`,
+    );
 
 export const webResult = z.object({
   url: z.string().describe('The normalised input URL'),

@@ -3,8 +3,11 @@
 // against Node's root store plus NODE_EXTRA_CA_CERTS, host name match, validity window, key,
 // signature, negotiated protocol and cipher, stapled OCSP. When that handshake is refused for its
 // protocol versions, a second one offering only TLS 1.0–1.1 (security level 0) tells whether the
-// server speaks nothing newer. SSL Labs-style caps are listed as facts, not turned into a grade.
-// Certificates are parsed in the pool (parseCertificate).
+// server speaks nothing newer. A chain Node refuses with UNSPECIFIED (an OpenSSL security-level
+// rule: a 1024-bit RSA key, a SHA-1 signature) is asked again with those rules off: when it then
+// reaches a trusted root it is trusted, and `trustError` names the rule a modern client still
+// applies (EE_KEY_TOO_SMALL, CA_MD_TOO_WEAK) instead of an untrusted chain. SSL Labs-style caps are listed
+// as facts, not turned into a grade. Certificates are parsed in the pool (parseCertificate).
 import type tls from 'node:tls';
 import { OutboundFetchError, OutboundRefusedError, ocspStapled, type OutboundGuard } from '../../net/outbound-guard.ts';
 import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
@@ -40,7 +43,27 @@ export type TlsCap =
   | 'weak_signature'
   | 'legacy_protocol';
 
+/**
+ * Names for what Node reports as UNSPECIFIED: OpenSSL security level 2 (Node's default, current
+ * distributions) refuses an RSA/DSA key under 2048 bits (X509_V_ERR_EE_KEY_TOO_SMALL) and a SHA-1
+ * or MD5 signature (X509_V_ERR_CA_MD_TOO_WEAK) even when the chain reaches a trusted root.
+ */
+export const KEY_TOO_SMALL = 'EE_KEY_TOO_SMALL';
+export const DIGEST_TOO_WEAK = 'CA_MD_TOO_WEAK';
+/** The same handshake with the security-level rules off: does the chain reach a trusted root otherwise? */
+const LEVEL_RULES_OFF: tls.ConnectionOptions = { ciphers: 'DEFAULT@SECLEVEL=0' };
+
 type Handshake = { ok: true; facts: HandshakeFacts } | { ok: false; error: unknown };
+
+function isWeakKey(leaf: CertificateInfo | null): boolean {
+  if (leaf === null || leaf.keyBits === null) return false;
+  if (leaf.keyType === 'rsa' || leaf.keyType === 'dsa' || leaf.keyType === 'rsa-pss') return leaf.keyBits < 2048;
+  return leaf.keyType === 'ec' ? leaf.keyBits < 224 : false;
+}
+
+function isWeakSignature(leaf: CertificateInfo | null): boolean {
+  return leaf !== null && /sha1|md5/i.test(leaf.signatureAlgorithm ?? '');
+}
 
 async function handshake(
   guard: OutboundGuard,
@@ -64,13 +87,32 @@ async function handshake(
   }
 }
 
-function failureOf(err: unknown): { status: CheckOutput['status']; reason: string; text: string } {
+/** The target's own answer: it refused or reset the connection, or failed the handshake with an alert. */
+const TARGET_ANSWERED = /ECONNREFUSED|ECONNRESET|EPIPE|EPROTO|ERR_SSL_|ERR_TLS_|alert/i;
+
+function failureOf(err: unknown): { status: CheckOutput['status']; reason: string; text: string; measured: boolean } {
   if (err instanceof OutboundRefusedError)
-    return { status: 'unavailable', reason: err.reason, text: `refused by the outbound guard (${err.reason})` };
+    return {
+      status: 'unavailable',
+      reason: err.reason,
+      text: `refused by the outbound guard (${err.reason})`,
+      measured: false,
+    };
+  // A handshake that did not finish in time may be a silent peer or a lost route: not a fact.
   if (err instanceof OutboundFetchError && err.kind === 'timeout')
-    return { status: 'timeout', reason: 'tls_timeout', text: 'no completed handshake before the deadline' };
+    return {
+      status: 'timeout',
+      reason: 'tls_timeout',
+      text: 'no completed handshake before the deadline',
+      measured: false,
+    };
   const text = err instanceof Error ? err.message : String(err);
-  return { status: 'unavailable', reason: /ECONNREFUSED/.test(text) ? 'connection_refused' : 'tls_failed', text };
+  return {
+    status: 'unavailable',
+    reason: /ECONNREFUSED/.test(text) ? 'connection_refused' : 'tls_failed',
+    text,
+    measured: TARGET_ANSWERED.test(text),
+  };
 }
 
 export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCheckOptions): Promise<CheckOutput> {
@@ -88,6 +130,16 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
       legacyOnly = true;
     }
   }
+  // Node names no security-level failure (UNSPECIFIED): ask again with those rules off, to tell a
+  // weak key or digest on a chain that reaches a trusted root from a chain that does not.
+  let relaxed: HandshakeFacts | null = null;
+  if (hs.ok && !hs.facts.chainTrusted && hs.facts.trustError === 'UNSPECIFIED') {
+    const again = await handshake(guard!, t, address, opts.handshakeTimeoutMs, ctx.signal, {
+      ...(legacyOnly ? LEGACY_CLIENT : {}),
+      ...LEVEL_RULES_OFF,
+    });
+    if (again.ok) relaxed = again.facts;
+  }
   const { objects, relations } = addressObjects(t);
   if (!hs.ok) {
     ctx.signal.throwIfAborted();
@@ -99,7 +151,8 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
       }),
       objects,
       relations,
-      projection: { host: t.host, port: t.port, address },
+      projection: { host: t.host, port: t.port, address, failure: f.text.slice(0, 300) },
+      ...(f.measured ? { measured: true } : {}),
     };
   }
   const facts = hs.facts;
@@ -108,7 +161,25 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
       ? ctx.runInPool<CertificateInfo>('parseCertificate', { der })
       : Promise.resolve(parseCertificate({ der }));
   const chain = await Promise.all(facts.chain.map(parse));
-  return buildTlsOutput(t, address, facts, chain, legacyOnly, (opts.now ?? (() => new Date()))(), objects, relations);
+  const leaf = chain[0] ?? null;
+  const trust: Pick<HandshakeFacts, 'chainTrusted' | 'trustError'> = !relaxed
+    ? facts
+    : relaxed.chainTrusted
+      ? {
+          chainTrusted: true,
+          trustError: isWeakKey(leaf) ? KEY_TOO_SMALL : isWeakSignature(leaf) ? DIGEST_TOO_WEAK : facts.trustError,
+        }
+      : { chainTrusted: false, trustError: relaxed.trustError };
+  return buildTlsOutput(
+    t,
+    address,
+    { ...facts, ...trust },
+    chain,
+    legacyOnly,
+    (opts.now ?? (() => new Date()))(),
+    objects,
+    relations,
+  );
 }
 
 /** Pure: the facts of one handshake → the lane's output. */
@@ -132,15 +203,8 @@ export function buildTlsOutput(
   const expired = leaf !== null && validTo < now.getTime();
   const notYetValid = leaf !== null && validFrom > now.getTime();
   const selfSigned = !facts.chainTrusted && SELF_SIGNED.has(facts.trustError ?? '');
-  const weakKey =
-    leaf !== null &&
-    leaf.keyBits !== null &&
-    (leaf.keyType === 'rsa' || leaf.keyType === 'dsa' || leaf.keyType === 'rsa-pss'
-      ? leaf.keyBits < 2048
-      : leaf.keyType === 'ec'
-        ? leaf.keyBits < 224
-        : false);
-  const weakSignature = leaf !== null && /sha1|md5/i.test(leaf.signatureAlgorithm ?? '');
+  const weakKey = isWeakKey(leaf);
+  const weakSignature = isWeakSignature(leaf);
   const certRef: ObjectRef = leaf ? { type: 'certificate', key: leaf.digests.certSha256 } : hostRef;
   const ev = leaf
     ? [
@@ -218,7 +282,7 @@ export function buildTlsOutput(
       webFinding(
         'tls_weak_key',
         certRef,
-        `The certificate key of ${t.host} is ${leaf!.keyType} ${leaf!.keyBits} bits.`,
+        `The certificate key of ${t.host} is ${leaf!.keyType} ${leaf!.keyBits} bits${facts.trustError === KEY_TOO_SMALL ? ': clients at OpenSSL security level 2 (Node, current distributions) refuse it although its chain reaches a trusted root' : ''}.`,
         ev,
       ),
     );
@@ -229,7 +293,7 @@ export function buildTlsOutput(
       webFinding(
         'tls_weak_signature',
         certRef,
-        `The certificate of ${t.host} is signed with ${leaf!.signatureAlgorithm}.`,
+        `The certificate of ${t.host} is signed with ${leaf!.signatureAlgorithm}${facts.trustError === DIGEST_TOO_WEAK ? ': clients at OpenSSL security level 2 (Node, current distributions) refuse it although its chain reaches a trusted root' : ''}.`,
         ev,
       ),
     );

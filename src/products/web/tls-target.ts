@@ -59,13 +59,15 @@ export async function resolveTlsTarget(
         code: `${lane}_timeout`,
         message: `The addresses of ${host} did not arrive in time.`,
       });
-    return notRun('unavailable', kind, {
+    const out = notRun('unavailable', kind, {
       code: `${lane}_unavailable`,
       message:
         kind === 'host_not_found'
           ? `${host} has no A or AAAA records: there is nothing to connect to.`
           : `The addresses of ${host} are unknown (${kind}).`,
     });
+    // An authoritative NXDOMAIN/NODATA is a fact about the target; an indeterminate answer is not.
+    return kind === 'host_not_found' ? { ...out, measured: true, projection: { host, port, addresses: [] } } : out;
   }
 }
 

@@ -111,7 +111,7 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
       let description = 'Accepted: the job status (queued); poll links.self.';
       if (def.resultSchema) {
         // The terminal job's `result` is this product's envelope (CONTRACT §7).
-        schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema), 'output');
+        schemas[`${name}Envelope`] = jsonSchema(envelopeSchema(def.id, def.resultSchema, { job: true }), 'output');
         description += ` Once terminal, the job's \`result\` is a ${name}Envelope (components.schemas).`;
       }
       success = {

@@ -3,8 +3,11 @@
 // answers with its level's wildcard (params.gate: the wildcard probe, released to this task), and
 // reports what it saw as objects (addresses, the names records point at, each with its relation)
 // and as `discoveries` the planner may follow.
-//   - A name whose every record matches the wildcard is not a host: it is recorded as evidence on
-//     the one wildcard object of its level, and nothing is planned from it.
+//   - A name whose every record matches the wildcard is not a host: it is folded into the one
+//     wildcard object of its level (CheckOutput.folds: an object recorded for it when it was
+//     found, as an MX, SPF or SAN name, leaves the results; the wildcard object lists it with how
+//     it was found), and nothing is planned from it. An MX or SRV name stays what it is where it
+//     was found (the mail posture's MX hosts, the SRV record), never a host of its own.
 //   - The DNS rule holds throughout (src/dns/presence.ts): an indeterminate type is a limitation
 //     and makes the task partial, never an absence; a dangling CNAME is a finding only on an
 //     authoritative NXDOMAIN for the name (the rcode of a CNAME chain is its last target's).
@@ -123,7 +126,7 @@ export async function runScanDnsCheck(
           Object.fromEntries(WILDCARD_TYPES.map((t) => [t, by[t]!])) as Record<WildcardType, QueryResult>,
         )
       : 'unknown';
-    if (match === 'match') return collapsed(name, probe!, distance);
+    if (match === 'match') return collapsed(name, probe!, distance, task.params.via);
     if (match === 'unknown') {
       limitations.push({
         code: 'wildcard_unknown',
@@ -304,8 +307,8 @@ export async function runScanDnsCheck(
   };
 }
 
-/** A wildcard answer: one object per level, this name in its evidence; nothing else. */
-function collapsed(name: string, probe: WildcardProbe, distance: number): CheckOutput {
+/** A wildcard answer: one object per level, this name folded into it; nothing else. */
+function collapsed(name: string, probe: WildcardProbe, distance: number, via: unknown): CheckOutput {
   const wildcard: ObjectRef = { type: 'host', key: `*.${probe.level}` };
   const facts: DnsFacts = { name, match: 'match', addresses: [], hasMx: false, cnameTargets: [], discoveries: [] };
   return {
@@ -321,7 +324,6 @@ function collapsed(name: string, probe: WildcardProbe, distance: number): CheckO
           wildcard: true,
           answers: Object.fromEntries(Object.entries(probe.types).map(([t, v]) => [t, v.answers])),
         },
-        evidence: [{ summary: `${name} answered exactly as the wildcard of ${probe.level}: collapsed into it.` }],
       },
     ],
     relations: [],
@@ -335,6 +337,13 @@ function collapsed(name: string, probe: WildcardProbe, distance: number): CheckO
     ],
     limitations: [],
     sources: [DNS_SOURCE],
+    folds: [
+      {
+        object: { type: 'host', key: name },
+        into: wildcard,
+        ...(typeof via === 'string' ? { detail: { foundVia: via } } : {}),
+      },
+    ],
   };
 }
 

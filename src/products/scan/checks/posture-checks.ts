@@ -172,7 +172,21 @@ export async function runScanMailCheck(
     ...(outputs[i]!.reason ? { reason: outputs[i]!.reason } : {}),
     output: outputs[i]!,
   }));
-  const assembled = assembleMail(domain, views);
+  const assembled = assembleMail(
+    domain,
+    views,
+    lanes.includes('dkim')
+      ? {}
+      : {
+          // Not run for this profile: skipped, never a lane that "left no outcome".
+          notPlanned: {
+            dkim: {
+              reason: 'not_probed',
+              message: 'This profile does not probe DKIM selectors (deep and advanced do).',
+            },
+          },
+        },
+  );
   const derived: CheckOutput[] = (assembled.derived ?? []).map((d) => ({
     status: 'completed',
     projection: {},
@@ -182,21 +196,16 @@ export async function runScanMailCheck(
     limitations: [],
     sources: d.sources,
   }));
-  const lanesRun = assembled.lanes.filter((l) => lanes.includes(l.lane as MailLaneName));
-  // The mail task's status is its lanes' as the lookup reports them (dane partial without a certificate…).
+  // The mail task's status is its lanes' as the lookup reports them (dane partial without a
+  // certificate…); a lane the profile does not run is there as `skipped`.
   const out = composeOutputs(
     [...outputs, ...derived],
-    { domain, lanes: lanesRun, result: assembled.result },
-    combinedStatus(lanesRun.map((l) => l.status)),
+    { domain, lanes: assembled.lanes, result: assembled.result },
+    combinedStatus(assembled.lanes.map((l) => l.status)),
   );
   out.limitations.push(
     ...assembled.limitations.filter((l) => !out.limitations.some((x) => x.code === l.code && x.message === l.message)),
   );
-  if (task.params.dkim !== true)
-    out.limitations.push({
-      code: 'dkim_not_probed',
-      message: 'This profile does not probe DKIM selectors (deep and advanced do).',
-    });
   return out;
 }
 

@@ -1,0 +1,18 @@
+// Page positions of a job's objects and findings (CONTRACT §10): taken under the job row lock, so
+// commit order is page order and keyset pages read while the job runs never skip or repeat.
+import { sql } from 'kysely';
+import type { Trx } from '../db/transaction.ts';
+
+/** Reserves n page positions; returns the first. The job row is already locked by this transaction. */
+export async function takeSeq(
+  trx: Trx,
+  jobId: number,
+  column: 'object_seq' | 'finding_seq',
+  n: number,
+): Promise<number> {
+  await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
+    trx,
+  );
+  const res = await sql<{ last: number }>`SELECT LAST_INSERT_ID() AS last`.execute(trx);
+  return Number(res.rows[0]!.last) - n + 1;
+}
