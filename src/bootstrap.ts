@@ -29,7 +29,7 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   // Inline products run here: load their big tables now rather than on a customer's request.
   for (const p of products) if (p.execute) p.warm?.();
-  const laneHealth = new LaneHealth(redis);
+  const laneHealth = new LaneHealth(redis, { restartGraceMs: config.LANE_RESTART_GRACE_MS });
   laneHealth.start();
   let closing: Promise<void> | undefined;
   return {

@@ -133,6 +133,15 @@ export const configSchema = z
       .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
     JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
     CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+    LANE_RESTART_GRACE_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(600_000)
+      .default(30_000)
+      .describe(
+        'Async products are still accepted (and queued) while a lane last heartbeat at most this long ago: a restarting lane; 0 = only while alive',
+      ),
     JOB_DEADLINE_MINUTES: z.coerce
       .number()
       .int()

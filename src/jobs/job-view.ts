@@ -110,9 +110,43 @@ export async function laneCounts(db: Db, jobId: number) {
   return { lanes, queued, done };
 }
 
-export async function jobView(db: Db, job: JobRow) {
+/** Worker liveness as the web role sees it (src/queue/lane-health.ts): only the state is read here. */
+export interface WorkerStates {
+  state(lane: string): 'alive' | 'restarting' | 'down';
+}
+
+/** Poll interval while the job waits for a worker that is not alive (restarting, or gone). */
+const WAITING_POLL_MS = 3000;
+
+/**
+ * The worker lanes this open job waits for: those of its open tasks (or, before it is planned,
+ * the orchestrator) that have no live worker right now. Empty when nothing waits.
+ */
+async function waitingFor(db: Db, job: JobRow, queued: number, liveness: WorkerStates): Promise<string[]> {
+  let lanes: string[];
+  if (queued > 0) {
+    const rows = await db
+      .selectFrom('tasks')
+      .select('lane')
+      .distinct()
+      .where('job_id', '=', job.id)
+      .where('status', 'in', ['pending', 'running', 'waiting'])
+      .execute();
+    lanes = rows.map((r) => r.lane);
+  } else {
+    lanes = job.status === 'queued' ? ['orchestrator'] : [];
+  }
+  return lanes.filter((l) => liveness.state(l) !== 'alive').sort();
+}
+
+/**
+ * `liveness` (the web role's): when given, an open job whose work waits for a worker that is not
+ * alive (a lane being restarted) says so in `progress.waitingFor` and asks to be polled less often.
+ */
+export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
   const { lanes: laneList, queued, done } = await laneCounts(db, job.id);
   const terminal = isTerminal(job.status);
+  const waiting = !terminal && liveness ? await waitingFor(db, job, queued, liveness) : [];
   const coverage = parseJson(job.coverage) ?? {
     complete: false,
     limitations: terminal
@@ -134,6 +168,7 @@ export async function jobView(db: Db, job: JobRow) {
       tasksDone: done,
       objects: Number(job.object_seq),
       findings: Number(job.finding_seq),
+      ...(waiting.length > 0 ? { waitingFor: waiting } : {}),
     },
     lanes: laneList,
     coverage,
@@ -146,7 +181,7 @@ export async function jobView(db: Db, job: JobRow) {
         }
       : null,
     result: parseJson(job.result) ?? null,
-    pollAfterMs: terminal ? 0 : 1000,
+    pollAfterMs: terminal ? 0 : waiting.length > 0 ? WAITING_POLL_MS : 1000,
     links: {
       self: `/v2/jobs/${job.public_id}`,
       results: `/v2/jobs/${job.public_id}/results`,

@@ -17,9 +17,15 @@ import type {
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 
-/** What answers "is this lane's worker process running?" (src/queue/lane-health.ts). */
+/**
+ * What answers "can this lane's worker take work?" (src/queue/lane-health.ts): `alive` with a
+ * current heartbeat, `restarting` when none but one was alive within LANE_RESTART_GRACE_MS (the
+ * stream keeps the work: admission still accepts), `down` after that.
+ */
 export interface WorkerLiveness {
-  alive(lane: string): boolean;
+  state(lane: string): 'alive' | 'restarting' | 'down';
+  /** state(lane) !== 'down'. */
+  accepting(lane: string): boolean;
 }
 
 /**
