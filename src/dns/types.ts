@@ -68,4 +68,6 @@ export interface Resolver {
    * down, ready again within about a second of a server answering, queried or not.
    */
   readiness(): ResolverHealth;
+  /** Stops the resolver's own timers (its readiness probes); queries still work. */
+  close?(): void;
 }

@@ -34,7 +34,6 @@ let h: Harness;
 /** The same app with a 2 s grace, to see the grace end in a test's time. */
 let short: Harness;
 let worker: Proc;
-let orchestrator: Proc;
 let generation = 0;
 
 beforeAll(async () => {
@@ -59,7 +58,7 @@ beforeAll(async () => {
   };
   h = await startHarness(env);
   short = await startHarness({ ...env, LANE_RESTART_GRACE_MS: '2000' });
-  orchestrator = procs.node('orchestrator', ['workers/orchestrator.ts'], env);
+  procs.node('orchestrator', ['workers/orchestrator.ts'], env);
   worker = startWorker();
   await laneAlive(h);
 }, 60_000);
