@@ -75,19 +75,23 @@ function parseJson(v: unknown): any {
 export async function laneCounts(db: Db, jobId: number) {
   const rows = await db
     .selectFrom('tasks')
-    .select(['product_lane', 'status', sql<number>`COUNT(*)`.as('n')])
+    .select(['product_lane', 'lane', 'status', sql<number>`COUNT(*)`.as('n')])
     .where('job_id', '=', jobId)
-    .groupBy(['product_lane', 'status'])
+    .groupBy(['product_lane', 'lane', 'status'])
     .execute();
   const byLane = new Map<string, Record<string, number>>();
   let queued = 0;
   let done = 0;
+  /** The worker lanes (dns, web, …) of the open tasks. */
+  const openWorkerLanes = new Set<string>();
   for (const r of rows) {
     const m = byLane.get(r.product_lane) ?? {};
     m[r.status] = (m[r.status] ?? 0) + Number(r.n);
     byLane.set(r.product_lane, m);
-    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') queued += Number(r.n);
-    else done += Number(r.n);
+    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') {
+      queued += Number(r.n);
+      openWorkerLanes.add(r.lane);
+    } else done += Number(r.n);
   }
   const lanes = [...byLane].map(([lane, m]) => {
     const tasks = Object.values(m).reduce((a, b) => a + b, 0);
@@ -107,7 +111,7 @@ export async function laneCounts(db: Db, jobId: number) {
       budgetExhausted: m.budget_exhausted ?? 0,
     };
   });
-  return { lanes, queued, done };
+  return { lanes, queued, done, openWorkerLanes };
 }
 
 /** Worker liveness as the web role sees it (src/queue/lane-health.ts): only the state is read here. */
@@ -122,20 +126,8 @@ const WAITING_POLL_MS = 3000;
  * The worker lanes this open job waits for: those of its open tasks (or, before it is planned,
  * the orchestrator) that have no live worker right now. Empty when nothing waits.
  */
-async function waitingFor(db: Db, job: JobRow, queued: number, liveness: WorkerStates): Promise<string[]> {
-  let lanes: string[];
-  if (queued > 0) {
-    const rows = await db
-      .selectFrom('tasks')
-      .select('lane')
-      .distinct()
-      .where('job_id', '=', job.id)
-      .where('status', 'in', ['pending', 'running', 'waiting'])
-      .execute();
-    lanes = rows.map((r) => r.lane);
-  } else {
-    lanes = job.status === 'queued' ? ['orchestrator'] : [];
-  }
+function waitingFor(job: JobRow, openWorkerLanes: Set<string>, liveness: WorkerStates): string[] {
+  const lanes = openWorkerLanes.size > 0 ? [...openWorkerLanes] : job.status === 'queued' ? ['orchestrator'] : [];
   return lanes.filter((l) => liveness.state(l) !== 'alive').sort();
 }
 
@@ -144,9 +136,9 @@ async function waitingFor(db: Db, job: JobRow, queued: number, liveness: WorkerS
  * alive (a lane being restarted) says so in `progress.waitingFor` and asks to be polled less often.
  */
 export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
-  const { lanes: laneList, queued, done } = await laneCounts(db, job.id);
+  const { lanes: laneList, queued, done, openWorkerLanes } = await laneCounts(db, job.id);
   const terminal = isTerminal(job.status);
-  const waiting = !terminal && liveness ? await waitingFor(db, job, queued, liveness) : [];
+  const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
   const coverage = parseJson(job.coverage) ?? {
     complete: false,
     limitations: terminal

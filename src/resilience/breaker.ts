@@ -40,7 +40,7 @@ export const systemClock: BreakerClock = {
 };
 
 export interface BreakerOptions {
-  /** For logs and the state listing (e.g. `resolver`, `rdap:https://rdap.example/`). */
+  /** For diagnostics (e.g. `resolver`, `rdap`, `mysql`). */
   name: string;
   /** Consecutive failures that open it (≥ 1). */
   failuresToOpen: number;

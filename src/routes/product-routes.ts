@@ -54,7 +54,7 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
   };
 }
 
-/** "required lane dns_delegation: down (no live orchestrator or lane-domain worker)". */
+/** "required lane dns_delegation: down (no orchestrator or lane-domain worker alive within the restart grace, …)". */
 function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
   if (!def.execute && !def.job) return 'product not built';
   const lanes = laneReadiness(def, deps.runtime);

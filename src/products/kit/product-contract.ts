@@ -132,7 +132,7 @@ export interface AsyncProduct<I> {
   objectCap?(input: I): number;
   /**
    * The worker lanes this input needs (a scan profile's); admission refuses with the product's
-   * unavailable code when one has no live consumer. Default: workerLanes.
+   * unavailable code when one has no consumer alive within LANE_RESTART_GRACE_MS. Default: workerLanes.
    */
   lanesFor?(input: I): WorkerLane[];
   /** This input's job deadline (a scan profile's); default deadlineMs. */
