@@ -58,7 +58,8 @@ beforeAll(async () => {
     SHUTDOWN_TIMEOUT_MS: '3000',
     LOG_LEVEL: 'warn',
   };
-  h = await startHarness(env);
+  // The production default, which the harness turns off for other files.
+  h = await startHarness({ ...env, LANE_RESTART_GRACE_MS: '30000' });
   short = await startHarness({ ...env, LANE_RESTART_GRACE_MS: '2000' });
   procs.node('orchestrator', ['workers/orchestrator.ts'], env);
   worker = startWorker();
