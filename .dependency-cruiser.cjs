@@ -2,7 +2,9 @@
 // no import circle, no import from a lower layer to a higher one, and the few rules about who may
 // use what (products never import Express, routes never write SQL, lanes never import src/http).
 const layers = [
-  ['vocabulary', '^src/(contract|config)/'],
+  // resilience/ (the one circuit breaker) sits at the bottom beside the vocabulary: the protocols
+  // (dns/, rdap/), the products and the platform all use it, and it imports nothing of ours.
+  ['vocabulary', '^src/(contract|config|resilience)/'],
   ['protocols', '^src/(dns|net|rdap|smtp)/'],
   ['platform', '^src/(db|redis|queue|credits|idempotency|ratelimit|auth)/|^src/(log|metrics)\\.ts$'],
   ['products', '^src/products/'],

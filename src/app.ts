@@ -46,6 +46,21 @@ function observe(log: Logger): RequestHandler {
   };
 }
 
+/**
+ * An HTTP/1.1 request must carry Host (RFC 9112 §3.2). Node's parser would answer its absence
+ * with a bare 400 and no body; the server lets it through (src/http/server.ts) so that it is
+ * refused here like every other malformed request: the envelope and an X-Request-Id.
+ */
+const requireHost: RequestHandler = (req, _res, next) => {
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+    throw new ApiError('invalid_request', {
+      message: 'The HTTP request is malformed.',
+      details: { reason: 'missing Host header' },
+    });
+  }
+  next();
+};
+
 function methodNotAllowed(allow: string): RequestHandler {
   return () => {
     throw new ApiError('method_not_allowed', { details: { allow } });
@@ -57,7 +72,7 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', deps.config.TRUST_PROXY);
-  app.use(requestId(deps.log), observe(deps.log), replaceUndecodableSegments);
+  app.use(requestId(deps.log), observe(deps.log), requireHost, replaceUndecodableSegments);
 
   mountHealthRoutes(app, deps, opts.isDraining ?? (() => false));
   mountMetaRoutes(app, deps);

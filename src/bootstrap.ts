@@ -11,6 +11,7 @@ import { IdempotencyLeases } from './idempotency/lease.ts';
 import { createProductRuntime } from './products/kit/runtime.ts';
 import { products } from './products/registry.ts';
 import { LaneHealth } from './queue/lane-health.ts';
+import { createDependencyBreakers } from './routes/health.ts';
 import type { AppDeps } from './http/deps.ts';
 
 export interface Deps extends AppDeps {
@@ -29,8 +30,10 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   const expectedMigrations = (await listMigrations()).map((m) => m.version);
   // Inline products run here: load their big tables now rather than on a customer's request.
   for (const p of products) if (p.execute) p.warm?.();
-  const laneHealth = new LaneHealth(redis);
+  const laneHealth = new LaneHealth(redis, { restartGraceMs: config.LANE_RESTART_GRACE_MS });
   laneHealth.start();
+  const dependencies = createDependencyBreakers(dbHandle.db, redis);
+  const runtime = createProductRuntime(config, log, { laneHealth });
   let closing: Promise<void> | undefined;
   return {
     config,
@@ -44,13 +47,16 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
       new IdempotencyLeases(redis, { leaseMs: config.IDEMPOTENCY_LOCK_MS, ttlHours: config.IDEMPOTENCY_TTL_HOURS }),
       config.IDEMPOTENCY_TTL_HOURS,
     ),
-    runtime: createProductRuntime(config, log, { laneHealth }),
+    runtime,
     products,
     expectedMigrations,
+    dependencies,
     close() {
       closing ??= (async () => {
         // Each step runs even if another failed.
         laneHealth.stop();
+        dependencies.stop();
+        runtime.services.resolver?.close?.();
         await closeRedis(redis);
         await dbHandle.close().catch(() => {});
       })();

@@ -1,55 +1,109 @@
 // Verifies Bearer keys. A malformed key or bad checksum is refused without a database read; a
 // verified key is trusted for AUTH_CACHE_TTL_MS, which is therefore the documented upper bound for
 // a revocation (or a grant, scope or limit change) to take effect.
+//
+// Unknown keys cost a read once: the answer "no such key" is kept in a negative cache of its own
+// (NEGATIVE_CACHE: 10,000 entries, 60 s), apart from the cache of real principals, so a flood of
+// random keys can neither make the database read for each repetition nor push real keys out. And
+// reads for unknown keys are limited per client address before they happen (failure-limiter.ts).
 import { hash } from 'node:crypto';
 import { hashApiKey, isWellFormedApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 import type { Db } from '../db/database.ts';
+import { FailureLimiter } from './failure-limiter.ts';
 import { findPrincipalByKeyHash } from './keys-repo.ts';
 
 interface Entry {
-  principal: Principal | null;
+  principal: Principal;
   expires: number;
 }
 
 const MAX_ENTRIES = 10_000;
+/** Unknown (or revoked) keys: how many are remembered, and for how long. */
+export const NEGATIVE_CACHE = { entries: 10_000, ttlMs: 60_000 } as const;
+
+/** The client address has used up its allowance of failed authentications: no read was made. */
+export class AuthThrottledError extends Error {
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
+    super('too many failed authentications from this client address');
+    this.name = 'AuthThrottledError';
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
 
 export class Authenticator {
   readonly #db: Db;
   readonly #pepper: string;
   readonly #ttlMs: number;
   readonly #cache = new Map<string, Entry>();
+  /** Digest → expiry of keys the database did not know (or knew revoked). */
+  readonly #unknown = new Map<string, number>();
   readonly #inflight = new Map<string, Promise<Principal | null>>();
+  readonly #failures: FailureLimiter;
 
-  constructor(db: Db, pepper: string, ttlMs: number) {
+  constructor(db: Db, pepper: string, ttlMs: number, opts: { failures?: FailureLimiter } = {}) {
     this.#db = db;
     this.#pepper = pepper;
     this.#ttlMs = ttlMs;
+    this.#failures = opts.failures ?? new FailureLimiter();
   }
 
-  /** null = not a valid, unrevoked key. Throws only when the database is unreachable. */
-  async verify(key: string): Promise<Principal | null> {
+  /**
+   * null = not a valid, unrevoked key. Throws when the database is unreachable, and
+   * AuthThrottledError when `client` (the request's address) has too many failed reads behind it
+   * and this key would need one.
+   */
+  async verify(key: string, client?: string): Promise<Principal | null> {
     // The cache is keyed by a one-shot SHA-256 of the key (a digest, so a heap dump does not
     // disclose live keys). The peppered HMAC that the database stores is computed on a miss only:
     // it was a per-request cost (HMAC object set-up) the admission benchmark showed at ~5 %.
-    // Only well-formed keys enter the cache, so a hit needs no format check either.
+    // Only well-formed keys enter the caches, so a hit needs no format check either.
     const cacheKey = hash('sha256', key, 'base64url');
     const now = Date.now();
     const hit = this.#cache.get(cacheKey);
     if (hit && hit.expires > now) return hit.principal;
+    const unknownUntil = this.#unknown.get(cacheKey);
+    if (unknownUntil !== undefined) {
+      if (unknownUntil > now) return null;
+      this.#unknown.delete(cacheKey);
+    }
     if (!isWellFormedApiKey(key)) return null;
     let pending = this.#inflight.get(cacheKey);
     if (!pending) {
-      pending = findPrincipalByKeyHash(this.#db, hashApiKey(key, this.#pepper)).finally(() =>
-        this.#inflight.delete(cacheKey),
-      );
+      // Only the request that makes the read pays for it; concurrent identical ones share it.
+      if (client !== undefined) {
+        const allowance = this.#failures.take(client, now);
+        if (!allowance.allowed) throw new AuthThrottledError(allowance.retryAfterSeconds);
+      }
+      pending = findPrincipalByKeyHash(this.#db, hashApiKey(key, this.#pepper))
+        .then(
+          (principal) => {
+            if (principal && client !== undefined) this.#failures.refund(client);
+            return principal;
+          },
+          (err: unknown) => {
+            // The database could not say: not a failed authentication.
+            if (client !== undefined) this.#failures.refund(client);
+            throw err;
+          },
+        )
+        .finally(() => this.#inflight.delete(cacheKey));
       this.#inflight.set(cacheKey, pending);
     }
     const principal = await pending;
-    if (this.#ttlMs > 0) {
-      if (this.#cache.size >= MAX_ENTRIES) this.#cache.delete(this.#cache.keys().next().value!);
-      this.#cache.set(cacheKey, { principal, expires: now + this.#ttlMs });
+    if (!principal) {
+      remember(this.#unknown, cacheKey, now + NEGATIVE_CACHE.ttlMs, NEGATIVE_CACHE.entries);
+      return null;
     }
+    if (this.#ttlMs > 0) remember(this.#cache, cacheKey, { principal, expires: now + this.#ttlMs }, MAX_ENTRIES);
     return principal;
   }
+}
+
+/** Sets `key` in a bounded map; the oldest entry leaves first. */
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  if (map.size >= max) map.delete(map.keys().next().value!);
+  map.set(key, value);
 }

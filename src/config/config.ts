@@ -114,6 +114,16 @@ export const configSchema = z
       .describe(
         'Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production',
       ),
+    // LDH labels only: what goes on the EHLO line can then never carry a CR, an LF or a space.
+    SMTP_HELO_NAME: z
+      .string()
+      .max(253)
+      .regex(
+        /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/,
+        'must be a host name of two or more LDH labels, e.g. mail-check.example.com',
+      )
+      .default('lss-check.invalid')
+      .describe("The name the mail lane sends in EHLO to the servers it tests; never this machine's host name"),
     RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
     OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
     IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),
@@ -148,6 +158,15 @@ export const configSchema = z
       .describe('After this an in-progress idempotency record is considered abandoned and recovered'),
     JOB_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
     CANCEL_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(30_000),
+    LANE_RESTART_GRACE_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(600_000)
+      .default(30_000)
+      .describe(
+        'Async products are still accepted (and queued) while a lane last heartbeat at most this long ago: a restarting lane; 0 = only while alive',
+      ),
     JOB_DEADLINE_MINUTES: z.coerce
       .number()
       .int()

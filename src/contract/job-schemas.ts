@@ -34,6 +34,11 @@ export const jobStatusSchema = z.object({
     tasksDone: z.number().int(),
     objects: z.number().int(),
     findings: z.number().int(),
+    /**
+     * Present while the job's queued work waits for a worker that is not alive: the worker lanes
+     * (`domain`, `web`, … or `orchestrator`) being restarted or gone; `pollAfterMs` is then 3000.
+     */
+    waitingFor: z.array(z.string()).optional(),
   }),
   lanes: laneCountsSchema,
   coverage: z.object({ complete: z.boolean(), limitations: z.array(limitationSchema) }),

@@ -6,10 +6,17 @@
 // server gets one retransmission). An earlier attempt keeps listening after the next one starts:
 // a slow reply still wins. An attempt that fails outright (port unreachable, broken TCP reply)
 // starts the next one at once instead of waiting for its slot.
+//
+// Readiness is a circuit breaker (src/resilience/breaker.ts): `downAfter` consecutive unreachable
+// queries open it, and while it is open the resolver asks its servers itself (`. NS`, any reply of
+// any rcode counts as reachable) about once a second, so readiness comes back within about a
+// second of the servers' return even when nothing else queries — which is the case in a web
+// process whose readiness gate refuses DNS lookups while the resolver is down.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
 import type { DnsServer } from '../config/dns-servers.ts';
+import { Breaker, type BreakerClock } from '../resilience/breaker.ts';
 import { resolveServers } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
 import {
@@ -26,10 +33,14 @@ import {
 export interface StubResolverOptions {
   servers: DnsServer[];
   timeoutMs: number;
-  /** Consecutive unreachable queries after which readiness reports 'down'. */
+  /** Consecutive unreachable queries after which readiness reports 'down' (default 20). */
   downAfter?: number;
   /** Attempts per query when there are fewer servers than this (default 2). */
   minAttempts?: number;
+  /** While down, how often the servers are asked directly (default 1000 ms, ±20 %). */
+  probeEveryMs?: number;
+  /** Tests only: the breaker's clock. */
+  clock?: BreakerClock;
 }
 
 type Attempt =
@@ -44,22 +55,42 @@ const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
 export class StubResolver implements Resolver {
   readonly servers: readonly DnsServer[];
   readonly timeoutMs: number;
-  private readonly downAfter: number;
   private readonly minAttempts: number;
   /** Index of the server that answered last: the next query starts there. */
   private preferred = 0;
-  private consecutiveUnreachable = 0;
+  private readonly breaker: Breaker;
 
   constructor(opts: StubResolverOptions) {
     this.servers = [...opts.servers];
     this.timeoutMs = opts.timeoutMs;
-    this.downAfter = opts.downAfter ?? 20;
     this.minAttempts = opts.minAttempts ?? 2;
+    const probeTimeoutMs = Math.min(this.timeoutMs, 1000);
+    this.breaker = new Breaker({
+      name: 'resolver',
+      failuresToOpen: opts.downAfter ?? 20,
+      probeEveryMs: opts.probeEveryMs ?? 1000,
+      probeTimeoutMs,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      probe: (signal) => this.probe(probeTimeoutMs, signal),
+    });
   }
 
   readiness(): ResolverHealth {
     if (this.servers.length === 0) return 'unconfigured';
-    return this.consecutiveUnreachable >= this.downAfter ? 'down' : 'ready';
+    return this.breaker.readiness();
+  }
+
+  /** Stops the probe timer for good (a process shutting down, a test done with it). */
+  close(): void {
+    this.breaker.stop();
+  }
+
+  /** The breaker's probe: the root's NS through the usual attempt schedule; any reply will do. */
+  private async probe(budget: number, signal: AbortSignal): Promise<boolean> {
+    const end = await this.race('.', 'NS', budget, signal);
+    if (end.kind !== 'reply') return false;
+    this.preferred = end.server;
+    return true;
   }
 
   async query(
@@ -91,10 +122,10 @@ export class StubResolver implements Resolver {
     opts.signal?.throwIfAborted();
 
     if (end.kind !== 'reply') {
-      this.consecutiveUnreachable++;
+      this.breaker.failure();
       return empty(qname, type, end.kind, started);
     }
-    this.consecutiveUnreachable = 0;
+    this.breaker.success();
     this.preferred = end.server;
     const { reply } = end;
     const rcode = replyRcode(reply);

@@ -57,11 +57,19 @@ export interface QueryResult {
   notAsked?: string;
 }
 
-/** Whether the resolver can answer: servers configured and reachable of late. */
+/**
+ * Whether the resolver can answer: servers configured and reachable of late. `down` is a breaker
+ * that re-tests the servers on its own (about once a second): it never waits for traffic to end.
+ */
 export type ResolverHealth = 'ready' | 'unconfigured' | 'down';
 
 export interface Resolver {
   query(name: string, type: RecordType, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<QueryResult>;
-  /** ready when servers are configured and the recent queries did not all fail to reach them. */
+  /**
+   * ready when servers are configured and the recent queries did not all fail to reach them; once
+   * down, ready again within about a second of a server answering, queried or not.
+   */
   readiness(): ResolverHealth;
+  /** Stops the resolver's own timers (its readiness probes); queries still work. */
+  close?(): void;
 }

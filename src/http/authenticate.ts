@@ -1,7 +1,13 @@
 // Steps 1-2 of admission: a valid Bearer key, then the scopes the route needs.
+//
+// A client address with too many failed authentications behind it (src/auth/failure-limiter.ts)
+// is answered 429 rate_limit_exceeded (details.scope client_address, Retry-After) instead of a
+// database read for a key the cache does not know; cached keys, valid or not, are answered as
+// usual. The address is req.ip (X-Forwarded-For only with TRUST_PROXY).
 import type { RequestHandler } from 'express';
 import { ApiError } from '../contract/errors.ts';
-import type { Authenticator } from '../auth/authenticator.ts';
+import { AuthThrottledError, type Authenticator } from '../auth/authenticator.ts';
+import { AUTH_FAILURES } from '../auth/failure-limiter.ts';
 import type { Scope } from '../auth/principal.ts';
 import { state } from './context.ts';
 
@@ -11,7 +17,24 @@ export function authenticate(auth: Authenticator, required: readonly Scope[]): R
   return async (req, res, next) => {
     state(res).step = 'authentication';
     const m = BEARER.exec(req.get('authorization') ?? '');
-    const principal = m ? await auth.verify(m[1]!) : null;
+    let principal = null;
+    try {
+      principal = m ? await auth.verify(m[1]!, req.ip ?? req.socket.remoteAddress ?? 'unknown') : null;
+    } catch (err) {
+      if (!(err instanceof AuthThrottledError)) throw err;
+      throw new ApiError('rate_limit_exceeded', {
+        message: 'Too many failed authentications from this client address.',
+        retryAfterSeconds: err.retryAfterSeconds,
+        details: {
+          scope: 'client_address',
+          policy: 'auth_failures',
+          limit: AUTH_FAILURES.perMinute,
+          windowSeconds: 60,
+          burst: AUTH_FAILURES.burst,
+        },
+        cause: 'failed authentications from this client address over the limit',
+      });
+    }
     if (!principal) {
       throw new ApiError('authentication_required', { headers: { 'WWW-Authenticate': 'Bearer realm="lss"' } });
     }

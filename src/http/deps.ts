@@ -7,6 +7,14 @@ import type { Authenticator } from '../auth/authenticator.ts';
 import type { RateLimiter } from '../ratelimit/limiter.ts';
 import type { Idempotency } from '../idempotency/idempotency.ts';
 import type { ProductDefinition, ProductRuntime } from '../products/kit/product-contract.ts';
+import type { Breaker } from '../resilience/breaker.ts';
+
+/** /readyz's MySQL and Redis breakers (src/routes/health.ts). */
+export interface DependencyBreakers {
+  mysql: Breaker;
+  redis: Breaker;
+  stop(): void;
+}
 
 export interface AppDeps {
   config: Config;
@@ -21,4 +29,6 @@ export interface AppDeps {
   products: readonly ProductDefinition[];
   /** Migration versions applied at start-up check time vs on disk (for /readyz). */
   expectedMigrations: readonly string[];
+  /** Absent: /readyz checks MySQL and Redis on every call, with no breaker. */
+  dependencies?: DependencyBreakers;
 }

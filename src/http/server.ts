@@ -6,7 +6,8 @@
 // connection is closed (the parser state is unusable). Where the socket can no longer be written
 // (the peer reset it, or a response was already under way) nothing is sent: docs/api.md lists
 // those cases. CONNECT (never a route here) gets 405; an Expect other than 100-continue is
-// ignored (RFC 9110 §10.1.1 lets a server do so) rather than answered with a bare 417.
+// ignored (RFC 9110 §10.1.1 lets a server do so) rather than answered with a bare 417. An HTTP/1.1
+// request without Host is let through to the app, which refuses it with the envelope (src/app.ts).
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Express } from 'express';
@@ -74,6 +75,9 @@ export function createHttpServer(app: Express, log: Logger, opts: HttpServerOpti
       headersTimeout,
       // How often Node checks those timeouts (default 30 s would let a slow request live on).
       connectionsCheckingInterval: Math.max(250, Math.min(headersTimeout, 2000) / 2),
+      // Node answers an HTTP/1.1 request without Host with a bare 400 of its own; the app refuses
+      // it instead, with the envelope and an X-Request-Id (src/app.ts, requireHost).
+      requireHostHeader: false,
     },
     app,
   );

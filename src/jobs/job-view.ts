@@ -75,19 +75,23 @@ function parseJson(v: unknown): any {
 export async function laneCounts(db: Db, jobId: number) {
   const rows = await db
     .selectFrom('tasks')
-    .select(['product_lane', 'status', sql<number>`COUNT(*)`.as('n')])
+    .select(['product_lane', 'lane', 'status', sql<number>`COUNT(*)`.as('n')])
     .where('job_id', '=', jobId)
-    .groupBy(['product_lane', 'status'])
+    .groupBy(['product_lane', 'lane', 'status'])
     .execute();
   const byLane = new Map<string, Record<string, number>>();
   let queued = 0;
   let done = 0;
+  /** The worker lanes (dns, web, …) of the open tasks. */
+  const openWorkerLanes = new Set<string>();
   for (const r of rows) {
     const m = byLane.get(r.product_lane) ?? {};
     m[r.status] = (m[r.status] ?? 0) + Number(r.n);
     byLane.set(r.product_lane, m);
-    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') queued += Number(r.n);
-    else done += Number(r.n);
+    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') {
+      queued += Number(r.n);
+      openWorkerLanes.add(r.lane);
+    } else done += Number(r.n);
   }
   const lanes = [...byLane].map(([lane, m]) => {
     const tasks = Object.values(m).reduce((a, b) => a + b, 0);
@@ -107,12 +111,34 @@ export async function laneCounts(db: Db, jobId: number) {
       budgetExhausted: m.budget_exhausted ?? 0,
     };
   });
-  return { lanes, queued, done };
+  return { lanes, queued, done, openWorkerLanes };
 }
 
-export async function jobView(db: Db, job: JobRow) {
-  const { lanes: laneList, queued, done } = await laneCounts(db, job.id);
+/** Worker liveness as the web role sees it (src/queue/lane-health.ts): only the state is read here. */
+export interface WorkerStates {
+  state(lane: string): 'alive' | 'restarting' | 'down';
+}
+
+/** Poll interval while the job waits for a worker that is not alive (restarting, or gone). */
+const WAITING_POLL_MS = 3000;
+
+/**
+ * The worker lanes this open job waits for: those of its open tasks (or, before it is planned,
+ * the orchestrator) that have no live worker right now. Empty when nothing waits.
+ */
+function waitingFor(job: JobRow, openWorkerLanes: Set<string>, liveness: WorkerStates): string[] {
+  const lanes = openWorkerLanes.size > 0 ? [...openWorkerLanes] : job.status === 'queued' ? ['orchestrator'] : [];
+  return lanes.filter((l) => liveness.state(l) !== 'alive').sort();
+}
+
+/**
+ * `liveness` (the web role's): when given, an open job whose work waits for a worker that is not
+ * alive (a lane being restarted) says so in `progress.waitingFor` and asks to be polled less often.
+ */
+export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
+  const { lanes: laneList, queued, done, openWorkerLanes } = await laneCounts(db, job.id);
   const terminal = isTerminal(job.status);
+  const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
   const coverage = parseJson(job.coverage) ?? {
     complete: false,
     limitations: terminal
@@ -134,6 +160,7 @@ export async function jobView(db: Db, job: JobRow) {
       tasksDone: done,
       objects: Number(job.object_seq),
       findings: Number(job.finding_seq),
+      ...(waiting.length > 0 ? { waitingFor: waiting } : {}),
     },
     lanes: laneList,
     coverage,
@@ -146,7 +173,7 @@ export async function jobView(db: Db, job: JobRow) {
         }
       : null,
     result: parseJson(job.result) ?? null,
-    pollAfterMs: terminal ? 0 : 1000,
+    pollAfterMs: terminal ? 0 : waiting.length > 0 ? WAITING_POLL_MS : 1000,
     links: {
       self: `/v2/jobs/${job.public_id}`,
       results: `/v2/jobs/${job.public_id}/results`,

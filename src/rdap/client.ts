@@ -2,8 +2,16 @@
 // RDAP_BASE_URL when set (every TLD; how the lab is used), else the RFC 9224 bootstrap entry for
 // the name. Only a 404 from the RDAP server means "not registered"; every other failure is
 // `unavailable` or `timeout`, never absence. The server's URL never appears in what is returned.
+//
+// Each RDAP server (base URL) has a circuit breaker (src/resilience/breaker.ts): after
+// RDAP_FAILURES_TO_OPEN consecutive timeouts or connection failures, lookups to that server answer
+// `unavailable` (rdap_unreachable) at once instead of holding a domain-lane task for the whole
+// RDAP budget each, and the server's RFC 9082 `help` path is asked about once a second; the first
+// HTTP answer of any status closes it. So a dead registry costs one probe a second, not every
+// task's timeout, and lookups resume within about a second of its return.
 import type { Config } from '../config/config.ts';
 import { OutboundFetchError, OutboundRefusedError, type OutboundGuard } from '../net/outbound-guard.ts';
+import { Breaker, type BreakerState } from '../resilience/breaker.ts';
 import { activeBootstrap, findRdapService } from './bootstrap.ts';
 import { parseDomainResponse, type RdapDomainData } from './domain-response.ts';
 
@@ -41,6 +49,57 @@ function withSlash(base: string): string {
   return base.endsWith('/') ? base : `${base}/`;
 }
 
+/** Consecutive timeouts or connection failures of one server that open its breaker. */
+export const RDAP_FAILURES_TO_OPEN = 5;
+/** Failures that say the server cannot be reached (not a refusal, an abort or a bad answer). */
+const UNREACHABLE = new Set(['timeout', 'dns_failure', 'host_not_found', 'connection_failed', 'tls_failed']);
+
+interface ServerHealth {
+  breaker: Breaker;
+  /** The guard of the latest lookup: the probe goes through it too. */
+  guard: OutboundGuard;
+}
+const servers = new Map<string, ServerHealth>();
+
+function healthOf(baseUrl: string, guard: OutboundGuard): ServerHealth {
+  let h = servers.get(baseUrl);
+  if (!h) {
+    const entry: ServerHealth = {
+      guard,
+      breaker: new Breaker({
+        name: 'rdap',
+        failuresToOpen: RDAP_FAILURES_TO_OPEN,
+        probeTimeoutMs: 2000,
+        probe: async (signal) => {
+          // Any HTTP answer means the server is there again; the body is not read past 16 KiB.
+          await entry.guard.fetch(new URL('help', baseUrl), {
+            timeoutMs: 2000,
+            maxBytes: 16 * 1024,
+            signal,
+            headers: { accept: 'application/rdap+json, application/json;q=0.9' },
+          });
+          return true;
+        },
+      }),
+    };
+    h = entry;
+    servers.set(baseUrl, h);
+  }
+  h.guard = guard;
+  return h;
+}
+
+/** The breaker state of an RDAP server (diagnostics, tests); closed when never used. */
+export function rdapServerState(baseUrl: string): BreakerState {
+  return servers.get(withSlash(baseUrl))?.breaker.state ?? 'closed';
+}
+
+/** Tests only: forget every server's breaker (their timers stop). */
+export function resetRdapServerHealth(): void {
+  for (const h of servers.values()) h.breaker.stop();
+  servers.clear();
+}
+
 async function serviceFor(
   name: string,
   opts: RdapLookupOptions,
@@ -75,6 +134,9 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
   } catch {
     return { status: 'unavailable', reason: 'rdap_not_configured' };
   }
+  const health = healthOf(withSlash(service.baseUrl), opts.guard);
+  // Recently unreachable and not answering the probes yet: answer at once, ask nothing.
+  if (health.breaker.isOpen()) return { status: 'unavailable', reason: 'rdap_unreachable' };
   let res;
   try {
     res = await opts.guard.fetch(url, {
@@ -91,11 +153,13 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
     }
     if (err instanceof OutboundFetchError) {
       if (err.kind === 'aborted') opts.signal?.throwIfAborted();
+      if (UNREACHABLE.has(err.kind)) health.breaker.failure();
       if (err.kind === 'timeout') return { status: 'timeout' };
       if (err.kind === 'response_too_large') return { status: 'unavailable', reason: 'rdap_invalid_response' };
     }
     return { status: 'unavailable', reason: 'rdap_unreachable' };
   }
+  health.breaker.success();
 
   if (res.status === 404) return { status: 'completed', notFound: true, service: service.info };
   if (res.status !== 200) return { status: 'unavailable', reason: 'rdap_unreachable' };

@@ -7,6 +7,7 @@
 import type { Socket } from 'node:net';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { parseClusterNodes, type ClusterNodes } from '../config/redis-cluster-nodes.ts';
+import { jittered } from '../resilience/breaker.ts';
 
 /** What every module that talks to Redis accepts: the commands are the same on both. */
 export type RedisClient = Redis | Cluster;
@@ -49,7 +50,10 @@ export interface RedisClientOptions {
   coalesceWrites?: boolean;
 }
 
-const retry = (times: number) => Math.min(100 * times, 2000);
+// Reconnection: 100 ms more per attempt up to 1 s, ±20 % so that every process of a deployment
+// does not reconnect in step after a Redis restart; capped at 1 s so a client is back within about
+// a second of Redis's return (issue 23's target is readiness within 2 s).
+const retry = (times: number) => jittered(Math.min(100 * times, 1000));
 
 /**
  * Scripts defined without a fixed key count (defineCommand without numberOfKeys) take the count as

@@ -21,7 +21,7 @@ export function mountJobRoutes(app: Express, deps: AppDeps): void {
     s.step = 'job_read';
     const job = await findJob(deps.db, s.principal!.workspaceId, String(req.params.job_ref));
     if (!job) throw new ApiError('job_not_found');
-    res.json(await jobView(deps.db, job));
+    res.json(await jobView(deps.db, job, deps.runtime.services.laneHealth));
   });
 
   app.post(

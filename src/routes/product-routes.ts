@@ -45,18 +45,19 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
     // An input may need more worker lanes than the product's minimum (a scan profile's web lane).
     const needed = def.job?.lanesFor?.(state(res).input) ?? [];
     const liveness = deps.runtime.services.laneHealth;
-    const down = needed.filter((l) => !liveness?.alive(l));
+    // A lane restarting within LANE_RESTART_GRACE_MS still takes the job: its stream keeps it.
+    const down = needed.filter((l) => !liveness?.accepting(l));
     if (down.length > 0) {
       throw new ApiError(code, {
         details: { product: def.id },
-        cause: `no live lane-${down.join(', lane-')} worker for this input`,
+        cause: `no lane-${down.join(', lane-')} worker alive within the restart grace for this input`,
       });
     }
     next();
   };
 }
 
-/** "required lane dns_delegation: down (no live orchestrator or lane-domain worker)". */
+/** "required lane dns_delegation: down (no orchestrator or lane-domain worker alive within the restart grace, …)". */
 function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
   if (!def.execute && !def.job) return 'product not built';
   const lanes = laneReadiness(def, deps.runtime);
@@ -67,7 +68,7 @@ function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
         const r = lanes[l.lane] ?? 'not_built';
         const why =
           r === 'down' && def.job
-            ? ` (no live orchestrator or lane-${def.job.workerLanes.join('/lane-')} worker, or its dependency is down)`
+            ? ` (no orchestrator or lane-${def.job.workerLanes.join('/lane-')} worker alive within the restart grace, or its dependency is down)`
             : '';
         return `required lane ${l.lane}: ${r}${why}`;
       })

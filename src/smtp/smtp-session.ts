@@ -199,6 +199,8 @@ class ReplyReader {
   }
 }
 
+const EHLO_NAME = /^[A-Za-z0-9.-]{1,253}$/;
+
 export interface SessionTarget {
   host: string;
   address: string;
@@ -209,6 +211,8 @@ export async function smtpSession(
   target: SessionTarget,
   opts: { ehloName: string; limits: SmtpLimits; signal: AbortSignal },
 ): Promise<SessionResult> {
+  // The EHLO argument goes on the wire as is: only a plain host name (no CR/LF, no space).
+  if (!EHLO_NAME.test(opts.ehloName)) throw new Error('the EHLO name must be a host name (LDH labels)');
   const { limits, signal } = opts;
   const result: SessionResult = {
     address: target.address,

@@ -19,7 +19,9 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Nod
       'integration tests need DATABASE_URL and REDIS_URL (or REDIS_CLUSTER_NODES): run them with `npm test`',
     );
   }
-  return { ...process.env, LOG_LEVEL: 'silent', AUTH_CACHE_TTL_MS: '0', ...overrides };
+  // No restart grace unless a test asks for it: test files share the run's key prefix, and a lane
+  // another file stopped a moment ago must not count as restarting here.
+  return { ...process.env, LOG_LEVEL: 'silent', AUTH_CACHE_TTL_MS: '0', LANE_RESTART_GRACE_MS: '0', ...overrides };
 }
 
 export interface Harness {

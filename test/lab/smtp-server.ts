@@ -16,6 +16,17 @@ export type SmtpBehaviour =
   /** A banner that never ends ("220-" continuation lines, as fast as the peer reads). */
   | { kind: 'endless_banner' };
 
+/**
+ * The argument of every EHLO/HELO the lab's SMTP servers received, oldest first (bounded to the
+ * last 1,000): tests read what name the service announces itself with.
+ */
+export const labEhloArguments: string[] = [];
+
+function recordEhlo(line: string): void {
+  labEhloArguments.push(line.slice(line.indexOf(' ') + 1));
+  if (labEhloArguments.length > 1000) labEhloArguments.shift();
+}
+
 export function createSmtpServer(name: string, behaviour: SmtpBehaviour): net.Server {
   return net.createServer((socket) => {
     socket.on('error', () => {});
@@ -51,6 +62,7 @@ function speak(
       const line = buf.slice(0, nl).replace(/\r$/, '');
       buf = buf.slice(nl + 1);
       const verb = line.split(' ')[0]!.toUpperCase();
+      if (verb === 'EHLO' || verb === 'HELO') recordEhlo(line);
       if (verb === 'EHLO')
         socket.write(
           `250-${name} greets you\r\n250-PIPELINING\r\n250-SIZE 10240000\r\n${offersTls ? '250-STARTTLS\r\n' : ''}250 8BITMIME\r\n`,

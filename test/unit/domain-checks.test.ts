@@ -466,24 +466,40 @@ describe('readiness', () => {
     });
     // The product also needs a live domain lane worker (src/queue/lane-health.ts).
     expect(productReadiness(domainProduct, rt)).toBe('unavailable');
+    const liveness = (up: (lane: string) => boolean) => ({
+      state: (lane: string) => (up(lane) ? ('alive' as const) : ('down' as const)),
+      accepting: up,
+    });
     const live = {
       ...rt,
       services: {
         ...rt.services,
-        laneHealth: { alive: (lane: string) => lane === 'domain' || lane === 'orchestrator' },
+        laneHealth: liveness((lane) => lane === 'domain' || lane === 'orchestrator'),
       },
     };
     expect(productReadiness(domainProduct, live)).toBe('available');
     const otherLane = {
       ...rt,
-      services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'dns' || lane === 'orchestrator' } },
+      services: { ...rt.services, laneHealth: liveness((lane) => lane === 'dns' || lane === 'orchestrator') },
     };
     expect(productReadiness(domainProduct, otherLane)).toBe('unavailable');
     const noOrchestrator = {
       ...rt,
-      services: { ...rt.services, laneHealth: { alive: (lane: string) => lane === 'domain' } },
+      services: { ...rt.services, laneHealth: liveness((lane) => lane === 'domain') },
     };
     expect(productReadiness(domainProduct, noOrchestrator)).toBe('unavailable');
+    // A domain worker being restarted (within LANE_RESTART_GRACE_MS) still takes the job.
+    const restarting = {
+      ...rt,
+      services: {
+        ...rt.services,
+        laneHealth: {
+          state: (lane: string) => (lane === 'domain' ? ('restarting' as const) : ('alive' as const)),
+          accepting: () => true,
+        },
+      },
+    };
+    expect(productReadiness(domainProduct, restarting)).toBe('available');
   });
 
   it('without a resolver the required lane is unconfigured: the product is unavailable', () => {

@@ -11,6 +11,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { gunzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import ipaddr from 'ipaddr.js';
+import { Breaker } from '../../resilience/breaker.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -205,37 +206,76 @@ export function lookupContext(ds: ContextDataset, version: 4 | 6, value: bigint)
   return version === 4 ? search(ds.v4, Number(value)) : search(ds.v6, value);
 }
 
-// Per-process cache. A failed load is remembered for a short while so a broken file does not
-// cost a full read on every request, and a fixed file is picked up without a restart.
-const FAILURE_TTL_MS = 60_000;
+// Per-process cache. A failed load is not retried on every request: the path's circuit breaker
+// (src/resilience/breaker.ts) opens and, about once a second, looks at the file; once it has
+// changed since the failed attempt (size, mtime or inode) the probe loads it again, so a fixed or
+// replaced file is picked up within about a second, without a restart and without traffic.
 interface CacheEntry {
   promise: Promise<ContextDataset>;
-  failedAt?: number;
   loaded?: ContextDataset;
+  /** The file as it was when the failed attempt started. */
+  failedSignature?: string;
 }
 const cache = new Map<string, CacheEntry>();
+const breakers = new Map<string, Breaker>();
 
-export function contextDataset(path: string): Promise<ContextDataset> {
-  const hit = cache.get(path);
-  if (hit && (hit.failedAt === undefined || Date.now() - hit.failedAt < FAILURE_TTL_MS)) return hit.promise;
+/** What identifies one version of the file; 'missing' when it cannot be stat'ed. */
+function signature(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+function breakerOf(path: string): Breaker {
+  let b = breakers.get(path);
+  if (!b) {
+    b = new Breaker({
+      name: 'ip-context',
+      failuresToOpen: 1,
+      // A load of the full iptoasn file takes seconds; the probe is the load itself.
+      probeTimeoutMs: 120_000,
+      probe: async () => {
+        const hit = cache.get(path);
+        if (hit?.failedSignature !== undefined && signature(path) === hit.failedSignature) return false;
+        await load(path).promise;
+        return true;
+      },
+    });
+    breakers.set(path, b);
+  }
+  return b;
+}
+
+function load(path: string): CacheEntry {
+  const before = signature(path);
   const entry: CacheEntry = { promise: loadContextDataset(path) };
   entry.promise.then(
     (ds) => {
       entry.loaded = ds;
+      breakerOf(path).success();
     },
     () => {
-      entry.failedAt = Date.now();
+      entry.failedSignature = before;
+      breakerOf(path).failure();
     },
   );
   cache.set(path, entry);
-  return entry.promise;
+  return entry;
 }
 
-/** Cheap readiness: loaded, or (not yet tried) the file is a readable file; a recent failure is not. */
+export function contextDataset(path: string): Promise<ContextDataset> {
+  // A failed attempt stays the answer until the breaker's probe has loaded a changed file.
+  return (cache.get(path) ?? load(path)).promise;
+}
+
+/** Cheap readiness: loaded, or (not yet tried) the file is a readable file; a failed load is not. */
 export function contextDatasetUsable(path: string): boolean {
   const hit = cache.get(path);
   if (hit?.loaded) return true;
-  if (hit?.failedAt !== undefined && Date.now() - hit.failedAt < FAILURE_TTL_MS) return false;
+  if (breakers.get(path)?.isOpen()) return false;
   try {
     accessSync(path, fsConstants.R_OK);
     return statSync(path).isFile();
@@ -247,4 +287,6 @@ export function contextDatasetUsable(path: string): boolean {
 /** Tests only: forget what was loaded. */
 export function resetContextCache(): void {
   cache.clear();
+  for (const b of breakers.values()) b.stop();
+  breakers.clear();
 }

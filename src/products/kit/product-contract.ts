@@ -17,9 +17,15 @@ import type {
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 
-/** What answers "is this lane's worker process running?" (src/queue/lane-health.ts). */
+/**
+ * What answers "can this lane's worker take work?" (src/queue/lane-health.ts): `alive` with a
+ * current heartbeat, `restarting` when none but one was alive within LANE_RESTART_GRACE_MS (the
+ * stream keeps the work: admission still accepts), `down` after that.
+ */
 export interface WorkerLiveness {
-  alive(lane: string): boolean;
+  state(lane: string): 'alive' | 'restarting' | 'down';
+  /** state(lane) !== 'down'. */
+  accepting(lane: string): boolean;
 }
 
 /**
@@ -131,7 +137,7 @@ export interface AsyncProduct<I> {
   objectCap?(input: I): number;
   /**
    * The worker lanes this input needs (a scan profile's); admission refuses with the product's
-   * unavailable code when one has no live consumer. Default: workerLanes.
+   * unavailable code when one has no consumer alive within LANE_RESTART_GRACE_MS. Default: workerLanes.
    */
   lanesFor?(input: I): WorkerLane[];
   /** This input's job deadline (a scan profile's); default deadlineMs. */

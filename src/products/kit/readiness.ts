@@ -1,5 +1,6 @@
 // A product's readiness (CONTRACT §12): its own lanes' readiness and, for async products, the
-// liveness of the orchestrator and of the worker lanes that run its checks.
+// liveness of the orchestrator and of the worker lanes that run its checks (alive, or restarting
+// within LANE_RESTART_GRACE_MS).
 import type { LaneReadiness, ProductReadiness } from '../../contract/lanes.ts';
 import type { ProductDefinition, ProductRuntime } from './product-contract.ts';
 
@@ -13,8 +14,9 @@ export function laneReadiness(def: ProductDefinition, runtime: ProductRuntime): 
   const own = def.readiness(runtime);
   if (!def.job) return own;
   const liveness = runtime.services.laneHealth;
+  // A worker being restarted (within LANE_RESTART_GRACE_MS) still counts: the stream keeps the work.
   const workersUp = liveness
-    ? liveness.alive('orchestrator') && def.job.workerLanes.every((l) => liveness.alive(l))
+    ? liveness.accepting('orchestrator') && def.job.workerLanes.every((l) => liveness.accepting(l))
     : false;
   if (workersUp) return own;
   return Object.fromEntries(

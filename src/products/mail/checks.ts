@@ -24,7 +24,7 @@ export interface MailCheckOptions {
   smtpLimits?: Partial<SmtpLimits>;
   /** MTA-STS policy fetch deadline (default 10 s). */
   mtaStsFetchTimeoutMs?: number;
-  /** The name sent in EHLO (default: this machine's host name). */
+  /** The name sent in EHLO (default: SMTP_HELO_NAME). */
   ehloName?: string;
   now?: () => Date;
 }

@@ -4,7 +4,6 @@
 // the pool (key, validity, SANs, DANE digests). Facts per session: banner, EHLO, STARTTLS,
 // protocol, cipher, trust, host name match, expiry. A host none of whose sessions got as far as
 // EHLO is unknown (limitation), never "no STARTTLS".
-import os from 'node:os';
 import { isIPv6 } from 'node:net';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../net/outbound-errors.ts';
@@ -151,7 +150,9 @@ export async function runSmtpStarttlsCheck(
       code: 'smtp_hosts_truncated',
       message: `${delivery.hosts.length} MX hosts; the first ${MAX_STARTTLS_HOSTS} by preference were tested.`,
     });
-  const ehloName = opts.ehloName ?? os.hostname();
+  // SMTP_HELO_NAME (neutral by default), never this machine's host name: it would tell every
+  // tested server which host or container runs the check.
+  const ehloName = opts.ehloName ?? ctx.runtime.config.SMTP_HELO_NAME;
   const rows = await Promise.all(hosts.map((h) => sessionsFor(guard, h, ctx, opts, ehloName)));
 
   postureObjects(out, domain, 'smtp_starttls', {

@@ -100,7 +100,7 @@ function liveness(runtime: ProductRuntime): WorkerLiveness | undefined {
 function scanReadiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
   const resolver = runtime.services.resolver?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? 'ready' : 'unconfigured';
-  const alive = (l: string): LaneReadiness => (liveness(runtime)?.alive(l) ? 'ready' : 'down');
+  const alive = (l: string): LaneReadiness => (liveness(runtime)?.accepting(l) ? 'ready' : 'down');
   const worst = (...r: LaneReadiness[]): LaneReadiness => r.find((x) => x !== 'ready') ?? 'ready';
   return {
     dns: resolver,

@@ -1,0 +1,942 @@
+// `npm run bench:soak` = `node test/bench/soak.ts`: steady mixed load on the Procfile roles while a
+// schedule injects the faults of an operator's bad minute, and whether every blip ends when its
+// dependency returns (issue 23).
+//
+//   Load (open loop, whatever the service does): the four inline lookups (mac, phone, ip, dns) at
+//   BENCH_SOAK_RATE requests/s each (default 6), one domain and one web lookup job every second
+//   (BENCH_SOAK_JOBS_PER_S), each accepted job polled at its pollAfterMs until terminal. Every
+//   request has its own Idempotency-Key; reads of the job status are counted as `job-read`.
+//
+//   Processes: the Procfile roles `web` (WEB_CONCURRENCY=BENCH_SOAK_WEB_CONCURRENCY, default 2),
+//   `orchestrator`, `lane-domain`, `lane-web`, each its own OS process with its Procfile command,
+//   logging at warn as JSON (every 503 the web role answers is logged with its cause). The lab
+//   (DNS, RDAP, web hosts) and this load generator run in this process.
+//
+//   Dependencies the faults can reach without touching anything shared:
+//     Redis  a private redis-server started here (never the machine's);
+//     MySQL  a scratch database on the machine's server, reached by the roles through a TCP gate
+//            of this process (test/helpers/tcp-gate.ts): "MySQL down" cuts the gate, the shared
+//            server itself is never stopped or restarted;
+//     DNS    the lab DNS server behind a UDP+TCP gate: "DNS down" closes it (queries get port
+//            unreachable, as from a stopped server).
+//
+//   Faults, every BENCH_SOAK_FAULT_EVERY_S seconds (default 30), in this order, cycling:
+//     lane-kill     lane-domain or lane-web (alternately) SIGKILLed, started again 1 s later;
+//                   back = the new process's first heartbeat
+//     dns-down      the DNS gate closed for 1.5 s; back = open again
+//     redis-drop    every client connection dropped (CLIENT KILL TYPE normal); back = at once
+//     redis-restart the redis-server SIGKILLed, started again (empty) 1 s later; back = PING ok
+//     mysql-kill    every connection to the scratch database killed (KILL CONNECTION); back = at once
+//     mysql-down    the MySQL gate closed for 2 s (every connection reset, new ones refused); back = open
+//
+//   Report, per 10 s window: status counts (2xx, 4xx, 429, 503 by product, other 5xx, transport
+//   errors) and the faults in it; per fault: for each product, dependency back → first success and
+//   → last 5xx (target: no 5xx answered later than 5 s after the dependency is back); every accepted
+//   job terminal after the drain (BENCH_SOAK_DRAIN_S, default 120); the ledger invariant (granted =
+//   available + reserved + captured, nothing reserved at the end, each job's captures once per
+//   task and its remainder released once); each role's RSS, mean of the first vs the last minute
+//   (target: within 10 %); the 503s grouped by the cause the web role logged. A warm-up
+//   (BENCH_SOAK_WARMUP_S, default 20) with load runs before the clock starts and is not counted.
+//   BENCH_SOAK_MINUTES (default 5) is the measured length. Exit 1 when a target is missed.
+//
+// Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a throwaway
+// database lss_benchsoak_<time>_<hex>, and removes it and every child process at the end, on an
+// error and on Ctrl-C. All traffic stays on 127.0.0.0/8.
+import { randomBytes } from 'node:crypto';
+import dgram from 'node:dgram';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
+import { sql } from 'kysely';
+import { Agent, request } from 'undici';
+import { createDatabase, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
+import { migrate } from '../../src/db/migrations.ts';
+import { parseConfig } from '../../src/config/config.ts';
+import { createDb, type Db } from '../../src/db/database.ts';
+import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
+import { balance, grantCredits } from '../../src/credits/ledger.ts';
+import { labEnv } from '../helpers/lab-runtime.ts';
+import {
+  freePort,
+  ProcessGroup,
+  startRedisServer,
+  until,
+  type Proc,
+  type RedisServerProc,
+} from '../helpers/processes.ts';
+import { startTcpGate, type TcpGate } from '../helpers/tcp-gate.ts';
+import { domainZones } from '../lab/domain-zones.ts';
+import { rdapNames } from '../lab/rdap-fixtures.ts';
+import { startLabRdap } from '../lab/rdap-server.ts';
+import { startLab, type LabPartFactory } from '../lab/serve.ts';
+import { webUrl } from '../lab/web-hosts.ts';
+import { webLabPart } from '../lab/web-lab.ts';
+import { labNames } from '../lab/zones.ts';
+import { fmt, procfileRoleArgs } from './bench-kit.ts';
+
+const log = (msg: string) => process.stderr.write(`[soak] ${msg}\n`);
+const root = path.resolve(import.meta.dirname, '../..');
+
+const num = (name: string, def: number) => {
+  const v = Number(process.env[name] ?? def);
+  if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a non-negative number`);
+  return v;
+};
+const MINUTES = num('BENCH_SOAK_MINUTES', 5);
+const WARMUP_S = num('BENCH_SOAK_WARMUP_S', 20);
+const RATE = num('BENCH_SOAK_RATE', 6);
+const JOBS_PER_S = num('BENCH_SOAK_JOBS_PER_S', 1);
+const FAULT_EVERY_S = num('BENCH_SOAK_FAULT_EVERY_S', 30);
+const DRAIN_S = num('BENCH_SOAK_DRAIN_S', 120);
+const WEB_CONCURRENCY = num('BENCH_SOAK_WEB_CONCURRENCY', 2);
+const DURATION_MS = MINUTES * 60_000;
+const WINDOW_MS = 10_000;
+const RECOVERY_TARGET_MS = 5000;
+const RSS_TARGET = 0.1;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+const PRODUCTS = {
+  mac: { path: '/v2/lookups/mac', body: { value: 'F4:F5:E8:12:34:56' }, id: 'lookup.mac.v1' },
+  phone: { path: '/v2/lookups/phone', body: { value: '+14155552671' }, id: 'lookup.phone.v1' },
+  ip: { path: '/v2/lookups/ip', body: { value: '8.8.8.8' }, id: 'lookup.ip.v1' },
+  dns: { path: '/v2/lookups/dns', body: { value: labNames.apex }, id: 'lookup.dns.v1' },
+  domain: { path: '/v2/lookups/domain', body: { value: rdapNames.registered }, id: 'lookup.domain.v1' },
+  web: { path: '/v2/lookups/web', body: { url: webUrl('strict') }, id: 'lookup.web.v1' },
+} as const;
+type Product = keyof typeof PRODUCTS | 'job-read';
+const INLINE = ['mac', 'phone', 'ip', 'dns'] as const;
+const ASYNC = ['domain', 'web'] as const;
+const ROLES = ['web', 'orchestrator', 'lane-domain', 'lane-web'] as const;
+type Role = (typeof ROLES)[number];
+
+// ---------------------------------------------------------------------------------------------
+// A DNS server that can be "down": UDP and TCP relays in front of the lab's, on one port.
+
+interface DnsGate {
+  port: number;
+  close(): Promise<void>;
+  open(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startDnsGate(target: { host: string; port: number }): Promise<DnsGate> {
+  let udp: dgram.Socket | null = null;
+  const bindUdp = (port: number) =>
+    new Promise<dgram.Socket>((resolve, reject) => {
+      const s = dgram.createSocket('udp4');
+      s.once('error', reject);
+      s.on('message', (msg, rinfo) => {
+        // One upstream socket per query: the reply goes back to whoever asked.
+        const up = dgram.createSocket('udp4');
+        const done = () => up.close();
+        const timer = setTimeout(done, 5000);
+        up.on('error', () => {
+          clearTimeout(timer);
+          done();
+        });
+        up.on('message', (reply) => {
+          clearTimeout(timer);
+          done();
+          if (udp === s) s.send(reply, rinfo.port, rinfo.address);
+        });
+        up.send(msg, target.port, target.host);
+      });
+      s.bind(port, '127.0.0.1', () => {
+        s.removeAllListeners('error');
+        s.on('error', () => {});
+        resolve(s);
+      });
+    });
+  for (let tries = 0; ; tries++) {
+    const s = await bindUdp(0);
+    const port = s.address().port;
+    let tcp: TcpGate;
+    try {
+      tcp = await startTcpGate(target, port);
+    } catch (err) {
+      s.close();
+      if (tries > 20) throw err;
+      continue;
+    }
+    udp = s;
+    const close = async () => {
+      const u = udp;
+      udp = null;
+      await Promise.all([tcp.close(), u ? new Promise<void>((r) => u.close(() => r())) : undefined]);
+    };
+    return {
+      port,
+      close,
+      async open() {
+        if (!udp) {
+          for (let i = 0; ; i++) {
+            try {
+              udp = await bindUdp(port);
+              break;
+            } catch (err) {
+              if (i > 50) throw err;
+              await sleep(20);
+            }
+          }
+        }
+        await tcp.open();
+      },
+      stop: close,
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is recorded
+
+interface Sample {
+  product: Product;
+  /** ms since the clock started (negative: warm-up) */
+  sent: number;
+  answered: number;
+  /** 0 = transport error or timeout */
+  status: number;
+  code: string | null;
+}
+
+interface Fault {
+  kind: string;
+  detail: string;
+  down: number;
+  back: number | null;
+}
+
+interface JobTrack {
+  product: 'domain' | 'web';
+  jobRef: string;
+  accepted: number;
+  terminal: string | null;
+}
+
+interface Logged503 {
+  t: number;
+  role: Role;
+  code: string;
+  step: string;
+  cause: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RSS of a role: its process and every descendant (the web role's cluster workers)
+
+function rssKb(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+      try {
+        return readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+          .trim()
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number);
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+function treeRssKb(pid: number): number {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
+  return tree.reduce((s, p) => s + rssKb(p), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ledger's guarantees, as a list of problems (test/helpers/ledger.ts asserts the same with
+// vitest's expect, which a benchmark cannot use)
+
+async function ledgerProblems(db: Db, wsId: number): Promise<{ problems: string[]; summary: string }> {
+  const problems: string[] = [];
+  const b = await balance(db, wsId);
+  if (b.granted !== b.available + b.reserved + b.captured)
+    problems.push(`granted ${b.granted} ≠ available ${b.available} + reserved ${b.reserved} + captured ${b.captured}`);
+  if (b.reserved !== 0) problems.push(`${b.reserved} credits still reserved after the drain`);
+  const sums = await sql<{ kind: string; total: number }>`
+    SELECT kind, SUM(amount) AS total FROM credit_entries WHERE workspace_id = ${wsId} GROUP BY kind`.execute(db);
+  const sum = (k: string) => Number(sums.rows.find((r) => r.kind === k)?.total ?? 0);
+  if (b.granted !== sum('grant')) problems.push(`granted ${b.granted} ≠ grant entries ${sum('grant')}`);
+  if (b.captured !== sum('capture')) problems.push(`captured ${b.captured} ≠ capture entries ${sum('capture')}`);
+  if (b.reserved !== sum('reserve') - sum('capture') - sum('release'))
+    problems.push(`reserved ${b.reserved} ≠ reserve − capture − release entries`);
+  const jobs = await db
+    .selectFrom('jobs')
+    .select(['id', 'public_id', 'status', 'credits_reserved', 'credits_captured', 'credits_released', 'settled_at'])
+    .where('workspace_id', '=', wsId)
+    .execute();
+  const entries = await db
+    .selectFrom('credit_entries')
+    .select(['job_id', 'kind', 'amount', 'dedupe_key'])
+    .where('workspace_id', '=', wsId)
+    .execute();
+  const byJob = new Map<number, typeof entries>();
+  for (const e of entries)
+    if (e.job_id !== null) byJob.set(Number(e.job_id), [...(byJob.get(Number(e.job_id)) ?? []), e]);
+  let settled = 0;
+  for (const j of jobs) {
+    const es = byJob.get(Number(j.id)) ?? [];
+    const captures = es.filter((e) => e.kind === 'capture');
+    const releases = es.filter((e) => e.kind === 'release');
+    const keys = captures.map((c) => c.dedupe_key);
+    if (new Set(keys).size !== keys.length) problems.push(`${j.public_id}: a task captured twice`);
+    const captured = captures.reduce((s, c) => s + Number(c.amount), 0);
+    if (captured !== Number(j.credits_captured))
+      problems.push(`${j.public_id}: captured entries ${captured} ≠ job ${j.credits_captured}`);
+    if (j.settled_at === null) {
+      problems.push(`${j.public_id}: not settled (${j.status})`);
+      continue;
+    }
+    settled++;
+    const remainder = Number(j.credits_reserved) - captured;
+    if (releases.length !== (remainder > 0 ? 1 : 0)) problems.push(`${j.public_id}: ${releases.length} releases`);
+    if (remainder > 0 && Number(releases[0]?.amount) !== remainder)
+      problems.push(`${j.public_id}: released ${releases[0]?.amount} ≠ remainder ${remainder}`);
+  }
+  return {
+    problems,
+    summary: `granted ${b.granted}, captured ${b.captured}, reserved ${b.reserved}, available ${b.available}; ${settled}/${jobs.length} jobs settled`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<number> {
+  const loadAtStart = os.loadavg();
+  const { databaseUrl: serverUrl } = await ensureServices({ root });
+  const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
+  const dbName = `lss_benchsoak_${suffix}`;
+  const group = new ProcessGroup();
+  const closers: Array<() => Promise<unknown>> = [];
+  let stopping = false;
+  let cleaned: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaned ??= (async () => {
+      stopping = true;
+      await group.killAll();
+      for (const c of closers.reverse()) await c().catch(() => {});
+      await dropDatabase(serverUrl, dbName).then(
+        () => log(`dropped database ${dbName}`),
+        (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
+      );
+    })());
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      log(`${sig}: stopping and cleaning up`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    // ---- dependencies and lab
+    const databaseUrl = await createDatabase(serverUrl, dbName);
+    await migrate(databaseUrl);
+    const dbTarget = new URL(databaseUrl);
+    const mysqlGate = await startTcpGate({ host: dbTarget.hostname, port: Number(dbTarget.port || 3306) });
+    closers.push(() => mysqlGate.stop());
+    const gatedDb = new URL(databaseUrl);
+    gatedDb.hostname = '127.0.0.1';
+    gatedDb.port = String(mysqlGate.port);
+
+    const redisPort = await freePort();
+    let redis: RedisServerProc = await startRedisServer(group, redisPort);
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+
+    const rdapPart: LabPartFactory = async () => {
+      const rdap = await startLabRdap();
+      return { name: 'rdap', zones: domainZones, env: { RDAP_BASE_URL: rdap.baseUrl }, close: () => rdap.close() };
+    };
+    const lab = await startLab({ parts: [rdapPart, webLabPart()] });
+    closers.push(() => lab.close());
+    const [labDnsHost, labDnsPort] = lab.env.DNS_SERVERS!.split(':');
+    const dnsGate = await startDnsGate({ host: labDnsHost!, port: Number(labDnsPort) });
+    closers.push(() => dnsGate.stop());
+
+    const secrets = {
+      KEY_PEPPER: randomBytes(32).toString('base64url'),
+      CURSOR_SECRET: randomBytes(32).toString('base64url'),
+    };
+    const port = await freePort();
+    const webMetricsPort = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const prefix = 'soak:';
+    const env: Record<string, string | undefined> = {
+      ...labEnv(lab.env),
+      DNS_SERVERS: `[127.0.0.1]:${dnsGate.port}`,
+      NODE_ENV: 'production',
+      DATABASE_URL: gatedDb.toString(),
+      REDIS_URL: redisUrl,
+      REDIS_CLUSTER_NODES: undefined,
+      REDIS_KEY_PREFIX: prefix,
+      ...secrets,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
+      WEB_CONCURRENCY: String(WEB_CONCURRENCY),
+      SHUTDOWN_TIMEOUT_MS: '5000',
+      LANE_CONCURRENCY: undefined,
+      LANE_TENANT_CONCURRENCY: undefined,
+      LANE_POOL_THREADS: undefined,
+      LANE_VISIBILITY_MS: undefined,
+      LANE_RESTART_GRACE_MS: undefined,
+      JOB_DEADLINE_MINUTES: undefined,
+      NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? process.env.NODE_OPTIONS,
+    };
+
+    // ---- workspace (direct to the server, not through the gate)
+    const setupDb = createDb(databaseUrl, { connectionLimit: 2 });
+    const policy = parseConfig({ ...process.env, ...env } as NodeJS.ProcessEnv).RESPONSIBLE_USE_VERSION;
+    const ws = await createWorkspace(setupDb.db, { name: 'bench-soak', acceptResponsibleUse: policy });
+    await setLimits(setupDb.db, ws.workspaceId, undefined, {
+      app: { perMinute: 1_000_000, burst: 100_000 },
+      products: Object.fromEntries(
+        Object.values(PRODUCTS).map((p) => [p.id, { perMinute: 1_000_000, perHour: 10_000_000 }]),
+      ),
+    });
+    const wsId = await workspaceInternalId(setupDb.db, ws.workspaceId);
+    await grantCredits(setupDb.db, wsId, 10_000_000, `bench:soak:${ws.workspaceId}`);
+    const key = (
+      await createKey(setupDb.db, secrets.KEY_PEPPER, {
+        workspace: ws.workspaceId,
+        scopes: ['scan:create', 'scan:read'],
+      })
+    ).key;
+    await setupDb.close(); // the mysql-kill fault would kill its idle connections
+
+    // ---- roles
+    const procs = new Map<Role, Proc>();
+    const logged503: Logged503[] = [];
+    let clock0 = Number.POSITIVE_INFINITY; // Date.now() at t = 0
+    const restarts: Array<{ role: Role; t: number }> = [];
+    const startRole = (role: Role, generation = 1) => {
+      const extra: Record<string, string> =
+        role === 'web' ? { PORT: String(port), METRICS_PORT: String(webMetricsPort) } : {};
+      const p = group.node(`${role}#${generation}`, procfileRoleArgs(role), { ...env, ...extra });
+      let buf = '';
+      p.child.stdout!.on('data', (d: string) => {
+        buf += d;
+        let nl = buf.indexOf('\n');
+        while (nl >= 0) {
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          nl = buf.indexOf('\n');
+          if (!line.includes('"status":503') || !line.includes('answered 503')) continue;
+          try {
+            const j = JSON.parse(line) as { time?: string | number; code?: string; step?: string; cause?: string };
+            logged503.push({
+              t: (typeof j.time === 'string' ? Date.parse(j.time) : (j.time ?? Date.now())) - clock0,
+              role,
+              code: j.code ?? '?',
+              step: j.step ?? '?',
+              cause: j.cause ?? '?',
+            });
+          } catch {
+            // not a JSON line
+          }
+        }
+        if (buf.length > 1_000_000) buf = '';
+      });
+      procs.set(role, p);
+      return p;
+    };
+    for (const role of ROLES) startRole(role);
+    log(
+      `database ${dbName} (through the gate on ${mysqlGate.port}); private Redis ${redisUrl}; DNS gate ${dnsGate.port}; roles ${ROLES.map((r) => `${r} (pid ${procs.get(r)!.child.pid})`).join(', ')}`,
+    );
+
+    const agent = new Agent({ connections: 128, keepAliveTimeout: 10_000 });
+    closers.push(() => agent.close());
+    const call = async (
+      method: 'GET' | 'POST',
+      p: string,
+      body?: unknown,
+    ): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+      try {
+        const res = await request(`${base}${p}`, {
+          method,
+          dispatcher: agent,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(body !== undefined
+              ? { 'content-type': 'application/json', 'idempotency-key': `soak-${randomBytes(12).toString('hex')}` }
+              : {}),
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          headersTimeout: REQUEST_TIMEOUT_MS,
+          bodyTimeout: REQUEST_TIMEOUT_MS,
+        });
+        const text = await res.body.text();
+        let parsed: Record<string, unknown> | null = null;
+        try {
+          parsed = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          parsed = null;
+        }
+        return { status: res.statusCode, body: parsed };
+      } catch {
+        return { status: 0, body: null };
+      }
+    };
+
+    await until(
+      'the web role answering and the domain and web products available',
+      async () => {
+        const dead = [...procs.entries()].find(([, p]) => !p.running());
+        if (dead) throw new Error(`${dead[0]} exited:\n${dead[1].output().slice(-2000)}`);
+        const r = await call('GET', '/v2/products');
+        const list = (r.body?.products ?? []) as Array<{ product: string; readiness: string }>;
+        return ASYNC.every((a) => list.find((x) => x.product === PRODUCTS[a].id)?.readiness === 'available');
+      },
+      120_000,
+      500,
+    );
+    log('ready');
+
+    // ---- load
+    const samples: Sample[] = [];
+    const jobs: JobTrack[] = [];
+    const now = () => Date.now() - clock0;
+    let sending = true;
+    let polling = true;
+    const pollers: Promise<void>[] = [];
+    const poll = async (job: JobTrack, firstWaitMs: number) => {
+      let wait = firstWaitMs;
+      while (polling) {
+        await sleep(Math.min(Math.max(wait, 250), 5000));
+        const sent = now();
+        const r = await call('GET', `/v2/jobs/${job.jobRef}`);
+        const code = (r.body?.error as { code?: string } | undefined)?.code ?? null;
+        samples.push({ product: 'job-read', sent, answered: now(), status: r.status, code });
+        if (r.status === 200 && r.body?.terminal === true) {
+          job.terminal = String(r.body.status);
+          return;
+        }
+        wait = r.status === 200 ? Number(r.body?.pollAfterMs ?? 1000) : 1000;
+      }
+    };
+    const fire = (product: keyof typeof PRODUCTS) => {
+      const sent = now();
+      const spec = PRODUCTS[product];
+      void call('POST', spec.path, spec.body).then((r) => {
+        const code = (r.body?.error as { code?: string } | undefined)?.code ?? null;
+        samples.push({ product, sent, answered: now(), status: r.status, code });
+        if (r.status === 202 && typeof r.body?.jobRef === 'string') {
+          const job: JobTrack = {
+            product: product as 'domain' | 'web',
+            jobRef: r.body.jobRef,
+            accepted: now(),
+            terminal: null,
+          };
+          jobs.push(job);
+          pollers.push(poll(job, Number(r.body.pollAfterMs ?? 1000)));
+        }
+      });
+    };
+    const streams = [
+      ...INLINE.map((p) => ({ product: p, rate: RATE })),
+      ...ASYNC.map((p) => ({ product: p, rate: JOBS_PER_S })),
+    ].filter((s) => s.rate > 0);
+    const loadStart = performance.now();
+    const sentCount = streams.map(() => 0);
+    const loadLoop = (async () => {
+      while (sending) {
+        const elapsed = (performance.now() - loadStart) / 1000;
+        streams.forEach((s, i) => {
+          while (sentCount[i]! < Math.floor(elapsed * s.rate)) {
+            sentCount[i]!++;
+            fire(s.product as keyof typeof PRODUCTS);
+          }
+        });
+        await sleep(10);
+      }
+    })();
+
+    // ---- warm-up, then the clock
+    log(`warm-up ${WARMUP_S} s`);
+    clock0 = Date.now() + WARMUP_S * 1000; // samples of the warm-up get negative times
+    await sleep(WARMUP_S * 1000);
+    log(`soak ${MINUTES} min, a fault every ${FAULT_EVERY_S} s`);
+
+    // ---- RSS
+    const rss: Array<{ t: number; role: Role; kb: number }> = [];
+    const rssTimer = setInterval(() => {
+      const t = now();
+      for (const role of ROLES) {
+        const p = procs.get(role);
+        if (p?.running()) rss.push({ t, role, kb: treeRssKb(p.child.pid!) });
+      }
+    }, 1000);
+
+    // ---- faults
+    const faults: Fault[] = [];
+    const admin = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200 });
+    admin.on('error', () => {});
+    closers.push(async () => admin.disconnect());
+    let laneTurn = 0;
+    const heartbeatSince = async (lane: string, since: number): Promise<boolean> => {
+      try {
+        await admin.connect().catch(() => {});
+        const n = await admin.zcount(`${prefix}{lss}:lane-alive:${lane}`, since, '+inf');
+        return n > 0;
+      } catch {
+        return false;
+      }
+    };
+    const kinds: Array<() => Promise<Fault>> = [
+      async () => {
+        const role: Role = laneTurn++ % 2 === 0 ? 'lane-domain' : 'lane-web';
+        const down = now();
+        await procs.get(role)!.stop('SIGKILL');
+        await sleep(1000);
+        const restartedAt = Date.now();
+        startRole(role, restarts.filter((r) => r.role === role).length + 2);
+        restarts.push({ role, t: now() });
+        await until(`${role}'s first heartbeat`, () => heartbeatSince(role.slice(5), restartedAt), 60_000, 50);
+        return { kind: 'lane-kill', detail: role, down, back: now() };
+      },
+      async () => {
+        const down = now();
+        await dnsGate.close();
+        await sleep(1500);
+        await dnsGate.open();
+        return { kind: 'dns-down', detail: '1.5 s', down, back: now() };
+      },
+      async () => {
+        const down = now();
+        await admin.connect().catch(() => {});
+        const killed = await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+        return { kind: 'redis-drop', detail: `${killed} connections`, down, back: now() };
+      },
+      async () => {
+        const down = now();
+        await redis.proc.stop('SIGKILL');
+        await sleep(1000);
+        redis = await startRedisServer(group, redisPort);
+        return { kind: 'redis-restart', detail: 'empty', down, back: now() };
+      },
+      async () => {
+        const down = now();
+        const conn = await createConnection({ uri: serverUrl, connectTimeout: 5000 });
+        let killed = 0;
+        try {
+          const [rows] = await conn.query(
+            'SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
+            [dbName],
+          );
+          for (const r of rows as Array<{ id: number }>) {
+            await conn.query(`KILL CONNECTION ${Number(r.id)}`).then(
+              () => killed++,
+              () => {},
+            );
+          }
+        } finally {
+          await conn.end().catch(() => conn.destroy());
+        }
+        return { kind: 'mysql-kill', detail: `${killed} connections`, down, back: now() };
+      },
+      async () => {
+        const down = now();
+        await mysqlGate.close();
+        await sleep(2000);
+        await mysqlGate.open();
+        return { kind: 'mysql-down', detail: '2 s', down, back: now() };
+      },
+    ];
+    const faultLoop = (async () => {
+      let i = 0;
+      for (let at = FAULT_EVERY_S * 1000; at < DURATION_MS - 10_000; at += FAULT_EVERY_S * 1000) {
+        const wait = at - now();
+        if (wait > 0) await sleep(wait);
+        if (stopping) return;
+        const kind = kinds[i++ % kinds.length]!;
+        try {
+          const f = await kind();
+          faults.push(f);
+          log(`t=${fmt(f.down / 1000, 1)} s ${f.kind} (${f.detail}): back at t=${fmt((f.back ?? 0) / 1000, 1)} s`);
+        } catch (err) {
+          log(`fault failed: ${(err as Error).message}`);
+          faults.push({ kind: 'failed', detail: (err as Error).message.slice(0, 120), down: now(), back: null });
+        }
+      }
+    })();
+
+    let lastProgress = 0;
+    while (now() < DURATION_MS) {
+      await sleep(1000);
+      if (now() - lastProgress >= 30_000) {
+        lastProgress = now();
+        const recent = samples.filter((s) => s.answered > now() - 30_000 && s.answered <= now());
+        const c = (f: (s: Sample) => boolean) => recent.filter(f).length;
+        log(
+          `t=${fmt(now() / 1000, 0)} s: last 30 s ${recent.length} answers, ${c((s) => s.status >= 200 && s.status < 300)} 2xx, ${c((s) => s.status === 503)} 503, ${c((s) => s.status >= 500 && s.status !== 503)} other 5xx, ${c((s) => s.status === 0)} errors; jobs ${jobs.length} accepted, ${jobs.filter((j) => j.terminal).length} terminal`,
+        );
+      }
+    }
+    sending = false;
+    await loadLoop;
+    await faultLoop;
+    clearInterval(rssTimer);
+    log(`load stopped; draining (at most ${DRAIN_S} s) for ${jobs.filter((j) => !j.terminal).length} open jobs`);
+    const drainEnd = Date.now() + DRAIN_S * 1000;
+    while (Date.now() < drainEnd && jobs.some((j) => !j.terminal)) await sleep(500);
+    polling = false;
+    await Promise.race([Promise.allSettled(pollers), sleep(10_000)]);
+
+    // ---- ledger (direct to the server)
+    const auditDb = createDb(databaseUrl, { connectionLimit: 2 });
+    closers.push(() => auditDb.close());
+    const ledger = await ledgerProblems(auditDb.db, wsId);
+
+    // ---- stop the roles (SIGTERM) and report
+    await Promise.all([...procs.values()].map((p) => p.stop('SIGTERM', 10_000)));
+    const exits = [...procs.entries()].map(([role, p]) => `${role} ${p.child.exitCode ?? p.child.signalCode}`);
+    const report = buildReport({ samples, jobs, faults, rss, restarts, logged503, ledger, exits, loadAtStart });
+    process.stdout.write(report.text);
+    const file = process.env.BENCH_SOAK_REPORT || path.join(os.tmpdir(), `lss-soak-${suffix}.json`);
+    writeFileSync(file, JSON.stringify(report.json, null, 2));
+    writeFileSync(`${file}.logs.txt`, group.report(20_000));
+    log(`JSON report: ${file}; the roles' last log lines: ${file}.logs.txt`);
+    return report.ok ? 0 : 1;
+  } finally {
+    await cleanup();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+interface ReportInput {
+  samples: Sample[];
+  jobs: JobTrack[];
+  faults: Fault[];
+  rss: Array<{ t: number; role: Role; kb: number }>;
+  restarts: Array<{ role: Role; t: number }>;
+  logged503: Logged503[];
+  ledger: { problems: string[]; summary: string };
+  exits: string[];
+  loadAtStart: number[];
+}
+
+const s1 = (ms: number | null) => (ms === null ? '—' : fmt(ms / 1000, 1));
+
+function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean } {
+  const out: string[] = [''];
+  const measured = r.samples.filter((s) => s.sent >= 0 && s.sent < DURATION_MS);
+  const products = [...INLINE, ...ASYNC, 'job-read'] as Product[];
+  out.push(
+    `Soak: ${MINUTES} min measured after a ${WARMUP_S} s warm-up; ${INLINE.join(', ')} at ${RATE}/s each, ${ASYNC.join(' and ')} jobs at ${JOBS_PER_S}/s each (polled at pollAfterMs); a fault every ${FAULT_EVERY_S} s`,
+  );
+  out.push(
+    `  roles: ${ROLES.join(', ')} (Procfile commands; web WEB_CONCURRENCY=${WEB_CONCURRENCY}); private redis-server; MySQL scratch database behind a TCP gate; DNS behind a gate`,
+  );
+  out.push('');
+
+  // per window
+  out.push(
+    'Per 10 s window (answers by the time they were answered): 2xx / 4xx / 429 / 503 / other 5xx / transport errors',
+  );
+  const rows: string[][] = [];
+  const windows = Math.ceil(DURATION_MS / WINDOW_MS);
+  const windowJson: unknown[] = [];
+  for (let w = 0; w < windows; w++) {
+    const lo = w * WINDOW_MS;
+    const hi = lo + WINDOW_MS;
+    const inW = measured.filter((s) => s.answered >= lo && s.answered < hi);
+    const c = (f: (s: Sample) => boolean) => inW.filter(f).length;
+    const by503 = products
+      .map((p) => [p, c((s) => s.product === p && s.status === 503)] as const)
+      .filter(([, n]) => n > 0)
+      .map(([p, n]) => `${p} ${n}`)
+      .join(', ');
+    const faultsIn = r.faults
+      .filter((f) => f.down >= lo && f.down < hi)
+      .map((f) => `${f.kind}${f.kind === 'lane-kill' ? ` ${f.detail}` : ''}@${s1(f.down)}`)
+      .join(', ');
+    const counts = {
+      '2xx': c((s) => s.status >= 200 && s.status < 300),
+      '4xx': c((s) => s.status >= 400 && s.status < 500 && s.status !== 429),
+      '429': c((s) => s.status === 429),
+      '503': c((s) => s.status === 503),
+      other5xx: c((s) => s.status >= 500 && s.status !== 503),
+      errors: c((s) => s.status === 0),
+    };
+    windowJson.push({ from: lo / 1000, ...counts, by503, faults: faultsIn });
+    rows.push([
+      `${String(lo / 1000).padStart(3, '0')}-${String(hi / 1000).padStart(3, '0')}`,
+      String(counts['2xx']),
+      String(counts['4xx']),
+      String(counts['429']),
+      `${counts['503']}${by503 ? ` (${by503})` : ''}`,
+      String(counts.other5xx),
+      String(counts.errors),
+      faultsIn || '',
+    ]);
+  }
+  out.push(...table(['window s', '2xx', '4xx', '429', '503', '5xx', 'err', 'fault'], rows));
+  out.push('');
+
+  // per fault
+  out.push(
+    `Recovery per fault: dependency back → first 2xx answered / → last 5xx answered, per product (s; "—" none; target: last 5xx ≤ back + ${RECOVERY_TARGET_MS / 1000} s)`,
+  );
+  const faultRows: string[][] = [];
+  const faultJson: unknown[] = [];
+  let recoveryOk = true;
+  r.faults.forEach((f, i) => {
+    const until = r.faults[i + 1]?.down ?? DURATION_MS;
+    const cells: string[] = [];
+    const perProduct: Record<string, { firstSuccess: number | null; last5xx: number | null }> = {};
+    let worst: number | null = null;
+    for (const p of products) {
+      const mine = measured.filter((s) => s.product === p && s.answered >= f.down && s.answered < until);
+      const back = f.back ?? f.down;
+      const ok = mine.filter((s) => s.status >= 200 && s.status < 300 && s.answered >= back);
+      const bad = mine.filter((s) => s.status >= 500);
+      const firstSuccess = ok.length ? Math.min(...ok.map((s) => s.answered)) - back : null;
+      const last5xx = bad.length ? Math.max(...bad.map((s) => s.answered)) - back : null;
+      perProduct[p] = { firstSuccess, last5xx };
+      if (last5xx !== null) worst = Math.max(worst ?? Number.NEGATIVE_INFINITY, last5xx);
+      cells.push(`${s1(firstSuccess)} / ${s1(last5xx)}`);
+    }
+    const met = f.back !== null && (worst === null || worst <= RECOVERY_TARGET_MS);
+    if (!met) recoveryOk = false;
+    faultJson.push({ ...f, perProduct, worstLast5xx: worst, met });
+    faultRows.push([
+      `${f.kind}${f.kind === 'lane-kill' || f.kind.startsWith('redis-drop') || f.kind === 'mysql-kill' ? ` (${f.detail})` : ''}`,
+      s1(f.down),
+      s1(f.back),
+      ...cells,
+      met ? 'met' : 'NOT met',
+    ]);
+  });
+  out.push(...table(['fault', 'down', 'back', ...products, 'target'], faultRows));
+  out.push('');
+
+  // jobs
+  const byStatus = new Map<string, number>();
+  for (const j of r.jobs)
+    byStatus.set(j.terminal ?? 'NOT terminal', (byStatus.get(j.terminal ?? 'NOT terminal') ?? 0) + 1);
+  const open = r.jobs.filter((j) => !j.terminal);
+  out.push(
+    `Jobs: ${r.jobs.length} accepted (${ASYNC.map((a) => `${a} ${r.jobs.filter((j) => j.product === a).length}`).join(', ')}); after the drain: ${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ')}`,
+  );
+  if (open.length)
+    out.push(
+      `  not terminal: ${open
+        .slice(0, 10)
+        .map((j) => `${j.jobRef} (${j.product}, accepted t=${s1(j.accepted)})`)
+        .join(', ')}`,
+    );
+  out.push(
+    `Ledger: ${r.ledger.summary}; ${r.ledger.problems.length === 0 ? 'invariant holds, no credit lost or doubled' : `PROBLEMS: ${r.ledger.problems.slice(0, 10).join('; ')}`}`,
+  );
+  out.push('');
+
+  // RSS
+  out.push('RSS per role (MB, the process and its children): mean of the first minute vs the last minute');
+  const rssRows: string[][] = [];
+  const rssJson: unknown[] = [];
+  let rssOk = true;
+  for (const role of ROLES) {
+    const mine = r.rss.filter((x) => x.role === role);
+    const first = mine.filter((x) => x.t < 60_000);
+    const last = mine.filter((x) => x.t >= DURATION_MS - 60_000);
+    const mean = (xs: typeof mine) => (xs.length ? xs.reduce((s, x) => s + x.kb, 0) / xs.length / 1024 : null);
+    const a = mean(first);
+    const b = mean(last);
+    const change = a && b ? (b - a) / a : null;
+    const restarted = r.restarts.filter((x) => x.role === role).map((x) => s1(x.t));
+    // A role restarted by a fault starts again from a fresh process: its change says nothing about a leak.
+    const judged = restarted.length === 0;
+    if (judged && change !== null && Math.abs(change) > RSS_TARGET) rssOk = false;
+    rssJson.push({ role, firstMb: a, lastMb: b, change, restartedAt: restarted });
+    rssRows.push([
+      role,
+      a === null ? '—' : fmt(a, 1),
+      b === null ? '—' : fmt(b, 1),
+      change === null ? '—' : `${change >= 0 ? '+' : ''}${fmt(change * 100, 1)} %`,
+      restarted.length
+        ? `restarted at t=${restarted.join(', ')} s (not judged)`
+        : change !== null && Math.abs(change) <= RSS_TARGET
+          ? 'flat'
+          : 'NOT flat',
+    ]);
+  }
+  out.push(...table(['role', 'first min', 'last min', 'change', ''], rssRows));
+  out.push('');
+
+  // 503 causes
+  out.push('503s by the cause the web role logged (code, admission step, cause)');
+  const causes = new Map<string, number>();
+  for (const l of r.logged503.filter((x) => x.t >= 0 && x.t < DURATION_MS + 5000)) {
+    const k = `${l.code} @ ${l.step}: ${l.cause.replace(/\d+/g, 'N').slice(0, 140)}`;
+    causes.set(k, (causes.get(k) ?? 0) + 1);
+  }
+  for (const [k, n] of [...causes].sort((a, b) => b[1] - a[1])) out.push(`  ${String(n).padStart(6)}  ${k}`);
+  if (causes.size === 0) out.push('  none');
+  const unexplained = measured.filter((s) => s.status >= 500 && s.status !== 503);
+  out.push('');
+
+  const jobsOk = open.length === 0;
+  const ledgerOk = r.ledger.problems.length === 0;
+  out.push('Targets');
+  out.push(
+    `  no 5xx later than ${RECOVERY_TARGET_MS / 1000} s after a dependency is back: ${recoveryOk ? 'met' : 'NOT met'}`,
+  );
+  out.push(`  every accepted job terminal: ${jobsOk ? 'met' : `NOT met (${open.length} open)`}`);
+  out.push(`  no credit lost or doubled: ${ledgerOk ? 'met' : 'NOT met'}`);
+  out.push(`  RSS flat within ${RSS_TARGET * 100} % (roles not restarted by a fault): ${rssOk ? 'met' : 'NOT met'}`);
+  out.push(`  other 5xx (not 503): ${unexplained.length}`);
+  out.push(`  exit codes after SIGTERM: ${r.exits.join(', ')}`);
+  out.push(
+    `machine: ${os.availableParallelism()} cores, load average ${r.loadAtStart.map((l) => fmt(l, 2)).join(' / ')} at the start, ${os
+      .loadavg()
+      .map((l) => fmt(l, 2))
+      .join(' / ')} at the end (shared with other users of the machine)`,
+  );
+  const ok = recoveryOk && jobsOk && ledgerOk && rssOk && unexplained.length === 0;
+  return {
+    text: `${out.join('\n')}\n`,
+    ok,
+    json: {
+      config: { MINUTES, WARMUP_S, RATE, JOBS_PER_S, FAULT_EVERY_S, DRAIN_S, WEB_CONCURRENCY },
+      windows: windowJson,
+      faults: faultJson,
+      jobs: { accepted: r.jobs.length, byStatus: Object.fromEntries(byStatus), open: open.map((j) => j.jobRef) },
+      ledger: r.ledger,
+      rss: rssJson,
+      causes: Object.fromEntries(causes),
+      targets: { recoveryOk, jobsOk, ledgerOk, rssOk, other5xx: unexplained.length },
+    },
+  };
+}
+
+function table(head: string[], rows: string[][]): string[] {
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) =>
+    `  ${r.map((c, i) => (i === 0 || i === r.length - 1 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ')}`.trimEnd();
+  return [line(head), `  ${w.map((x) => '-'.repeat(x)).join('  ')}`, ...rows.map(line)];
+}
+
+try {
+  process.exit(await main());
+} catch (e) {
+  log(e instanceof Error ? (e.stack ?? e.message) : String(e));
+  process.exit(1);
+}

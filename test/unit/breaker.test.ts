@@ -1,0 +1,240 @@
+// The shared circuit breaker (src/resilience/breaker.ts) on a fake clock: it opens after N
+// consecutive failures, probes on its own schedule while open (jittered, one at a time, bounded),
+// closes on the first good probe or on a real success, and stop() ends every timer.
+import { describe, expect, it } from 'vitest';
+import { Breaker, jittered, type BreakerClock, type BreakerState } from '../../src/resilience/breaker.ts';
+
+/** A clock whose time moves only by advance(); due timers run in order, microtasks settle between. */
+class FakeClock implements BreakerClock {
+  #now = 0;
+  #seq = 0;
+  readonly timers = new Map<number, { at: number; fn: () => void }>();
+  #seed: number;
+
+  constructor(seed = 1) {
+    this.#seed = seed;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = ++this.#seq;
+    this.timers.set(id, { at: this.#now + ms, fn });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  /** A seeded LCG: the jitter is reproducible. */
+  random(): number {
+    this.#seed = (this.#seed * 1103515245 + 12345) % 2 ** 31;
+    return this.#seed / 2 ** 31;
+  }
+
+  /** Runs every timer due within `ms`, in time order, letting promises settle after each. */
+  async advance(ms: number): Promise<void> {
+    const end = this.#now + ms;
+    for (;;) {
+      await settle();
+      const next = [...this.timers].filter(([, t]) => t.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.#now = next[1].at;
+      next[1].fn();
+    }
+    this.#now = end;
+    await settle();
+  }
+
+  /** When the next timer is due, relative to now (null: none). */
+  nextIn(): number | null {
+    const ats = [...this.timers.values()].map((t) => t.at);
+    return ats.length ? Math.min(...ats) - this.#now : null;
+  }
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+function breakerWith(clock: FakeClock, probe: (signal: AbortSignal) => Promise<boolean>, failuresToOpen = 3) {
+  const changes: Array<[BreakerState, BreakerState]> = [];
+  const b = new Breaker({
+    name: 'test',
+    failuresToOpen,
+    probe,
+    clock,
+    onChange: (from, to) => changes.push([from, to]),
+  });
+  return { b, changes };
+}
+
+describe('Breaker', () => {
+  it('opens after N consecutive failures; a success in between resets the count', () => {
+    const clock = new FakeClock();
+    const { b } = breakerWith(clock, async () => true, 3);
+    b.failure();
+    b.failure();
+    b.success();
+    b.failure();
+    b.failure();
+    expect(b.state).toBe('closed');
+    expect(b.readiness()).toBe('ready');
+    b.failure();
+    expect(b.state).toBe('open');
+    expect(b.readiness()).toBe('down');
+  });
+
+  it('with no traffic at all, a good probe makes it ready within 1.2 s of opening', async () => {
+    const clock = new FakeClock();
+    const { b, changes } = breakerWith(clock, async () => true, 1);
+    b.failure();
+    expect(b.readiness()).toBe('down');
+    const due = clock.nextIn()!;
+    expect(due).toBeGreaterThanOrEqual(800);
+    expect(due).toBeLessThanOrEqual(1200);
+    await clock.advance(1200);
+    expect(b.readiness()).toBe('ready');
+    expect(b.probes).toBe(1);
+    expect(changes).toEqual([
+      ['closed', 'open'],
+      ['open', 'half_open'],
+      ['half_open', 'closed'],
+    ]);
+    expect(clock.timers.size).toBe(0); // nothing runs while closed
+  });
+
+  it('a failing probe keeps it open and schedules the next one 0.8–1.2 s later, for as long as it fails', async () => {
+    const clock = new FakeClock(7);
+    let up = false;
+    const { b } = breakerWith(clock, async () => up, 1);
+    b.failure();
+    const gaps: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const due = clock.nextIn()!;
+      gaps.push(due);
+      await clock.advance(due);
+      expect(b.state).toBe('open');
+    }
+    expect(b.probes).toBe(20);
+    for (const g of gaps) {
+      expect(g).toBeGreaterThanOrEqual(800);
+      expect(g).toBeLessThanOrEqual(1200);
+    }
+    expect(new Set(gaps).size).toBeGreaterThan(1); // jittered, not in lockstep
+    up = true; // the dependency is back: ready within one more interval
+    await clock.advance(1200);
+    expect(b.readiness()).toBe('ready');
+  });
+
+  it('a probe that hangs is bounded by probeTimeoutMs and counts as a failure; only one probe runs at a time', async () => {
+    const clock = new FakeClock();
+    let running = 0;
+    let maxRunning = 0;
+    const b = new Breaker({
+      name: 'hang',
+      failuresToOpen: 1,
+      probeTimeoutMs: 500,
+      clock,
+      probe: (signal) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        return new Promise<boolean>((resolve) => {
+          signal.addEventListener('abort', () => {
+            running--;
+            resolve(true); // an answer after the timeout must not count
+          });
+        });
+      },
+    });
+    b.failure();
+    await clock.advance(1200 + 500);
+    expect(b.probes).toBe(1);
+    expect(b.state).toBe('open');
+    expect(running).toBe(0); // the timed-out probe was aborted
+    await clock.advance(10_000);
+    expect(b.state).toBe('open');
+    expect(maxRunning).toBe(1);
+    expect(b.probes).toBeGreaterThanOrEqual(5);
+    b.stop();
+  });
+
+  it('a probe that throws counts as a failure', async () => {
+    const clock = new FakeClock();
+    const { b } = breakerWith(
+      clock,
+      async () => {
+        throw new Error('ECONNREFUSED');
+      },
+      1,
+    );
+    b.failure();
+    await clock.advance(1200);
+    expect(b.probes).toBe(1);
+    expect(b.state).toBe('open');
+    b.stop();
+  });
+
+  it('a real success while half-open closes it, and the late probe answer changes nothing', async () => {
+    const clock = new FakeClock();
+    let answer: (ok: boolean) => void = () => {};
+    const b = new Breaker({
+      name: 'late',
+      failuresToOpen: 1,
+      probeTimeoutMs: 5000,
+      clock,
+      probe: () =>
+        new Promise<boolean>((resolve) => {
+          answer = resolve;
+        }),
+    });
+    b.failure();
+    await clock.advance(1200);
+    expect(b.state).toBe('half_open');
+    b.success();
+    expect(b.state).toBe('closed');
+    answer(false);
+    await clock.advance(0);
+    expect(b.state).toBe('closed');
+    expect(clock.timers.size).toBe(0);
+  });
+
+  it('failures while open change nothing: the probes alone decide', async () => {
+    const clock = new FakeClock();
+    const { b } = breakerWith(clock, async () => true, 2);
+    b.failure();
+    b.failure();
+    const due = clock.nextIn();
+    for (let i = 0; i < 50; i++) b.failure();
+    expect(clock.nextIn()).toBe(due);
+    await clock.advance(1200);
+    expect(b.state).toBe('closed');
+  });
+
+  it('stop() clears the timers: no probe ever runs afterwards', async () => {
+    const clock = new FakeClock();
+    const { b } = breakerWith(clock, async () => true, 1);
+    b.failure();
+    expect(clock.timers.size).toBe(1);
+    b.stop();
+    expect(clock.timers.size).toBe(0);
+    await clock.advance(60_000);
+    expect(b.probes).toBe(0);
+    expect(b.state).toBe('open');
+    b.failure(); // nothing is scheduled by a stopped breaker
+    expect(clock.timers.size).toBe(0);
+  });
+
+  it('jittered() stays within ±jitter', () => {
+    for (let i = 0; i < 1000; i++) {
+      const v = jittered(1000, 0.2);
+      expect(v).toBeGreaterThanOrEqual(800);
+      expect(v).toBeLessThanOrEqual(1200);
+    }
+    expect(jittered(1000, 0)).toBe(1000);
+  });
+});
