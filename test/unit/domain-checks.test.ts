@@ -36,6 +36,7 @@ function runtime(env: Record<string, string>): ProductRuntime {
     // Bracketed: src/config/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
     DNS_SERVERS: `[${dns.host}]:${dns.port}`,
     DNS_TIMEOUT_MS: '500',
+    RDAP_BOOTSTRAP_URL: 'off', // never IANA's real file (the default)
     ...env,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));
