@@ -13,7 +13,7 @@ import { groups, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner/runner.ts';
 import type { CheckLookup } from './lane-runner/registry.ts';
-import { createParsePool } from './pool/parse-pool.ts';
+import type { ParsePool } from './pool/parse-pool.ts';
 
 export interface LaneWorkerOptions {
   config: Config;
@@ -28,6 +28,24 @@ export interface LaneWorkerOptions {
   metrics?: client.Registry;
   blockMs?: number;
   permitWaitMs?: number;
+}
+
+/**
+ * The parse pool, created at the first task that uses it: piscina and its first thread (~24 MB)
+ * never exist in a lane whose checks parse inline or not at all (dns, domain, active), nor in any
+ * lane at rest.
+ */
+function lazyParsePool(threads: number): ParsePool {
+  let pool: Promise<ParsePool> | undefined;
+  return {
+    async run<T>(task: string, payload: unknown): Promise<T> {
+      pool ??= import('./pool/parse-pool.ts').then((m) => m.createParsePool(threads));
+      return (await pool).run<T>(task, payload);
+    },
+    async destroy() {
+      if (pool !== undefined) await (await pool).destroy();
+    },
+  };
 }
 
 export interface LaneWorkerHandle {
@@ -56,7 +74,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     registers: [metrics],
   });
   registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
-  const pool = createParsePool(settings.LANE_POOL_THREADS);
+  const pool = lazyParsePool(settings.LANE_POOL_THREADS);
   const runner = new LaneRunner({
     lane,
     db: opts.db ?? ownDb!.db,
