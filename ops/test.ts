@@ -288,6 +288,8 @@ async function main(): Promise<number> {
       // loopback port, never to the machine's own resolvers. Tests that need DNS set their lab.
       DNS_SERVERS: process.env.LSS_TEST_DNS_SERVERS || '127.0.0.1:9',
       ALLOW_PRIVATE_TARGETS: '',
+      // Never IANA's real bootstrap file (the default): a test that needs one serves the lab's.
+      RDAP_BOOTSTRAP_URL: 'off',
       [LAB_CA_DIR_ENV]: ca.dir,
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl,

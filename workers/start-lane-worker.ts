@@ -13,7 +13,7 @@ import { groups, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner/runner.ts';
 import type { CheckLookup } from './lane-runner/registry.ts';
-import { createParsePool } from './pool/parse-pool.ts';
+import type { ParsePool, ParsePoolOptions, PoolRunOptions } from './pool/parse-pool.ts';
 
 export interface LaneWorkerOptions {
   config: Config;
@@ -30,6 +30,24 @@ export interface LaneWorkerOptions {
   permitWaitMs?: number;
   /** Test knob: another parse-pool worker module (workers/pool/parse-worker.ts's protocol). */
   poolWorker?: string;
+}
+
+/**
+ * The parse pool, created at the first task that uses it: piscina and its first thread (~24 MB)
+ * never exist in a lane whose checks parse inline or not at all (dns, domain, active), nor in any
+ * lane at rest.
+ */
+function lazyParsePool(options: ParsePoolOptions): ParsePool {
+  let pool: Promise<ParsePool> | undefined;
+  return {
+    async run<T>(task: string, payload: unknown, opts?: PoolRunOptions): Promise<T> {
+      pool ??= import('./pool/parse-pool.ts').then((m) => m.createParsePool(options));
+      return (await pool).run<T>(task, payload, opts);
+    },
+    async destroy() {
+      if (pool !== undefined) await (await pool).destroy();
+    },
+  };
 }
 
 export interface LaneWorkerHandle {
@@ -58,7 +76,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     registers: [metrics],
   });
   registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
-  const pool = createParsePool({
+  const pool = lazyParsePool({
     threads: settings.LANE_POOL_THREADS,
     deadlineMs: settings.LANE_POOL_DEADLINE_MS,
     metrics: { registry: metrics, lane },

@@ -43,6 +43,9 @@ const list = <T extends z.ZodType<unknown, string>>(item: T) =>
     )
     .pipe(z.array(item));
 
+/** IANA's RDAP bootstrap file for domain names (RFC 9224). */
+export const IANA_RDAP_BOOTSTRAP_URL = 'https://data.iana.org/rdap/dns.json';
+
 export const configSchema = z
   .object({
     NODE_ENV: z
@@ -126,8 +129,17 @@ export const configSchema = z
       .describe("The name the mail lane sends in EHLO to the servers it tests; never this machine's host name"),
     RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
     OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
-    IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),
-    RDAP_BOOTSTRAP_URL: z.string().url().optional(),
+    IP_CONTEXT_DB: z
+      .string()
+      .optional()
+      .describe('Path of an iptoasn.com TSV that replaces the shipped IP context dataset (docs/products/ip.md)'),
+    RDAP_BOOTSTRAP_URL: z
+      .union([z.literal('off'), z.string().url()])
+      .default(IANA_RDAP_BOOTSTRAP_URL)
+      .transform((v) => (v === 'off' ? undefined : v))
+      .describe(
+        'RFC 9224 bootstrap file for domain RDAP, fetched at first use and revalidated at least daily; off: the shipped snapshot only',
+      ),
     RDAP_BASE_URL: z.string().url().optional(),
     METRICS_PORT: z.coerce
       .number()

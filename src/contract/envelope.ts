@@ -14,7 +14,11 @@ export const laneOutcomeSchema = z.object({
 });
 
 export const limitationSchema = z.object({ code: z.string(), message: z.string() });
-export const sourceSchema = z.object({ source: z.string(), version: z.string().optional() });
+export const sourceSchema = z.object({
+  source: z.string(),
+  version: z.string().optional(),
+  attribution: z.string().optional().describe("The credit the source's licence asks for wherever its data is shown"),
+});
 
 /**
  * A lookup's envelope. An inline reply is completed or partial (a required lane that did not

@@ -30,6 +30,8 @@ export interface Limitation {
 export interface SourceRef {
   source: string;
   version?: string;
+  /** The credit a source's licence asks for wherever its data is shown (e.g. CC BY 4.0). */
+  attribution?: string;
 }
 
 /** A product lane: one part of a product's projection, reported in the envelope (CONTRACT §8). */

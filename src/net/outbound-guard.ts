@@ -14,7 +14,7 @@ import net, { isIP } from 'node:net';
 import tls from 'node:tls';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
-import { guardedFetch, type GuardedFetchOptions, type GuardedResponse } from './guarded-fetch.ts';
+import type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
 import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
@@ -31,13 +31,9 @@ export {
   type RefusalReason,
 } from './outbound-errors.ts';
 export { hostResolverOver, type HostResolver } from './host-resolver.ts';
-export {
-  DEFAULT_MAX_BYTES,
-  DEFAULT_MAX_REDIRECTS,
-  guardedFetch,
-  type GuardedFetchOptions,
-  type GuardedResponse,
-} from './guarded-fetch.ts';
+// guarded-fetch.ts (undici) is imported at the first fetch, not here: every role builds a guard,
+// few fetch (the orchestrator and the dns lane never do).
+export type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
 
@@ -203,7 +199,10 @@ export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
     allow,
     resolve: (host, signal) => resolveVetted(host, allow, resolver, signal),
     vet: (address, host) => vetAddress(address, allow, host),
-    fetch: (url, opts = {}) => guardedFetch(url, { ...opts, allow, resolver, portMap }),
+    fetch: async (url, opts = {}) => {
+      const { guardedFetch } = await import('./guarded-fetch.ts');
+      return guardedFetch(url, { ...opts, allow, resolver, portMap });
+    },
     connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts),
     connectTls: (target, opts) => connectTls(target, allow, portMap, opts),
   };

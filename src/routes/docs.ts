@@ -44,13 +44,17 @@ const methodNotAllowed: RequestHandler = () => {
 };
 
 export function mountDocsRoutes(app: Express): void {
-  // Read once at start: a missing renderer fails the process at boot, not a reader later.
-  const bundle = readFileSync(createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'))
-    .toString('utf8')
-    // The sidebar's "API docs by Redocly" logo would be fetched from the vendor's CDN: an empty
-    // data: image fails to load and Redoc then drops the <img>, keeping the text link.
-    .replaceAll('https://cdn.redoc.ly/redoc/logo-mini.svg', 'data:,')
-    .replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'); // the map is not served
+  // Found at start, so a missing renderer fails the process at boot, not a reader later; read at
+  // the first request, so a worker that never serves the page does not hold its ~2.5 MB.
+  const bundlePath = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+  let bundle: string | undefined;
+  const readBundle = () =>
+    readFileSync(bundlePath)
+      .toString('utf8')
+      // The sidebar's "API docs by Redocly" logo would be fetched from the vendor's CDN: an empty
+      // data: image fails to load and Redoc then drops the <img>, keeping the text link.
+      .replaceAll('https://cdn.redoc.ly/redoc/logo-mini.svg', 'data:,')
+      .replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n'); // the map is not served
   const common = {
     'Content-Security-Policy': CSP,
     'X-Content-Type-Options': 'nosniff',
@@ -60,6 +64,7 @@ export function mountDocsRoutes(app: Express): void {
     res.set(common).type('html').send(PAGE);
   });
   app.get(BUNDLE_PATH, (_req, res) => {
+    bundle ??= readBundle();
     res
       .set({ ...common, 'Cache-Control': 'public, max-age=86400' })
       .type('application/javascript')

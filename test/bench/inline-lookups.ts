@@ -10,10 +10,13 @@
 //   phone        POST /v2/lookups/phone {"value":"+44 20 7946 0018"}
 //   ip           POST /v2/lookups/ip    {"value":"8.8.8.8"}                       (no context, no PTR)
 //   ip+reverse   POST /v2/lookups/ip    {"value":"127.0.0.1","reverseDns":true}   (one PTR query to the lab)
+//   ip+context   POST /v2/lookups/ip    {"value":"8.8.8.8","includeContext":true} (the shipped ASN table)
 //   dns          POST /v2/lookups/dns   {"value":"lab.test"}                      (eight queries to the lab)
 // Then, sequentially (one request in flight): 500 POST /v2/lookups/dns timed by the client, and
 // the resolver alone (createResolver(config).query('lab.test', 'A')) 2,000 times, so the reader
-// sees what the HTTP path adds.
+// sees what the HTTP path adds. And, in a fresh process, what the shipped IP context table costs:
+// its load from the cache file (ms, RSS and heap before/after, after GC) and 100,000 lookups
+// alone per address family, each timed.
 //
 // The server and the DNS lab (test/lab/dns-server.ts, default zones) run in this one Node process
 // on loopback, so the lab's work shares the server's event loop. The load generator (autocannon,
@@ -37,6 +40,7 @@ const RESOLVER_SAMPLES = 2_000;
 /** Unmeasured sequential calls before each latency run (JIT, pools, sockets). */
 const SEQ_WARMUP = 20;
 const DNS_TIMEOUT_MS = 2000;
+const IP_TABLE_SAMPLES = 100_000;
 
 interface Scenario {
   name: string;
@@ -65,13 +69,31 @@ const SCENARIOS: Scenario[] = [
     path: '/v2/lookups/ip',
     body: JSON.stringify({ value: '127.0.0.1', reverseDns: true }),
   },
+  {
+    name: 'ip+context',
+    product: 'lookup.ip.v1',
+    path: '/v2/lookups/ip',
+    body: JSON.stringify({ value: '8.8.8.8', includeContext: true }),
+  },
   { name: 'dns', product: 'lookup.dns.v1', path: '/v2/lookups/dns', body: JSON.stringify({ value: 'lab.test' }) },
 ];
 const DNS_SCENARIO = SCENARIOS.find((s) => s.name === 'dns')!;
 
 type ClientJob =
   | { kind: 'load'; url: string; key: string; path: string; body: string; warmupS: number; durationS: number }
-  | { kind: 'sequential'; url: string; key: string; path: string; body: string; warmup: number; samples: number };
+  | { kind: 'sequential'; url: string; key: string; path: string; body: string; warmup: number; samples: number }
+  | { kind: 'ip-table'; samples: number };
+
+interface IpTableCost {
+  loadMs: number;
+  origin: string;
+  rssMB: number;
+  heapMB: number;
+  externalMB: number;
+  tableMB: number;
+  v4: Omit<Sequential, 'non200'>;
+  v6: Omit<Sequential, 'non200'>;
+}
 
 interface Measured {
   rps: number;
@@ -204,9 +226,69 @@ function summarize(samples: number[]): Omit<Sequential, 'non200'> {
   };
 }
 
+/** In this fresh process: the shipped IP context table's load cost and lookups alone (µs). */
+async function runIpTable(job: Extract<ClientJob, { kind: 'ip-table' }>): Promise<IpTableCost> {
+  const v8 = await import('node:v8');
+  const vm = await import('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const settle = () => {
+    gc();
+    gc();
+    const m = process.memoryUsage();
+    return { rss: m.rss, heap: m.heapUsed, external: m.external };
+  };
+  const { contextPackage } = await import('../../src/products/ip/context-package.ts');
+  const { loadOrBuildContextTable } = await import('../../src/products/ip/packaged-context.ts');
+  const { lookupAsn, tableBytes } = await import('../../src/products/ip/asn-table.ts');
+  const pkg = contextPackage();
+  if (!pkg) throw new Error('the IP context packages are not installed');
+  const before = settle();
+  const t0 = performance.now();
+  const { table, origin } = await loadOrBuildContextTable(pkg);
+  const loadMs = performance.now() - t0;
+  const after = settle();
+  const MB = 1024 * 1024;
+  const time = (draw: () => bigint, version: 4 | 6) => {
+    const samples: number[] = [];
+    for (let i = 0; i < 1000; i++) lookupAsn(table, version, draw());
+    for (let i = 0; i < job.samples; i++) {
+      const value = draw();
+      const t = performance.now();
+      lookupAsn(table, version, value);
+      samples.push((performance.now() - t) * 1000);
+    }
+    return summarize(samples);
+  };
+  const rand32 = () => BigInt(Math.floor(Math.random() * 2 ** 32));
+  // IPv6: uniform addresses inside the table's ranges (uniform over 2000::/3 would nearly always miss).
+  const t6 = table.asn6;
+  const in6 = () => {
+    const o = Math.floor(Math.random() * t6.rows) * 4;
+    let v = 0n;
+    for (let w = 0; w < 4; w++) v = (v << 32n) | BigInt(t6.starts[o + w]!);
+    return v + BigInt(Math.floor(Math.random() * 256));
+  };
+  return {
+    loadMs,
+    origin,
+    rssMB: (after.rss - before.rss) / MB,
+    heapMB: (after.heap - before.heap) / MB,
+    externalMB: (after.external - before.external) / MB,
+    tableMB: tableBytes(table) / MB,
+    v4: time(rand32, 4),
+    v6: time(in6, 6),
+  };
+}
+
 if (process.argv[2] === '--client') {
   const job = JSON.parse(process.argv[3]!) as ClientJob;
-  const measured = job.kind === 'load' ? await runLoad(job) : await runSequential(job);
+  const measured =
+    job.kind === 'load'
+      ? await runLoad(job)
+      : job.kind === 'ip-table'
+        ? await runIpTable(job)
+        : await runSequential(job);
   process.stdout.write(`${JSON.stringify(measured)}\n`);
   process.exit(0);
 }
@@ -241,6 +323,10 @@ async function sanity(url: string, key: string, s: Scenario): Promise<void> {
   // The DNS scenarios must really have gone through the lab.
   if (s.name === 'ip+reverse' && JSON.stringify(env.result?.ptr) !== '["localhost.lab.test"]') {
     throw new Error(`sanity: ip+reverse got ptr ${JSON.stringify(env.result?.ptr)}, expected ["localhost.lab.test"]`);
+  }
+  if (s.name === 'ip+context') {
+    const context = env.result?.context as { asn?: unknown } | null | undefined;
+    if (context?.asn !== 15169) throw new Error(`sanity: ip+context got ${JSON.stringify(context)}, expected AS15169`);
   }
   if (s.name === 'dns') {
     const records = env.result?.records as Record<string, { outcome: string }> | undefined;
@@ -362,7 +448,10 @@ async function main(): Promise<void> {
       return rs.every((r) => r.outcome !== 'timeout' && r.outcome !== 'error');
     });
 
-    report(results, httpDns, resolverA, resolver8);
+    log(`IP context table: load and ${IP_TABLE_SAMPLES} lookups per family, in a fresh process`);
+    const ipTable = await runClient<IpTableCost>({ kind: 'ip-table', samples: IP_TABLE_SAMPLES });
+
+    report(results, httpDns, resolverA, resolver8, ipTable);
   } finally {
     if (server) {
       const s = server;
@@ -398,6 +487,7 @@ function report(
   httpDns: Sequential,
   resolverA: Omit<Sequential, 'non200'> & { bad: number },
   resolver8: Omit<Sequential, 'non200'> & { bad: number },
+  ipTable: IpTableCost,
 ): void {
   const mac = rows.find(([s]) => s.name === 'mac')![1];
   const out: string[] = [];
@@ -466,6 +556,23 @@ function report(
   out.push(
     `HTTP path adds (p50): ${fmt(httpDns.p50 - resolver8.p50, 3)} ms over the eight concurrent queries, ${fmt(httpDns.p50 - resolverA.p50, 3)} ms over one query.`,
   );
+  out.push('');
+  out.push(
+    `IP context table (shipped dataset), in a fresh process: loaded from ${ipTable.origin} in ${fmt(ipTable.loadMs, 1)} ms; typed arrays ${fmt(ipTable.tableMB, 1)} MB; after GC: RSS +${fmt(ipTable.rssMB, 1)} MB, heap +${fmt(ipTable.heapMB, 1)} MB, external +${fmt(ipTable.externalMB, 1)} MB`,
+  );
+  out.push(
+    ...table(
+      ['lookupAsn alone', 'samples', 'p50 µs', 'p99 µs', 'mean µs'],
+      [
+        ['IPv4, uniform over 2^32', ipTable.v4, 'v4'],
+        ['IPv6, inside the table ranges', ipTable.v6, 'v6'],
+      ].map(([label, m]) => {
+        const r = m as Omit<Sequential, 'non200'>;
+        return [label as string, String(r.samples), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.mean, 2)];
+      }),
+    ),
+  );
+  out.push('(each lookup timed alone with performance.now(); the timer itself costs a fraction of a µs)');
   out.push('');
   process.stdout.write(`${out.join('\n')}\n`);
 }

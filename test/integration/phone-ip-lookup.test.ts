@@ -71,14 +71,26 @@ describe('phone and ip lookups over HTTP', () => {
     expect(res.body.limitations.map((l: { code: string }) => l.code)).toContain('reverse_dns_unavailable');
   });
 
-  it('is partial with a limitation when context is asked for but no dataset is configured', async () => {
-    const res = await client(h.app, t.key).post('/v2/lookups/ip', { value: '8.8.8.8', includeContext: true });
-    expect(res.status).toBe(200);
-    expect(res.body.status).toBe('partial');
-    expect(res.body.lanes).toContainEqual(
-      expect.objectContaining({ lane: 'context', status: 'unavailable', reason: 'not_configured' }),
-    );
-    expect(res.body.result.globallyReachable).toBe(true);
+  it('answers context from the shipped dataset with no variable set; lookup.ip.v1 is available', async () => {
+    for (const [value, asn, org] of [
+      ['8.8.8.8', 15169, 'Google LLC'],
+      ['1.1.1.1', 13335, 'Cloudflare, Inc.'],
+      ['2001:4860:4860::8888', 15169, 'Google LLC'],
+    ] as const) {
+      const res = await client(h.app, t.key).post('/v2/lookups/ip', { value, includeContext: true });
+      expect(res.status).toBe(200);
+      expect(res.body.status, value).toBe('completed');
+      expect(res.body.lanes).toContainEqual(expect.objectContaining({ lane: 'context', status: 'completed' }));
+      expect(res.body.result.context, value).toMatchObject({ asn, asName: org, routed: true, lookedUp: value });
+      const source = res.body.sources.find((s: { source: string }) => s.source === 'ip_context_dataset');
+      expect(source.version).toMatch(/^@ip-location-db\/asn@[\d.]+, @ip-location-db\/asn-country@[\d.]+$/);
+      expect(source.attribution).toMatch(/CC BY 4\.0/);
+      expect(source.attribution).toMatch(/db-ip\.com/);
+    }
+    const products = await client(h.app, t.key).get('/v2/products');
+    const ip = products.body.products.find((p: { product: string }) => p.product === 'lookup.ip.v1');
+    expect(ip.lanes).toContainEqual(expect.objectContaining({ lane: 'context', readiness: 'ready' }));
+    expect(ip.readiness).toBe('available');
   });
 
   it.each([['10.0.0.0/8'], ['010.1.1.1'], ['not an ip'], ['']])('rejects %s on value', async (value) => {

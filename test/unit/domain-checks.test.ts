@@ -38,6 +38,7 @@ function runtime(env: Record<string, string>): ProductRuntime {
     DNS_SERVERS: `[${dns.host}]:${dns.port}`,
     DNS_TIMEOUT_MS: '500',
     ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
+    RDAP_BOOTSTRAP_URL: 'off', // never IANA's real file (the default)
     ...env,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));

@@ -501,17 +501,6 @@ describe('context lane (IP_CONTEXT_DB, iptoasn TSV)', () => {
     expect((await withContext('8.8.8.8', join(dir, 'ip2asn-combined.tsv.gz'))).result.context?.asn).toBe(15169);
   });
 
-  it('unconfigured: unavailable / not_configured with a limitation; envelope partial', async () => {
-    const input = parseOk({ value: '8.8.8.8', includeContext: true });
-    const out = await ipProduct.execute!(input, ctx());
-    expect(out.lanes[1]).toEqual({ lane: 'context', required: false, status: 'unavailable', reason: 'not_configured' });
-    expect(out.result.context).toBeNull();
-    expect(out.limitations.map((l) => l.code)).toContain('ip_context_unavailable');
-    const env = buildEnvelope(ipProduct, input, out, 'req_test');
-    expect(env.status).toBe('partial');
-    expect(env.coverage.complete).toBe(false);
-  });
-
   it('unreadable file: unavailable / dataset_unreadable', async () => {
     for (const db of [join(dir, 'missing.tsv'), join(dir, 'empty.tsv'), dir]) {
       const out = await withContext('8.8.8.8', db);
@@ -521,8 +510,8 @@ describe('context lane (IP_CONTEXT_DB, iptoasn TSV)', () => {
     }
   });
 
-  it('readiness: ready when configured and loadable, else unconfigured', async () => {
-    expect(ipProduct.readiness(ctx().runtime).context).toBe('unconfigured');
+  it('readiness: ready when configured and loadable, else unconfigured (unset: the shipped dataset)', async () => {
+    expect(ipProduct.readiness(ctx().runtime).context).toBe('ready');
     expect(ipProduct.readiness(ctx({ contextDb: tsv }).runtime).context).toBe('ready');
     expect(ipProduct.readiness(ctx({ contextDb: join(dir, 'missing.tsv') }).runtime).context).toBe('unconfigured');
     expect(ipProduct.readiness(ctx({ contextDb: dir }).runtime).context).toBe('unconfigured');
@@ -704,7 +693,7 @@ describe('reverse_dns lane', () => {
   it('readiness follows the resolver', () => {
     expect(ipProduct.readiness(ctx().runtime)).toEqual({
       address_registry: 'ready',
-      context: 'unconfigured',
+      context: 'ready',
       reverse_dns: 'unconfigured',
     });
     expect(ipProduct.readiness(ctx({ resolver: new FakeResolver('answer') }).runtime).reverse_dns).toBe('ready');

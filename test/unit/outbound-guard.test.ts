@@ -9,10 +9,10 @@ import { checkUrl } from '../../src/net/url-policy.ts';
 import {
   OutboundFetchError,
   OutboundRefusedError,
-  guardedFetch as rawGuardedFetch,
   type GuardedFetchOptions,
   type HostResolver,
 } from '../../src/net/outbound-guard.ts';
+import { guardedFetch as rawGuardedFetch } from '../../src/net/guarded-fetch.ts';
 
 /** These servers are addressed by literal IPs; a test that needs names brings its own resolver. */
 const noNames: HostResolver = async (host) => {

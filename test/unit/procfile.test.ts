@@ -1,6 +1,7 @@
 // The Procfile as `npm run up` and bench:scan read it: node roles run on this Node with their own
 // options, other commands under /bin/sh, and every long-running role carries the heap sizing that
-// docs/operations.md gives (the 256 MB per process bench:scan measures).
+// docs/operations.md gives (the 256 MB per process bench:scan measures, the RSS at rest
+// bench:rss measures) and Node's compile cache.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -53,8 +54,12 @@ describe('Procfile', () => {
       const semi = r.name === 'web' ? '--max-semi-space-size=16' : '--max-semi-space-size=4';
       expect(r.args, r.name).toEqual(expect.arrayContaining([semi, '--max-old-space-size=128']));
       expect(existsSync(path.join(root, r.script!)), r.name).toBe(true);
-      // One V8 background thread per web worker: the workers already take a core each.
-      if (r.name === 'web') expect(r.args).toContain('--v8-pool-size=1');
+      // One V8 background thread per process: the web workers take a core each, and it keeps the
+      // other roles within their RSS goal at rest (docs/operations.md).
+      expect(r.args, r.name).toContain('--v8-pool-size=1');
+      // Node's compile cache, before the first module: no type stripper in a warm start.
+      expect(r.args[0], r.name).toBe('--import=./workers/compile-cache.mjs');
     }
+    expect(existsSync(path.join(root, 'workers/compile-cache.mjs'))).toBe(true);
   });
 });

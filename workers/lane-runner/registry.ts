@@ -1,5 +1,8 @@
 // Check name → CheckSpec, for every lane. Product modules export their checks; adding a product's
 // checks is adding its array to `productChecks`. Tests register their own with registerCheck().
+// The lists are light (name, lane, timeout): each check's implementation is imported at its first
+// run (src/products/kit/lazy.ts), so a lane loads only the code of the checks it runs and the
+// orchestrator, which reads the timeouts, none.
 import type { CheckSpec } from '../../src/products/kit/product-contract.ts';
 import { domainChecks } from '../../src/products/domain/checks.ts';
 import { webChecks } from '../../src/products/web/checks.ts';

@@ -1,8 +1,9 @@
-// The products an orchestrator owns. Default: every async product of the registry. Tests (and a
+// The products an orchestrator owns. Default: every async product of the registry (imported
+// without the sync ones, whose data an orchestrator never needs). Tests (and a
 // deployment that splits product families across orchestrators) pass their own list; every
 // database sweep is scoped to these product ids.
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
-import { products as registryProducts } from '../../products/registry.ts';
+import { asyncProducts as registryProducts } from '../../products/async-registry.ts';
 
 export interface ProductCatalog {
   get(id: string): ProductDefinition | undefined;

@@ -2,9 +2,13 @@
 // the task (objectKey = the normalised name) and the context; each check returns its part of the
 // projection, its objects and findings, or a status that says why it has none.
 import type { CheckSpec } from '../kit/product-contract.ts';
-import { runDelegationCheck } from './delegation-check.ts';
-import { runRecordsCheck } from './records-check.ts';
-import { runRegistrationCheck, type RegistrationCheckOptions } from './registration-check.ts';
+import { lazy } from '../kit/lazy.ts';
+import type { RegistrationCheckOptions } from './registration-check.ts';
+
+// Loaded on first use (kit/lazy.ts): importing the check list loads no check.
+const runDelegationCheck = lazy(() => import('./delegation-check.ts').then((m) => m.runDelegationCheck));
+const runRecordsCheck = lazy(() => import('./records-check.ts').then((m) => m.runRecordsCheck));
+const runRegistrationCheck = lazy(() => import('./registration-check.ts').then((m) => m.runRegistrationCheck));
 
 export const DOMAIN_CHECKS = {
   delegation: 'domain.delegation',

@@ -1,6 +1,6 @@
 // lookup.ip.v1: what the IANA special-purpose registries and the address architecture say about
-// one address, plus (when asked) ASN/country context from an operator-supplied dataset and the
-// PTR names the DNS holds for it.
+// one address, plus (when asked) ASN/country context from the shipped dataset (or an
+// operator-supplied one, IP_CONTEXT_DB) and the PTR names the DNS holds for it.
 import { z } from 'zod';
 import type { Resolver } from '../../dns/types.ts';
 import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
@@ -9,6 +9,7 @@ import { laneOutcome } from '../../contract/lanes.ts';
 import { formatIp, parseIp, reverseName, type IpAddress } from './address.ts';
 import { classify } from './classify.ts';
 import { DatasetUnreadableError, contextDataset, contextDatasetUsable, lookupContext } from './context-dataset.ts';
+import { PACKAGED_CONTEXT_ATTRIBUTION, contextPackage, packagedContextUsable } from './context-package.ts';
 import { reverseLookup } from './reverse-dns.ts';
 import { mayAskReverse } from '../../net/special-use.ts';
 import { REGISTRY_VERSION, scopes } from './special-registry.ts';
@@ -97,7 +98,11 @@ const lanes = {
     required: true,
     description: 'IANA IPv4/IPv6 special-purpose address registries and address-space structure',
   },
-  context: { lane: 'context', required: false, description: 'ASN / country dataset (IP_CONTEXT_DB, iptoasn.com TSV)' },
+  context: {
+    lane: 'context',
+    required: false,
+    description: 'ASN / country: the shipped ip-location-db dataset, or IP_CONTEXT_DB (iptoasn.com TSV) when set',
+  },
   reverse: { lane: 'reverse_dns', required: false, description: 'PTR through the project resolver' },
 } satisfies Record<string, LaneSpec>;
 
@@ -116,42 +121,92 @@ interface LaneResult<T> {
   sources: SourceRef[];
 }
 
+/** One row of whichever dataset answers: `asn` null when no ASN row covers the address. */
+interface ContextHit {
+  asn: number | null;
+  asName: string | null;
+  country: string | null;
+  start: bigint;
+  end: bigint;
+}
+interface ContextSource {
+  lookup(version: 4 | 6, value: bigint): ContextHit | null;
+  source: SourceRef;
+}
+
+/** IP_CONTEXT_DB when set (the operator's choice wins), else the shipped dataset; null: neither. */
+async function contextSource(runtime: ProductRuntime): Promise<ContextSource | null> {
+  const path = runtime.config.IP_CONTEXT_DB;
+  if (path) {
+    const ds = await contextDataset(path);
+    return {
+      lookup: (version, value) => {
+        const row = lookupContext(ds, version, value);
+        return row && { ...row, asName: row.description };
+      },
+      source: { source: 'ip_context_dataset', version: ds.version },
+    };
+  }
+  const pkg = contextPackage();
+  if (!pkg) return null;
+  // Loaded on the first lookup that asks for context, in the processes that answer one.
+  const { packagedContextTable } = await import('./packaged-context.ts');
+  const { lookupAsn } = await import('./asn-table.ts');
+  const table = await packagedContextTable(runtime.log);
+  return {
+    lookup: (version, value) => lookupAsn(table, version, value),
+    source: { source: 'ip_context_dataset', version: table.version, attribution: PACKAGED_CONTEXT_ATTRIBUTION },
+  };
+}
+
 async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise<LaneResult<ContextResult | null>> {
   const t0 = performance.now();
   const path = runtime.config.IP_CONTEXT_DB;
-  if (!path) {
-    return {
-      outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'not_configured' }),
-      value: null,
-      limitations: [
-        {
-          code: 'ip_context_unavailable',
-          message: 'No IP context dataset is configured: ASN, network name and country are not known.',
-        },
-      ],
-      sources: [],
-    };
-  }
   try {
-    const ds = await contextDataset(path);
+    const ds = await contextSource(runtime);
+    if (!ds) {
+      return {
+        outcome: laneOutcome(lanes.context, 'unavailable', { reason: 'not_configured' }),
+        value: null,
+        limitations: [
+          {
+            code: 'ip_context_unavailable',
+            message: 'No IP context dataset is installed or configured: ASN, network name and country are not known.',
+          },
+        ],
+        sources: [],
+      };
+    }
     // An IPv4-mapped IPv6 address names an IPv4 host; the dataset lists it under IPv4.
     const mapped = address.version === 6 && address.value >> 32n === 0xffffn;
     const target: IpAddress = mapped ? { version: 4, value: address.value & 0xffffffffn } : address;
-    const row = lookupContext(ds, target.version, target.value);
+    const row = ds.lookup(target.version, target.value);
     const limitations: Limitation[] = [];
     const lookedUp = formatIp(target);
     let value: ContextResult;
-    if (!row) {
-      value = { asn: null, asName: null, country: null, routed: null, range: null, lookedUp };
+    if (!row || row.asn === null) {
+      value = {
+        asn: null,
+        asName: null,
+        country: row?.country ?? null,
+        routed: null,
+        range: row
+          ? {
+              start: formatIp({ version: target.version, value: row.start }),
+              end: formatIp({ version: target.version, value: row.end }),
+            }
+          : null,
+        lookedUp,
+      };
       limitations.push({
         code: 'ip_context_no_row',
-        message: `The IP context dataset has no row covering ${lookedUp}; its ASN and country are unknown.`,
+        message: `The IP context dataset has no ASN row covering ${lookedUp}; its ASN${row?.country ? '' : ' and country'} are unknown.`,
       });
     } else {
       const routed = row.asn !== 0;
       value = {
         asn: routed ? row.asn : null,
-        asName: routed ? row.description : null,
+        asName: routed ? row.asName : null,
         country: routed ? row.country : null,
         routed,
         range: {
@@ -175,10 +230,10 @@ async function contextLane(address: IpAddress, runtime: ProductRuntime): Promise
       outcome: laneOutcome(lanes.context, 'completed', { durationMs: round(performance.now() - t0) }),
       value,
       limitations,
-      sources: [{ source: 'ip_context_dataset', version: ds.version }],
+      sources: [ds.source],
     };
   } catch (err) {
-    runtime.log.warn({ err, path }, 'ip context dataset unreadable');
+    runtime.log.warn({ err, path: path ?? 'packaged' }, 'ip context dataset unreadable');
     return {
       outcome: laneOutcome(lanes.context, 'unavailable', {
         reason: 'dataset_unreadable',
@@ -300,7 +355,7 @@ export const ipProduct: ProductDefinition<IpInput, IpResult> = {
     const path = runtime.config.IP_CONTEXT_DB;
     return {
       address_registry: 'ready',
-      context: path && contextDatasetUsable(path) ? 'ready' : 'unconfigured',
+      context: (path ? contextDatasetUsable(path) : packagedContextUsable()) ? 'ready' : 'unconfigured',
       reverse_dns: resolverOf(runtime)?.readiness() ?? 'unconfigured',
     };
   },

@@ -6,18 +6,21 @@
 import type { CheckContext, CheckSpec } from '../kit/product-contract.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { notRun, resolverOf } from '../kit/dns-replies.ts';
-import { runBimiCheck } from './bimi-check.ts';
-import { runDaneCheck } from './dane-check.ts';
-import { runDkimCheck } from './dkim-check.ts';
-import { runDmarcCheck } from './dmarc-check.ts';
+import { lazy } from '../kit/lazy.ts';
 import { DnsAsker } from './dns-snapshot.ts';
 import { mailLanes, type MailLaneName } from './lanes.ts';
-import { runMtaStsCheck } from './mta-sts-check.ts';
-import { runMxCheck } from './mx-check.ts';
-import { runSmtpStarttlsCheck } from './smtp-starttls-check.ts';
 import { DEFAULT_SMTP_LIMITS, type SmtpLimits } from '../../smtp/smtp-session.ts';
-import { runSpfCheck } from './spf-check.ts';
-import { runTlsRptCheck } from './tls-rpt-check.ts';
+
+// Loaded on first use (kit/lazy.ts): importing the check list loads neither mailauth nor SMTP.
+const runBimiCheck = lazy(() => import('./bimi-check.ts').then((m) => m.runBimiCheck));
+const runDaneCheck = lazy(() => import('./dane-check.ts').then((m) => m.runDaneCheck));
+const runDkimCheck = lazy(() => import('./dkim-check.ts').then((m) => m.runDkimCheck));
+const runDmarcCheck = lazy(() => import('./dmarc-check.ts').then((m) => m.runDmarcCheck));
+const runMtaStsCheck = lazy(() => import('./mta-sts-check.ts').then((m) => m.runMtaStsCheck));
+const runMxCheck = lazy(() => import('./mx-check.ts').then((m) => m.runMxCheck));
+const runSmtpStarttlsCheck = lazy(() => import('./smtp-starttls-check.ts').then((m) => m.runSmtpStarttlsCheck));
+const runSpfCheck = lazy(() => import('./spf-check.ts').then((m) => m.runSpfCheck));
+const runTlsRptCheck = lazy(() => import('./tls-rpt-check.ts').then((m) => m.runTlsRptCheck));
 
 export interface MailCheckOptions {
   /** SMTP per-phase deadlines and caps (tests shorten them to meet hostile peers quickly). */

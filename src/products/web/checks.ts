@@ -2,10 +2,13 @@
 // (target URL, context) — recursive scans run the same checks per discovered host. Timeouts are
 // the sum of the phases a check may spend, so the lane runner's timeout only fires on a bug.
 import type { CheckSpec } from '../kit/product-contract.ts';
-import { runHttpCheck } from './http-check.ts';
-import { runTlsCheck } from './tls-check.ts';
-import { runTlsProtocolsCheck } from './tls-protocols-check.ts';
+import { lazy } from '../kit/lazy.ts';
 import { PASSIVE_WEB_PORTS } from './passive-ports.ts';
+
+// Loaded on first use (kit/lazy.ts): importing the check list costs no parser.
+const runHttpCheck = lazy(() => import('./http-check.ts').then((m) => m.runHttpCheck));
+const runTlsCheck = lazy(() => import('./tls-check.ts').then((m) => m.runTlsCheck));
+const runTlsProtocolsCheck = lazy(() => import('./tls-protocols-check.ts').then((m) => m.runTlsProtocolsCheck));
 
 export const WEB_CHECKS = {
   http: 'web.http',

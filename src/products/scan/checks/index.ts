@@ -1,24 +1,22 @@
 // The checks of scan.recursive.v1, by worker lane: dns (scan.dns, scan.wildcard), web, mail,
 // domain, active. Each declares its lane and timeout; the lane runner does the rest.
 import type { CheckSpec } from '../../kit/product-contract.ts';
-import { SCAN_CHECKS } from '../rules/planner.ts';
-import { runScanDnsCheck } from './dns-check.ts';
-import { runWildcardCheck } from './wildcard-check.ts';
-import {
-  postureTimeouts,
-  runScanDomainCheck,
-  runScanMailCheck,
-  runScanWebCheck,
-  type PostureOptions,
-} from './posture-checks.ts';
-import {
-  runAxfrCheck,
-  runScanTlsProtocolsCheck,
-  runTcpProbeCheck,
-  runWellKnownCheck,
-  runWordlistCheck,
-  type TcpProbeOptions,
-} from './active-checks.ts';
+import { SCAN_CHECKS } from '../rules/check-names.ts';
+import { lazy } from '../../kit/lazy.ts';
+import { postureTimeouts, type PostureOptions } from './posture-timeouts.ts';
+import type { TcpProbeOptions } from './active-checks.ts';
+
+// Loaded on first use (kit/lazy.ts): a lane loads only the checks it runs.
+const runScanDnsCheck = lazy(() => import('./dns-check.ts').then((m) => m.runScanDnsCheck));
+const runWildcardCheck = lazy(() => import('./wildcard-check.ts').then((m) => m.runWildcardCheck));
+const runScanWebCheck = lazy(() => import('./posture-checks.ts').then((m) => m.runScanWebCheck));
+const runScanMailCheck = lazy(() => import('./posture-checks.ts').then((m) => m.runScanMailCheck));
+const runScanDomainCheck = lazy(() => import('./posture-checks.ts').then((m) => m.runScanDomainCheck));
+const runTcpProbeCheck = lazy(() => import('./active-checks.ts').then((m) => m.runTcpProbeCheck));
+const runAxfrCheck = lazy(() => import('./active-checks.ts').then((m) => m.runAxfrCheck));
+const runWordlistCheck = lazy(() => import('./active-checks.ts').then((m) => m.runWordlistCheck));
+const runWellKnownCheck = lazy(() => import('./active-checks.ts').then((m) => m.runWellKnownCheck));
+const runScanTlsProtocolsCheck = lazy(() => import('./active-checks.ts').then((m) => m.runScanTlsProtocolsCheck));
 
 export interface ScanCheckOptions extends PostureOptions {
   tcp?: TcpProbeOptions;

@@ -5,15 +5,14 @@
 //   scan.mail    the mail lookup's lanes for a domain (DKIM selector probes from deep up), with
 //                its cross-lane derivations (DANE, MTA-STS enforce, BIMI prerequisites).
 //   scan.domain  the domain lookup's delegation and registration of the registrable domain.
-import { createDomainChecks } from '../../domain/checks.ts';
-import { runDelegationCheck } from '../../domain/delegation-check.ts';
-import { runRegistrationCheck } from '../../domain/registration-check.ts';
 import { assembleMail } from '../../mail/assemble.ts';
-import { mailLaneChecks, type MailCheckOptions } from '../../mail/checks.ts';
+import { mailLaneChecks } from '../../mail/checks.ts';
 import { mailLanes, type MailLaneName } from '../../mail/lanes.ts';
-import { runHttpCheck, type HttpCheckOptions } from '../../web/http-check.ts';
-import { runTlsCheck } from '../../web/tls-check.ts';
 import { PASSIVE_WEB_PORTS } from '../../web/passive-ports.ts';
+import { lazy } from '../../kit/lazy.ts';
+import { webPhases, type PostureOptions } from './posture-timeouts.ts';
+
+export { postureTimeouts, webPhases, type PostureOptions } from './posture-timeouts.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
 import type { CheckOutput, TaskOutcomeView } from '../../../contract/tasks.ts';
 import { isHostName, normalName, scopeOf } from '../rules/names.ts';
@@ -23,23 +22,15 @@ import { scanFinding } from '../findings.ts';
 import { capped, combinedStatus, composeOutputs, placeObjects } from './compose.ts';
 import { profiles, type ScanProfile } from '../rules/profiles.ts';
 
-export interface PostureOptions {
-  web?: Partial<HttpCheckOptions> & { handshakeTimeoutMs?: number };
-  mail?: MailCheckOptions;
-  rdapTimeoutMs?: number;
-}
-
 type ScanTask = { objectKey: string; params: Record<string, unknown>; distance?: number };
 
-export function webPhases(o: PostureOptions['web'] = {}): HttpCheckOptions {
-  const fetchTimeoutMs = o.fetchTimeoutMs ?? 12_000;
-  return {
-    fetchTimeoutMs,
-    connectTimeoutMs: o.connectTimeoutMs ?? Math.min(5000, fetchTimeoutMs),
-    headersTimeoutMs: o.headersTimeoutMs ?? Math.min(10_000, fetchTimeoutMs),
-    bodyIdleTimeoutMs: o.bodyIdleTimeoutMs ?? Math.min(10_000, fetchTimeoutMs),
-  };
-}
+// The lookups' checks, loaded on first use (kit/lazy.ts): each lane loads only its own.
+const runDelegationCheck = lazy(() => import('../../domain/delegation-check.ts').then((m) => m.runDelegationCheck));
+const runRegistrationCheck = lazy(() =>
+  import('../../domain/registration-check.ts').then((m) => m.runRegistrationCheck),
+);
+const runHttpCheck = lazy(() => import('../../web/http-check.ts').then((m) => m.runHttpCheck));
+const runTlsCheck = lazy(() => import('../../web/tls-check.ts').then((m) => m.runTlsCheck));
 
 export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: PostureOptions = {}): Promise<CheckOutput> {
   const host = normalName(String(task.params.host ?? task.objectKey));
@@ -225,16 +216,4 @@ export async function runScanDomainCheck(
     delegation: delegation.projection,
     registration: registration.projection,
   });
-}
-
-/** Timeouts of the composite tasks: their parts run side by side. */
-export function postureTimeouts(o: PostureOptions = {}) {
-  const web = webPhases(o.web);
-  const mail = mailLaneChecks(o.mail).timeoutMs;
-  const domain = createDomainChecks({ rdapTimeoutMs: o.rdapTimeoutMs ?? 15_000 });
-  return {
-    web: 3 * web.fetchTimeoutMs + 2 * (o.web?.handshakeTimeoutMs ?? 8000) + 20_000,
-    mail: Math.max(...Object.values(mail)) + 5_000,
-    domain: Math.max(...domain.map((d) => d.timeoutMs)) + 5_000,
-  };
 }

@@ -41,18 +41,9 @@ export interface ScanInput {
   options: { active: boolean; maxCredits: number };
 }
 
-export const SCAN_CHECKS = {
-  dns: 'scan.dns',
-  wildcard: 'scan.wildcard',
-  web: 'scan.web',
-  mail: 'scan.mail',
-  domain: 'scan.domain',
-  tcpProbe: 'scan.tcp_probe',
-  tlsProtocols: 'scan.tls_protocols',
-  axfr: 'scan.axfr',
-  wordlist: 'scan.wordlist',
-  wellKnown: 'scan.well_known',
-} as const;
+import { SCAN_CHECKS } from './check-names.ts';
+
+export { SCAN_CHECKS };
 
 /** A name a check saw, and where. */
 export interface Discovery {
