@@ -101,16 +101,24 @@ const probe: CheckSpec = {
           relations: [],
           findings: [],
         };
-      case 'pool': {
-        const cert = await ctx.runInPool!<{ sans: string[]; keyType: string }>(
-          'parseCertificate',
-          FIXED_CERTIFICATE_PEM,
-        );
-        return okOutput(task.objectKey, { cert });
-      }
       default:
         return okOutput(task.objectKey);
     }
+  },
+};
+
+/**
+ * Parses in the lane's real piscina pool. A check of its own: the probe's 300 ms timeout is for the
+ * timeout case, and the pool starts with the first task that uses it (a thread and its modules:
+ * hundreds of milliseconds on a loaded machine).
+ */
+const pooled: CheckSpec = {
+  name: 'test.pooled',
+  lane: 'dns',
+  timeoutMs: 30_000,
+  async run(task, ctx) {
+    const cert = await ctx.runInPool!<{ sans: string[]; keyType: string }>('parseCertificate', FIXED_CERTIFICATE_PEM);
+    return okOutput(task.objectKey, { cert });
   },
 };
 
@@ -136,6 +144,7 @@ const grow: CheckSpec = {
 };
 
 registerCheck(probe);
+registerCheck(pooled);
 registerCheck(gated);
 registerCheck(grow);
 
@@ -209,7 +218,7 @@ function makeProduct(opts: { assemble?: boolean; derive?: boolean } = {}): Produ
       target: () => ({ type: 'domain_name', value: 'example.test' }),
       plan: (input) =>
         input.tasks.map((t, n) => ({
-          check: t.check ?? (t.behavior === 'gate' ? gated.name : probe.name),
+          check: t.check ?? (t.behavior === 'gate' ? gated.name : t.behavior === 'pool' ? pooled.name : probe.name),
           lane: 'dns',
           productLane: t.lane ?? 'probe',
           required: t.required ?? false,

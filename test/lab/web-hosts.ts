@@ -316,7 +316,7 @@ export const webHosts: WebHostSpec[] = [
   // value is one run of blanks. Before the fix, each parse of such a run took tens of minutes.
   {
     label: 'cspmegabyte',
-    n: 33,
+    n: 34,
     http: 'to_https',
     https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': HOSTILE_CSP_HEADER }, HOSTILE_CSP_BODY) },
   },
