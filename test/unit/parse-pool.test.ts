@@ -10,7 +10,8 @@ import type { CheckOutput } from '../../src/contract/tasks.ts';
 import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 import { executeCheck } from '../../workers/lane-runner/execute-check.ts';
 import { FairQueue } from '../../workers/pool/fair-queue.ts';
-import { createParsePool, PoolDeadlineExceeded, type ParsePool } from '../../workers/pool/parse-pool.ts';
+import { createParsePool, type ParsePool } from '../../workers/pool/parse-pool.ts';
+import { PoolDeadlineExceeded } from '../../workers/pool/pool-deadline.ts';
 
 const SPIN_WORKER = new URL('../helpers/spin-pool-worker.ts', import.meta.url).href;
 const TASK = 'parseCertificate';

@@ -14,7 +14,7 @@ import type { CheckOutput } from '../../src/contract/tasks.ts';
 import { errInfo } from '../../src/queue/stream-consumer.ts';
 import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 import type { Limitation } from '../../src/contract/lanes.ts';
-import { PoolDeadlineExceeded } from '../pool/parse-pool.ts';
+import { PoolDeadlineExceeded } from '../pool/pool-deadline.ts';
 
 /** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
 export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;

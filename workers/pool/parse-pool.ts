@@ -17,6 +17,7 @@
 import { Piscina } from 'piscina';
 import client from 'prom-client';
 import { FairQueue } from './fair-queue.ts';
+import { PoolDeadlineExceeded } from './pool-deadline.ts';
 import { deadlineOf, isParseTask, parseTasks, TASK_STARTED, type PoolMessage } from './parse-tasks.ts';
 
 export interface PoolRunOptions {
@@ -29,18 +30,6 @@ export interface PoolRunOptions {
 export interface ParsePool {
   run<T>(task: string, payload: unknown, opts?: PoolRunOptions): Promise<T>;
   destroy(): Promise<void>;
-}
-
-/** A task ran past its deadline: its thread was terminated and replaced. */
-export class PoolDeadlineExceeded extends Error {
-  readonly task: string;
-  readonly deadlineMs: number;
-  constructor(task: string, deadlineMs: number) {
-    super(`pool task ${task} did not finish within ${deadlineMs} ms; its thread was stopped`);
-    this.name = 'PoolDeadlineExceeded';
-    this.task = task;
-    this.deadlineMs = deadlineMs;
-  }
 }
 
 export interface ParsePoolOptions {
