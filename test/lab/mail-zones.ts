@@ -68,6 +68,9 @@ export const mailLab = {
   mxTimeout: 'mx-timeout.test',
   indeterminate: 'indet-mail.test',
   spfSuite: 'spf-suite.test',
+  spfLoop: 'include-loop.spf-suite.test',
+  spfBig: 'spf-big.test',
+  spfHuge: 'spf-huge.test',
 } as const;
 
 export interface MailZoneMaterial {
@@ -147,6 +150,12 @@ function spfSuiteZone(): Zone {
       txt('detect-errors-anywhere', 'v=spf1 -all foobar'),
       txt('redirect-is-modifier', 'v=spf1 -all redirect:ok'),
       txt('mixed-case', 'V=sPf1 -ALL'),
+      // Void lookups at include and redirect targets (RFC 7208 §4.6.4: a TXT lookup answered NXDOMAIN
+      // or NODATA is void like an a/mx one): three voids, the third an include; a redirect to nothing;
+      // an include whose TXT holds no SPF record (answered: not void, still a permerror).
+      txt('void-include', `v=spf1 a:void1.${o} a:void2.${o} include:nx3.${o} -all`),
+      txt('redirect-nx', `v=spf1 redirect=nx4.${o}`),
+      txt('include-txt-nonspf', `v=spf1 include:no-record.${o} -all`),
       // Indeterminate (the suite's "include-temperror", re-expressed with a silent server): never a pass.
       txt('include-temperror', `v=spf1 include:silent.${o} -all`),
     ],
@@ -233,6 +242,23 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     zone(L.spfVoid, [
       mx(10, `mx1.${L.good}`),
       txt('@', `v=spf1 a:v1.${L.spfVoid} mx:v2.${L.spfVoid} exists:v3.${L.spfVoid} -all`),
+    ]),
+    // An SPF record of about 300 bytes beside two site-verification records: every TXT record at the
+    // name travels in the answer, about 600 bytes, over the 512 of a client without EDNS.
+    zone(L.spfBig, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', `v=spf1 ${Array.from({ length: 16 }, (_, i) => `ip4:127.0.1.${i + 1}`).join(' ')} -all`),
+      txt('@', `google-site-verification=${'g'.repeat(120)}`),
+      txt('@', `ms-domain-verification=${'m'.repeat(120)}`),
+      txt('_dmarc', 'v=DMARC1; p=reject'),
+    ]),
+    // Past the resolver's own EDNS size (1232): the lab truncates the UDP reply, the resolver asks
+    // again over TCP.
+    zone(L.spfHuge, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', `v=spf1 ${Array.from({ length: 40 }, (_, i) => `ip4:127.0.1.${i + 1}`).join(' ')} -all`),
+      ...Array.from({ length: 5 }, (_, i) => txt('@', `verification-${i}=${'v'.repeat(150)}`)),
+      txt('_dmarc', 'v=DMARC1; p=reject'),
     ]),
     zone(L.spfNeutral, [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 ip4:127.0.1.1 ?all')]),
     zone(L.dmarcMulti, [

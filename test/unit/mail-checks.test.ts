@@ -101,7 +101,9 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   spf_missing: { raisedBy: L.nothing, notBy: [L.good, L.indeterminate, L.mxServfail] },
   spf_multiple_records: { raisedBy: L.spfMulti, notBy: [L.good] },
   spf_syntax_error: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
-  spf_lookup_limit_exceeded: { raisedBy: L.spfOver, notBy: [L.good, L.spfBad] },
+  spf_lookup_limit_exceeded: { raisedBy: L.spfOver, notBy: [L.good, L.spfBad, L.spfLoop] },
+  spf_include_loop: { raisedBy: L.spfLoop, notBy: [L.good, L.spfOver] },
+  spf_dns_answer_over_512: { raisedBy: L.spfBig, notBy: [L.good, L.spfOver, L.indeterminate] },
   spf_void_lookup_limit_exceeded: { raisedBy: L.spfVoid, notBy: [L.good, L.spfOver] },
   spf_mx_limit_exceeded: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
   spf_include_without_record: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
@@ -423,6 +425,9 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
     ['redirect-is-modifier', 'permerror', 'syntax'],
     ['mixed-case', 'ok'],
     ['include-temperror', 'indeterminate'],
+    ['void-include', 'permerror', 'void_limit'],
+    ['redirect-nx', 'permerror', 'include_no_record'],
+    ['include-txt-nonspf', 'permerror', 'include_no_record'],
   ];
   for (const [name, verdict, reason] of cases) {
     it(`${name}: ${verdict}${reason ? ` (${reason})` : ''}`, async () => {
@@ -442,6 +447,56 @@ describe('spf: the RFC 7208 test suite cases that apply to static evaluation', (
       }
     });
   }
+
+  it('an include or redirect target that does not exist is a void lookup; one with non-SPF TXT is not', async () => {
+    const run = async (name: string) =>
+      (
+        (
+          await checks
+            .find((c) => c.name === 'mail.spf')!
+            .run(
+              { objectKey: `${name}.${L.spfSuite}`, target: '', params: {} },
+              { runtime: rt, signal: new AbortController().signal },
+            )
+        ).projection as SpfProjection
+      ).evaluation!;
+    const voidInclude = await run('void-include');
+    expect(voidInclude.voidLookups).toBe(3);
+    expect(voidInclude.tree.terms.find((t) => t.kind === 'include')).toMatchObject({ void: true, lookups: 1 });
+    expect((await run('redirect-nx')).voidLookups).toBe(1);
+    const nonSpf = await run('include-txt-nonspf');
+    expect(nonSpf.voidLookups).toBe(0);
+    expect(nonSpf.tree.terms.find((t) => t.kind === 'include')!.void).toBe(false);
+    // A loop: its own code, not the lookup limit; the chain is the evidence.
+    const loop = await lookup(L.spfLoop);
+    const f = loop.outputs.spf.findings.find((x) => x.code === 'spf_include_loop')!;
+    expect(f.evidence!.map((e) => e.summary).join(' ')).toContain(
+      `include-loop.${L.spfSuite} → include-loop-b.${L.spfSuite}`,
+    );
+  });
+
+  it('answer size: every TXT record at the name counts; over 512 is a finding, over 1232 goes over TCP', async () => {
+    const big = (await lookup(L.spfBig)).env.result.spf!.size!;
+    expect(big).toMatchObject({ txtRecords: 3, over512: true, transport: 'udp', targetsOver512: [] });
+    expect(big.answerBytes).toBeGreaterThan(512);
+    expect(big.answerBytes).toBeLessThan(1232);
+    expect(big.strings.length).toBe(1);
+    expect(big.recordBytes).toBe(big.strings[0]);
+    const huge = (await lookup(L.spfHuge)).env.result.spf!.size!;
+    expect(huge).toMatchObject({ txtRecords: 6, over512: true, transport: 'tcp' });
+    expect(huge.answerBytes).toBeGreaterThan(1232);
+    expect(huge.strings.reduce((a, b) => a + b, 0)).toBe(huge.recordBytes);
+    expect(Math.max(...huge.strings)).toBe(255);
+    const good = (await lookup(L.good)).env.result.spf!.size!;
+    expect(good).toMatchObject({ txtRecords: 1, over512: false, transport: 'udp' });
+    expect(good.answerBytes).toBe(12 + 16 + 4 + 12 + 1 + good.recordBytes);
+    // Indeterminate: the TXT reply is unknown, so is its size.
+    expect((await lookup(L.indeterminate)).env.result.spf).toBeNull();
+    expect(
+      (await lookup(L.spfBig)).outputs.spf.findings.find((x) => x.code === 'spf_dns_answer_over_512')!.evidence![0]!
+        .summary,
+    ).toMatch(/^TXT spf-big\.test: 3 record\(s\), at least \d+ bytes/);
+  });
 
   it("counts per branch: the tree shows each include's cost", async () => {
     const ev = (await lookup(L.spfOver)).env.result.spf!.evaluation!;

@@ -76,13 +76,25 @@ const rows = {
     'high',
     'confirmed',
     'SPF needs more than 10 DNS lookups',
-    'The tree, walked statically, has more than 10 terms that cost a lookup (include, a, mx, ptr, exists, redirect; RFC 7208 §4.6.4): a receiver that reaches them returns permerror. Never raised from a count that is only a lower bound because a branch was indeterminate, unless the lower bound itself is over 10.',
+    'The tree, walked statically, has more than 10 terms that cost a lookup (include, a, mx, ptr, exists, redirect; RFC 7208 §4.6.4): a receiver that reaches them returns permerror. Never raised from a count that is only a lower bound because a branch was indeterminate, unless the lower bound itself is over 10. A loop is spf_include_loop.',
   ),
   spf_void_lookup_limit_exceeded: k(
     'high',
     'confirmed',
     'SPF has more than 2 void lookups',
-    'More than two lookups of the tree were answered NXDOMAIN or NODATA (RFC 7208 §4.6.4): receivers that apply the void limit return permerror. Indeterminate replies never count as void.',
+    'More than two lookups of the tree were answered NXDOMAIN or NODATA (RFC 7208 §4.6.4), include and redirect targets that do not exist or have no TXT record included: receivers that apply the void limit return permerror. Indeterminate replies never count as void.',
+  ),
+  spf_include_loop: k(
+    'high',
+    'confirmed',
+    'SPF include or redirect loop',
+    'An include or redirect chain comes back to a record already being evaluated: receivers recurse until the 10-lookup limit and return permerror (RFC 7208 §4.6.4). The evidence names the chain.',
+  ),
+  spf_dns_answer_over_512: k(
+    'low',
+    'confirmed',
+    'SPF TXT answer exceeds 512 bytes',
+    'The TXT answer at the domain or at an include/redirect target, every TXT record at the name counted (RFC 7208 §3.4), needs more than 512 bytes even in its smallest form: receivers that ask without EDNS get a truncated reply and must retry over TCP, and some then return temperror (RFC 1035 §4.2.1). Computed from the records, so it holds for every server of the zone; the evidence gives the byte counts.',
   ),
   spf_mx_limit_exceeded: k(
     'high',

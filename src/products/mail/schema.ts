@@ -92,6 +92,30 @@ export const spfProjection = z.object({
       tree: spfNode,
     })
     .nullable(),
+  size: z
+    .object({
+      strings: z.array(z.number().int()).describe('Bytes of each character-string of the SPF record'),
+      recordBytes: z.number().int().describe('The record once its strings are joined'),
+      txtRecords: z.number().int().describe('TXT records at the domain, SPF or not: all travel in the answer'),
+      answerBytes: z
+        .number()
+        .int()
+        .describe(
+          'The smallest DNS response carrying the TXT answer (header, question, compressed owners): a lower bound',
+        ),
+      over512: z.boolean().describe('Past 512 bytes a receiver without EDNS gets a truncated reply (RFC 1035 §4.2.1)'),
+      transport: z.enum(['udp', 'tcp']).nullable().describe("The resolver's (EDNS 1232): a hint only"),
+      targetsOver512: z.array(
+        z.object({
+          domain: z.string(),
+          via: z.enum(['root', 'include', 'redirect']),
+          txtRecords: z.number().int(),
+          answerBytes: z.number().int(),
+        }),
+      ),
+    })
+    .nullable()
+    .describe('Sizes of the TXT answers (RFC 7208 §3.4); null when the domain has no SPF record or its TXT is unknown'),
 });
 export type SpfProjection = z.infer<typeof spfProjection>;
 
