@@ -100,6 +100,11 @@ export const configSchema = z
       .optional()
       .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+    DNS_RESOLVER_VALIDATES: bool
+      .default(false)
+      .describe(
+        'The operator states that DNS_SERVERS validate DNSSEC and are reached over a trusted path: only then is their AD bit taken as "validated" (RFC 4035 §4.9.3, RFC 7672 §2.1.3)',
+      ),
     ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
     ALLOW_SPECIAL_USE_DOMAINS: list(domainSuffix)
       .default([])

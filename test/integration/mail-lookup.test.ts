@@ -51,6 +51,7 @@ describe('lookup.mail.v1 as a job', () => {
       ALLOW_PRIVATE_TARGETS: lab.env.ALLOW_PRIVATE_TARGETS,
       ALLOW_SPECIAL_USE_DOMAINS: lab.env.ALLOW_SPECIAL_USE_DOMAINS,
       DNS_TIMEOUT_MS: '500',
+      DNS_RESOLVER_VALIDATES: lab.env.DNS_RESOLVER_VALIDATES,
     });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({

@@ -52,6 +52,8 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
         'mx2.dane-bad.test',
         'mx1.sts-testing.test',
         'mx.smtp-refuse.test',
+        'mx.dane-unsigned.test',
+        'mx.dane-signed.test',
       ],
     }),
     ca.issue({ names: ['not-this-host.test'] }),

@@ -59,6 +59,8 @@ export const mailLab = {
   bimiBad: 'bimi-bad.test',
   daneBad: 'dane-bad.test',
   daneNoCert: 'dane-nocert.test',
+  daneUnsigned: 'dane-unsigned.test',
+  daneSigned: 'dane-signed.test',
   smtpBad: 'smtp-bad.test',
   smtpSilent: 'smtp-silent.test',
   smtpEndless: 'smtp-endless.test',
@@ -101,6 +103,21 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 function zone(origin: string, records: ZoneRecord[], behaviours: NameBehaviour[] = []): Zone {
   return { origin, ttl: 300, records: [...zoneApex(origin), ...records], behaviours };
+}
+
+/**
+ * A zone that plays "signed": a DS record at its apex (the lab serves the parent's DS from the
+ * child, which a stub resolver cannot tell apart) and AD on every reply to a client that asks for
+ * it, as a validating resolver would give (the lab's env declares DNS_RESOLVER_VALIDATES). Nothing
+ * is really signed: AD is a bit.
+ */
+function signed(z: Zone): Zone {
+  const ds: ZoneRecord = {
+    name: '@',
+    type: 'DS',
+    data: { keyTag: 12345, algorithm: 13, digestType: 2, digest: Buffer.alloc(32, 0xab) },
+  };
+  return { ...z, authenticatedData: true, records: [...z.records, ds] };
 }
 
 /** An SPF evaluation lab: the RFC 7208 suite's applicable cases, re-expressed (./spf-suite-cases.ts). */
@@ -168,18 +185,20 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
   const L = mailLab;
   const goodTlsa = sha256(m.goodSpki);
   return [
-    zone(L.good, [
-      mx(10, `mx1.${L.good}`),
-      a('mx1', H.good),
-      txt('@', `v=spf1 mx ip4:127.0.1.0/24 -all`),
-      txt('_dmarc', `v=DMARC1; p=reject; rua=mailto:dmarc@${L.good}`),
-      txt('_mta-sts', 'v=STSv1; id=20260101T000000'),
-      a('mta-sts', H.stsGood),
-      txt('_smtp._tls', `v=TLSRPTv1; rua=mailto:tlsrpt@${L.good}`),
-      txt('selector1._domainkey', `v=DKIM1; k=rsa; p=${m.dkim2048}`),
-      txt('default._bimi', `v=BIMI1; l=https://${L.good}/logo.svg; a=https://${L.good}/vmc.pem`),
-      tlsa(`_25._tcp.mx1`, 3, 1, 1, goodTlsa),
-    ]),
+    signed(
+      zone(L.good, [
+        mx(10, `mx1.${L.good}`),
+        a('mx1', H.good),
+        txt('@', `v=spf1 mx ip4:127.0.1.0/24 -all`),
+        txt('_dmarc', `v=DMARC1; p=reject; rua=mailto:dmarc@${L.good}`),
+        txt('_mta-sts', 'v=STSv1; id=20260101T000000'),
+        a('mta-sts', H.stsGood),
+        txt('_smtp._tls', `v=TLSRPTv1; rua=mailto:tlsrpt@${L.good}`),
+        txt('selector1._domainkey', `v=DKIM1; k=rsa; p=${m.dkim2048}`),
+        txt('default._bimi', `v=BIMI1; l=https://${L.good}/logo.svg; a=https://${L.good}/vmc.pem`),
+        tlsa(`_25._tcp.mx1`, 3, 1, 1, goodTlsa),
+      ]),
+    ),
     // Nothing at all, except an address: mail goes to it (implicit MX), which offers no STARTTLS.
     zone(L.nothing, [a('@', H.noStarttls)]),
     zone(L.spfOver, [
@@ -298,15 +317,23 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       txt('_dmarc', 'v=DMARC1; p=reject'),
       txt('default._bimi', 'v=BIMI1; l=http://bimi-bad.test/logo.svg'),
     ]),
-    zone(L.daneBad, [
-      mx(10, `mx.${L.daneBad}`),
-      mx(20, `mx2.${L.daneBad}`),
-      a('mx', H.good),
-      a('mx2', H.good),
-      tlsa('_25._tcp.mx', 3, 1, 1, '00'.repeat(32)),
-      tlsa('_25._tcp.mx2', 1, 1, 1, goodTlsa),
-    ]),
-    zone(L.daneNoCert, [mx(10, `mx.${L.daneNoCert}`), a('mx', H.noStarttls), tlsa('_25._tcp.mx', 3, 1, 1, goodTlsa)]),
+    signed(
+      zone(L.daneBad, [
+        mx(10, `mx.${L.daneBad}`),
+        mx(20, `mx2.${L.daneBad}`),
+        a('mx', H.good),
+        a('mx2', H.good),
+        tlsa('_25._tcp.mx', 3, 1, 1, '00'.repeat(32)),
+        tlsa('_25._tcp.mx2', 1, 1, 1, goodTlsa),
+      ]),
+    ),
+    signed(
+      zone(L.daneNoCert, [mx(10, `mx.${L.daneNoCert}`), a('mx', H.noStarttls), tlsa('_25._tcp.mx', 3, 1, 1, goodTlsa)]),
+    ),
+    // The same matching TLSA record, with and without DNSSEC, and no MTA-STS or TLS-RPT: only the
+    // signed one puts DANE in effect (and so expects TLS-RPT).
+    zone(L.daneUnsigned, [mx(10, `mx.${L.daneUnsigned}`), a('mx', H.good), tlsa('_25._tcp.mx', 3, 1, 1, goodTlsa)]),
+    signed(zone(L.daneSigned, [mx(10, `mx.${L.daneSigned}`), a('mx', H.good), tlsa('_25._tcp.mx', 3, 1, 1, goodTlsa)])),
     zone(L.smtpBad, [
       mx(10, `plain.${L.smtpBad}`),
       mx(20, `wrong.${L.smtpBad}`),

@@ -85,6 +85,9 @@ export async function startLab(
     portMap.set(53, dns.port);
     const env: Record<string, string> = {
       DNS_SERVERS: dns.address,
+      // The lab DNS sets AD only on zones that play "signed", and only when asked: it stands in
+      // for a validating resolver, so the service may trust its AD (docs/operations.md).
+      DNS_RESOLVER_VALIDATES: 'true',
       ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
       ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
       NODE_EXTRA_CA_CERTS: ca.caFile,

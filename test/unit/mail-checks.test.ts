@@ -125,7 +125,7 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   mta_sts_mx_not_covered: { raisedBy: L.stsTesting, notBy: [L.good] },
   mta_sts_max_age_short: { raisedBy: L.stsTesting, notBy: [L.good] },
   mta_sts_enforce_certificate_invalid: { raisedBy: L.stsEnforceBad, notBy: [L.good] },
-  tls_rpt_missing: { raisedBy: L.stsTesting, notBy: [L.good, L.nothing, L.indeterminate] },
+  tls_rpt_missing: { raisedBy: L.stsTesting, notBy: [L.good, L.nothing, L.indeterminate, L.daneUnsigned] },
   tls_rpt_record_invalid: { raisedBy: L.tlsRptBad, notBy: [L.good] },
   dkim_key_weak: { raisedBy: L.dkimBad, notBy: [L.good] },
   dkim_key_testing: { raisedBy: L.dkimBad, notBy: [L.good] },
@@ -135,6 +135,7 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   bimi_dmarc_not_enforcing: { raisedBy: L.dmarcNone, notBy: [L.good, L.bimiBad] },
   dane_tlsa_mismatch: { raisedBy: L.daneBad, notBy: [L.good, L.daneNoCert] },
   dane_tlsa_unusable: { raisedBy: L.daneBad, notBy: [L.good] },
+  dane_tlsa_unsigned: { raisedBy: L.daneUnsigned, notBy: [L.good, L.daneSigned, L.daneBad, L.indeterminate] },
   smtp_starttls_missing: { raisedBy: L.smtpBad, notBy: [L.good, L.smtpSilent, L.smtpEndless, L.smtpRefused] },
   smtp_starttls_failed: { raisedBy: 'smtp-refuse.test', notBy: [L.good, L.smtpSilent] },
   smtp_tls_certificate_untrusted: { raisedBy: L.smtpBad, notBy: [L.good] },
@@ -246,9 +247,13 @@ describe('each lane: present, absent, indeterminate', () => {
       location: `https://${L.good}/logo.svg`,
       dmarcPrerequisite: { met: true },
     });
+    expect(good.dane!.validation).toBe('validated_by_resolver');
     expect(good.dane!.hosts[0]).toMatchObject({
       host: 'mx1.good-mail.test',
       presence: 'present',
+      ad: true,
+      dnssec: 'secure',
+      ds: { zone: L.good, state: 'present' },
       match: 'matched',
       records: [{ usage: 3, selector: 1, matchingType: 1, usable: true }],
     });
@@ -353,6 +358,67 @@ describe('cross-lane derivations', () => {
     expect(nocert.result.dane!.hosts[0]!.match).toBe('no_certificate');
     expect(nocert.lanes.find((l) => l.lane === 'dane')!.status).toBe('partial');
     expect(nocert.limitations.map((l) => l.code)).toContain('dane_not_matched');
+  });
+
+  it('dane needs DNSSEC: unsigned TLSA records are dane_tlsa_unsigned, never "DANE deployed"', async () => {
+    const unsigned = await lookup(L.daneUnsigned);
+    expect(unsigned.env.result.dane!.hosts[0]).toMatchObject({
+      dnssec: 'insecure',
+      ds: { zone: L.daneUnsigned, state: 'absent' },
+      match: 'matched',
+    });
+    expect(unsigned.codes).toContain('dane_tlsa_unsigned');
+    expect(unsigned.codes).not.toContain('tls_rpt_missing');
+    const f = unsigned.outputs.dane.findings.find((x) => x.code === 'dane_tlsa_unsigned')!;
+    expect(f.summary).toContain('publishes TLSA records, which have no effect without DNSSEC');
+    // The same record, signed: DANE is in effect, so TLS-RPT is expected and its absence named.
+    const signed = await lookup(L.daneSigned);
+    expect(signed.env.result.dane!.hosts[0]).toMatchObject({ dnssec: 'secure', match: 'matched' });
+    const rpt = (signed.env.derived ?? []).flatMap((d) => d.findings).find((x) => x.code === 'tls_rpt_missing')!;
+    expect(rpt.summary).toContain('DANE');
+    expect(signed.codes).not.toContain('dane_tlsa_unsigned');
+  });
+
+  it('without a declared validating resolver: AD is not trusted, a signed zone is "unknown", an unsigned one still insecure', async () => {
+    const [host, port] = lab.env.DNS_SERVERS!.split(':');
+    const plain = createProductRuntime(
+      parseConfig({
+        DATABASE_URL: 'mysql://x',
+        REDIS_URL: 'redis://x',
+        KEY_PEPPER: 'x'.repeat(32),
+        CURSOR_SECRET: 'y'.repeat(32),
+        ...lab.env,
+        DNS_SERVERS: `[${host}]:${port}`,
+        DNS_TIMEOUT_MS: '500',
+        DNS_RESOLVER_VALIDATES: 'false',
+      }),
+      pino({ level: 'silent' }),
+    );
+    const dane = (d: string) =>
+      checks
+        .find((c) => c.name === 'mail.dane')!
+        .run({ objectKey: d, target: d, params: {} }, { runtime: plain, signal: new AbortController().signal });
+    const good = await dane(L.good);
+    expect(good.projection).toMatchObject({ validation: 'not_validated', hosts: [{ ad: true, dnssec: 'unknown' }] });
+    expect(good.limitations.map((l) => l.code)).toContain('dnssec_status_unknown');
+    expect(good.findings).toEqual([]);
+    const unsigned = await dane(L.daneUnsigned);
+    expect(unsigned.projection).toMatchObject({ hosts: [{ dnssec: 'insecure' }] });
+    expect(unsigned.findings.map((x) => x.code)).toEqual(['dane_tlsa_unsigned']);
+    // Unknown DNSSEC keeps the mismatch (hedged) and never makes TLS-RPT expected.
+    const outputs = { ...(await lookup(L.daneBad)).outputs, dane: await dane(L.daneBad) };
+    const tasks: TaskOutcomeView[] = (Object.keys(mailLanes) as MailLaneName[]).map((n) => ({
+      check: mailLanes[n].check,
+      productLane: n,
+      required: mailLanes[n].required,
+      objectKey: L.daneBad,
+      status: outputs[n].status,
+      reason: outputs[n].reason,
+      output: outputs[n],
+    }));
+    const env = assembleMail(L.daneBad, tasks);
+    const mismatch = (env.derived ?? []).flatMap((d) => d.findings).find((x) => x.code === 'dane_tlsa_mismatch')!;
+    expect(mismatch.summary).toContain('if these records are DNSSEC-validated');
   });
 
   it("bimi: the DMARC prerequisite is checked against the dmarc lane's policy", async () => {

@@ -223,7 +223,7 @@ const rows = {
     'low',
     'confirmed',
     'No TLS-RPT record while MTA-STS or DANE is deployed',
-    `MTA-STS or DANE TLSA records are published but "_smtp._tls.<domain>" was answered without a "v=TLSRPTv1" record: delivery failures are never reported (RFC 8460). ${NEVER_DNS}`,
+    `MTA-STS is published, or DANE is in effect (usable TLSA records validated by DNSSEC; unsigned ones are dane_tlsa_unsigned and do not count), but "_smtp._tls.<domain>" was answered without a "v=TLSRPTv1" record: delivery failures are never reported (RFC 8460). ${NEVER_DNS}`,
   ),
   tls_rpt_record_invalid: k(
     'low',
@@ -274,7 +274,13 @@ const rows = {
     'high',
     'confirmed',
     'DANE TLSA records do not match the MX certificate',
-    'An MX host publishes usable TLSA records (usage 2 or 3) and the certificate its STARTTLS presented matches none of them: DANE-validating senders will not deliver to it. Derived from the smtp_starttls lane; never raised when no certificate was obtained (the dane lane is partial instead).',
+    'An MX host publishes usable TLSA records (usage 2 or 3) and the certificate its STARTTLS presented matches none of them: DANE-validating senders will not deliver to it. Derived from the smtp_starttls lane; never raised when no certificate was obtained (the dane lane is partial instead), nor when the TLSA records are unsigned (dane_tlsa_unsigned: senders ignore them).',
+  ),
+  dane_tlsa_unsigned: k(
+    'low',
+    'confirmed',
+    'TLSA records without DNSSEC have no effect',
+    'An MX host publishes TLSA records but its zone has no DS record at the parent, or a resolver declared validating (DNS_RESOLVER_VALIDATES) returned them insecure (no AD): senders cannot validate them and ignore them, so DANE is not in effect (RFC 7672 §2.2). Never raised when the DNSSEC state is unknown (limitation dnssec_status_unknown).',
   ),
   dane_tlsa_unusable: k(
     'low',

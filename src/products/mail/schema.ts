@@ -243,7 +243,13 @@ export const daneProjection = z.object({
       host: z.string(),
       query,
       presence: presenceEnum,
-      ad: z.boolean().describe('AD flag as the resolver reported it'),
+      ad: z.boolean().describe('AD flag as the resolver reported it (the query asks for it, RFC 6840 §5.7)'),
+      dnssec: z
+        .enum(['secure', 'insecure', 'unknown'])
+        .describe(
+          'secure: AD from a resolver declared validating (DNS_RESOLVER_VALIDATES); insecure: that resolver answered without AD, or the zone has no DS at its parent; DANE applies only when secure (RFC 7672 §2.2)',
+        ),
+      ds: z.object({ zone: z.string(), state: z.enum(['present', 'absent', 'unknown']) }),
       records: z.array(
         z.object({
           usage: z.number().int(),
@@ -259,7 +265,11 @@ export const daneProjection = z.object({
         .describe('Set at assembly: the usable records against the certificate the smtp_starttls lane was presented'),
     }),
   ),
-  validation: z.literal('not_validated_locally'),
+  validation: z
+    .enum(['validated_by_resolver', 'not_validated'])
+    .describe(
+      'validated_by_resolver: DNS_RESOLVER_VALIDATES is set, so AD is read as validated; signatures are never checked here',
+    ),
 });
 export type DaneProjection = z.infer<typeof daneProjection>;
 
