@@ -36,6 +36,9 @@ export const mailLab = {
   spfOver: 'spf-over.test',
   dmarcNone: 'dmarc-none.test',
   ruaExternal: 'rua-ext.test',
+  ruaNullMx: 'rua-nullmx.test',
+  ruaVoid: 'rua-void.test',
+  ruaIndet: 'rua-indet.test',
   stsTesting: 'sts-testing.test',
   nullMx: 'null-mx.test',
   dmarcServfail: 'dmarc-servfail.test',
@@ -222,8 +225,32 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       txt('@', 'v=spf1 -all'),
       txt('_dmarc', `v=DMARC1; p=quarantine; rua=mailto:agg@collector-ok.test,mailto:agg@collector-no.test`),
     ]),
-    zone('collector-ok.test', [txt(`${L.ruaExternal}._report._dmarc`, 'v=DMARC1')]),
+    zone('collector-ok.test', [mx(10, `mx1.${L.good}`), txt(`${L.ruaExternal}._report._dmarc`, 'v=DMARC1')]),
+    // No MX but an address: the implicit MX receives the reports (not "no MX").
     zone('collector-no.test', [a('@', '127.0.1.40')]),
+    // Report destinations that authorize the reports but receive no mail, or whose MX fails.
+    zone(L.ruaNullMx, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', 'v=spf1 -all'),
+      txt('_dmarc', 'v=DMARC1; p=reject; rua=mailto:agg@collector-null.test'),
+    ]),
+    zone('collector-null.test', [mx(0, ''), txt(`${L.ruaNullMx}._report._dmarc`, 'v=DMARC1')]),
+    zone(L.ruaVoid, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', 'v=spf1 -all'),
+      txt('_dmarc', 'v=DMARC1; p=reject; rua=mailto:agg@collector-void.test; ruf=mailto:f@collector-void.test'),
+    ]),
+    zone('collector-void.test', [txt(`${L.ruaVoid}._report._dmarc`, 'v=DMARC1')]),
+    zone(L.ruaIndet, [
+      mx(10, `mx1.${L.good}`),
+      txt('@', 'v=spf1 -all'),
+      txt('_dmarc', 'v=DMARC1; p=reject; rua=mailto:agg@collector-servfail.test'),
+    ]),
+    zone(
+      'collector-servfail.test',
+      [txt(`${L.ruaIndet}._report._dmarc`, 'v=DMARC1')],
+      [{ name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['MX'] }],
+    ),
     zone(L.stsTesting, [
       mx(10, `mx1.${L.stsTesting}`),
       a('mx1', H.good),

@@ -117,7 +117,11 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   dmarc_subdomain_policy_none: { raisedBy: L.dmarcLax, notBy: [L.good, L.dmarcNone] },
   dmarc_testing: { raisedBy: L.dmarcLax, notBy: [L.good] },
   dmarc_removed_tags: { raisedBy: L.dmarcLax, notBy: [L.good] },
-  dmarc_rua_unauthorized: { raisedBy: L.ruaExternal, notBy: [L.good] },
+  dmarc_rua_unauthorized: { raisedBy: L.ruaExternal, notBy: [L.good, L.ruaNullMx] },
+  dmarc_report_destination_no_mail: {
+    raisedBy: L.ruaNullMx,
+    notBy: [L.good, L.ruaExternal, L.ruaIndet, L.nullMx, L.indeterminate],
+  },
   mta_sts_missing: { raisedBy: L.nothing, notBy: [L.good, L.nullMx, L.indeterminate, L.stsMulti] },
   mta_sts_record_invalid: { raisedBy: L.stsMulti, notBy: [L.good] },
   mta_sts_policy_invalid: { raisedBy: L.stsBadCert, notBy: [L.good, L.stsEndless, L.stsRefused] },
@@ -419,6 +423,35 @@ describe('cross-lane derivations', () => {
     const env = assembleMail(L.daneBad, tasks);
     const mismatch = (env.derived ?? []).flatMap((d) => d.findings).find((x) => x.code === 'dane_tlsa_mismatch')!;
     expect(mismatch.summary).toContain('if these records are DNSSEC-validated');
+  });
+
+  it('dmarc report destinations: MX, implicit MX, null MX, no mail at all, unknown', async () => {
+    const accepts = async (d: string) =>
+      (await lookup(d)).env.result.dmarc!.reporting.map((r) => [r.destination, r.tag, r.accepts]);
+    expect(await accepts(L.good)).toEqual([[L.good, 'rua', 'mx']]);
+    expect(await accepts(L.ruaExternal)).toEqual([
+      ['collector-ok.test', 'rua', 'mx'],
+      ['collector-no.test', 'rua', 'implicit_mx'],
+    ]);
+    expect(await accepts(L.ruaNullMx)).toEqual([['collector-null.test', 'rua', 'null_mx']]);
+    expect(await accepts(L.ruaVoid)).toEqual([
+      ['collector-void.test', 'rua', 'no_mail'],
+      ['collector-void.test', 'ruf', 'no_mail'],
+    ]);
+    const voidFindings = (await lookup(L.ruaVoid)).outputs.dmarc.findings.filter(
+      (f) => f.code === 'dmarc_report_destination_no_mail',
+    );
+    expect(voidFindings.map((f) => f.summary)).toEqual([
+      `The DMARC rua/ruf destination collector-void.test of ${L.ruaVoid} has neither MX nor address records: reports sent there are lost.`,
+    ]);
+    // SERVFAIL for the destination's MX: unknown, the lane partial with a limitation, no finding.
+    const indet = await lookup(L.ruaIndet);
+    expect(await accepts(L.ruaIndet)).toEqual([['collector-servfail.test', 'rua', 'unknown']]);
+    expect(indet.outputs.dmarc.status).toBe('partial');
+    expect(indet.outputs.dmarc.limitations.map((l) => l.message).join(' ')).toContain(
+      'mail for report destination collector-servfail.test',
+    );
+    expect(indet.codes).not.toContain('dmarc_report_destination_no_mail');
   });
 
   it("bimi: the DMARC prerequisite is checked against the dmarc lane's policy", async () => {

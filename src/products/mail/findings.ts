@@ -175,6 +175,12 @@ const rows = {
     'External DMARC report destination not authorized',
     `A rua/ruf address is in another organisational domain and "<domain>._report._dmarc.<destination>" was answered without a "v=DMARC1" record (RFC 7489 §7.1): receivers will not send those reports. ${NEVER_DNS}`,
   ),
+  dmarc_report_destination_no_mail: k(
+    'medium',
+    'confirmed',
+    'DMARC report destination accepts no mail',
+    `A rua/ruf mailto: destination domain publishes a null MX (RFC 7505), or has neither MX nor address records (no implicit MX, RFC 5321 §5.1): reports sent there are lost. Asked for internal destinations too. ${NEVER_DNS}`,
+  ),
   // ---- mta_sts
   mta_sts_missing: k(
     'low',

@@ -159,6 +159,11 @@ export const dmarcProjection = z.object({
       destination: z.string().nullable(),
       external: z.boolean(),
       authorization: z.enum(['not_needed', 'authorized', 'not_authorized', 'unknown']),
+      accepts: z
+        .enum(['mx', 'implicit_mx', 'null_mx', 'no_mail', 'unknown', 'not_checked'])
+        .describe(
+          'Whether a mailto: destination domain receives mail: MX, implicit MX (its own address, RFC 5321 §5.1), null MX (RFC 7505), neither (no_mail), unknown (DNS failure); not_checked for https: URIs',
+        ),
     }),
   ),
 });
