@@ -54,6 +54,9 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
         'mx.smtp-refuse.test',
         'mx.dane-unsigned.test',
         'mx.dane-signed.test',
+        'mx.ptr-none.test',
+        'mx.ptr-mismatch.test',
+        'mx.ptr-servfail.test',
       ],
     }),
     ca.issue({ names: ['not-this-host.test'] }),
@@ -88,6 +91,10 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     },
     { host: H.selfSigned, server: createSmtpServer('self.lab', { kind: 'starttls', cert: selfSigned }) },
     { host: H.refuseStarttls, server: createSmtpServer('refuse.lab', { kind: 'refuse_starttls' }) },
+    ...[H.ptrNone, H.ptrMismatch, H.ptrServfail].map((host) => ({
+      host,
+      server: createSmtpServer('ptr.lab', { kind: 'starttls', cert: good }),
+    })),
   ];
   await ctx.listen(25, smtp);
 

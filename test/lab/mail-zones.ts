@@ -20,6 +20,12 @@ export const MAIL_HOSTS = {
   oldTls: labHost('mail', 8),
   selfSigned: labHost('mail', 9),
   refuseStarttls: labHost('mail', 10),
+  /** Good STARTTLS servers whose reverse DNS is missing, points elsewhere, or fails. */
+  ptrNone: labHost('mail', 12),
+  ptrMismatch: labHost('mail', 13),
+  ptrServfail: labHost('mail', 14),
+  /** Where the mismatching PTR name points (nothing listens there). */
+  ptrElsewhere: labHost('mail', 99),
   stsGood: labHost('mail', 20),
   stsTesting: labHost('mail', 21),
   stsEndless: labHost('mail', 22),
@@ -73,6 +79,9 @@ export const mailLab = {
   mxTimeout: 'mx-timeout.test',
   indeterminate: 'indet-mail.test',
   spfSuite: 'spf-suite.test',
+  ptrNone: 'ptr-none.test',
+  ptrMismatch: 'ptr-mismatch.test',
+  ptrServfail: 'ptr-servfail.test',
   spfLoop: 'include-loop.spf-suite.test',
   spfBig: 'spf-big.test',
   spfHuge: 'spf-huge.test',
@@ -180,6 +189,39 @@ function spfSuiteZone(): Zone {
       txt('include-temperror', `v=spf1 include:silent.${o} -all`),
     ],
     [{ name: 'silent', behaviour: { kind: 'silent' } }],
+  );
+}
+
+/**
+ * Reverse DNS of the mail block (the longest origin wins over the lab's 127.in-addr.arpa): every
+ * SMTP host's PTR names a host that resolves back to it, so the fixtures raise no reverse-DNS
+ * finding by accident; then one address without PTR, one whose PTR leads elsewhere, one SERVFAIL.
+ */
+function reverseZone(): Zone {
+  const H = MAIL_HOSTS;
+  const L = mailLab;
+  const ptr = (address: string, name: string): ZoneRecord => ({
+    name: address.split('.')[3]!,
+    type: 'PTR',
+    data: name,
+  });
+  return zone(
+    '1.0.127.in-addr.arpa',
+    [
+      ptr(H.good, `mx1.${L.good}`),
+      ptr(H.noStarttls, `plain.${L.smtpBad}`),
+      ptr(H.wrongHost, `wrong.${L.smtpBad}`),
+      ptr(H.expired, `expired.${L.smtpBad}`),
+      ptr(H.silent, `mx.${L.smtpSilent}`),
+      ptr(H.endless, `mx.${L.smtpEndless}`),
+      ptr(H.giant, `mx.${L.smtpGiant}`),
+      ptr(H.oldTls, `old.${L.smtpBad}`),
+      ptr(H.selfSigned, `self.${L.smtpBad}`),
+      ptr(H.refuseStarttls, 'mx.smtp-refuse.test'),
+      ptr(H.ptrMismatch, `other.${L.ptrMismatch}`),
+      // H.ptrNone: no PTR (NXDOMAIN).
+    ],
+    [{ name: H.ptrServfail.split('.')[3]!, behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   );
 }
 
@@ -403,6 +445,10 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       ],
     ),
     spfSuiteZone(),
+    reverseZone(),
+    zone(L.ptrNone, [mx(10, `mx.${L.ptrNone}`), a('mx', H.ptrNone)]),
+    zone(L.ptrMismatch, [mx(10, `mx.${L.ptrMismatch}`), a('mx', H.ptrMismatch), a('other', H.ptrElsewhere)]),
+    zone(L.ptrServfail, [mx(10, `mx.${L.ptrServfail}`), a('mx', H.ptrServfail)]),
     // The tree walk's last name, _dmarc.test: answered (NODATA) as a real public suffix's would be,
     // instead of REFUSED like every other name outside the lab's zones.
     zone('_dmarc.test', []),

@@ -98,6 +98,8 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   mx_target_cname: { raisedBy: L.mxBad, notBy: [L.good] },
   mx_target_ip_literal: { raisedBy: L.mxBad, notBy: [L.good] },
   mx_host_unresolvable: { raisedBy: L.mxBad, notBy: [L.good, L.indeterminate] },
+  mx_reverse_dns_missing: { raisedBy: L.ptrNone, notBy: [L.good, L.ptrServfail, L.ptrMismatch, L.smtpRefused] },
+  mx_reverse_dns_mismatch: { raisedBy: L.ptrMismatch, notBy: [L.good, L.ptrNone, L.ptrServfail] },
   spf_missing: { raisedBy: L.nothing, notBy: [L.good, L.indeterminate, L.mxServfail] },
   spf_multiple_records: { raisedBy: L.spfMulti, notBy: [L.good] },
   spf_syntax_error: { raisedBy: L.spfBad, notBy: [L.good, L.spfOver] },
@@ -288,6 +290,32 @@ describe('each lane: present, absent, indeterminate', () => {
     for (const lane of ['mta_sts', 'tls_rpt', 'dane', 'smtp_starttls'] as const)
       expect(outputs[lane]).toMatchObject({ status: 'skipped', reason: 'not_applicable' });
     for (const lane of ['spf', 'dmarc', 'bimi'] as const) expect(outputs[lane].status).toBe('completed');
+  });
+
+  it('reverse DNS of each MX address: pass, permerror, fail, temperror, not asked', async () => {
+    const rev = async (d: string) => (await lookup(d)).env.result.mx!.hosts[0]!.reverse;
+    expect(await rev(L.good)).toEqual([
+      { address: '127.0.1.1', state: 'pass', ptr: [`mx1.${L.good}`], confirmedBy: `mx1.${L.good}` },
+    ]);
+    expect(await rev(L.ptrNone)).toEqual([{ address: '127.0.1.12', state: 'permerror', ptr: [], confirmedBy: null }]);
+    expect(await rev(L.ptrMismatch)).toEqual([
+      { address: '127.0.1.13', state: 'fail', ptr: [`other.${L.ptrMismatch}`], confirmedBy: null },
+    ]);
+    expect(await rev(L.ptrServfail)).toEqual([
+      { address: '127.0.1.14', state: 'temperror', ptr: [], confirmedBy: null },
+    ]);
+    const servfail = (await lookup(L.ptrServfail)).outputs.mx;
+    expect(servfail.status).toBe('partial');
+    expect(servfail.findings).toEqual([]);
+    expect(servfail.limitations.map((l) => l.message).join(' ')).toContain('reverse DNS of 127.0.1.14');
+    // An MX outside the allowed addresses: its PTR is never asked.
+    const refused = await lookup(L.smtpRefused);
+    expect(await rev(L.smtpRefused)).toEqual([
+      { address: '127.200.0.1', state: 'not_asked', ptr: [], confirmedBy: null },
+    ]);
+    expect(refused.outputs.mx.status).toBe('partial');
+    expect(refused.outputs.mx.limitations.map((l) => l.code)).toContain('reverse_dns_not_allowed');
+    expect(refused.outputs.mx.findings).toEqual([]);
   });
 
   it("no MX: the domain's own address is the implicit MX, and it is tested", async () => {

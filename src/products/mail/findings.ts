@@ -53,6 +53,18 @@ const rows = {
     'MX host has no address',
     `An MX host got NXDOMAIN or NODATA for both A and AAAA: mail to it cannot be delivered, and a host name that does not exist can be registered by someone else. ${NEVER_DNS}`,
   ),
+  mx_reverse_dns_missing: k(
+    'low',
+    'confirmed',
+    'MX address has no reverse DNS (PTR)',
+    `The PTR query for an address of an MX host was answered NXDOMAIN or NODATA (iprev permerror, RFC 8601 §3). Receivers score mail from such hosts down; RFC 5321 §4.1.4 forbids refusing mail on this alone. ${NEVER_DNS} Never raised for an address outside the reverse-DNS policy (not globally reachable and not in ALLOW_PRIVATE_TARGETS: not asked, a limitation).`,
+  ),
+  mx_reverse_dns_mismatch: k(
+    'low',
+    'confirmed',
+    'MX address reverse DNS does not resolve back',
+    'The PTR names of an MX address (first 3) were all answered, and none has an A/AAAA record leading back to the address (iprev fail, RFC 8601 §3, RFC 1912 §2.1). Receivers score it; RFC 5321 §4.1.4 forbids refusing mail on this alone. Never raised when a forward lookup failed (temperror, a limitation).',
+  ),
   // ---- spf
   spf_missing: k(
     'medium',

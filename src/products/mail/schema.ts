@@ -32,6 +32,22 @@ export const mxProjection = z.object({
         addresses: z.array(z.string()),
         resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown', 'ip_literal', 'not_resolved']),
         cname: z.string().nullable().describe('The alias target when the exchange is a CNAME'),
+        reverse: z
+          .array(
+            z.object({
+              address: z.string(),
+              state: z
+                .enum(['pass', 'fail', 'permerror', 'temperror', 'not_asked'])
+                .describe(
+                  'iprev (RFC 8601 §2.7.3): pass, a PTR name resolves back; fail, none does; permerror, no PTR (NXDOMAIN/NODATA); temperror, a DNS failure; not_asked, outside the reverse-DNS policy (not globally reachable, not in ALLOW_PRIVATE_TARGETS)',
+                ),
+              ptr: z.array(z.string()).describe('PTR names followed (first 3)'),
+              confirmedBy: z.string().nullable(),
+            }),
+          )
+          .describe(
+            'Forward-confirmed reverse DNS of the tested addresses (first 5 hosts, one IPv4 and one IPv6 each)',
+          ),
       }),
     )
     .describe('Preference order'),

@@ -13,7 +13,7 @@ import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText } from '../kit/dns-replies.ts';
 import type { DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
-import { deliveryHosts } from './mx-hosts.ts';
+import { deliveryHosts, pickAddresses } from './mx-hosts.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import { inPool } from './pool.ts';
 import type { CertificateChainFacts } from '../../net/certificate-chain.ts';
@@ -34,14 +34,6 @@ export interface SmtpCheckOptions {
   limits: SmtpLimits;
   ehloName?: string;
   now?: () => Date;
-}
-
-/** One IPv4 and one IPv6 address when there are both, else the first two. */
-function pickAddresses(addresses: string[]): string[] {
-  const v4 = addresses.find((a) => !isIPv6(a));
-  const v6 = addresses.find((a) => isIPv6(a));
-  const pair = [v4, v6].filter((a): a is string => a !== undefined);
-  return (pair.length === MAX_ADDRESSES_PER_HOST ? pair : addresses).slice(0, MAX_ADDRESSES_PER_HOST);
 }
 
 type HostRow = SmtpProjection['hosts'][number];
