@@ -8,7 +8,7 @@ import https from 'node:https';
 import type net from 'node:net';
 import type { LabPartFactory } from './serve.ts';
 import { MAIL_HOSTS, mailLab, mailZones } from './mail-zones.ts';
-import { createSmtpServer } from './smtp-server.ts';
+import { createSmtpServer, createSmtpsServer } from './smtp-server.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -44,7 +44,7 @@ const endlessPolicy: Handler = (_req, res) => {
 export const mailLabPart: LabPartFactory = async (ctx) => {
   const { ca } = ctx;
   const now = Date.now();
-  const [good, wrongHost, expired, giant, oldTls, selfSigned] = await Promise.all([
+  const [good, wrongHost, expired, giant, oldTls, selfSigned, submissions] = await Promise.all([
     ca.issue({
       names: [
         'mx1.good-mail.test',
@@ -71,6 +71,7 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     }),
     ca.issue({ names: ['old.smtp-bad.test'] }),
     ca.issue({ names: ['self.smtp-bad.test'], selfSigned: true }),
+    ca.issue({ names: [mailLab.nothing, `plain.${mailLab.smtpBad}`] }),
   ]);
   const H = MAIL_HOSTS;
   const smtp: Array<{ host: string; server: net.Server }> = [
@@ -91,12 +92,21 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     },
     { host: H.selfSigned, server: createSmtpServer('self.lab', { kind: 'starttls', cert: selfSigned }) },
     { host: H.refuseStarttls, server: createSmtpServer('refuse.lab', { kind: 'refuse_starttls' }) },
+    // No STARTTLS, and nothing on 465 either (the implicit-TLS probe is refused).
+    { host: H.plainOnly, server: createSmtpServer('plain-only.lab', { kind: 'no_starttls' }) },
+    { host: H.silent465, server: createSmtpServer('silent465.lab', { kind: 'no_starttls' }) },
     ...[H.ptrNone, H.ptrMismatch, H.ptrServfail].map((host) => ({
       host,
       server: createSmtpServer('ptr.lab', { kind: 'starttls', cert: good }),
     })),
   ];
   await ctx.listen(25, smtp);
+  // Implicit TLS (465) on the host without STARTTLS: nothing-mail.test and plain.smtp-bad.test.
+  // On another host, 465 accepts the connection and never answers the handshake.
+  await ctx.listen(465, [
+    { host: H.noStarttls, server: createSmtpsServer('plain.lab', submissions) },
+    { host: H.silent465, server: createSmtpServer('silent465.lab', { kind: 'silent' }) },
+  ]);
 
   const cert = async (name: string) => ca.issue({ names: [name] });
   const httpsHost = async (address: string, certName: string, handler: Handler) => {

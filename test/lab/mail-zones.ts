@@ -20,6 +20,10 @@ export const MAIL_HOSTS = {
   oldTls: labHost('mail', 8),
   selfSigned: labHost('mail', 9),
   refuseStarttls: labHost('mail', 10),
+  /** SMTP without STARTTLS and nothing on port 465. */
+  plainOnly: labHost('mail', 11),
+  /** SMTP without STARTTLS, and a port 465 that accepts and never speaks. */
+  silent465: labHost('mail', 15),
   /** Good STARTTLS servers whose reverse DNS is missing, points elsewhere, or fails. */
   ptrNone: labHost('mail', 12),
   ptrMismatch: labHost('mail', 13),
@@ -79,6 +83,8 @@ export const mailLab = {
   mxTimeout: 'mx-timeout.test',
   indeterminate: 'indet-mail.test',
   spfSuite: 'spf-suite.test',
+  smtpPlainOnly: 'smtp-plain-only.test',
+  smtpSilent465: 'smtp-465-silent.test',
   ptrNone: 'ptr-none.test',
   ptrMismatch: 'ptr-mismatch.test',
   ptrServfail: 'ptr-servfail.test',
@@ -218,6 +224,8 @@ function reverseZone(): Zone {
       ptr(H.oldTls, `old.${L.smtpBad}`),
       ptr(H.selfSigned, `self.${L.smtpBad}`),
       ptr(H.refuseStarttls, 'mx.smtp-refuse.test'),
+      ptr(H.plainOnly, `mx.${L.smtpPlainOnly}`),
+      ptr(H.silent465, `mx.${L.smtpSilent465}`),
       ptr(H.ptrMismatch, `other.${L.ptrMismatch}`),
       // H.ptrNone: no PTR (NXDOMAIN).
     ],
@@ -446,6 +454,8 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     ),
     spfSuiteZone(),
     reverseZone(),
+    zone(L.smtpPlainOnly, [mx(10, `mx.${L.smtpPlainOnly}`), a('mx', H.plainOnly)]),
+    zone(L.smtpSilent465, [mx(10, `mx.${L.smtpSilent465}`), a('mx', H.silent465)]),
     zone(L.ptrNone, [mx(10, `mx.${L.ptrNone}`), a('mx', H.ptrNone)]),
     zone(L.ptrMismatch, [mx(10, `mx.${L.ptrMismatch}`), a('mx', H.ptrMismatch), a('other', H.ptrElsewhere)]),
     zone(L.ptrServfail, [mx(10, `mx.${L.ptrServfail}`), a('mx', H.ptrServfail)]),

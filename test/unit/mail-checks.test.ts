@@ -143,6 +143,7 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   dane_tlsa_unusable: { raisedBy: L.daneBad, notBy: [L.good] },
   dane_tlsa_unsigned: { raisedBy: L.daneUnsigned, notBy: [L.good, L.daneSigned, L.daneBad, L.indeterminate] },
   smtp_starttls_missing: { raisedBy: L.smtpBad, notBy: [L.good, L.smtpSilent, L.smtpEndless, L.smtpRefused] },
+  smtp_implicit_tls_only: { raisedBy: L.nothing, notBy: [L.good, L.smtpPlainOnly] },
   smtp_starttls_failed: { raisedBy: 'smtp-refuse.test', notBy: [L.good, L.smtpSilent] },
   smtp_tls_certificate_untrusted: { raisedBy: L.smtpBad, notBy: [L.good] },
   smtp_tls_certificate_name_mismatch: { raisedBy: L.smtpBad, notBy: [L.good] },
@@ -352,6 +353,35 @@ describe('smtp_starttls sessions', () => {
     expect(findings.filter((f) => f.code === 'smtp_tls_certificate_untrusted').map((f) => f.object.key)).toEqual([
       `self.${L.smtpBad}`,
     ]);
+  });
+
+  it('no STARTTLS: port 465 is probed as a fact, and the STARTTLS verdict stays', async () => {
+    const nothing = await lookup(L.nothing);
+    const s = nothing.env.result.smtpStarttls!.hosts[0]!.sessions[0]!;
+    expect(s).toMatchObject({
+      state: 'no_starttls',
+      implicitTls: { state: 'tls', chainTrusted: true, hostnameMatch: true, banner: expect.stringContaining('ESMTP') },
+    });
+    expect(s.implicitTls!.protocol).toMatch(/^TLSv1\.[23]$/);
+    expect(nothing.codes).toEqual(expect.arrayContaining(['smtp_starttls_missing', 'smtp_implicit_tls_only']));
+    const missing = nothing.outputs.smtp_starttls.findings.find((f) => f.code === 'smtp_starttls_missing')!;
+    expect(missing.evidence!.map((e) => e.summary).join(' ')).toContain('port 465 (implicit TLS)');
+    expect(nothing.outputs.smtp_starttls.status).toBe('completed');
+    // Nothing on 465: refused, a state of the fact, not a gap of the lane.
+    const plain = await lookup(L.smtpPlainOnly);
+    expect(plain.env.result.smtpStarttls!.hosts[0]!.sessions[0]).toMatchObject({
+      state: 'no_starttls',
+      implicitTls: { state: 'refused', protocol: null },
+    });
+    expect(plain.outputs.smtp_starttls.status).toBe('completed');
+    expect(plain.codes).toContain('smtp_starttls_missing');
+    // 465 accepts and never answers: timeout, again a state of the fact (no limitation, lane completed).
+    const silent = await lookup(L.smtpSilent465);
+    expect(silent.env.result.smtpStarttls!.hosts[0]!.sessions[0]!.implicitTls).toMatchObject({ state: 'timeout' });
+    expect(silent.outputs.smtp_starttls).toMatchObject({ status: 'completed', limitations: [] });
+    expect(silent.codes).not.toContain('smtp_implicit_tls_only');
+    // A host with STARTTLS is never probed on 465.
+    expect((await lookup(L.good)).env.result.smtpStarttls!.hosts[0]!.sessions[0]!.implicitTls).toBeNull();
   });
 
   it('port 25 silent: banner timeout, lane timeout, never "no STARTTLS"', async () => {

@@ -55,8 +55,16 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
   const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
   // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
   // covers its lane's waves with room to spare. A check that overruns is `timeout`, without output.
+  // The port-25 session, then (only after no STARTTLS) the port-465 probe on the same address.
   const smtpMs =
-    3 * 2_000 + limits.connectMs + limits.bannerMs + 2 * limits.commandMs + limits.tlsMs + limits.quitMs + 5_000;
+    3 * 2_000 +
+    limits.connectMs +
+    limits.bannerMs +
+    2 * limits.commandMs +
+    limits.tlsMs +
+    limits.quitMs +
+    (limits.connectMs + limits.tlsMs + limits.bannerMs + limits.quitMs) +
+    5_000;
   const runs: Record<MailLaneName, { run: Run; timeoutMs: number }> = {
     mx: { run: runMxCheck, timeoutMs: 20_000 },
     spf: { run: runSpfCheck, timeoutMs: 45_000 },

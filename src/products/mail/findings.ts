@@ -313,6 +313,12 @@ const rows = {
     'MX host does not offer STARTTLS',
     'The MX host answered EHLO without advertising STARTTLS: mail to it travels in clear text. Never raised when port 25 was unreachable, the banner never came or EHLO failed (those are session states with a limitation).',
   ),
+  smtp_implicit_tls_only: k(
+    'info',
+    'confirmed',
+    'MX host offers TLS on port 465 only',
+    'The MX host answered EHLO on port 25 without STARTTLS and completes a TLS handshake with an SMTP greeting on port 465 (implicit TLS, RFC 8314 §3.3). Port 465 is for message submission: MTAs relaying mail to the domain use port 25 only, so their mail still travels in clear text (smtp_starttls_missing is raised as well).',
+  ),
   smtp_starttls_failed: k(
     'medium',
     'confirmed',

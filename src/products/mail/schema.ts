@@ -365,6 +365,23 @@ export const smtpProjection = z.object({
               certificateError: z.string().nullable(),
             })
             .nullable(),
+          implicitTls: z
+            .object({
+              state: z
+                .enum(['tls', 'refused', 'timeout', 'tls_failed', 'not_smtp', 'unreachable', 'not_allowed', 'aborted'])
+                .describe('tls: a handshake and a 220 banner on port 465; refused: nothing listens there'),
+              banner: z.string().nullable(),
+              protocol: z.string().nullable(),
+              cipher: z.string().nullable(),
+              chainTrusted: z.boolean().nullable(),
+              trustError: z.string().nullable(),
+              hostnameMatch: z.boolean().nullable(),
+              detail: z.string().nullable(),
+            })
+            .nullable()
+            .describe(
+              'Port 465 (implicit TLS, RFC 8314 §3.3), probed only after no_starttls on 25: a fact that never changes the STARTTLS verdict (relaying MTAs use 25); null when not probed',
+            ),
         }),
       ),
     }),
