@@ -89,7 +89,7 @@ describe('lookup.mail.v1 as a job', () => {
     expect(mail.readiness).toBe('available');
   });
 
-  it('good posture: 202, nine lanes, partial only because DKIM selectors cannot be listed, 4 credits captured', async () => {
+  it('good posture: 202, ten lanes, partial only because DKIM selectors cannot be listed, 4 credits captured', async () => {
     const t = await fundedTenant(10);
     const key = idemKey();
     const accepted = await client(h.app, t.key).post(MAIL, { value: 'Good-Mail.TEST.' }, { 'Idempotency-Key': key });
@@ -112,6 +112,7 @@ describe('lookup.mail.v1 as a job', () => {
       'bimi=completed',
       'dane=completed',
       'smtp_starttls=completed',
+      'zone=completed',
     ]);
     expect(done.body.coverage.limitations.map((l: { code: string }) => l.code)).toContain(
       'dkim_selectors_not_enumerable',

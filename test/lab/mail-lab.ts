@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import https from 'node:https';
 import type net from 'node:net';
 import type { LabPartFactory } from './serve.ts';
-import { MAIL_HOSTS, mailLab, mailZones } from './mail-zones.ts';
+import { MAIL_HOSTS, mailDnsMirrors, mailLab, mailZones } from './mail-zones.ts';
 import { createSmtpServer, createSmtpsServer } from './smtp-server.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -142,6 +142,7 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
   return {
     name: 'mail',
     zones: mailZones({ goodSpki: good.spkiDer, dkim2048: dkimKey(2048), dkim1024: dkimKey(1024) }),
+    dnsMirrors: mailDnsMirrors(),
     // Servers are closed by the lab's listeners (ctx.listen): nothing else to release.
     close: async () => {},
   };

@@ -30,6 +30,10 @@ export const MAIL_HOSTS = {
   ptrServfail: labHost('mail', 14),
   /** Where the mismatching PTR name points (nothing listens there). */
   ptrElsewhere: labHost('mail', 99),
+  /** A second lab DNS server (the mirror with another copy of zone-split.test). */
+  nsMirror: labHost('mail', 53),
+  /** A name server address where nothing listens. */
+  nsNowhere: labHost('mail', 54),
   stsGood: labHost('mail', 20),
   stsTesting: labHost('mail', 21),
   stsEndless: labHost('mail', 22),
@@ -85,6 +89,9 @@ export const mailLab = {
   spfSuite: 'spf-suite.test',
   smtpPlainOnly: 'smtp-plain-only.test',
   smtpSilent465: 'smtp-465-silent.test',
+  zoneSplit: 'zone-split.test',
+  zoneTimeout: 'zone-timeout.test',
+  zoneNoServer: 'zone-noserver.test',
   ptrNone: 'ptr-none.test',
   ptrMismatch: 'ptr-mismatch.test',
   ptrServfail: 'ptr-servfail.test',
@@ -119,8 +126,23 @@ const tlsa = (name: string, usage: number, selector: number, matchingType: numbe
 });
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
+/**
+ * The mail zones' name server: ns.mail-lab.test is the lab DNS itself (127.0.0.1), so the zone
+ * lane's direct SOA/NS questions (TCP port 53, mapped to the lab's port) reach a server that
+ * really serves each zone.
+ */
+export const MAIL_NS = 'ns.mail-lab.test';
+
+function apex(origin: string, serial = 2026010101, ns: string[] = [MAIL_NS]): ZoneRecord[] {
+  const [soa] = zoneApex(origin, serial);
+  return [
+    { ...soa!, data: { ...(soa!.data as object), mname: ns[0] } },
+    ...ns.map((n) => ({ name: '@', type: 'NS', ttl: 3600, data: n })),
+  ];
+}
+
 function zone(origin: string, records: ZoneRecord[], behaviours: NameBehaviour[] = []): Zone {
-  return { origin, ttl: 300, records: [...zoneApex(origin), ...records], behaviours };
+  return { origin, ttl: 300, records: [...apex(origin), ...records], behaviours };
 }
 
 /**
@@ -233,6 +255,27 @@ function reverseZone(): Zone {
   );
 }
 
+function zoneSplitRecords(): ZoneRecord[] {
+  return [mx(10, `mx1.${mailLab.good}`), a('ns2', MAIL_HOSTS.nsMirror)];
+}
+
+/** The second lab DNS (same port, its own address) and the zones only it serves. */
+export function mailDnsMirrors(): Array<{ host: string; zones: Zone[] }> {
+  const L = mailLab;
+  return [
+    {
+      host: MAIL_HOSTS.nsMirror,
+      zones: [
+        {
+          origin: L.zoneSplit,
+          ttl: 300,
+          records: [...apex(L.zoneSplit, 2026010102, [`ns2.${L.zoneSplit}`]), ...zoneSplitRecords()],
+        },
+      ],
+    },
+  ];
+}
+
 export function mailZones(m: MailZoneMaterial): Zone[] {
   const H = MAIL_HOSTS;
   const L = mailLab;
@@ -309,7 +352,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       txt('_mta-sts', 'v=STSv1; id=1'),
       a('mta-sts', H.stsTesting),
     ]),
-    zone(L.nullMx, [mx(0, ''), txt('@', 'v=spf1 -all'), txt('_dmarc', 'v=DMARC1; p=reject')]),
+    signed(zone(L.nullMx, [mx(0, ''), txt('@', 'v=spf1 -all'), txt('_dmarc', 'v=DMARC1; p=reject')])),
     zone(
       L.dmarcServfail,
       [mx(10, `mx1.${L.good}`), txt('@', 'v=spf1 -all')],
@@ -439,7 +482,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       L.indeterminate,
       [mx(10, `mx.${L.indeterminate}`)],
       [
-        { name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['TXT'] },
+        { name: '@', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['TXT', 'DS'] },
         { name: '_dmarc', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
         { name: '_mta-sts', behaviour: { kind: 'silent' } },
         { name: '_smtp._tls', behaviour: { kind: 'rcode', rcode: 'REFUSED' } },
@@ -454,6 +497,27 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     ),
     spfSuiteZone(),
     reverseZone(),
+    zone('mail-lab.test', [a('ns', '127.0.0.1')]),
+    // Two name servers with different copies: the lab DNS serves serial …01 and two NS records, the
+    // mirror on 127.0.1.53 (mailDnsMirrors) serial …02 and one.
+    {
+      origin: L.zoneSplit,
+      ttl: 300,
+      records: [...apex(L.zoneSplit, 2026010101, [MAIL_NS, `ns2.${L.zoneSplit}`]), ...zoneSplitRecords()],
+    },
+    // The NS query never answers: the zone lane times out.
+    zone(L.zoneTimeout, [mx(10, `mx1.${L.good}`)], [{ name: '@', behaviour: { kind: 'silent' }, types: ['NS'] }]),
+    // DS never answers, and the one name server listens nowhere: the zone is known only in part.
+    {
+      origin: L.zoneNoServer,
+      ttl: 300,
+      records: [
+        ...apex(L.zoneNoServer, 2026010101, [`ns.${L.zoneNoServer}`]),
+        mx(10, `mx1.${L.good}`),
+        a('ns', H.nsNowhere),
+      ],
+      behaviours: [{ name: '@', behaviour: { kind: 'silent' }, types: ['DS'] }],
+    },
     zone(L.smtpPlainOnly, [mx(10, `mx.${L.smtpPlainOnly}`), a('mx', H.plainOnly)]),
     zone(L.smtpSilent465, [mx(10, `mx.${L.smtpSilent465}`), a('mx', H.silent465)]),
     zone(L.ptrNone, [mx(10, `mx.${L.ptrNone}`), a('mx', H.ptrNone)]),

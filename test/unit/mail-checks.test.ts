@@ -98,6 +98,9 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   mx_target_cname: { raisedBy: L.mxBad, notBy: [L.good] },
   mx_target_ip_literal: { raisedBy: L.mxBad, notBy: [L.good] },
   mx_host_unresolvable: { raisedBy: L.mxBad, notBy: [L.good, L.indeterminate] },
+  zone_not_signed: { raisedBy: L.nothing, notBy: [L.good, L.indeterminate, L.zoneNoServer, L.zoneTimeout] },
+  zone_soa_serial_mismatch: { raisedBy: L.zoneSplit, notBy: [L.good, L.nothing, L.zoneNoServer] },
+  zone_ns_inconsistent: { raisedBy: L.zoneSplit, notBy: [L.good, L.nothing, L.zoneNoServer] },
   mx_reverse_dns_missing: { raisedBy: L.ptrNone, notBy: [L.good, L.ptrServfail, L.ptrMismatch, L.smtpRefused] },
   mx_reverse_dns_mismatch: { raisedBy: L.ptrMismatch, notBy: [L.good, L.ptrNone, L.ptrServfail] },
   spf_missing: { raisedBy: L.nothing, notBy: [L.good, L.indeterminate, L.mxServfail] },
@@ -211,6 +214,7 @@ describe('each lane: present, absent, indeterminate', () => {
     ['bimi', L.good, L.nothing, L.indeterminate, 'unavailable'],
     ['dane', L.good, L.nothing, L.indeterminate, 'unavailable'],
     ['smtp_starttls', L.good, L.nothing, L.indeterminate, 'unavailable'],
+    ['zone', L.good, L.nothing, L.zoneTimeout, 'timeout'],
   ];
   for (const [lane, present, absent, indet, indetStatus] of table) {
     it(`${lane}: ${present} / ${absent} / ${indet}`, async () => {
@@ -317,6 +321,45 @@ describe('each lane: present, absent, indeterminate', () => {
     expect(refused.outputs.mx.status).toBe('partial');
     expect(refused.outputs.mx.limitations.map((l) => l.code)).toContain('reverse_dns_not_allowed');
     expect(refused.outputs.mx.findings).toEqual([]);
+  });
+
+  it('zone: NS, SOA, DS at the parent, and each name server asked directly', async () => {
+    const good = (await lookup(L.good)).env.result.zone!;
+    expect(good).toMatchObject({
+      zone: L.good,
+      nameservers: ['ns.mail-lab.test'],
+      soa: { mname: 'ns.mail-lab.test', serial: 2026010101 },
+      ds: 'present',
+      validated: true,
+      servers: [
+        {
+          name: 'ns.mail-lab.test',
+          address: '127.0.0.1',
+          state: 'answered',
+          serial: 2026010101,
+          ns: ['ns.mail-lab.test'],
+        },
+      ],
+    });
+    expect((await lookup(L.nothing)).env.result.zone).toMatchObject({ ds: 'absent', validated: false });
+    // Two servers, two copies: both disagreements, each server's answer in the evidence.
+    const split = await lookup(L.zoneSplit);
+    expect(split.env.result.zone!.servers.map((x) => [x.name, x.state, x.serial, x.ns])).toEqual([
+      ['ns.mail-lab.test', 'answered', 2026010101, ['ns.mail-lab.test', `ns2.${L.zoneSplit}`]],
+      [`ns2.${L.zoneSplit}`, 'answered', 2026010102, [`ns2.${L.zoneSplit}`]],
+    ]);
+    expect(split.outputs.zone.status).toBe('completed');
+    // A server that listens nowhere and a DS that never answers: partial, limitations, no finding.
+    const none = await lookup(L.zoneNoServer);
+    expect(none.env.result.zone).toMatchObject({
+      ds: 'unknown',
+      servers: [{ name: `ns.${L.zoneNoServer}`, address: '127.0.1.54', state: 'unreachable' }],
+    });
+    expect(none.outputs.zone.status).toBe('partial');
+    expect(none.outputs.zone.limitations.map((l) => l.code)).toEqual(
+      expect.arrayContaining(['zone_server_unanswered', 'dnssec_status_unknown']),
+    );
+    expect(none.outputs.zone.findings).toEqual([]);
   });
 
   it("no MX: the domain's own address is the implicit MX, and it is tested", async () => {

@@ -1,4 +1,4 @@
-// The nine lane checks of lookup.mail.v1, all on the `mail` worker lane. Each is a function of
+// The ten lane checks of lookup.mail.v1, all on the `mail` worker lane. Each is a function of
 // (domain, context) returning a CheckOutput of CONTRACT §10 objects (domain, mx_host, ip_address,
 // certificate, mail_posture, host, url), so a recursive scan can run any of them for any domain
 // it discovers. Every check asks the DNS through its own DnsAsker (one question per name and
@@ -18,6 +18,7 @@ import { runSmtpStarttlsCheck } from './smtp-starttls-check.ts';
 import { DEFAULT_SMTP_LIMITS, type SmtpLimits } from '../../smtp/smtp-session.ts';
 import { runSpfCheck } from './spf-check.ts';
 import { runTlsRptCheck } from './tls-rpt-check.ts';
+import { runZoneCheck } from './zone-check.ts';
 
 export interface MailCheckOptions {
   /** SMTP per-phase deadlines and caps (tests shorten them to meet hostile peers quickly). */
@@ -74,6 +75,7 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
     dkim: { run: runDkimCheck, timeoutMs: 30_000 },
     bimi: { run: runBimiCheck, timeoutMs: 15_000 },
     dane: { run: runDaneCheck, timeoutMs: 20_000 },
+    zone: { run: runZoneCheck, timeoutMs: 20_000 },
     smtp_starttls: {
       run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }),
       timeoutMs: smtpMs,

@@ -65,6 +65,25 @@ const rows = {
     'MX address reverse DNS does not resolve back',
     'The PTR names of an MX address (first 3) were all answered, and none has an A/AAAA record leading back to the address (iprev fail, RFC 8601 §3, RFC 1912 §2.1). Receivers score it; RFC 5321 §4.1.4 forbids refusing mail on this alone. Never raised when a forward lookup failed (temperror, a limitation).',
   ),
+  // ---- zone
+  zone_not_signed: k(
+    'info',
+    'confirmed',
+    "Mail domain's zone is not DNSSEC-signed",
+    `The DS query for the zone holding the mail records was answered NODATA at the parent: MX, SPF, DMARC and TLSA answers can be forged on the path, and DANE cannot apply (RFC 4035 §5, RFC 4033 §5). ${NEVER_DNS}`,
+  ),
+  zone_soa_serial_mismatch: k(
+    'low',
+    'confirmed',
+    'Name servers serve different SOA serials',
+    "The zone's name servers, each asked its SOA directly (first 4, over TCP), answered authoritatively with different serials: they hold different copies of the zone, so a receiver may see old or new mail records depending on the server it asks (RFC 1034 §4.3.5). Normal for the minutes a change takes to reach every server. Never raised from a server that did not answer.",
+  ),
+  zone_ns_inconsistent: k(
+    'low',
+    'confirmed',
+    'Name servers disagree on the NS set',
+    "The zone's name servers, each asked its NS set directly, answered authoritatively with different sets (RFC 1034 §4.2.2, RFC 1912 §2.8): resolvers follow whichever they meet. Never raised from a server that did not answer.",
+  ),
   // ---- spf
   spf_missing: k(
     'medium',

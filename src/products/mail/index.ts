@@ -1,4 +1,4 @@
-// lookup.mail.v1: the mail security posture of a domain in nine lanes, run as a job on the `mail`
+// lookup.mail.v1: the mail security posture of a domain in ten lanes, run as a job on the `mail`
 // worker lane (./checks.ts), assembled with cross-lane derivations (./assemble.ts, ./derive.ts).
 // Price 4 split across lanes by unit cost (./lanes.ts); a lane that ends unavailable, timeout or
 // skipped is not captured. The dkim lane is at best partial (selectors cannot be listed), so a

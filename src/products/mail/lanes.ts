@@ -1,7 +1,7 @@
-// The nine product lanes of lookup.mail.v1, their check names and their share of the price.
+// The ten product lanes of lookup.mail.v1, their check names and their share of the price.
 // Price 4 = mx 1 + spf 1 + dmarc 1 + smtp_starttls 1: the four lanes that do the most work a
 // client pays for (the MX walk every other lane leans on, the SPF tree, the DMARC tree walk with
-// its report authorizations, live SMTP sessions). The five others cost 0. A lane that ends
+// its report authorizations, live SMTP sessions). The six others cost 0. A lane that ends
 // unavailable, timeout or skipped is not captured, so a partial lookup costs less.
 import type { LaneSpec } from '../../contract/lanes.ts';
 
@@ -51,7 +51,13 @@ export const mailLanes = {
     'smtp_starttls',
     false,
     1,
-    'SMTP sessions per MX address: banner, EHLO, STARTTLS, TLS protocol, cipher and certificate',
+    'SMTP sessions per MX address: banner, EHLO, STARTTLS, TLS protocol, cipher and certificate; port 465 when STARTTLS is missing',
+  ),
+  zone: lane(
+    'zone',
+    false,
+    0,
+    "The domain's zone: NS, SOA, DS at the parent (signed or not), and SOA serial and NS set asked of each name server directly",
   ),
 } satisfies Record<string, MailLane>;
 

@@ -294,6 +294,58 @@ export const daneProjection = z.object({
 });
 export type DaneProjection = z.infer<typeof daneProjection>;
 
+export const zoneProjection = z.object({
+  zone: z
+    .string()
+    .describe('The zone holding the mail records: the registrable domain (as the domain lookup reads it)'),
+  queries: z.object({ NS: query, SOA: query, DS: query }),
+  nameservers: z.array(z.string()),
+  soa: z
+    .object({
+      mname: z.string(),
+      rname: z.string(),
+      serial: z.number().int(),
+      refresh: z.number().int(),
+      retry: z.number().int(),
+      expire: z.number().int(),
+      minimum: z.number().int(),
+    })
+    .nullable(),
+  ds: z
+    .enum(['present', 'absent', 'unknown'])
+    .describe('DS at the parent: present (a chain of trust starts), absent (NODATA: not signed), unknown'),
+  validated: z
+    .boolean()
+    .nullable()
+    .describe('AD on the SOA answer from a resolver declared validating (DNS_RESOLVER_VALIDATES); null otherwise'),
+  servers: z
+    .array(
+      z.object({
+        name: z.string(),
+        address: z.string().nullable(),
+        state: z
+          .enum([
+            'answered',
+            'not_authoritative',
+            'failed',
+            'timeout',
+            'unreachable',
+            'not_allowed',
+            'no_address',
+            'unknown_address',
+          ])
+          .describe(
+            'answered: SOA and NS with the AA bit; not_authoritative: REFUSED or no AA (a lame server); the others: nothing is known of its copy',
+          ),
+        serial: z.number().int().nullable(),
+        ns: z.array(z.string()),
+        detail: z.string().nullable(),
+      }),
+    )
+    .describe('Each name server (first 4) asked SOA and NS directly over TCP through the outbound guard'),
+});
+export type ZoneProjection = z.infer<typeof zoneProjection>;
+
 const digest = z.object({
   certSha256: z.string(),
   certSha512: z.string(),
@@ -400,5 +452,6 @@ export const mailResult = z.object({
   bimi: bimiProjection.nullable(),
   dane: daneProjection.nullable(),
   smtpStarttls: smtpProjection.nullable(),
+  zone: zoneProjection.nullable(),
 });
 export type MailResult = z.infer<typeof mailResult>;
