@@ -119,6 +119,12 @@ export const configSchema = z
       .describe(
         'Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production',
       ),
+    BIMI_TRUST_ANCHORS: z
+      .string()
+      .optional()
+      .describe(
+        'PEM file of more BIMI mark certificate trust anchors, beside the built-in VMC/CMC roots (the lab points it at its CA)',
+      ),
     RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
     OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
     IP_CONTEXT_DB: z.string().optional().describe('Path of the IP context dataset (see docs/operations.md)'),

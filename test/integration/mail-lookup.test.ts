@@ -52,6 +52,7 @@ describe('lookup.mail.v1 as a job', () => {
       ALLOW_SPECIAL_USE_DOMAINS: lab.env.ALLOW_SPECIAL_USE_DOMAINS,
       DNS_TIMEOUT_MS: '500',
       DNS_RESOLVER_VALIDATES: lab.env.DNS_RESOLVER_VALIDATES,
+      BIMI_TRUST_ANCHORS: lab.env.BIMI_TRUST_ANCHORS,
     });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({

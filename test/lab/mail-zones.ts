@@ -41,6 +41,8 @@ export const MAIL_HOSTS = {
   stsBadCert: labHost('mail', 24),
   stsEnforceBad: labHost('mail', 25),
   sts404: labHost('mail', 26),
+  /** The BIMI host: logos and mark certificates of every BIMI fixture, routed on Host. */
+  bimi: labHost('mail', 27),
 } as const;
 
 /** The fixture domains, by the posture each shows. */
@@ -96,6 +98,15 @@ export const mailLab = {
   ptrMismatch: 'ptr-mismatch.test',
   ptrServfail: 'ptr-servfail.test',
   spfLoop: 'include-loop.spf-suite.test',
+  bimiSvgBad: 'bimi-svgbad.test',
+  bimiVmcOther: 'bimi-vmc-other.test',
+  bimiVmcUntrusted: 'bimi-vmc-untrusted.test',
+  bimiVmcNoEku: 'bimi-vmc-noeku.test',
+  bimiLogoMismatch: 'bimi-logo-mismatch.test',
+  bimiNoVmc: 'bimi-novmc.test',
+  bimi404: 'bimi-404.test',
+  bimiSlow: 'bimi-slow.test',
+  bimiRefused: 'bimi-refused.test',
   spfBig: 'spf-big.test',
   spfHuge: 'spf-huge.test',
 } as const;
@@ -255,6 +266,36 @@ function reverseZone(): Zone {
   );
 }
 
+/**
+ * One domain per BIMI evidence case, each with an enforcing DMARC policy and its logo (and mark
+ * certificate) on the BIMI host (mail-lab.ts serves them on Host).
+ */
+function bimiZones(): Zone[] {
+  const L = mailLab;
+  const bimi = (domain: string, withVmc: boolean, address: string = MAIL_HOSTS.bimi) =>
+    signed(
+      zone(domain, [
+        mx(10, `mx1.${L.good}`),
+        a('@', address),
+        txt('@', 'v=spf1 -all'),
+        txt('_dmarc', 'v=DMARC1; p=reject'),
+        txt('default._bimi', `v=BIMI1; l=https://${domain}/logo.svg${withVmc ? `; a=https://${domain}/vmc.pem` : ''}`),
+      ]),
+    );
+  return [
+    bimi(L.bimiSvgBad, false),
+    bimi(L.bimiVmcOther, true),
+    bimi(L.bimiVmcUntrusted, true),
+    bimi(L.bimiVmcNoEku, true),
+    bimi(L.bimiLogoMismatch, true),
+    bimi(L.bimiNoVmc, false),
+    bimi(L.bimi404, true),
+    bimi(L.bimiSlow, false),
+    // The BIMI host resolves outside the addresses the service may reach: limitations, no finding.
+    bimi(L.bimiRefused, true, LAB_REFUSED_ADDRESS),
+  ];
+}
+
 function zoneSplitRecords(): ZoneRecord[] {
   return [mx(10, `mx1.${mailLab.good}`), a('ns2', MAIL_HOSTS.nsMirror)];
 }
@@ -292,6 +333,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
         txt('_smtp._tls', `v=TLSRPTv1; rua=mailto:tlsrpt@${L.good}`),
         txt('selector1._domainkey', `v=DKIM1; k=rsa; p=${m.dkim2048}`),
         txt('default._bimi', `v=BIMI1; l=https://${L.good}/logo.svg; a=https://${L.good}/vmc.pem`),
+        a('@', H.bimi),
         tlsa(`_25._tcp.mx1`, 3, 1, 1, goodTlsa),
       ]),
     ),
@@ -312,6 +354,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
       txt('@', 'v=spf1 -all'),
       txt('_dmarc', 'v=DMARC1; p=none'),
       txt('default._bimi', `v=BIMI1; l=https://${L.dmarcNone}/logo.svg`),
+      a('@', H.bimi),
     ]),
     zone(L.ruaExternal, [
       mx(10, `mx1.${L.good}`),
@@ -497,6 +540,7 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     ),
     spfSuiteZone(),
     reverseZone(),
+    ...bimiZones(),
     zone('mail-lab.test', [a('ns', '127.0.0.1')]),
     // Two name servers with different copies: the lab DNS serves serial …01 and two NS records, the
     // mirror on 127.0.1.53 (mailDnsMirrors) serial …02 and one.

@@ -15,6 +15,7 @@ import { mailLanes, type MailLaneName } from '../../src/products/mail/lanes.ts';
 import type { AssembledOutcome, CheckOutput, TaskOutcomeView } from '../../src/contract/tasks.ts';
 import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import type { MailResult, SpfProjection } from '../../src/products/mail/schema.ts';
+import { assertMatchesSchema } from '../helpers/contract-check.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
 import { mailLab as L } from '../lab/mail-zones.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
@@ -24,6 +25,7 @@ let rt: ProductRuntime;
 const checks = createMailChecks({
   smtpLimits: { connectMs: 1000, bannerMs: 1000, commandMs: 1000, tlsMs: 2000, quitMs: 300 },
   mtaStsFetchTimeoutMs: 1500,
+  bimiFetchTimeoutMs: 1500,
 });
 
 beforeAll(async () => {
@@ -142,6 +144,15 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   dkim_key_invalid: { raisedBy: L.dkimBad, notBy: [L.good] },
   bimi_record_invalid: { raisedBy: L.bimiBad, notBy: [L.good, L.dmarcNone] },
   bimi_dmarc_not_enforcing: { raisedBy: L.dmarcNone, notBy: [L.good, L.bimiBad] },
+  bimi_logo_unusable: { raisedBy: L.bimi404, notBy: [L.good, L.bimiSlow, L.bimiRefused, L.bimiSvgBad] },
+  bimi_logo_not_tiny_ps: { raisedBy: L.bimiSvgBad, notBy: [L.good, L.bimiNoVmc, L.bimi404] },
+  bimi_certificate_invalid: {
+    raisedBy: L.bimiVmcUntrusted,
+    notBy: [L.good, L.bimiVmcOther, L.bimiRefused, L.bimiLogoMismatch],
+  },
+  bimi_certificate_domain_mismatch: { raisedBy: L.bimiVmcOther, notBy: [L.good, L.bimiVmcUntrusted] },
+  bimi_certificate_logo_mismatch: { raisedBy: L.bimiLogoMismatch, notBy: [L.good, L.bimiVmcOther] },
+  bimi_no_evidence_document: { raisedBy: L.bimiNoVmc, notBy: [L.good, L.bimiSvgBad, L.bimiSlow] },
   dane_tlsa_mismatch: { raisedBy: L.daneBad, notBy: [L.good, L.daneNoCert] },
   dane_tlsa_unusable: { raisedBy: L.daneBad, notBy: [L.good] },
   dane_tlsa_unsigned: { raisedBy: L.daneUnsigned, notBy: [L.good, L.daneSigned, L.daneBad, L.indeterminate] },
@@ -177,6 +188,26 @@ describe('the finding catalog against the lab', () => {
       for (const d of f.notBy) expect((await lookup(d)).codes, d).not.toContain(code);
     });
   }
+
+  it("every fixture's result matches the OpenAPI schema (no field left undocumented)", async () => {
+    const domains = new Set(Object.values(FIXTURES).flatMap((f) => [f.raisedBy, ...f.notBy]));
+    for (const d of domains) {
+      const { env } = await lookup(d);
+      assertMatchesSchema('LookupMailEnvelope', {
+        product: 'lookup.mail.v1',
+        status: 'partial',
+        input: { value: d },
+        result: env.result,
+        lanes: env.lanes,
+        sources: env.sources,
+        limitations: env.limitations,
+        coverage: { complete: false },
+        credits: { charged: 0 },
+        requestId: `req_${'0'.repeat(26)}`,
+        completedAt: new Date().toISOString(),
+      });
+    }
+  });
 
   it('the good posture raises no finding at all', async () => {
     expect((await lookup(L.good)).codes).toEqual([]);
@@ -559,6 +590,85 @@ describe('cross-lane derivations', () => {
     const { env } = await lookup(L.dmarcNone);
     expect(env.result.bimi!.dmarcPrerequisite).toEqual({ met: false, reason: 'p=none' });
     expect((await lookup(L.bimiBad)).env.result.bimi!.dmarcPrerequisite).toBeUndefined(); // an invalid record is not checked
+  });
+});
+
+describe('bimi evidence: the logo and the mark certificate, fetched through the guard', () => {
+  it('good: a Tiny PS logo and a VMC for the domain that chains to a trust anchor and carries the same logo', async () => {
+    const { env, outputs } = await lookup(L.good);
+    const bimi = env.result.bimi!;
+    expect(bimi.logo).toMatchObject({
+      url: `https://${L.good}/logo.svg`,
+      fetched: true,
+      status: 200,
+      contentType: 'image/svg+xml',
+      failure: null,
+      svg: { valid: true, violations: [], title: 'Good Mail', square: true },
+    });
+    expect(bimi.certificate).toMatchObject({
+      fetched: true,
+      facts: {
+        kind: 'VMC',
+        markType: 'Registered Mark',
+        chainTrusted: true,
+        bimiEku: true,
+        sans: [L.good],
+        domainMatch: true,
+        logoMatch: true,
+        logo: { mediaType: 'image/svg+xml', hashAlgorithm: 'sha256', hashValid: true, svg: { valid: true } },
+        problems: [],
+      },
+    });
+    expect(bimi.certificate!.facts!.logo!.declaredHash).toBe(bimi.logo!.svg!.sha256);
+    expect(outputs.bimi.status).toBe('completed');
+    expect(outputs.bimi.limitations.map((l) => l.code)).toEqual(['bimi_certificate_revocation_not_checked']);
+  });
+
+  it('a logo that breaks the profile lists each violation', async () => {
+    const { env, outputs } = await lookup(L.bimiSvgBad);
+    expect(env.result.bimi!.logo!.svg!.violations).toEqual(
+      expect.arrayContaining([
+        `the root's version is "1.1", not "1.2"`,
+        'the viewBox 0 0 200 100 is not square',
+        'an event handler attribute (onload on <svg>)',
+        '<script> is not allowed in SVG Tiny PS',
+        '<image> is not allowed in SVG Tiny PS',
+        'an external reference (xlink:href="https://tracker.bimi-svgbad.test/p.png" on <image>)',
+        'no <title> child of the root <svg>',
+      ]),
+    );
+    expect(outputs.bimi.findings.map((f) => f.code)).toEqual(['bimi_logo_not_tiny_ps']);
+  });
+
+  it('mark certificates: another domain, self-signed, no BIMI EKU, another logo', async () => {
+    const facts = async (d: string) => (await lookup(d)).env.result.bimi!.certificate!.facts!;
+    expect(await facts(L.bimiVmcOther)).toMatchObject({
+      chainTrusted: true,
+      domainMatch: false,
+      sans: ['other-brand.test'],
+    });
+    expect(await facts(L.bimiVmcUntrusted)).toMatchObject({
+      chainTrusted: false,
+      trustError: 'the chain does not lead to a BIMI trust anchor',
+    });
+    expect((await facts(L.bimiVmcNoEku)).problems).toContain('no BIMI extended key usage (1.3.6.1.5.5.7.3.31)');
+    expect((await lookup(L.bimiVmcNoEku)).codes).toContain('bimi_certificate_invalid');
+    expect(await facts(L.bimiLogoMismatch)).toMatchObject({ chainTrusted: true, logoMatch: false, problems: [] });
+  });
+
+  it('a body that never ends and an address outside the policy are limitations, never findings', async () => {
+    const slow = await lookup(L.bimiSlow);
+    expect(slow.outputs.bimi.status).toBe('partial');
+    expect(slow.outputs.bimi.findings).toEqual([]);
+    expect(slow.outputs.bimi.limitations.map((l) => l.code)).toEqual(['bimi_logo_unreachable']);
+    expect(slow.env.result.bimi!.logo).toMatchObject({ fetched: false, failure: 'timeout', svg: null });
+    const refused = await lookup(L.bimiRefused);
+    expect(refused.outputs.bimi).toMatchObject({ status: 'partial', findings: [] });
+    expect(refused.outputs.bimi.limitations.map((l) => l.code)).toEqual([
+      'bimi_logo_unreachable',
+      'bimi_certificate_unreachable',
+    ]);
+    expect(refused.env.result.bimi!.certificate).toMatchObject({ failure: 'target_not_allowed', facts: null });
   });
 });
 

@@ -25,6 +25,8 @@ export interface MailCheckOptions {
   smtpLimits?: Partial<SmtpLimits>;
   /** MTA-STS policy fetch deadline (default 10 s). */
   mtaStsFetchTimeoutMs?: number;
+  /** Deadline of each BIMI fetch, logo and certificate (default 10 s). */
+  bimiFetchTimeoutMs?: number;
   /** The name sent in EHLO (default: this machine's host name). */
   ehloName?: string;
   now?: () => Date;
@@ -54,6 +56,7 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
 } {
   const limits: SmtpLimits = { ...DEFAULT_SMTP_LIMITS, ...opts.smtpLimits };
   const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
+  const bimiFetchMs = opts.bimiFetchTimeoutMs ?? 10_000;
   // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
   // covers its lane's waves with room to spare. A check that overruns is `timeout`, without output.
   // The port-25 session, then (only after no STARTTLS) the port-465 probe on the same address.
@@ -73,7 +76,11 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
     mta_sts: { run: (d, a, c) => runMtaStsCheck(d, a, c, { fetchTimeoutMs }), timeoutMs: fetchTimeoutMs + 15_000 },
     tls_rpt: { run: runTlsRptCheck, timeoutMs: 15_000 },
     dkim: { run: runDkimCheck, timeoutMs: 30_000 },
-    bimi: { run: runBimiCheck, timeoutMs: 15_000 },
+    // Two DNS waves, then the logo and the certificate fetched at once (10 s each) and checked.
+    bimi: {
+      run: (d, a, c) => runBimiCheck(d, a, c, { fetchTimeoutMs: bimiFetchMs }),
+      timeoutMs: bimiFetchMs + 20_000,
+    },
     dane: { run: runDaneCheck, timeoutMs: 20_000 },
     zone: { run: runZoneCheck, timeoutMs: 20_000 },
     smtp_starttls: {

@@ -306,6 +306,42 @@ const rows = {
     'BIMI published without an enforcing DMARC policy',
     "A BIMI record is published but the DMARC policy does not meet BIMI's prerequisite (p and sp quarantine or reject, not t=y, pct 100): mailbox providers will not show the logo. Derived from the dmarc lane; never raised when the DMARC lane got no answer.",
   ),
+  bimi_logo_unusable: k(
+    'medium',
+    'confirmed',
+    'BIMI logo cannot be used',
+    'The l= logo, fetched through the outbound guard, answered with something a mailbox provider refuses: a status other than 200, a type other than image/svg+xml, a body over 64 KiB (or a gzip body that inflates past it), a certificate not valid for its host, a redirect off https, or a host name that does not exist. Never raised when the fetch timed out, the connection failed or the address was refused by the outbound policy (limitation bimi_logo_unreachable).',
+  ),
+  bimi_logo_not_tiny_ps: k(
+    'medium',
+    'confirmed',
+    'BIMI logo breaks SVG Tiny PS',
+    'The fetched logo is not SVG Tiny Portable/Secure (draft-svg-tiny-ps-abrotman §2): not well-formed, a root other than <svg version="1.2" baseProfile="tiny-ps">, x or y on the root, no <title>, an element outside SVG Tiny 1.2 or removed by the profile (script, handler, a, image, foreignObject, animation, audio, video…), an event handler attribute, an external reference (an href or url() that is not a fragment), entity declarations, or a viewBox that is not square. The evidence lists the violations.',
+  ),
+  bimi_certificate_invalid: k(
+    'medium',
+    'confirmed',
+    'BIMI mark certificate invalid',
+    'The a= mark certificate cannot be used: not fetched for a reason that is a fact (status, host, certificate, redirect, size), no PEM certificate, a chain element not signed by the next (signatures verified, not only names), a chain that does not lead to a BIMI trust anchor, a certificate outside its validity, no BIMI extended key usage (1.3.6.1.5.5.7.3.31), no usable logotype (RFC 3709: image/svg+xml, a data: URI, the declared hash), or an embedded logo that breaks SVG Tiny PS. Revocation is not checked. Never raised when the fetch timed out or was refused by the outbound policy (limitation bimi_certificate_unreachable).',
+  ),
+  bimi_certificate_domain_mismatch: k(
+    'medium',
+    'confirmed',
+    'Mark certificate is for another domain',
+    'The a= certificate chain is valid but its subjectAltName names neither the domain, nor the domain whose BIMI record applies, nor default._bimi of either: providers do not show the logo for this domain.',
+  ),
+  bimi_certificate_logo_mismatch: k(
+    'medium',
+    'confirmed',
+    "l= logo differs from the certificate's logo",
+    'Both the l= logo and the mark certificate were fetched, and the SHA-256 of the logo (inflated) is not the hash of the logo the certificate carries: the BIMI draft requires them to be the same image.',
+  ),
+  bimi_no_evidence_document: k(
+    'info',
+    'firm',
+    'BIMI without a mark certificate',
+    'The BIMI record has a usable l= logo (fetched, SVG Tiny PS) and no a= evidence document: mailbox providers that require a VMC or CMC show no logo.',
+  ),
   // ---- dane
   dane_tlsa_mismatch: k(
     'high',

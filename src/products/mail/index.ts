@@ -41,7 +41,10 @@ function readiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
   const dns = resolverOf(runtime)?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? dns : 'unconfigured';
   return Object.fromEntries(
-    mailLaneList.map((l) => [l.lane, l.lane === 'mta_sts' || l.lane === 'smtp_starttls' ? outbound : dns]),
+    mailLaneList.map((l) => [
+      l.lane,
+      l.lane === 'mta_sts' || l.lane === 'smtp_starttls' || l.lane === 'bimi' ? outbound : dns,
+    ]),
   );
 }
 

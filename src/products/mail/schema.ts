@@ -242,14 +242,87 @@ export const dkimProjection = z.object({
 });
 export type DkimProjection = z.infer<typeof dkimProjection>;
 
+const fetched = {
+  url: z.string(),
+  fetched: z.boolean().describe('A 200 response of the expected kind was read'),
+  status: z.number().int().nullable(),
+  contentType: z.string().nullable(),
+  bytes: z.number().int().nullable(),
+  hops: z.array(z.object({ url: z.string(), status: z.number().int() })).describe('Every response of the chain'),
+  failure: z
+    .string()
+    .nullable()
+    .describe(
+      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status, not_svg (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
+    ),
+};
+const svgCheck = z.object({
+  valid: z.boolean().describe('No violation of SVG Tiny PS as checked (draft-svg-tiny-ps-abrotman §2)'),
+  violations: z.array(z.string()).describe('The first 20'),
+  moreViolations: z.boolean(),
+  advice: z.array(z.string()),
+  title: z.string().nullable(),
+  viewBox: z.array(z.number()).nullable(),
+  square: z.boolean().nullable(),
+  bytes: z.number().int().describe('Of the SVG itself, inflated when it came gzipped'),
+  compressed: z.boolean(),
+  sha256: z.string().nullable(),
+});
+
 export const bimiProjection = z.object({
   domain: z.string(),
   queried: z.array(z.object({ name: z.string(), outcome, rcode: z.string().nullable() })),
   state: z.enum(['present', 'absent', 'declined', 'invalid', 'unknown']),
   recordName: z.string().nullable(),
   record: z.string().nullable(),
-  location: z.string().nullable().describe('l=: the logo URL (not fetched)'),
-  authority: z.string().nullable().describe('a=: the mark certificate URL (not fetched)'),
+  location: z.string().nullable().describe('l=: the logo URL'),
+  authority: z.string().nullable().describe('a=: the mark certificate URL'),
+  logo: z
+    .object({ ...fetched, compressed: z.boolean().nullable(), svg: svgCheck.nullable() })
+    .nullable()
+    .describe('The l= logo, fetched through the outbound guard and checked against SVG Tiny PS; null when not fetched'),
+  certificate: z
+    .object({
+      ...fetched,
+      facts: z
+        .object({
+          certificates: z.number().int(),
+          kind: z.enum(['VMC', 'CMC']).nullable(),
+          markType: z.string().nullable(),
+          chainTrusted: z
+            .boolean()
+            .describe('Each certificate signed by the next, the last by a BIMI trust anchor, all in validity'),
+          trustError: z.string().nullable(),
+          bimiEku: z
+            .boolean()
+            .describe('The leaf has id-kp-BrandIndicatorforMessageIdentification (1.3.6.1.5.5.7.3.31)'),
+          sans: z.array(z.string()),
+          domainMatch: z.boolean(),
+          subject: z.string().nullable(),
+          organization: z.string().nullable(),
+          issuer: z.string().nullable(),
+          notAfter: z.string().nullable(),
+          fingerprint256: z.string().nullable(),
+          logo: z
+            .object({
+              mediaType: z.string().nullable(),
+              hashAlgorithm: z.string().nullable(),
+              declaredHash: z.string().nullable(),
+              hashValid: z.boolean().nullable(),
+              svg: svgCheck.nullable(),
+              error: z.string().nullable(),
+            })
+            .nullable()
+            .describe('The logotype extension (RFC 3709): the embedded SVG, its declared hash, and SVG Tiny PS'),
+          logoMatch: z.boolean().nullable().describe('The l= logo is the certificate logo (same SHA-256)'),
+          problems: z.array(z.string()),
+        })
+        .nullable(),
+    })
+    .nullable()
+    .describe(
+      'The a= mark certificate (VMC/CMC), fetched through the outbound guard and verified; null when not fetched',
+    ),
   dmarcPrerequisite: z
     .object({ met: z.boolean().nullable(), reason: z.string().nullable() })
     .optional()
