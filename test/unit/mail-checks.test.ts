@@ -1,4 +1,4 @@
-// lookup.mail.v1 below the job machinery: the nine checks against the real mail lab (DNS with
+// lookup.mail.v1 below the job machinery: the ten checks against the real mail lab (DNS with
 // the posture zones, SMTP servers, MTA-STS HTTPS hosts, all on loopback) through the real
 // resolver and outbound guard, then assemble() with its cross-lane derivations. Every finding
 // code has a fixture that raises it and fixtures that must not; every lane is shown present,
@@ -53,7 +53,7 @@ interface Lookup {
 }
 const cache = new Map<string, Promise<Lookup>>();
 
-/** All nine checks for a domain, assembled; once per domain for the whole file. */
+/** All ten checks for a domain, assembled; once per domain for the whole file. */
 function lookup(domain: string): Promise<Lookup> {
   let hit = cache.get(domain);
   if (!hit) {

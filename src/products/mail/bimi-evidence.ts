@@ -162,14 +162,8 @@ async function checkLogo(
     });
     return logo;
   }
-  const type = mediaTypeOf(f.response);
-  const failure =
-    f.failure?.detail ??
-    (type !== 'image/svg+xml'
-      ? `Content-Type "${header(f.response, 'content-type') ?? ''}" is not image/svg+xml`
-      : null);
+  const failure = f.failure?.detail ?? null;
   if (failure) {
-    logo.failure ??= 'not_svg';
     logo.fetched = false;
     out.finding(
       mailFinding(
@@ -182,6 +176,9 @@ async function checkLogo(
     return logo;
   }
   const svg = await inPool(ctx, 'mailBimiSvg', { base64: f.response!.body.toString('base64') });
+  // The type is advice, not a verdict: the content decides (a logo that is not SVG fails the profile).
+  if (mediaTypeOf(f.response) !== 'image/svg+xml')
+    svg.advice.push(`served as "${header(f.response, 'content-type') ?? 'no Content-Type'}", not image/svg+xml`);
   logo.compressed = svg.compressed;
   logo.svg = svg;
   if (!svg.valid)

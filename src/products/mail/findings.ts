@@ -310,7 +310,7 @@ const rows = {
     'medium',
     'confirmed',
     'BIMI logo cannot be used',
-    'The l= logo, fetched through the outbound guard, answered with something a mailbox provider refuses: a status other than 200, a type other than image/svg+xml, a body over 64 KiB (or a gzip body that inflates past it), a certificate not valid for its host, a redirect off https, or a host name that does not exist. Never raised when the fetch timed out, the connection failed or the address was refused by the outbound policy (limitation bimi_logo_unreachable).',
+    'The l= logo, fetched through the outbound guard, answered with something a mailbox provider refuses: a status other than 200, a body over 64 KiB (or a gzip body that inflates past it), a certificate not valid for its host, a redirect off https, or a host name that does not exist. Never raised when the fetch timed out, the connection failed or the address was refused by the outbound policy (limitation bimi_logo_unreachable).',
   ),
   bimi_logo_not_tiny_ps: k(
     'medium',

@@ -253,7 +253,7 @@ const fetched = {
     .string()
     .nullable()
     .describe(
-      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status, not_svg (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
+      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
     ),
 };
 const svgCheck = z.object({
