@@ -103,6 +103,11 @@ export const configSchema = z
       .optional()
       .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+    DNS_RESOLVER_VALIDATES: bool
+      .default(false)
+      .describe(
+        'The operator states that DNS_SERVERS validate DNSSEC and are reached over a trusted path: only then is their AD bit taken as "validated" (RFC 4035 §4.9.3, RFC 7672 §2.1.3)',
+      ),
     ALLOW_PRIVATE_TARGETS: list(cidr).default([]).describe('CIDRs outbound checks may reach despite being private'),
     ALLOW_SPECIAL_USE_DOMAINS: list(domainSuffix)
       .default([])
@@ -127,6 +132,12 @@ export const configSchema = z
       )
       .default('lss-check.invalid')
       .describe("The name the mail lane sends in EHLO to the servers it tests; never this machine's host name"),
+    BIMI_TRUST_ANCHORS: z
+      .string()
+      .optional()
+      .describe(
+        'PEM file of more BIMI mark certificate trust anchors, beside the built-in VMC/CMC roots (the lab points it at its CA)',
+      ),
     RESPONSIBLE_USE_VERSION: z.string().min(1).max(64).default('2026-01'),
     OUI_EXTRA_CSV_DIR: z.string().optional().describe('Directory holding IEEE iab.csv / cid.csv'),
     IP_CONTEXT_DB: z

@@ -49,9 +49,12 @@ export function buildQuery(id: number, name: string, type: RecordType): Buffer {
   return packet.encode({
     type: 'query',
     id,
-    flags: packet.RECURSION_DESIRED,
+    // AD set in the query (RFC 6840 §5.7): a validating resolver sets AD in its reply only when the
+    // query had AD or DO, so without it `flags.ad` would be false from every resolver. AD is still
+    // the resolver's word, trusted only as DNS_RESOLVER_VALIDATES says (docs/operations.md).
+    flags: packet.RECURSION_DESIRED | packet.AUTHENTIC_DATA,
     questions: [{ name, type, class: 'IN' }],
-    // DO stays off: we do not validate DNSSEC, so asking for signatures would only bloat replies.
+    // DO stays off: we do not validate signatures ourselves, so asking for them would only bloat replies.
     additionals: [
       {
         type: 'OPT',

@@ -5,7 +5,8 @@
 // state of its own instead of holding the lane.
 //
 // "Port 25 unreachable" (connect failed or timed out) is a different state from "no STARTTLS"
-// (EHLO answered without it): only the second is a fact about the server's TLS.
+// (EHLO answered without it): only the second is a fact about the server's TLS. implicitTlsProbe
+// (at the end) looks at port 465 of a host without STARTTLS, as a fact beside that verdict.
 import type net from 'node:net';
 import type tls from 'node:tls';
 import { OutboundFetchError, OutboundRefusedError } from '../net/outbound-errors.ts';
@@ -326,5 +327,105 @@ export async function smtpSession(
     reader.detach();
     secure?.destroy();
     socket.destroy();
+  }
+}
+
+// ---- Implicit TLS on 465 ------------------------------------------------------------------------
+
+export type ImplicitTlsState =
+  | 'tls'
+  | 'refused'
+  | 'timeout'
+  | 'tls_failed'
+  | 'not_smtp'
+  | 'unreachable'
+  | 'not_allowed'
+  | 'aborted';
+
+export interface ImplicitTlsResult {
+  address: string;
+  /**
+   * tls: handshake and a 220 banner over it; refused: nothing listens on 465; timeout: connect,
+   * handshake or banner ran out of time; tls_failed: the handshake failed; not_smtp: TLS, then no
+   * SMTP greeting; unreachable: another connection failure.
+   */
+  state: ImplicitTlsState;
+  banner: string | null;
+  tls: HandshakeFacts | null;
+  detail: string | null;
+}
+
+const causeCode = (err: unknown): string | undefined => {
+  for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 4; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+};
+
+/**
+ * Implicit TLS on port 465 (RFC 8314 §3.3: the submissions port): a TLS handshake through the guard
+ * (the widest protocol range, certificate reported, not rejected), the 220 banner over it, QUIT.
+ * A fact beside the STARTTLS session, for a host that offers no STARTTLS: MTAs relaying mail use
+ * port 25 only, so what 465 offers never changes the STARTTLS verdict. No EHLO, no mail.
+ */
+export async function implicitTlsProbe(
+  guard: OutboundGuard,
+  target: SessionTarget,
+  opts: { limits: SmtpLimits; signal: AbortSignal },
+): Promise<ImplicitTlsResult> {
+  const { limits, signal } = opts;
+  const result: ImplicitTlsResult = {
+    address: target.address,
+    state: 'aborted',
+    banner: null,
+    tls: null,
+    detail: null,
+  };
+  const end = (state: ImplicitTlsState, detail: string | null = null) => {
+    result.state = signal.aborted ? 'aborted' : state;
+    result.detail = detail;
+    return result;
+  };
+  let secure: tls.TLSSocket;
+  try {
+    secure = await guard.connectTls(
+      { address: target.address, port: 465, host: target.host, servername: target.host },
+      {
+        timeoutMs: limits.connectMs + limits.tlsMs,
+        signal,
+        tls: { rejectUnauthorized: false, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' },
+      },
+    );
+  } catch (err) {
+    if (err instanceof OutboundRefusedError) return end('not_allowed', err.message);
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof OutboundFetchError && err.kind === 'timeout') return end('timeout', message);
+    if (err instanceof OutboundFetchError && err.kind === 'aborted') return end('aborted');
+    const code = causeCode(err) ?? '';
+    if (code === 'ECONNREFUSED') return end('refused', message);
+    if (/^ERR_SSL_|^ERR_TLS_|SSL|TLS/i.test(code) || /ssl|tls|handshake/i.test(message))
+      return end('tls_failed', message);
+    return end('unreachable', message);
+  }
+  secure.on('error', () => {});
+  const reader = new ReplyReader(secure, limits);
+  try {
+    result.tls = handshakeFacts(secure, target.host);
+    let reply: Reply;
+    try {
+      reply = await reader.read(limits.bannerMs, signal);
+    } catch (e) {
+      if (e instanceof ReplyError && e.kind === 'timeout') return end('timeout', `no banner: ${e.message}`);
+      return end('not_smtp', e instanceof Error ? e.message : String(e));
+    }
+    result.banner = (reply.lines[0] ?? '').slice(0, 200);
+    if (reply.code !== 220) return end('not_smtp', `greeting ${reply.code}`);
+    secure.write('QUIT\r\n');
+    await reader.read(limits.quitMs, signal).catch(() => null);
+    return end('tls');
+  } finally {
+    reader.detach();
+    secure.destroy();
   }
 }

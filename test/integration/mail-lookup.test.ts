@@ -51,6 +51,8 @@ describe('lookup.mail.v1 as a job', () => {
       ALLOW_PRIVATE_TARGETS: lab.env.ALLOW_PRIVATE_TARGETS,
       ALLOW_SPECIAL_USE_DOMAINS: lab.env.ALLOW_SPECIAL_USE_DOMAINS,
       DNS_TIMEOUT_MS: '500',
+      DNS_RESOLVER_VALIDATES: lab.env.DNS_RESOLVER_VALIDATES,
+      BIMI_TRUST_ANCHORS: lab.env.BIMI_TRUST_ANCHORS,
     });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({
@@ -88,7 +90,7 @@ describe('lookup.mail.v1 as a job', () => {
     expect(mail.readiness).toBe('available');
   });
 
-  it('good posture: 202, nine lanes, partial only because DKIM selectors cannot be listed, 4 credits captured', async () => {
+  it('good posture: 202, ten lanes, partial only because DKIM selectors cannot be listed, 4 credits captured', async () => {
     const t = await fundedTenant(10);
     const key = idemKey();
     const accepted = await client(h.app, t.key).post(MAIL, { value: 'Good-Mail.TEST.' }, { 'Idempotency-Key': key });
@@ -111,6 +113,7 @@ describe('lookup.mail.v1 as a job', () => {
       'bimi=completed',
       'dane=completed',
       'smtp_starttls=completed',
+      'zone=completed',
     ]);
     expect(done.body.coverage.limitations.map((l: { code: string }) => l.code)).toContain(
       'dkim_selectors_not_enumerable',

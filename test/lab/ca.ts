@@ -39,6 +39,12 @@ export interface LeafSpec {
   hash?: 'SHA-1' | 'SHA-256' | 'SHA-384';
   /** Extended key usage; default serverAuth. */
   serverAuth?: boolean;
+  /** Extended key usage OIDs instead of serverAuth (a BIMI mark certificate: 1.3.6.1.5.5.7.3.31). */
+  eku?: string[];
+  /** More subject attributes after the CN, as a name string ("O=Brand, 1.3.6.1.4.1.53087.1.13=Registered Mark"). */
+  subject?: string;
+  /** More extensions (the logotype of a mark certificate). */
+  extraExtensions?: x509.Extension[];
 }
 
 export interface Issued {
@@ -201,14 +207,17 @@ async function issueLeaf(
     ),
     await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
   ];
-  if (spec.serverAuth !== false)
+  if (spec.eku) extensions.push(new x509.ExtendedKeyUsageExtension(spec.eku));
+  else if (spec.serverAuth !== false)
     extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]));
   if (san.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(san));
+  extensions.push(...(spec.extraExtensions ?? []));
+  const subjectName = `CN=${cn}${spec.subject ? `, ${spec.subject}` : ''}`;
   let cert: x509.X509Certificate;
   if (spec.selfSigned) {
     cert = await x509.X509CertificateGenerator.createSelfSigned({
       serialNumber: serial(),
-      name: `CN=${cn}`,
+      name: subjectName,
       notBefore,
       notAfter,
       keys,
@@ -219,7 +228,7 @@ async function issueLeaf(
     extensions.push(await x509.AuthorityKeyIdentifierExtension.create(inter));
     cert = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
-      subject: `CN=${cn}`,
+      subject: subjectName,
       issuer: inter.subject,
       notBefore,
       notAfter,

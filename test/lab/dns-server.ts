@@ -204,7 +204,10 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
   const qname = lower(q.name);
   const zone = zones.zoneFor(qname);
   if (!zone) return { send: packet.encode({ ...base, flags: rd | RCODES.REFUSED }) };
-  const flags = packet.AUTHORITATIVE_ANSWER | rd | (zone.zone.authenticatedData ? packet.AUTHENTIC_DATA : 0);
+  // AD only for a client that asked for it with AD or DO, as a validating resolver does (RFC 6840
+  // §5.7), so a client that never sets either is seen never to get it.
+  const asksAd = ((query.flags ?? 0) & packet.AUTHENTIC_DATA) !== 0 || opt?.flag_do === true;
+  const flags = packet.AUTHORITATIVE_ANSWER | rd | (zone.zone.authenticatedData && asksAd ? packet.AUTHENTIC_DATA : 0);
 
   const behaviour = behaviourFor(zone, qname, q.type, transport);
   if (behaviour?.kind === 'rcode') return { send: packet.encode({ ...base, flags: flags | RCODES[behaviour.rcode] }) };

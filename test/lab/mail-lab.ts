@@ -7,8 +7,10 @@ import { generateKeyPairSync } from 'node:crypto';
 import https from 'node:https';
 import type net from 'node:net';
 import type { LabPartFactory } from './serve.ts';
-import { MAIL_HOSTS, mailLab, mailZones } from './mail-zones.ts';
-import { createSmtpServer } from './smtp-server.ts';
+import { MAIL_HOSTS, mailDnsMirrors, mailLab, mailZones } from './mail-zones.ts';
+import type { LabCa } from './ca.ts';
+import { createSmtpServer, createSmtpsServer } from './smtp-server.ts';
+import { issueMarkCertificate, tinyPsLogo } from './vmc.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -41,10 +43,65 @@ const endlessPolicy: Handler = (_req, res) => {
   res.on('close', () => clearInterval(timer));
 };
 
+/** A bad logo: script, an external image, an event handler, not square, no title, SVG 1.1. */
+export const BAD_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" version="1.1" viewBox="0 0 200 100" onload="go()"><script>go()</script><image xlink:href="https://tracker.bimi-svgbad.test/p.png" width="10" height="10"/><rect width="200" height="100"/></svg>';
+
+/**
+ * The BIMI host (127.0.1.27): for each BIMI fixture domain, GET /logo.svg and /vmc.pem, routed on
+ * the Host header, one certificate naming them all. bimi-404.test answers 404; bimi-slow.test's
+ * logo never ends.
+ */
+async function bimiHost(ca: LabCa): Promise<https.Server> {
+  const L = mailLab;
+  const logos: Record<string, string> = {
+    [L.good]: tinyPsLogo('Good Mail'),
+    [L.dmarcNone]: tinyPsLogo('DMARC None'),
+    [L.bimiSvgBad]: BAD_SVG,
+    [L.bimiVmcOther]: tinyPsLogo('Other Brand'),
+    [L.bimiVmcUntrusted]: tinyPsLogo('Untrusted'),
+    [L.bimiVmcNoEku]: tinyPsLogo('No EKU'),
+    [L.bimiLogoMismatch]: tinyPsLogo('Mismatch', '#a22'),
+    [L.bimiNoVmc]: tinyPsLogo('No VMC'),
+  };
+  const [good, other, untrusted, noEku, mismatch, server] = await Promise.all([
+    issueMarkCertificate(ca, { names: [L.good], svg: logos[L.good]! }),
+    issueMarkCertificate(ca, { names: ['other-brand.test'], svg: logos[L.bimiVmcOther]! }),
+    issueMarkCertificate(ca, { names: [L.bimiVmcUntrusted], svg: logos[L.bimiVmcUntrusted]!, selfSigned: true }),
+    issueMarkCertificate(ca, { names: [L.bimiVmcNoEku], svg: logos[L.bimiVmcNoEku]!, noBimiEku: true }),
+    // The certificate carries another logo than the one at l=.
+    issueMarkCertificate(ca, { names: [L.bimiLogoMismatch], svg: tinyPsLogo('Mismatch', '#22a') }),
+    ca.issue({ names: [L.good, L.dmarcNone, ...Object.values(L).filter((d) => d.startsWith('bimi-'))] }),
+  ]);
+  const vmcs: Record<string, string> = {
+    [L.good]: good.chainPem,
+    [L.bimiVmcOther]: other.chainPem,
+    [L.bimiVmcUntrusted]: untrusted.chainPem,
+    [L.bimiVmcNoEku]: noEku.chainPem,
+    [L.bimiLogoMismatch]: mismatch.chainPem,
+  };
+  return https.createServer({ key: server.keyPem, cert: server.chainPem }, (req, res) => {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '');
+    if (host === L.bimi404) return void res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>no</h1>');
+    if (host === L.bimiSlow) {
+      res.writeHead(200, { 'content-type': 'image/svg+xml' });
+      res.write('<svg xmlns="http://www.w3.org/2000/svg">');
+      const timer = setInterval(() => res.write('<g/>'), 50);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
+    if (req.url === '/logo.svg' && logos[host])
+      return void res.writeHead(200, { 'content-type': 'image/svg+xml' }).end(logos[host]);
+    if (req.url === '/vmc.pem' && vmcs[host])
+      return void res.writeHead(200, { 'content-type': 'application/pem-certificate-chain' }).end(vmcs[host]);
+    res.writeHead(404).end();
+  });
+}
+
 export const mailLabPart: LabPartFactory = async (ctx) => {
   const { ca } = ctx;
   const now = Date.now();
-  const [good, wrongHost, expired, giant, oldTls, selfSigned] = await Promise.all([
+  const [good, wrongHost, expired, giant, oldTls, selfSigned, submissions] = await Promise.all([
     ca.issue({
       names: [
         'mx1.good-mail.test',
@@ -52,6 +109,11 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
         'mx2.dane-bad.test',
         'mx1.sts-testing.test',
         'mx.smtp-refuse.test',
+        'mx.dane-unsigned.test',
+        'mx.dane-signed.test',
+        'mx.ptr-none.test',
+        'mx.ptr-mismatch.test',
+        'mx.ptr-servfail.test',
       ],
     }),
     ca.issue({ names: ['not-this-host.test'] }),
@@ -66,6 +128,7 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     }),
     ca.issue({ names: ['old.smtp-bad.test'] }),
     ca.issue({ names: ['self.smtp-bad.test'], selfSigned: true }),
+    ca.issue({ names: [mailLab.nothing, `plain.${mailLab.smtpBad}`] }),
   ]);
   const H = MAIL_HOSTS;
   const smtp: Array<{ host: string; server: net.Server }> = [
@@ -86,8 +149,21 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     },
     { host: H.selfSigned, server: createSmtpServer('self.lab', { kind: 'starttls', cert: selfSigned }) },
     { host: H.refuseStarttls, server: createSmtpServer('refuse.lab', { kind: 'refuse_starttls' }) },
+    // No STARTTLS, and nothing on 465 either (the implicit-TLS probe is refused).
+    { host: H.plainOnly, server: createSmtpServer('plain-only.lab', { kind: 'no_starttls' }) },
+    { host: H.silent465, server: createSmtpServer('silent465.lab', { kind: 'no_starttls' }) },
+    ...[H.ptrNone, H.ptrMismatch, H.ptrServfail].map((host) => ({
+      host,
+      server: createSmtpServer('ptr.lab', { kind: 'starttls', cert: good }),
+    })),
   ];
   await ctx.listen(25, smtp);
+  // Implicit TLS (465) on the host without STARTTLS: nothing-mail.test and plain.smtp-bad.test.
+  // On another host, 465 accepts the connection and never answers the handshake.
+  await ctx.listen(465, [
+    { host: H.noStarttls, server: createSmtpsServer('plain.lab', submissions) },
+    { host: H.silent465, server: createSmtpServer('silent465.lab', { kind: 'silent' }) },
+  ]);
 
   const cert = async (name: string) => ca.issue({ names: [name] });
   const httpsHost = async (address: string, certName: string, handler: Handler) => {
@@ -120,9 +196,14 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     ]),
   );
 
+  await ctx.listen(443, [{ host: H.bimi, server: await bimiHost(ca) }]);
+
   return {
     name: 'mail',
+    // Mark certificates chain to the lab CA: the service trusts it as a BIMI root too.
+    env: { BIMI_TRUST_ANCHORS: ca.caFile },
     zones: mailZones({ goodSpki: good.spkiDer, dkim2048: dkimKey(2048), dkim1024: dkimKey(1024) }),
+    dnsMirrors: mailDnsMirrors(),
     // Servers are closed by the lab's listeners (ctx.listen): nothing else to release.
     close: async () => {},
   };

@@ -29,6 +29,11 @@ export interface LabPart {
   zones: Zone[];
   /** Configuration this part needs in the service (e.g. RDAP_BASE_URL). */
   env?: Record<string, string>;
+  /**
+   * More authoritative DNS servers on their own 127.x addresses, on the lab DNS's port (so the
+   * port map's 53 reaches them too), each serving its own zones: name servers that disagree.
+   */
+  dnsMirrors?: Array<{ host: string; zones: Zone[] }>;
   close(): Promise<void>;
 }
 
@@ -81,10 +86,17 @@ export async function startLab(
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
     const dns = await startLabDns({ port: opts.dnsPort, zones: [...labZones, ...started.flatMap((p) => p.zones)] });
     closers.push(() => dns.close());
-    // Guarded TCP to port 53 (a scan's zone transfer) goes to the lab's DNS server.
+    // Guarded TCP to port 53 (a scan's zone transfer, the mail zone lane) goes to the lab's DNS server.
     portMap.set(53, dns.port);
+    for (const m of started.flatMap((p) => p.dnsMirrors ?? [])) {
+      const mirror = await startLabDns({ host: m.host, port: dns.port, zones: m.zones });
+      closers.push(() => mirror.close());
+    }
     const env: Record<string, string> = {
       DNS_SERVERS: dns.address,
+      // The lab DNS sets AD only on zones that play "signed", and only when asked: it stands in
+      // for a validating resolver, so the service may trust its AD (docs/operations.md).
+      DNS_RESOLVER_VALIDATES: 'true',
       ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
       ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
       NODE_EXTRA_CA_CERTS: ca.caFile,

@@ -48,6 +48,17 @@ export function createSmtpServer(name: string, behaviour: SmtpBehaviour): net.Se
   });
 }
 
+/**
+ * Implicit TLS (port 465, RFC 8314 §3.3): the TLS handshake first, then the same dialogue as a
+ * server without STARTTLS (it is already encrypted).
+ */
+export function createSmtpsServer(name: string, cert: { keyPem: string; chainPem: string }): tls.Server {
+  return tls.createServer({ key: cert.keyPem, cert: cert.chainPem }, (socket) => {
+    socket.on('error', () => {});
+    speak(socket, name, { kind: 'no_starttls' });
+  });
+}
+
 function speak(
   socket: net.Socket,
   name: string,

@@ -18,6 +18,7 @@ import {
   queryStatus,
   resolverOf,
 } from '../kit/dns-replies.ts';
+import { dsState as dsStateOf } from '../kit/delegation.ts';
 import { finding } from './findings.ts';
 import { nameParts, type NameParts } from '../kit/name-parts.ts';
 import type { DelegationProjection } from './schema.ts';
@@ -174,15 +175,13 @@ export async function runDelegationCheck(target: string, ctx: CheckContext): Pro
   const dsRecords = ds.answers
     .filter((r) => r.type === 'DS')
     .map((r) => r.data as DelegationProjection['dnssec']['records'][number]);
-  let dsState: DelegationProjection['dnssec']['ds'];
-  if (dsRecords.length > 0) {
-    dsState = 'present';
+  const dsState: DelegationProjection['dnssec']['ds'] = dsStateOf(ds, state !== 'not_delegated');
+  if (dsState === 'present') {
     limitations.push({
       code: 'dnssec_not_validated',
       message: 'DS records are reported as the resolver returned them; the DNSSEC chain is not validated locally.',
     });
-  } else if (ds.outcome === 'nodata' || (ds.outcome === 'nxdomain' && state === 'not_delegated')) {
-    dsState = 'absent';
+  } else if (dsState === 'absent') {
     if (state === 'delegated') {
       findings.push(
         finding(
@@ -194,7 +193,6 @@ export async function runDelegationCheck(target: string, ctx: CheckContext): Pro
       );
     }
   } else {
-    dsState = 'unknown';
     if (state !== 'not_delegated')
       partial({
         code: 'dnssec_status_unknown',

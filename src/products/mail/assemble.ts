@@ -1,4 +1,4 @@
-// Builds the job's result envelope body from the nine finished tasks (pure; the lanes through
+// Builds the job's result envelope body from the ten finished tasks (pure; the lanes through
 // src/products/kit/lane-assembly.ts). Each lane's status is its task's, except where a cross-lane
 // derivation lowers it (dane with no certificate to match); a lane that did not complete
 // contributes null and its limitations, so null always comes with the reason. Cross-lane findings
@@ -42,6 +42,7 @@ export function assembleMail(
     bimi: part(mailLanes.bimi),
     dane: part(mailLanes.dane),
     smtpStarttls: part(mailLanes.smtp_starttls),
+    zone: part(mailLanes.zone),
   };
   const dmarcLane = lanes.find((l) => l.lane === 'dmarc');
   const d = deriveAcrossLanes({

@@ -1,7 +1,8 @@
 // mail.bimi: the BIMI assertion record at default._bimi.<domain> (and at the organisational domain
 // for a subdomain without one), a tag-list (RFC 6376 §3.2, as BIMI's draft says) read by
-// bimiTags below. Logo (l=) and certificate (a=) URLs are reported, not fetched. The DMARC
-// prerequisite needs the dmarc lane and is derived at assembly (./derive.ts).
+// bimiTags below. The logo (l=) and the mark certificate (a=) are fetched and checked by
+// ./bimi-evidence.ts. The DMARC prerequisite needs the dmarc lane and is derived at assembly
+// (./derive.ts).
 import { presence } from '../../dns/presence.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
@@ -10,6 +11,7 @@ import { nameParts } from '../kit/name-parts.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
 import { LaneOutput, postureObjects } from './output.ts';
+import { bimiEvidence } from './bimi-evidence.ts';
 import type { BimiProjection } from './schema.ts';
 
 const VERSION = /^v[ \t]*=[ \t]*BIMI1[ \t]*(?:;|$)/i;
@@ -53,7 +55,12 @@ function isHttps(u: string): boolean {
   }
 }
 
-export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckContext): Promise<CheckOutput> {
+export async function runBimiCheck(
+  domain: string,
+  asker: DnsAsker,
+  ctx: CheckContext,
+  opts: { fetchTimeoutMs?: number } = {},
+): Promise<CheckOutput> {
   const out = new LaneOutput();
   const org = nameParts(domain).registrableDomain;
   const names = [`default._bimi.${domain}`, ...(org && org !== domain ? [`default._bimi.${org}`] : [])];
@@ -76,6 +83,8 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
         record: null,
         location: null,
         authority: null,
+        logo: null,
+        certificate: null,
       } satisfies BimiProjection);
     }
     const t = taggedTxt(reply, VERSION);
@@ -94,6 +103,8 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
       record: null,
       location: null,
       authority: null,
+      logo: null,
+      certificate: null,
     } satisfies BimiProjection);
   }
   const record = chosen.records[0]!;
@@ -142,5 +153,15 @@ export async function runBimiCheck(domain: string, asker: DnsAsker, _ctx: CheckC
     record,
     location,
     authority,
+    // The logo and the mark certificate, fetched and checked (./bimi-evidence.ts).
+    ...(state === 'present'
+      ? await bimiEvidence(ctx, out, posture, {
+          domain,
+          recordDomain: chosen.name.slice('default._bimi.'.length),
+          location,
+          authority,
+          fetchTimeoutMs: opts.fetchTimeoutMs,
+        })
+      : { logo: null, certificate: null }),
   } satisfies BimiProjection);
 }

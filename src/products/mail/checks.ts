@@ -1,4 +1,4 @@
-// The nine lane checks of lookup.mail.v1, all on the `mail` worker lane. Each is a function of
+// The ten lane checks of lookup.mail.v1, all on the `mail` worker lane. Each is a function of
 // (domain, context) returning a CheckOutput of CONTRACT §10 objects (domain, mx_host, ip_address,
 // certificate, mail_posture, host, url), so a recursive scan can run any of them for any domain
 // it discovers. Every check asks the DNS through its own DnsAsker (one question per name and
@@ -21,12 +21,15 @@ const runMxCheck = lazy(() => import('./mx-check.ts').then((m) => m.runMxCheck))
 const runSmtpStarttlsCheck = lazy(() => import('./smtp-starttls-check.ts').then((m) => m.runSmtpStarttlsCheck));
 const runSpfCheck = lazy(() => import('./spf-check.ts').then((m) => m.runSpfCheck));
 const runTlsRptCheck = lazy(() => import('./tls-rpt-check.ts').then((m) => m.runTlsRptCheck));
+const runZoneCheck = lazy(() => import('./zone-check.ts').then((m) => m.runZoneCheck));
 
 export interface MailCheckOptions {
   /** SMTP per-phase deadlines and caps (tests shorten them to meet hostile peers quickly). */
   smtpLimits?: Partial<SmtpLimits>;
   /** MTA-STS policy fetch deadline (default 10 s). */
   mtaStsFetchTimeoutMs?: number;
+  /** Deadline of each BIMI fetch, logo and certificate (default 10 s). */
+  bimiFetchTimeoutMs?: number;
   /** The name sent in EHLO (default: SMTP_HELO_NAME). */
   ehloName?: string;
   now?: () => Date;
@@ -56,10 +59,19 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
 } {
   const limits: SmtpLimits = { ...DEFAULT_SMTP_LIMITS, ...opts.smtpLimits };
   const fetchTimeoutMs = opts.mtaStsFetchTimeoutMs ?? 10_000;
+  const bimiFetchMs = opts.bimiFetchTimeoutMs ?? 10_000;
   // DNS questions go out in waves of at most DNS_TIMEOUT_MS (2 s by default); each deadline below
   // covers its lane's waves with room to spare. A check that overruns is `timeout`, without output.
+  // The port-25 session, then (only after no STARTTLS) the port-465 probe on the same address.
   const smtpMs =
-    3 * 2_000 + limits.connectMs + limits.bannerMs + 2 * limits.commandMs + limits.tlsMs + limits.quitMs + 5_000;
+    3 * 2_000 +
+    limits.connectMs +
+    limits.bannerMs +
+    2 * limits.commandMs +
+    limits.tlsMs +
+    limits.quitMs +
+    (limits.connectMs + limits.tlsMs + limits.bannerMs + limits.quitMs) +
+    5_000;
   const runs: Record<MailLaneName, { run: Run; timeoutMs: number }> = {
     mx: { run: runMxCheck, timeoutMs: 20_000 },
     spf: { run: runSpfCheck, timeoutMs: 45_000 },
@@ -67,8 +79,13 @@ export function mailLaneChecks(opts: MailCheckOptions = {}): {
     mta_sts: { run: (d, a, c) => runMtaStsCheck(d, a, c, { fetchTimeoutMs }), timeoutMs: fetchTimeoutMs + 15_000 },
     tls_rpt: { run: runTlsRptCheck, timeoutMs: 15_000 },
     dkim: { run: runDkimCheck, timeoutMs: 30_000 },
-    bimi: { run: runBimiCheck, timeoutMs: 15_000 },
+    // Two DNS waves, then the logo and the certificate fetched at once (10 s each) and checked.
+    bimi: {
+      run: (d, a, c) => runBimiCheck(d, a, c, { fetchTimeoutMs: bimiFetchMs }),
+      timeoutMs: bimiFetchMs + 20_000,
+    },
     dane: { run: runDaneCheck, timeoutMs: 20_000 },
+    zone: { run: runZoneCheck, timeoutMs: 20_000 },
     smtp_starttls: {
       run: (d, a, c) => runSmtpStarttlsCheck(d, a, c, { limits, ehloName: opts.ehloName, now: opts.now }),
       timeoutMs: smtpMs,

@@ -3,7 +3,8 @@
 //   dane × smtp_starttls     the usable TLSA records of each MX against the chain it presented
 //   mta_sts × smtp_starttls  in enforce mode, each MX's certificate must be trusted and valid for it
 //   bimi × dmarc             BIMI's prerequisite: an enforcing DMARC policy
-//   tls_rpt × (mta_sts, dane) reporting is expected once MTA-STS or DANE is deployed
+//   tls_rpt × (mta_sts, dane) reporting is expected once MTA-STS is published or DANE is in effect
+//                            (TLSA records DNSSEC-validated, never unsigned ones)
 // A derivation whose input lane gave no answer derives nothing (and says so in a limitation).
 import type { DerivedOutput, FindingOut } from '../../contract/tasks.ts';
 import type { Limitation } from '../../contract/lanes.ts';
@@ -67,6 +68,9 @@ function deriveDane(i: DeriveInput, out: Derivation): void {
   let unmatched = 0;
   for (const h of i.dane.hosts) {
     const usable = h.records.filter((r) => r.usable);
+    // Unsigned records are ignored by senders (dane_tlsa_unsigned, raised by the dane lane): they
+    // are still matched for the projection, but a mismatch or a missing certificate changes nothing.
+    const inEffect = h.dnssec !== 'insecure';
     if (h.records.length === 0) {
       h.match = 'no_records';
       continue;
@@ -78,17 +82,17 @@ function deriveDane(i: DeriveInput, out: Derivation): void {
     const chains = chainsOf(i.smtp, h.host);
     if (chains.length === 0) {
       h.match = 'no_certificate';
-      unmatched++;
+      if (inEffect) unmatched++;
       continue;
     }
     const failing = chains.filter((c) => !usable.some((r) => tlsaMatches(r, c.chain)));
     h.match = failing.length === 0 ? 'matched' : 'not_matched';
-    if (failing.length > 0) {
+    if (failing.length > 0 && inEffect) {
       findings.push(
         mailFinding(
           'dane_tlsa_mismatch',
           { type: 'mx_host', key: h.host },
-          `The certificate ${h.host} presented (${failing.map((f) => f.address).join(', ')}) matches none of its ${usable.length} usable TLSA record(s).`,
+          `The certificate ${h.host} presented (${failing.map((f) => f.address).join(', ')}) matches none of its ${usable.length} usable TLSA record(s)${h.dnssec === 'unknown' ? ', if these records are DNSSEC-validated (their DNSSEC state is unknown)' : ''}.`,
           [
             ...usable.map(
               (r) => `TLSA _25._tcp.${h.host}: ${r.usage} ${r.selector} ${r.matchingType} ${r.data.slice(0, 64)}`,
@@ -187,8 +191,11 @@ function deriveBimi(i: DeriveInput, out: Derivation): void {
 function deriveTlsRpt(i: DeriveInput, out: Derivation): void {
   if (i.tlsRpt?.state !== 'absent') return;
   const sts = i.mtaSts?.txt?.state === 'present';
-  const dane = (i.dane?.hosts ?? []).some((h) => h.records.length > 0);
+  // DANE is in effect only where usable records are DNSSEC-validated (RFC 7672 §2.2): records in an
+  // unsigned zone, or whose state is unknown, never make TLS-RPT expected.
+  const dane = (i.dane?.hosts ?? []).some((h) => h.dnssec === 'secure' && h.records.some((r) => r.usable));
   if (!sts && !dane) return;
+  const unsigned = (i.dane?.hosts ?? []).some((h) => h.dnssec === 'insecure' && h.records.length > 0);
   out.derived.push({
     lane: 'tls_rpt',
     objects: [],
@@ -198,7 +205,7 @@ function deriveTlsRpt(i: DeriveInput, out: Derivation): void {
       mailFinding(
         'tls_rpt_missing',
         { type: 'domain', key: i.domain },
-        `${i.domain} deploys ${[sts ? 'MTA-STS' : '', dane ? 'DANE' : ''].filter(Boolean).join(' and ')} but publishes no TLS-RPT record.`,
+        `${i.domain} deploys ${[sts ? 'MTA-STS' : '', dane ? 'DANE (DNSSEC-validated TLSA records)' : ''].filter(Boolean).join(' and ')}${unsigned ? ' (and publishes TLSA records, which have no effect without DNSSEC)' : ''} but publishes no TLS-RPT record.`,
         [`TXT _smtp._tls.${i.domain}: ${i.tlsRpt.query.outcome === 'nxdomain' ? 'NXDOMAIN' : 'no v=TLSRPTv1 record'}`],
       ),
     ],

@@ -1,7 +1,8 @@
 // mail.dmarc: the DMARCbis tree walk (every name at once: at most 8 TXT queries), evaluated in the
 // parse pool with mailauth (./dmarc-policy.ts), the RFC 7489 organisational domain from the public
 // suffix list beside the tree walk's, and the authorization record of every external report
-// destination. A walk cut by SERVFAIL or a timeout is `unknown`, never "no DMARC".
+// destination, and whether each mailto: destination receives mail at all (./report-destinations.ts).
+// A walk cut by SERVFAIL or a timeout is `unknown`, never "no DMARC".
 import { presence } from '../../dns/presence.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
@@ -12,6 +13,7 @@ import { treeWalkNames } from './dmarc-policy.ts';
 import { mailFinding } from './findings.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import { inPool } from './pool.ts';
+import { checkDestinations } from './report-destinations.ts';
 import { parseReportUris } from './report-uris.ts';
 import type { DmarcProjection } from './schema.ts';
 
@@ -135,6 +137,9 @@ export async function runDmarcCheck(domain: string, asker: DnsAsker, ctx: CheckC
       ...parseReportUris(String(rec.tags.rua ?? '')).map((u) => ({ ...u, tag: 'rua' as const })),
       ...parseReportUris(String(rec.tags.ruf ?? '')).map((u) => ({ ...u, tag: 'ruf' as const })),
     ].slice(0, 10);
+    // Whether each mailto: destination receives mail, asked alongside the authorizations.
+    const mailOf = checkDestinations(asker, out, posture, rec.domain, uris);
+    mailOf.catch(() => {}); // awaited below; an abort must not surface as an unhandled rejection first
     const checks = await Promise.all(
       uris.map(async (u) => {
         if (!u.destination || orgOf(u.destination) === ownerOrg)
@@ -164,7 +169,10 @@ export async function runDmarcCheck(domain: string, asker: DnsAsker, ctx: CheckC
         };
       }),
     );
-    reporting.push(...checks);
+    const mail = await mailOf;
+    reporting.push(
+      ...checks.map((c) => ({ ...c, accepts: (c.destination && mail.get(c.destination)) || 'not_checked' })),
+    );
   }
   return out.done({
     ...base,

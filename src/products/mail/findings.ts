@@ -53,6 +53,37 @@ const rows = {
     'MX host has no address',
     `An MX host got NXDOMAIN or NODATA for both A and AAAA: mail to it cannot be delivered, and a host name that does not exist can be registered by someone else. ${NEVER_DNS}`,
   ),
+  mx_reverse_dns_missing: k(
+    'low',
+    'confirmed',
+    'MX address has no reverse DNS (PTR)',
+    `The PTR query for an address of an MX host was answered NXDOMAIN or NODATA (iprev permerror, RFC 8601 §3). Receivers score mail from such hosts down; RFC 5321 §4.1.4 forbids refusing mail on this alone. ${NEVER_DNS} Never raised for an address outside the reverse-DNS policy (not globally reachable and not in ALLOW_PRIVATE_TARGETS: not asked, a limitation).`,
+  ),
+  mx_reverse_dns_mismatch: k(
+    'low',
+    'confirmed',
+    'MX address reverse DNS does not resolve back',
+    'The PTR names of an MX address (first 3) were all answered, and none has an A/AAAA record leading back to the address (iprev fail, RFC 8601 §3, RFC 1912 §2.1). Receivers score it; RFC 5321 §4.1.4 forbids refusing mail on this alone. Never raised when a forward lookup failed (temperror, a limitation).',
+  ),
+  // ---- zone
+  zone_not_signed: k(
+    'info',
+    'confirmed',
+    "Mail domain's zone is not DNSSEC-signed",
+    `The DS query for the zone holding the mail records was answered NODATA at the parent: MX, SPF, DMARC and TLSA answers can be forged on the path, and DANE cannot apply (RFC 4035 §5, RFC 4033 §5). ${NEVER_DNS}`,
+  ),
+  zone_soa_serial_mismatch: k(
+    'low',
+    'confirmed',
+    'Name servers serve different SOA serials',
+    "The zone's name servers, each asked its SOA directly (first 4, over TCP), answered authoritatively with different serials: they hold different copies of the zone, so a receiver may see old or new mail records depending on the server it asks (RFC 1034 §4.3.5). Normal for the minutes a change takes to reach every server. Never raised from a server that did not answer.",
+  ),
+  zone_ns_inconsistent: k(
+    'low',
+    'confirmed',
+    'Name servers disagree on the NS set',
+    "The zone's name servers, each asked its NS set directly, answered authoritatively with different sets (RFC 1034 §4.2.2, RFC 1912 §2.8): resolvers follow whichever they meet. Never raised from a server that did not answer.",
+  ),
   // ---- spf
   spf_missing: k(
     'medium',
@@ -76,13 +107,25 @@ const rows = {
     'high',
     'confirmed',
     'SPF needs more than 10 DNS lookups',
-    'The tree, walked statically, has more than 10 terms that cost a lookup (include, a, mx, ptr, exists, redirect; RFC 7208 §4.6.4): a receiver that reaches them returns permerror. Never raised from a count that is only a lower bound because a branch was indeterminate, unless the lower bound itself is over 10.',
+    'The tree, walked statically, has more than 10 terms that cost a lookup (include, a, mx, ptr, exists, redirect; RFC 7208 §4.6.4): a receiver that reaches them returns permerror. Never raised from a count that is only a lower bound because a branch was indeterminate, unless the lower bound itself is over 10. A loop is spf_include_loop.',
   ),
   spf_void_lookup_limit_exceeded: k(
     'high',
     'confirmed',
     'SPF has more than 2 void lookups',
-    'More than two lookups of the tree were answered NXDOMAIN or NODATA (RFC 7208 §4.6.4): receivers that apply the void limit return permerror. Indeterminate replies never count as void.',
+    'More than two lookups of the tree were answered NXDOMAIN or NODATA (RFC 7208 §4.6.4), include and redirect targets that do not exist or have no TXT record included: receivers that apply the void limit return permerror. Indeterminate replies never count as void.',
+  ),
+  spf_include_loop: k(
+    'high',
+    'confirmed',
+    'SPF include or redirect loop',
+    'An include or redirect chain comes back to a record already being evaluated: receivers recurse until the 10-lookup limit and return permerror (RFC 7208 §4.6.4). The evidence names the chain.',
+  ),
+  spf_dns_answer_over_512: k(
+    'low',
+    'confirmed',
+    'SPF TXT answer exceeds 512 bytes',
+    'The TXT answer at the domain or at an include/redirect target, every TXT record at the name counted (RFC 7208 §3.4), needs more than 512 bytes even in its smallest form: receivers that ask without EDNS get a truncated reply and must retry over TCP, and some then return temperror (RFC 1035 §4.2.1). Computed from the records, so it holds for every server of the zone; the evidence gives the byte counts.',
   ),
   spf_mx_limit_exceeded: k(
     'high',
@@ -163,6 +206,12 @@ const rows = {
     'External DMARC report destination not authorized',
     `A rua/ruf address is in another organisational domain and "<domain>._report._dmarc.<destination>" was answered without a "v=DMARC1" record (RFC 7489 §7.1): receivers will not send those reports. ${NEVER_DNS}`,
   ),
+  dmarc_report_destination_no_mail: k(
+    'medium',
+    'confirmed',
+    'DMARC report destination accepts no mail',
+    `A rua/ruf mailto: destination domain publishes a null MX (RFC 7505), or has neither MX nor address records (no implicit MX, RFC 5321 §5.1): reports sent there are lost. Asked for internal destinations too. ${NEVER_DNS}`,
+  ),
   // ---- mta_sts
   mta_sts_missing: k(
     'low',
@@ -211,7 +260,7 @@ const rows = {
     'low',
     'confirmed',
     'No TLS-RPT record while MTA-STS or DANE is deployed',
-    `MTA-STS or DANE TLSA records are published but "_smtp._tls.<domain>" was answered without a "v=TLSRPTv1" record: delivery failures are never reported (RFC 8460). ${NEVER_DNS}`,
+    `MTA-STS is published, or DANE is in effect (usable TLSA records validated by DNSSEC; unsigned ones are dane_tlsa_unsigned and do not count), but "_smtp._tls.<domain>" was answered without a "v=TLSRPTv1" record: delivery failures are never reported (RFC 8460). ${NEVER_DNS}`,
   ),
   tls_rpt_record_invalid: k(
     'low',
@@ -257,12 +306,54 @@ const rows = {
     'BIMI published without an enforcing DMARC policy',
     "A BIMI record is published but the DMARC policy does not meet BIMI's prerequisite (p and sp quarantine or reject, not t=y, pct 100): mailbox providers will not show the logo. Derived from the dmarc lane; never raised when the DMARC lane got no answer.",
   ),
+  bimi_logo_unusable: k(
+    'medium',
+    'confirmed',
+    'BIMI logo cannot be used',
+    'The l= logo, fetched through the outbound guard, answered with something a mailbox provider refuses: a status other than 200, a body over 64 KiB (or a gzip body that inflates past it), a certificate not valid for its host, a redirect off https, or a host name that does not exist. Never raised when the fetch timed out, the connection failed or the address was refused by the outbound policy (limitation bimi_logo_unreachable).',
+  ),
+  bimi_logo_not_tiny_ps: k(
+    'medium',
+    'confirmed',
+    'BIMI logo breaks SVG Tiny PS',
+    'The fetched logo is not SVG Tiny Portable/Secure (draft-svg-tiny-ps-abrotman §2): not well-formed, a root other than <svg version="1.2" baseProfile="tiny-ps">, x or y on the root, no <title>, an element outside SVG Tiny 1.2 or removed by the profile (script, handler, a, image, foreignObject, animation, audio, video…), an event handler attribute, an external reference (an href or url() that is not a fragment), entity declarations, or a viewBox that is not square. The evidence lists the violations.',
+  ),
+  bimi_certificate_invalid: k(
+    'medium',
+    'confirmed',
+    'BIMI mark certificate invalid',
+    'The a= mark certificate cannot be used: not fetched for a reason that is a fact (status, host, certificate, redirect, size), no PEM certificate, a chain element not signed by the next (signatures verified, not only names), a chain that does not lead to a BIMI trust anchor, a certificate outside its validity, no BIMI extended key usage (1.3.6.1.5.5.7.3.31), no usable logotype (RFC 3709: image/svg+xml, a data: URI, the declared hash), or an embedded logo that breaks SVG Tiny PS. Revocation is not checked. Never raised when the fetch timed out or was refused by the outbound policy (limitation bimi_certificate_unreachable).',
+  ),
+  bimi_certificate_domain_mismatch: k(
+    'medium',
+    'confirmed',
+    'Mark certificate is for another domain',
+    'The a= certificate chain is valid but its subjectAltName names neither the domain, nor the domain whose BIMI record applies, nor default._bimi of either: providers do not show the logo for this domain.',
+  ),
+  bimi_certificate_logo_mismatch: k(
+    'medium',
+    'confirmed',
+    "l= logo differs from the certificate's logo",
+    'Both the l= logo and the mark certificate were fetched, and the SHA-256 of the logo (inflated) is not the hash of the logo the certificate carries: the BIMI draft requires them to be the same image.',
+  ),
+  bimi_no_evidence_document: k(
+    'info',
+    'firm',
+    'BIMI without a mark certificate',
+    'The BIMI record has a usable l= logo (fetched, SVG Tiny PS) and no a= evidence document: mailbox providers that require a VMC or CMC show no logo.',
+  ),
   // ---- dane
   dane_tlsa_mismatch: k(
     'high',
     'confirmed',
     'DANE TLSA records do not match the MX certificate',
-    'An MX host publishes usable TLSA records (usage 2 or 3) and the certificate its STARTTLS presented matches none of them: DANE-validating senders will not deliver to it. Derived from the smtp_starttls lane; never raised when no certificate was obtained (the dane lane is partial instead).',
+    'An MX host publishes usable TLSA records (usage 2 or 3) and the certificate its STARTTLS presented matches none of them: DANE-validating senders will not deliver to it. Derived from the smtp_starttls lane; never raised when no certificate was obtained (the dane lane is partial instead), nor when the TLSA records are unsigned (dane_tlsa_unsigned: senders ignore them).',
+  ),
+  dane_tlsa_unsigned: k(
+    'low',
+    'confirmed',
+    'TLSA records without DNSSEC have no effect',
+    'An MX host publishes TLSA records but its zone has no DS record at the parent, or a resolver declared validating (DNS_RESOLVER_VALIDATES) returned them insecure (no AD): senders cannot validate them and ignore them, so DANE is not in effect (RFC 7672 §2.2). Never raised when the DNSSEC state is unknown (limitation dnssec_status_unknown).',
   ),
   dane_tlsa_unusable: k(
     'low',
@@ -276,6 +367,12 @@ const rows = {
     'confirmed',
     'MX host does not offer STARTTLS',
     'The MX host answered EHLO without advertising STARTTLS: mail to it travels in clear text. Never raised when port 25 was unreachable, the banner never came or EHLO failed (those are session states with a limitation).',
+  ),
+  smtp_implicit_tls_only: k(
+    'info',
+    'confirmed',
+    'MX host offers TLS on port 465 only',
+    'The MX host answered EHLO on port 25 without STARTTLS and completes a TLS handshake with an SMTP greeting on port 465 (implicit TLS, RFC 8314 §3.3). Port 465 is for message submission: MTAs relaying mail to the domain use port 25 only, so their mail still travels in clear text (smtp_starttls_missing is raised as well).',
   ),
   smtp_starttls_failed: k(
     'medium',

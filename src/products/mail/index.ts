@@ -1,4 +1,4 @@
-// lookup.mail.v1: the mail security posture of a domain in nine lanes, run as a job on the `mail`
+// lookup.mail.v1: the mail security posture of a domain in ten lanes, run as a job on the `mail`
 // worker lane (./checks.ts), assembled with cross-lane derivations (./assemble.ts, ./derive.ts).
 // Price 4 split across lanes by unit cost (./lanes.ts); a lane that ends unavailable, timeout or
 // skipped is not captured. The dkim lane is at best partial (selectors cannot be listed), so a
@@ -41,7 +41,10 @@ function readiness(runtime: ProductRuntime): Record<string, LaneReadiness> {
   const dns = resolverOf(runtime)?.readiness() ?? 'unconfigured';
   const outbound = runtime.services.outbound ? dns : 'unconfigured';
   return Object.fromEntries(
-    mailLaneList.map((l) => [l.lane, l.lane === 'mta_sts' || l.lane === 'smtp_starttls' ? outbound : dns]),
+    mailLaneList.map((l) => [
+      l.lane,
+      l.lane === 'mta_sts' || l.lane === 'smtp_starttls' || l.lane === 'bimi' ? outbound : dns,
+    ]),
   );
 }
 

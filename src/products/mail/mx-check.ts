@@ -1,7 +1,8 @@
 // mail.mx: the MX set in preference order and the addresses of each host. A null MX is the fact
 // "accepts no mail" (finding mx_null, lane completed); no MX is the implicit MX of RFC 5321
 // (the domain's own address); an MX query without a usable reply makes the lane unavailable or
-// timeout (required: the job is then unavailable), never "no MX".
+// timeout (required: the job is then unavailable), never "no MX". The first MX addresses get a
+// forward-confirmed reverse DNS check (./mx-reverse.ts).
 import { presence } from '../../dns/presence.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
@@ -9,10 +10,11 @@ import { ipObject, outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
 import { hostAddresses, MAX_MX_HOSTS, mxSet, type HostAddresses } from './mx-hosts.ts';
+import { checkReverse } from './mx-reverse.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import type { MxProjection } from './schema.ts';
 
-export async function runMxCheck(domain: string, asker: DnsAsker, _ctx: CheckContext): Promise<CheckOutput> {
+export async function runMxCheck(domain: string, asker: DnsAsker, ctx: CheckContext): Promise<CheckOutput> {
   const out = new LaneOutput();
   const mx = await mxSet(asker, domain);
   const domainRef = { type: 'domain', key: domain };
@@ -49,8 +51,11 @@ export async function runMxCheck(domain: string, asker: DnsAsker, _ctx: CheckCon
       addresses: r?.addresses ?? [],
       resolution: h.ipLiteral ? 'ip_literal' : (r?.resolution ?? 'not_resolved'),
       cname: r?.cname ?? null,
+      reverse: [],
     };
   });
+  // Forward-confirmed reverse DNS of the addresses the smtp_starttls lane connects to (./mx-reverse.ts).
+  await checkReverse(asker, out, hosts, ctx.runtime.config.ALLOW_PRIVATE_TARGETS);
 
   let implicit: MxProjection['implicit'] = null;
   if (mx.state === 'no_mx') {
@@ -93,7 +98,13 @@ export async function runMxCheck(domain: string, asker: DnsAsker, _ctx: CheckCon
       type: 'mx_host',
       key: h.name,
       distance: 1,
-      projection: { name: h.name, preference: h.preference, addresses: h.addresses, resolution: h.resolution },
+      projection: {
+        name: h.name,
+        preference: h.preference,
+        addresses: h.addresses,
+        resolution: h.resolution,
+        ...(h.reverse.length > 0 ? { reverse: h.reverse.map((x) => ({ address: x.address, state: x.state })) } : {}),
+      },
     });
     out.relate(ref, 'mx_of', domainRef);
     for (const address of h.addresses) out.relate(ref, 'resolves_to', out.object(ipObject(address, 2)));

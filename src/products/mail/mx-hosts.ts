@@ -2,7 +2,7 @@
 // themselves: lanes run in parallel, and the resolver answers the repeats from the same zone).
 // Null MX (RFC 7505) and the implicit MX of RFC 5321 §5.1 (no MX: the domain's own address) are
 // states of the set, not errors.
-import { isIP } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 import type { QueryResult } from '../../dns/types.ts';
 import { presence, recordsOf, type Presence } from '../../dns/presence.ts';
 import { canonicalIp, hostName } from '../kit/dns-replies.ts';
@@ -51,6 +51,17 @@ export async function mxSet(asker: DnsAsker, domain: string): Promise<MxSet> {
   else if (p === 'absent') state = 'no_mx';
   else state = nulls.length > 0 && hosts.length === 0 ? 'null_mx' : 'mx';
   return { query, presence: p, state, nullMixed: nulls.length > 0 && hosts.length > 0, hosts };
+}
+
+/**
+ * The addresses of a host that are tested (SMTP sessions, reverse DNS): one IPv4 and one IPv6 when
+ * there are both, else the first two.
+ */
+export function pickAddresses(addresses: readonly string[]): string[] {
+  const v4 = addresses.find((a) => !isIPv6(a));
+  const v6 = addresses.find((a) => isIPv6(a));
+  const pair = [v4, v6].filter((a): a is string => a !== undefined);
+  return (pair.length === 2 ? pair : addresses).slice(0, 2);
 }
 
 export type HostResolution = 'resolved' | 'nxdomain' | 'no_addresses' | 'unknown';

@@ -19,6 +19,9 @@ export const mailMtaStsPolicy = async (p: Parameters<typeof Heavy.mailMtaStsPoli
 export const mailDkimKey = async (p: Parameters<typeof Heavy.mailDkimKey>[0]) => (await heavy()).mailDkimKey(p);
 export const mailCertificateChain = async (p: Parameters<typeof Heavy.mailCertificateChain>[0]) =>
   (await heavy()).mailCertificateChain(p);
+export const mailBimiSvg = async (p: Parameters<typeof Heavy.mailBimiSvg>[0]) => (await heavy()).mailBimiSvg(p);
+export const mailBimiCertificate = async (p: Parameters<typeof Heavy.mailBimiCertificate>[0]) =>
+  (await heavy()).mailBimiCertificate(p);
 
 export const mailPoolTasks = {
   mailSpfEvaluate,
@@ -27,5 +30,7 @@ export const mailPoolTasks = {
   mailMtaStsPolicy,
   mailDkimKey,
   mailCertificateChain,
+  mailBimiSvg,
+  mailBimiCertificate,
 } as const;
 export type MailPoolTask = keyof typeof mailPoolTasks;

@@ -32,6 +32,22 @@ export const mxProjection = z.object({
         addresses: z.array(z.string()),
         resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown', 'ip_literal', 'not_resolved']),
         cname: z.string().nullable().describe('The alias target when the exchange is a CNAME'),
+        reverse: z
+          .array(
+            z.object({
+              address: z.string(),
+              state: z
+                .enum(['pass', 'fail', 'permerror', 'temperror', 'not_asked'])
+                .describe(
+                  'iprev (RFC 8601 §2.7.3): pass, a PTR name resolves back; fail, none does; permerror, no PTR (NXDOMAIN/NODATA); temperror, a DNS failure; not_asked, outside the reverse-DNS policy (not globally reachable, not in ALLOW_PRIVATE_TARGETS)',
+                ),
+              ptr: z.array(z.string()).describe('PTR names followed (first 3)'),
+              confirmedBy: z.string().nullable(),
+            }),
+          )
+          .describe(
+            'Forward-confirmed reverse DNS of the tested addresses (first 5 hosts, one IPv4 and one IPv6 each)',
+          ),
       }),
     )
     .describe('Preference order'),
@@ -92,6 +108,30 @@ export const spfProjection = z.object({
       tree: spfNode,
     })
     .nullable(),
+  size: z
+    .object({
+      strings: z.array(z.number().int()).describe('Bytes of each character-string of the SPF record'),
+      recordBytes: z.number().int().describe('The record once its strings are joined'),
+      txtRecords: z.number().int().describe('TXT records at the domain, SPF or not: all travel in the answer'),
+      answerBytes: z
+        .number()
+        .int()
+        .describe(
+          'The smallest DNS response carrying the TXT answer (header, question, compressed owners): a lower bound',
+        ),
+      over512: z.boolean().describe('Past 512 bytes a receiver without EDNS gets a truncated reply (RFC 1035 §4.2.1)'),
+      transport: z.enum(['udp', 'tcp']).nullable().describe("The resolver's (EDNS 1232): a hint only"),
+      targetsOver512: z.array(
+        z.object({
+          domain: z.string(),
+          via: z.enum(['root', 'include', 'redirect']),
+          txtRecords: z.number().int(),
+          answerBytes: z.number().int(),
+        }),
+      ),
+    })
+    .nullable()
+    .describe('Sizes of the TXT answers (RFC 7208 §3.4); null when the domain has no SPF record or its TXT is unknown'),
 });
 export type SpfProjection = z.infer<typeof spfProjection>;
 
@@ -135,6 +175,11 @@ export const dmarcProjection = z.object({
       destination: z.string().nullable(),
       external: z.boolean(),
       authorization: z.enum(['not_needed', 'authorized', 'not_authorized', 'unknown']),
+      accepts: z
+        .enum(['mx', 'implicit_mx', 'null_mx', 'no_mail', 'unknown', 'not_checked'])
+        .describe(
+          'Whether a mailto: destination domain receives mail: MX, implicit MX (its own address, RFC 5321 §5.1), null MX (RFC 7505), neither (no_mail), unknown (DNS failure); not_checked for https: URIs',
+        ),
     }),
   ),
 });
@@ -197,14 +242,87 @@ export const dkimProjection = z.object({
 });
 export type DkimProjection = z.infer<typeof dkimProjection>;
 
+const fetched = {
+  url: z.string(),
+  fetched: z.boolean().describe('A 200 response of the expected kind was read'),
+  status: z.number().int().nullable(),
+  contentType: z.string().nullable(),
+  bytes: z.number().int().nullable(),
+  hops: z.array(z.object({ url: z.string(), status: z.number().int() })).describe('Every response of the chain'),
+  failure: z
+    .string()
+    .nullable()
+    .describe(
+      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
+    ),
+};
+const svgCheck = z.object({
+  valid: z.boolean().describe('No violation of SVG Tiny PS as checked (draft-svg-tiny-ps-abrotman §2)'),
+  violations: z.array(z.string()).describe('The first 20'),
+  moreViolations: z.boolean(),
+  advice: z.array(z.string()),
+  title: z.string().nullable(),
+  viewBox: z.array(z.number()).nullable(),
+  square: z.boolean().nullable(),
+  bytes: z.number().int().describe('Of the SVG itself, inflated when it came gzipped'),
+  compressed: z.boolean(),
+  sha256: z.string().nullable(),
+});
+
 export const bimiProjection = z.object({
   domain: z.string(),
   queried: z.array(z.object({ name: z.string(), outcome, rcode: z.string().nullable() })),
   state: z.enum(['present', 'absent', 'declined', 'invalid', 'unknown']),
   recordName: z.string().nullable(),
   record: z.string().nullable(),
-  location: z.string().nullable().describe('l=: the logo URL (not fetched)'),
-  authority: z.string().nullable().describe('a=: the mark certificate URL (not fetched)'),
+  location: z.string().nullable().describe('l=: the logo URL'),
+  authority: z.string().nullable().describe('a=: the mark certificate URL'),
+  logo: z
+    .object({ ...fetched, compressed: z.boolean().nullable(), svg: svgCheck.nullable() })
+    .nullable()
+    .describe('The l= logo, fetched through the outbound guard and checked against SVG Tiny PS; null when not fetched'),
+  certificate: z
+    .object({
+      ...fetched,
+      facts: z
+        .object({
+          certificates: z.number().int(),
+          kind: z.enum(['VMC', 'CMC']).nullable(),
+          markType: z.string().nullable(),
+          chainTrusted: z
+            .boolean()
+            .describe('Each certificate signed by the next, the last by a BIMI trust anchor, all in validity'),
+          trustError: z.string().nullable(),
+          bimiEku: z
+            .boolean()
+            .describe('The leaf has id-kp-BrandIndicatorforMessageIdentification (1.3.6.1.5.5.7.3.31)'),
+          sans: z.array(z.string()),
+          domainMatch: z.boolean(),
+          subject: z.string().nullable(),
+          organization: z.string().nullable(),
+          issuer: z.string().nullable(),
+          notAfter: z.string().nullable(),
+          fingerprint256: z.string().nullable(),
+          logo: z
+            .object({
+              mediaType: z.string().nullable(),
+              hashAlgorithm: z.string().nullable(),
+              declaredHash: z.string().nullable(),
+              hashValid: z.boolean().nullable(),
+              svg: svgCheck.nullable(),
+              error: z.string().nullable(),
+            })
+            .nullable()
+            .describe('The logotype extension (RFC 3709): the embedded SVG, its declared hash, and SVG Tiny PS'),
+          logoMatch: z.boolean().nullable().describe('The l= logo is the certificate logo (same SHA-256)'),
+          problems: z.array(z.string()),
+        })
+        .nullable(),
+    })
+    .nullable()
+    .describe(
+      'The a= mark certificate (VMC/CMC), fetched through the outbound guard and verified; null when not fetched',
+    ),
   dmarcPrerequisite: z
     .object({ met: z.boolean().nullable(), reason: z.string().nullable() })
     .optional()
@@ -219,7 +337,13 @@ export const daneProjection = z.object({
       host: z.string(),
       query,
       presence: presenceEnum,
-      ad: z.boolean().describe('AD flag as the resolver reported it'),
+      ad: z.boolean().describe('AD flag as the resolver reported it (the query asks for it, RFC 6840 §5.7)'),
+      dnssec: z
+        .enum(['secure', 'insecure', 'unknown'])
+        .describe(
+          'secure: AD from a resolver declared validating (DNS_RESOLVER_VALIDATES); insecure: that resolver answered without AD, or the zone has no DS at its parent; DANE applies only when secure (RFC 7672 §2.2)',
+        ),
+      ds: z.object({ zone: z.string(), state: z.enum(['present', 'absent', 'unknown']) }),
       records: z.array(
         z.object({
           usage: z.number().int(),
@@ -235,9 +359,65 @@ export const daneProjection = z.object({
         .describe('Set at assembly: the usable records against the certificate the smtp_starttls lane was presented'),
     }),
   ),
-  validation: z.literal('not_validated_locally'),
+  validation: z
+    .enum(['validated_by_resolver', 'not_validated'])
+    .describe(
+      'validated_by_resolver: DNS_RESOLVER_VALIDATES is set, so AD is read as validated; signatures are never checked here',
+    ),
 });
 export type DaneProjection = z.infer<typeof daneProjection>;
+
+export const zoneProjection = z.object({
+  zone: z
+    .string()
+    .describe('The zone holding the mail records: the registrable domain (as the domain lookup reads it)'),
+  queries: z.object({ NS: query, SOA: query, DS: query }),
+  nameservers: z.array(z.string()),
+  soa: z
+    .object({
+      mname: z.string(),
+      rname: z.string(),
+      serial: z.number().int(),
+      refresh: z.number().int(),
+      retry: z.number().int(),
+      expire: z.number().int(),
+      minimum: z.number().int(),
+    })
+    .nullable(),
+  ds: z
+    .enum(['present', 'absent', 'unknown'])
+    .describe('DS at the parent: present (a chain of trust starts), absent (NODATA: not signed), unknown'),
+  validated: z
+    .boolean()
+    .nullable()
+    .describe('AD on the SOA answer from a resolver declared validating (DNS_RESOLVER_VALIDATES); null otherwise'),
+  servers: z
+    .array(
+      z.object({
+        name: z.string(),
+        address: z.string().nullable(),
+        state: z
+          .enum([
+            'answered',
+            'not_authoritative',
+            'failed',
+            'timeout',
+            'unreachable',
+            'not_allowed',
+            'no_address',
+            'unknown_address',
+          ])
+          .describe(
+            'answered: SOA and NS with the AA bit; not_authoritative: REFUSED or no AA (a lame server); the others: nothing is known of its copy',
+          ),
+        serial: z.number().int().nullable(),
+        ns: z.array(z.string()),
+        detail: z.string().nullable(),
+      }),
+    )
+    .describe('Each name server (first 4) asked SOA and NS directly over TCP through the outbound guard'),
+});
+export type ZoneProjection = z.infer<typeof zoneProjection>;
 
 const digest = z.object({
   certSha256: z.string(),
@@ -310,6 +490,23 @@ export const smtpProjection = z.object({
               certificateError: z.string().nullable(),
             })
             .nullable(),
+          implicitTls: z
+            .object({
+              state: z
+                .enum(['tls', 'refused', 'timeout', 'tls_failed', 'not_smtp', 'unreachable', 'not_allowed', 'aborted'])
+                .describe('tls: a handshake and a 220 banner on port 465; refused: nothing listens there'),
+              banner: z.string().nullable(),
+              protocol: z.string().nullable(),
+              cipher: z.string().nullable(),
+              chainTrusted: z.boolean().nullable(),
+              trustError: z.string().nullable(),
+              hostnameMatch: z.boolean().nullable(),
+              detail: z.string().nullable(),
+            })
+            .nullable()
+            .describe(
+              'Port 465 (implicit TLS, RFC 8314 §3.3), probed only after no_starttls on 25: a fact that never changes the STARTTLS verdict (relaying MTAs use 25); null when not probed',
+            ),
         }),
       ),
     }),
@@ -328,5 +525,6 @@ export const mailResult = z.object({
   bimi: bimiProjection.nullable(),
   dane: daneProjection.nullable(),
   smtpStarttls: smtpProjection.nullable(),
+  zone: zoneProjection.nullable(),
 });
 export type MailResult = z.infer<typeof mailResult>;

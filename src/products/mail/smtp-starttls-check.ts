@@ -12,7 +12,8 @@ import type { CheckOutput } from '../../contract/tasks.ts';
 import { outcomeText } from '../kit/dns-replies.ts';
 import type { DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
-import { deliveryHosts } from './mx-hosts.ts';
+import { deliveryHosts, pickAddresses } from './mx-hosts.ts';
+import { implicitTlsEvidence, implicitTlsFor } from './implicit-tls.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import { inPool } from './pool.ts';
 import type { CertificateChainFacts } from '../../net/certificate-chain.ts';
@@ -33,14 +34,6 @@ export interface SmtpCheckOptions {
   limits: SmtpLimits;
   ehloName?: string;
   now?: () => Date;
-}
-
-/** One IPv4 and one IPv6 address when there are both, else the first two. */
-function pickAddresses(addresses: string[]): string[] {
-  const v4 = addresses.find((a) => !isIPv6(a));
-  const v6 = addresses.find((a) => isIPv6(a));
-  const pair = [v4, v6].filter((a): a is string => a !== undefined);
-  return (pair.length === MAX_ADDRESSES_PER_HOST ? pair : addresses).slice(0, MAX_ADDRESSES_PER_HOST);
 }
 
 type HostRow = SmtpProjection['hosts'][number];
@@ -70,6 +63,8 @@ async function sessionsFor(
       smtpSession(guard, { host, address }, { ehloName, limits: opts.limits, signal: ctx.signal }),
     ),
   );
+  // A host without STARTTLS: is TLS offered on 465 instead? A fact; the verdict stays (./implicit-tls.ts).
+  const implicit = await implicitTlsFor(guard, host, sessions, opts.limits, ctx.signal);
   const withCerts = await Promise.all(
     sessions.map(async (s) => {
       if (!s.tls || s.tls.chain.length === 0) return { ...s, certificate: null };
@@ -80,12 +75,17 @@ async function sessionsFor(
       return { ...s, certificate: facts as CertificateChainFacts | { error: string } };
     }),
   );
-  return { host, resolution: 'resolved', addresses, sessions: withCerts.map(projectSession) };
+  return {
+    host,
+    resolution: 'resolved',
+    addresses,
+    sessions: withCerts.map((s, i) => ({ ...projectSession(s), implicitTls: implicit[i]! })),
+  };
 }
 
 function projectSession(
   s: SessionResult & { certificate: CertificateChainFacts | { error: string } | null },
-): HostRow['sessions'][number] {
+): Omit<HostRow['sessions'][number], 'implicitTls'> {
   const cert = s.certificate && !('error' in s.certificate) ? s.certificate : null;
   return {
     address: s.address,
@@ -200,15 +200,25 @@ export async function runSmtpStarttlsCheck(
       }
       known++;
       const ev = [`${row.host} ${s.address}: ${s.state}`, ...(s.banner ? [`banner: ${s.banner}`] : [])];
-      if (s.state === 'no_starttls')
+      if (s.state === 'no_starttls') {
         out.finding(
           mailFinding(
             'smtp_starttls_missing',
             ref,
             `${row.host} (${s.address}) answered EHLO without offering STARTTLS.`,
-            [...ev, `EHLO: ${s.ehloExtensions.join(', ')}`],
+            [...ev, `EHLO: ${s.ehloExtensions.join(', ')}`, ...implicitTlsEvidence(s.implicitTls)],
           ),
         );
+        if (s.implicitTls?.state === 'tls')
+          out.finding(
+            mailFinding(
+              'smtp_implicit_tls_only',
+              ref,
+              `${row.host} (${s.address}) offers TLS on port 465 but no STARTTLS on port 25: relaying MTAs use port 25 only.`,
+              implicitTlsEvidence(s.implicitTls),
+            ),
+          );
+      }
       if (s.state === 'starttls_refused' || s.state === 'tls_failed')
         out.finding(
           mailFinding(

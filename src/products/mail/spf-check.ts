@@ -3,13 +3,14 @@
 // asked here in parallel, and the loop repeats until nothing is missing (breadth-first).
 import { presence } from '../../dns/presence.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
-import type { CheckOutput } from '../../contract/tasks.ts';
+import type { CheckOutput, ObjectRef } from '../../contract/tasks.ts';
 import { outcomeText, queryStatus } from '../kit/dns-replies.ts';
 import { evidenceLine, taggedTxt, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding, type MailFindingCode } from './findings.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import { inPool } from './pool.ts';
 import type { SpfPermerror, SpfStep } from './spf-evaluate.ts';
+import { spfSize, type SpfSize } from './spf-size.ts';
 import type { SpfProjection } from './schema.ts';
 
 /** DNS questions one SPF evaluation may ask (10 lookups, their void checks, a few over). */
@@ -19,7 +20,7 @@ const MAX_ROUNDS = 16;
 const PERMERROR_FINDING: Record<SpfPermerror, MailFindingCode> = {
   syntax: 'spf_syntax_error',
   lookup_limit: 'spf_lookup_limit_exceeded',
-  loop: 'spf_lookup_limit_exceeded',
+  loop: 'spf_include_loop',
   void_limit: 'spf_void_lookup_limit_exceeded',
   mx_limit: 'spf_mx_limit_exceeded',
   include_no_record: 'spf_include_without_record',
@@ -44,6 +45,7 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
       query: queryStatus(root),
       records: [],
       evaluation: null,
+      size: null,
     } satisfies SpfProjection);
   }
 
@@ -125,6 +127,8 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
       ),
     );
   }
+  const size = state === 'absent' ? null : spfSize(root, ev.tree, asker.snapshot);
+  if (size && (size.over512 || size.targetsOver512.length > 0)) sizeFinding(out, posture, domain, size);
   if (ev.usesPtr) {
     out.finding(mailFinding('spf_ptr_deprecated', posture, `The SPF tree of ${domain} uses the ptr mechanism.`));
   }
@@ -134,5 +138,24 @@ export async function runSpfCheck(domain: string, asker: DnsAsker, ctx: CheckCon
     query: queryStatus(root),
     records,
     evaluation: ev as unknown as SpfProjection['evaluation'],
+    size,
   } satisfies SpfProjection);
+}
+
+function sizeFinding(out: LaneOutput, posture: ObjectRef, domain: string, size: SpfSize): void {
+  const over = [
+    ...(size.over512 ? [{ domain, answerBytes: size.answerBytes, txtRecords: size.txtRecords }] : []),
+    ...size.targetsOver512,
+  ];
+  out.finding(
+    mailFinding(
+      'spf_dns_answer_over_512',
+      posture,
+      `The SPF TXT answer of ${over.map((o) => `${o.domain} (${o.answerBytes} bytes)`).join(', ')} exceeds 512 bytes: receivers without EDNS must retry over TCP.`,
+      [
+        ...over.map((o) => `TXT ${o.domain}: ${o.txtRecords} record(s), at least ${o.answerBytes} bytes in a response`),
+        `SPF record at ${domain}: ${size.recordBytes} bytes in ${size.strings.length} string(s) (${size.strings.join(', ')})`,
+      ],
+    ),
+  );
 }

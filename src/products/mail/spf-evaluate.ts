@@ -257,6 +257,18 @@ function lookupVoid(w: Walk, questions: QueryResult[]): boolean | null {
   return questions.every((q) => presence(q) === 'absent');
 }
 
+/**
+ * An include/redirect target's TXT lookup is a lookup too (RFC 7208 §4.6.4): void when answered
+ * NXDOMAIN or without any TXT record; a TXT answer with no SPF record among it is not void (it
+ * is still a permerror, include_no_record). Unknown when the target was not asked (a loop, a cap)
+ * or its reply was indeterminate.
+ */
+function targetVoid(w: Walk, child: SpfNode): boolean | null {
+  if (child.query === null) return null;
+  const p = presence(w.get(child.domain, 'TXT'));
+  return p === 'indeterminate' ? null : p === 'absent';
+}
+
 function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly string[]): SpfNode {
   if (path.includes(domain)) {
     permerror(w, 'loop', domain, `${path.join(' → ')} → ${domain}`);
@@ -342,7 +354,9 @@ function walkRecord(w: Walk, domain: string, via: SpfNode['via'], path: readonly
           permerror(w, 'include_no_record', domain, `${t.kind} target "${t.target}" is not a valid domain name`);
           break;
         }
-        node.children.push(walkRecord(w, t.target!, t.kind as 'include' | 'redirect', [...path, domain]));
+        const child = walkRecord(w, t.target!, t.kind as 'include' | 'redirect', [...path, domain]);
+        node.children.push(child);
+        term.void = targetVoid(w, child);
         break;
       }
       case 'a': {
