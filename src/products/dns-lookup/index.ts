@@ -14,6 +14,7 @@
 //   indeterminate type gets a `dns_indeterminate` limitation naming it. A name whose server
 //   answers SERVFAIL for everything is therefore `partial`, never a complete answer.
 import { z } from 'zod';
+import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
 import { domainName } from '../../contract/domain-name.ts';
 import type { QueryResult, RecordType, Resolver } from '../../dns/types.ts';
 import { indeterminateLimitation, presence } from '../../dns/presence.ts';
@@ -42,15 +43,7 @@ const outcomeSchema = z
     'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type',
   );
 const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
-const soaData = z.object({
-  mname: z.string(),
-  rname: z.string(),
-  serial: z.number().int(),
-  refresh: z.number().int(),
-  retry: z.number().int(),
-  expire: z.number().int(),
-  minimum: z.number().int(),
-});
+
 const caaData = z.object({ flags: z.number().int(), tag: z.string(), value: z.string() });
 const txtData = z
   .array(z.string())
@@ -82,7 +75,7 @@ export const dnsResult = z.object({
     NS: typeResult(z.string()),
     TXT: typeResult(txtData),
     CAA: typeResult(caaData),
-    SOA: typeResult(soaData),
+    SOA: typeResult(soaRecordSchema),
   }),
   dnssecValidation: z.literal('not_validated_locally'),
 });

@@ -1,6 +1,7 @@
 // The result of lookup.domain.v1 (the `result` of its job), one part per lane. A lane that did not
 // complete contributes null and its limitations: null never means "nothing there".
 import { z } from 'zod';
+import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
 
 const outcome = z
   .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
@@ -11,15 +12,6 @@ const queryStatus = z.object({
   rcode: z.string().nullable().describe('rcode mnemonic of the reply; null when no reply arrived'),
 });
 
-const soaData = z.object({
-  mname: z.string(),
-  rname: z.string(),
-  serial: z.number().int(),
-  refresh: z.number().int(),
-  retry: z.number().int(),
-  expire: z.number().int(),
-  minimum: z.number().int(),
-});
 const dsData = z.object({
   keyTag: z.number().int(),
   algorithm: z.number().int(),
@@ -48,7 +40,7 @@ export const delegationProjection = z.object({
       resolution: z.enum(['resolved', 'nxdomain', 'no_addresses', 'unknown']),
     }),
   ),
-  soa: soaData.nullable(),
+  soa: soaRecordSchema.nullable(),
   dnssec: z.object({
     ds: z.enum(['present', 'absent', 'unknown']).describe('absent only on an answered NODATA'),
     records: z.array(dsData),

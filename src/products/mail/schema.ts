@@ -2,6 +2,7 @@
 // run contributes null and its limitations: null never means "nothing there". Presence values
 // are the DNS rule of src/dns/presence.ts: absent only from NXDOMAIN/NODATA.
 import { z } from 'zod';
+import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
 
 const outcome = z.enum([
   'answer',
@@ -373,17 +374,7 @@ export const zoneProjection = z.object({
     .describe('The zone holding the mail records: the registrable domain (as the domain lookup reads it)'),
   queries: z.object({ NS: query, SOA: query, DS: query }),
   nameservers: z.array(z.string()),
-  soa: z
-    .object({
-      mname: z.string(),
-      rname: z.string(),
-      serial: z.number().int(),
-      refresh: z.number().int(),
-      retry: z.number().int(),
-      expire: z.number().int(),
-      minimum: z.number().int(),
-    })
-    .nullable(),
+  soa: soaRecordSchema.nullable(),
   ds: z
     .enum(['present', 'absent', 'unknown'])
     .describe('DS at the parent: present (a chain of trust starts), absent (NODATA: not signed), unknown'),
