@@ -96,6 +96,30 @@ export async function createDatabase(
   return withDatabase(serverUrl, name);
 }
 
+/**
+ * The suite runs many processes that each hold a pool (the scale-out and soak tests start seven
+ * roles, vitest runs files in parallel): MariaDB's default of 151 connections ends in "Too many
+ * connections" under load. Raise the server's limit when it is lower and we may (a local server
+ * as root); otherwise say so and go on, since a managed server sets its own.
+ */
+export const TEST_MAX_CONNECTIONS = 1000;
+
+export async function ensureConnectionHeadroom(serverUrl: string, log: Log = defaultLog): Promise<void> {
+  const conn = await createConnection({ uri: stripDatabase(serverUrl), connectTimeout: 10_000 });
+  try {
+    const [rows] = await conn.query('SELECT @@max_connections AS n');
+    const n = Number((rows as Array<{ n: unknown }>)[0]?.n);
+    if (n >= TEST_MAX_CONNECTIONS) return;
+    await conn.query(`SET GLOBAL max_connections = ${TEST_MAX_CONNECTIONS}`).then(
+      () => log(`MySQL: max_connections raised from ${n} to ${TEST_MAX_CONNECTIONS} for the suite`),
+      (e: unknown) =>
+        log(`MySQL: max_connections is ${n} and could not be raised (${e instanceof Error ? e.message : String(e)})`),
+    );
+  } finally {
+    await closeMysql(conn);
+  }
+}
+
 export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
   checkDbName(name);
   const conn = await createConnection({ uri: stripDatabase(serverUrl), connectTimeout: 10_000 });
@@ -352,6 +376,8 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
     `--user=${user}`,
     // No reverse DNS for client addresses: root@127.0.0.1 is matched directly.
     '--skip-name-resolve',
+    // The suite runs many service processes at once (see ensureConnectionHeadroom).
+    `--max-connections=${TEST_MAX_CONNECTIONS}`,
   ];
   log(`MySQL: starting private MariaDB on 127.0.0.1:${PRIVATE_MYSQL_PORT} (log: ${p.mysqlLog})`);
   const out = await fs.open(p.mysqlLog, 'a');

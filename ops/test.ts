@@ -23,7 +23,14 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from './services.ts';
+import {
+  createDatabase,
+  deletePrefixedKeys,
+  dropDatabase,
+  ensureConnectionHeadroom,
+  ensureServices,
+  runTimestamp,
+} from './services.ts';
 import { importRulesHold } from './lint.ts';
 import { deletePrefixedClusterKeys, startRedisCluster, type RedisCluster } from './redis-cluster.ts';
 import { LAB_CA_DIR_ENV, loadLabCa } from '../test/lab/ca.ts';
@@ -256,6 +263,7 @@ async function main(): Promise<number> {
 
   mayHaveResources = true;
   try {
+    await ensureConnectionHeadroom(serverUrl, log);
     const databaseUrl = await createDatabase(serverUrl, dbName);
     log(`database ${dbName} on ${serverUrl}; Redis ${redisUrl} with key prefix ${keyPrefix}`);
     checkInterrupted();
