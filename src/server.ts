@@ -16,6 +16,7 @@ import {
   type StartupFailure,
 } from './http/startup-failure.ts';
 import { registry } from './metrics.ts';
+import { observeBreakers } from './resilience/breaker-observer.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL, { role: 'web' });
@@ -109,6 +110,9 @@ async function runWorker(cfg: Config): Promise<void> {
   // AggregatorRegistry, and only for the registries it was given: ours, not the global default.
   client.AggregatorRegistry.setRegistries([registry]);
   new client.AggregatorRegistry();
+  // Before createDeps: the breakers it builds (resolver, RDAP, IP context, MySQL, Redis, lanes)
+  // report from their first move.
+  observeBreakers({ registry, log });
   // Imported here, not at the top: the primary only forks and aggregates metrics, and would
   // otherwise carry the whole app (products, MySQL, Redis, Express) for nothing (~55 MB).
   const { createDeps } = await import('./bootstrap.ts');

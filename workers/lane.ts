@@ -3,6 +3,7 @@ import client from 'prom-client';
 import { loadConfigOrExit } from '../src/config/config.ts';
 import { createLogger } from '../src/log.ts';
 import { LANES, isLaneName } from '../src/queue/streams.ts';
+import { observeBreakers } from '../src/resilience/breaker-observer.ts';
 import { installShutdown } from './process-lifecycle.ts';
 import { serveMetrics } from './metrics-server.ts';
 import { startLaneWorker } from './start-lane-worker.ts';
@@ -15,6 +16,8 @@ if (!isLaneName(lane)) {
 const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL, { role: `lane-${lane}` });
 const metrics = new client.Registry();
+// Before the worker starts: its resolver's and RDAP client's breakers report from their first move.
+observeBreakers({ registry: metrics, log });
 const worker = await startLaneWorker(lane, { config, log, metrics });
 let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
 if (config.METRICS_PORT) {

@@ -67,7 +67,8 @@ function healthOf(baseUrl: string, guard: OutboundGuard): ServerHealth {
     const entry: ServerHealth = {
       guard,
       breaker: new Breaker({
-        name: 'rdap',
+        // One breaker per server: the operator's log and metric say which registry is down.
+        name: `rdap:${new URL(baseUrl).host}`,
         failuresToOpen: RDAP_FAILURES_TO_OPEN,
         probeTimeoutMs: 2000,
         probe: async (signal) => {

@@ -20,6 +20,30 @@
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
+/**
+ * A breaker's move between states, for the operator's view (breaker-observer.ts logs and counts
+ * them). `downMs` is set on the return to closed: how long the dependency was refused.
+ */
+export interface BreakerTransition {
+  name: string;
+  from: BreakerState;
+  to: BreakerState;
+  downMs?: number;
+}
+
+type TransitionListener = (t: BreakerTransition) => void;
+const listeners = new Set<TransitionListener>();
+
+/**
+ * Every breaker of this process reports its transitions here (breakers are created deep inside
+ * the resolver, the RDAP client, the health route…, where no logger or registry is at hand).
+ * Returns the unsubscribe.
+ */
+export function onBreakerTransition(fn: TransitionListener): () => void {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
 export interface BreakerClock {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
@@ -71,6 +95,8 @@ export class Breaker {
   #generation = 0;
   #stopped = false;
   #probes = 0;
+  /** When it last left closed (the clock's time), for the transition's downMs. */
+  #openedAt = 0;
 
   constructor(opts: BreakerOptions) {
     if (!(opts.failuresToOpen >= 1)) throw new Error('failuresToOpen must be at least 1');
@@ -130,6 +156,16 @@ export class Breaker {
     if (from === to) return;
     this.#state = to;
     this.#o.onChange?.(from, to);
+    if (from === 'closed') this.#openedAt = this.#o.clock.now();
+    const t: BreakerTransition = { name: this.name, from, to };
+    if (to === 'closed') t.downMs = Math.max(0, this.#o.clock.now() - this.#openedAt);
+    for (const fn of listeners) {
+      try {
+        fn(t);
+      } catch {
+        // An observer's bug must not change what the breaker decides.
+      }
+    }
   }
 
   #open(): void {

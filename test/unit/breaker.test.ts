@@ -238,3 +238,49 @@ describe('Breaker', () => {
     expect(jittered(1000, 0)).toBe(1000);
   });
 });
+
+describe('observeBreakers: the operator sees a breaker open and close', () => {
+  it('logs and counts open and close, not the probe flips in between, with how long it was down', async () => {
+    const { observeBreakers } = await import('../../src/resilience/breaker-observer.ts');
+    const client = (await import('prom-client')).default;
+    const registry = new client.Registry();
+    const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+    const stop = observeBreakers({
+      registry,
+      log: {
+        warn: (obj, msg) => lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg }),
+        info: (obj, msg) => lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg }),
+      },
+    });
+    const clock = new FakeClock(7);
+    let up = false;
+    const b = new Breaker({ name: 'observed', failuresToOpen: 2, clock, probe: async () => up });
+    try {
+      b.failure();
+      b.failure();
+      const gauge = async () =>
+        (await registry.getSingleMetric('lss_breaker_open')!.get()).values.find((v) => v.labels.breaker === 'observed')
+          ?.value;
+      expect(await gauge()).toBe(1);
+      await clock.advance(3500); // about three failed probes: open → half_open → open, three times
+      expect(b.probes).toBeGreaterThanOrEqual(2);
+      up = true;
+      await clock.advance(1500);
+      expect(b.state).toBe('closed');
+      expect(await gauge()).toBe(0);
+      expect(lines.map((l) => l.level)).toEqual(['warn', 'info']);
+      expect(lines[0]!.obj.breaker).toBe('observed');
+      expect(lines[1]!.obj.downMs).toBeGreaterThanOrEqual(3500);
+      const opened = await registry.getSingleMetric('lss_breaker_opened_total')!.get();
+      expect(opened.values.find((v) => v.labels.breaker === 'observed')?.value).toBe(1);
+    } finally {
+      stop();
+      b.stop();
+    }
+    // Unsubscribed: a later breaker's moves reach no one.
+    const c = new Breaker({ name: 'after', failuresToOpen: 1, clock, probe: async () => true });
+    c.failure();
+    expect(lines).toHaveLength(2);
+    c.stop();
+  });
+});
