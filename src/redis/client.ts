@@ -122,11 +122,19 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
 function coalesceWrites(client: Redis): void {
   const send = client.sendCommand.bind(client);
   let corked: Socket | null = null;
+  let after: Array<() => void> = [];
   const flush = () => {
     const socket = corked;
     corked = null;
     socket?.uncork();
+    const run = after;
+    after = [];
+    for (const fn of run) fn();
   };
+  waitingForWrite.set(client, (fn) => {
+    if (corked) after.push(fn);
+    else fn();
+  });
   client.sendCommand = ((
     command: Parameters<Redis['sendCommand']>[0],
     stream?: Parameters<Redis['sendCommand']>[1],
@@ -139,6 +147,20 @@ function coalesceWrites(client: Redis): void {
     }
     return send(command, stream);
   }) as Redis['sendCommand'];
+}
+
+const waitingForWrite = new WeakMap<RedisClient, (fn: () => void) => void>();
+
+/**
+ * Runs `fn` once the commands issued so far have been handed to the socket: at once, unless this
+ * turn's writes are being coalesced (then right after they leave, at setImmediate). A reply that
+ * depends on a command having reached Redis before the client can act on it (a write-behind
+ * idempotency marker) is sent from here: any later command, from any connection, arrives after it.
+ */
+export function afterWrite(client: RedisClient, fn: () => void): void {
+  const wait = waitingForWrite.get(client);
+  if (wait) wait(fn);
+  else fn();
 }
 
 /**
