@@ -8,7 +8,8 @@
 // The same outcomes as body-parser with the options body.ts gives it (strict: false): an empty
 // body is {}, a leading BOM is dropped (iconv does so), invalid UTF-8 becomes U+FFFD, more than
 // `limit` bytes is payload_too_large once the rest of the body has been drained (so a keep-alive
-// connection stays usable), and a request that breaks off is "The request was aborted.".
+// connection stays usable), and a request that breaks off is "The request was aborted." (answered
+// if the socket can still take it).
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../contract/errors.ts';
 import { malformedJsonError, tooLargeError } from './errors.ts';
@@ -24,42 +25,31 @@ export function isPlainJson(req: IncomingMessage): boolean {
 
 export type JsonBodyResult = { ok: true; value: unknown } | { ok: false; error: ApiError };
 
-/** Reads and parses the body; `done` is called once (never, when the socket closes mid-body). */
+/**
+ * Reads and parses the body; `done` is called once, or never when the peer goes away mid-body
+ * (there is no one to answer). The listeners stay until the request is gone: removing them would
+ * cost more than they do, and the 'error' one keeps a late socket error from going unhandled.
+ */
 export function readPlainJson(req: IncomingMessage, limit: number, done: (r: JsonBodyResult) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let finished = false;
-  const stop = () => {
-    finished = true;
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onError);
-    req.off('close', onClose);
-  };
-  const finish = (r: JsonBodyResult) => {
-    if (finished) return;
-    stop();
-    done(r);
-  };
-  const onData = (chunk: Buffer) => {
+  req.on('data', (chunk: Buffer) => {
     received += chunk.length;
     // Over the limit: keep reading to the end, keep nothing.
     if (received <= limit) chunks.push(chunk);
-  };
-  const onEnd = () => {
-    if (received > limit) return finish({ ok: false, error: tooLargeError() });
-    finish(parse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
-  };
-  const onError = () =>
-    finish({ ok: false, error: new ApiError('invalid_request', { message: 'The request was aborted.' }) });
-  // A peer that goes away mid-body is not answered (there is no one to answer), as with body-parser.
-  const onClose = () => {
-    if (!finished && !req.complete) stop();
-  };
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('error', onError);
-  req.on('close', onClose);
+  });
+  req.on('end', () => {
+    if (finished) return;
+    finished = true;
+    if (received > limit) return done({ ok: false, error: tooLargeError() });
+    done(parse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
+  });
+  req.on('error', () => {
+    if (finished) return;
+    finished = true;
+    done({ ok: false, error: new ApiError('invalid_request', { message: 'The request was aborted.' }) });
+  });
 }
 
 function parse(bytes: Buffer): JsonBodyResult {

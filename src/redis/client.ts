@@ -71,14 +71,17 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
   };
   if ('url' in target) {
+    // A coalescing client times its commands out itself, with one timer (expireCommands below).
+    const ownTimeout = opts.coalesceWrites ? opts.commandTimeoutMs : undefined;
     const client = new Redis(target.url, {
       ...node,
+      ...(ownTimeout ? { commandTimeout: undefined } : {}),
       keyPrefix,
       lazyConnect: opts.lazy ?? false,
       enableOfflineQueue: false,
       retryStrategy: retry,
     });
-    if (opts.coalesceWrites) coalesceWrites(client);
+    if (opts.coalesceWrites) coalesceWrites(client, ownTimeout);
     return client;
   }
   const { nodes, username, password, tls } = target.cluster;
@@ -119,8 +122,9 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
  * tail). Corking keeps the one write without either. Commands go into ioredis' reply queue as
  * before, in order; a socket that closes while corked fails them as any failed write does.
  */
-function coalesceWrites(client: Redis): void {
+function coalesceWrites(client: Redis, timeoutMs: number | undefined): void {
   const send = client.sendCommand.bind(client);
+  const track = timeoutMs ? expireCommands(client, timeoutMs) : undefined;
   let corked: Socket | null = null;
   let after: Array<() => void> = [];
   const flush = () => {
@@ -145,8 +149,55 @@ function coalesceWrites(client: Redis): void {
       corked = socket;
       setImmediate(flush);
     }
+    track?.(command);
     return send(command, stream);
   }) as Redis['sendCommand'];
+}
+
+type TimedCommand = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean };
+
+/**
+ * commandTimeout without a timer per command: ioredis arms and clears a setTimeout for every
+ * command (and `delete`s the timer's property, which turns each command object into a slow
+ * dictionary), a measurable share of an admitted request. Here commands are remembered in the
+ * order they were sent, all with the same timeout, so the oldest are the first to expire: one
+ * interval of a quarter of the timeout fails those still unanswered with ioredis' own error
+ * ("Command timed out", which the HTTP layer answers 503), between 1 and 1.25 timeouts after they
+ * were sent. The interval runs only while commands are out.
+ */
+function expireCommands(client: Redis, timeoutMs: number): (command: TimedCommand) => void {
+  let sent: TimedCommand[] = [];
+  let due: number[] = [];
+  let head = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = () => {
+    const now = performance.now();
+    while (head < sent.length && (sent[head]!.isSettled || due[head]! <= now)) {
+      const command = sent[head]!;
+      if (!command.isSettled) command.reject(new Error('Command timed out'));
+      head++;
+    }
+    if (head === sent.length) {
+      sent = [];
+      due = [];
+      head = 0;
+      clearInterval(timer);
+      timer = undefined;
+    } else if (head > 1024) {
+      sent = sent.slice(head);
+      due = due.slice(head);
+      head = 0;
+    }
+  };
+  client.on('end', () => {
+    clearInterval(timer);
+    timer = undefined;
+  });
+  return (command) => {
+    sent.push(command);
+    due.push(performance.now() + timeoutMs);
+    timer ??= setInterval(sweep, Math.max(10, timeoutMs / 4)).unref();
+  };
 }
 
 const waitingForWrite = new WeakMap<RedisClient, (fn: () => void) => void>();
