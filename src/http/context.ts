@@ -39,6 +39,8 @@ export interface RequestState {
   lease?: LeaseFound & { fingerprint: string };
   /** A body error, reported at step 5 although the body is read before the limits (step 3). */
   bodyError?: ApiError;
+  /** The controller of a running inline execution: the response's 'close' aborts it. */
+  execution?: AbortController;
 }
 
 /**
@@ -59,6 +61,7 @@ export class RequestContext implements RequestState {
   claim?: IdempotencyClaim = undefined;
   lease?: LeaseFound & { fingerprint: string } = undefined;
   bodyError?: ApiError = undefined;
+  execution?: AbortController = undefined;
   readonly #parent: Logger;
   #child: Logger | undefined = undefined;
 

@@ -154,39 +154,38 @@ function coalesceWrites(client: Redis, timeoutMs: number | undefined): void {
   }) as Redis['sendCommand'];
 }
 
-type TimedCommand = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean };
+type TimedCommand = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean; lssSentAt?: number };
 
 /**
  * commandTimeout without a timer per command: ioredis arms and clears a setTimeout for every
  * command (and `delete`s the timer's property, which turns each command object into a slow
- * dictionary), a measurable share of an admitted request. Here commands are remembered in the
- * order they were sent, all with the same timeout, so the oldest are the first to expire: one
- * interval of a quarter of the timeout fails those still unanswered with ioredis' own error
- * ("Command timed out", which the HTTP layer answers 503), between 1 and 1.25 timeouts after they
- * were sent. The interval runs only while commands are out.
+ * dictionary), a measurable share of an admitted request. Here each command carries the time it
+ * was sent, and one interval of a quarter of the timeout walks ioredis' own queue of commands
+ * awaiting a reply, oldest first (replies come in order, and every command has the same timeout):
+ * those past the timeout are failed with ioredis' own error ("Command timed out", which the HTTP
+ * layer answers 503), between 1 and 1.25 timeouts after they were sent. Nothing is kept beyond
+ * what ioredis keeps (a list of our own held commands long enough to reach the old generation),
+ * and the interval runs only while commands are out.
  */
 function expireCommands(client: Redis, timeoutMs: number): (command: TimedCommand) => void {
-  let sent: TimedCommand[] = [];
-  let due: number[] = [];
-  let head = 0;
+  // Read at every sweep: ioredis replaces the queue when the connection is reset.
+  type Queue = { length: number; peekAt(i: number): { command: TimedCommand } | undefined };
+  const pending = () => (client as unknown as { commandQueue: Queue }).commandQueue;
   let timer: NodeJS.Timeout | undefined;
   const sweep = () => {
-    const now = performance.now();
-    while (head < sent.length && (sent[head]!.isSettled || due[head]! <= now)) {
-      const command = sent[head]!;
+    const expired = performance.now() - timeoutMs;
+    const queue = pending();
+    for (let i = 0; i < queue.length; i++) {
+      const command = queue.peekAt(i)?.command;
+      if (!command) break;
+      // A command that did not pass through the wrapper has no time: not ours to judge.
+      if (command.lssSentAt === undefined) continue;
+      if (command.lssSentAt > expired) break;
       if (!command.isSettled) command.reject(new Error('Command timed out'));
-      head++;
     }
-    if (head === sent.length) {
-      sent = [];
-      due = [];
-      head = 0;
+    if (pending().length === 0) {
       clearInterval(timer);
       timer = undefined;
-    } else if (head > 1024) {
-      sent = sent.slice(head);
-      due = due.slice(head);
-      head = 0;
     }
   };
   client.on('end', () => {
@@ -194,8 +193,7 @@ function expireCommands(client: Redis, timeoutMs: number): (command: TimedComman
     timer = undefined;
   });
   return (command) => {
-    sent.push(command);
-    due.push(performance.now() + timeoutMs);
+    command.lssSentAt = performance.now();
     timer ??= setInterval(sweep, Math.max(10, timeoutMs / 4)).unref();
   };
 }
