@@ -82,7 +82,13 @@ export async function commitReply(
       // (Idempotency.commitBehind says why a retry still finds it).
       admissionOutcomes.inc({ code: 'ok' });
       idempotency
-        .commitBehind(claim, { status, body: text }, () => sendJsonText(res, status, text))
+        .commitBehind(claim, { status, body: text }, () => {
+          try {
+            sendJsonText(res, status, text);
+          } catch (err) {
+            s.log.error({ err }, 'could not send the reply');
+          }
+        })
         .then(
           (held) => {
             if (!held) s.log.warn('idempotency lease had expired before the request finished');

@@ -195,7 +195,9 @@ export class Idempotency {
    * round trip less on every such request's latency). Whatever a client does after it has the
    * reply reaches Redis after the marker, from this process's connection or any other; a
    * duplicate that was already under way finds the lease and is answered in progress, as
-   * CONTRACT §4 says for concurrent duplicates. The promise says whether the lease was still held;
+   * CONTRACT §4 says for concurrent duplicates. Where the command has to be sent again (NOSCRIPT
+   * after Redis lost its scripts, a cluster's MOVED, a cluster node's connection still opening),
+   * a retry racing it can be answered in progress too (409, Retry-After: 1), never run twice. The promise says whether the lease was still held;
    * if the command fails, the lease expires on its own (IDEMPOTENCY_LOCK_MS) and an identical
    * retry after that runs again, which for a zero-credit lookup is harmless.
    */

@@ -133,7 +133,14 @@ function coalesceWrites(client: Redis, timeoutMs: number | undefined): void {
     socket?.uncork();
     const run = after;
     after = [];
-    for (const fn of run) fn();
+    for (const fn of run) {
+      // One callback's failure must not keep the others from running: reported, not thrown.
+      try {
+        fn();
+      } catch (err) {
+        client.emit('error', err);
+      }
+    }
   };
   waitingForWrite.set(client, (fn) => {
     if (corked) after.push(fn);
@@ -205,6 +212,7 @@ const waitingForWrite = new WeakMap<RedisClient, (fn: () => void) => void>();
  * turn's writes are being coalesced (then right after they leave, at setImmediate). A reply that
  * depends on a command having reached Redis before the client can act on it (a write-behind
  * idempotency marker) is sent from here: any later command, from any connection, arrives after it.
+ * `fn` should not throw; if it does, the error is emitted as the client's 'error'.
  */
 export function afterWrite(client: RedisClient, fn: () => void): void {
   const wait = waitingForWrite.get(client);
