@@ -6,8 +6,9 @@ import express, { type RequestHandler } from 'express';
 import type { z } from 'zod';
 import { ApiError } from '../contract/errors.ts';
 import { nestsDeeperThan } from '../idempotency/fingerprint.ts';
-import { state } from './context.ts';
+import { state, type RequestState } from './context.ts';
 import { toApiError } from './errors.ts';
+import { isPlainJson, readPlainJson } from './json-reader.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** No request body of the contract nests deeper than 3; 32 leaves room and bounds every walk. */
@@ -31,9 +32,23 @@ function contentCodingError(req: Parameters<RequestHandler>[0]): ApiError | null
 
 export const readBody: RequestHandler = (req, res, next) => {
   const s = state(res);
-  const hasBody = req.get('transfer-encoding') !== undefined || Number(req.get('content-length') ?? 0) > 0;
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(length ?? 0) > 0;
   s.rawBody = undefined;
   if (!hasBody) return next();
+  // The common case, read without body-parser (json-reader.ts); the rest below, as before.
+  if (isPlainJson(req)) {
+    if (Number(length ?? 0) > BODY_LIMIT_BYTES) {
+      s.bodyError = new ApiError('payload_too_large');
+      return next();
+    }
+    readPlainJson(req, BODY_LIMIT_BYTES, (r) => {
+      if (!r.ok) s.bodyError = r.error;
+      else acceptBody(s, r.value);
+      next();
+    });
+    return;
+  }
   if (!req.is('application/json')) {
     s.bodyError = new ApiError('unsupported_media_type');
     return next();
@@ -51,15 +66,20 @@ export const readBody: RequestHandler = (req, res, next) => {
   if (req.headers['content-encoding']) req.headers['content-encoding'] = req.headers['content-encoding'].trim();
   parseJson(req, res, (err?: unknown) => {
     if (err) s.bodyError = bodyReadError(err);
-    else if (nestsDeeperThan(req.body, BODY_MAX_DEPTH)) {
-      s.bodyError = new ApiError('invalid_request', {
-        message: `The body nests deeper than ${BODY_MAX_DEPTH} levels.`,
-        details: { issues: [{ path: '', message: `nesting deeper than ${BODY_MAX_DEPTH}` }] },
-      });
-    } else s.rawBody = req.body;
+    else acceptBody(s, req.body);
     next();
   });
 };
+
+/** A parsed body is kept for the fingerprint and validation unless it nests too deep. */
+function acceptBody(s: RequestState, value: unknown): void {
+  if (nestsDeeperThan(value, BODY_MAX_DEPTH)) {
+    s.bodyError = new ApiError('invalid_request', {
+      message: `The body nests deeper than ${BODY_MAX_DEPTH} levels.`,
+      details: { issues: [{ path: '', message: `nesting deeper than ${BODY_MAX_DEPTH}` }] },
+    });
+  } else s.rawBody = value;
+}
 
 /** A body that could not be read: body-parser's typed errors, else a decoding failure (400). */
 function bodyReadError(err: unknown): ApiError {

@@ -22,6 +22,8 @@ export type AdmissionStep =
 
 export interface RequestState {
   requestId: string;
+  /** performance.now() when the request reached the app (the access line's duration). */
+  readonly startedAt: number;
   step?: AdmissionStep;
   log: Logger;
   principal?: Principal;
@@ -37,6 +39,46 @@ export interface RequestState {
   lease?: LeaseFound & { fingerprint: string };
   /** A body error, reported at step 5 although the body is read before the limits (step 3). */
   bodyError?: ApiError;
+  /** The controller of a running inline execution: the response's 'close' aborts it. */
+  execution?: AbortController;
+}
+
+/**
+ * res.locals of every request (request-id.ts puts it there first). A class so that every request's
+ * state has one shape from the start, and so that the request's child logger is made on first use:
+ * most requests log only their access line, which app.ts writes through the parent with the id as
+ * a field (a child per request showed in the admission profile).
+ */
+export class RequestContext implements RequestState {
+  readonly requestId: string;
+  readonly startedAt: number;
+  step?: AdmissionStep = undefined;
+  principal?: Principal = undefined;
+  rawBody?: unknown = undefined;
+  input?: unknown = undefined;
+  deferredLimit?: ApiError = undefined;
+  idempotencyKey?: string = undefined;
+  claim?: IdempotencyClaim = undefined;
+  lease?: LeaseFound & { fingerprint: string } = undefined;
+  bodyError?: ApiError = undefined;
+  execution?: AbortController = undefined;
+  readonly #parent: Logger;
+  #child: Logger | undefined = undefined;
+
+  constructor(requestId: string, parent: Logger, startedAt: number) {
+    this.requestId = requestId;
+    this.#parent = parent;
+    this.startedAt = startedAt;
+  }
+
+  get log(): Logger {
+    this.#child ??= this.#parent.child({ requestId: this.requestId });
+    return this.#child;
+  }
+
+  set log(l: Logger) {
+    this.#child = l;
+  }
 }
 
 export function state(res: Response): RequestState {

@@ -11,13 +11,8 @@ import { finishClaim } from './idempotency.ts';
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { type?: string; status?: number; expose?: boolean; message?: string };
-  if (e?.type === 'entity.too.large') return new ApiError('payload_too_large');
-  if (e?.type === 'entity.parse.failed') {
-    return new ApiError('invalid_request', {
-      message: 'The body is not valid JSON.',
-      details: { issues: [{ path: '', message: 'malformed JSON' }] },
-    });
-  }
+  if (e?.type === 'entity.too.large') return tooLargeError();
+  if (e?.type === 'entity.parse.failed') return malformedJsonError();
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
     return new ApiError('unsupported_media_type');
   if (e?.type === 'request.aborted') return new ApiError('invalid_request', { message: 'The request was aborted.' });
@@ -28,6 +23,19 @@ export function toApiError(err: unknown): ApiError {
   if ((err as { code?: string })?.code === 'ER_LOCK_DEADLOCK')
     return new ApiError('service_unavailable', { retryAfterSeconds: 1, cause: dependencyCause(err) });
   return new ApiError('internal_error');
+}
+
+/** A body over the limit, whichever reader met it (body-parser or src/http/json-reader.ts). */
+export function tooLargeError(): ApiError {
+  return new ApiError('payload_too_large');
+}
+
+/** A body that is not JSON, whichever reader met it. */
+export function malformedJsonError(): ApiError {
+  return new ApiError('invalid_request', {
+    message: 'The body is not valid JSON.',
+    details: { issues: [{ path: '', message: 'malformed JSON' }] },
+  });
 }
 
 /** "mysql: ER_LOCK_DEADLOCK", "redis: Connection is closed." — for the log line of a 503. */

@@ -2,10 +2,10 @@
 // step 3, by the admission script's caller), then what its lease means for this request (execute
 // once, replay, conflict, in progress), and the commit. The decisions live in
 // src/idempotency/idempotency.ts; this file only moves them to and from Express.
-import type { Request, RequestHandler, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import { isValidIdempotencyKey, requestFingerprint } from '../idempotency/fingerprint.ts';
-import type { Idempotency, ReplyStore } from '../idempotency/idempotency.ts';
+import type { Decision, Idempotency, ReplyStore } from '../idempotency/idempotency.ts';
 import type { StoredReply } from '../idempotency/lease.ts';
 import { admissionOutcomes } from '../metrics.ts';
 import { state } from './context.ts';
@@ -24,26 +24,43 @@ export const requireIdempotencyKey: RequestHandler = (req, res, next) => {
   next();
 };
 
+/**
+ * A JSON text as the reply, with the headers Express's res.send would set (Content-Type with its
+ * charset, Content-Length) but without its checks for ETag, freshness and HEAD, which no POST of
+ * this API needs.
+ */
+export function sendJsonText(res: Response, status: number, text: string): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
 export function sendReplay(res: Response, reply: StoredReply): void {
   admissionOutcomes.inc({ code: 'replayed' });
   res.setHeader('Idempotent-Replayed', 'true');
-  res.status(reply.status).type('application/json').send(reply.body);
+  sendJsonText(res, reply.status, reply.body);
 }
 
 /** Step 8: execute (holding the claim), or answer with the replay; conflicts and waits throw. */
 export function claimIdempotency(idempotency: Idempotency, store: ReplyStore): RequestHandler {
-  return async (req, res, next) => {
+  const act = (res: Response, next: NextFunction, decision: Decision) => {
+    if (decision.kind === 'replay') return sendReplay(res, decision.reply);
+    state(res).claim = decision.claim;
+    next();
+  };
+  return (req, res, next) => {
     const s = state(res);
+    // The lease step 3 claimed passes to the decision, which hands it back only to execute.
+    const held = s.claim;
+    s.claim = undefined;
+    // Mostly the admission script's answer settles it: no promise, no other round trip.
+    const now = idempotency.decideAtOnce(s.lease, store, held);
+    if (now) return act(res, next, now);
     const p = s.principal!;
     const fingerprint = s.lease?.fingerprint ?? requestFingerprint(req.method, req.path, s.rawBody);
     const who = { applicationId: p.applicationId, apiKeyId: p.keyId, key: s.idempotencyKey! };
-    // The lease step 3 claimed passes to decide(), which hands it back only to execute.
-    const held = s.claim;
-    s.claim = undefined;
-    const decision = await idempotency.decide(who, fingerprint, s.lease, store, held);
-    if (decision.kind === 'replay') return sendReplay(res, decision.reply);
-    s.claim = decision.claim;
-    next();
+    return idempotency.decide(who, fingerprint, s.lease, store, held).then((d) => act(res, next, d));
   };
 }
 
@@ -60,11 +77,33 @@ export async function commitReply(
   const text = JSON.stringify(body);
   if (claim) {
     s.claim = undefined;
+    if (store === 'redis') {
+      // Write-behind: the reply leaves once the marker that stores it is on its way to Redis
+      // (Idempotency.commitBehind says why a retry still finds it).
+      admissionOutcomes.inc({ code: 'ok' });
+      idempotency
+        .commitBehind(claim, { status, body: text }, () => {
+          try {
+            sendJsonText(res, status, text);
+          } catch (err) {
+            s.log.error({ err }, 'could not send the reply');
+          }
+        })
+        .then(
+          (held) => {
+            if (!held) s.log.warn('idempotency lease had expired before the request finished');
+          },
+          (err: unknown) => {
+            s.log.warn({ err: { message: (err as Error).message } }, 'could not store the reply for replay');
+          },
+        );
+      return;
+    }
     const out = await idempotency.commit(claim, { status, body: text }, store);
     if (out.replayed) return sendReplay(res, out.reply);
   }
   admissionOutcomes.inc({ code: 'ok' });
-  res.status(status).type('application/json').send(text);
+  sendJsonText(res, status, text);
 }
 
 /** After an async product's job transaction met the unique key: the reply committed first. */

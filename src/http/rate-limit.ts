@@ -87,6 +87,7 @@ function limitAndClaim(
           key: key!,
           fingerprint: lease.fingerprint,
           token: lease.token,
+          keyHash: lease.keyHash,
         };
       }
     }

@@ -2,28 +2,15 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { publicId } from '../contract/ids.ts';
-import { state } from './context.ts';
+import { RequestContext } from './context.ts';
 
 const VISIBLE = /^[\x21-\x7e]{1,128}$/;
 
 export function requestId(log: Logger): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const id = incoming && VISIBLE.test(incoming) ? incoming : publicId('req');
-    const s = state(res);
-    s.requestId = id;
-    // The request's child logger is made on first use: most requests log only their access line,
-    // which app.ts writes through the parent with the id as a field (a child per request showed
-    // in the admission profile).
-    let child: Logger | undefined;
-    Object.defineProperty(s, 'log', {
-      get: () => (child ??= log.child({ requestId: id })),
-      set: (l: Logger) => {
-        child = l;
-      },
-      configurable: true,
-      enumerable: true,
-    });
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && VISIBLE.test(incoming) ? incoming : publicId('req');
+    res.locals = new RequestContext(id, log, performance.now());
     res.setHeader('X-Request-Id', id);
     next();
   };

@@ -59,8 +59,12 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
+/** A path already in normal form: lower case, no query, no empty segment, no trailing slash. */
+const NORMAL_PATH = /^(?:\/[a-z0-9._~-]+)+$/;
+
 /** Routing ignores case, so the fingerprint does too (public ids are upper case by construction). */
 export function normalizePath(path: string): string {
+  if (NORMAL_PATH.test(path)) return path;
   const bare = path.split('?')[0]!.replace(/\/+/g, '/').toLowerCase();
   return bare.length > 1 ? bare.replace(/\/$/, '') : bare;
 }

@@ -74,6 +74,29 @@ export class Idempotency {
     }
   }
 
+  /**
+   * Step 8 without a round trip, when what the admission script found settles it: this request's
+   * own claim on a route whose replies live in Redis (execute), a stored reply (replay), another
+   * request's lease (in progress) or another fingerprint (conflict). Undefined: decide() must look
+   * further (MySQL, a marker without its reply, a route without the script's claim).
+   */
+  decideAtOnce(found: LeaseFound | undefined, store: ReplyStore, held?: IdempotencyClaim): Decision | undefined {
+    if (!found) return undefined;
+    if (found.state === 'claimed') {
+      if (store === 'mysql' || !held) return undefined;
+      idempotencyEvents.inc({ event: 'claimed' });
+      return { kind: 'execute', claim: held };
+    }
+    // The script claims only when it answers 'claimed'; anything else here is decide()'s to end.
+    if (found.state === 'none' || held) return undefined;
+    if (!found.sameFingerprint) return conflict();
+    if (found.state === 'in_progress') {
+      idempotencyEvents.inc({ event: 'in_progress' });
+      throw new ApiError('idempotency_request_in_progress', { retryAfterSeconds: 1 });
+    }
+    return found.reply ? replay(found.reply) : undefined;
+  }
+
   async #decide(
     who: IdempotencySubject,
     fingerprint: string,
@@ -163,6 +186,25 @@ export class Idempotency {
     }
     await this.finish(claim, true);
     return { reply, replayed: false };
+  }
+
+  /**
+   * Write-behind commit of a reply that lives in Redis (zero-credit inline lookups): the script
+   * that ends the lease and stores the reply in its marker is issued now, and `send` runs as soon
+   * as that command has been handed to Redis's socket, without waiting for Redis's answer (one
+   * round trip less on every such request's latency). Whatever a client does after it has the
+   * reply reaches Redis after the marker, from this process's connection or any other; a
+   * duplicate that was already under way finds the lease and is answered in progress, as
+   * CONTRACT §4 says for concurrent duplicates. Where the command has to be sent again (NOSCRIPT
+   * after Redis lost its scripts, a cluster's MOVED, a cluster node's connection still opening),
+   * a retry racing it can be answered in progress too (409, Retry-After: 1), never run twice. The promise says whether the lease was still held;
+   * if the command fails, the lease expires on its own (IDEMPOTENCY_LOCK_MS) and an identical
+   * retry after that runs again, which for a zero-credit lookup is harmless.
+   */
+  commitBehind(claim: IdempotencyClaim, reply: StoredReply, send: () => void): Promise<boolean> {
+    const held = this.finish(claim, true, reply);
+    this.leases.afterWrite(send);
+    return held;
   }
 
   /**

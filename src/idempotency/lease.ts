@@ -8,7 +8,7 @@
 //   Redis data loss an identical retry simply runs again (docs/api.md).
 import { hash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from '../redis/client.ts';
+import { afterWrite, type RedisClient } from '../redis/client.ts';
 import { RateLimiter, type ScriptTail } from '../ratelimit/limiter.ts';
 import { applicationTag } from '../redis/hash-tags.ts';
 
@@ -37,6 +37,8 @@ export interface IdempotencyClaim {
   fingerprint: string;
   /** Identifies this request's Redis lease. */
   token: string;
+  /** The key's digest in its Redis names, when already worked out (the admission step's request). */
+  keyHash?: string;
 }
 
 /** What the admission script found for a request's key. */
@@ -52,6 +54,8 @@ export interface LeaseRequest {
   tail: ScriptTail;
   fingerprint: string;
   token: string;
+  /** The key's digest, for the claim to carry to finish() (one hash per request, not two). */
+  keyHash: string;
 }
 
 export interface StoredReply {
@@ -76,6 +80,11 @@ export function leaseFound(tail: [string, number, string]): LeaseFound {
   return { state: tail[0] as LeaseFound['state'], sameFingerprint: tail[1] === 1, ...(reply ? { reply } : {}) };
 }
 
+/** Hashed: the client's key may hold any visible characters and up to 255 of them. */
+function hashKey(key: string): string {
+  return hash('sha256', key, 'base64url');
+}
+
 type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
 export class IdempotencyLeases {
@@ -97,20 +106,20 @@ export class IdempotencyLeases {
    * Under the application's rate-limit hash tag: the lease is claimed by the same script that
    * consumes the request's limits (one round trip), and a script's keys must share a slot.
    */
-  #keys(applicationId: number, apiKeyId: number, key: string): [string, string] {
-    // Hashed: the client's key may hold any visible characters and up to 255 of them.
-    const h = hash('sha256', key, 'base64url');
+  #keys(applicationId: number, apiKeyId: number, key: string, keyHash = hashKey(key)): [string, string] {
     const base = `${applicationTag(String(applicationId))}:idem:${apiKeyId}`;
-    return [`${base}:lease:${h}`, `${base}:done:${h}`];
+    return [`${base}:lease:${keyHash}`, `${base}:done:${keyHash}`];
   }
 
   /** What the limiter's script needs to claim this request's lease. */
   request(applicationId: number, apiKeyId: number, key: string, fingerprint: string): LeaseRequest {
     const token = nextToken();
+    const keyHash = hashKey(key);
     return {
-      tail: { keys: this.#keys(applicationId, apiKeyId, key), args: [fingerprint, token, this.#leaseMs] },
+      tail: { keys: this.#keys(applicationId, apiKeyId, key, keyHash), args: [fingerprint, token, this.#leaseMs] },
       fingerprint,
       token,
+      keyHash,
     };
   }
 
@@ -135,8 +144,13 @@ export class IdempotencyLeases {
     const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
     const args: Array<string | number> = [lease.fingerprint, lease.token, committed ? this.#markerMs : 0];
     if (committed && reply) args.push(encodeReply(reply));
-    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key), ...args);
+    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key, lease.keyHash), ...args);
     return Number(held) === 1;
+  }
+
+  /** Runs `send` once the commands issued so far are on their way to Redis (client.ts afterWrite). */
+  afterWrite(send: () => void): void {
+    afterWrite(this.#redis, send);
   }
 
   /** The reply a done marker stores (zero-credit lookups); null when there is none. */

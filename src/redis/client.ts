@@ -71,14 +71,17 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
   };
   if ('url' in target) {
+    // A coalescing client times its commands out itself, with one timer (expireCommands below).
+    const ownTimeout = opts.coalesceWrites ? opts.commandTimeoutMs : undefined;
     const client = new Redis(target.url, {
       ...node,
+      ...(ownTimeout ? { commandTimeout: undefined } : {}),
       keyPrefix,
       lazyConnect: opts.lazy ?? false,
       enableOfflineQueue: false,
       retryStrategy: retry,
     });
-    if (opts.coalesceWrites) coalesceWrites(client);
+    if (opts.coalesceWrites) coalesceWrites(client, ownTimeout);
     return client;
   }
   const { nodes, username, password, tls } = target.cluster;
@@ -119,14 +122,30 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
  * tail). Corking keeps the one write without either. Commands go into ioredis' reply queue as
  * before, in order; a socket that closes while corked fails them as any failed write does.
  */
-function coalesceWrites(client: Redis): void {
+function coalesceWrites(client: Redis, timeoutMs: number | undefined): void {
   const send = client.sendCommand.bind(client);
+  const track = timeoutMs ? expireCommands(client, timeoutMs) : undefined;
   let corked: Socket | null = null;
+  let after: Array<() => void> = [];
   const flush = () => {
     const socket = corked;
     corked = null;
     socket?.uncork();
+    const run = after;
+    after = [];
+    for (const fn of run) {
+      // One callback's failure must not keep the others from running: reported, not thrown.
+      try {
+        fn();
+      } catch (err) {
+        client.emit('error', err);
+      }
+    }
   };
+  waitingForWrite.set(client, (fn) => {
+    if (corked) after.push(fn);
+    else fn();
+  });
   client.sendCommand = ((
     command: Parameters<Redis['sendCommand']>[0],
     stream?: Parameters<Redis['sendCommand']>[1],
@@ -137,8 +156,68 @@ function coalesceWrites(client: Redis): void {
       corked = socket;
       setImmediate(flush);
     }
+    track?.(command);
     return send(command, stream);
   }) as Redis['sendCommand'];
+}
+
+type TimedCommand = Parameters<Redis['sendCommand']>[0] & { isSettled?: boolean; lssSentAt?: number };
+
+/**
+ * commandTimeout without a timer per command: ioredis arms and clears a setTimeout for every
+ * command (and `delete`s the timer's property, which turns each command object into a slow
+ * dictionary), a measurable share of an admitted request. Here each command carries the time it
+ * was sent, and one interval of a quarter of the timeout walks ioredis' own queue of commands
+ * awaiting a reply, oldest first (replies come in order, and every command has the same timeout):
+ * those past the timeout are failed with ioredis' own error ("Command timed out", which the HTTP
+ * layer answers 503), between 1 and 1.25 timeouts after they were sent. Nothing is kept beyond
+ * what ioredis keeps (a list of our own held commands long enough to reach the old generation),
+ * and the interval runs only while commands are out.
+ */
+function expireCommands(client: Redis, timeoutMs: number): (command: TimedCommand) => void {
+  // Read at every sweep: ioredis replaces the queue when the connection is reset.
+  type Queue = { length: number; peekAt(i: number): { command: TimedCommand } | undefined };
+  const pending = () => (client as unknown as { commandQueue: Queue }).commandQueue;
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = () => {
+    const expired = performance.now() - timeoutMs;
+    const queue = pending();
+    for (let i = 0; i < queue.length; i++) {
+      const command = queue.peekAt(i)?.command;
+      if (!command) break;
+      // A command that did not pass through the wrapper has no time: not ours to judge.
+      if (command.lssSentAt === undefined) continue;
+      if (command.lssSentAt > expired) break;
+      if (!command.isSettled) command.reject(new Error('Command timed out'));
+    }
+    if (pending().length === 0) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+  client.on('end', () => {
+    clearInterval(timer);
+    timer = undefined;
+  });
+  return (command) => {
+    command.lssSentAt = performance.now();
+    timer ??= setInterval(sweep, Math.max(10, timeoutMs / 4)).unref();
+  };
+}
+
+const waitingForWrite = new WeakMap<RedisClient, (fn: () => void) => void>();
+
+/**
+ * Runs `fn` once the commands issued so far have been handed to the socket: at once, unless this
+ * turn's writes are being coalesced (then right after they leave, at setImmediate). A reply that
+ * depends on a command having reached Redis before the client can act on it (a write-behind
+ * idempotency marker) is sent from here: any later command, from any connection, arrives after it.
+ * `fn` should not throw; if it does, the error is emitted as the client's 'error'.
+ */
+export function afterWrite(client: RedisClient, fn: () => void): void {
+  const wait = waitingForWrite.get(client);
+  if (wait) wait(fn);
+  else fn();
 }
 
 /**

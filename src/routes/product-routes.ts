@@ -1,7 +1,7 @@
 // One POST route per registered product, each running the same visible admission chain in
 // CONTRACT §2 order: auth → scope → rate limits → Idempotency-Key → body → validation → active
 // gates → product limit → idempotency state → readiness → (credits) → execution.
-import type { Express, RequestHandler } from 'express';
+import type { Express, RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import { buildEnvelope } from '../contract/envelope.ts';
 import type { AppDeps } from '../http/deps.ts';
@@ -18,6 +18,7 @@ import { readBody, reportBodyError, validateBody } from '../http/body.ts';
 import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
+import { Deadlines } from '../http/deadlines.ts';
 import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
 import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { refuseSpecialUseNames } from '../products/kit/target-names.ts';
@@ -76,17 +77,21 @@ function notReadyCause(deps: AppDeps, def: ProductDefinition): string {
   );
 }
 
+const inlineDeadlines = new Deadlines(INLINE_DEADLINE_MS);
+
+// The response's 'close' (not the request's, which has already ended once the body was read)
+// tells that the client went away before the answer was written. One listener for every response.
+function abortOnClose(this: Response): void {
+  const running = state(this).execution;
+  if (running && !this.writableFinished) running.abort(new Error('client closed'));
+}
+
 function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
   return async (_req, res) => {
     const s = state(res);
-    const ac = new AbortController();
-    const timer = setTimeout(() => ac.abort(new Error('deadline')), INLINE_DEADLINE_MS);
-    // The response's 'close' (not the request's, which has already ended once the body was read)
-    // tells that the client went away before the answer was written.
-    const onClose = () => {
-      if (!res.writableFinished) ac.abort(new Error('client closed'));
-    };
-    res.once('close', onClose);
+    const ac = inlineDeadlines.start();
+    s.execution = ac;
+    res.on('close', abortOnClose);
     try {
       const outcome = await def.execute!(s.input, { runtime: deps.runtime, requestId: s.requestId, signal: ac.signal });
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
@@ -94,8 +99,8 @@ function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
       productExecutions.inc({ product: def.id, status: envelope.status });
       await commitReply(deps.idempotency, res, 200, envelope, 'redis');
     } finally {
-      clearTimeout(timer);
-      res.off('close', onClose);
+      inlineDeadlines.end(ac);
+      s.execution = undefined;
     }
   };
 }

@@ -46,9 +46,10 @@ const FIXED_RATE = 1000;
 const PROFILE = process.argv.includes('--profile');
 const MAC_PATH = '/v2/lookups/mac';
 const BODY = JSON.stringify({ value: 'F4:F5:E8:12:34:56' });
-const TARGET_RATIO = 0.4;
-const TARGET_REPLAY_RATIO = 0.5;
-const TARGET_P99_MS = 20;
+// Issue 20 item 5: unique-key lookups at two thirds of bare Express, p99 10 ms paced at 1,000 req/s.
+const TARGET_RATIO = 0.65;
+const TARGET_REPLAY_RATIO = 0.65;
+const TARGET_P99_MS = 10;
 
 interface ClientJob {
   url: string;

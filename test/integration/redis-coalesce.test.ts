@@ -2,10 +2,10 @@
 // coalesceWrites). Against the run's real Redis (single node: the option is not applied to a
 // cluster client): one write per turn, replies matched in order, scripts unaffected, and a
 // connection lost while corked settles every command instead of leaving it hanging.
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
+import { afterWrite, closeRedis, createRedis, redisReady, type RedisClient } from '../../src/redis/client.ts';
 import { RateLimiter } from '../../src/ratelimit/limiter.ts';
 import { IdempotencyLeases, leaseFound } from '../../src/idempotency/lease.ts';
 import type { RatePolicy } from '../../src/ratelimit/policies.ts';
@@ -115,5 +115,61 @@ describe('coalesced Redis writes', () => {
     ]);
     expect(settled).not.toBe('hung');
     expect((settled as PromiseSettledResult<unknown>[]).length).toBe(20);
+  });
+
+  it('runs afterWrite callbacks once the commands of the turn have left, in order', async () => {
+    const c = await client(true);
+    const writes = countWrites(c);
+    const seen: string[] = [];
+    void c.set('aw1', 'x');
+    afterWrite(c, () => seen.push(`first after ${writes()} write(s)`));
+    void c.set('aw2', 'y');
+    afterWrite(c, () => seen.push('second'));
+    expect(seen).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual(['first after 1 write(s)', 'second']);
+    // Nothing corked: at once.
+    afterWrite(c, () => seen.push('now'));
+    expect(seen.at(-1)).toBe('now');
+  });
+
+  it('times out a command Redis never answers, with one shared timer (503 material, not a hang)', async () => {
+    // A server that answers ioredis' connection handshake (HELLO as a RESP3 map, CLIENT SETINFO, the INFO ready
+    // check) and then nothing at all.
+    const server = net.createServer((socket) => {
+      socket.on('data', (data) => {
+        for (const [, name] of data.toString('latin1').matchAll(/\*\d+\r\n\$\d+\r\n(\w+)/g)) {
+          const command = name!.toLowerCase();
+          if (command === 'hello') socket.write('%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n');
+          else if (command === 'client') socket.write('+OK\r\n');
+          else if (command === 'info') {
+            const info = '# Server\r\nloading:0\r\n';
+            socket.write(`$${info.length}\r\n${info}\r\n`);
+          }
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    const c = createRedis({ url: `redis://127.0.0.1:${port}` }, 'silent:', {
+      commandTimeoutMs: 200,
+      coalesceWrites: true,
+    }) as Redis;
+    c.on('error', () => {});
+    opened.push(c);
+    try {
+      await redisReady(c);
+      const started = Date.now();
+      const outcomes = await Promise.allSettled([c.get('a'), c.get('b')]);
+      expect(outcomes.map((o) => o.status === 'rejected' && (o.reason as Error).message)).toEqual([
+        'Command timed out',
+        'Command timed out',
+      ]);
+      // Within 1-1.25 timeouts by design; generous here for a shared machine.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    } finally {
+      c.disconnect();
+      server.close();
+    }
   });
 });
