@@ -12,7 +12,9 @@
 // lanes can report the chain itself; a failure carries the hops received before it.
 import type http from 'node:http';
 import { isIP } from 'node:net';
+import tls from 'node:tls';
 import { Agent, buildConnector, request } from 'undici';
+import { leafForIdentityCheck } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
 import {
@@ -306,8 +308,8 @@ async function exchange(
   const agent = new Agent({
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
-    connect: (o, cb) =>
-      connect(
+    connect: (o, cb) => {
+      const socket = connect(
         {
           ...o,
           hostname: isIP(host) ? host : o.hostname,
@@ -317,7 +319,11 @@ async function exchange(
           if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
           cb(...args);
         },
-      ),
+      );
+      // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
+      if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+      return socket;
+    },
     connections: 1,
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
