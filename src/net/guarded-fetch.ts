@@ -309,7 +309,8 @@ async function exchange(
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
     connect: (o, cb) => {
-      const socket = connect(
+      // undici's connector returns the socket it made (its types say void), before the handshake.
+      const socket: unknown = connect(
         {
           ...o,
           hostname: isIP(host) ? host : o.hostname,
@@ -322,7 +323,6 @@ async function exchange(
       );
       // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
       if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
-      return socket;
     },
     connections: 1,
     pipelining: 0,

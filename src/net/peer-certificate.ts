@@ -18,7 +18,9 @@
 import tls from 'node:tls';
 
 type GetPeerCertificate = (detailed?: boolean) => tls.PeerCertificate | tls.DetailedPeerCertificate;
-const original = tls.TLSSocket.prototype.getPeerCertificate as GetPeerCertificate;
+/** Node's own method, looked up at each call (a test's spy on the prototype sees these calls). */
+const original = (socket: tls.TLSSocket, detailed: boolean) =>
+  (tls.TLSSocket.prototype.getPeerCertificate as GetPeerCertificate).call(socket, detailed);
 
 function shadow(socket: tls.TLSSocket, fn: GetPeerCertificate): void {
   Object.defineProperty(socket, 'getPeerCertificate', { value: fn, configurable: true, writable: true });
@@ -28,9 +30,9 @@ function shadow(socket: tls.TLSSocket, fn: GetPeerCertificate): void {
 export function keepPeerChain(socket: tls.TLSSocket): void {
   let kept: tls.DetailedPeerCertificate | undefined;
   shadow(socket, function (this: tls.TLSSocket, detailed?: boolean) {
-    if (!detailed) return original.call(this, false);
+    if (!detailed) return original(this, false);
     if (kept !== undefined) return kept;
-    const chain = original.call(this, true) as tls.DetailedPeerCertificate | null;
+    const chain = original(this, true) as tls.DetailedPeerCertificate | null;
     // null (no handle any more) or {} (no peer certificate) is not kept: a later call asks again.
     if (chain && Object.keys(chain).length > 0) kept = chain;
     return chain as tls.DetailedPeerCertificate;
@@ -40,6 +42,6 @@ export function keepPeerChain(socket: tls.TLSSocket): void {
 /** Detailed calls on this socket get the leaf alone (for sockets whose chain nobody reads). */
 export function leafForIdentityCheck(socket: tls.TLSSocket): void {
   shadow(socket, function (this: tls.TLSSocket) {
-    return original.call(this, false);
+    return original(this, false);
   });
 }
