@@ -285,6 +285,13 @@ interface RawResponse {
   truncated: boolean;
 }
 
+/**
+ * What a hop's agent is destroyed with once the hop is over (its response read, or the hop
+ * failed: whatever is thrown has been decided by then, and nothing reads this). Without it undici
+ * builds a ClientDestroyedError, and Node formats its stack when the socket closes, on every hop.
+ */
+const HOP_OVER = new Error('hop over');
+
 /** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
 async function exchange(
   u: URL,
@@ -364,6 +371,6 @@ async function exchange(
     }
     return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
   } finally {
-    await agent.destroy().catch(() => {});
+    await agent.destroy(HOP_OVER).catch(() => {});
   }
 }
