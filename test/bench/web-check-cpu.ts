@@ -25,7 +25,10 @@ async function child(lookups: number): Promise<void> {
   const { runtimeFor } = await import('../helpers/lab-runtime.ts');
   const { createWebChecks } = await import('../../src/products/web/index.ts');
   const { createParsePool } = await import('../../workers/pool/parse-pool.ts');
-  const runtime = runtimeFor(JSON.parse(process.env.LSS_BENCH_LAB_ENV!) as Record<string, string>);
+  // The lane's own DNS timeout, not the tests' short one: a loaded machine delays the lab's answers.
+  const runtime = runtimeFor(JSON.parse(process.env.LSS_BENCH_LAB_ENV!) as Record<string, string>, {
+    DNS_TIMEOUT_MS: '5000',
+  });
   const pool = createParsePool(2);
   const checks = createWebChecks().filter((c) => c.name === 'web.http' || c.name === 'web.tls');
   const task = { objectKey: URL_UNDER_TEST, target: URL_UNDER_TEST, params: { url: URL_UNDER_TEST } };
@@ -37,7 +40,8 @@ async function child(lookups: number): Promise<void> {
       runInPool: <T>(name: string, payload: unknown) => pool.run<T>(name, payload, { signal }),
     };
     const outs = await Promise.all(checks.map((c) => c.run(task, ctx)));
-    for (const o of outs) if (o.status !== 'completed') throw new Error(`a check ended ${o.status}`);
+    for (const o of outs)
+      if (o.status !== 'completed') throw new Error(`a check ended ${o.status} (${o.reason ?? 'no reason'})`);
   };
   for (let i = 0; i < 20; i++) await lookup(); // warm-up: modules, JIT, pool threads
   const cpu: number[] = [];
