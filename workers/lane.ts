@@ -22,6 +22,22 @@ const worker = await startLaneWorker(lane, { config, log, metrics });
 let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined;
 if (config.METRICS_PORT) {
   client.collectDefaultMetrics({ register: metrics });
+  // CPU time of the lane's main thread alone (process_cpu_seconds_total also counts the parse
+  // pool's threads): what a lane's work costs its event loop, as a figure the machine's load does
+  // not inflate the way it inflates the event-loop lag (test/bench/web-lookups.ts divides it by
+  // the lookups of a burst).
+  let counted = 0;
+  new client.Counter({
+    name: 'lss_main_thread_cpu_seconds_total',
+    help: 'CPU time (user + system) of the main thread of this lane process',
+    registers: [metrics],
+    collect() {
+      const u = process.threadCpuUsage();
+      const now = (u.user + u.system) / 1e6;
+      this.inc(Math.max(0, now - counted));
+      counted = now;
+    },
+  });
   metricsServer = await serveMetrics(metrics, config.METRICS_PORT);
 }
 installShutdown(log, config.SHUTDOWN_TIMEOUT_MS, async () => {

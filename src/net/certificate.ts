@@ -64,6 +64,14 @@ export function parseCertificate(input: string | { pem?: string; der?: string })
   };
 }
 
+/**
+ * A presented chain (base64 DER, leaf first) in one call: one pool task per handshake instead of
+ * one per certificate (each task is a message to a thread and two back, on the lane's main thread).
+ */
+export function parseCertificateChain(input: { chain: string[] }): CertificateInfo[] {
+  return input.chain.map((der) => parseCertificate({ der }));
+}
+
 function hash(alg: string, data: Buffer): string {
   return createHash(alg).update(data).digest('hex');
 }

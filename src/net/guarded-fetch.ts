@@ -12,7 +12,9 @@
 // lanes can report the chain itself; a failure carries the hops received before it.
 import type http from 'node:http';
 import { isIP } from 'node:net';
+import tls from 'node:tls';
 import { Agent, buildConnector, request } from 'undici';
+import { leafForIdentityCheck } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
 import {
@@ -283,6 +285,13 @@ interface RawResponse {
   truncated: boolean;
 }
 
+/**
+ * What a hop's agent is destroyed with once the hop is over (its response read, or the hop
+ * failed: whatever is thrown has been decided by then, and nothing reads this). Without it undici
+ * builds a ClientDestroyedError, and Node formats its stack when the socket closes, on every hop.
+ */
+const HOP_OVER = new Error('hop over');
+
 /** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
 async function exchange(
   u: URL,
@@ -306,8 +315,9 @@ async function exchange(
   const agent = new Agent({
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
-    connect: (o, cb) =>
-      connect(
+    connect: (o, cb) => {
+      // undici's connector returns the socket it made (its types say void), before the handshake.
+      const socket: unknown = connect(
         {
           ...o,
           hostname: isIP(host) ? host : o.hostname,
@@ -317,7 +327,10 @@ async function exchange(
           if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
           cb(...args);
         },
-      ),
+      );
+      // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
+      if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+    },
     connections: 1,
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
@@ -358,6 +371,6 @@ async function exchange(
     }
     return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
   } finally {
-    await agent.destroy().catch(() => {});
+    await agent.destroy(HOP_OVER).catch(() => {});
   }
 }

@@ -12,6 +12,7 @@
 // opens a socket of its own.
 import net, { isIP } from 'node:net';
 import tls from 'node:tls';
+import { keepPeerChain } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
 import type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
@@ -100,6 +101,7 @@ export async function connectTls(
     port: mapPort(portMap, target.port),
     ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
   });
+  keepPeerChain(socket); // Node's host-name check and handshakeFacts share one conversion
   watchOcsp(socket, opts.tls);
   return settleConnect(socket, 'secureConnect', opts);
 }
@@ -130,6 +132,7 @@ export function upgradeTls(
     socket,
     ...(servername && !isIP(servername) ? { servername } : {}),
   });
+  keepPeerChain(secure);
   watchOcsp(secure, opts.tls);
   return settleConnect(secure, 'secureConnect', opts);
 }

@@ -53,7 +53,9 @@ export function handshakeFacts(
     : null;
   const chainTrusted = socket.authorized || error === ALTNAME;
   // Once, with the chain: each call converts every certificate to JS objects (a visible share of
-  // the web lane's main thread during a burst of handshakes).
+  // the web lane's main thread during a burst of handshakes). On a socket from connectTls or
+  // upgradeTls this is the conversion Node already made for its own host-name check
+  // (peer-certificate.ts keepPeerChain).
   const leaf = socket.getPeerCertificate(true);
   const hostnameMatch =
     expectedName && leaf && Object.keys(leaf).length > 0

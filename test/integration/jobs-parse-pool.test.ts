@@ -48,6 +48,17 @@ describe('parse pool', () => {
     expect((await pool.run<CertificateInfo>('parseCertificate', { der })).fingerprint256).toBe(info.fingerprint256);
   });
 
+  it.each([
+    ['piscina', pooled],
+    ['inline', inline],
+  ])('parses a chain in one task as each of its certificates alone (%s)', async (_name, pool) => {
+    const der = Buffer.from(PEM.replace(/-----[A-Z ]+-----|\s/g, ''), 'base64').toString('base64');
+    const one = await pool.run<CertificateInfo>('parseCertificate', { der });
+    const chain = await pool.run<CertificateInfo[]>('parseCertificateChain', { chain: [der, der] });
+    expect(chain).toEqual([one, one]);
+    await expect(pool.run('parseCertificateChain', { chain: [der, 'bm90IGEgY2VydA=='] })).rejects.toThrow();
+  });
+
   it('rejects an unknown task and a malformed certificate', async () => {
     await expect(pooled.run('eval', 'x')).rejects.toThrow(/unknown pool task/);
     await expect(pooled.run('parseCertificate', 'not a certificate')).rejects.toThrow();

@@ -240,6 +240,8 @@ describe('operator kit', () => {
     expect(byRole.get('orchestrator')).toContain('lss_credits_captured_total');
     expect(byRole.get('orchestrator')).toContain('lss_stream_oldest_pending_age_seconds');
     expect(byRole.get('lane')).toContain('lss_task_duration_seconds_count');
+    // The lane's main thread alone (the web lane's benchmark reads it per lookup).
+    expect(byRole.get('lane')).toContain('lss_main_thread_cpu_seconds_total');
     expect(scraped.get('http_request_duration_seconds_count')).toEqual(new Set(['method', 'route', 'status_code']));
     expect(scraped.get('lss_task_duration_seconds_count')).toEqual(new Set(['lane', 'outcome']));
     // The credit metrics count the job that ran: 2 credits reserved by the web role, captured by

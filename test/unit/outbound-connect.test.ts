@@ -1,9 +1,10 @@
 // The guard's name resolution (the project's resolver, present / absent / indeterminate) and its
 // raw TCP and TLS connections, against the DNS lab and real servers on loopback with certificates
 // from the lab CA (trusted through NODE_EXTRA_CA_CERTS, which `npm test` sets).
+import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
 import { parseServer } from '../../src/config/dns-servers.ts';
 import {
@@ -37,6 +38,8 @@ const zone: Zone = {
     { name: 'mixed', type: 'A', data: '127.0.0.71' },
     { name: 'mixed', type: 'A', data: LAB_REFUSED_ADDRESS },
     { name: 'v4only', type: 'A', data: '127.0.0.72' },
+    { name: 'web', type: 'A', data: '127.0.0.77' },
+    { name: 'wrongname', type: 'A', data: '127.0.0.77' },
   ],
   behaviours: [{ name: 'half', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' }, types: ['AAAA'] }],
 };
@@ -47,6 +50,7 @@ let tlsLab: Listening;
 let refusedLab: Listening;
 let refusedConnections = 0;
 let factsLab: Listening;
+let webLab: Listening;
 const issued: Record<string, Issued> = {};
 const DAY = 86_400_000;
 
@@ -72,6 +76,14 @@ beforeAll(async () => {
   issued.selfSigned = await ca.issue({ names: ['facts.guard.lab.test'], selfSigned: true });
   issued.rsa = await ca.issue({ names: ['facts.guard.lab.test'], key: { type: 'rsa', bits: 2048 } });
   const hosts = { expired: '127.0.0.74', selfSigned: '127.0.0.75', rsa: '127.0.0.76' } as const;
+  // An HTTPS server whose certificate names web.guard.lab.test only (wrongname shares its address).
+  const web = await ca.issue({ names: ['web.guard.lab.test'] });
+  webLab = await listenOnHosts([
+    {
+      host: '127.0.0.77',
+      server: https.createServer({ key: web.keyPem, cert: web.chainPem }, (_req, res) => res.end('ok')),
+    },
+  ]);
   factsLab = await listenOnHosts(
     Object.entries(hosts).map(([k, host]) => ({
       host,
@@ -81,7 +93,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all([dns?.close(), tlsLab?.close(), refusedLab?.close(), factsLab?.close()]);
+  await Promise.all([dns?.close(), tlsLab?.close(), refusedLab?.close(), factsLab?.close(), webLab?.close()]);
   expect(refusedConnections).toBe(0);
 });
 
@@ -193,6 +205,56 @@ describe('handshakeFacts: trust, name and chain as separate facts', () => {
     expect(f.protocol).toMatch(/^TLSv1\.[23]$/);
     expect(f.chain).toHaveLength(3); // leaf, lab intermediate, lab root (the trust anchor)
     expect(Buffer.from(f.chain[0]!, 'base64').equals(issued.good!.certDer)).toBe(true);
+  });
+
+  describe('the peer chain is converted to objects once at most per socket (peer-certificate.ts)', () => {
+    afterEach(() => vi.restoreAllMocks());
+    const detailedConversions = () => {
+      const spy = vi.spyOn(tls.TLSSocket.prototype, 'getPeerCertificate');
+      return () => spy.mock.calls.filter(([detailed]) => detailed === true).length;
+    };
+
+    it("a trusted handshake: Node's host-name check and handshakeFacts share one conversion", async () => {
+      const count = detailedConversions();
+      const g = createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${tlsLab.port}`)! });
+      const s = await g.connectTls(
+        { address: '127.0.0.71', port: 443, servername: 'tls.guard.lab.test' },
+        { tls: { rejectUnauthorized: false } },
+      );
+      expect(count()).toBe(1); // Node's own, in its host-name check
+      const f = handshakeFacts(s, 'tls.guard.lab.test');
+      expect(handshakeFacts(s, 'other.guard.lab.test').hostnameMatch).toBe(false);
+      s.destroy();
+      expect(count()).toBe(1);
+      expect(f).toMatchObject({ chainTrusted: true, hostnameMatch: true });
+      expect(f.chain).toHaveLength(3);
+      expect(Buffer.from(f.chain[0]!, 'base64').equals(issued.good!.certDer)).toBe(true);
+    });
+
+    it('an untrusted handshake (Node makes no host-name check): handshakeFacts converts it, once', async () => {
+      const count = detailedConversions();
+      const s = await handshake('127.0.0.75');
+      expect(count()).toBe(0);
+      expect(handshakeFacts(s, 'facts.guard.lab.test')).toMatchObject({ chainTrusted: false, hostnameMatch: true });
+      expect(count()).toBe(1);
+      s.destroy();
+    });
+
+    it("a fetch: Node's host-name check reads the leaf alone and still refuses another name", async () => {
+      const count = detailedConversions();
+      const g = createOutboundGuard({ allow: [LAB_ALLOW], resolver, portMap: parsePortMap(`443=${webLab.port}`)! });
+      const ok = await g.fetch('https://web.guard.lab.test/', { timeoutMs: 5000 });
+      expect(ok.status).toBe(200);
+      expect(ok.body.toString()).toBe('ok');
+      expect(ok.tlsVerified).toBe(true);
+      const wrong = await g.fetch('https://wrongname.guard.lab.test/', { timeoutMs: 5000 }).catch((e: unknown) => e);
+      expect(wrong).toBeInstanceOf(OutboundFetchError);
+      expect(wrong).toMatchObject({ kind: 'tls_failed', code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+      // Unverified, the same name is read (the http lane's second reading of a broken chain).
+      const unverified = await g.fetch('https://wrongname.guard.lab.test/', { timeoutMs: 5000, verifyTls: false });
+      expect(unverified.status).toBe(200);
+      expect(count()).toBe(0);
+    });
   });
 
   it('expired and self-signed are untrusted with their reason; the name still matches', async () => {

@@ -2,12 +2,13 @@
 // or inline when the pool is off. Products register their own tasks (their pool-entry.ts); the
 // shared certificate parser comes from src/net/. Plain functions of JSON-serialisable input and
 // output: they cross a thread boundary.
-import { parseCertificate } from '../../src/net/certificate.ts';
+import { parseCertificate, parseCertificateChain } from '../../src/net/certificate.ts';
 import { loadMailPoolTasks, mailPoolTasks } from '../../src/products/mail/pool-entry.ts';
 import { loadWebPoolTasks, webPoolTasks } from '../../src/products/web/pool-entry.ts';
 
 export const parseTasks = {
   parseCertificate,
+  parseCertificateChain,
   ...webPoolTasks,
   ...mailPoolTasks,
 } as const;

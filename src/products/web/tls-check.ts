@@ -6,12 +6,13 @@
 // server speaks nothing newer. A chain Node refuses with UNSPECIFIED (an OpenSSL security-level
 // rule: a 1024-bit RSA key, a SHA-1 signature) is asked again with those rules off: when it then
 // reaches a trusted root it is trusted, and `trustError` names the rule a modern client still
-// applies (EE_KEY_TOO_SMALL, CA_MD_TOO_WEAK) instead of an untrusted chain. SSL Labs-style caps are listed
-// as facts, not turned into a grade. Certificates are parsed in the pool (parseCertificate).
+// applies (EE_KEY_TOO_SMALL, CA_MD_TOO_WEAK) instead of an untrusted chain. SSL Labs-style caps are
+// listed as facts, not turned into a grade. The chain is parsed in the pool, in one task
+// (parseCertificateChain).
 import type tls from 'node:tls';
 import { OutboundFetchError, OutboundRefusedError, ocspStapled, type OutboundGuard } from '../../net/outbound-guard.ts';
 import { handshakeFacts, type HandshakeFacts } from '../../net/tls-facts.ts';
-import { parseCertificate, type CertificateInfo } from '../../net/certificate.ts';
+import { parseCertificateChain, type CertificateInfo } from '../../net/certificate.ts';
 import type { CheckContext } from '../kit/product-contract.ts';
 import type { CheckOutput, FindingOut, ObjectRef, RelationOut } from '../../contract/tasks.ts';
 import { webFinding } from './findings.ts';
@@ -156,11 +157,10 @@ export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCh
     };
   }
   const facts = hs.facts;
-  const parse = (der: string) =>
-    ctx.runInPool
-      ? ctx.runInPool<CertificateInfo>('parseCertificate', { der })
-      : Promise.resolve(parseCertificate({ der }));
-  const chain = await Promise.all(facts.chain.map(parse));
+  // The whole chain in one pool task (certificate.ts parseCertificateChain).
+  const chain = ctx.runInPool
+    ? await ctx.runInPool<CertificateInfo[]>('parseCertificateChain', { chain: facts.chain })
+    : parseCertificateChain({ chain: facts.chain });
   const leaf = chain[0] ?? null;
   const trust: Pick<HandshakeFacts, 'chainTrusted' | 'trustError'> = !relaxed
     ? facts
