@@ -8,6 +8,7 @@ import type { TaskStatus } from '../../src/db/schema.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
 import { writeOutput } from '../../src/jobs/output-writer.ts';
 import type { CheckOutput } from '../../src/contract/tasks.ts';
+import { recordOutcome } from '../../src/jobs/tasks/lane-task-repo.ts';
 
 export interface PersistTask {
   id: number;
@@ -28,11 +29,7 @@ export interface PersistOutcome {
 export async function persistOutcome(db: Db, t: PersistTask, r: PersistOutcome): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     await sql`SELECT id FROM jobs WHERE id = ${t.jobId} FOR UPDATE`.execute(trx);
-    const upd =
-      await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
-        finished_at = NOW(3)
-      WHERE id = ${t.id} AND status = 'running' AND attempts = ${t.attempt}`.execute(trx);
-    if (Number(upd.numAffectedRows ?? 0n) !== 1) return false;
+    if (!(await recordOutcome(trx, t.id, t.attempt, r))) return false;
     if (r.output) await writeOutput(trx, t, r.output);
     return true;
   });

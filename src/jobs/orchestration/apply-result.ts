@@ -8,42 +8,30 @@ import { sql } from 'kysely';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { CheckOutput, TaskPlan } from '../../contract/tasks.ts';
-import { parseJson } from '../../db/transaction.ts';
 import { gateResultOf, insertPlannedTasks, releaseGated } from '../tasks/task-insert.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { applyFinishedTask, countLimitations, countOpenTasks, countUnsettledTasks } from '../tasks/task-settlement.ts';
 import { isOpenTask, isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
+import { jobOfTask, lockTasksForApply } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
-  const head = await ctx.db.selectFrom('tasks').select('job_id').where('id', '=', taskId).executeTakeFirst();
-  if (!head) return; // purged
+  const jobId = await jobOfTask(ctx.db, taskId);
+  if (jobId === null) return; // purged
   const next = await inTransaction(ctx.db, async (trx): Promise<TaskRef[]> => {
-    const job = await lockJob(trx, head.job_id);
+    const job = await lockJob(trx, jobId);
     if (!job || isTerminal(job.status)) return [];
-    const res = await sql<
-      Record<string, unknown>
-    >`SELECT id, status, unit_cost, applied_at, reason, product_lane, check_name, object_key, distance, output
-      FROM tasks WHERE id = ${taskId} FOR UPDATE`.execute(trx);
-    const row = res.rows[0];
+    const [row] = await lockTasksForApply(trx, job.id, [taskId]);
     if (!row) return [];
-    const task = {
-      id: Number(row.id),
-      status: row.status as TaskStatus,
-      unit_cost: Number(row.unit_cost),
-      applied_at: (row.applied_at as Date | null) ?? null,
-      reason: (row.reason as string | null) ?? null,
-      product_lane: String(row.product_lane),
-      output: parseJson<CheckOutput>(row.output),
-    };
+    const task = row;
     if (task.applied_at || isOpenTask(task.status)) return [];
     await applyFinishedTask(trx, job, task);
     if (job.status === 'queued') return [];
-    const check = String(row.check_name);
-    const objectKey = String(row.object_key);
+    const check = row.check_name;
+    const objectKey = row.object_key;
     // Work gated on this task may start now, with what it found; new work only while not cancelling.
     const released = await releaseGated(trx, job.id, {
       check,
@@ -56,7 +44,7 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
         : await expand(trx, ctx, job, {
             check,
             objectKey,
-            distance: Number(row.distance),
+            distance: row.distance,
             status: task.status,
             output: task.output,
           });

@@ -9,7 +9,8 @@ import { applyFinishedTask, countOpenTasks } from '../tasks/task-settlement.ts';
 import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
-import { isOpenTask, lockJob, OPEN_STATUSES_SQL, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
+import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
+import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
 
@@ -38,8 +39,7 @@ export async function finalizeLocked(
   const reason = effective === 'deadline' ? 'deadline_exceeded' : 'job_cancelled';
   // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
   // A runner still executing one of these loses its compare-and-set and writes nothing.
-  await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
-    WHERE job_id = ${job.id} AND status IN (${OPEN_STATUSES_SQL})`.execute(trx);
+  await cancelUnfinishedTasks(trx, job.id, reason, { includeRunning: true });
   for (const t of await selectTasks(trx, job.id, { unappliedOnly: true })) await applyFinishedTask(trx, job, t);
   const def = ctx.catalog.get(job.product);
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of

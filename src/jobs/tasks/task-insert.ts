@@ -17,7 +17,7 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { dedupePlans } from './task-budget.ts';
-import { isOpenTask, type LockedJob } from './task-rows.ts';
+import { BUDGETED_STATUSES_SQL, isOpenTask, type LockedJob } from './task-rows.ts';
 
 /** The identity of a task within its job, as gates refer to it. */
 export function taskKeyHash(check: string, objectKey: string): Buffer {
@@ -77,7 +77,7 @@ export function gateResultOf(status: TaskStatus, output: CheckOutput | null): Ga
  */
 async function budgetState(trx: Trx, jobId: number): Promise<{ planned: number; stopped: boolean }> {
   const res = await sql<{ planned: number | null; exhausted: number | null }>`
-    SELECT SUM(CASE WHEN status IN ('pending', 'running', 'waiting', 'completed', 'partial') THEN unit_cost ELSE 0 END) AS planned,
+    SELECT SUM(CASE WHEN status IN (${BUDGETED_STATUSES_SQL}) THEN unit_cost ELSE 0 END) AS planned,
            SUM(status = 'budget_exhausted') AS exhausted
     FROM tasks WHERE job_id = ${jobId}`.execute(trx);
   const r = res.rows[0];

@@ -9,8 +9,15 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
 /** OPEN_TASK_STATUSES as a SQL list, for `status IN (${OPEN_STATUSES_SQL})`: written once. */
 export const OPEN_STATUSES_SQL = sql.join(OPEN_TASK_STATUSES.map((st) => sql.lit(st)));
+/** The open statuses of a task no runner has started: what a cancel ends at once. */
+export const NOT_STARTED_TASK_STATUSES: readonly TaskStatus[] = OPEN_TASK_STATUSES.filter((st) => st !== 'running');
+export const NOT_STARTED_STATUSES_SQL = sql.join(NOT_STARTED_TASK_STATUSES.map((st) => sql.lit(st)));
 /** Statuses whose task did work the workspace pays for (CONTRACT §6). */
 export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'partial'];
+/** What a job's reservation stands for: tasks captured, or that still may be (task-insert.ts). */
+export const BUDGETED_STATUSES_SQL = sql.join(
+  [...OPEN_TASK_STATUSES, ...CAPTURED_TASK_STATUSES].map((st) => sql.lit(st)),
+);
 
 /** A plan the tables and the streams can hold (else the job fails instead of a lane, later). */
 export function isValidPlan(p: TaskPlan): boolean {
