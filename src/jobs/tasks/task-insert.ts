@@ -204,3 +204,36 @@ export async function releaseGated(
   }
   return refs;
 }
+
+/**
+ * releaseGated for many finished gates of one job: the tasks waiting on any of them are read in
+ * one locking select and made pending with their own gate's result in one update.
+ */
+export async function releaseGatedBatch(
+  trx: Trx,
+  jobId: number,
+  gates: ReadonlyArray<{ check: string; objectKey: string; result: GateResult }>,
+): Promise<TaskRef[]> {
+  if (gates.length === 0) return [];
+  const byHash = new Map<string, GateResult>();
+  for (const g of gates) byHash.set(taskKeyHash(g.check, g.objectKey).toString('hex'), g.result);
+  const hashes = [...byHash.keys()].map((h) => Buffer.from(h, 'hex'));
+  const refs: TaskRef[] = [];
+  for (let i = 0; i < hashes.length; i += 500) {
+    const waiting = await sql<{ id: number; lane: string; params: unknown; gate_key_hash: Buffer }>`
+      SELECT id, lane, params, gate_key_hash FROM tasks
+      WHERE job_id = ${jobId} AND gate_key_hash IN (${sql.join(hashes.slice(i, i + 500))}) AND status = 'waiting'
+      ORDER BY id FOR UPDATE`.execute(trx);
+    for (let j = 0; j < waiting.rows.length; j += 200) {
+      const chunk = waiting.rows.slice(j, j + 200);
+      const params = chunk.map((r) => {
+        const gate = byHash.get(Buffer.from(r.gate_key_hash).toString('hex'));
+        return sql`WHEN ${r.id} THEN ${JSON.stringify({ ...(parseJson<Record<string, unknown>>(r.params) ?? {}), gate })}`;
+      });
+      await sql`UPDATE tasks SET status = 'pending', params = CASE id ${sql.join(params, sql` `)} END
+        WHERE id IN (${sql.join(chunk.map((r) => r.id))}) AND status = 'waiting'`.execute(trx);
+      for (const r of chunk) refs.push({ id: Number(r.id), jobId, lane: r.lane });
+    }
+  }
+  return refs;
+}

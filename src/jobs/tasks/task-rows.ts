@@ -46,6 +46,8 @@ export interface TaskRow {
   product_lane: string;
   required: boolean;
   unit_cost: number;
+  /** Hops from the target (its output's default distance); absent: 0. */
+  distance?: number;
   status: TaskStatus;
   reason: string | null;
   output: CheckOutput | null;
@@ -61,7 +63,7 @@ export async function selectTasks(
   const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
   const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})` : sql``;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, ${output}, applied_at
+    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, distance, status, reason, ${output}, applied_at
     FROM tasks WHERE job_id = ${jobId} ${unapplied} ORDER BY id`.execute(trx);
   return res.rows.map(toTaskRow);
 }
@@ -76,6 +78,7 @@ export function toTaskRow(r: Record<string, unknown>): TaskRow {
     product_lane: String(r.product_lane),
     required: Number(r.required) === 1,
     unit_cost: Number(r.unit_cost),
+    distance: Number(r.distance ?? 0),
     status: r.status as TaskStatus,
     reason: (r.reason as string | null) ?? null,
     output: parseJson<CheckOutput>(r.output),
