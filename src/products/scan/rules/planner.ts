@@ -276,6 +276,15 @@ function thirdPartyAlias(c: Ctx, t: FinishedTask): boolean {
   return targets.some((x) => !c.scope.inScope(x));
 }
 
+/**
+ * The objects a job keeps (CONTRACT §11): quick and balanced a fixed number; deep and advanced
+ * one per credit of maxCredits, never fewer than the profile's floor (5,000 and 10,000). A credit
+ * buys at most one task and a scan's task records at most a few objects of its own (a host, its
+ * URL, its posture), most of which another task already recorded, so a budget that can pay for a
+ * zone's tasks keeps the zone's objects: 20,000 hosts cost about 62,000 credits and record about
+ * 54,000 objects. What it costs is MySQL rows (docs/operations.md), not process memory.
+ */
 export function scanObjectCap(input: ScanInput): number {
-  return profiles[input.profile].objectCap;
+  const p = profiles[input.profile];
+  return Math.max(p.objectCap, p.objectCapPerCredit * input.options.maxCredits);
 }
