@@ -6,7 +6,7 @@
 // so the orchestrator reads one results stream per lane, each on a connection of its own.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type client from 'prom-client';
+import client from 'prom-client';
 import type { Config } from '../../config/config.ts';
 import { createDb, type Db } from '../../db/database.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
@@ -137,9 +137,35 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   // Results are applied in batches per job (result-batcher.ts): an entry being handled waits for
   // its job's batch as an id, so each results stream may hold many at once; what bounds MySQL is
   // one batch in flight per job. The per-lane streams share one handling budget all the same.
-  const batcher = new ResultBatcher((jobId, ids) => applyTaskResults(ctx, jobId, ids), {
-    maxBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
-  });
+  // How big the batches are and how long each takes: the figures that say whether results wait on
+  // the job row lock (few large batches) or arrive slower than they are applied (many of one).
+  const batchTasks = opts.metrics
+    ? new client.Histogram({
+        name: 'lss_result_batch_tasks',
+        help: 'Finished tasks applied per batch (one transaction under the job row lock)',
+        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        registers: [opts.metrics],
+      })
+    : undefined;
+  const batchSeconds = opts.metrics
+    ? new client.Histogram({
+        name: 'lss_result_batch_seconds',
+        help: 'Time to apply one batch of finished tasks, commit included',
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        registers: [opts.metrics],
+      })
+    : undefined;
+  const batcher = new ResultBatcher(
+    async (jobId, ids) => {
+      const end = batchSeconds?.startTimer();
+      await applyTaskResults(ctx, jobId, ids);
+      end?.();
+      batchTasks?.observe(ids.length);
+    },
+    {
+      maxBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
+    },
+  );
   const resultsInFlight = opts.resultsConcurrency ?? DEFAULT_RESULTS_CONCURRENCY;
   const handling = new HandlingBudget(resultsInFlight);
   const results = LANES.map((lane) => streams.laneResults(lane)).map(

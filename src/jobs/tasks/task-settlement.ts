@@ -119,7 +119,13 @@ export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
  * notice, or the reconciler's re-publish). Finalizing earlier would apply them without expansion.
  */
 export async function countUnsettledTasks(trx: Trx, jobId: number): Promise<number> {
-  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
-    AND (status IN (${OPEN_STATUSES_SQL}) OR applied_at IS NULL)`.execute(trx);
+  // Two counts, each on its own index (ix_tasks_unapplied, ix_tasks_job), instead of one OR that
+  // reads every task of the job: this runs once per batch of results. An open task is never
+  // applied, so the second count is 0 unless something set applied_at on an open task.
+  const res = await sql<{ n: number }>`SELECT
+      (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND applied_at IS NULL)
+    + (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND status IN (${OPEN_STATUSES_SQL}) AND applied_at IS NOT NULL) AS n`.execute(
+    trx,
+  );
   return Number(res.rows[0]?.n ?? 0);
 }
