@@ -31,7 +31,7 @@ export const scanInput = z
             .map((p) => `${p} ${scanBudgetBounds[p].min}–${scanBudgetBounds[p].max}`)
             .join(
               ', ',
-            )}; else scan_credit_budget_invalid with details.bounds). Deep and advanced keep one object per credit, at least ${profiles.deep.objectCap} and ${profiles.advanced.objectCap}.`,
+            )}; else scan_credit_budget_invalid with details.bounds). Deep and advanced keep two objects per credit, at least ${profiles.deep.objectCap} and ${profiles.advanced.objectCap}.`,
         ),
     }),
   })

@@ -278,11 +278,12 @@ function thirdPartyAlias(c: Ctx, t: FinishedTask): boolean {
 
 /**
  * The objects a job keeps (CONTRACT §11): quick and balanced a fixed number; deep and advanced
- * one per credit of maxCredits, never fewer than the profile's floor (5,000 and 10,000). A credit
- * buys at most one task and a scan's task records at most a few objects of its own (a host, its
- * URL, its posture), most of which another task already recorded, so a budget that can pay for a
- * zone's tasks keeps the zone's objects: 20,000 hosts cost about 62,000 credits and record about
- * 54,000 objects. What it costs is MySQL rows (docs/operations.md), not process memory.
+ * two per credit of maxCredits, never fewer than the profile's floor (5,000 and 10,000). A host
+ * costs about 3 credits (its dns task 1, its web task 2) and records about 3.5 objects (the host,
+ * its URLs, its web posture), so one object per credit stopped a budget that paid for a zone's
+ * tasks just short of its objects: the generated 20,000-host zone costs 61,608 credits and records
+ * 68,786 objects (`npm run bench:scan`). What a larger cap costs is MySQL rows
+ * (docs/operations.md), not process memory.
  */
 export function scanObjectCap(input: ScanInput): number {
   const p = profiles[input.profile];
