@@ -23,7 +23,8 @@
 //   The old code in the same run: BENCH_SCAN_BASE=<checkout> (e.g. `git worktree add --detach
 //   ../a-scan-base <commit>` with this checkout's node_modules linked into it) scans each size up to
 //   BENCH_SCAN_BASE_MAX_N (default 2,000) first with that checkout's processes (its Procfile, run
-//   from its directory; same lab, database and workspace), maxCredits capped at
+//   from its directory; same lab; a database of its own, built by its own migrations, so an index
+//   added since does not speed the old code up), maxCredits capped at
 //   BENCH_SCAN_BASE_CREDITS (default 5,000, the old deep bound): compare tasks/s.
 //
 //   Processes: for each size a fresh set of the Procfile roles, each its own OS process started
@@ -52,6 +53,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
@@ -83,7 +85,7 @@ const creditsFor = (n: number) => Math.round(n * CREDITS_PER_HOST);
 /**
  * BENCH_SCAN_BASE=<checkout> (e.g. a `git worktree` of main): each size up to BENCH_SCAN_BASE_MAX_N
  * (default 2,000) is scanned first by that checkout's processes (its Procfile, run from its
- * directory; same lab, database schema and workspace), with maxCredits capped at
+ * directory; same lab; its own database, built by its own migrations), with maxCredits capped at
  * BENCH_SCAN_BASE_CREDITS (default 5,000: the old deep bound): tasks/s is the fair comparison.
  */
 const BASE = process.env.BENCH_SCAN_BASE ? path.resolve(process.env.BENCH_SCAN_BASE) : null;
@@ -400,11 +402,11 @@ function logSummary(p: Proc): { errors: number; warns: number; other: number; sa
 
 interface Ctx {
   lab: RunningLab;
-  databaseUrl: string;
+  /** Per code: its own database (the base checkout's migrations for the base: its schema, its indexes). */
+  databases: Record<'new' | 'base', { databaseUrl: string; key: string } | undefined>;
   redisUrl: string;
   basePrefix: string;
   secrets: { KEY_PEPPER: string; CURSOR_SECRET: string };
-  key: string;
   /** The process group of the size running now (killed by the cleanup). */
   current?: ProcessGroup;
   stopping: boolean;
@@ -414,10 +416,11 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
   const { n, credits } = run;
   const label = `N=${n}${run.code === 'base' ? ' base' : ''}`;
   const checkout = run.code === 'base' ? BASE! : root;
+  const { databaseUrl, key } = ctx.databases[run.code]!;
   const env: Record<string, string | undefined> = {
     ...labEnv(ctx.lab.env),
     NODE_ENV: 'production',
-    DATABASE_URL: ctx.databaseUrl,
+    DATABASE_URL: databaseUrl,
     REDIS_URL: ctx.redisUrl,
     REDIS_CLUSTER_NODES: undefined,
     // A prefix per size: the second set of processes never sees the first one's heartbeats.
@@ -474,7 +477,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
         if (dead) throw new Error(`${dead.role} exited`);
         const r = await api<{
           products: Array<{ product: string; readiness: string; lanes: Array<{ lane: string; readiness: string }> }>;
-        }>(base, ctx.key, 'GET', '/v2/products');
+        }>(base, key, 'GET', '/v2/products');
         const p = r.body.products?.find((x) => x.product === PRODUCT);
         readiness = p?.readiness ?? 'absent';
         // Without an active lane process the product reads partially_configured (the active lane is
@@ -499,7 +502,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     const zone = genZoneName(n);
     log(`${label}: POST /v2/scans deep ${zone} (fanout ${genFanout(n)}), maxCredits ${credits}`);
     const t0 = performance.now();
-    const accepted = await api<{ jobRef?: string }>(base, ctx.key, 'POST', '/v2/scans', {
+    const accepted = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/scans', {
       profile: 'deep',
       target: { type: 'domain_name', value: zone },
       options: { active: false, maxCredits: credits },
@@ -511,7 +514,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     let wallS: number;
     let lastLog = performance.now();
     for (;;) {
-      const r = await api<JobView>(base, ctx.key, 'GET', `/v2/jobs/${jobRef}`);
+      const r = await api<JobView>(base, key, 'GET', `/v2/jobs/${jobRef}`);
       if (r.status !== 200) throw new Error(`GET /v2/jobs/${jobRef} → ${r.status} ${JSON.stringify(r.body)}`);
       view = r.body;
       const now = performance.now();
@@ -523,7 +526,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       if (now - t0 > SCAN_TIMEOUT_MS) {
         wallS = (now - t0) / 1000;
         log(`${label}: not terminal after ${fmt(wallS, 0)} s (BENCH_SCAN_TIMEOUT_S): cancelling ${jobRef}`);
-        await api(base, ctx.key, 'POST', `/v2/jobs/${jobRef}/cancel`, {}).catch(() => {});
+        await api(base, key, 'POST', `/v2/jobs/${jobRef}/cancel`, {}).catch(() => {});
         break;
       }
       if (now - lastLog > PROGRESS_EVERY_MS) {
@@ -553,7 +556,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
         };
       } = await api(
         base,
-        ctx.key,
+        key,
         'GET',
         `/v2/jobs/${jobRef}/results?limit=${PAGE_LIMIT}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       );
@@ -568,7 +571,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       cursor = r.body.page.nextCursor;
     } while (cursor);
     // The job view once more (terminal: it no longer changes) for the final figures.
-    view = (await api<JobView>(base, ctx.key, 'GET', `/v2/jobs/${jobRef}`)).body;
+    view = (await api<JobView>(base, key, 'GET', `/v2/jobs/${jobRef}`)).body;
 
     sampler.finish();
     clearInterval(selfTimer);
@@ -919,18 +922,20 @@ async function main(): Promise<number> {
   const dbName = `lss_benchscan_${suffix}`;
   const basePrefix = `lssbench:${suffix}:`;
   let lab: RunningLab | undefined;
-  let dbh: DbHandle | undefined;
+  const handles: DbHandle[] = [];
+  const dbNames = [dbName];
   const ctx: Partial<Ctx> & { stopping: boolean } = { stopping: false };
   let cleaned: Promise<void> | undefined;
   const cleanup = () =>
     (cleaned ??= (async () => {
       await ctx.current?.killAll();
-      await dbh?.close().catch(() => {});
+      for (const h of handles) await h.close().catch(() => {});
       await lab?.close().catch(() => {});
-      await dropDatabase(serverUrl, dbName).then(
-        () => log(`dropped database ${dbName}`),
-        (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
-      );
+      for (const name of dbNames)
+        await dropDatabase(serverUrl, name).then(
+          () => log(`dropped database ${name}`),
+          (e: Error) => log(`warning: could not drop ${name}: ${e.message}`),
+        );
       await deletePrefixedKeys(redisUrl, basePrefix).then(
         (k) => log(`deleted ${k} Redis keys ${basePrefix}*`),
         (e: Error) => log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`),
@@ -945,8 +950,6 @@ async function main(): Promise<number> {
   }
 
   try {
-    const databaseUrl = await createDatabase(serverUrl, dbName);
-    await migrate(databaseUrl);
     lab = await startLab({ parts: [rdapPart, webLabPart(), mailLabPart, scanLabPart({ generated: [...SIZES] })] });
     log(
       `database ${dbName}; Redis ${redisUrl} prefix ${basePrefix}; lab DNS ${lab.env.DNS_SERVERS}, parts ${lab.parts.join(', ')}`,
@@ -955,33 +958,56 @@ async function main(): Promise<number> {
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
     };
-
-    // One workspace: responsible use accepted (every scan profile needs it), generous limits,
-    // credits for both scans' reservations, a key with the scan scopes.
-    dbh = createDb(databaseUrl, { connectionLimit: 2 });
-    // The policy version the processes will require: their config, parsed from the same env.
-    const policy = parseConfig({
-      ...process.env,
-      ...labEnv(lab.env),
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      ...secrets,
-    }).RESPONSIBLE_USE_VERSION;
-    const ws = await createWorkspace(dbh.db, { name: 'bench-scan', acceptResponsibleUse: policy });
-    await setLimits(dbh.db, ws.workspaceId, undefined, {
-      app: { perMinute: 1_000_000, burst: 100_000 },
-      products: { [PRODUCT]: { perMinute: 100_000, perHour: 1_000_000 } },
-    });
-    await grantCredits(
-      dbh.db,
-      await workspaceInternalId(dbh.db, ws.workspaceId),
-      SIZES.reduce((sum, n) => sum + creditsFor(n) + (BASE && n <= BASE_MAX_N ? BASE_CREDITS : 0), 1000),
-      `bench:scan:${ws.workspaceId}`,
-    );
-    const key = (
-      await createKey(dbh.db, secrets.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })
-    ).key;
-    Object.assign(ctx, { lab, databaseUrl, redisUrl, basePrefix, secrets, key });
+    const labEnvironment = lab.env;
+    // One workspace per database: responsible use accepted (every scan profile needs it),
+    // generous limits, credits for its scans' reservations, a key with the scan scopes.
+    const setup = async (name: string, runMigrations: (url: string) => Promise<unknown>, credits: number) => {
+      const databaseUrl = await createDatabase(serverUrl, name);
+      await runMigrations(databaseUrl);
+      const dbh = createDb(databaseUrl, { connectionLimit: 2 });
+      handles.push(dbh);
+      // The policy version the processes will require: their config, parsed from the same env.
+      const policy = parseConfig({
+        ...process.env,
+        ...labEnv(labEnvironment),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        ...secrets,
+      }).RESPONSIBLE_USE_VERSION;
+      const ws = await createWorkspace(dbh.db, { name: 'bench-scan', acceptResponsibleUse: policy });
+      await setLimits(dbh.db, ws.workspaceId, undefined, {
+        app: { perMinute: 1_000_000, burst: 100_000 },
+        products: { [PRODUCT]: { perMinute: 100_000, perHour: 1_000_000 } },
+      });
+      await grantCredits(
+        dbh.db,
+        await workspaceInternalId(dbh.db, ws.workspaceId),
+        credits,
+        `bench:scan:${ws.workspaceId}`,
+      );
+      const key = (
+        await createKey(dbh.db, secrets.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })
+      ).key;
+      return { databaseUrl, key };
+    };
+    const databases: Ctx['databases'] = {
+      new: await setup(
+        dbName,
+        migrate,
+        SIZES.reduce((sum, n) => sum + creditsFor(n), 1000),
+      ),
+      base: undefined,
+    };
+    if (BASE) {
+      // The base code on its own schema: its checkout's migrations (an index added since would
+      // speed the old code up and flatter it).
+      const baseMigrations = (await import(pathToFileURL(path.join(BASE, 'src/db/migrations.ts')).href)) as {
+        migrate: (url: string) => Promise<unknown>;
+      };
+      dbNames.push(`${dbName}_base`);
+      databases.base = await setup(`${dbName}_base`, baseMigrations.migrate, SIZES.length * BASE_CREDITS + 1000);
+    }
+    Object.assign(ctx, { lab, databases, redisUrl, basePrefix, secrets });
 
     const results: SizeResult[] = [];
     for (const n of SIZES) {
