@@ -111,6 +111,58 @@ export async function captureTask(
 }
 
 /**
+ * captureTask for many tasks of one job in one go (a batch of applied results): the job row is
+ * read once, each task is captured once (its dedupe key; one already recorded is skipped), in the
+ * given order while the reservation lasts, with one insert and one balance update for the lot.
+ * Returns the credits captured.
+ */
+export async function captureTasks(
+  trx: Transaction<Database>,
+  c: { workspaceId: number; jobId: number; tasks: ReadonlyArray<{ taskId: number; amount: number }> },
+): Promise<number> {
+  const wanted = c.tasks.filter((t) => t.amount > 0);
+  if (wanted.length === 0) return 0;
+  const job = await sql<{
+    public_id: string;
+    credits_reserved: number;
+    credits_captured: number;
+    settled_at: Date | null;
+  }>`
+    SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(
+    trx,
+  );
+  const row = job.rows[0];
+  if (!row || row.settled_at) return 0;
+  const keyOf = (taskId: number) => `cap:${row.public_id}:${taskId}`;
+  const known = await sql<{ dedupe_key: string }>`
+    SELECT dedupe_key FROM credit_entries WHERE dedupe_key IN (${sql.join(wanted.map((t) => keyOf(t.taskId)))})`.execute(
+    trx,
+  );
+  const seen = new Set(known.rows.map((r) => r.dedupe_key));
+  let room = Number(row.credits_reserved) - Number(row.credits_captured);
+  const entries: Array<{ key: string; amount: number }> = [];
+  for (const t of wanted) {
+    const key = keyOf(t.taskId);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const amount = Math.min(t.amount, room);
+    if (amount <= 0) break;
+    room -= amount;
+    entries.push({ key, amount });
+  }
+  if (entries.length === 0) return 0;
+  const total = entries.reduce((a, e) => a + e.amount, 0);
+  await sql`INSERT INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key) VALUES ${sql.join(
+    entries.map((e) => sql`(${c.workspaceId}, 'capture', ${e.amount}, ${c.jobId}, ${e.key})`),
+  )}`.execute(trx);
+  await sql`UPDATE credit_accounts SET reserved = reserved - ${total}, captured = captured + ${total} WHERE workspace_id = ${c.workspaceId}`.execute(
+    trx,
+  );
+  await sql`UPDATE jobs SET credits_captured = credits_captured + ${total} WHERE id = ${c.jobId}`.execute(trx);
+  return total;
+}
+
+/**
  * Releases the unused remainder exactly once, at the terminal transition. Dedupe keys carry the
  * job's random public id, never a bare auto-increment id, which a restore or rebuild can reuse.
  * Lock order: jobs → credit_accounts → key_month_usage, as everywhere (see the top).

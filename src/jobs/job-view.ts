@@ -1,8 +1,9 @@
 // The public job status body (CONTRACT §9), built from the job row and its task aggregate. No
 // internal id leaves this module: objects are referred to by public ids only.
-import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { TERMINAL_STATUSES, type JobStatus } from '../db/schema.ts';
+import { OPEN_TASK_STATUSES, isOpenTask } from './tasks/task-rows.ts';
+import { taskTallies } from './tasks/task-repo.ts';
 
 export interface JobRow {
   id: number;
@@ -73,12 +74,7 @@ function parseJson(v: unknown): any {
 
 /** Per product lane: how many tasks, and how each ended (CONTRACT §9); with the open/done totals. */
 export async function laneCounts(db: Db, jobId: number) {
-  const rows = await db
-    .selectFrom('tasks')
-    .select(['product_lane', 'lane', 'status', sql<number>`COUNT(*)`.as('n')])
-    .where('job_id', '=', jobId)
-    .groupBy(['product_lane', 'lane', 'status'])
-    .execute();
+  const rows = await taskTallies(db, jobId);
   const byLane = new Map<string, Record<string, number>>();
   let queued = 0;
   let done = 0;
@@ -88,14 +84,14 @@ export async function laneCounts(db: Db, jobId: number) {
     const m = byLane.get(r.product_lane) ?? {};
     m[r.status] = (m[r.status] ?? 0) + Number(r.n);
     byLane.set(r.product_lane, m);
-    if (r.status === 'pending' || r.status === 'running' || r.status === 'waiting') {
+    if (isOpenTask(r.status)) {
       queued += Number(r.n);
       openWorkerLanes.add(r.lane);
     } else done += Number(r.n);
   }
   const lanes = [...byLane].map(([lane, m]) => {
     const tasks = Object.values(m).reduce((a, b) => a + b, 0);
-    const open = (m.pending ?? 0) + (m.running ?? 0) + (m.waiting ?? 0);
+    const open = OPEN_TASK_STATUSES.reduce((a, st) => a + (m[st] ?? 0), 0);
     const status = open > 0 ? (m.running ? 'running' : 'queued') : laneSummary(m, tasks);
     return {
       lane,

@@ -6,7 +6,7 @@
 // finding_seq via LAST_INSERT_ID) are taken in commit order, so a page reader never sees seq n+1
 // before seq n, and the existence checks below cannot race another writer.
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { parseJson, type Trx } from '../db/transaction.ts';
 import { publicId } from '../contract/ids.ts';
 import {
@@ -79,6 +79,220 @@ export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): P
   }
   await insertFindings(trx, t, out, idOf);
   if (out.folds && out.folds.length > 0) await applyFolds(trx, t, out.folds, idOf, objectHash);
+}
+
+/** What one finished task (or derivation) writes, and where it comes from. */
+export interface OutputItem {
+  origin: OutputOrigin;
+  out: OutputRows;
+}
+
+/**
+ * writeOutput for many outputs of ONE job, in order, with the effect of writing them one after
+ * the other (same objects, merges, cap, page order, first detections) but in a few multi-row
+ * statements: the objects they name are read once, merged in memory, inserted (new ones) and
+ * updated (known ones) once each, then the relations and findings of all of them are inserted
+ * together. An output with folds is written on its own (writeOutput) after what came before it
+ * was flushed: folds move rows that later outputs must see.
+ */
+export async function writeOutputs(trx: Trx, items: readonly OutputItem[]): Promise<void> {
+  let run: OutputItem[] = [];
+  for (const item of items) {
+    if (item.out.folds && item.out.folds.length > 0) {
+      await writeRun(trx, run);
+      run = [];
+      await writeOutput(trx, item.origin, item.out);
+    } else run.push(item);
+  }
+  await writeRun(trx, run);
+}
+
+interface KnownObject {
+  id: number | null;
+  foldedInto: number | null;
+  distance: number;
+  projection: Record<string, unknown>;
+  lanes: ObjectLanes;
+  evidence: Evidence;
+  dirty: boolean;
+  /** A new object: its insert values, in creation (page) order. */
+  fresh?: { ref: ObjectRef; hash: Buffer };
+}
+
+async function writeRun(trx: Trx, items: readonly OutputItem[]): Promise<void> {
+  if (items.length === 0) return;
+  if (items.length === 1) return writeOutput(trx, items[0]!.origin, items[0]!.out);
+  const jobId = items[0]!.origin.jobId;
+  const workspaceId = items[0]!.origin.workspaceId;
+  const plans = items.map((it) => planObjects(it.origin, it.out));
+  const hashes = new Map<string, Buffer>();
+  for (const p of plans) for (const [k, o] of p) hashes.set(k, o.hash);
+  if (hashes.size === 0) return;
+  const known = new Map<string, KnownObject>();
+  const all = [...hashes.values()];
+  for (let i = 0; i < all.length; i += 1000) {
+    const rows = await sql<{
+      id: number;
+      okey_hash: Buffer;
+      distance: number;
+      projection: unknown;
+      lanes: unknown;
+      evidence: unknown;
+      folded_into: number | null;
+    }>`SELECT id, okey_hash, distance, projection, lanes, evidence, folded_into FROM objects
+      WHERE job_id = ${jobId} AND okey_hash IN (${sql.join(all.slice(i, i + 1000))}) FOR UPDATE`.execute(trx);
+    for (const r of rows.rows)
+      known.set(Buffer.from(r.okey_hash).toString('hex'), {
+        id: Number(r.id),
+        foldedInto: r.folded_into === null ? null : Number(r.folded_into),
+        distance: Number(r.distance),
+        projection: parseJson<Record<string, unknown>>(r.projection) ?? {},
+        lanes: parseJson<ObjectLanes>(r.lanes) ?? [],
+        evidence: parseJson<Evidence>(r.evidence) ?? [],
+        dirty: false,
+      });
+  }
+  const capRow = await sql<{ object_seq: number; object_cap: number | null }>`
+    SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
+  const cap = capRow.rows[0]?.object_cap ?? null;
+  let room = cap === null ? Number.POSITIVE_INFINITY : Math.max(0, Number(cap) - Number(capRow.rows[0]!.object_seq));
+  let capDropped = 0;
+  const created: KnownObject[] = [];
+
+  // Merge every output's objects in order, exactly as upsertObjects would one output at a time.
+  items.forEach((it, i) => {
+    const t = it.origin;
+    const freshHere: Array<[string, PlannedObject]> = [];
+    for (const [k, p] of plans[i]!) {
+      const o = known.get(k);
+      if (!o) {
+        freshHere.push([k, p]);
+        continue;
+      }
+      if (o.foldedInto !== null || !p.own) continue;
+      if (p.checked) {
+        o.lanes = [...o.lanes.filter((l) => l.lane !== t.productLane), { lane: t.productLane, status: it.out.status }];
+      }
+      o.projection = p.checked ? { ...o.projection, ...p.projection } : { ...p.projection, ...o.projection };
+      o.evidence = [...o.evidence, ...withRefs(p.evidence)];
+      o.distance = Math.min(o.distance, p.distance);
+      o.dirty = true;
+    }
+    const rank = (p: PlannedObject) => (p.checked ? 0 : p.own ? 1 : 2);
+    const kept =
+      freshHere.length <= room ? freshHere : [...freshHere].sort((a, b) => rank(a[1]) - rank(b[1])).slice(0, room);
+    capDropped += freshHere.length - kept.length;
+    room -= kept.length;
+    for (const [k, p] of kept) {
+      const o: KnownObject = {
+        id: null,
+        foldedInto: null,
+        distance: p.distance,
+        projection: { ...p.projection },
+        lanes: p.checked ? [{ lane: t.productLane, status: it.out.status }] : [],
+        evidence: withRefs(p.evidence),
+        dirty: false,
+        fresh: { ref: p.ref, hash: p.hash },
+      };
+      known.set(k, o);
+      created.push(o);
+    }
+  });
+  if (capDropped > 0) {
+    await sql`INSERT INTO job_limitations (job_id, code, occurrences, message, gap)
+      VALUES (${jobId}, 'object_cap_reached', ${capDropped}, ${`The job's object cap (${cap}) was reached: objects found after it were not recorded, and nothing was planned from them.`}, 1)
+      ON DUPLICATE KEY UPDATE occurrences = occurrences + ${capDropped}`.execute(trx);
+  }
+  if (created.length > 0) {
+    const first = await takeSeq(trx, jobId, 'object_seq', created.length);
+    for (let i = 0; i < created.length; i += 500) {
+      const rows = created.slice(i, i + 500).map((o, j) => {
+        const f = o.fresh!;
+        return sql`(${publicId('obj')}, ${jobId}, ${first + i + j}, ${workspaceId}, ${f.ref.type.slice(0, 32)},
+          ${f.ref.key.slice(0, 512)}, ${f.hash}, ${o.distance}, ${JSON.stringify(o.projection)},
+          ${JSON.stringify(o.lanes)}, ${JSON.stringify(o.evidence)})`;
+      });
+      await sql`INSERT INTO objects (public_id, job_id, seq, workspace_id, type, okey, okey_hash, distance, projection, lanes, evidence)
+        VALUES ${sql.join(rows)}`.execute(trx);
+      const ids = await sql<{ id: number; okey_hash: Buffer }>`
+        SELECT id, okey_hash FROM objects WHERE job_id = ${jobId} AND okey_hash IN (${sql.join(created.slice(i, i + 500).map((o) => o.fresh!.hash))})`.execute(
+        trx,
+      );
+      for (const r of ids.rows) {
+        const o = known.get(Buffer.from(r.okey_hash).toString('hex'));
+        if (o) o.id = Number(r.id);
+      }
+    }
+  }
+  const updated = [...known.values()].filter((o) => o.dirty && !o.fresh);
+  for (let i = 0; i < updated.length; i += 200) {
+    const chunk = updated.slice(i, i + 200);
+    const ids = sql.join(chunk.map((o) => o.id!));
+    const cases = (value: (o: KnownObject) => unknown) =>
+      sql`CASE id ${sql.join(
+        chunk.map((o) => sql`WHEN ${o.id!} THEN ${value(o)}`),
+        sql` `,
+      )} END`;
+    await sql`UPDATE objects SET projection = ${cases((o) => JSON.stringify(o.projection))},
+        lanes = ${cases((o) => JSON.stringify(o.lanes))}, evidence = ${cases((o) => JSON.stringify(o.evidence))},
+        distance = ${cases((o) => o.distance)}
+      WHERE id IN (${ids})`.execute(trx);
+  }
+
+  const idOf = (ref: ObjectRef): number | undefined => {
+    const o = known.get(objectHash(ref).toString('hex'));
+    if (!o) return undefined; // past the cap
+    return o.foldedInto ?? o.id ?? undefined;
+  };
+  const relations = new Map<string, RawBuilder<unknown>>();
+  for (const it of items)
+    for (const rel of it.out.relations) {
+      const from = idOf(rel.from);
+      const to = idOf(rel.to);
+      if (from === undefined || to === undefined || from === to) continue;
+      const k = `${from}\n${rel.relation}\n${to}`;
+      if (!relations.has(k)) relations.set(k, sql`(${jobId}, ${from}, ${rel.relation}, ${to})`);
+    }
+  const relRows = [...relations.values()];
+  for (let i = 0; i < relRows.length; i += 1000) {
+    await sql`INSERT IGNORE INTO relations (job_id, from_object_id, relation, to_object_id) VALUES ${sql.join(relRows.slice(i, i + 1000))}`.execute(
+      trx,
+    );
+  }
+
+  // Findings: first detection of a code on an object wins, across the batch as across batches.
+  const keyed = new Map<string, { f: FindingOut; objectId: number; t: OutputOrigin; sources: SourceRef[] }>();
+  for (const it of items)
+    for (const f of it.out.findings) {
+      const objectId = idOf(f.object);
+      if (objectId === undefined) continue;
+      const k = `${objectId}\n${f.code}`;
+      if (!keyed.has(k)) keyed.set(k, { f, objectId, t: it.origin, sources: it.out.sources });
+    }
+  if (keyed.size === 0) return;
+  const objectIds = [...new Set([...keyed.values()].map((v) => v.objectId))];
+  for (let i = 0; i < objectIds.length; i += 1000) {
+    const existing = await sql<{ object_id: number; code: string }>`
+      SELECT object_id, code FROM findings WHERE job_id = ${jobId} AND object_id IN (${sql.join(objectIds.slice(i, i + 1000))})`.execute(
+      trx,
+    );
+    for (const e of existing.rows) keyed.delete(`${Number(e.object_id)}\n${e.code}`);
+  }
+  if (keyed.size === 0) return;
+  const first = await takeSeq(trx, jobId, 'finding_seq', keyed.size);
+  const rows = [...keyed.values()].map(({ f, objectId, t, sources }, i) => {
+    const src = (sources.length > 0 ? sources : [{ source: t.productLane }]).map((s) => ({
+      lane: t.productLane,
+      source: s.source,
+    }));
+    return sql`(${publicId('fnd')}, ${jobId}, ${first + i}, ${workspaceId}, ${objectId},
+      ${f.code.slice(0, 64)}, ${Math.max(0, SEVERITIES.indexOf(f.severity))}, ${f.confidence}, ${f.title.slice(0, 300)},
+      ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(src)})`;
+  });
+  for (let i = 0; i < rows.length; i += 500) {
+    await sql`INSERT INTO findings (public_id, job_id, seq, workspace_id, object_id, code, severity, confidence, title, summary, evidence, sources)
+      VALUES ${sql.join(rows.slice(i, i + 500))}`.execute(trx);
+  }
 }
 
 /** Every object the output names or references, merged by (type, key). */

@@ -13,8 +13,9 @@ export const fmt = (n: number, digits = 2): string => n.toFixed(digits);
  * A Procfile node role's arguments (its Node options, script and script arguments), as the
  * benchmarks start it; BENCH_PROCFILE_NODE_OPTIONS=0 drops the Node options to measure without.
  */
-export function procfileRoleArgs(role: string): string[] {
-  const r = readProcfile(path.resolve(import.meta.dirname, '../..')).find((x) => x.name === role);
+/** A role's Procfile arguments; `checkout`: another checkout's Procfile (default: this one). */
+export function procfileRoleArgs(role: string, checkout = path.resolve(import.meta.dirname, '../..')): string[] {
+  const r = readProcfile(checkout).find((x) => x.name === role);
   if (!r || r.script === null) throw new Error(`Procfile has no node role ${role}`);
   return process.env.BENCH_PROCFILE_NODE_OPTIONS === '0' ? r.args.filter((a) => !a.startsWith('--')) : r.args;
 }

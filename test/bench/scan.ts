@@ -1,22 +1,31 @@
-// `npm run bench:scan` = `node test/bench/scan.ts`: deep scans of the generated lab zone at 200 and
-// at 2,000 hosts in one run, each on real processes, and what they cost each process in memory.
+// `npm run bench:scan` = `node test/bench/scan.ts`: deep scans of the generated lab zone at 2,000
+// and at 20,000 hosts in one run, each on real processes, against the network floor of the same
+// zone, and what they cost each process in memory.
 //
-//   Why: a recursive scan plans as results arrive and keeps nothing of a job in process memory
-//   (ARCHITECTURE.md, "Planning as results arrive"; the output writer caps objects; finalizing
-//   reads counts). So a scan ten times the size should take about ten times as long (target: wall
-//   ratio ≤ 12×, near linear) and no process may grow with it (target: peak RSS ≤ 256 MB for every
-//   process, whatever N). Both are measured, not assumed.
+//   Why: a recursive scan plans as results arrive, applies finished tasks in batches per job and
+//   keeps nothing of a job in process memory (ARCHITECTURE.md, "Planning as results arrive";
+//   docs/operations.md, "Scan size"). Targets (issue 20): at 2,000 hosts, tasks/s ≥ 3× the old
+//   code's (BENCH_SCAN_BASE below); at 20,000 hosts, every host covered, wall ≤ 11× the 2,000-host
+//   wall, scan wall ≤ 30× the network floor, and every process ≤ 256 MB RSS.
 //
 //   What: POST /v2/scans { profile: 'deep', target: gen<N>.test, options: { active: false,
-//   maxCredits: 5000 } } for N = 200, then N = 2,000 (test/lab/scan-zones.ts: N hosts linked as a
-//   tree from the apex page, a third web hosts, a third CNAMEs, a third dead, every 25th with an MX).
-//   Each scan is timed from its POST to the poll (GET /v2/jobs/<ref>, every 250 ms) that sees it
-//   terminal; its objects are counted by paging GET /v2/jobs/<ref>/results?limit=500 to the end
-//   (and compared with the job view's progress.objects). A deep scan's budget is at most 5,000
-//   credits and it keeps at most 5,000 objects, so the 2,000-host scan may stop on either: the
-//   report says how many tasks ran and how many were recorded budget_exhausted, whether
-//   budget_exhausted / object_cap_reached are in the job's limitations, and gives tasks/s for both
-//   sizes, so a wall ratio flattered by a budget stop shows as such.
+//   maxCredits: 3.5 × N } } (7,000 and 70,000: enough for every host; the object cap scales with
+//   it) for each size of BENCH_SCAN_SIZES (default "2000,20000"; BENCH_SCAN_SIZES=2000 is the fast
+//   run). test/lab/scan-zones.ts: N hosts linked as a tree from the apex page, a third web hosts,
+//   a third CNAMEs, a third without a web server, every 25th with an MX. Each scan is timed from
+//   its POST to the poll (GET /v2/jobs/<ref>, every 250 ms) that sees it terminal; its objects are
+//   counted by paging GET /v2/jobs/<ref>/results?limit=500 to the end, and "covered" counts the
+//   zone's names (apex, h1..h(N-1), mail) among the host objects. Before each size, with no
+//   service process running, the network floor (test/bench/network-floor.ts): every name resolved
+//   once over UDP with dns-packet and every page fetched once over HTTP, 32 at a time, against
+//   the same lab; the report prints wall ÷ floor next to tasks/s.
+//
+//   The old code in the same run: BENCH_SCAN_BASE=<checkout> (e.g. `git worktree add --detach
+//   ../a-scan-base <commit>` with this checkout's node_modules linked into it) scans each size up to
+//   BENCH_SCAN_BASE_MAX_N (default 2,000) first with that checkout's processes (its Procfile, run
+//   from its directory; same lab; a database of its own, built by its own migrations, so an index
+//   added since does not speed the old code up), maxCredits capped at
+//   BENCH_SCAN_BASE_CREDITS (default 5,000, the old deep bound): compare tasks/s.
 //
 //   Processes: for each size a fresh set of the Procfile roles, each its own OS process started
 //   with its Procfile command (Node options included: the heap sizing of docs/operations.md):
@@ -44,6 +53,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
@@ -61,16 +71,33 @@ import { genFanout, genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { fmt, procfileRoleArgs } from './bench-kit.ts';
+import { genNames, measureFloor, type Floor } from './network-floor.ts';
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
 
-const SIZES = [200, 2000] as const;
+/** Zone sizes, in order; BENCH_SCAN_SIZES=2000 runs only the fast one. */
+const SIZES = (process.env.BENCH_SCAN_SIZES ?? '2000,20000').split(',').map((x) => Number(x.trim()));
 const PRODUCT = 'scan.recursive.v1';
-const MAX_CREDITS = 5000;
+/** maxCredits per zone host: 7,000 at 2,000 hosts, 70,000 at 20,000 (enough for every host). */
+const CREDITS_PER_HOST = 3.5;
+const creditsFor = (n: number) => Math.round(n * CREDITS_PER_HOST);
+/**
+ * BENCH_SCAN_BASE=<checkout> (e.g. a `git worktree` of main): each size up to BENCH_SCAN_BASE_MAX_N
+ * (default 2,000) is scanned first by that checkout's processes (its Procfile, run from its
+ * directory; same lab; its own database, built by its own migrations), with maxCredits capped at
+ * BENCH_SCAN_BASE_CREDITS (default 5,000: the old deep bound): tasks/s is the fair comparison.
+ */
+const BASE = process.env.BENCH_SCAN_BASE ? path.resolve(process.env.BENCH_SCAN_BASE) : null;
+const BASE_MAX_N = Number(process.env.BENCH_SCAN_BASE_MAX_N ?? 2000);
+const BASE_CREDITS = Number(process.env.BENCH_SCAN_BASE_CREDITS ?? 5000);
+const TPS_VS_BASE_TARGET = 3;
+/** LANE_TENANT_CONCURRENCY's default: one workspace's checks at once per lane. */
+const TENANT_PERMITS = 8;
+const FLOOR_RATIO_TARGET = 30;
 /** The worker lanes a passive deep scan uses (src/products/scan/index.ts workerLanesFor). */
 const LANES = ['dns', 'mail', 'web', 'domain'] as const;
-const WALL_RATIO_TARGET = 12;
+const WALL_RATIO_TARGET = 11;
 const RSS_TARGET_MB = 256;
 const SAMPLE_MS = 200;
 const POLL_MS = 250;
@@ -223,6 +250,23 @@ async function heapOf(port: number): Promise<Heap | null> {
   }
 }
 
+/** A histogram of a process's /metrics, all labels summed: how many observations, and their sum. */
+async function histogramOf(port: number, name: string): Promise<{ count: number; sumS: number } | null> {
+  try {
+    const text = await (
+      await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(10_000) })
+    ).text();
+    const total = (suffix: string) =>
+      [...text.matchAll(new RegExp(`^${name}_${suffix}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'gm'))].reduce(
+        (a, m) => a + Number(m[1]),
+        0,
+      );
+    return { count: total('count'), sumS: total('sum') };
+  } catch {
+    return null;
+  }
+}
+
 async function heapsOf(procs: Array<{ role: string; metricsPort: number }>): Promise<Map<string, Heap | null>> {
   return new Map(await Promise.all(procs.map(async (p) => [p.role, await heapOf(p.metricsPort)] as const)));
 }
@@ -280,8 +324,23 @@ async function api<T>(
 // ---------------------------------------------------------------------------------------------
 // One size
 
-interface SizeResult {
+interface Run {
   n: number;
+  /** This checkout's code, or BENCH_SCAN_BASE's. */
+  code: 'new' | 'base';
+  credits: number;
+  floor: Floor;
+}
+
+interface SizeResult extends Run {
+  label: string;
+  /** Per lane role: its checks, and the seconds they took in all (the lane's own histogram). */
+  checkTimes: Map<string, { count: number; sumS: number } | null>;
+  /** The orchestrator's result batches (null: the base code has none). */
+  batches: { tasks: { count: number; sumS: number } | null; seconds: { count: number; sumS: number } | null };
+  /** Names of the zone (genNames) found as host objects, of how many. */
+  covered: number;
+  zoneNames: number;
   /** The product's readiness in GET /v2/products when the scan was submitted. */
   readiness: string;
   jobRef: string;
@@ -343,25 +402,29 @@ function logSummary(p: Proc): { errors: number; warns: number; other: number; sa
 
 interface Ctx {
   lab: RunningLab;
-  databaseUrl: string;
+  /** Per code: its own database (the base checkout's migrations for the base: its schema, its indexes). */
+  databases: Record<'new' | 'base', { databaseUrl: string; key: string } | undefined>;
   redisUrl: string;
   basePrefix: string;
   secrets: { KEY_PEPPER: string; CURSOR_SECRET: string };
-  key: string;
   /** The process group of the size running now (killed by the cleanup). */
   current?: ProcessGroup;
   stopping: boolean;
 }
 
-async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
+async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
+  const { n, credits } = run;
+  const label = `N=${n}${run.code === 'base' ? ' base' : ''}`;
+  const checkout = run.code === 'base' ? BASE! : root;
+  const { databaseUrl, key } = ctx.databases[run.code]!;
   const env: Record<string, string | undefined> = {
     ...labEnv(ctx.lab.env),
     NODE_ENV: 'production',
-    DATABASE_URL: ctx.databaseUrl,
+    DATABASE_URL: databaseUrl,
     REDIS_URL: ctx.redisUrl,
     REDIS_CLUSTER_NODES: undefined,
     // A prefix per size: the second set of processes never sees the first one's heartbeats.
-    REDIS_KEY_PREFIX: `${ctx.basePrefix}n${n}:`,
+    REDIS_KEY_PREFIX: `${ctx.basePrefix}n${n}${run.code}:`,
     ...ctx.secrets,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
     WEB_CONCURRENCY: '1',
@@ -382,9 +445,9 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   // Each process serves its private /metrics (METRICS_PORT, as in a deployment): the V8 heap
   // figures of prom-client's default metrics say whether a high RSS is live JS objects.
   const roles: Array<{ role: string; args: string[]; extra: Record<string, string> }> = [
-    { role: 'web', args: procfileRoleArgs('web'), extra: { PORT: String(port) } },
-    { role: 'orchestrator', args: procfileRoleArgs('orchestrator'), extra: {} },
-    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileRoleArgs(`lane-${lane}`), extra: {} })),
+    { role: 'web', args: procfileRoleArgs('web', checkout), extra: { PORT: String(port) } },
+    { role: 'orchestrator', args: procfileRoleArgs('orchestrator', checkout), extra: {} },
+    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileRoleArgs(`lane-${lane}`, checkout), extra: {} })),
   ];
   const started: Array<{ role: string; proc: Proc; metricsPort: number }> = [];
   for (const r of roles) {
@@ -392,7 +455,7 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
     started.push({
       role: r.role,
       metricsPort,
-      proc: procs.node(r.role, r.args, { ...env, ...r.extra, METRICS_PORT: String(metricsPort) }),
+      proc: procs.node(r.role, r.args, { ...env, ...r.extra, METRICS_PORT: String(metricsPort) }, { cwd: checkout }),
     });
   }
   const sampler = new RssSampler(started.map((s) => ({ role: s.role, pid: s.proc.child.pid! })));
@@ -405,7 +468,7 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
   try {
     let readiness = 'unknown';
     log(
-      `N=${n}: started ${started.map((s) => `${s.role} (pid ${s.proc.child.pid})`).join(', ')}; waiting for readiness`,
+      `${label}: started ${started.map((s) => `${s.role} (pid ${s.proc.child.pid})`).join(', ')}; waiting for readiness`,
     );
     await until(
       `${PRODUCT} with lanes ${LANES.join(', ')} ready`,
@@ -414,7 +477,7 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
         if (dead) throw new Error(`${dead.role} exited`);
         const r = await api<{
           products: Array<{ product: string; readiness: string; lanes: Array<{ lane: string; readiness: string }> }>;
-        }>(base, ctx.key, 'GET', '/v2/products');
+        }>(base, key, 'GET', '/v2/products');
         const p = r.body.products?.find((x) => x.product === PRODUCT);
         readiness = p?.readiness ?? 'absent';
         // Without an active lane process the product reads partially_configured (the active lane is
@@ -437,12 +500,12 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
     self.peakKb = self.idleKb;
 
     const zone = genZoneName(n);
-    log(`N=${n}: POST /v2/scans deep ${zone} (fanout ${genFanout(n)}), maxCredits ${MAX_CREDITS}`);
+    log(`${label}: POST /v2/scans deep ${zone} (fanout ${genFanout(n)}), maxCredits ${credits}`);
     const t0 = performance.now();
-    const accepted = await api<{ jobRef?: string }>(base, ctx.key, 'POST', '/v2/scans', {
+    const accepted = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/scans', {
       profile: 'deep',
       target: { type: 'domain_name', value: zone },
-      options: { active: false, maxCredits: MAX_CREDITS },
+      options: { active: false, maxCredits: credits },
     });
     if (accepted.status !== 202 || !accepted.body.jobRef)
       throw new Error(`POST /v2/scans → ${accepted.status} ${JSON.stringify(accepted.body)}`);
@@ -451,7 +514,7 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
     let wallS: number;
     let lastLog = performance.now();
     for (;;) {
-      const r = await api<JobView>(base, ctx.key, 'GET', `/v2/jobs/${jobRef}`);
+      const r = await api<JobView>(base, key, 'GET', `/v2/jobs/${jobRef}`);
       if (r.status !== 200) throw new Error(`GET /v2/jobs/${jobRef} → ${r.status} ${JSON.stringify(r.body)}`);
       view = r.body;
       const now = performance.now();
@@ -462,37 +525,38 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
       if (ctx.stopping) throw new Error('interrupted');
       if (now - t0 > SCAN_TIMEOUT_MS) {
         wallS = (now - t0) / 1000;
-        log(`N=${n}: not terminal after ${fmt(wallS, 0)} s (BENCH_SCAN_TIMEOUT_S): cancelling ${jobRef}`);
-        await api(base, ctx.key, 'POST', `/v2/jobs/${jobRef}/cancel`, {}).catch(() => {});
+        log(`${label}: not terminal after ${fmt(wallS, 0)} s (BENCH_SCAN_TIMEOUT_S): cancelling ${jobRef}`);
+        await api(base, key, 'POST', `/v2/jobs/${jobRef}/cancel`, {}).catch(() => {});
         break;
       }
       if (now - lastLog > PROGRESS_EVERY_MS) {
         lastLog = now;
         const biggest = [...sampler.rows.values()].sort((a, b) => b.peakKb - a.peakKb)[0];
         log(
-          `N=${n}: ${fmt((now - t0) / 1000, 0)} s, ${view.status}: tasks done ${view.progress.tasksDone}, open ${view.progress.tasksQueued}, objects ${view.progress.objects}; largest RSS so far ${biggest?.label} ${mb(biggest?.peakKb ?? 0)} MB`,
+          `${label}: ${fmt((now - t0) / 1000, 0)} s, ${view.status}: tasks done ${view.progress.tasksDone}, open ${view.progress.tasksQueued}, objects ${view.progress.objects}; largest RSS so far ${biggest?.label} ${mb(biggest?.peakKb ?? 0)} MB`,
         );
       }
       await sleep(POLL_MS);
     }
-    log(`N=${n}: ${view.status} after ${fmt(wallS, 1)} s; paging the results`);
+    log(`${label}: ${view.status} after ${fmt(wallS, 1)} s; paging the results`);
 
     // Objects kept: every page of the results, to the end.
     let objectsPaged = 0;
     let pages = 0;
     let inScope = 0;
     const objectTypes = new Map<string, number>();
+    const hostKeys = new Set<string>();
     let cursor: string | null = null;
     do {
       const r: {
         status: number;
         body: {
-          items: Array<{ type: string; projection?: { inScope?: boolean } }>;
+          items: Array<{ type: string; key: string; projection?: { inScope?: boolean } }>;
           page: { nextCursor: string | null };
         };
       } = await api(
         base,
-        ctx.key,
+        key,
         'GET',
         `/v2/jobs/${jobRef}/results?limit=${PAGE_LIMIT}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       );
@@ -501,18 +565,31 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
       objectsPaged += r.body.items.length;
       for (const it of r.body.items) {
         objectTypes.set(it.type, (objectTypes.get(it.type) ?? 0) + 1);
+        if (it.type === 'host') hostKeys.add(it.key.toLowerCase());
         if (it.projection?.inScope !== false) inScope++;
       }
       cursor = r.body.page.nextCursor;
     } while (cursor);
     // The job view once more (terminal: it no longer changes) for the final figures.
-    view = (await api<JobView>(base, ctx.key, 'GET', `/v2/jobs/${jobRef}`)).body;
+    view = (await api<JobView>(base, key, 'GET', `/v2/jobs/${jobRef}`)).body;
 
     sampler.finish();
     clearInterval(selfTimer);
     // Idle again: RSS and heap a few seconds after the scan (no forced GC: what V8 chose to keep).
     await sleep(SETTLE_MS);
     const heapEnd = await heapsOf(started);
+    const orchestratorPort = started.find((st) => st.role === 'orchestrator')!.metricsPort;
+    const batches = {
+      tasks: await histogramOf(orchestratorPort, 'lss_result_batch_tasks'),
+      seconds: await histogramOf(orchestratorPort, 'lss_result_batch_seconds'),
+    };
+    const checkTimes = new Map(
+      await Promise.all(
+        started
+          .filter((st) => st.role.startsWith('lane-'))
+          .map(async (st) => [st.role, await histogramOf(st.metricsPort, 'lss_task_duration_seconds')] as const),
+      ),
+    );
     const rssEnd = new Map([...sampler.rows.values()].map((r) => [r.label, readStatus(r.pid)?.rssKb ?? null]));
     const sum = (k: keyof LaneView) => view.lanes.reduce((a, l) => a + Number(l[k]), 0);
     const ran = view.lanes.reduce((a, l) => a + TERMINAL_TASK_RAN.reduce((b, s) => b + l[s], 0), 0);
@@ -522,8 +599,14 @@ async function runSize(ctx: Ctx, n: number): Promise<SizeResult> {
     // Stop the processes (SIGTERM: their own drain), then read what they logged.
     await Promise.all(started.map((s) => s.proc.stop('SIGTERM', 10_000)));
     const logs = started.map((s) => ({ name: s.role, exit: s.proc.child.exitCode ?? null, ...logSummary(s.proc) }));
+    const names = genNames(n);
     return {
-      n,
+      ...run,
+      label,
+      checkTimes,
+      batches,
+      covered: names.filter((nm) => hostKeys.has(nm)).length,
+      zoneNames: names.length,
       jobRef,
       readiness,
       status: view.status,
@@ -578,7 +661,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     'Deep scans of the generated lab zone (test/lab/scan-zones.ts), one run, sizes sequential, fresh processes per size',
   );
   out.push(
-    `  POST /v2/scans {profile: deep, target gen<N>.test, active: false, maxCredits ${MAX_CREDITS}}; wall = POST → the ${POLL_MS} ms poll that sees it terminal`,
+    `  POST /v2/scans {profile: deep, target gen<N>.test, active: false, maxCredits ${CREDITS_PER_HOST} × N}; wall = POST → the ${POLL_MS} ms poll that sees it terminal`,
   );
   out.push(
     `  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`,
@@ -600,8 +683,12 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     '  objects = items paged from GET /v2/jobs/<ref>/results?limit=500 to the end (progress.objects in brackets);',
   );
   out.push(
-    "  hosts found = host objects kept (the zone's dead third serves no page, so its link subtrees are never found);",
+    '  covered = names of the zone (apex, h1..h(N-1), mail) found as host objects; floor = every name resolved once (UDP,',
   );
+  out.push(
+    '  dns-packet) + every page fetched once (HTTP), 32 at a time, from this process against the same lab (test/bench/network-floor.ts);',
+  );
+  out.push(`  "base" rows: the checkout BENCH_SCAN_BASE (${BASE ?? 'not set'}), maxCredits capped at ${BASE_CREDITS};`);
   out.push(
     '  tasks ran = completed + partial + unavailable + timeout + failed; budget-stopped = tasks recorded budget_exhausted (never run).',
   );
@@ -611,9 +698,12 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   const rows = results.map((r) => {
     const stops = r.limitations.filter((l) => STOPS.includes(l.code)).map((l) => l.code);
     return [
-      String(r.n),
-      String(r.objectTypes.get('host') ?? 0),
+      r.label,
+      String(r.credits),
+      `${r.covered}/${r.zoneNames}`,
       fmt(r.wallS, 1),
+      fmt(r.floor.totalS, 2),
+      fmt(r.wallS / r.floor.totalS, 0),
       `${r.ran}/${r.tasks}`,
       fmt(r.ran / r.wallS, 1),
       String(r.budgetExhausted),
@@ -626,9 +716,12 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   out.push(
     ...table(
       [
-        'zone hosts',
-        'hosts found',
+        'run',
+        'maxCredits',
+        'covered',
         'wall s',
+        'floor s',
+        'wall/floor',
         'tasks ran/all',
         'tasks/s',
         'budget-stopped',
@@ -653,22 +746,41 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
       .join(', ');
     const has = (c: string) => (r.limitations.some((l) => l.code === c) ? 'yes' : 'no');
     out.push(
-      `  N=${r.n}: ${r.jobRef}; job createdAt→completedAt ${r.jobS === null ? '—' : `${fmt(r.jobS, 1)} s`}; tasks by lane: ${lanes}`,
+      `  ${r.label}: ${r.jobRef}; job createdAt→completedAt ${r.jobS === null ? '—' : `${fmt(r.jobS, 1)} s`}; tasks by lane: ${lanes}`,
     );
     out.push(
       `    objects by type: ${types || '—'} (${r.inScope} in scope); findings ${r.findings}; ${r.pages} result pages`,
     );
     out.push(
-      `    budget_exhausted in limitations: ${has('budget_exhausted')}; object_cap_reached: ${has('object_cap_reached')}; credits captured ${r.ledger?.captured ?? '—'} of ${MAX_CREDITS} reserved, released ${r.ledger?.released ?? '—'}`,
+      `    budget_exhausted in limitations: ${has('budget_exhausted')}; object_cap_reached: ${has('object_cap_reached')}; credits captured ${r.ledger?.captured ?? '—'} of ${r.credits} reserved, released ${r.ledger?.released ?? '—'}`,
     );
     out.push(
       `    limitations: ${r.limitations.map((l) => `${l.code}${l.occurrences > 1 ? ` ×${l.occurrences}` : ''}`).join(', ') || '—'}`,
     );
+    out.push(
+      `    floor: ${r.floor.names} names in ${fmt(r.floor.dnsS, 2)} s + ${r.floor.pages} pages in ${fmt(r.floor.httpS, 2)} s${r.floor.dnsFailures + r.floor.httpFailures > 0 ? ` (${r.floor.dnsFailures} names, ${r.floor.httpFailures} pages failed)` : ''}; every host covered: ${r.covered === r.zoneNames ? 'yes' : `NO (${r.zoneNames - r.covered} missing)`}`,
+    );
     if (r.objectsPaged !== r.objectsProgress)
       out.push(`    note: paged ${r.objectsPaged} objects but progress.objects says ${r.objectsProgress}`);
   }
-  const [a, b] = results;
-  if (a && b) {
+  const fresh = results.filter((r) => r.code === 'new');
+  for (const r of fresh) {
+    const base = results.find((x) => x.code === 'base' && x.n === r.n);
+    if (!base) continue;
+    const ratio = r.ran / r.wallS / (base.ran / base.wallS);
+    out.push('');
+    out.push(
+      `Against the base code at N=${r.n}: tasks/s ${fmt(r.ran / r.wallS, 1)} vs ${fmt(base.ran / base.wallS, 1)} = ${fmt(ratio, 2)}× — target ≥ ${TPS_VS_BASE_TARGET}×: ${ratio >= TPS_VS_BASE_TARGET ? 'met' : 'NOT met'}`,
+    );
+  }
+  for (const r of fresh) {
+    const ratio = r.wallS / r.floor.totalS;
+    out.push(
+      `  N=${r.n}: scan wall ÷ network floor ${fmt(ratio, 1)}× (target ≤ ${FLOOR_RATIO_TARGET}× at 20,000 hosts: ${ratio <= FLOOR_RATIO_TARGET ? 'met' : 'NOT met'}); every host covered: ${r.covered === r.zoneNames ? 'yes' : 'NO'}`,
+    );
+  }
+  const [a, b] = [fresh[0], fresh[fresh.length - 1]];
+  if (a && b && a !== b) {
     const wallRatio = b.wallS / a.wallS;
     const tpsRatio = b.ran / b.wallS / (a.ran / a.wallS);
     const workRatio = b.ran / Math.max(1, a.ran);
@@ -694,6 +806,24 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
 
   out.push('');
   out.push(
+    `Where the time goes, per lane: checks run, mean check time, and the least wall the tenant's ${TENANT_PERMITS} permits allow (checks × mean ÷ permits)`,
+  );
+  for (const r of results) {
+    const parts = [...r.checkTimes].map(([role, t]) =>
+      t && t.count > 0
+        ? `${role} ${t.count} × ${fmt((t.sumS / t.count) * 1000, 0)} ms → ≥ ${fmt(t.sumS / TENANT_PERMITS, 1)} s`
+        : `${role} —`,
+    );
+    out.push(`  ${r.label} (wall ${fmt(r.wallS, 1)} s): ${parts.join('; ')}`);
+    const b = r.batches;
+    if (b.tasks && b.seconds && b.tasks.count > 0)
+      out.push(
+        `    orchestrator: ${b.tasks.count} result batches, ${fmt(b.tasks.sumS / b.tasks.count, 1)} tasks each on average, ${fmt((b.seconds.sumS / b.seconds.count) * 1000, 0)} ms each, ${fmt(b.seconds.sumS, 1)} s under job row locks in all`,
+      );
+  }
+
+  out.push('');
+  out.push(
     `Peak RSS per process (MB): idle when ready / peak sampled every ${SAMPLE_MS} ms from the POST to the end of paging / VmHWM at the stop (lifetime, start-up included)`,
   );
   const labels = [...new Set(results.flatMap((r) => r.rows.map((x) => x.label)))];
@@ -708,16 +838,16 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     '(this process: bench + lab, not in the target)',
     ...results.map((r) => `${mb(r.labRss.idleKb)} / ${mb(r.labRss.peakKb)} / —`),
   ]);
-  out.push(...table(['process', ...results.map((r) => `N=${r.n}`)], rssRows));
+  out.push(...table(['process', ...results.map((r) => r.label)], rssRows));
   const over = results.flatMap((r) =>
     r.rows
       .filter((x) => Math.max(x.peakKb, x.everKb, x.hwmKb ?? 0) > RSS_TARGET_MB * 1024)
-      .map((x) => `${x.label} at N=${r.n} (${mb(Math.max(x.peakKb, x.everKb, x.hwmKb ?? 0))} MB)`),
+      .map((x) => `${x.label} at ${r.label} (${mb(Math.max(x.peakKb, x.everKb, x.hwmKb ?? 0))} MB)`),
   );
   out.push(
-    `  every process ≤ ${RSS_TARGET_MB} MB at both sizes: ${over.length === 0 ? 'met' : `NOT met: ${over.join('; ')}`}`,
+    `  every process ≤ ${RSS_TARGET_MB} MB in every run: ${over.length === 0 ? 'met' : `NOT met: ${over.join('; ')}`}`,
   );
-  if (a && b) {
+  if (a && b && a !== b) {
     const growth = labels
       .map((label) => {
         const x = a.rows.find((y) => y.label === label);
@@ -741,7 +871,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   const heapRoles = [...new Set(results.flatMap((r) => r.heaps.map((x) => x.role)))];
   out.push(
     ...table(
-      ['process', ...results.flatMap((r) => [`N=${r.n} ready`, `N=${r.n} after`])],
+      ['process', ...results.flatMap((r) => [`${r.label} ready`, `${r.label} after`])],
       heapRoles.map((role) => [
         role,
         ...results.flatMap((r) => {
@@ -759,7 +889,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     for (const l of r.logs) {
       const bad = l.errors + l.warns + l.other > 0 || l.exit !== 0;
       out.push(
-        `  N=${r.n} ${l.name}: exit ${l.exit ?? 'signal'}, ${l.errors} error, ${l.warns} warn, ${l.other} other lines${bad && l.samples.length ? `: ${l.samples.join(' | ')}` : ''}`,
+        `  ${r.label} ${l.name}: exit ${l.exit ?? 'signal'}, ${l.errors} error, ${l.warns} warn, ${l.other} other lines${bad && l.samples.length ? `: ${l.samples.join(' | ')}` : ''}`,
       );
     }
   }
@@ -792,18 +922,20 @@ async function main(): Promise<number> {
   const dbName = `lss_benchscan_${suffix}`;
   const basePrefix = `lssbench:${suffix}:`;
   let lab: RunningLab | undefined;
-  let dbh: DbHandle | undefined;
+  const handles: DbHandle[] = [];
+  const dbNames = [dbName];
   const ctx: Partial<Ctx> & { stopping: boolean } = { stopping: false };
   let cleaned: Promise<void> | undefined;
   const cleanup = () =>
     (cleaned ??= (async () => {
       await ctx.current?.killAll();
-      await dbh?.close().catch(() => {});
+      for (const h of handles) await h.close().catch(() => {});
       await lab?.close().catch(() => {});
-      await dropDatabase(serverUrl, dbName).then(
-        () => log(`dropped database ${dbName}`),
-        (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
-      );
+      for (const name of dbNames)
+        await dropDatabase(serverUrl, name).then(
+          () => log(`dropped database ${name}`),
+          (e: Error) => log(`warning: could not drop ${name}: ${e.message}`),
+        );
       await deletePrefixedKeys(redisUrl, basePrefix).then(
         (k) => log(`deleted ${k} Redis keys ${basePrefix}*`),
         (e: Error) => log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`),
@@ -818,8 +950,6 @@ async function main(): Promise<number> {
   }
 
   try {
-    const databaseUrl = await createDatabase(serverUrl, dbName);
-    await migrate(databaseUrl);
     lab = await startLab({ parts: [rdapPart, webLabPart(), mailLabPart, scanLabPart({ generated: [...SIZES] })] });
     log(
       `database ${dbName}; Redis ${redisUrl} prefix ${basePrefix}; lab DNS ${lab.env.DNS_SERVERS}, parts ${lab.parts.join(', ')}`,
@@ -828,36 +958,70 @@ async function main(): Promise<number> {
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
     };
-
-    // One workspace: responsible use accepted (every scan profile needs it), generous limits,
-    // credits for both scans' reservations, a key with the scan scopes.
-    dbh = createDb(databaseUrl, { connectionLimit: 2 });
-    // The policy version the processes will require: their config, parsed from the same env.
-    const policy = parseConfig({
-      ...process.env,
-      ...labEnv(lab.env),
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: redisUrl,
-      ...secrets,
-    }).RESPONSIBLE_USE_VERSION;
-    const ws = await createWorkspace(dbh.db, { name: 'bench-scan', acceptResponsibleUse: policy });
-    await setLimits(dbh.db, ws.workspaceId, undefined, {
-      app: { perMinute: 1_000_000, burst: 100_000 },
-      products: { [PRODUCT]: { perMinute: 100_000, perHour: 1_000_000 } },
-    });
-    await grantCredits(
-      dbh.db,
-      await workspaceInternalId(dbh.db, ws.workspaceId),
-      MAX_CREDITS * SIZES.length + 1000,
-      `bench:scan:${ws.workspaceId}`,
-    );
-    const key = (
-      await createKey(dbh.db, secrets.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })
-    ).key;
-    Object.assign(ctx, { lab, databaseUrl, redisUrl, basePrefix, secrets, key });
+    const labEnvironment = lab.env;
+    // One workspace per database: responsible use accepted (every scan profile needs it),
+    // generous limits, credits for its scans' reservations, a key with the scan scopes.
+    const setup = async (name: string, runMigrations: (url: string) => Promise<unknown>, credits: number) => {
+      const databaseUrl = await createDatabase(serverUrl, name);
+      await runMigrations(databaseUrl);
+      const dbh = createDb(databaseUrl, { connectionLimit: 2 });
+      handles.push(dbh);
+      // The policy version the processes will require: their config, parsed from the same env.
+      const policy = parseConfig({
+        ...process.env,
+        ...labEnv(labEnvironment),
+        DATABASE_URL: databaseUrl,
+        REDIS_URL: redisUrl,
+        ...secrets,
+      }).RESPONSIBLE_USE_VERSION;
+      const ws = await createWorkspace(dbh.db, { name: 'bench-scan', acceptResponsibleUse: policy });
+      await setLimits(dbh.db, ws.workspaceId, undefined, {
+        app: { perMinute: 1_000_000, burst: 100_000 },
+        products: { [PRODUCT]: { perMinute: 100_000, perHour: 1_000_000 } },
+      });
+      await grantCredits(
+        dbh.db,
+        await workspaceInternalId(dbh.db, ws.workspaceId),
+        credits,
+        `bench:scan:${ws.workspaceId}`,
+      );
+      const key = (
+        await createKey(dbh.db, secrets.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })
+      ).key;
+      return { databaseUrl, key };
+    };
+    const databases: Ctx['databases'] = {
+      new: await setup(
+        dbName,
+        migrate,
+        SIZES.reduce((sum, n) => sum + creditsFor(n), 1000),
+      ),
+      base: undefined,
+    };
+    if (BASE) {
+      // The base code on its own schema: its checkout's migrations (an index added since would
+      // speed the old code up and flatter it).
+      const baseMigrations = (await import(pathToFileURL(path.join(BASE, 'src/db/migrations.ts')).href)) as {
+        migrate: (url: string) => Promise<unknown>;
+      };
+      dbNames.push(`${dbName}_base`);
+      databases.base = await setup(`${dbName}_base`, baseMigrations.migrate, SIZES.length * BASE_CREDITS + 1000);
+    }
+    Object.assign(ctx, { lab, databases, redisUrl, basePrefix, secrets });
 
     const results: SizeResult[] = [];
-    for (const n of SIZES) results.push(await runSize(ctx as Ctx, n));
+    for (const n of SIZES) {
+      // The floor first, with no service process running: the lab's own least time for the zone.
+      const floor = await measureFloor(n, lab.env.DNS_SERVERS!, lab.env.OUTBOUND_PORT_MAP);
+      log(
+        `N=${n}: network floor ${fmt(floor.totalS, 2)} s (DNS ${fmt(floor.dnsS, 2)} s for ${floor.names} names, HTTP ${fmt(floor.httpS, 2)} s for ${floor.pages} pages)`,
+      );
+      if (BASE && n <= BASE_MAX_N)
+        results.push(
+          await runSize(ctx as Ctx, { n, code: 'base', credits: Math.min(BASE_CREDITS, creditsFor(n)), floor }),
+        );
+      results.push(await runSize(ctx as Ctx, { n, code: 'new', credits: creditsFor(n), floor }));
+    }
     process.stdout.write(report(results, loadAtStart));
     return results.every((r) => r.terminal) ? 0 : 1;
   } finally {

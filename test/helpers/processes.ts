@@ -34,12 +34,19 @@ export class ProcessGroup {
   readonly #procs: Proc[] = [];
 
   /** `node <args…>` on this very node binary, in the project root, with process.env + `env`. */
-  node(name: string, args: string[], env: Record<string, string | undefined>): Proc {
-    return this.spawn(name, process.execPath, args, { ...process.env, ...env });
+  node(name: string, args: string[], env: Record<string, string | undefined>, opts: { cwd?: string } = {}): Proc {
+    return this.spawn(name, process.execPath, args, { ...process.env, ...env }, opts);
   }
 
-  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Proc {
-    const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** `opts.cwd`: another checkout to run from (a benchmark comparing with older code). */
+  spawn(
+    name: string,
+    command: string,
+    args: string[],
+    env: NodeJS.ProcessEnv = process.env,
+    opts: { cwd?: string } = {},
+  ): Proc {
+    const child = spawn(command, args, { cwd: opts.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const append = (d: string) => {
       out += d;

@@ -517,8 +517,8 @@ describe('admission', () => {
         expect(scanBudgetBounds).toEqual({
           quick: { min: 5, max: 100 },
           balanced: { min: 20, max: 1000 },
-          deep: { min: 50, max: 5000 },
-          advanced: { min: 50, max: 10_000 },
+          deep: { min: 50, max: 100_000 },
+          advanced: { min: 50, max: 200_000 },
         });
       });
 

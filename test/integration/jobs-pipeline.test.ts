@@ -17,7 +17,8 @@ import { balance, grantCredits } from '../../src/credits/ledger.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
-import { applyTaskResult } from '../../src/jobs/orchestration/apply-result.ts';
+import { applyTaskResult, applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
+import { cancelJob } from '../../src/jobs/orchestration/cancel-job.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
@@ -1144,5 +1145,179 @@ describe('job pipeline', () => {
     await w.close(); // idempotent
     await health.refresh();
     expect(health.alive('dns')).toBe(false);
+  });
+});
+
+// ---- batched application (issue 20 item 1) ----------------------------------------------------
+// The orchestrator applies a job's finished tasks in batches (apply-result.ts applyTaskResults):
+// these finish tasks by hand (as runners would: status, output, finished_at) and apply them in
+// batches directly, so what a batch does is pinned, not left to the timing of notices.
+
+describe('batched application', () => {
+  const finishByHand = (ids: number[]) =>
+    Promise.all(
+      ids.map(async (id) => {
+        const t = await dbh.db.selectFrom('tasks').select('object_key').where('id', '=', id).executeTakeFirstOrThrow();
+        await dbh.db
+          .updateTable('tasks')
+          .set({
+            status: 'completed',
+            finished_at: new Date(),
+            output: JSON.stringify(okOutput(t.object_key)),
+          } as never)
+          .where('id', '=', id)
+          .execute();
+      }),
+    );
+  const planned = (jobId: number, n: number) =>
+    until(`${n} tasks planned`, async () => {
+      const ts = await tasks(jobId);
+      return ts.length === n ? ts : null;
+    });
+  const invariant = async () => {
+    const b = await balance(dbh.db, principal.workspaceId);
+    expect(b.granted).toBe(b.available + b.reserved + b.captured);
+  };
+
+  it('a batch holding duplicates and redeliveries captures each task once and writes each output once', async () => {
+    const r = await rig();
+    // Slow reconciler: only the batches below apply these tasks.
+    r.orchestrator = await startOrchestrator({
+      config: r.config,
+      log: silent,
+      db: dbh.db,
+      redis: r.redis,
+      products: [r.product],
+      settings: r.settings,
+      checkTimeoutMs,
+      timing: { ...FAST_TIMING, reconcileEveryMs: 60_000 },
+    });
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 2 }] }, 12);
+    const ids = (await planned(jobId, 5)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    // One batch names a task three times; a second batch, concurrent, repeats them all.
+    await Promise.all([
+      applyTaskResults(r.orchestrator.context, jobId, [...ids, ids[0]!, ids[0]!, ids[3]!]),
+      applyTaskResults(r.orchestrator.context, jobId, [...ids].reverse()),
+    ]);
+    await applyTaskResults(r.orchestrator.context, jobId, ids);
+    const j = await job(jobId);
+    expect(j.status).toBe('completed');
+    expect(Number(j.credits_captured)).toBe(10);
+    expect(Number(j.credits_released)).toBe(2);
+    const l = await ledger(jobId);
+    expect(l.captures).toHaveLength(5);
+    expect(new Set(l.captures.map((c) => c.dedupe_key)).size).toBe(5);
+    expect(l.releases).toHaveLength(1);
+    const objects = await dbh.db
+      .selectFrom('objects')
+      .select(['type', 'okey', 'evidence'])
+      .where('job_id', '=', jobId)
+      .execute();
+    expect(objects.filter((o) => o.type === 'host')).toHaveLength(5);
+    // Each host's evidence was written once (a second write of the output would append a copy).
+    for (const o of objects.filter((x) => x.type === 'host')) expect(json(o.evidence)).toHaveLength(1);
+    const findings = await dbh.db
+      .selectFrom('findings')
+      .select(['seq'])
+      .where('job_id', '=', jobId)
+      .orderBy('seq')
+      .execute();
+    expect(findings.map((f) => Number(f.seq))).toEqual([1, 2, 3, 4, 5]);
+    await invariant();
+  });
+
+  it('a batch spanning a cancel: finished tasks are captured and written, the rest cancelled, the remainder released once', async () => {
+    const r = await rig();
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{ cost: 3 }, { cost: 3 }, { cost: 3 }, { cost: 3 }] }, 12);
+    const ts = await planned(jobId, 4);
+    const ids = ts.map((t) => Number(t.id));
+    await finishByHand(ids.slice(0, 2));
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    // The batch names finished and still-open tasks of the cancelling job.
+    await applyTaskResults(o.context, jobId, ids);
+    expect((await job(jobId)).status).toBe('cancelling');
+    await cancelJob(o.context, jobId);
+    const j = await terminal(jobId);
+    expect(j.status).toBe('cancelled');
+    expect(Number(j.credits_captured)).toBe(6);
+    expect(Number(j.credits_released)).toBe(6);
+    const after = await tasks(jobId);
+    expect(after.map((t) => t.status)).toEqual(['completed', 'completed', 'cancelled', 'cancelled']);
+    expect(after.every((t) => t.applied_at !== null)).toBe(true);
+    const hosts = await dbh.db
+      .selectFrom('objects')
+      .select('okey')
+      .where('job_id', '=', jobId)
+      .where('type', '=', 'host')
+      .orderBy('okey')
+      .execute();
+    expect(hosts.map((h) => h.okey)).toEqual([ts[0]!.object_key, ts[1]!.object_key].sort());
+    const l = await ledger(jobId);
+    expect(l.captures).toHaveLength(2);
+    expect(l.releases).toHaveLength(1);
+    await invariant();
+  });
+
+  it('a crash between batches: the reconciler re-publishes what the first batch left, and it is applied once', async () => {
+    const r = await rig();
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{ cost: 1 }, { cost: 1 }, { cost: 1 }, { cost: 1 }] }, 4);
+    const ids = (await planned(jobId, 4)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    // The first batch was applied; the process died before the second (no notice was published).
+    await applyTaskResults(o.context, jobId, ids.slice(0, 1));
+    expect((await job(jobId)).status).toBe('running');
+    // unappliedAfterMs is 1 s here: the reconciler re-publishes the rest, the batcher applies them.
+    const j = await terminal(jobId);
+    expect(j.status).toBe('completed');
+    expect(Number(j.credits_captured)).toBe(4);
+    expect((await ledger(jobId)).captures).toHaveLength(4);
+    expect(
+      await dbh.db.selectFrom('objects').select('id').where('job_id', '=', jobId).where('type', '=', 'host').execute(),
+    ).toHaveLength(4);
+    await invariant();
+  });
+
+  it('the ledger invariant holds after one big batch: 300 tasks, 300 captures, one release', async () => {
+    const r = await rig();
+    r.orchestrator = await startOrchestrator({
+      config: r.config,
+      log: silent,
+      db: dbh.db,
+      redis: r.redis,
+      products: [r.product],
+      settings: r.settings,
+      checkTimeoutMs,
+      timing: { ...FAST_TIMING, reconcileEveryMs: 60_000 },
+    });
+    const jobId = await accept(r, { tasks: Array.from({ length: 300 }, () => ({ cost: 1 })) }, 310);
+    const ids = (await planned(jobId, 300)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    await applyTaskResults(r.orchestrator.context, jobId, ids);
+    const j = await job(jobId);
+    expect(j.status).toBe('completed');
+    expect(Number(j.credits_captured)).toBe(300);
+    expect(Number(j.credits_released)).toBe(10);
+    const l = await ledger(jobId);
+    expect(l.captures).toHaveLength(300);
+    expect(l.releases).toHaveLength(1);
+    const objects = await dbh.db
+      .selectFrom('objects')
+      .select(['seq', 'type'])
+      .where('job_id', '=', jobId)
+      .orderBy('seq')
+      .execute();
+    // 300 hosts and the domain they were discovered from, page positions 1..301 without a gap.
+    expect(objects).toHaveLength(301);
+    expect(objects.map((x) => Number(x.seq))).toEqual(Array.from({ length: 301 }, (_, i) => i + 1));
+    const relations = await dbh.db
+      .selectFrom('relations')
+      .select('from_object_id')
+      .where('job_id', '=', jobId)
+      .execute();
+    expect(relations).toHaveLength(300);
+    await invariant();
   });
 });

@@ -1,13 +1,12 @@
-// Persists a check's outcome in ONE transaction: the task row (compare-and-set from this run's
-// `running` attempt, so a redelivered or superseded run writes nothing), then the objects,
-// relations and findings of its output (src/jobs/output-writer.ts). The job row is locked first,
-// which serialises every writer of the job.
-import { sql } from 'kysely';
+// Persists a check's outcome: the task row, compare-and-set from this run's `running` attempt, so
+// a redelivered or superseded run writes nothing. The output rides in the row; the orchestrator
+// writes its objects, relations and findings when it applies the result (under the job row lock,
+// src/jobs/orchestration/settle-outputs.ts), so a lane never waits on a job's row lock and holds
+// its tenant permit only for the check and this one-row update.
 import type { Db } from '../../src/db/database.ts';
 import type { TaskStatus } from '../../src/db/schema.ts';
-import { inTransaction } from '../../src/db/transaction.ts';
-import { writeOutput } from '../../src/jobs/output-writer.ts';
 import type { CheckOutput } from '../../src/contract/tasks.ts';
+import { recordOutcome } from '../../src/jobs/tasks/lane-task-repo.ts';
 
 export interface PersistTask {
   id: number;
@@ -26,14 +25,5 @@ export interface PersistOutcome {
 
 /** False when this run no longer owns the task: nothing was written. */
 export async function persistOutcome(db: Db, t: PersistTask, r: PersistOutcome): Promise<boolean> {
-  return inTransaction(db, async (trx) => {
-    await sql`SELECT id FROM jobs WHERE id = ${t.jobId} FOR UPDATE`.execute(trx);
-    const upd =
-      await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
-        finished_at = NOW(3)
-      WHERE id = ${t.id} AND status = 'running' AND attempts = ${t.attempt}`.execute(trx);
-    if (Number(upd.numAffectedRows ?? 0n) !== 1) return false;
-    if (r.output) await writeOutput(trx, t, r.output);
-    return true;
-  });
+  return recordOutcome(db, t.id, t.attempt, r);
 }

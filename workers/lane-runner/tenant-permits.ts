@@ -2,13 +2,15 @@
 // process (CONTRACT §5): a redis-semaphore permit per (workspace, lane) held while a task runs.
 // A permit is refreshed while held and expires by itself if its holder dies.
 //
-// While this process itself holds every permit of a workspace, only one of its own releases can
-// free one, so an acquisition waits here for that release instead of asking Redis every 50 ms.
-// A burst of one workspace's tasks (the lane takes up to LANE_CONCURRENCY entries, the workspace
-// runs LANE_TENANT_CONCURRENCY of them) otherwise had every waiting entry polling Redis from the
-// lane's main thread: 480 scripts a second for 24 waiters, measurable in the web lane's CPU per
-// lookup (docs/products/web.md, Benchmark). The limit itself is still Redis's to decide: the
-// local count only ever holds an acquisition back, never lets one through.
+// The Redis semaphore is polled (redis-semaphore retries every retryInterval), so a task waiting
+// for a permit that another task of this process just released used to notice it up to 50 ms
+// later: with 8 permits and a check of ~140 ms, a quarter of the tenant's share went to waiting.
+// So a process first queues its own tasks per workspace in memory (the same limit: a released
+// local slot goes to the next waiter at once, in arrival order) and only then takes the Redis
+// permit, which is then free unless other processes hold the tenant's share; across processes the
+// polling interval is 10 ms. Per-tenant fairness is unchanged: the queues are per workspace, so
+// one tenant's tasks never wait behind another's, and Redis still bounds the tenant across
+// processes.
 import type { RedisClient } from '../../src/redis/client.ts';
 import type { Logger } from 'pino';
 import { Semaphore } from 'redis-semaphore';
@@ -24,10 +26,8 @@ export class TenantPermits {
   readonly #limit: number;
   readonly #log: Logger;
   readonly #waitMs: number;
-  /** Permits this process holds, per workspace. */
-  readonly #held = new Map<number, number>();
-  /** Acquisitions waiting for one of this process's releases, per workspace, oldest first. */
-  readonly #waiting = new Map<number, Array<() => void>>();
+  /** Per workspace: slots of this process in use, and its tasks waiting for one, in order. */
+  readonly #local = new Map<number, { used: number; waiters: Array<() => void> }>();
 
   constructor(redis: RedisClient, lane: LaneName, limit: number, log: Logger, opts: { waitMs?: number } = {}) {
     this.#redis = redis;
@@ -37,19 +37,79 @@ export class TenantPermits {
     this.#waitMs = opts.waitMs ?? 1000;
   }
 
-  /** Permits of the workspace this process holds (tests). */
+  /** Slots of the workspace this process holds or is taking (tests). */
   heldBy(workspaceId: number): number {
-    return this.#held.get(workspaceId) ?? 0;
+    return this.#local.get(workspaceId)?.used ?? 0;
   }
 
   /** null when no permit came free within the wait: the caller re-queues the entry. */
   async acquire(workspaceId: number, signal: AbortSignal): Promise<Permit | null> {
-    const started = performance.now();
-    if (this.heldBy(workspaceId) >= this.#limit && !(await this.#localRelease(workspaceId, signal))) return null;
+    const started = Date.now();
+    if (!(await this.#takeLocal(workspaceId, signal))) return null;
+    let permit: Permit | null = null;
+    try {
+      permit = await this.#acquireShared(workspaceId, signal, Math.max(1, this.#waitMs - (Date.now() - started)));
+    } finally {
+      if (!permit) this.#releaseLocal(workspaceId);
+    }
+    if (!permit) return null;
+    let released = false;
+    return {
+      release: async () => {
+        if (released) return;
+        released = true;
+        await permit.release();
+        this.#releaseLocal(workspaceId);
+      },
+    };
+  }
+
+  /** A slot of this process for the workspace, within the wait; false on timeout or abort. */
+  #takeLocal(workspaceId: number, signal: AbortSignal): Promise<boolean> {
+    let q = this.#local.get(workspaceId);
+    if (!q) {
+      q = { used: 0, waiters: [] };
+      this.#local.set(workspaceId, q);
+    }
+    if (q.used < this.#limit) {
+      q.used++;
+      return Promise.resolve(true);
+    }
+    if (signal.aborted) return Promise.resolve(false);
+    const queue = q;
+    return new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(ok);
+      };
+      const grant = () => done(true); // the releaser handed its slot over (used stays counted)
+      const giveUp = () => {
+        const i = queue.waiters.indexOf(grant);
+        if (i >= 0) queue.waiters.splice(i, 1);
+        done(false);
+      };
+      const onAbort = () => giveUp();
+      const timer = setTimeout(giveUp, this.#waitMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      queue.waiters.push(grant);
+    });
+  }
+
+  #releaseLocal(workspaceId: number): void {
+    const q = this.#local.get(workspaceId);
+    if (!q) return;
+    const next = q.waiters.shift();
+    if (next) return next(); // handed over: the slot stays in use
+    q.used--;
+    if (q.used === 0) this.#local.delete(workspaceId);
+  }
+
+  async #acquireShared(workspaceId: number, signal: AbortSignal, waitMs: number): Promise<Permit | null> {
     const sem = new Semaphore(this.#redis, queueKeys.tenantPermits(this.#lane, workspaceId), this.#limit, {
       lockTimeout: 30_000,
-      acquireTimeout: Math.max(1, this.#waitMs - (performance.now() - started)),
-      retryInterval: 50,
+      acquireTimeout: waitMs,
+      retryInterval: 10,
       // Losing a permit (Redis restarted) only lets the tenant exceed its share for a while; the
       // task itself is unaffected. The library's default would throw from a timer.
       onLockLost: (err) => this.#log.warn({ err: { message: err.message }, workspaceId }, 'tenant permit lost'),
@@ -61,42 +121,6 @@ export class TenantPermits {
       if (signal.aborted) return null;
       throw err;
     }
-    if (!ok) return null;
-    this.#held.set(workspaceId, this.heldBy(workspaceId) + 1);
-    let released = false;
-    return {
-      release: async () => {
-        if (released) return;
-        released = true;
-        await sem.release().catch(() => {});
-        // After Redis has it back, so the woken acquisition finds it free.
-        const left = this.heldBy(workspaceId) - 1;
-        if (left > 0) this.#held.set(workspaceId, left);
-        else this.#held.delete(workspaceId);
-        this.#waiting.get(workspaceId)?.shift()?.();
-      },
-    };
-  }
-
-  /** True once one of this process's permits of the workspace is released; false at the wait's end or on abort. */
-  #localRelease(workspaceId: number, signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      const queue = this.#waiting.get(workspaceId) ?? [];
-      this.#waiting.set(workspaceId, queue);
-      const settle = (freed: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        const i = queue.indexOf(wake);
-        if (i >= 0) queue.splice(i, 1);
-        if (queue.length === 0 && this.#waiting.get(workspaceId) === queue) this.#waiting.delete(workspaceId);
-        resolve(freed);
-      };
-      const wake = () => settle(true);
-      const onAbort = () => settle(false);
-      const timer = setTimeout(() => settle(false), this.#waitMs);
-      if (signal.aborted) return settle(false);
-      signal.addEventListener('abort', onAbort, { once: true });
-      queue.push(wake);
-    });
+    return ok ? { release: () => sem.release().catch(() => {}) } : null;
   }
 }

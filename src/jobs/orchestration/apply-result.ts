@@ -1,65 +1,54 @@
-// Applying a finished task, in one transaction under the job row lock: capture its cost once
-// (completed/partial only; CONTRACT §6), count its limitations for the job's coverage, release
-// the tasks gated on it, let the product plan more work from it (a scan's expansion: deduped,
-// budgeted, gated), and mark it applied. A repeated notice finds applied_at set and changes
-// nothing. When no task is left open, the job is finalized in the same transaction. What became
-// pending is enqueued after the commit (the reconciler re-enqueues it if this process dies first).
+// Applying finished tasks, in batches per job: ONE transaction takes the job row lock once,
+// locks the batch's task rows, settles each exactly once (applied_at; capture keyed by task;
+// CONTRACT §6), writes all their outputs in multi-row statements (settle-outputs.ts), releases
+// the tasks gated on them, lets the product plan more work from all of them (a scan's
+// expansion: deduped, budgeted, gated, inserted multi-row), and checks once whether the job is
+// done (then finalizes it in the same transaction). A task already applied, or repeated in the
+// batch (a redelivered notice), changes nothing. What became pending is enqueued after the
+// commit (the reconciler re-enqueues it if this process dies first, and re-publishes the notice
+// of a finished task left unapplied).
 import { sql } from 'kysely';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
-import type { CheckOutput, TaskPlan } from '../../contract/tasks.ts';
-import { parseJson } from '../../db/transaction.ts';
-import { gateResultOf, insertPlannedTasks, releaseGated } from '../tasks/task-insert.ts';
+import type { TaskPlan } from '../../contract/tasks.ts';
+import { gateResultOf, insertPlannedTasks, releaseGatedBatch } from '../tasks/task-insert.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
-import { applyFinishedTask, countLimitations, countOpenTasks, countUnsettledTasks } from '../tasks/task-settlement.ts';
-import { isOpenTask, isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
+import { countLimitations, countOpenTasks, countUnsettledTasks } from '../tasks/task-settlement.ts';
+import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
+import { jobOfTask, lockTasksForApply, type TaskToApply } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
-import type { TaskStatus } from '../../db/schema.ts';
+import { settleAndWrite } from './settle-outputs.ts';
 
+/** One task's notice, applied alone (tests; the orchestrator batches through applyTaskResults). */
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
-  const head = await ctx.db.selectFrom('tasks').select('job_id').where('id', '=', taskId).executeTakeFirst();
-  if (!head) return; // purged
+  const jobId = await jobOfTask(ctx.db, taskId);
+  if (jobId === null) return; // purged
+  await applyTaskResults(ctx, jobId, [taskId]);
+}
+
+/** Applies the given finished tasks of one job (ids of other jobs, or unknown ones, are ignored). */
+export async function applyTaskResults(
+  ctx: OrchestrationContext,
+  jobId: number,
+  taskIds: readonly number[],
+): Promise<void> {
+  const ids = [...new Set(taskIds)];
+  if (ids.length === 0) return;
   const next = await inTransaction(ctx.db, async (trx): Promise<TaskRef[]> => {
-    const job = await lockJob(trx, head.job_id);
+    const job = await lockJob(trx, jobId);
     if (!job || isTerminal(job.status)) return [];
-    const res = await sql<
-      Record<string, unknown>
-    >`SELECT id, status, unit_cost, applied_at, reason, product_lane, check_name, object_key, distance, output
-      FROM tasks WHERE id = ${taskId} FOR UPDATE`.execute(trx);
-    const row = res.rows[0];
-    if (!row) return [];
-    const task = {
-      id: Number(row.id),
-      status: row.status as TaskStatus,
-      unit_cost: Number(row.unit_cost),
-      applied_at: (row.applied_at as Date | null) ?? null,
-      reason: (row.reason as string | null) ?? null,
-      product_lane: String(row.product_lane),
-      output: parseJson<CheckOutput>(row.output),
-    };
-    if (task.applied_at || isOpenTask(task.status)) return [];
-    await applyFinishedTask(trx, job, task);
-    if (job.status === 'queued') return [];
-    const check = String(row.check_name);
-    const objectKey = String(row.object_key);
-    // Work gated on this task may start now, with what it found; new work only while not cancelling.
-    const released = await releaseGated(trx, job.id, {
-      check,
-      objectKey,
-      result: gateResultOf(task.status, task.output),
-    });
-    const expanded =
-      job.status === 'cancelling'
-        ? []
-        : await expand(trx, ctx, job, {
-            check,
-            objectKey,
-            distance: Number(row.distance),
-            status: task.status,
-            output: task.output,
-          });
+    const rows = await lockTasksForApply(trx, job.id, ids);
+    const applied = await settleAndWrite(trx, job, rows);
+    if (applied.length === 0 || job.status === 'queued') return [];
+    // Work gated on these tasks may start now, with what they found; new work only while not cancelling.
+    const released = await releaseGatedBatch(
+      trx,
+      job.id,
+      applied.map((t) => ({ check: t.check_name, objectKey: t.object_key, result: gateResultOf(t.status, t.output) })),
+    );
+    const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, applied);
     // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
     const waitingFor =
       job.status === 'cancelling' ? await countOpenTasks(trx, job.id) : await countUnsettledTasks(trx, job.id);
@@ -72,61 +61,66 @@ export async function applyTaskResult(ctx: OrchestrationContext, taskId: number)
   if (next.length > 0) await enqueueTasks(ctx.redis, next);
 }
 
-/** The product's expansion of a finished task, validated, deduplicated, budgeted and gated. */
+/** The product's expansion of finished tasks, validated, then deduplicated, budgeted and gated at once. */
 async function expand(
   trx: Trx,
   ctx: OrchestrationContext,
   job: LockedJob,
-  task: { check: string; objectKey: string; distance: number; status: TaskStatus; output: CheckOutput | null },
+  tasks: readonly TaskToApply[],
 ): Promise<TaskRef[]> {
   const def = ctx.catalog.get(job.product);
   if (!def?.job?.expand) return [];
-  let plans: TaskPlan[];
-  try {
-    let scopes: Promise<string[]> | undefined;
-    plans = await def.job.expand(
-      job.input,
-      { ...task, status: task.status as never },
-      {
-        approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)),
-      },
-    );
-  } catch (err) {
-    // A bug in one expansion must not wedge the job: it ends with what it has, and says so.
-    ctx.log.error({ jobId: job.id, check: task.check, err: errInfo(err) }, 'expansion failed');
-    await countLimitations(
-      trx,
-      job.id,
-      {
-        id: 0,
-        status: 'failed',
-        unit_cost: 0,
-        applied_at: null,
-        output: {
-          status: 'failed',
-          projection: {},
-          objects: [],
-          relations: [],
-          findings: [],
-          sources: [],
-          limitations: [
-            {
-              code: 'expansion_failed',
-              message: 'Planning follow-up work from a finished task failed; what it would have found is missing.',
-            },
-          ],
+  let scopes: Promise<string[]> | undefined;
+  const services = { approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)) };
+  const plans: TaskPlan[] = [];
+  for (const t of tasks) {
+    try {
+      const more = await def.job.expand(
+        job.input,
+        {
+          check: t.check_name,
+          objectKey: t.object_key,
+          distance: t.distance,
+          status: t.status as never,
+          output: t.output,
         },
-      },
-      true,
-    );
-    return [];
+        services,
+      );
+      for (const p of more) {
+        if (isValidPlan(p)) plans.push(p);
+        else ctx.log.error({ jobId: job.id, check: p.check, lane: p.lane }, 'invalid expansion plan dropped');
+      }
+    } catch (err) {
+      // A bug in one expansion must not wedge the job: it ends with what it has, and says so.
+      ctx.log.error({ jobId: job.id, check: t.check_name, err: errInfo(err) }, 'expansion failed');
+      await countLimitations(
+        trx,
+        job.id,
+        {
+          id: 0,
+          status: 'failed',
+          unit_cost: 0,
+          applied_at: null,
+          output: {
+            status: 'failed',
+            projection: {},
+            objects: [],
+            relations: [],
+            findings: [],
+            sources: [],
+            limitations: [
+              {
+                code: 'expansion_failed',
+                message: 'Planning follow-up work from a finished task failed; what it would have found is missing.',
+              },
+            ],
+          },
+        },
+        true,
+      );
+    }
   }
-  const valid = plans.filter((p) => {
-    const ok = isValidPlan(p);
-    if (!ok) ctx.log.error({ jobId: job.id, check: p.check, lane: p.lane }, 'invalid expansion plan dropped');
-    return ok;
-  });
-  return insertPlannedTasks(trx, job, valid);
+  return plans.length > 0 ? insertPlannedTasks(trx, job, plans) : [];
 }
 
 async function approvedScopesOf(trx: Trx, workspaceId: number): Promise<string[]> {

@@ -3,11 +3,11 @@
 // charged) until the grace deadline. The job ends `cancelled` as soon as nothing is running:
 // here, on the last running task's result (apply-result.ts), or by the sweeper after
 // CANCEL_GRACE_MS.
-import { sql } from 'kysely';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeLocked } from './finalize-job.ts';
 import { lockJob } from '../tasks/task-rows.ts';
+import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { inTransaction } from '../../db/transaction.ts';
 
 export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
@@ -15,8 +15,7 @@ export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promi
     const job = await lockJob(trx, jobId);
     if (job?.status !== 'cancelling') return;
     // Nothing to capture for these: they are applied at once.
-    await sql`UPDATE tasks SET status = 'cancelled', reason = 'job_cancelled', finished_at = NOW(3), applied_at = NOW(3)
-      WHERE job_id = ${job.id} AND status IN ('pending', 'waiting')`.execute(trx);
+    await cancelUnfinishedTasks(trx, job.id, 'job_cancelled', { includeRunning: false });
     if ((await countOpenTasks(trx, job.id)) === 0) await finalizeLocked(trx, ctx, job, 'cancel');
   });
 }

@@ -1,15 +1,17 @@
-// The terminal transition, once: cancel what is still open, apply (capture) every finished task
-// not yet applied, decide the outcome, compare-and-set the job to its terminal status and release
+// The terminal transition, once: cancel what is still open, apply (capture, write the output of)
+// every finished task not yet applied, decide the outcome, compare-and-set the job to its terminal status and release
 // the unused reservation, all in one transaction under the job row lock. Only the winner of the
 // terminal CAS releases; releaseRemainder is itself keyed by job, so a second release is a no-op.
 import { sql } from 'kysely';
 import { releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
-import { applyFinishedTask, countOpenTasks } from '../tasks/task-settlement.ts';
+import { countOpenTasks } from '../tasks/task-settlement.ts';
+import { settleAndWrite } from './settle-outputs.ts';
 import { writeOutput } from '../output-writer.ts';
 import type { OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
-import { isOpenTask, lockJob, OPEN_STATUSES_SQL, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
+import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
+import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
 
@@ -38,9 +40,9 @@ export async function finalizeLocked(
   const reason = effective === 'deadline' ? 'deadline_exceeded' : 'job_cancelled';
   // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
   // A runner still executing one of these loses its compare-and-set and writes nothing.
-  await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
-    WHERE job_id = ${job.id} AND status IN (${OPEN_STATUSES_SQL})`.execute(trx);
-  for (const t of await selectTasks(trx, job.id, { unappliedOnly: true })) await applyFinishedTask(trx, job, t);
+  await cancelUnfinishedTasks(trx, job.id, reason, { includeRunning: true });
+  // Finished but never applied (their notices were not handled yet): settled, and what they found written.
+  await settleAndWrite(trx, job, await selectTasks(trx, job.id, { unappliedOnly: true }));
   const def = ctx.catalog.get(job.product);
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of
   // tasks, so it is decided from their statuses and the limitations counted as they were applied.

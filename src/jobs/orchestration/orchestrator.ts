@@ -6,7 +6,7 @@
 // so the orchestrator reads one results stream per lane, each on a connection of its own.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type client from 'prom-client';
+import client from 'prom-client';
 import type { Config } from '../../config/config.ts';
 import { createDb, type Db } from '../../db/database.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
@@ -26,7 +26,9 @@ import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
-import { applyTaskResult } from './apply-result.ts';
+import { applyTaskResults } from './apply-result.ts';
+import { ResultBatcher } from './result-batcher.ts';
+import { jobOfTask } from '../tasks/task-repo.ts';
 import { cancelJob } from './cancel-job.ts';
 import { DEFAULT_CHECK_TIMEOUT_MS, type OrchestrationContext } from './context.ts';
 import { relayOutbox } from './outbox-relay.ts';
@@ -69,8 +71,15 @@ export interface OrchestratorOptions {
   timing?: Partial<OrchestratorTiming>;
   consumer?: string;
   concurrency?: number;
+  /** Result notices held at once across the lanes' results streams (waiting for their job's batch). */
+  resultsConcurrency?: number;
+  /** Most finished tasks of one job applied in one transaction. */
+  resultBatch?: number;
   metrics?: client.Registry;
 }
+
+const DEFAULT_RESULTS_CONCURRENCY = 512;
+const DEFAULT_RESULT_BATCH = 256;
 
 export interface OrchestratorHandle {
   readonly context: OrchestrationContext;
@@ -125,17 +134,48 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     handle: (d) => handleJobOp(ctx, d),
     deadLetter: deadLetter(streams.jobs),
   });
-  // The per-lane results streams share one handling budget: every apply takes a job row lock and
-  // a MySQL connection, and a scan's results all wait on the same row, so five streams × the
-  // concurrency would only queue more transactions (each holding a parsed output) on that lock.
-  const handling = new HandlingBudget(opts.concurrency ?? 16);
+  // Results are applied in batches per job (result-batcher.ts): an entry being handled waits for
+  // its job's batch as an id, so each results stream may hold many at once; what bounds MySQL is
+  // one batch in flight per job. The per-lane streams share one handling budget all the same.
+  // How big the batches are and how long each takes: the figures that say whether results wait on
+  // the job row lock (few large batches) or arrive slower than they are applied (many of one).
+  const batchTasks = opts.metrics
+    ? new client.Histogram({
+        name: 'lss_result_batch_tasks',
+        help: 'Finished tasks applied per batch (one transaction under the job row lock)',
+        buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        registers: [opts.metrics],
+      })
+    : undefined;
+  const batchSeconds = opts.metrics
+    ? new client.Histogram({
+        name: 'lss_result_batch_seconds',
+        help: 'Time to apply one batch of finished tasks, commit included',
+        buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        registers: [opts.metrics],
+      })
+    : undefined;
+  const batcher = new ResultBatcher(
+    async (jobId, ids) => {
+      const end = batchSeconds?.startTimer();
+      await applyTaskResults(ctx, jobId, ids);
+      end?.();
+      batchTasks?.observe(ids.length);
+    },
+    {
+      maxBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
+    },
+  );
+  const resultsInFlight = opts.resultsConcurrency ?? DEFAULT_RESULTS_CONCURRENCY;
+  const handling = new HandlingBudget(resultsInFlight);
   const results = LANES.map((lane) => streams.laneResults(lane)).map(
     (stream) =>
       new StreamConsumer({
         ...common,
+        concurrency: resultsInFlight,
         handling,
         stream,
-        handle: (d) => handleTaskResult(ctx, d),
+        handle: (d) => handleTaskResult(ctx, batcher, d),
         deadLetter: deadLetter(stream),
       }),
   );
@@ -208,12 +248,15 @@ async function handleJobOp(ctx: OrchestrationContext, d: Delivery): Promise<Sett
   return ACK;
 }
 
-async function handleTaskResult(ctx: OrchestrationContext, d: Delivery): Promise<Settlement> {
+async function handleTaskResult(ctx: OrchestrationContext, batcher: ResultBatcher, d: Delivery): Promise<Settlement> {
   const taskId = idField(d, 'task');
   if (taskId === null) {
     ctx.log.error({ entry: d.id, fields: d.fields }, 'malformed task-results entry dropped');
     return ACK;
   }
-  await applyTaskResult(ctx, taskId);
+  // The notice names the job; the batch locks only that job's rows (a wrong id applies nothing).
+  const jobId = idField(d, 'job') ?? (await jobOfTask(ctx.db, taskId));
+  if (jobId === null) return ACK; // purged
+  await batcher.submit(jobId, taskId);
   return ACK;
 }

@@ -3,7 +3,7 @@
 // only tasks whose stream entry was lost.
 import { sql } from 'kysely';
 import type { TaskPlan } from '../../contract/tasks.ts';
-import { enqueueTasks, ensureTasksEnqueued, type TaskRef } from '../../queue/task-enqueue.ts';
+import { enqueueTasks, ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
@@ -12,6 +12,7 @@ import { dedupePlans } from '../tasks/task-budget.ts';
 import { insertPlannedTasks } from '../tasks/task-insert.ts';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
+import { pendingTaskRefs } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';
@@ -27,7 +28,7 @@ export async function planJob(ctx: OrchestrationContext, jobId: number): Promise
   });
   if (step === 'cancel') return cancelJob(ctx, jobId);
   if (step === 'nothing') return;
-  const pending = await pendingTasks(ctx, jobId);
+  const pending = await pendingTaskRefs(ctx.db, jobId);
   if (step === 'enqueue_all') await enqueueTasks(ctx.redis, pending);
   else await ensureTasksEnqueued(ctx.redis, pending);
 }
@@ -58,15 +59,4 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
     return 'nothing';
   }
   return 'enqueue_all';
-}
-
-async function pendingTasks(ctx: OrchestrationContext, jobId: number): Promise<TaskRef[]> {
-  const rows = await ctx.db
-    .selectFrom('tasks')
-    .select(['id', 'lane'])
-    .where('job_id', '=', jobId)
-    .where('status', '=', 'pending')
-    .orderBy('id')
-    .execute();
-  return rows.map((r) => ({ id: Number(r.id), jobId, lane: r.lane }));
 }

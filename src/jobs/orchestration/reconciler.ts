@@ -13,10 +13,14 @@ import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeJob } from './finalize-job.ts';
-import { affected } from '../../db/transaction.ts';
-import { OPEN_STATUSES_SQL } from '../tasks/task-rows.ts';
-
-const BATCH = 500;
+import {
+  idleRunningJobs,
+  longRunningTasks,
+  RECONCILE_BATCH,
+  resetRunningTask,
+  stalePendingTasks,
+  unappliedFinishedTasks,
+} from '../tasks/task-repo.ts';
 
 export interface ReconcileOptions {
   /** Finished-but-unapplied tasks younger than this are left to their notice. */
@@ -52,43 +56,26 @@ export class Reconciler {
   }
 
   async requeueLostPending(): Promise<number> {
-    const rows = await sql<{ id: number; job_id: number; lane: string }>`
-      SELECT t.id, t.job_id, t.lane FROM tasks t JOIN jobs j ON j.id = t.job_id
-      WHERE j.status = 'running' AND j.product IN (${this.#products()}) AND t.status = 'pending'
-        AND t.created_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND AND t.id > ${this.#pendingCursor}
-      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
-    this.#pendingCursor = rows.rows.length < BATCH ? 0 : Number(rows.rows[rows.rows.length - 1]!.id);
-    const n = await ensureTasksEnqueued(
-      this.#ctx.redis,
-      rows.rows.map((r) => ({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane })),
+    const rows = await stalePendingTasks(
+      this.#ctx.db,
+      this.#ctx.catalog.ids,
+      this.#visibilityUs(),
+      this.#pendingCursor,
     );
+    this.#pendingCursor = rows.length < RECONCILE_BATCH ? 0 : rows[rows.length - 1]!.id;
+    const n = await ensureTasksEnqueued(this.#ctx.redis, rows);
     if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-enqueued lost pending tasks');
     return n;
   }
 
   async resetStuckRunning(): Promise<number> {
-    const rows = await sql<{
-      id: number;
-      job_id: number;
-      lane: string;
-      check_name: string;
-      attempts: number;
-      age_ms: number;
-    }>`
-      SELECT t.id, t.job_id, t.lane, t.check_name, t.attempts, TIMESTAMPDIFF(MICROSECOND, t.started_at, NOW(3)) DIV 1000 AS age_ms
-      FROM tasks t JOIN jobs j ON j.id = t.job_id
-      WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()}) AND t.status = 'running'
-        AND t.started_at < NOW(3) - INTERVAL ${this.#visibilityUs()} MICROSECOND
-      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
+    const rows = await longRunningTasks(this.#ctx.db, this.#ctx.catalog.ids, this.#visibilityUs());
     const reset = [];
-    for (const r of rows.rows) {
-      if (Number(r.age_ms) <= this.#ctx.checkTimeoutMs(r.check_name) + this.#ctx.settings.LANE_VISIBILITY_MS) continue;
+    for (const r of rows) {
+      if (r.age_ms <= this.#ctx.checkTimeoutMs(r.check_name) + this.#ctx.settings.LANE_VISIBILITY_MS) continue;
       // attempts fences the reset: a runner that took the task over meanwhile keeps it.
-      const res =
-        await sql`UPDATE tasks SET status = 'pending' WHERE id = ${r.id} AND status = 'running' AND attempts = ${r.attempts}`.execute(
-          this.#ctx.db,
-        );
-      if (affected(res) === 1) reset.push({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane });
+      if (await resetRunningTask(this.#ctx.db, r.id, r.attempts))
+        reset.push({ id: r.id, jobId: r.job_id, lane: r.lane });
     }
     // An entry still pending in a dead consumer's list reaches a runner through XAUTOCLAIM, with
     // its delivery count intact (poison tasks must still end in the dead letter): only lost
@@ -99,16 +86,11 @@ export class Reconciler {
   }
 
   async republishUnapplied(): Promise<number> {
-    const rows = await sql<{ id: number; job_id: number; lane: string }>`
-      SELECT t.id, t.job_id, t.lane FROM tasks t JOIN jobs j ON j.id = t.job_id
-      WHERE j.status IN ('running', 'cancelling') AND j.product IN (${this.#products()})
-        AND t.status NOT IN (${OPEN_STATUSES_SQL}) AND t.applied_at IS NULL
-        AND t.finished_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
-      ORDER BY t.id LIMIT ${BATCH}`.execute(this.#ctx.db);
+    const rows = await unappliedFinishedTasks(this.#ctx.db, this.#ctx.catalog.ids, this.#opts.unappliedAfterMs * 1000);
     let n = 0;
-    for (const r of rows.rows) {
+    for (const r of rows) {
       if (!isLaneName(r.lane)) continue; // a lane this build does not know: nothing could read its notice
-      await publishTaskResult(this.#ctx.redis, r.lane, Number(r.id), Number(r.job_id));
+      await publishTaskResult(this.#ctx.redis, r.lane, r.id, r.jobId);
       n++;
     }
     return n;
@@ -136,14 +118,9 @@ export class Reconciler {
   }
 
   async finalizeIdle(): Promise<number> {
-    const rows = await sql<{ id: number }>`
-      SELECT j.id FROM jobs j
-      WHERE j.status = 'running' AND j.product IN (${this.#products()})
-        AND j.started_at < NOW(3) - INTERVAL ${this.#opts.unappliedAfterMs * 1000} MICROSECOND
-        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND (t.status IN (${OPEN_STATUSES_SQL}) OR t.applied_at IS NULL))
-      ORDER BY j.id LIMIT 100`.execute(this.#ctx.db);
+    const ids = await idleRunningJobs(this.#ctx.db, this.#ctx.catalog.ids, this.#opts.unappliedAfterMs * 1000);
     let n = 0;
-    for (const r of rows.rows) if (await finalizeJob(this.#ctx, Number(r.id), 'settle')) n++;
+    for (const id of ids) if (await finalizeJob(this.#ctx, id, 'settle')) n++;
     return n;
   }
 }

@@ -7,9 +7,11 @@
 import { sql } from 'kysely';
 import { purgeExpiredIdempotencyKeys } from '../../idempotency/idempotency-repo.ts';
 import type { OrchestrationContext } from './context.ts';
+import { purgeJobTasks } from '../tasks/task-repo.ts';
 import { affected } from '../../db/transaction.ts';
 
-const CHILD_TABLES = ['relations', 'findings', 'objects', 'tasks'] as const;
+// Tasks go last of the children, through the tasks folder (the one owner of that table).
+const CHILD_TABLES = ['relations', 'findings', 'objects'] as const;
 
 export async function purgeExpiredJobs(
   ctx: OrchestrationContext,
@@ -32,6 +34,7 @@ export async function purgeExpiredJobs(
         ) >= rowBatch
       );
     }
+    while ((await purgeJobTasks(ctx.db, ids, rowBatch)) >= rowBatch);
     await sql`DELETE FROM jobs WHERE id IN (${sql.join(ids)}) AND status IN ('completed', 'partial', 'cancelled', 'failed', 'unavailable')`.execute(
       ctx.db,
     );

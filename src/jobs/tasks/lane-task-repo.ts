@@ -3,7 +3,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { JobStatus, TaskStatus } from '../../db/schema.ts';
-import { affected, parseJson } from '../../db/transaction.ts';
+import { affected, parseJson, type Trx } from '../../db/transaction.ts';
+import type { CheckOutput } from '../../contract/tasks.ts';
 
 export interface LaneTask {
   id: number;
@@ -79,4 +80,18 @@ export async function deadLetterTask(db: Db, taskId: number): Promise<boolean> {
   const res = await sql`UPDATE tasks SET status = 'failed', reason = 'dead_lettered', finished_at = NOW(3)
     WHERE id = ${taskId} AND status IN ('pending', 'running')`.execute(db);
   return affected(res) === 1;
+}
+
+/** This run's outcome, compare-and-set from its `running` attempt. False: another run owns the task. */
+export async function recordOutcome(
+  db: Db | Trx,
+  taskId: number,
+  attempt: number,
+  r: { status: TaskStatus; reason: string | null; output: CheckOutput | null },
+): Promise<boolean> {
+  const upd =
+    await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
+      finished_at = NOW(3)
+    WHERE id = ${taskId} AND status = 'running' AND attempts = ${attempt}`.execute(db);
+  return affected(upd) === 1;
 }

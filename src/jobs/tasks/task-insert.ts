@@ -17,7 +17,7 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { dedupePlans } from './task-budget.ts';
-import { isOpenTask, type LockedJob } from './task-rows.ts';
+import { BUDGETED_STATUSES_SQL, isOpenTask, type LockedJob } from './task-rows.ts';
 
 /** The identity of a task within its job, as gates refer to it. */
 export function taskKeyHash(check: string, objectKey: string): Buffer {
@@ -77,7 +77,7 @@ export function gateResultOf(status: TaskStatus, output: CheckOutput | null): Ga
  */
 async function budgetState(trx: Trx, jobId: number): Promise<{ planned: number; stopped: boolean }> {
   const res = await sql<{ planned: number | null; exhausted: number | null }>`
-    SELECT SUM(CASE WHEN status IN ('pending', 'running', 'waiting', 'completed', 'partial') THEN unit_cost ELSE 0 END) AS planned,
+    SELECT SUM(CASE WHEN status IN (${BUDGETED_STATUSES_SQL}) THEN unit_cost ELSE 0 END) AS planned,
            SUM(status = 'budget_exhausted') AS exhausted
     FROM tasks WHERE job_id = ${jobId}`.execute(trx);
   const r = res.rows[0];
@@ -181,26 +181,35 @@ async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<
 }
 
 /**
- * The gate task `check`/`objectKey` has finished: every task waiting on it becomes pending with
- * the gate's result in params.gate. Returns them for enqueueing after the commit.
+ * Finished gate tasks (`check`/`objectKey`) of one job: the tasks waiting on any of them are read
+ * in one locking select and made pending, each with its own gate's result, in one update. Returns
+ * them for enqueueing after the commit.
  */
-export async function releaseGated(
+export async function releaseGatedBatch(
   trx: Trx,
   jobId: number,
-  gate: { check: string; objectKey: string; result: GateResult },
+  gates: ReadonlyArray<{ check: string; objectKey: string; result: GateResult }>,
 ): Promise<TaskRef[]> {
-  const hash = taskKeyHash(gate.check, gate.objectKey);
-  const waiting = await sql<{ id: number; lane: string; params: unknown }>`
-    SELECT id, lane, params FROM tasks WHERE job_id = ${jobId} AND gate_key_hash = ${hash} AND status = 'waiting' FOR UPDATE`.execute(
-    trx,
-  );
+  if (gates.length === 0) return [];
+  const byHash = new Map<string, GateResult>();
+  for (const g of gates) byHash.set(taskKeyHash(g.check, g.objectKey).toString('hex'), g.result);
+  const hashes = [...byHash.keys()].map((h) => Buffer.from(h, 'hex'));
   const refs: TaskRef[] = [];
-  for (const r of waiting.rows) {
-    const params = { ...(parseJson<Record<string, unknown>>(r.params) ?? {}), gate: gate.result };
-    await sql`UPDATE tasks SET status = 'pending', params = ${JSON.stringify(params)} WHERE id = ${r.id} AND status = 'waiting'`.execute(
-      trx,
-    );
-    refs.push({ id: Number(r.id), jobId, lane: r.lane });
+  for (let i = 0; i < hashes.length; i += 500) {
+    const waiting = await sql<{ id: number; lane: string; params: unknown; gate_key_hash: Buffer }>`
+      SELECT id, lane, params, gate_key_hash FROM tasks
+      WHERE job_id = ${jobId} AND gate_key_hash IN (${sql.join(hashes.slice(i, i + 500))}) AND status = 'waiting'
+      ORDER BY id FOR UPDATE`.execute(trx);
+    for (let j = 0; j < waiting.rows.length; j += 200) {
+      const chunk = waiting.rows.slice(j, j + 200);
+      const params = chunk.map((r) => {
+        const gate = byHash.get(Buffer.from(r.gate_key_hash).toString('hex'));
+        return sql`WHEN ${r.id} THEN ${JSON.stringify({ ...(parseJson<Record<string, unknown>>(r.params) ?? {}), gate })}`;
+      });
+      await sql`UPDATE tasks SET status = 'pending', params = CASE id ${sql.join(params, sql` `)} END
+        WHERE id IN (${sql.join(chunk.map((r) => r.id))}) AND status = 'waiting'`.execute(trx);
+      for (const r of chunk) refs.push({ id: Number(r.id), jobId, lane: r.lane });
+    }
   }
   return refs;
 }

@@ -9,8 +9,15 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
 /** OPEN_TASK_STATUSES as a SQL list, for `status IN (${OPEN_STATUSES_SQL})`: written once. */
 export const OPEN_STATUSES_SQL = sql.join(OPEN_TASK_STATUSES.map((st) => sql.lit(st)));
+/** The open statuses of a task no runner has started: what a cancel ends at once. */
+export const NOT_STARTED_TASK_STATUSES: readonly TaskStatus[] = OPEN_TASK_STATUSES.filter((st) => st !== 'running');
+export const NOT_STARTED_STATUSES_SQL = sql.join(NOT_STARTED_TASK_STATUSES.map((st) => sql.lit(st)));
 /** Statuses whose task did work the workspace pays for (CONTRACT §6). */
 export const CAPTURED_TASK_STATUSES: readonly TaskStatus[] = ['completed', 'partial'];
+/** What a job's reservation stands for: tasks captured, or that still may be (task-insert.ts). */
+export const BUDGETED_STATUSES_SQL = sql.join(
+  [...OPEN_TASK_STATUSES, ...CAPTURED_TASK_STATUSES].map((st) => sql.lit(st)),
+);
 
 /** A plan the tables and the streams can hold (else the job fails instead of a lane, later). */
 export function isValidPlan(p: TaskPlan): boolean {
@@ -39,6 +46,8 @@ export interface TaskRow {
   product_lane: string;
   required: boolean;
   unit_cost: number;
+  /** Hops from the target (its output's default distance); absent: 0. */
+  distance?: number;
   status: TaskStatus;
   reason: string | null;
   output: CheckOutput | null;
@@ -54,7 +63,7 @@ export async function selectTasks(
   const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
   const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})` : sql``;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, status, reason, ${output}, applied_at
+    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, distance, status, reason, ${output}, applied_at
     FROM tasks WHERE job_id = ${jobId} ${unapplied} ORDER BY id`.execute(trx);
   return res.rows.map(toTaskRow);
 }
@@ -69,6 +78,7 @@ export function toTaskRow(r: Record<string, unknown>): TaskRow {
     product_lane: String(r.product_lane),
     required: Number(r.required) === 1,
     unit_cost: Number(r.unit_cost),
+    distance: Number(r.distance ?? 0),
     status: r.status as TaskStatus,
     reason: (r.reason as string | null) ?? null,
     output: parseJson<CheckOutput>(r.output),

@@ -5,9 +5,9 @@
 import { sql } from 'kysely';
 import type { Limitation } from '../../contract/lanes.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
-import { captureTask } from '../../credits/ledger.ts';
+import { captureTasks } from '../../credits/ledger.ts';
 import type { TaskStatus } from '../../db/schema.ts';
-import { affected, type Trx } from '../../db/transaction.ts';
+import type { Trx } from '../../db/transaction.ts';
 import { limitationCode, limitationMessage } from './task-limitations.ts';
 import { CAPTURED_TASK_STATUSES, isOpenTask, OPEN_STATUSES_SQL, type LockedJob } from './task-rows.ts';
 
@@ -22,15 +22,40 @@ export interface ApplicableTask {
   output?: CheckOutput | null;
 }
 
-/** Caller holds the job row lock. Returns the credits captured (0 on a repeat). */
-export async function applyFinishedTask(trx: Trx, job: LockedJob, task: ApplicableTask): Promise<number> {
-  if (task.applied_at || isOpenTask(task.status)) return 0;
-  const marked = await sql`UPDATE tasks SET applied_at = NOW(3)
-    WHERE id = ${task.id} AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})`.execute(trx);
-  if (affected(marked) !== 1) return 0;
-  await countLimitations(trx, job.id, task);
-  if (!CAPTURED_TASK_STATUSES.includes(task.status) || task.unit_cost <= 0) return 0;
-  return captureTask(trx, { workspaceId: job.workspace_id, jobId: job.id, taskId: task.id, amount: task.unit_cost });
+/**
+ * Caller holds the job row lock. Settles finished tasks of the job at once: the rows are locked
+ * and re-read (only those still unapplied and finished count: a repeat or a redelivered notice in
+ * the same batch settles nothing twice), marked applied in one statement, their limitations
+ * counted per task in one insert, and their costs captured once each (captureTasks). Returns the
+ * tasks it settled, in the given order, and the credits captured.
+ */
+export async function settleTasks<T extends ApplicableTask>(
+  trx: Trx,
+  job: LockedJob,
+  tasks: readonly T[],
+): Promise<{ settled: T[]; captured: number }> {
+  const candidates = tasks.filter((t) => !t.applied_at && !isOpenTask(t.status));
+  if (candidates.length === 0) return { settled: [], captured: 0 };
+  const ids = [...new Set(candidates.map((t) => t.id))];
+  const res = await sql<{ id: number }>`SELECT id FROM tasks WHERE id IN (${sql.join(ids)})
+    AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL}) FOR UPDATE`.execute(trx);
+  const eligible = new Set(res.rows.map((r) => Number(r.id)));
+  const settled: T[] = [];
+  for (const t of candidates) {
+    if (!eligible.delete(t.id)) continue; // applied already, or a duplicate in this batch
+    settled.push(t);
+  }
+  if (settled.length === 0) return { settled, captured: 0 };
+  await sql`UPDATE tasks SET applied_at = NOW(3) WHERE id IN (${sql.join(settled.map((t) => t.id))})`.execute(trx);
+  await countLimitationsOf(trx, job.id, settled, false);
+  const captured = await captureTasks(trx, {
+    workspaceId: job.workspace_id,
+    jobId: job.id,
+    tasks: settled
+      .filter((t) => CAPTURED_TASK_STATUSES.includes(t.status) && t.unit_cost > 0)
+      .map((t) => ({ taskId: t.id, amount: t.unit_cost })),
+  });
+  return { settled, captured };
 }
 
 /**
@@ -38,20 +63,41 @@ export async function applyFinishedTask(trx: Trx, job: LockedJob, task: Applicab
  * `gap`, they make the job's coverage incomplete by themselves (not a task's note).
  */
 export async function countLimitations(trx: Trx, jobId: number, task: ApplicableTask, gap = false): Promise<void> {
-  const lims: Limitation[] = [...(task.output?.limitations ?? [])];
-  if (task.product_lane) {
-    const row = { status: task.status, reason: task.reason ?? null, product_lane: task.product_lane };
-    const code = limitationCode(row);
-    if (code) lims.push({ code, message: limitationMessage(code, 1, row) });
+  await countLimitationsOf(trx, jobId, [task], gap);
+}
+
+/** countLimitations for many tasks in one insert: each code counts once per task that has it. */
+async function countLimitationsOf(
+  trx: Trx,
+  jobId: number,
+  tasks: readonly ApplicableTask[],
+  gap: boolean,
+): Promise<void> {
+  const byCode = new Map<string, { l: Limitation; n: number }>();
+  for (const task of tasks) {
+    const lims: Limitation[] = [...(task.output?.limitations ?? [])];
+    if (task.product_lane) {
+      const row = { status: task.status, reason: task.reason ?? null, product_lane: task.product_lane };
+      const code = limitationCode(row);
+      if (code) lims.push({ code, message: limitationMessage(code, 1, row) });
+    }
+    const mine = new Set<string>();
+    for (const l of lims) {
+      if (mine.has(l.code)) continue;
+      mine.add(l.code);
+      const seen = byCode.get(l.code);
+      if (seen) seen.n++;
+      else byCode.set(l.code, { l, n: 1 });
+    }
   }
-  const byCode = new Map<string, Limitation>();
-  for (const l of lims) if (!byCode.has(l.code)) byCode.set(l.code, l);
   if (byCode.size === 0) return;
   const rows = [...byCode.values()].map(
-    (l) => sql`(${jobId}, ${l.code.slice(0, 64)}, 1, ${String(l.message).slice(0, 500)}, ${gap ? 1 : 0})`,
+    ({ l, n }) => sql`(${jobId}, ${l.code.slice(0, 64)}, ${n}, ${String(l.message).slice(0, 500)}, ${gap ? 1 : 0})`,
   );
   await sql`INSERT INTO job_limitations (job_id, code, occurrences, message, gap) VALUES ${sql.join(rows)}
-    ON DUPLICATE KEY UPDATE occurrences = occurrences + 1, gap = GREATEST(gap, VALUES(gap))`.execute(trx);
+    ON DUPLICATE KEY UPDATE occurrences = occurrences + VALUES(occurrences), gap = GREATEST(gap, VALUES(gap))`.execute(
+    trx,
+  );
 }
 
 export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
@@ -68,7 +114,13 @@ export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
  * notice, or the reconciler's re-publish). Finalizing earlier would apply them without expansion.
  */
 export async function countUnsettledTasks(trx: Trx, jobId: number): Promise<number> {
-  const res = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
-    AND (status IN (${OPEN_STATUSES_SQL}) OR applied_at IS NULL)`.execute(trx);
+  // Two counts, each on its own index (ix_tasks_unapplied, ix_tasks_job), instead of one OR that
+  // reads every task of the job: this runs once per batch of results. An open task is never
+  // applied, so the second count is 0 unless something set applied_at on an open task.
+  const res = await sql<{ n: number }>`SELECT
+      (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND applied_at IS NULL)
+    + (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND status IN (${OPEN_STATUSES_SQL}) AND applied_at IS NOT NULL) AS n`.execute(
+    trx,
+  );
   return Number(res.rows[0]?.n ?? 0);
 }

@@ -22,7 +22,18 @@ export const scanInput = z
       // Not a public suffix either: checked after the schema (publicSuffixRefusal), with its own reason.
       value: domainName,
     }),
-    options: z.strictObject({ active: z.boolean(), maxCredits: z.number() }),
+    options: z.strictObject({
+      active: z.boolean(),
+      maxCredits: z
+        .number()
+        .describe(
+          `Credits reserved for the scan, an integer within the profile's bounds (${scanProfiles
+            .map((p) => `${p} ${scanBudgetBounds[p].min}–${scanBudgetBounds[p].max}`)
+            .join(
+              ', ',
+            )}; else scan_credit_budget_invalid with details.bounds). Deep and advanced keep two objects per credit, at least ${profiles.deep.objectCap} and ${profiles.advanced.objectCap}.`,
+        ),
+    }),
   })
   .refine((s) => !(s.options.active && s.profile !== 'advanced'), {
     message: 'options.active=true needs profile advanced',

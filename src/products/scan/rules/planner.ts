@@ -276,6 +276,16 @@ function thirdPartyAlias(c: Ctx, t: FinishedTask): boolean {
   return targets.some((x) => !c.scope.inScope(x));
 }
 
+/**
+ * The objects a job keeps (CONTRACT §11): quick and balanced a fixed number; deep and advanced
+ * two per credit of maxCredits, never fewer than the profile's floor (5,000 and 10,000). A host
+ * costs about 3 credits (its dns task 1, its web task 2) and records about 3.5 objects (the host,
+ * its URLs, its web posture), so one object per credit stopped a budget that paid for a zone's
+ * tasks just short of its objects: the generated 20,000-host zone costs 61,608 credits and records
+ * 68,786 objects (`npm run bench:scan`). What a larger cap costs is MySQL rows
+ * (docs/operations.md), not process memory.
+ */
 export function scanObjectCap(input: ScanInput): number {
-  return profiles[input.profile].objectCap;
+  const p = profiles[input.profile];
+  return Math.max(p.objectCap, p.objectCapPerCredit * input.options.maxCredits);
 }

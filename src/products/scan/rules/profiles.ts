@@ -14,7 +14,13 @@ export interface ProfileSpec {
   passive: boolean;
   /** Names at most this many hops from the target are scanned (0: the target only). */
   hops: number;
+  /**
+   * Objects a job keeps at least; with `objectCapPerCredit`, the cap grows with the budget
+   * (scanObjectCap: CONTRACT §11, "scales with maxCredits").
+   */
   objectCap: number;
+  /** Objects kept per credit of maxCredits, when the cap scales (deep, advanced); 0: fixed. */
+  objectCapPerCredit: number;
   /** Names one source of one task may contribute; beyond it the task is partial (source_truncated). */
   sourceCap: number;
   /** Recursion sources; names found elsewhere are recorded, never followed. */
@@ -39,6 +45,7 @@ export const profiles: Record<ScanProfile, ProfileSpec> = {
     passive: true,
     hops: 0,
     objectCap: 50,
+    objectCapPerCredit: 0,
     sourceCap: 25,
     sources: [],
     web: 'none',
@@ -52,6 +59,7 @@ export const profiles: Record<ScanProfile, ProfileSpec> = {
     passive: true,
     hops: 1,
     objectCap: 500,
+    objectCapPerCredit: 0,
     sourceCap: 50,
     sources: ['mx', 'ns', 'cname', 'srv', 'spf', 'san'],
     web: 'apex_www',
@@ -65,6 +73,7 @@ export const profiles: Record<ScanProfile, ProfileSpec> = {
     passive: true,
     hops: 3,
     objectCap: 5000,
+    objectCapPerCredit: 2,
     sourceCap: 200,
     sources: ['mx', 'ns', 'cname', 'srv', 'spf', 'san', 'link'],
     web: 'every_host',
@@ -78,6 +87,7 @@ export const profiles: Record<ScanProfile, ProfileSpec> = {
     passive: false,
     hops: 3,
     objectCap: 10_000,
+    objectCapPerCredit: 2,
     sourceCap: 200,
     sources: ['mx', 'ns', 'cname', 'srv', 'spf', 'san', 'link', 'axfr', 'wordlist'],
     web: 'every_host',
@@ -95,6 +105,6 @@ export const unitCosts = { dns: 1, mail: 2, web: 2, domain: 1, active: 3 } as co
 export const scanBudgetBounds: Record<ScanProfile, { min: number; max: number }> = {
   quick: { min: 5, max: 100 },
   balanced: { min: 20, max: 1000 },
-  deep: { min: 50, max: 5000 },
-  advanced: { min: 50, max: 10_000 },
+  deep: { min: 50, max: 100_000 },
+  advanced: { min: 50, max: 200_000 },
 };
