@@ -86,28 +86,11 @@ export async function captureTask(
   trx: Transaction<Database>,
   c: { workspaceId: number; jobId: number; taskId: number; amount: number },
 ): Promise<number> {
-  if (c.amount <= 0) return 0;
-  const job = await sql<{
-    public_id: string;
-    credits_reserved: number;
-    credits_captured: number;
-    settled_at: Date | null;
-  }>`
-    SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(
-    trx,
-  );
-  const row = job.rows[0];
-  if (!row || row.settled_at) return 0;
-  const amount = Math.min(c.amount, Number(row.credits_reserved) - Number(row.credits_captured));
-  if (amount <= 0) return 0;
-  const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
-    VALUES (${c.workspaceId}, 'capture', ${amount}, ${c.jobId}, ${`cap:${row.public_id}:${c.taskId}`})`.execute(trx);
-  if (Number(entry.numAffectedRows ?? 0n) === 0) return 0;
-  await sql`UPDATE credit_accounts SET reserved = reserved - ${amount}, captured = captured + ${amount} WHERE workspace_id = ${c.workspaceId}`.execute(
-    trx,
-  );
-  await sql`UPDATE jobs SET credits_captured = credits_captured + ${amount} WHERE id = ${c.jobId}`.execute(trx);
-  return amount;
+  return captureTasks(trx, {
+    workspaceId: c.workspaceId,
+    jobId: c.jobId,
+    tasks: [{ taskId: c.taskId, amount: c.amount }],
+  });
 }
 
 /**
