@@ -1,6 +1,7 @@
 // Shared pieces of the HTTP benchmarks: loopback listeners, and the load generator run in a
 // child process (so it never shares the measured server's event loop), stopped on Ctrl-C.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -204,4 +205,23 @@ export async function pacedLoad(job: PacedJob): Promise<PacedResult> {
     errors,
     sendLagP99: percentile(sendLags, 99),
   };
+}
+
+/** Child pids of `pid` (every thread's children file). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+      try {
+        return readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+          .trim()
+          .split(/\s+/)
+          .filter(Boolean)
+          .map(Number);
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
 }

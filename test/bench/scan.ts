@@ -50,7 +50,7 @@
 //   BENCH_SCAN_TIMEOUT_S (default 1800) bounds each scan; a scan not terminal by then is cancelled,
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -70,7 +70,7 @@ import { scanLabPart } from '../lab/scan-lab.ts';
 import { genFanout, genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import { webLabPart } from '../lab/web-lab.ts';
-import { fmt, procfileRoleArgs } from './bench-kit.ts';
+import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
 import { genNames, measureFloor, type Floor } from './network-floor.ts';
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
@@ -125,25 +125,6 @@ function readStatus(pid: number): ProcStatus | null {
     return Number.isFinite(rssKb) ? { rssKb, hwmKb: kb('VmHWM') } : null;
   } catch {
     return null; // gone
-  }
-}
-
-/** Child pids of `pid` (every thread's children file). */
-function childrenOf(pid: number): number[] {
-  try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
-      try {
-        return readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
-          .trim()
-          .split(/\s+/)
-          .filter(Boolean)
-          .map(Number);
-      } catch {
-        return [];
-      }
-    });
-  } catch {
-    return [];
   }
 }
 

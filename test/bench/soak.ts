@@ -44,7 +44,7 @@
 // error and on Ctrl-C. All traffic stays on 127.0.0.0/8.
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -75,7 +75,7 @@ import { startLab, type LabPartFactory } from '../lab/serve.ts';
 import { webUrl } from '../lab/web-hosts.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { labNames } from '../lab/zones.ts';
-import { fmt, procfileRoleArgs } from './bench-kit.ts';
+import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
 
 const log = (msg: string) => process.stderr.write(`[soak] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -233,24 +233,6 @@ function rssKb(pid: number): number {
     return m ? Number(m[1]) : 0;
   } catch {
     return 0;
-  }
-}
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
-      try {
-        return readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
-          .trim()
-          .split(/\s+/)
-          .filter(Boolean)
-          .map(Number);
-      } catch {
-        return [];
-      }
-    });
-  } catch {
-    return [];
   }
 }
 
