@@ -126,6 +126,10 @@ export interface JobsTable {
   deadline_at: Date;
   /** At most this many objects are kept for the job (a scan profile's cap); null = no cap. */
   object_cap: Generated<number | null>;
+  /** Running task counters (migration 008; src/jobs/tasks/task-counters.ts). */
+  tasks_planned_cost: Generated<number>;
+  tasks_unapplied: Generated<number>;
+  budget_stopped: Generated<number>;
 }
 
 export interface OutboxTable {

@@ -596,6 +596,97 @@ describe('job pipeline', () => {
     expect(Number(j.credits_captured)).toBe(4);
   });
 
+  it("keeps the job row's task counters equal to what its tasks say, through plan, apply and cancel", async () => {
+    const r = await rig();
+    r.product = makeExpandingProduct() as never;
+    const o = await r.startOrchestrator();
+    // No lane: this test finishes the tasks by hand, then applies them itself.
+    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
+    const planned = await until('planned', async () => {
+      const ts = await tasks(jobId);
+      return ts.length === 2 ? ts : null;
+    });
+    // The definition (src/jobs/tasks/task-counters.ts), from the task rows.
+    const fromTasks = async () => {
+      const ts = await tasks(jobId);
+      const open = ['pending', 'running', 'waiting'];
+      const budgeted = [...open, 'completed', 'partial'];
+      return {
+        planned: ts
+          .filter((t) => t.status !== 'budget_exhausted' && (!t.applied_at || budgeted.includes(t.status)))
+          .reduce((a, t) => a + Number(t.unit_cost), 0),
+        unapplied: ts.filter((t) => !t.applied_at || open.includes(t.status)).length,
+        stopped: ts.some((t) => t.status === 'budget_exhausted'),
+      };
+    };
+    const counters = async () => {
+      const j = await job(jobId);
+      return {
+        planned: Number(j.tasks_planned_cost),
+        unapplied: Number(j.tasks_unapplied),
+        stopped: Number(j.budget_stopped) === 1,
+      };
+    };
+    expect(await counters()).toEqual({ planned: 2, unapplied: 2, stopped: false });
+    expect(await counters()).toEqual(await fromTasks());
+    const root = planned.find((t) => t.object_key === 'root')!;
+    const gateTask = planned.find((t) => t.object_key === 'gate')!;
+    const finish = (id: number, status: string, children: string[]) =>
+      dbh.db
+        .updateTable('tasks')
+        .set({
+          status,
+          finished_at: new Date(),
+          output: JSON.stringify({ ...okOutput('x'), status, projection: { children } }),
+        } as never)
+        .where('id', '=', id)
+        .execute();
+    // A gate that failed did no paid work: its share comes back when it is applied, not before.
+    await finish(gateTask.id, 'failed', []);
+    await finish(root.id, 'completed', ['root.0', 'root.1']);
+    expect(await counters()).toEqual({ planned: 2, unapplied: 2, stopped: false });
+    await applyTaskResult(o.context, gateTask.id);
+    expect(await counters()).toEqual({ planned: 1, unapplied: 1, stopped: false });
+    expect(await counters()).toEqual(await fromTasks());
+    // Root's expansion plans two children (gated on the failed gate: pending, with its result).
+    await applyTaskResult(o.context, root.id);
+    expect(await counters()).toEqual({ planned: 3, unapplied: 2, stopped: false });
+    expect(await counters()).toEqual(await fromTasks());
+    // A cancel ends the not-started children: applied, their shares back.
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    await cancelJob(o.context, jobId);
+    expect(await counters()).toEqual({ planned: 1, unapplied: 0, stopped: false });
+    expect(await counters()).toEqual(await fromTasks());
+    expect((await job(jobId)).status).toBe('cancelled');
+  });
+
+  it('a counter that says nothing is unapplied is checked against the tasks before the job settles', async () => {
+    const r = await rig();
+    r.product = makeExpandingProduct() as never;
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
+    const planned = await until('planned', async () => {
+      const ts = await tasks(jobId);
+      return ts.length === 2 ? ts : null;
+    });
+    const root = planned.find((t) => t.object_key === 'root')!;
+    const gateTask = planned.find((t) => t.object_key === 'gate')!;
+    for (const t of [root, gateTask])
+      await dbh.db
+        .updateTable('tasks')
+        .set({ status: 'completed', finished_at: new Date(), output: JSON.stringify(okOutput('x')) } as never)
+        .where('id', '=', t.id)
+        .execute();
+    // A counter gone wrong (one too low): applying the gate brings it to 0 while root is unapplied.
+    await dbh.db.updateTable('jobs').set({ tasks_unapplied: 1 }).where('id', '=', jobId).execute();
+    await applyTaskResult(o.context, gateTask.id);
+    const j = await job(jobId);
+    expect(j.status).toBe('running');
+    expect(Number(j.tasks_unapplied)).toBe(1);
+    await applyTaskResult(o.context, root.id);
+    expect((await job(jobId)).status).toBe('completed');
+  });
+
   it("keeps at most the job's object cap, and says so", async () => {
     const r = await rig();
     r.product = makeExpandingProduct(5) as never;

@@ -51,7 +51,11 @@ export async function applyTaskResults(
     const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, applied);
     // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
     const waitingFor =
-      job.status === 'cancelling' ? await countOpenTasks(trx, job.id) : await countUnsettledTasks(trx, job.id);
+      job.status === 'cancelling'
+        ? await countOpenTasks(trx, job.id)
+        : await countUnsettledTasks(trx, job.id, (counted, exact) =>
+            ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
+          );
     if (waitingFor === 0) {
       await finalizeLocked(trx, ctx, job, job.status === 'cancelling' ? 'cancel' : 'settle');
       return [];

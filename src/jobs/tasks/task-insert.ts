@@ -4,7 +4,13 @@
 //     take budget (a rediscovered name adds a relation, never a second task);
 //   - budgeted (CONTRACT §6): plans are taken in order while the job's planned cost stays within
 //     its reservation; from the first that would pass it, scheduling stops for good and every
-//     later plan is recorded `budget_exhausted`;
+//     later plan is recorded `budget_exhausted`. The planned cost and the stop are the job row's
+//     counters (task-counters.ts), not a sum over the job's tasks: a batch's cost does not grow
+//     with the job. What the reservation stands for: the cost of every task that was captured
+//     (completed, partial) or still may be (open, or finished and not applied yet). A task that
+//     ended without doing paid work (unavailable, timeout, failed, skipped, cancelled) is never
+//     captured, so its share goes back to the budget once it is applied: captures can never pass
+//     the reservation;
 //   - gated: a plan with a gate waits for that task; it is `waiting` while the gate is open,
 //     `pending` with the gate's result when the gate has finished, `budget_exhausted` when the
 //     gate itself was never scheduled.
@@ -13,11 +19,12 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { GateResult, TaskPlan } from '../../contract/tasks.ts';
 import type { TaskRef } from '../../queue/task-enqueue.ts';
-import { parseJson, type Trx } from '../../db/transaction.ts';
+import { affected, parseJson, type Trx } from '../../db/transaction.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
 import { dedupePlans } from './task-budget.ts';
-import { BUDGETED_STATUSES_SQL, isOpenTask, type LockedJob } from './task-rows.ts';
+import { addTaskCounters, readTaskCounters, recountTaskCounters } from './task-counters.ts';
+import { isOpenTask, type LockedJob } from './task-rows.ts';
 
 /** The identity of a task within its job, as gates refer to it. */
 export function taskKeyHash(check: string, objectKey: string): Buffer {
@@ -69,21 +76,6 @@ export function gateResultOf(status: TaskStatus, output: CheckOutput | null): Ga
   return { status: status as GateResult['status'], projection: output?.projection ?? null };
 }
 
-/**
- * What the job's reservation already stands for: the cost of every task that was captured
- * (completed, partial) or still may be (open), and whether scheduling has stopped on the budget.
- * A task that ended without doing paid work (unavailable, timeout, failed, skipped, cancelled) is
- * never captured, so its share goes back to the budget: captures can never pass the reservation.
- */
-async function budgetState(trx: Trx, jobId: number): Promise<{ planned: number; stopped: boolean }> {
-  const res = await sql<{ planned: number | null; exhausted: number | null }>`
-    SELECT SUM(CASE WHEN status IN (${BUDGETED_STATUSES_SQL}) THEN unit_cost ELSE 0 END) AS planned,
-           SUM(status = 'budget_exhausted') AS exhausted
-    FROM tasks WHERE job_id = ${jobId}`.execute(trx);
-  const r = res.rows[0];
-  return { planned: Number(r?.planned ?? 0), stopped: Number(r?.exhausted ?? 0) > 0 };
-}
-
 interface Row {
   plan: TaskPlan;
   status: 'pending' | 'waiting' | 'budget_exhausted';
@@ -100,9 +92,9 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
   );
   if (plans.length === 0) return [];
 
-  const budget = await budgetState(trx, job.id);
-  let spent = budget.planned;
-  let stopped = budget.stopped;
+  const budget = await readTaskCounters(trx, job.id);
+  let spent = budget.plannedCost;
+  let stopped = budget.budgetStopped;
   const inBatch = new Map<string, Row['status']>();
   const gates = await gateStates(
     trx,
@@ -141,6 +133,7 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
     rows.push({ plan, status, ...(gate ? { gate } : {}) });
   }
 
+  let inserted = 0;
   for (let i = 0; i < rows.length; i += 500) {
     const values = rows.slice(i, i + 500).map(({ plan, status, gate }) => {
       const params = gate ? { ...plan.params, gate } : plan.params;
@@ -151,9 +144,23 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
         ${status}, ${exhausted ? 'budget_exhausted' : null}, ${exhausted ? sql`NOW(3)` : null}, ${exhausted ? sql`NOW(3)` : null},
         ${status === 'waiting' && plan.gate ? taskKeyHash(plan.gate.check, plan.gate.objectKey) : null})`;
     });
-    await sql`INSERT IGNORE INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, required, unit_cost,
+    const res =
+      await sql`INSERT IGNORE INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, required, unit_cost,
         distance, params, status, reason, finished_at, applied_at, gate_key_hash)
       VALUES ${sql.join(values)}`.execute(trx);
+    inserted += affected(res);
+  }
+  if (inserted === rows.length) {
+    const scheduled = rows.filter((r) => r.status !== 'budget_exhausted');
+    await addTaskCounters(trx, job.id, {
+      plannedCost: scheduled.reduce((a, r) => a + r.plan.unitCost, 0),
+      unapplied: scheduled.length,
+      budgetStopped: scheduled.length < rows.length,
+    });
+  } else {
+    // A row the unique key refused that the dedupe above did not see (uq_tasks compares a 255-
+    // character prefix of the key): which one is unknown here, so count from the rows.
+    await recountTaskCounters(trx, job.id);
   }
   const pending = rows.filter((r) => r.status === 'pending');
   return pendingRefs(

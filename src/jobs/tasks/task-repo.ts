@@ -9,6 +9,7 @@ import type { CheckOutput } from '../../contract/tasks.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { TaskRef } from '../../queue/task-enqueue.ts';
 import { NOT_STARTED_STATUSES_SQL, OPEN_STATUSES_SQL } from './task-rows.ts';
+import { recountTaskCounters } from './task-counters.ts';
 
 type Queryable = Db | Trx;
 
@@ -50,6 +51,10 @@ export async function cancelUnfinishedTasks(
   const statuses = opts.includeRunning ? OPEN_STATUSES_SQL : NOT_STARTED_STATUSES_SQL;
   await sql`UPDATE tasks SET status = 'cancelled', reason = ${reason}, finished_at = NOW(3), applied_at = NOW(3)
     WHERE job_id = ${jobId} AND status IN (${statuses})`.execute(trx);
+  // Applied now without paid work: their shares and their unapplied count go (task-counters.ts).
+  // Which rows changed is not a known delta (a lane may move one between statuses meanwhile), so
+  // the counters are recounted: once per cancel or terminal transition, not per batch.
+  await recountTaskCounters(trx, jobId);
 }
 
 // ---------------------------------------------------------------------------------------------

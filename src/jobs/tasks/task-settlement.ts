@@ -9,6 +9,7 @@ import { captureTasks } from '../../credits/ledger.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { Trx } from '../../db/transaction.ts';
 import { limitationCode, limitationMessage } from './task-limitations.ts';
+import { addTaskCounters, readTaskCounters, recountTaskCounters } from './task-counters.ts';
 import { CAPTURED_TASK_STATUSES, isOpenTask, OPEN_STATUSES_SQL, type LockedJob } from './task-rows.ts';
 
 export interface ApplicableTask {
@@ -47,6 +48,12 @@ export async function settleTasks<T extends ApplicableTask>(
   }
   if (settled.length === 0) return { settled, captured: 0 };
   await sql`UPDATE tasks SET applied_at = NOW(3) WHERE id IN (${sql.join(settled.map((t) => t.id))})`.execute(trx);
+  // The job row's counters (task-counters.ts): these are applied now, and those that did no paid
+  // work give their share of the reservation back.
+  await addTaskCounters(trx, job.id, {
+    unapplied: -settled.length,
+    plannedCost: -settled.reduce((a, t) => a + (CAPTURED_TASK_STATUSES.includes(t.status) ? 0 : t.unit_cost), 0),
+  });
   await countLimitationsOf(trx, job.id, settled, false);
   const captured = await captureTasks(trx, {
     workspaceId: job.workspace_id,
@@ -112,11 +119,31 @@ export async function countOpenTasks(trx: Trx, jobId: number): Promise<number> {
  * yet. The latter matter: applying a scan's result may plan more work, so a job whose last open
  * task just finished is not done until every finished task went through its own apply (its
  * notice, or the reconciler's re-publish). Finalizing earlier would apply them without expansion.
+ * Caller holds the job row lock. This runs once per batch of results: it reads the job row's
+ * counter (task-counters.ts), and only when that says 0 (once per job) the tasks themselves, so
+ * that a counter gone wrong can never settle a job early: the counters are recounted and
+ * `onDrift` hears of it. (A counter too high only delays: the reconciler settles a job that has
+ * nothing open or unapplied by its tasks, reconciler.ts.)
  */
-export async function countUnsettledTasks(trx: Trx, jobId: number): Promise<number> {
+export async function countUnsettledTasks(
+  trx: Trx,
+  jobId: number,
+  onDrift?: (counted: number, exact: number) => void,
+): Promise<number> {
+  const counted = (await readTaskCounters(trx, jobId)).unapplied;
+  if (counted > 0) return counted;
+  const exact = await countUnsettledExactly(trx, jobId);
+  if (exact !== counted) {
+    await recountTaskCounters(trx, jobId);
+    onDrift?.(counted, exact);
+  }
+  return exact;
+}
+
+async function countUnsettledExactly(trx: Trx, jobId: number): Promise<number> {
   // Two counts, each on its own index (ix_tasks_unapplied, ix_tasks_job), instead of one OR that
-  // reads every task of the job: this runs once per batch of results. An open task is never
-  // applied, so the second count is 0 unless something set applied_at on an open task.
+  // reads every task of the job. An open task is never applied, so the second count is 0 unless
+  // something set applied_at on an open task.
   const res = await sql<{ n: number }>`SELECT
       (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND applied_at IS NULL)
     + (SELECT COUNT(*) FROM tasks WHERE job_id = ${jobId} AND status IN (${OPEN_STATUSES_SQL}) AND applied_at IS NOT NULL) AS n`.execute(
