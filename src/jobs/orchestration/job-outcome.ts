@@ -193,8 +193,14 @@ function taskOutcome(o: OutcomeInput, lims: Limitation[]): JobOutcome {
     complete,
     limitations: complete ? [] : mergeLimitations(lims, outputLims),
   });
+  // Grouped in place: a copy of the lane's list per task was quadratic in a scan's tasks (tens of
+  // thousands in one lane), seconds under the job row lock and the finalize's memory peak.
   const lanes = new Map<string, TaskRow[]>();
-  for (const t of o.tasks) lanes.set(t.product_lane, [...(lanes.get(t.product_lane) ?? []), t]);
+  for (const t of o.tasks) {
+    const list = lanes.get(t.product_lane);
+    if (list) list.push(t);
+    else lanes.set(t.product_lane, [t]);
+  }
   // A required lane without results decides only when no task at all produced one: the scan's
   // other lanes (the target's mail posture…) measured the target otherwise (CONTRACT §9).
   const anyResults = o.tasks.some(hasResults);
