@@ -204,6 +204,9 @@ async function main(): Promise<void> {
       ...metricsText.matchAll(/^lss_task_duration_seconds_(sum|count)\{lane="web",outcome="(\w+)"\} (\S+)$/gm),
     ].map((m) => `${m[2]} ${m[1]}=${Number(m[3]).toFixed(2)}`);
     log(`lane task durations (all runs): ${taskTimes.join(', ')}`);
+    // The lag controller's limit once the burst is over (lane-runner/lag-limit.ts; absent before it).
+    const limit = /^lss_lane_concurrency_limit\{lane="web"\} (\S+)$/m.exec(metricsText)?.[1];
+    if (limit) log(`lane concurrency limit after the burst: ${limit}`);
 
     const out = [
       `lookup.web.v1 end to end (https://strict.weblab.test/: two chains, preflight, TLS handshake, pool parsing)`,
