@@ -24,7 +24,7 @@ export const queueSettingsSchema = z.object({
   LANE_LAG_TARGET_MS: int(0, 10_000, 15).describe(
     'Event-loop lag p99 (ms, per 250 ms window, the 10 ms sampling included) over which a lane process runs fewer checks at once (0 = always LANE_CONCURRENCY)',
   ),
-  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 4).describe(
+  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 8).describe(
     'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY)',
   ),
 });
