@@ -100,6 +100,25 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     ...(opts.permitWaitMs ? { permitWaitMs: opts.permitWaitMs } : {}),
   });
   await runner.start();
+  // What the lag controller (lane-runner/lag-limit.ts) allows, and what runs under it.
+  new client.Gauge({
+    name: 'lss_lane_concurrency_limit',
+    help: 'Checks this lane process may run at once (follows the event-loop lag; LANE_LAG_TARGET_MS)',
+    labelNames: ['lane'] as const,
+    registers: [metrics],
+    collect() {
+      this.set({ lane }, runner.gate.limit);
+    },
+  });
+  new client.Gauge({
+    name: 'lss_lane_checks_running',
+    help: 'Checks this lane process is running (past the tenant permit and the concurrency limit)',
+    labelNames: ['lane'] as const,
+    registers: [metrics],
+    collect() {
+      this.set({ lane }, runner.gate.running);
+    },
+  });
   let closing: Promise<void> | undefined;
   return {
     runner,

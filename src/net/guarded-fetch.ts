@@ -27,7 +27,7 @@ import {
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
-import { pinnedLookup, resolveVetted } from './vetting.ts';
+import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
 
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
@@ -64,7 +64,17 @@ export interface GuardedFetchOptions {
    * ports, so a redirect cannot turn it into a probe of another port. Default: any port.
    */
   allowedPorts?: readonly number[];
+  /**
+   * One check's exchanges (OutboundGuard.forCheck): a hop whose request is the same as one already
+   * made or in flight in this check (method, URL, verification, headers, body cap) reads that
+   * exchange's response instead of opening another connection. Both chains of a web check end on
+   * the same https URL; without this, each made its own handshake for it.
+   */
+  sharedHops?: SharedHops;
 }
+
+/** Exchanges of one check by request; each entry is the exchange and the signal it runs under. */
+export type SharedHops = Map<string, { response: Promise<RawResponse>; signal: AbortSignal }>;
 
 export interface GuardedResponse {
   status: number;
@@ -240,7 +250,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       progress.phase = 'dns';
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
       progress.phase = 'connect';
-      const res = await exchange(current, addresses, opts, signal, progress);
+      const res = await sharedExchange(current, addresses, opts, signal, progress);
       const record = hopRecord(
         current,
         res.status,
@@ -278,7 +288,46 @@ function discard(body: NodeJS.ReadableStream & { destroy(): void }): void {
   body.destroy();
 }
 
-interface RawResponse {
+/**
+ * exchange(), or the same request's response already made in this check. An exchange that failed
+ * because the signal it ran under gave up (another chain's deadline) is not this hop's answer: the
+ * hop makes its own. Any other outcome, a failure included, is the request's answer for both.
+ */
+async function sharedExchange(
+  u: URL,
+  addresses: string[],
+  opts: GuardedFetchOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<RawResponse> {
+  const shared = opts.sharedHops;
+  if (!shared) return exchange(u, addresses, opts, signal, progress);
+  const key = JSON.stringify([
+    opts.method ?? 'GET',
+    u.href,
+    addresses,
+    opts.verifyTls !== false,
+    opts.headers ?? {},
+    opts.maxBytes ?? DEFAULT_MAX_BYTES,
+    opts.bodyOverflow ?? 'error',
+  ]);
+  const earlier = shared.get(key);
+  if (earlier) {
+    try {
+      const res = await abortable(earlier.response, signal);
+      progress.phase = 'body';
+      return res;
+    } catch (err) {
+      if (signal.aborted || !earlier.signal.aborted) throw err;
+    }
+  }
+  const response = exchange(u, addresses, opts, signal, progress);
+  response.catch(() => {}); // a later hop that joins it reads the outcome
+  shared.set(key, { response, signal });
+  return response;
+}
+
+export interface RawResponse {
   status: number;
   headers: Record<string, string | string[]>;
   body: Buffer;

@@ -15,7 +15,7 @@ import tls from 'node:tls';
 import { keepPeerChain } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
-import type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
+import type { GuardedFetchOptions, GuardedResponse, SharedHops } from './guarded-fetch.ts';
 import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
@@ -181,10 +181,18 @@ export interface OutboundGuard {
   vet(address: string, host?: string): void;
   fetch(
     url: string | URL,
-    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap'>,
+    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap' | 'sharedHops'>,
   ): Promise<GuardedResponse>;
   connectTcp(target: TcpTarget, opts?: ConnectOptions): Promise<net.Socket>;
   connectTls(target: TlsTarget, opts?: ConnectOptions & { tls?: tls.ConnectionOptions }): Promise<tls.TLSSocket>;
+  /**
+   * The same guard for one check (`signal`: the check's): a host is asked of DNS once for as long
+   * as the check holds it (its chains, their redirects and its preflight share the answer, a
+   * failure included), and the answer is still vetted at every use; a fetch hop that repeats a
+   * request the check already made reads its response (guarded-fetch.ts, sharedHops). Sharing is also stricter: a rebinding answer cannot change
+   * the addresses between two hops of one check.
+   */
+  forCheck(signal?: AbortSignal): OutboundGuard;
 }
 
 export interface OutboundGuardOptions {
@@ -196,6 +204,29 @@ export interface OutboundGuardOptions {
 
 export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
   const resolver: HostResolver = typeof o.resolver === 'function' ? o.resolver : hostResolverOver(o.resolver);
+  return guardOver(resolver, o);
+}
+
+/**
+ * A resolver that asks once per host: later and concurrent askers share the first question. The
+ * question runs under the check's signal, not under the first asker's: one chain's deadline must
+ * not fail its sibling's lookup. Each asker's own signal still bounds its wait (resolveVetted).
+ */
+export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): HostResolver {
+  const answers = new Map<string, Promise<string[]>>();
+  return (host) => {
+    const key = host.toLowerCase();
+    let answer = answers.get(key);
+    if (!answer) {
+      answer = resolver(host, signal);
+      answer.catch(() => {}); // an asker that gave up no longer listens; the next one reads it
+      answers.set(key, answer);
+    }
+    return answer;
+  };
+}
+
+function guardOver(resolver: HostResolver, o: OutboundGuardOptions, sharedHops?: SharedHops): OutboundGuard {
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
   return {
@@ -204,9 +235,10 @@ export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
     vet: (address, host) => vetAddress(address, allow, host),
     fetch: async (url, opts = {}) => {
       const { guardedFetch } = await import('./guarded-fetch.ts');
-      return guardedFetch(url, { ...opts, allow, resolver, portMap });
+      return guardedFetch(url, { ...opts, allow, resolver, portMap, ...(sharedHops ? { sharedHops } : {}) });
     },
     connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts),
     connectTls: (target, opts) => connectTls(target, allow, portMap, opts),
+    forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, new Map()),
   };
 }

@@ -18,7 +18,15 @@ export const queueSettingsSchema = z.object({
   LANE_POOL_DEADLINE_MS: int(0, 600_000, 0).describe(
     "Deadline of every parse-pool task once started (0 = each task's own: 5000 for a web page, 2000 for the rest)",
   ),
-  LANE_CONCURRENCY: int(1, 10_000, 32).describe('Entries one lane process handles at once'),
+  LANE_CONCURRENCY: int(1, 10_000, 32).describe(
+    'Entries one lane process handles at once, and the most checks it runs at once',
+  ),
+  LANE_LAG_TARGET_MS: int(0, 10_000, 15).describe(
+    'Event-loop lag p99 (ms, per 250 ms window, the 10 ms sampling included) over which a lane process runs fewer checks at once (0 = always LANE_CONCURRENCY)',
+  ),
+  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 8).describe(
+    'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY)',
+  ),
 });
 
 export type QueueSettings = Readonly<z.infer<typeof queueSettingsSchema>>;

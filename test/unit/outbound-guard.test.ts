@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyAddress, isAllowedTarget } from '../../src/net/address-policy.ts';
 import { checkUrl } from '../../src/net/url-policy.ts';
 import {
+  createOutboundGuard,
   OutboundFetchError,
   OutboundRefusedError,
   type GuardedFetchOptions,
@@ -306,6 +307,44 @@ describe('guardedFetch', () => {
     expect(res.body.toString()).toBe('hello');
     expect(lookups).toBe(1);
     expect(a.hosts.at(-1)).toBe(`pinned.lab.example:${a.port}`);
+  });
+
+  it("a check's guard asks DNS once per host and makes a request once, shares a failure, vets every use; the process guard repeats both", async () => {
+    const asked: string[] = [];
+    const resolver: HostResolver = async (host) => {
+      asked.push(host);
+      await new Promise((r) => setTimeout(r, 5));
+      if (host === 'broken.lab.example') throw new OutboundFetchError('dns_failure', 'SERVFAIL');
+      return ['127.0.0.1'];
+    };
+    const guard = createOutboundGuard({ allow: ['127.0.0.0/8'], resolver });
+    const check = guard.forCheck();
+    const url = `http://memo.lab.example:${a.port}/hello`;
+    // Two fetches at once (a check's two chains) and a later one (its preflight): one question.
+    const requests = a.hosts.length;
+    const [r1, r2] = await Promise.all([check.fetch(url), check.fetch(url)]);
+    expect([r1.body.toString(), r2.body.toString()]).toEqual(['hello', 'hello']);
+    // The same request twice in one check is one exchange; another request is its own.
+    expect(a.hosts.length).toBe(requests + 1);
+    expect((await check.fetch(url, { headers: { accept: 'text/plain' } })).body.toString()).toBe('hello');
+    expect(a.hosts.length).toBe(requests + 2);
+    expect(await check.resolve('MEMO.lab.example')).toEqual(['127.0.0.1']);
+    expect(asked).toEqual(['memo.lab.example']);
+    // A failure is the check's answer too: asked once, reported to each asker.
+    for (let i = 0; i < 2; i++)
+      expect((await failure(check.fetch(`http://broken.lab.example:${a.port}/`))).kind).toBe('dns_failure');
+    expect(asked.filter((h) => h === 'broken.lab.example')).toHaveLength(1);
+    // The shared answer is still vetted at each use: a check guard with a narrower policy refuses it.
+    const narrow = createOutboundGuard({ allow: [], resolver }).forCheck();
+    expect((await refusal(narrow.fetch(url))).reason).toBe('target_not_allowed');
+    // Another check (and the process guard) asks again.
+    await guard.forCheck().resolve('memo.lab.example');
+    await guard.resolve('memo.lab.example');
+    await guard.resolve('memo.lab.example');
+    expect(asked.filter((h) => h === 'memo.lab.example')).toHaveLength(5);
+    const before = a.hosts.length;
+    await Promise.all([guard.fetch(url), guard.fetch(url)]);
+    expect(a.hosts.length).toBe(before + 2);
   });
 
   it('a name without addresses is host_not_found; a failing resolver is dns_failure; neither is a refusal', async () => {

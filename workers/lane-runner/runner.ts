@@ -4,7 +4,9 @@
 //   finished already            → re-publish its result notice, ack
 //   job cancelling or terminal  → task cancelled, publish, ack
 //   too many attempts           → dead-letter (task failed/dead_lettered), publish, ack
-//   otherwise                   → tenant permit → claim (CAS pending→running, attempts+1) → run
+//   otherwise                   → a slot of the lane's run gate (its limit follows the event-loop
+//                                 lag, lag-limit.ts) → tenant permit → claim (CAS pending→running,
+//                                 attempts+1) → run
 //                                 the check under its timeout → persist outcome + objects +
 //                                 findings in one transaction → publish + ack in one MULTI.
 // A crash anywhere leaves the entry pending (reclaimed by XAUTOCLAIM) or the task row in a state
@@ -14,7 +16,7 @@ import type { RedisClient } from '../../src/redis/client.ts';
 import type { Logger } from 'pino';
 import type client from 'prom-client';
 import type { Db } from '../../src/db/database.ts';
-import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
+import type { CheckSpec, ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { isOpenTask } from '../../src/jobs/tasks/task-rows.ts';
 import { isTerminal } from '../../src/jobs/job-view.ts';
 import { addDeadLetter, consumerName } from '../../src/queue/dead-letter.ts';
@@ -34,10 +36,16 @@ import {
   type LaneTask,
 } from '../../src/jobs/tasks/lane-task-repo.ts';
 import { TenantPermits } from './tenant-permits.ts';
+import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
+import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
+/** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
+const LAG_WINDOW_MS = 250;
+/** How long an entry waits for the lane's limit, then for its workspace's permit, before re-queueing. */
+const PERMIT_WAIT_MS = 1000;
 
 export interface LaneRunnerOptions {
   lane: LaneName;
@@ -55,6 +63,7 @@ export interface LaneRunnerOptions {
   blockMs?: number;
   permitWaitMs?: number;
   heartbeatEveryMs?: number;
+  lagWindowMs?: number;
 }
 
 export class LaneRunner {
@@ -67,6 +76,10 @@ export class LaneRunner {
   readonly #permits: TenantPermits;
   readonly #stop = new AbortController();
   readonly #consumer: StreamConsumer;
+  /** Checks running at once in this process; its limit follows the event-loop lag (LANE_LAG_TARGET_MS). */
+  readonly gate: RunGate;
+  readonly #lagLimit: LagLimit | null;
+  #lagWatch: LagWatch | undefined;
   #heartbeat: Heartbeat | undefined;
   #closing: Promise<void> | undefined;
 
@@ -78,8 +91,14 @@ export class LaneRunner {
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
     this.#permits = new TenantPermits(o.redis, o.lane, o.settings.LANE_TENANT_CONCURRENCY, o.log, {
-      waitMs: o.permitWaitMs,
+      waitMs: o.permitWaitMs ?? PERMIT_WAIT_MS,
     });
+    const s = o.settings;
+    this.gate = new RunGate(s.LANE_CONCURRENCY, s.LANE_TENANT_CONCURRENCY);
+    this.#lagLimit =
+      s.LANE_LAG_TARGET_MS > 0
+        ? new LagLimit({ floor: s.LANE_CONCURRENCY_FLOOR, ceiling: s.LANE_CONCURRENCY, targetMs: s.LANE_LAG_TARGET_MS })
+        : null;
     this.#consumer = new StreamConsumer({
       redis: o.redis,
       stream: this.#stream,
@@ -98,6 +117,11 @@ export class LaneRunner {
 
   async start(): Promise<void> {
     await this.#consumer.start();
+    const lagLimit = this.#lagLimit;
+    if (lagLimit)
+      this.#lagWatch = watchLag(this.#o.lagWindowMs ?? LAG_WINDOW_MS, (w) =>
+        this.gate.setLimit(lagLimit.observe({ ...w, limited: this.gate.takeHeld() })),
+      );
     this.#heartbeat = startHeartbeat(this.#o.redis, queueKeys.laneAlive(this.lane), this.consumer, {
       everyMs: this.#o.heartbeatEveryMs,
     });
@@ -108,6 +132,7 @@ export class LaneRunner {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       await this.#consumer.close().catch(() => {});
+      this.#lagWatch?.stop();
       this.#stop.abort();
       await this.#heartbeat?.stop().catch(() => {});
     })();
@@ -147,35 +172,51 @@ export class LaneRunner {
     }
     // Deliveries are counted per stream entry; attempts survive re-enqueueing and Redis flushes.
     if (task.attempts >= this.#o.settings.LANE_MAX_DELIVERIES) return this.#deadLetter(d, task);
-    const permit = await this.#permits.acquire(task.workspaceId, this.#stop.signal);
-    if (!permit) return this.#requeue(task);
+    // The lane's limit first (a check it holds back holds no permit another process could use),
+    // then the workspace's permit. Neither waits longer than the permit wait: the entry goes to the
+    // back of the lane instead. Not claimed yet: a shutdown that gives up on the entry leaves it
+    // pending for another runner.
+    const tenant = String(task.workspaceId);
+    const entered = await this.gate.acquire(tenant, d.signal, this.#o.permitWaitMs ?? PERMIT_WAIT_MS);
+    if (entered === 'aborted') return RETAIN;
+    if (entered === 'timeout') return this.#requeue(task);
     try {
-      const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
-      if (attempt === null) return this.#leaveToOwner(task);
-      const pool = this.#o.pool;
-      // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
-      const tenant = String(task.workspaceId);
-      const ctx = {
-        runtime: this.#o.runtime,
-        ...(pool
-          ? {
-              runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
-                pool.run<T>(name, payload, { tenant, signal: o.signal }),
-            }
-          : {}),
-      };
-      const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
-      if (result.kind === 'interrupted') {
-        await releaseTask(this.#o.db, task.id, attempt);
-        return RETAIN;
+      const permit = await this.#permits.acquire(task.workspaceId, this.#stop.signal);
+      if (!permit) return this.#requeue(task);
+      try {
+        return await this.#run(d, task, spec, takeoverAfterMs);
+      } finally {
+        await permit.release();
       }
-      this.#o.taskDuration?.observe({ lane: this.lane, outcome: result.status }, result.durationMs / 1000);
-      await persistOutcome(this.#o.db, { ...task, attempt }, result);
-      // Published whether or not this run won: the notice is idempotent and the winner's may be lost.
-      return this.#publish(task);
     } finally {
-      await permit.release();
+      this.gate.release(tenant);
     }
+  }
+
+  async #run(d: Delivery, task: LaneTask, spec: CheckSpec, takeoverAfterMs: number): Promise<Settlement> {
+    const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
+    if (attempt === null) return this.#leaveToOwner(task);
+    const pool = this.#o.pool;
+    // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
+    const tenant = String(task.workspaceId);
+    const ctx = {
+      runtime: this.#o.runtime,
+      ...(pool
+        ? {
+            runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
+              pool.run<T>(name, payload, { tenant, signal: o.signal }),
+          }
+        : {}),
+    };
+    const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
+    if (result.kind === 'interrupted') {
+      await releaseTask(this.#o.db, task.id, attempt);
+      return RETAIN;
+    }
+    this.#o.taskDuration?.observe({ lane: this.lane, outcome: result.status }, result.durationMs / 1000);
+    await persistOutcome(this.#o.db, { ...task, attempt }, result);
+    // Published whether or not this run won: the notice is idempotent and the winner's may be lost.
+    return this.#publish(task);
   }
 
   /**

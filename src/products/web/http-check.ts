@@ -116,7 +116,8 @@ export async function runHttpCheck(target: string, ctx: CheckContext, opts: Http
     };
   }
   const input = new URL(target);
-  const evidence = await collectWebEvidence(input, guard, { ...opts, signal: ctx.signal });
+  // Both chains, their redirects and the preflight mostly ask for one host: DNS once per host.
+  const evidence = await collectWebEvidence(input, guard.forCheck(ctx.signal), { ...opts, signal: ctx.signal });
   const assessment = evidence.primary
     ? ctx.runInPool
       ? await ctx.runInPool<WebAssessment | null>('assessWebEvidence', evidence)
