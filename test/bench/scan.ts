@@ -32,7 +32,7 @@
 //   `src/server.ts` (WEB_CONCURRENCY=1: the cluster primary and its one Express worker),
 //   `workers/orchestrator.ts`, and `workers/lane.ts <lane>` for each lane a passive deep
 //   scan uses (dns, mail, web, domain), with the default worker settings (LANE_CONCURRENCY 32,
-//   LANE_TENANT_CONCURRENCY 8, LANE_POOL_THREADS 2). VmRSS of every process and of its descendants
+//   LANE_TENANT_CONCURRENCY 8 unless BENCH_SCAN_TENANT_PERMITS says otherwise, LANE_POOL_THREADS 2). VmRSS of every process and of its descendants
 //   (the web worker) is read from /proc/<pid>/status every 200 ms; the report gives, per process
 //   and size, the RSS once ready (idle), the peak sampled from the POST to the end of the result
 //   paging, and VmHWM (the kernel's lifetime peak, start-up included) read just before the
@@ -92,8 +92,12 @@ const BASE = process.env.BENCH_SCAN_BASE ? path.resolve(process.env.BENCH_SCAN_B
 const BASE_MAX_N = Number(process.env.BENCH_SCAN_BASE_MAX_N ?? 2000);
 const BASE_CREDITS = Number(process.env.BENCH_SCAN_BASE_CREDITS ?? 5000);
 const TPS_VS_BASE_TARGET = 3;
-/** LANE_TENANT_CONCURRENCY's default: one workspace's checks at once per lane. */
-const TENANT_PERMITS = 8;
+/**
+ * One workspace's checks at once per lane: LANE_TENANT_CONCURRENCY's default (CONTRACT §5), or
+ * BENCH_SCAN_TENANT_PERMITS for every process of the run (base included): what the scan's wall
+ * is once the permits no longer bound the web lane.
+ */
+const TENANT_PERMITS = Number(process.env.BENCH_SCAN_TENANT_PERMITS ?? 8);
 const FLOOR_RATIO_TARGET = 30;
 /** The worker lanes a passive deep scan uses (src/products/scan/index.ts workerLanesFor). */
 const LANES = ['dns', 'mail', 'web', 'domain'] as const;
@@ -411,7 +415,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     WEB_CONCURRENCY: '1',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LANE_CONCURRENCY: undefined,
-    LANE_TENANT_CONCURRENCY: undefined,
+    LANE_TENANT_CONCURRENCY: process.env.BENCH_SCAN_TENANT_PERMITS,
     LANE_POOL_THREADS: undefined,
     LANE_VISIBILITY_MS: undefined,
     // Each role runs its Procfile command, Node options (heap sizing) included. BENCH_NODE_OPTIONS
@@ -648,7 +652,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     `  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`,
   );
   out.push(
-    '  default LANE_CONCURRENCY 32, LANE_TENANT_CONCURRENCY 8, LANE_POOL_THREADS 2); one workspace; the lab in this process.',
+    `  default LANE_CONCURRENCY 32, LANE_TENANT_CONCURRENCY ${TENANT_PERMITS}${process.env.BENCH_SCAN_TENANT_PERMITS ? ' (BENCH_SCAN_TENANT_PERMITS)' : ''}, LANE_POOL_THREADS 2); one workspace; the lab in this process.`,
   );
   const nodeOptions =
     procfileRoleArgs('lane-web')
