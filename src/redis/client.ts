@@ -63,7 +63,7 @@ const retry = (times: number) => jittered(Math.min(100 * times, 1000));
  * admission scripts (redisScript below) do not go through auto-pipelining at all; any other script
  * sent as a plain command is kept out of it here too.
  */
-const VARIADIC_SCRIPTS = ['evalsha', 'eval'];
+const PLAIN_SCRIPT_COMMANDS = ['evalsha', 'eval'];
 
 export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisClientOptions = {}): RedisClient {
   const node: RedisOptions = {
@@ -99,7 +99,9 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     retryDelayOnClusterDown: 100,
     retryDelayOnTryAgain: 100,
     slotsRefreshTimeout: 2000,
-    ...(opts.coalesceWrites ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
+    ...(opts.coalesceWrites
+      ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: PLAIN_SCRIPT_COMMANDS }
+      : {}),
     redisOptions: {
       ...node,
       ...(username ? { username } : {}),
