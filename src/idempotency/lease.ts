@@ -8,7 +8,7 @@
 //   Redis data loss an identical retry simply runs again (docs/api.md).
 import { hash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterWrite, redisScript, type RedisClient, type RedisScript } from '../redis/client.ts';
+import { afterWrite, type RedisClient } from '../redis/client.ts';
 import { RateLimiter, type ScriptTail } from '../ratelimit/limiter.ts';
 import { applicationTag } from '../redis/hash-tags.ts';
 
@@ -85,19 +85,21 @@ function hashKey(key: string): string {
   return hash('sha256', key, 'base64url');
 }
 
+type Script = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
 export class IdempotencyLeases {
   readonly #redis: RedisClient;
   readonly #claimer: RateLimiter;
   readonly #leaseMs: number;
   readonly #markerMs: number;
-  readonly #finish: RedisScript;
 
   constructor(redis: RedisClient, opts: { leaseMs: number; ttlHours: number }) {
     this.#redis = redis;
     this.#claimer = new RateLimiter(redis);
     this.#leaseMs = opts.leaseMs;
     this.#markerMs = opts.ttlHours * 3_600_000;
-    this.#finish = redisScript(redis, FINISH);
+    const r = redis as unknown as Record<string, unknown>;
+    if (!r.finishLease) redis.defineCommand('finishLease', { lua: FINISH });
   }
 
   /**
@@ -139,13 +141,10 @@ export class IdempotencyLeases {
    * `reply`, the marker stores that reply itself (zero-credit lookups, nothing in MySQL).
    */
   async finish(lease: IdempotencyClaim, committed: boolean, reply?: StoredReply): Promise<boolean> {
+    const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
     const args: Array<string | number> = [lease.fingerprint, lease.token, committed ? this.#markerMs : 0];
     if (committed && reply) args.push(encodeReply(reply));
-    const held = await this.#finish(
-      2,
-      ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key, lease.keyHash),
-      ...args,
-    );
+    const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key, lease.keyHash), ...args);
     return Number(held) === 1;
   }
 

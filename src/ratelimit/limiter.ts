@@ -1,6 +1,6 @@
 // Checks and consumes every policy of a request in one atomic Redis script (consume-limits.lua).
 import { readFileSync } from 'node:fs';
-import { redisScript, type RedisClient, type RedisScript } from '../redis/client.ts';
+import type { RedisClient } from '../redis/client.ts';
 import { applicationTag } from '../redis/hash-tags.ts';
 import type { RatePolicy } from './policies.ts';
 
@@ -32,6 +32,8 @@ export interface ScriptTail {
   args: [string, string, number];
 }
 
+type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
+
 interface PolicyShape {
   /** After the subject's tag: the policy's identity, so a changed limit starts a fresh bucket. */
   keySuffix: string;
@@ -59,9 +61,12 @@ function policyShape(p: RatePolicy): PolicyShape {
 }
 
 export class RateLimiter {
-  readonly #consume: RedisScript;
+  readonly #redis: RedisClient;
   constructor(redis: RedisClient) {
-    this.#consume = redisScript(redis, SCRIPT);
+    this.#redis = redis;
+    if (!(redis as unknown as { consumeLimits?: unknown }).consumeLimits) {
+      redis.defineCommand('consumeLimits', { lua: SCRIPT });
+    }
   }
 
   /** Keys of one subject share a hash tag, so one script serves Redis Cluster too. */
@@ -84,7 +89,9 @@ export class RateLimiter {
       call.push(shape.interval, shape.tolerance);
     }
     if (lease) call.push(...lease.args);
-    const out = (await this.#consume(...(call as [number, ...Array<number | string>]))) as Array<number | string>;
+    const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(
+      ...(call as [number, ...Array<number | string>]),
+    );
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
       policy,

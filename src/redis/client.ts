@@ -5,8 +5,7 @@
 // On a cluster every key names its slot by a hash tag (src/queue/streams.ts, the limiter's
 // per-application tag); every script, MULTI and explicit pipeline keeps its keys in one slot.
 import type { Socket } from 'node:net';
-import { createHash } from 'node:crypto';
-import { Cluster, Command, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { parseClusterNodes, type ClusterNodes } from '../config/redis-cluster-nodes.ts';
 import { jittered } from '../resilience/breaker.ts';
 
@@ -57,13 +56,13 @@ export interface RedisClientOptions {
 const retry = (times: number) => jittered(Math.min(100 * times, 1000));
 
 /**
- * ioredis' cluster auto-pipelining routes a command by its first argument, so it would file an
- * EVALSHA (whose first argument is the script's digest) under the wrong slot's batch and the batch
- * would fail ("All keys in the pipeline should belong to the same slots allocation group"). The
- * admission scripts (redisScript below) do not go through auto-pipelining at all; any other script
- * sent as a plain command is kept out of it here too.
+ * Scripts defined without a fixed key count (defineCommand without numberOfKeys) take the count as
+ * their first argument. ioredis' cluster auto-pipelining routes a command by its first argument,
+ * so it would file these under the wrong slot's batch and the batch would fail ("All keys in the
+ * pipeline should belong to the same slots allocation group"). On a cluster they are sent on
+ * their own: still one round trip each, only not batched with other requests' commands.
  */
-const PLAIN_SCRIPT_COMMANDS = ['evalsha', 'eval'];
+const VARIADIC_SCRIPTS = ['consumeLimits', 'finishLease'];
 
 export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisClientOptions = {}): RedisClient {
   const node: RedisOptions = {
@@ -99,9 +98,7 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
     retryDelayOnClusterDown: 100,
     retryDelayOnTryAgain: 100,
     slotsRefreshTimeout: 2000,
-    ...(opts.coalesceWrites
-      ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: PLAIN_SCRIPT_COMMANDS }
-      : {}),
+    ...(opts.coalesceWrites ? { enableAutoPipelining: true, autoPipeliningIgnoredCommands: VARIADIC_SCRIPTS } : {}),
     redisOptions: {
       ...node,
       ...(username ? { username } : {}),
@@ -206,33 +203,6 @@ function expireCommands(client: Redis, timeoutMs: number): (command: TimedComman
     command.lssSentAt = performance.now();
     timer ??= setInterval(sweep, Math.max(10, timeoutMs / 4)).unref();
   };
-}
-
-/** A Lua script taking its key count first, then the keys, then the arguments. */
-export type RedisScript = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
-
-/**
- * A Lua script sent as a plain EVALSHA, and as EVAL once when Redis answers NOSCRIPT (a restarted
- * or flushed Redis, a cluster node that never ran it). What ioredis' defineCommand does, without
- * its Script wrapper: a command subclass with a closure, a WeakSet lookup and two more promises per
- * call, a measurable share of an admitted request (two scripts each). The command is built and sent
- * as ioredis' own commands are (keyPrefix applied to the keys, utf8 replies, the client's
- * sendCommand: so the coalesced write and the command timeout above apply, and a cluster routes it
- * by its keys' slot). Not for pipelines or MULTI.
- */
-export function redisScript(client: RedisClient, lua: string): RedisScript {
-  const sha = createHash('sha1').update(lua).digest('hex');
-  const options = { keyPrefix: client.options.keyPrefix, replyEncoding: 'utf8' as const };
-  const send = (name: 'evalsha' | 'eval', head: string, args: Array<string | number>): Promise<unknown> => {
-    const command = new Command(name, [head, ...args], options);
-    (client as Redis).sendCommand(command);
-    return command.promise;
-  };
-  return (...args) =>
-    send('evalsha', sha, args).catch((err: Error) => {
-      if (!err.message.includes('NOSCRIPT')) throw err;
-      return send('eval', lua, args);
-    });
 }
 
 const waitingForWrite = new WeakMap<RedisClient, (fn: () => void) => void>();
