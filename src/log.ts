@@ -4,9 +4,10 @@
 // write, at the latest a second later. A synchronous destination costs one write syscall per line,
 // that is per request (the access line), which the admission benchmark showed to be a sizeable
 // share of a request's cost; and each asynchronous write's dispatch still cost about as much as
-// formatting twenty lines, so 4 KiB batches were still 3-4 % of an admitted request. pino flushes the buffer synchronously on process exit (also after
-// SIGTERM's drain and on an uncaught exception); what a SIGKILL interrupts — at most the last
-// second or 16 KiB of lines — is lost (docs/operations.md).
+// formatting twenty lines, so 4 KiB batches were still 3-4 % of an admitted request. The batch is
+// gathered here (batched below) and handed to sonic-boom whole. pino flushes it synchronously on
+// process exit (also after SIGTERM's drain and on an uncaught exception); what a SIGKILL
+// interrupts — at most the last second or 16 KiB of lines — is lost (docs/operations.md).
 import { pino, type DestinationStream, type Logger } from 'pino';
 
 export interface LoggerOptions {
@@ -17,7 +18,7 @@ export interface LoggerOptions {
 }
 
 const BUFFER_BYTES = 16 * 1024;
-/** sonic-boom wants a write's cap above the buffer's threshold; lines pile up to it only while a write is out. */
+/** sonic-boom joins batches up to this size while a write is out (one batch is never split). */
 const MAX_WRITE_BYTES = 32 * 1024;
 const FLUSH_EVERY_MS = 1000;
 
