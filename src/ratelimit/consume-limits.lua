@@ -5,14 +5,16 @@
   KEYS[1..n]   the TAT (theoretical arrival time) key of each policy, in the caller's priority order
   KEYS[n+1]    (optional) the idempotency lease key  (value: fingerprint .. ':' .. token)
   KEYS[n+2]    (optional) the idempotency done marker (value: fingerprint)
-  ARGV[1]      n, the number of policies
-  ARGV[2i]     emission interval of policy i in microseconds (window / limit)
-  ARGV[2i+1]   burst tolerance of policy i in microseconds (emission interval * (burst - 1))
-  ARGV[2n+2]   (with the lease keys) request fingerprint
-  ARGV[2n+3]   (with the lease keys) lease token
-  ARGV[2n+4]   (with the lease keys) lease ms
+  ARGV[1]      the policies, "n,interval1,tolerance1,...,intervalN,toleranceN": n, then per policy
+               its emission interval in microseconds (window / limit) and burst tolerance in
+               microseconds (emission interval * (burst - 1)); one argument rather than 2n+1,
+               each of which the web process encodes per request
+  ARGV[2]      (with the lease keys) request fingerprint
+  ARGV[3]      (with the lease keys) lease token
+  ARGV[4]      (with the lease keys) lease ms
 
-  Output: { refusedIndex, waitUs, r1, t1, ..., rn, tn, leaseState, leaseSameFingerprint, reply }
+  Output: one string, "refusedIndex,waitUs,r1,t1,...,rn,tn,leaseState,leaseSameFingerprint\nreply"
+  (an array of as many values cost the web process a decoder step and a value each, measurably)
     refusedIndex  0 when every policy conformed and all were consumed; otherwise the 1-based index
                   of the first policy that refused, and then nothing was consumed or claimed
     waitUs        when refused: microseconds until that policy conforms again
@@ -29,15 +31,17 @@
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = tonumber(ARGV[1])
+local spec = {}
+for v in string.gmatch(ARGV[1], '[^,]+') do spec[#spec + 1] = tonumber(v) end
+local n = spec[1]
 local newTat = {}
 local out = { 0, 0 }
 local refused = 0
 local wait = 0
 
 for i = 1, n do
-  local interval = tonumber(ARGV[2 * i])
-  local tolerance = tonumber(ARGV[2 * i + 1])
+  local interval = spec[2 * i]
+  local tolerance = spec[2 * i + 1]
   local tat = tonumber(redis.call('GET', KEYS[i]) or now)
   if tat < now then tat = now end
   local nt = tat + interval
@@ -67,7 +71,7 @@ if refused == 0 then
     redis.call('SET', KEYS[i], string.format('%.0f', newTat[i]), 'PX', math.ceil((newTat[i] - now) / 1000) + 1)
   end
   if #KEYS >= n + 2 then
-    local fp = ARGV[2 * n + 2]
+    local fp = ARGV[2]
     local done = redis.call('GET', KEYS[n + 2])
     local lease = redis.call('GET', KEYS[n + 1])
     if done then
@@ -81,7 +85,7 @@ if refused == 0 then
       leaseState = 'in_progress'
       if string.sub(lease, 1, string.find(lease, ':', 1, true) - 1) == fp then leaseSame = 1 end
     else
-      redis.call('SET', KEYS[n + 1], fp .. ':' .. ARGV[2 * n + 3], 'PX', ARGV[2 * n + 4])
+      redis.call('SET', KEYS[n + 1], fp .. ':' .. ARGV[3], 'PX', ARGV[4])
       leaseState = 'claimed'
       leaseSame = 1
     end
@@ -91,14 +95,15 @@ else
   for i = 1, n do
     if newTat[i] then
       out[2 * i + 1] = out[2 * i + 1] + 1
-      out[2 * i + 2] = out[2 * i + 2] - tonumber(ARGV[2 * i])
+      out[2 * i + 2] = out[2 * i + 2] - spec[2 * i]
       if out[2 * i + 2] < 0 then out[2 * i + 2] = 0 end
     end
   end
 end
 out[1] = refused
 out[2] = wait
+-- %.0f: whole numbers, all digits (tostring would switch to exponent notation past 14 digits).
+for i = 1, 2 * n + 2 do out[i] = string.format('%.0f', out[i]) end
 out[2 * n + 3] = leaseState
 out[2 * n + 4] = leaseSame
-out[2 * n + 5] = reply
-return out
+return table.concat(out, ',') .. '\n' .. reply

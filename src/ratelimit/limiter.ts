@@ -32,7 +32,7 @@ export interface ScriptTail {
   args: [string, string, number];
 }
 
-type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<Array<number | string>>;
+type Consume = (numKeys: number, ...args: Array<string | number>) => Promise<string>;
 
 interface PolicyShape {
   /** After the subject's tag: the policy's identity, so a changed limit starts a fresh bucket. */
@@ -43,8 +43,19 @@ interface PolicyShape {
 }
 
 // Policies are built once per principal (src/http/rate-limit.ts), so their script arguments are
-// worked out once per policy object rather than once per request.
+// worked out once per policy object (and per list of policies) rather than once per request.
 const shapes = new WeakMap<RatePolicy, PolicyShape>();
+const specs = new WeakMap<RatePolicy[], string>();
+
+/** The script's ARGV[1]: "n,interval1,tolerance1,…" (consume-limits.lua). */
+function policySpec(policies: RatePolicy[]): string {
+  let spec = specs.get(policies);
+  if (spec === undefined) {
+    spec = [policies.length, ...policies.flatMap((p) => [policyShape(p).interval, policyShape(p).tolerance])].join(',');
+    specs.set(policies, spec);
+  }
+  return spec;
+}
 
 function policyShape(p: RatePolicy): PolicyShape {
   let shape = shapes.get(p);
@@ -76,22 +87,21 @@ export class RateLimiter {
 
   async consume(subject: string, policies: RatePolicy[], lease?: ScriptTail): Promise<LimitDecision> {
     const tag = RateLimiter.tag(subject);
-    // KEYS then ARGV, in one array: the policies' keys, the lease's keys, the policy count, each
-    // policy's (interval, tolerance), the lease's fields.
+    // KEYS then ARGV, in one array: the policies' keys, the lease's keys, the policies' spec, the
+    // lease's fields.
     const n = policies.length;
     const keyCount = n + (lease ? 2 : 0);
     const call: Array<number | string> = [keyCount];
     for (const p of policies) call.push(tag + policyShape(p).keySuffix);
     if (lease) call.push(lease.keys[0], lease.keys[1]);
-    call.push(n);
-    for (const p of policies) {
-      const shape = policyShape(p);
-      call.push(shape.interval, shape.tolerance);
-    }
+    call.push(policySpec(policies));
     if (lease) call.push(...lease.args);
-    const out = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(
+    const text = await (this.#redis as unknown as { consumeLimits: Consume }).consumeLimits(
       ...(call as [number, ...Array<number | string>]),
     );
+    // "refused,wait,r1,t1,…,leaseState,leaseSame\nreply" (consume-limits.lua says why one string).
+    const nl = text.indexOf('\n');
+    const out = text.slice(0, nl).split(',');
     const refused = Number(out[0]);
     const states = policies.map((policy, i) => ({
       policy,
@@ -99,7 +109,7 @@ export class RateLimiter {
       resetSeconds: Math.max(0, Math.ceil(Number(out[3 + 2 * i]) / 1e6)),
     }));
     const tail: LimitDecision['tail'] = lease
-      ? [String(out[2 + 2 * n]), Number(out[3 + 2 * n]), String(out[4 + 2 * n] ?? '')]
+      ? [out[2 + 2 * n]!, Number(out[3 + 2 * n]), text.slice(nl + 1)]
       : undefined;
     if (refused === 0) return { allowed: true, states, ...(tail ? { tail } : {}) };
     const waitUs = Number(out[1]);
