@@ -258,6 +258,9 @@ describe('rate limits over HTTP', () => {
     it('also when Redis goes away under a running service', async () => {
       const live = await startHarness();
       try {
+        // A running service: its client connected (a harness, unlike the server, does not wait
+        // for it, and a Redis Cluster client under load can take longer than the tenant's set-up).
+        await redisReady(live.deps.redis);
         const t = await createTenant(live);
         expect((await client(live.app, t.key).get('/v2/products')).status).toBe(200);
         live.deps.redis.disconnect();
