@@ -365,6 +365,22 @@ async function accept(r: Rig, input: TestInput, price: number, opts: { publish?:
   return accepted.jobId;
 }
 
+/**
+ * An expanding product's job (fanout 2, depth 1, 10 credits) planned by a started orchestrator,
+ * with no lane: the test finishes its two tasks (root and gate) by hand.
+ */
+async function expandingJobPlanned() {
+  const r = await rig();
+  r.product = makeExpandingProduct() as never;
+  const o = await r.startOrchestrator();
+  const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
+  const planned = await until('planned', async () => {
+    const ts = await tasks(jobId);
+    return ts.length === 2 ? ts : null;
+  });
+  return { r, o, jobId, planned };
+}
+
 async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
@@ -561,15 +577,8 @@ describe('job pipeline', () => {
   });
 
   it('does not settle while a finished task is still unapplied: its expansion may plan more', async () => {
-    const r = await rig();
-    r.product = makeExpandingProduct() as never;
-    const o = await r.startOrchestrator();
     // No lane yet: the two planned tasks stay open until this test finishes them by hand.
-    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
-    const planned = await until('planned', async () => {
-      const ts = await tasks(jobId);
-      return ts.length === 2 ? ts : null;
-    });
+    const { r, o, jobId, planned } = await expandingJobPlanned();
     const root = planned.find((t) => t.object_key === 'root')!;
     const gateTask = planned.find((t) => t.object_key === 'gate')!;
     // Both finish before either result is applied, as two runners finishing together would.
@@ -597,15 +606,8 @@ describe('job pipeline', () => {
   });
 
   it("keeps the job row's task counters equal to what its tasks say, through plan, apply and cancel", async () => {
-    const r = await rig();
-    r.product = makeExpandingProduct() as never;
-    const o = await r.startOrchestrator();
     // No lane: this test finishes the tasks by hand, then applies them itself.
-    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
-    const planned = await until('planned', async () => {
-      const ts = await tasks(jobId);
-      return ts.length === 2 ? ts : null;
-    });
+    const { o, jobId, planned } = await expandingJobPlanned();
     // The definition (src/jobs/tasks/task-counters.ts), from the task rows.
     const fromTasks = async () => {
       const ts = await tasks(jobId);
@@ -661,14 +663,7 @@ describe('job pipeline', () => {
   });
 
   it('a counter that says nothing is unapplied is checked against the tasks before the job settles', async () => {
-    const r = await rig();
-    r.product = makeExpandingProduct() as never;
-    const o = await r.startOrchestrator();
-    const jobId = await accept(r, { fanout: 2, depth: 1, cost: 1 } as never, 10);
-    const planned = await until('planned', async () => {
-      const ts = await tasks(jobId);
-      return ts.length === 2 ? ts : null;
-    });
+    const { o, jobId, planned } = await expandingJobPlanned();
     const root = planned.find((t) => t.object_key === 'root')!;
     const gateTask = planned.find((t) => t.object_key === 'gate')!;
     for (const t of [root, gateTask])
