@@ -107,6 +107,32 @@ export async function writeOutputs(trx: Trx, items: readonly OutputItem[]): Prom
   await writeRun(trx, run);
 }
 
+interface ObjectRow {
+  id: number;
+  okey_hash: Buffer;
+  distance: number;
+  projection: unknown;
+  lanes: unknown;
+  evidence: unknown;
+  folded_into: number | null;
+}
+
+/**
+ * The job's objects with these key hashes (of any type), locked for update: by (job_id, okey_hash),
+ * ix_objects_hash, in chunks of 1,000 so that one statement stays bounded however large a batch.
+ */
+async function lockObjects(trx: Trx, jobId: number, hashes: readonly Buffer[]): Promise<ObjectRow[]> {
+  const out: ObjectRow[] = [];
+  for (let i = 0; i < hashes.length; i += 1000) {
+    const rows = await sql<ObjectRow>`SELECT id, okey_hash, distance, projection, lanes, evidence, folded_into
+      FROM objects WHERE job_id = ${jobId} AND okey_hash IN (${sql.join(hashes.slice(i, i + 1000))}) FOR UPDATE`.execute(
+      trx,
+    );
+    out.push(...rows.rows);
+  }
+  return out;
+}
+
 interface KnownObject {
   id: number | null;
   foldedInto: number | null;
@@ -129,29 +155,16 @@ async function writeRun(trx: Trx, items: readonly OutputItem[]): Promise<void> {
   for (const p of plans) for (const [k, o] of p) hashes.set(k, o.hash);
   if (hashes.size === 0) return;
   const known = new Map<string, KnownObject>();
-  const all = [...hashes.values()];
-  for (let i = 0; i < all.length; i += 1000) {
-    const rows = await sql<{
-      id: number;
-      okey_hash: Buffer;
-      distance: number;
-      projection: unknown;
-      lanes: unknown;
-      evidence: unknown;
-      folded_into: number | null;
-    }>`SELECT id, okey_hash, distance, projection, lanes, evidence, folded_into FROM objects
-      WHERE job_id = ${jobId} AND okey_hash IN (${sql.join(all.slice(i, i + 1000))}) FOR UPDATE`.execute(trx);
-    for (const r of rows.rows)
-      known.set(Buffer.from(r.okey_hash).toString('hex'), {
-        id: Number(r.id),
-        foldedInto: r.folded_into === null ? null : Number(r.folded_into),
-        distance: Number(r.distance),
-        projection: parseJson<Record<string, unknown>>(r.projection) ?? {},
-        lanes: parseJson<ObjectLanes>(r.lanes) ?? [],
-        evidence: parseJson<Evidence>(r.evidence) ?? [],
-        dirty: false,
-      });
-  }
+  for (const r of await lockObjects(trx, jobId, [...hashes.values()]))
+    known.set(Buffer.from(r.okey_hash).toString('hex'), {
+      id: Number(r.id),
+      foldedInto: r.folded_into === null ? null : Number(r.folded_into),
+      distance: Number(r.distance),
+      projection: parseJson<Record<string, unknown>>(r.projection) ?? {},
+      lanes: parseJson<ObjectLanes>(r.lanes) ?? [],
+      evidence: parseJson<Evidence>(r.evidence) ?? [],
+      dirty: false,
+    });
   const capRow = await sql<{ object_seq: number; object_cap: number | null }>`
     SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
   const cap = capRow.rows[0]?.object_cap ?? null;
@@ -339,20 +352,13 @@ async function upsertObjects(
   laneStatus: string,
   planned: Map<string, PlannedObject>,
 ): Promise<Map<string, number>> {
-  const hashes = [...planned.values()].map((p) => p.hash);
-  const existing = await sql<{
-    id: number;
-    okey_hash: Buffer;
-    distance: number;
-    projection: unknown;
-    lanes: unknown;
-    evidence: unknown;
-    folded_into: number | null;
-  }>`
-    SELECT id, okey_hash, distance, projection, lanes, evidence, folded_into FROM objects
-    WHERE job_id = ${t.jobId} AND okey_hash IN (${sql.join(hashes)}) FOR UPDATE`.execute(trx);
+  const existing = await lockObjects(
+    trx,
+    t.jobId,
+    [...planned.values()].map((p) => p.hash),
+  );
   const ids = new Map<string, number>();
-  for (const row of existing.rows) {
+  for (const row of existing) {
     const k = Buffer.from(row.okey_hash).toString('hex');
     const p = planned.get(k);
     if (!p) continue;
