@@ -35,7 +35,7 @@ import {
   releaseTask,
   type LaneTask,
 } from '../../src/jobs/tasks/lane-task-repo.ts';
-import { TenantPermits } from './tenant-permits.ts';
+import { PERMIT_WAIT_MS, TenantPermits } from './tenant-permits.ts';
 import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
@@ -44,8 +44,6 @@ import type { ParsePool } from '../pool/parse-pool.ts';
 const TAKEOVER_GRACE_MS = 5000;
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
-/** How long an entry waits for the lane's limit, then for its workspace's permit, before re-queueing. */
-const PERMIT_WAIT_MS = 1000;
 
 export interface LaneRunnerOptions {
   lane: LaneName;

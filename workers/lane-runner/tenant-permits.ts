@@ -20,6 +20,9 @@ export interface Permit {
   release(): Promise<void>;
 }
 
+/** How long an entry waits for its workspace's permit (and, in the runner, for the lane's limit) before re-queueing. */
+export const PERMIT_WAIT_MS = 1000;
+
 export class TenantPermits {
   readonly #redis: RedisClient;
   readonly #lane: LaneName;
@@ -34,7 +37,7 @@ export class TenantPermits {
     this.#lane = lane;
     this.#limit = limit;
     this.#log = log;
-    this.#waitMs = opts.waitMs ?? 1000;
+    this.#waitMs = opts.waitMs ?? PERMIT_WAIT_MS;
   }
 
   /** Slots of the workspace this process holds or is taking (tests). */
