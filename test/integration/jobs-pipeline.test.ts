@@ -1260,15 +1260,10 @@ describe('batched application', () => {
       const ts = await tasks(jobId);
       return ts.length === n ? ts : null;
     });
-  const invariant = async () => {
-    const b = await balance(dbh.db, principal.workspaceId);
-    expect(b.granted).toBe(b.available + b.reserved + b.captured);
-  };
-
-  it('a batch holding duplicates and redeliveries captures each task once and writes each output once', async () => {
+  /** A rig whose orchestrator's reconciler is slow: only the batches a test applies apply its tasks. */
+  const rigApplyingByHand = async () => {
     const r = await rig();
-    // Slow reconciler: only the batches below apply these tasks.
-    r.orchestrator = await startOrchestrator({
+    const orchestrator = await startOrchestrator({
       config: r.config,
       log: silent,
       db: dbh.db,
@@ -1278,6 +1273,15 @@ describe('batched application', () => {
       checkTimeoutMs,
       timing: { ...FAST_TIMING, reconcileEveryMs: 60_000 },
     });
+    return Object.assign(r, { orchestrator });
+  };
+  const invariant = async () => {
+    const b = await balance(dbh.db, principal.workspaceId);
+    expect(b.granted).toBe(b.available + b.reserved + b.captured);
+  };
+
+  it('a batch holding duplicates and redeliveries captures each task once and writes each output once', async () => {
+    const r = await rigApplyingByHand();
     const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 2 }, { cost: 2 }] }, 12);
     const ids = (await planned(jobId, 5)).map((t) => Number(t.id));
     await finishByHand(ids);
@@ -1367,17 +1371,7 @@ describe('batched application', () => {
   });
 
   it('the ledger invariant holds after one big batch: 300 tasks, 300 captures, one release', async () => {
-    const r = await rig();
-    r.orchestrator = await startOrchestrator({
-      config: r.config,
-      log: silent,
-      db: dbh.db,
-      redis: r.redis,
-      products: [r.product],
-      settings: r.settings,
-      checkTimeoutMs,
-      timing: { ...FAST_TIMING, reconcileEveryMs: 60_000 },
-    });
+    const r = await rigApplyingByHand();
     const jobId = await accept(r, { tasks: Array.from({ length: 300 }, () => ({ cost: 1 })) }, 310);
     const ids = (await planned(jobId, 300)).map((t) => Number(t.id));
     await finishByHand(ids);
