@@ -4,6 +4,7 @@
 // process must not sweep other test files' jobs; bounded polling.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -112,15 +113,49 @@ export class ProcessGroup {
   }
 }
 
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => resolve());
+/**
+ * Ports handed to child processes come from below the kernel's ephemeral range. A port that
+ * listen(0) returned is in that range, and between closing it and the child's bind any outgoing
+ * connection of the dozen processes a test runs (MySQL, Redis, the lab) or another file's listen(0)
+ * may take it: CI once saw a web process of the scale-out test exit with EADDRINUSE that way.
+ * Below the range only another freePort() could pick the same port, so each vitest worker (and
+ * each other process) walks its own slice of it.
+ */
+const PORT_FLOOR = 10_000;
+const PORT_SLICES = 16;
+let portCursor = -1;
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > PORT_FLOOR + PORT_SLICES * 64) return low;
+  } catch {
+    // not Linux: the IANA dynamic range starts at 49152
+  }
+  return 49_152;
+}
+
+/** Whether `port` can be bound on every address, as the web role binds it. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, () => srv.close(() => resolve(true)));
   });
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
+}
+
+/** A port free on every address, outside the kernel's ephemeral range, for a child to listen on. */
+export async function freePort(): Promise<number> {
+  const size = Math.floor((ephemeralLow() - PORT_FLOOR) / PORT_SLICES);
+  const worker = Number(process.env.VITEST_POOL_ID);
+  const slice = Number.isInteger(worker) && worker > 0 ? worker % PORT_SLICES : process.pid % PORT_SLICES;
+  if (portCursor < 0) portCursor = Math.floor(Math.random() * size);
+  for (let tries = 0; tries < size; tries++) {
+    portCursor = (portCursor + 1) % size;
+    const port = PORT_FLOOR + slice * size + portCursor;
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port in ${PORT_FLOOR + slice * size}..${PORT_FLOOR + (slice + 1) * size - 1}`);
 }
 
 /** Polls `fn` every `everyMs` until it returns something truthy; throws after `timeoutMs`. */

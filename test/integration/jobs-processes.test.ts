@@ -6,7 +6,6 @@
 // processes get a database of their own: other test files' jobs are never theirs to touch.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +19,7 @@ import { LaneHealth } from '../../src/queue/lane-health.ts';
 import { productById } from '../../src/products/registry.ts';
 import { publishJob, streams } from '../../src/queue/streams.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
+import { freePort } from '../helpers/processes.ts';
 import { hasRedis, testRedis } from '../helpers/redis.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { createDatabase, dropDatabase } from '../../ops/services.ts';
@@ -49,14 +49,6 @@ function start(args: string[], env: Record<string, string>): Proc {
   const p = { child, output: () => out, exited };
   procs.push(p);
   return p;
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {

@@ -6,24 +6,13 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/processes.ts';
 import { createTenant, idemKey, startHarness, testEnv, type Harness, type Tenant } from '../helpers/harness.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const SHUTDOWN_TIMEOUT_MS = 3000;
 /** The primary forces its exit 2 s after SHUTDOWN_TIMEOUT_MS; allow some more for a slow machine. */
 const EXIT_MARGIN_MS = 4000;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Reply {
   status: number;

@@ -5,7 +5,6 @@
 // test/integration/role-modules.test.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,20 +23,8 @@ export const WATCHED: Record<string, string> = {
   express: '/node_modules/express/',
 };
 
-/**
- * A port free on every address: the web role listens on all of them, and a port free on 127.0.0.1
- * alone may be taken on another loopback address (the labs of other test runs use 127.0.x.y).
- */
-export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    s.once('error', reject);
-    s.listen(0, resolve);
-  });
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
+// A port free on every address, outside the ephemeral range (test/helpers/processes.ts says why).
+export { freePort } from '../../helpers/processes.ts';
 
 export interface ProcStatus {
   pid: number;
