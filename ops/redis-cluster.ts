@@ -36,6 +36,14 @@ export interface RedisCluster {
 const START_TIMEOUT_MS = 20_000;
 /** Cluster bus port = data port + 10000 (Redis' fixed offset). */
 const BUS_OFFSET = 10_000;
+/**
+ * Data ports 10000–14999, so bus ports 20000–24999: both below the kernel's ephemeral range
+ * (32768 and up), where an outgoing connection could take a port between the check and the bind,
+ * or while a killed node waits for revive(); and apart from the tests' freePort() (25000 up to
+ * that range, test/helpers/processes.ts), which could otherwise hand out a dead node's port.
+ */
+const CLUSTER_PORT_LOW = 10_000;
+const CLUSTER_PORT_SPAN = 5_000;
 
 const defaultLog: Log = (msg) => {
   process.stderr.write(`[redis-cluster] ${msg}\n`);
@@ -210,7 +218,7 @@ async function freeClusterPorts(count: number): Promise<number[]> {
   const ports: number[] = [];
   for (let tries = 0; ports.length < count; tries++) {
     if (tries > 500) throw new Error('no free port pair for the Redis Cluster');
-    const p = 20_000 + Math.floor(Math.random() * 25_000);
+    const p = CLUSTER_PORT_LOW + Math.floor(Math.random() * CLUSTER_PORT_SPAN);
     if (ports.includes(p) || ports.includes(p + BUS_OFFSET) || ports.includes(p - BUS_OFFSET)) continue;
     if ((await portFree(p)) && (await portFree(p + BUS_OFFSET))) ports.push(p);
   }

@@ -119,9 +119,10 @@ export class ProcessGroup {
  * connection of the dozen processes a test runs (MySQL, Redis, the lab) or another file's listen(0)
  * may take it: CI once saw a web process of the scale-out test exit with EADDRINUSE that way.
  * Below the range only another freePort() could pick the same port, so each vitest worker (and
- * each other process) walks its own slice of it.
+ * each other process) walks its own slice of it. The floor leaves 10000–24999 to the Redis
+ * Clusters' data and bus ports (ops/redis-cluster.ts), which a killed node keeps until revive().
  */
-const PORT_FLOOR = 10_000;
+const PORT_FLOOR = 25_000;
 const PORT_SLICES = 16;
 let portCursor = -1;
 
