@@ -54,8 +54,18 @@ export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]
   }
 }
 
-/** Re-enqueues the tasks whose entry is gone (no marker, or the marked entry no longer exists). */
-export async function ensureTasksEnqueued(redis: RedisClient, tasks: readonly TaskRef[]): Promise<number> {
+/**
+ * Re-enqueues the tasks whose entry is gone (no marker, or the marked entry no longer exists).
+ * `tasks` were read from MySQL before Redis is asked, and a runner that claims, finishes and
+ * acknowledges a task in between also deletes its marker: such a task reads as lost. `stillOpen`,
+ * asked after Redis, keeps only those MySQL still has pending (a finished task re-enqueued would
+ * be dropped by its runner, but costs a delivery and read as an entry lost).
+ */
+export async function ensureTasksEnqueued(
+  redis: RedisClient,
+  tasks: readonly TaskRef[],
+  stillOpen: (lost: TaskRef[]) => Promise<TaskRef[]> = async (lost) => lost,
+): Promise<number> {
   const lost: TaskRef[] = [];
   for (const { lane, chunk } of laneChunks(tasks)) {
     const gets = redis.pipeline();
@@ -79,6 +89,7 @@ export async function ensureTasksEnqueued(redis: RedisClient, tasks: readonly Ta
       });
     }
   }
-  await enqueueTasks(redis, lost);
-  return lost.length;
+  const requeue = lost.length > 0 ? await stillOpen(lost) : lost;
+  await enqueueTasks(redis, requeue);
+  return requeue.length;
 }

@@ -24,6 +24,8 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
 import { LaneHealth } from '../../src/queue/lane-health.ts';
 import { groups, publishJob, publishTaskResult, queueKeys, streams } from '../../src/queue/streams.ts';
+import { ensureTasksEnqueued } from '../../src/queue/task-enqueue.ts';
+import { pendingTaskRefs, stillPending } from '../../src/jobs/tasks/task-repo.ts';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from '../../src/redis/client.ts';
 import { delKeys, hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
@@ -1147,6 +1149,25 @@ describe('job pipeline', () => {
     expect(await r.redis.xlen(streams.lane('dns'))).toBe(3);
     await r.startLane();
     expect((await terminal(jobId)).status).toBe('completed');
+  });
+
+  it('a task read as pending that a runner finishes before Redis is asked is not re-enqueued; one whose entry is lost is', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{}, {}] }, 2);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await r.orchestrator!.close(); // no reconciler of its own in between
+    // What the reconciler read from MySQL: both pending.
+    const read = await pendingTaskRefs(dbh.db, jobId);
+    const [finished, lost] = read;
+    // Then a runner claimed, finished and acknowledged the first (its marker goes with the ack),
+    // and the second's entry was lost.
+    await dbh.db.updateTable('tasks').set({ status: 'completed' }).where('id', '=', finished!.id).execute();
+    await r.redis.del(queueKeys.taskMessage('dns', finished!.id), queueKeys.taskMessage('dns', lost!.id));
+    const requeued = await ensureTasksEnqueued(r.redis, read, (l) => stillPending(dbh.db, l));
+    expect(requeued).toBe(1);
+    const entries = await r.redis.xrange(streams.lane('dns'), '-', '+');
+    expect(entries.map(([, fields]) => Number(fields[1]))).toEqual([finished!.id, lost!.id, lost!.id]);
   });
 
   it('the sweeper finalizes a job past its deadline: `partial` with what finished, the rest cancelled', async () => {

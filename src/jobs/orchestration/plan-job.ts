@@ -12,7 +12,7 @@ import { dedupePlans } from '../tasks/task-budget.ts';
 import { insertPlannedTasks } from '../tasks/task-insert.ts';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
-import { pendingTaskRefs } from '../tasks/task-repo.ts';
+import { pendingTaskRefs, stillPending } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';
@@ -30,7 +30,7 @@ export async function planJob(ctx: OrchestrationContext, jobId: number): Promise
   if (step === 'nothing') return;
   const pending = await pendingTaskRefs(ctx.db, jobId);
   if (step === 'enqueue_all') await enqueueTasks(ctx.redis, pending);
-  else await ensureTasksEnqueued(ctx.redis, pending);
+  else await ensureTasksEnqueued(ctx.redis, pending, (lost) => stillPending(ctx.db, lost));
 }
 
 async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): Promise<PlanStep> {

@@ -19,6 +19,7 @@ import {
   RECONCILE_BATCH,
   resetRunningTask,
   stalePendingTasks,
+  stillPending,
   unappliedFinishedTasks,
 } from '../tasks/task-repo.ts';
 
@@ -63,7 +64,7 @@ export class Reconciler {
       this.#pendingCursor,
     );
     this.#pendingCursor = rows.length < RECONCILE_BATCH ? 0 : rows[rows.length - 1]!.id;
-    const n = await ensureTasksEnqueued(this.#ctx.redis, rows);
+    const n = await ensureTasksEnqueued(this.#ctx.redis, rows, (lost) => stillPending(this.#ctx.db, lost));
     if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-enqueued lost pending tasks');
     return n;
   }
@@ -80,7 +81,7 @@ export class Reconciler {
     // An entry still pending in a dead consumer's list reaches a runner through XAUTOCLAIM, with
     // its delivery count intact (poison tasks must still end in the dead letter): only lost
     // entries are replaced.
-    const requeued = await ensureTasksEnqueued(this.#ctx.redis, reset);
+    const requeued = await ensureTasksEnqueued(this.#ctx.redis, reset, (lost) => stillPending(this.#ctx.db, lost));
     if (reset.length > 0) this.#ctx.log.warn({ tasks: reset.length, requeued }, 'reconciler reset stuck running tasks');
     return reset.length;
   }

@@ -31,6 +31,15 @@ export async function pendingTaskRefs(db: Queryable, jobId: number): Promise<Tas
   return rows.rows.map((r) => ({ id: Number(r.id), jobId, lane: r.lane }));
 }
 
+/** Those of `refs` whose task is still pending now (the rest were claimed, finished or purged). */
+export async function stillPending(db: Queryable, refs: readonly TaskRef[]): Promise<TaskRef[]> {
+  if (refs.length === 0) return [];
+  const rows = await sql<{ id: number }>`
+    SELECT id FROM tasks WHERE id IN (${sql.join(refs.map((r) => r.id))}) AND status = 'pending'`.execute(db);
+  const pending = new Set(rows.rows.map((r) => Number(r.id)));
+  return refs.filter((r) => pending.has(r.id));
+}
+
 /** The job of a task (null: purged). */
 export async function jobOfTask(db: Queryable, taskId: number): Promise<number | null> {
   const rows = await sql<{ job_id: number }>`SELECT job_id FROM tasks WHERE id = ${taskId}`.execute(db);
