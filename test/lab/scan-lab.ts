@@ -29,8 +29,11 @@ import {
 import { TCP_PORTS } from '../../src/products/scan/checks/active-checks.ts';
 
 export interface ScanLab {
-  /** Connections to the out-of-scope host's probe ports (everything but 25, 53, 80, 443): must stay 0. */
-  outOfScopeProbes(): number;
+  /**
+   * Connections to the out-of-scope host's probe ports (everything but 25, 53, 80, 443), each as
+   * "<logical port> from <peer> at <time>" so that a failure says which probe it was: must stay [].
+   */
+  outOfScopeProbes(): string[];
   /** Requests the web hosts answered: address, Host, path. */
   requests: Array<{ address: string; host: string; path: string }>;
 }
@@ -172,8 +175,8 @@ function sites(sizes: number[]): WebSite[] {
 
 export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
   return async (ctx: LabContext): Promise<LabPart> => {
-    let outOfScope = 0;
-    const lab: ScanLab = { outOfScopeProbes: () => outOfScope, requests: [] };
+    const outOfScope: string[] = [];
+    const lab: ScanLab = { outOfScopeProbes: () => [...outOfScope], requests: [] };
     const logged =
       (address: string, h: Handler): Handler =>
       (req, res) => {
@@ -200,7 +203,7 @@ export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
         {
           host: OUT_OF_SCOPE_ADDRESS,
           server: net.createServer((s) => {
-            outOfScope++;
+            outOfScope.push(`${port} from ${s.remoteAddress}:${s.remotePort} at ${new Date().toISOString()}`);
             s.destroy();
           }),
         },
