@@ -64,7 +64,7 @@ export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]
 export async function ensureTasksEnqueued(
   redis: RedisClient,
   tasks: readonly TaskRef[],
-  stillOpen: (lost: TaskRef[]) => Promise<TaskRef[]> = async (lost) => lost,
+  stillOpen: (lost: TaskRef[]) => Promise<TaskRef[]>,
 ): Promise<number> {
   const lost: TaskRef[] = [];
   for (const { lane, chunk } of laneChunks(tasks)) {
