@@ -2,7 +2,13 @@
 // that a single OUTBOUND_PORT_MAP entry (25=<port>, 443=<port>) sends the service's connections to
 // the right lab host by address alone. The port is chosen by the first bind (an ephemeral port);
 // if another address has it taken, everything is retried on a new port.
-import type net from 'node:net';
+//
+// The kernel may hand out a port number another logical port of the lab already uses on other
+// addresses (a bind on 127.0.3.99 does not conflict with one on 127.0.1.5). The map must stay
+// one-to-one: were 25 and 22 both mapped to one real port, a connection to a host on 25 would reach
+// that host's listener for 22 (the scan lab counts such connections as out-of-scope probes). So a
+// new port is first picked outside `avoid`, the real ports of the other logical ports.
+import net from 'node:net';
 
 export interface Listening {
   port: number;
@@ -12,7 +18,7 @@ export interface Listening {
 /** Any net.Server (http.Server, https.Server, tls.Server) is a net.Server. */
 export async function listenOnHosts(
   servers: Array<{ host: string; server: net.Server }>,
-  opts: { port?: number; tries?: number } = {},
+  opts: { port?: number; tries?: number; avoid?: ReadonlySet<number> } = {},
 ): Promise<Listening> {
   const tries = opts.tries ?? 20;
   // Track every socket so close() ends hostile or idle peers instead of waiting on them.
@@ -29,7 +35,7 @@ export async function listenOnHosts(
   };
   for (let attempt = 0; ; attempt++) {
     const bound: net.Server[] = [];
-    let port = opts.port ?? 0;
+    let port = opts.port ?? (opts.avoid?.size && servers[0] ? await portOutside(servers[0].host, opts.avoid) : 0);
     try {
       for (const { host, server } of servers) {
         await new Promise<void>((resolve, reject) => {
@@ -47,5 +53,29 @@ export async function listenOnHosts(
       await closeAll(bound);
       if (opts.port || attempt >= tries) throw err;
     }
+  }
+}
+
+/**
+ * An ephemeral port of `host` that is none of `avoid`. The placeholders stay bound until one fits,
+ * so the kernel cannot offer a rejected port again; the caller binds the chosen port right after
+ * (and retries on a new one should something take it in between).
+ */
+export async function portOutside(host: string, avoid: ReadonlySet<number>, tries = 50): Promise<number> {
+  const held: net.Server[] = [];
+  try {
+    for (let i = 0; i < tries; i++) {
+      const probe = net.createServer();
+      await new Promise<void>((resolve, reject) => {
+        probe.once('error', reject);
+        probe.listen(0, host, () => resolve());
+      });
+      held.push(probe);
+      const port = (probe.address() as net.AddressInfo).port;
+      if (!avoid.has(port)) return port;
+    }
+    throw new Error(`no port on ${host} outside the ${avoid.size} the lab already maps`);
+  } finally {
+    await Promise.all(held.map((s) => new Promise<void>((r) => s.close(() => r()))));
   }
 }

@@ -75,7 +75,7 @@ export async function startLab(
     ca,
     fixedPorts: { rdap: opts.rdapPort },
     async listen(logicalPort, servers) {
-      const l = await listenOnHosts(servers, { port: portMap.get(logicalPort) });
+      const l = await listenOnHosts(servers, { port: portMap.get(logicalPort), avoid: new Set(portMap.values()) });
       portMap.set(logicalPort, l.port);
       closers.push(() => l.close());
       return l.port;
@@ -84,8 +84,19 @@ export async function startLab(
   const started: LabPart[] = [];
   try {
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
-    const dns = await startLabDns({ port: opts.dnsPort, zones: [...labZones, ...started.flatMap((p) => p.zones)] });
-    closers.push(() => dns.close());
+    const zones = [...labZones, ...started.flatMap((p) => p.zones)];
+    // The DNS port must not be a part's real port either (multi-host.ts says why): on a collision
+    // another server starts before this one closes, so the kernel cannot offer the same port.
+    const taken = new Set(portMap.values());
+    let dns = await startLabDns({ port: opts.dnsPort, zones });
+    for (let i = 0; opts.dnsPort === undefined && taken.has(dns.port) && i < 20; i++) {
+      const next = await startLabDns({ zones });
+      await dns.close();
+      dns = next;
+    }
+    const labDns = dns;
+    closers.push(() => labDns.close());
+    if (taken.has(dns.port)) throw new Error(`the lab DNS port ${dns.port} is also a part's port`);
     // Guarded TCP to port 53 (a scan's zone transfer, the mail zone lane) goes to the lab's DNS server.
     portMap.set(53, dns.port);
     for (const m of started.flatMap((p) => p.dnsMirrors ?? [])) {
@@ -102,6 +113,9 @@ export async function startLab(
       NODE_EXTRA_CA_CERTS: ca.caFile,
       ...Object.assign({}, ...started.map((p) => p.env ?? {})),
     };
+    // One real port per logical port, or a connection on one would reach another's listener.
+    if (new Set(portMap.values()).size !== portMap.size)
+      throw new Error(`the lab's port map is not one-to-one: ${[...portMap].map(([l, r]) => `${l}=${r}`).join(',')}`);
     if (portMap.size > 0) env.OUTBOUND_PORT_MAP = [...portMap].map(([from, to]) => `${from}=${to}`).join(',');
     return {
       env,
