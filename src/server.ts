@@ -31,12 +31,18 @@ async function runPrimary(cfg: Config): Promise<void> {
   const fail = (line: string) => {
     if (stopping) return;
     stopping = true;
+    // However this process ends from here, it ends with 1. A worker leaves cluster.workers on the
+    // later of its 'exit' and its 'disconnect', so the last 'exit' may still see it listed; with
+    // the metrics port failed, nothing else holds the loop and the process would end by itself
+    // with 0 (seen once in the suite: a start-up failure reported as a clean exit).
+    process.exitCode = 1;
     process.stderr.write(`${line}\n`);
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
     const exit = () => {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
     };
     cluster.on('exit', exit);
+    cluster.on('disconnect', exit);
     setTimeout(() => process.exit(1), 3000).unref();
     exit();
   };
@@ -98,7 +104,9 @@ async function runPrimary(cfg: Config): Promise<void> {
         process.exit(0);
       }
     };
+    // Both events: a worker leaves cluster.workers on the later of the two (see fail above).
     cluster.on('exit', check);
+    cluster.on('disconnect', check);
     check();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));

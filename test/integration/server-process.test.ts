@@ -306,7 +306,10 @@ describe('src/server.ts when it cannot start: one line and exit 1, never a crash
     const taken = await takePort();
     try {
       const r = await startOn({ PORT: String(taken.port), METRICS_PORT: String(await freePort()) });
-      expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
+      expect({ code: r.code, signal: r.signal }, `${r.stdout}\n${r.stderr}`.slice(-3000)).toEqual({
+        code: 1,
+        signal: null,
+      });
       const lines = r.stderr.trim().split('\n');
       expect(lines, r.stderr).toHaveLength(1);
       expect(lines[0]).toMatch(new RegExp(`port ${taken.port} .*already in use \\(EADDRINUSE\\).*set PORT`));
@@ -322,7 +325,10 @@ describe('src/server.ts when it cannot start: one line and exit 1, never a crash
     const taken = await takePort();
     try {
       const r = await startOn({ PORT: String(await freePort()), METRICS_PORT: String(taken.port) });
-      expect({ code: r.code, signal: r.signal }).toEqual({ code: 1, signal: null });
+      expect({ code: r.code, signal: r.signal }, `${r.stdout}\n${r.stderr}`.slice(-3000)).toEqual({
+        code: 1,
+        signal: null,
+      });
       const lines = r.stderr.trim().split('\n');
       expect(lines, r.stderr).toHaveLength(1);
       expect(lines[0]).toMatch(/already in use \(EADDRINUSE\).*set METRICS_PORT/);
