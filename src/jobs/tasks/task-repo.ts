@@ -31,12 +31,19 @@ export async function pendingTaskRefs(db: Queryable, jobId: number): Promise<Tas
   return rows.rows.map((r) => ({ id: Number(r.id), jobId, lane: r.lane }));
 }
 
-/** Those of `refs` whose task is still pending now (the rest were claimed, finished or purged). */
+/**
+ * Those of `refs` whose task is still pending now (the rest were claimed, finished or purged).
+ * By 1,000 ids a statement: a redelivered plan of a large job whose Redis was flushed asks for all
+ * of its pending tasks.
+ */
 export async function stillPending(db: Queryable, refs: readonly TaskRef[]): Promise<TaskRef[]> {
-  if (refs.length === 0) return [];
-  const rows = await sql<{ id: number }>`
-    SELECT id FROM tasks WHERE id IN (${sql.join(refs.map((r) => r.id))}) AND status = 'pending'`.execute(db);
-  const pending = new Set(rows.rows.map((r) => Number(r.id)));
+  const pending = new Set<number>();
+  for (let i = 0; i < refs.length; i += 1000) {
+    const ids = refs.slice(i, i + 1000).map((r) => r.id);
+    const rows = await sql<{ id: number }>`
+      SELECT id FROM tasks WHERE id IN (${sql.join(ids)}) AND status = 'pending'`.execute(db);
+    for (const r of rows.rows) pending.add(Number(r.id));
+  }
   return refs.filter((r) => pending.has(r.id));
 }
 
