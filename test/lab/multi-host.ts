@@ -61,7 +61,7 @@ export async function listenOnHosts(
  * so the kernel cannot offer a rejected port again; the caller binds the chosen port right after
  * (and retries on a new one should something take it in between).
  */
-export async function portOutside(host: string, avoid: ReadonlySet<number>, tries = 50): Promise<number> {
+async function portOutside(host: string, avoid: ReadonlySet<number>, tries = 50): Promise<number> {
   const held: net.Server[] = [];
   try {
     for (let i = 0; i < tries; i++) {
