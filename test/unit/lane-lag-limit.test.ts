@@ -87,8 +87,25 @@ describe('RunGate: the limit, served per workspace in turn, a workspace never pa
       last = order.at(-1)!.slice(0, 1);
     }
     await Promise.all(all);
-    // Round-robin over the workspaces that wait: b's first check is the second to start, not the fifth.
-    expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3', 'a4']);
+    // Round-robin over the workspaces that wait, by when each was last admitted: a had a check
+    // running when b and c began to wait, so b and c go first (issue 30: before, a1 went first and
+    // a was admitted twice in a row while b waited).
+    expect(order).toEqual(['b1', 'c1', 'a1', 'b2', 'a2', 'a3', 'a4']);
+  });
+
+  it('limit 1: a workspace waiting with nothing running goes before the workspace just admitted', async () => {
+    const g = new RunGate(1);
+    await g.acquire('a', live(), LONG);
+    const order: string[] = [];
+    const a2 = g.acquire('a', live(), LONG).then(() => order.push('a2'));
+    const b1 = g.acquire('b', live(), LONG).then(() => order.push('b1'));
+    g.release('a');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(order).toEqual(['b1']);
+    g.release('b');
+    await Promise.all([a2, b1]);
+    expect(order).toEqual(['b1', 'a2']);
   });
 
   it('a workspace at its share waits without taking a slot another workspace can use', async () => {

@@ -1,7 +1,9 @@
 // The lane process's limit on checks running at once (lag-limit.ts sets it). A check passes the gate
 // before it takes its workspace's tenant permit, so a check held back by the limit holds no permit
 // (another lane process may use it) and no task row. Waiters queue per workspace and a freed slot
-// goes to the workspaces in turn (round-robin); a workspace never holds more slots than its permits
+// goes to the workspaces in turn (round-robin, by the turn each was last admitted: a workspace that
+// starts waiting while another's check runs goes before that other's next check, as in the parse
+// pool's FairQueue); a workspace never holds more slots than its permits
 // (`perTenant`, LANE_TENANT_CONCURRENCY), so its surplus waits here without taking a slot from
 // another. A waiting check waits for at most one start per other waiting workspace before its own
 // (CONTRACT §5's fairness, as the tenant permits and the parse pool's FairQueue keep it). A wait is
@@ -20,8 +22,11 @@ export class RunGate {
   #waiting = 0;
   /** Per workspace: its checks past the gate. */
   readonly #tenants = new Map<string, number>();
-  /** Map order is the round-robin order: a workspace served moves to the back. */
+  /** Waiters per workspace; Map order breaks ties between workspaces never admitted. */
   readonly #queues = new Map<string, Waiter[]>();
+  /** The turn at which each workspace with checks waiting or running was last admitted. */
+  readonly #admittedAt = new Map<string, number>();
+  #turn = 0;
   /** Whether the limit (not a workspace's share) held a check back since the last look. */
   #held = false;
 
@@ -75,7 +80,10 @@ export class RunGate {
         const i = q ? q.indexOf(waiter) : -1;
         if (i < 0) return; // admitted already: the caller releases it
         q!.splice(i, 1);
-        if (q!.length === 0) this.#queues.delete(tenant);
+        if (q!.length === 0) {
+          this.#queues.delete(tenant);
+          this.#forget(tenant);
+        }
         this.#waiting--;
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -102,29 +110,40 @@ export class RunGate {
     this.#running--;
     const n = this.runningFor(tenant) - 1;
     if (n > 0) this.#tenants.set(tenant, n);
-    else this.#tenants.delete(tenant);
+    else {
+      this.#tenants.delete(tenant);
+      this.#forget(tenant);
+    }
     this.#grant();
   }
 
   #admit(tenant: string): void {
     this.#running++;
     this.#tenants.set(tenant, this.runningFor(tenant) + 1);
+    this.#admittedAt.set(tenant, ++this.#turn);
+  }
+
+  /** A workspace with nothing waiting and nothing running leaves the round (the table stays bounded). */
+  #forget(tenant: string): void {
+    if (!this.#queues.has(tenant) && !this.#tenants.has(tenant)) this.#admittedAt.delete(tenant);
   }
 
   #grant(): void {
     while (this.#running < this.#limit && this.#waiting > 0) {
+      // The waiting workspace under its share admitted longest ago (never: first of all).
       let chosen: string | undefined;
+      let chosenAt = Number.POSITIVE_INFINITY;
       for (const tenant of this.#queues.keys()) {
-        if (this.runningFor(tenant) < this.perTenant) {
+        const at = this.#admittedAt.get(tenant) ?? -1;
+        if (at < chosenAt && this.runningFor(tenant) < this.perTenant) {
           chosen = tenant;
-          break;
+          chosenAt = at;
         }
       }
       if (chosen === undefined) return; // every waiting workspace holds its share
       const q = this.#queues.get(chosen)!;
       const waiter = q.shift()!;
-      this.#queues.delete(chosen);
-      if (q.length > 0) this.#queues.set(chosen, q); // to the back of the round
+      if (q.length === 0) this.#queues.delete(chosen);
       this.#waiting--;
       this.#admit(chosen);
       waiter.grant();
