@@ -1,5 +1,6 @@
 // One zod schema over the environment, parsed once before anything starts. Every problem is
 // reported together so an operator fixes a bad deploy in one round, not one variable at a time.
+import { isIP } from 'node:net';
 import os from 'node:os';
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
@@ -42,6 +43,56 @@ const list = <T extends z.ZodType<unknown, string>>(item: T) =>
         .filter(Boolean),
     )
     .pipe(z.array(item));
+
+/** Express's names for address ranges in `trust proxy` (proxy-addr). */
+const TRUST_PROXY_PRESETS = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY in Express's own forms, but never `true`: trusting every hop makes req.ip the
+ * leftmost X-Forwarded-For entry, which the client writes, so each client would choose the address
+ * that the per-address limits (failed authentications) count against, its own or a victim's.
+ */
+const trustProxy = z.string().transform((raw, ctx): false | number | string[] => {
+  const v = raw.trim().toLowerCase();
+  if (v === '' || v === 'false' || v === 'no' || v === '0') return false;
+  if (v === 'true' || v === 'yes') {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        "true would trust every X-Forwarded-For hop, so any client could name its own address (or a victim's) to the per-address limits. Set the number of proxies in front of the service instead: 1 behind Heroku's router or one load balancer (AWS ALB, Render, Fly.io, nginx), 2 with a CDN in front of that; or the proxies' addresses as a comma list of IPs/CIDRs (e.g. 10.0.0.0/8, or loopback for a proxy on the same host)",
+    });
+    return z.NEVER;
+  }
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops <= 32) return hops;
+  }
+  const entries = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  const bad = entries.filter((e) => {
+    if (TRUST_PROXY_PRESETS.includes(e)) return false;
+    // Strict forms only (node:net's isIP): ipaddr.js would also read "1.5" as an address.
+    const [address, bits] = e.split('/');
+    if (isIP(address!) === 0) return true;
+    if (bits === undefined) return false;
+    try {
+      ipaddr.parseCIDR(e);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (entries.length === 0 || bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a hop count (1-32: the proxies in front of the service), or a comma list of proxy addresses, CIDRs or ${TRUST_PROXY_PRESETS.join('/')}${bad.length > 0 ? ` (not one: ${bad.join(', ')})` : ''}`,
+    });
+    return z.NEVER;
+  }
+  return entries;
+});
 
 /** IANA's RDAP bootstrap file for domain names (RFC 9224). */
 export const IANA_RDAP_BOOTSTRAP_URL = 'https://data.iana.org/rdap/dns.json';
@@ -200,7 +251,11 @@ export const configSchema = z
         "Overrides every product's own job deadline (domain lookup: 2 min); past it the sweeper settles the job",
       ),
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
-    TRUST_PROXY: bool.default(false).describe('Honour X-Forwarded-* (behind the PaaS router)'),
+    TRUST_PROXY: trustProxy
+      .default(false)
+      .describe(
+        "Proxies in front of the service whose X-Forwarded-For is believed: a hop count (1 behind Heroku's router) or a comma list of proxy addresses/CIDRs; never true",
+      ),
   })
   .refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
     message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
