@@ -94,6 +94,23 @@ const trustProxy = z.string().transform((raw, ctx): false | number | string[] =>
   return entries;
 });
 
+/**
+ * Ranges active work (probes, transfers, handshakes, path fetches) never connects to, whatever the
+ * approval: every cloud's instance metadata and the link-local ranges around it (AWS, GCP, Azure,
+ * OpenStack, DigitalOcean, Oracle at 169.254.169.254; ECS task metadata 169.254.170.2; AWS's
+ * resolver and time service 169.254.169.253/.123; IPv6 link-local), AWS IMDS over IPv6, Alibaba's
+ * 100.100.100.200 and Azure's WireServer 168.63.129.16 (public-looking, reachable only inside
+ * Azure). The outbound guard refuses them already unless ALLOW_PRIVATE_TARGETS opens them; this
+ * list holds even then, for active work.
+ */
+export const DEFAULT_ACTIVE_DENY_CIDRS = [
+  '169.254.0.0/16',
+  'fe80::/10',
+  'fd00:ec2::/32',
+  '100.100.100.200/32',
+  '168.63.129.16/32',
+] as const;
+
 /** IANA's RDAP bootstrap file for domain names (RFC 9224). */
 export const IANA_RDAP_BOOTSTRAP_URL = 'https://data.iana.org/rdap/dns.json';
 
@@ -164,6 +181,20 @@ export const configSchema = z
       .default([])
       .describe(
         'Special-use domain suffixes (test, internal, an unlisted TLD…) that inputs may name and checks may ask despite the refusal rule (docs/products/dns.md)',
+      ),
+    ACTIVE_DENY_CIDRS: list(cidr)
+      .default([...DEFAULT_ACTIVE_DENY_CIDRS])
+      .describe(
+        `CIDRs active work never connects to, whatever the approval or ALLOW_PRIVATE_TARGETS (default: cloud metadata and link-local, ${DEFAULT_ACTIVE_DENY_CIDRS.join(',')}); setting it replaces the default`,
+      ),
+    SCOPE_PROOF_CACHE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(3600)
+      .default(3600)
+      .describe(
+        "How long a verified scope's TXT proof, once found, is trusted before active work asks DNS again (at most an hour; 0 = every time)",
       ),
     OUTBOUND_PORT_MAP: z
       .string()

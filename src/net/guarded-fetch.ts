@@ -32,6 +32,8 @@ import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
   allow: readonly string[];
+  /** CIDRs never reached whatever `allow` says (an active guard's ACTIVE_DENY_CIDRS). */
+  deny?: readonly string[];
   /** Host → vetted-to-be addresses: the project's resolver (hostResolverOver). */
   resolver: HostResolver;
   maxRedirects?: number;
@@ -248,7 +250,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       progress.phase = 'dns';
-      const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
+      const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal, opts.deny);
       progress.phase = 'connect';
       const res = await sharedExchange(current, addresses, opts, signal, progress);
       const record = hopRecord(

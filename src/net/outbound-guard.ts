@@ -68,8 +68,9 @@ export async function connectTcp(
   allow: readonly string[],
   portMap: PortMap,
   opts: ConnectOptions = {},
+  deny: readonly string[] = [],
 ): Promise<net.Socket> {
-  vetAddress(target.address, allow, target.host ?? target.address);
+  vetAddress(target.address, allow, target.host ?? target.address, deny);
   return settleConnect(
     net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
     'connect',
@@ -93,8 +94,9 @@ export async function connectTls(
   allow: readonly string[],
   portMap: PortMap,
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
+  deny: readonly string[] = [],
 ): Promise<tls.TLSSocket> {
-  vetAddress(target.address, allow, target.host ?? target.address);
+  vetAddress(target.address, allow, target.host ?? target.address, deny);
   const socket = tls.connect({
     ...withSharedSecureContext(opts.tls ?? {}),
     host: target.address,
@@ -181,7 +183,7 @@ export interface OutboundGuard {
   vet(address: string, host?: string): void;
   fetch(
     url: string | URL,
-    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap' | 'sharedHops'>,
+    opts?: Omit<GuardedFetchOptions, 'allow' | 'deny' | 'resolver' | 'portMap' | 'sharedHops'>,
   ): Promise<GuardedResponse>;
   connectTcp(target: TcpTarget, opts?: ConnectOptions): Promise<net.Socket>;
   connectTls(target: TlsTarget, opts?: ConnectOptions & { tls?: tls.ConnectionOptions }): Promise<tls.TLSSocket>;
@@ -197,6 +199,11 @@ export interface OutboundGuard {
 
 export interface OutboundGuardOptions {
   allow: readonly string[];
+  /**
+   * Refused whatever `allow` says: ACTIVE_DENY_CIDRS, on the guard active work uses
+   * (runtime.services.activeOutbound).
+   */
+  deny?: readonly string[];
   /** The project's resolver, or a HostResolver (tests). */
   resolver: Resolver | HostResolver;
   portMap?: PortMap;
@@ -229,16 +236,17 @@ export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): 
 function guardOver(resolver: HostResolver, o: OutboundGuardOptions, sharedHops?: SharedHops): OutboundGuard {
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
+  const deny = o.deny ?? [];
   return {
     allow,
-    resolve: (host, signal) => resolveVetted(host, allow, resolver, signal),
-    vet: (address, host) => vetAddress(address, allow, host),
+    resolve: (host, signal) => resolveVetted(host, allow, resolver, signal, deny),
+    vet: (address, host) => vetAddress(address, allow, host, deny),
     fetch: async (url, opts = {}) => {
       const { guardedFetch } = await import('./guarded-fetch.ts');
-      return guardedFetch(url, { ...opts, allow, resolver, portMap, ...(sharedHops ? { sharedHops } : {}) });
+      return guardedFetch(url, { ...opts, allow, deny, resolver, portMap, ...(sharedHops ? { sharedHops } : {}) });
     },
-    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts),
-    connectTls: (target, opts) => connectTls(target, allow, portMap, opts),
+    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, deny),
+    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, deny),
     forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, new Map()),
   };
 }

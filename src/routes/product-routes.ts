@@ -123,6 +123,7 @@ function acceptAsync(deps: AppDeps, def: ProductDefinition): RequestHandler {
           ? deps.config.JOB_DEADLINE_MINUTES * 60_000
           : (job.deadlineFor?.(s.input) ?? job.deadlineMs),
         objectCap: job.objectCap?.(s.input) ?? null,
+        activeScope: s.activeGrant ?? null,
         requestId: s.requestId,
         claim: s.claim,
         ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
@@ -160,7 +161,10 @@ export function mountProductRoutes(app: Express, deps: AppDeps): void {
       atStep('validation', reportBodyError),
       validateBody(def.input),
       productCheck(deps, def),
-      atStep('active_gates', activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION)),
+      atStep(
+        'active_gates',
+        activeGates(def.activeWork, deps.config.RESPONSIBLE_USE_VERSION, deps.runtime.services.scopeProofs),
+      ),
       atStep('product_limit', reportDeferredLimit),
       // Inline lookups are zero-credit (CONTRACT §6): nothing to protect beyond the reply itself.
       atStep('idempotency', def.mode === 'sync' ? idemSync : idemPaid),

@@ -17,6 +17,13 @@ export interface LabDns {
   port: number;
   /** "127.0.0.1:PORT", ready for DNS_SERVERS. */
   address: string;
+  /**
+   * Serves records at `name` (inside one of the lab's zones) from now on, beside the zone's own:
+   * what a domain's owner publishes (a proof-of-control TXT record). Replaces what was published there of that type.
+   */
+  publish(name: string, type: string, data: ZoneRecord['data'][], ttl?: number): void;
+  /** Stops serving what publish() put at `name` (of `type`, or of every type): NXDOMAIN again if nothing else is there. */
+  withdraw(name: string, type?: string): void;
   close(): Promise<void>;
 }
 
@@ -94,6 +101,8 @@ interface Resolution {
 
 class LabZones {
   readonly zones: CompiledZone[];
+  /** Records published while the server runs (publish/withdraw), by owner name. */
+  readonly published = new Map<string, ZoneRecord[]>();
   constructor(zones: Zone[]) {
     // Longest origin first, so a child zone (ad.lab.test) wins over its parent (lab.test).
     this.zones = zones.map(compile).sort((a, b) => b.origin.length - a.origin.length);
@@ -105,7 +114,9 @@ class LabZones {
 
   /** The records at `name` ([] for a name that exists without records), null when it does not exist. */
   private lookup(z: CompiledZone, name: string): ZoneRecord[] | null {
+    const extra = this.published.get(name);
     const exact = z.byName.get(name);
+    if (extra && extra.length > 0) return [...(exact ?? []), ...extra];
     if (exact) return exact;
     if (z.existing.has(name)) return [];
     // RFC 4592: the wildcard at the closest encloser stands in for names that do not exist.
@@ -315,6 +326,18 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     host,
     port,
     address,
+    publish(name, type, data, ttl = 60) {
+      const owner = lower(name);
+      if (!zones.zoneFor(owner)) throw new Error(`${owner} is in none of the lab's zones`);
+      const kept = (zones.published.get(owner) ?? []).filter((r) => r.type !== type);
+      zones.published.set(owner, [...kept, ...data.map((d) => ({ name: owner, type, ttl, data: d }))]);
+    },
+    withdraw(name, type) {
+      const owner = lower(name);
+      const kept = type ? (zones.published.get(owner) ?? []).filter((r) => r.type !== type) : [];
+      if (kept.length > 0) zones.published.set(owner, kept);
+      else zones.published.delete(owner);
+    },
     close: async () => {
       if (closed) return;
       closed = true;

@@ -15,7 +15,7 @@
 import type net from 'node:net';
 import { LAB_ALLOW, LAB_SPECIAL_USE } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
-import { startLabDns } from './dns-server.ts';
+import { startLabDns, type LabDns } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
 import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
@@ -61,6 +61,8 @@ export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, 
 export interface RunningLab {
   /** The service configuration that points at this lab. */
   env: Record<string, string>;
+  /** The lab's DNS server: publish() and withdraw() records while the lab runs (proof-of-control TXT). */
+  dns: Pick<LabDns, 'publish' | 'withdraw'>;
   parts: string[];
   close(): Promise<void>;
 }
@@ -119,6 +121,7 @@ export async function startLab(
     if (portMap.size > 0) env.OUTBOUND_PORT_MAP = [...portMap].map(([from, to]) => `${from}=${to}`).join(',');
     return {
       env,
+      dns: { publish: labDns.publish, withdraw: labDns.withdraw },
       parts: started.map((p) => p.name),
       close: async () => {
         await Promise.allSettled([...started.map((p) => p.close()), ...closers.map((c) => c())]);

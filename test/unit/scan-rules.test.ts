@@ -21,6 +21,7 @@ import {
   registrableOf,
   scopeOf,
 } from '../../src/products/scan/rules/names.ts';
+import type { ApprovedScope } from '../../src/auth/approved-scopes.ts';
 import type { QueryOutcome, QueryResult, RecordType } from '../../src/dns/types.ts';
 
 const flags = { aa: true, ad: false, tc: false, ra: true };
@@ -247,15 +248,30 @@ describe('names and scope', () => {
       expect(registrableOf(suffix), suffix).toBeNull();
   });
 
-  it('the approved scope that holds active work: the widest covering the target, never above its registrable domain', () => {
-    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
-    expect(activeScopeOf('api.shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
-    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com', 'example.com'])).toBe('example.com');
-    // An approval wider than the registrable domain (a row stored before public suffixes were refused) is clamped.
-    expect(activeScopeOf('alice.github.io', 'alice.github.io', ['github.io'])).toBe('alice.github.io');
-    expect(activeScopeOf('shop.example.com', 'example.com', ['blog.example.com', 'other.test'])).toBeNull();
-    expect(activeScopeOf('example.com', 'example.com', ['shop.example.com'])).toBeNull();
-    expect(activeScopeOf('example.com', 'example.com', [])).toBeNull();
+  it('the approved scope that holds active work: the widest covering the target that approves names', () => {
+    const op = (...domains: string[]): ApprovedScope[] =>
+      domains.map((domain) => ({ domain, proof: 'operator_override', token: null }));
+    const scope = (target: string, approved: ApprovedScope[]) => activeScopeOf(target, approved)?.domain ?? null;
+    expect(scope('shop.example.com', op('shop.example.com'))).toBe('shop.example.com');
+    expect(scope('api.shop.example.com', op('shop.example.com'))).toBe('shop.example.com');
+    expect(scope('shop.example.com', op('shop.example.com', 'example.com'))).toBe('example.com');
+    expect(scope('shop.example.com', op('blog.example.com', 'other.test'))).toBeNull();
+    expect(scope('example.com', op('shop.example.com'))).toBeNull();
+    expect(scope('example.com', [])).toBeNull();
+    // Issue 30: rows stored before the CLI refused them approve nothing here either, as in
+    // inApprovedScope. Before, `com` beside shop.example.com made the active scope example.com
+    // (the widest row, clamped to the registrable domain), and `github.io` approved alice.github.io.
+    expect(scope('shop.example.com', op('com', 'shop.example.com'))).toBe('shop.example.com');
+    expect(scope('alice.github.io', op('github.io'))).toBeNull();
+    expect(scope('10.0.0.1', op('0.1'))).toBeNull();
+    expect(scope('shop.-foo.com', op('-foo.com'))).toBeNull();
+  });
+
+  it('a numeric suffix approves no address literal; an address is never in an approved scope (issue 30)', () => {
+    expect(inApprovedScope('10.0.0.1', ['0.1'])).toBe(false);
+    expect(inApprovedScope('8.8.8.8', ['8.8'])).toBe(false);
+    expect(inApprovedScope('[2001:db8::1]', ['db8::1'])).toBe(false);
+    expect(inApprovedScope('x.-foo.com', ['-foo.com'])).toBe(false);
   });
 
   it("wildcard levels stop at the name's parent; service labels are recognised anywhere", () => {

@@ -7,7 +7,6 @@
 // batch (a redelivered notice), changes nothing. What became pending is enqueued after the
 // commit (the reconciler re-enqueues it if this process dies first, and re-publishes the notice
 // of a finished task left unapplied).
-import { sql } from 'kysely';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { TaskPlan } from '../../contract/tasks.ts';
@@ -20,6 +19,8 @@ import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { jobOfTask, lockTasksForApply, type TaskToApply } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 import { settleAndWrite } from './settle-outputs.ts';
+import { approvedScopesOf } from '../../auth/keys-repo.ts';
+import type { ApprovedScope } from '../../auth/approved-scopes.ts';
 
 /** One task's notice, applied alone (tests; the orchestrator batches through applyTaskResults). */
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
@@ -74,7 +75,7 @@ async function expand(
 ): Promise<TaskRef[]> {
   const def = ctx.catalog.get(job.product);
   if (!def?.job?.expand) return [];
-  let scopes: Promise<string[]> | undefined;
+  let scopes: Promise<ApprovedScope[]> | undefined;
   const services = { approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)) };
   const plans: TaskPlan[] = [];
   for (const t of tasks) {
@@ -125,11 +126,4 @@ async function expand(
     }
   }
   return plans.length > 0 ? insertPlannedTasks(trx, job, plans) : [];
-}
-
-async function approvedScopesOf(trx: Trx, workspaceId: number): Promise<string[]> {
-  const rows = await sql<{
-    suffix: string;
-  }>`SELECT suffix FROM workspace_target_scopes WHERE workspace_id = ${workspaceId}`.execute(trx);
-  return rows.rows.map((r) => r.suffix);
 }

@@ -6,6 +6,7 @@ import { createOutboundGuard } from '../../net/outbound-guard.ts';
 import { specialUsePolicy } from '../../net/special-use.ts';
 import { refuseSpecialUse } from '../../net/special-use-resolver.ts';
 import type { ProductRuntime, ProductServices } from './product-contract.ts';
+import { ScopeProofs } from '../../auth/scope-proof.ts';
 
 export function createProductRuntime(config: Config, log: Logger, extra: ProductServices = {}): ProductRuntime {
   // Special-use names never reach the resolver: any answer would describe our own network.
@@ -16,5 +17,13 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     resolver,
     portMap: config.OUTBOUND_PORT_MAP,
   });
-  return { config, log, services: { resolver, outbound, ...extra } };
+  // Active work's guard: the same policy, and ACTIVE_DENY_CIDRS refused whatever allows them.
+  const activeOutbound = createOutboundGuard({
+    allow: config.ALLOW_PRIVATE_TARGETS,
+    deny: config.ACTIVE_DENY_CIDRS,
+    resolver,
+    portMap: config.OUTBOUND_PORT_MAP,
+  });
+  const scopeProofs = new ScopeProofs(resolver, { cacheSeconds: config.SCOPE_PROOF_CACHE_SECONDS });
+  return { config, log, services: { resolver, outbound, activeOutbound, scopeProofs, ...extra } };
 }

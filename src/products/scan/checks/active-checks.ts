@@ -8,6 +8,9 @@
 //                       canary names around it
 //   scan.well_known     /.well-known/security.txt, /.git/HEAD, /.env
 //   scan.tls_protocols  the web lookup's TLS protocol enumeration
+// Every connection goes through the active guard (runtime.services.activeOutbound), which also
+// refuses ACTIVE_DENY_CIDRS (cloud metadata by default) whatever the approval; a verified scope's
+// proof is asked again before each task runs (checks/index.ts, kit/active-admission.ts).
 // Each connection resolves its host again, inside its own task, through the guard (whose lookup is
 // pinned to the addresses it just vetted): an earlier task's answer is never reused, so a record
 // changed since the name's dns task (a rebinding) is vetted again before anything connects.
@@ -28,8 +31,9 @@ import { capped } from './compose.ts';
 
 type ScanTask = { objectKey: string; params: Record<string, unknown>; distance?: number };
 
+/** Active work's guard: it also refuses ACTIVE_DENY_CIDRS, whatever the approval. */
 function guardOf(ctx: CheckContext): OutboundGuard | undefined {
-  return ctx.runtime.services.outbound;
+  return ctx.runtime.services.activeOutbound;
 }
 
 const noGuard = (what: string) =>
