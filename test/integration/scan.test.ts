@@ -145,7 +145,7 @@ describe('scan.recursive.v1', () => {
           config: h.config,
           log,
           blockMs: 100,
-          settings: { LANE_POOL_THREADS: 1, LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 },
+          settings: { LANE_POOL_THREADS: 1, LANE_CONCURRENCY: 16 },
         }),
       );
     }
