@@ -42,9 +42,17 @@ import {
 import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
+import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import type { ProductRuntime as Runtime } from '../../src/products/kit/product-contract.ts';
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
+/**
+ * DNS answers kept per process for the checks of one job (src/dns/answer-cache.ts): a host's dns
+ * task and its web task ask A and AAAA once. Bounded; answers for their TTL (at most 5 min),
+ * NODATA/NXDOMAIN for a minute, indeterminate ones never.
+ */
+const ANSWER_CACHE = { maxEntries: 20_000, maxTtlS: 300, negativeTtlS: 60 };
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
 
@@ -79,6 +87,7 @@ export class LaneRunner {
   #waitingAll = 0;
   /** Entries of one job stream held waiting for their turn; at most `capacity` in all. */
   readonly readAhead: number;
+  readonly answers = new AnswerCache(ANSWER_CACHE);
   /** Checks running at once in this process; its limit follows the event-loop lag (LANE_LAG_TARGET_MS). */
   readonly gate: RunGate;
   readonly #lagLimit: LagLimit | null;
@@ -223,7 +232,7 @@ export class LaneRunner {
     // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
     const tenant = String(task.workspaceId);
     const ctx = {
-      runtime: this.#o.runtime,
+      runtime: this.#jobRuntime(task),
       ...(pool
         ? {
             runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
@@ -240,6 +249,19 @@ export class LaneRunner {
     await persistOutcome(this.#o.db, { ...task, attempt }, result);
     // Published whether or not this run won: the notice is idempotent and the winner's may be lost.
     return this.#publish(task);
+  }
+
+  /**
+   * The process's runtime with DNS answers shared by the checks of the task's job only (scope:
+   * workspace and job), and the outbound guard (its politeness slots included) asking through them.
+   */
+  #jobRuntime(task: { workspaceId: number; jobId: number }): Runtime {
+    const base = this.#o.runtime;
+    const resolver = base.services.resolver;
+    if (!resolver) return base;
+    const scoped = this.answers.scoped(`${task.workspaceId}:${task.jobId}`, resolver);
+    const outbound = base.services.outbound?.over(scoped);
+    return { ...base, services: { ...base.services, resolver: scoped, ...(outbound ? { outbound } : {}) } };
   }
 
   /**
