@@ -6,7 +6,7 @@ import client from 'prom-client';
 import type { Config } from '../src/config/config.ts';
 import { createDb, type Db } from '../src/db/database.ts';
 import { createProductRuntime } from '../src/products/kit/runtime.ts';
-import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
+import { laneDefaults, parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
 import { groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
@@ -58,7 +58,7 @@ export interface LaneWorkerHandle {
 export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): Promise<LaneWorkerHandle> {
   const { config } = opts;
   const log = opts.log.child({ lane });
-  const settings = parseQueueSettings(process.env, opts.settings);
+  const settings = parseQueueSettings(process.env, { ...laneDefaults(lane), ...opts.settings });
   const ownDb = opts.db
     ? undefined
     : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });

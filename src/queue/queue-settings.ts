@@ -21,12 +21,21 @@ export const queueSettingsSchema = z.object({
   LANE_LAG_TARGET_MS: int(0, 10_000, 15).describe(
     'Event-loop lag p99 (ms, per 250 ms window, the 10 ms sampling included) over which a lane process runs fewer checks at once (0 = always LANE_CONCURRENCY)',
   ),
-  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 8).describe(
-    'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY)',
+  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 64).describe(
+    'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY): enough to keep checks that wait on the network in flight',
   ),
 });
 
 export type QueueSettings = Readonly<z.infer<typeof queueSettingsSchema>>;
+
+/**
+ * A lane's own default capacity where LANE_CONCURRENCY is not set: the web lane's checks each hold
+ * a page, its evidence and its assessment, so 128 of them keep lane-web under 256 MB of RSS
+ * (test/bench/scan.ts); the other lanes hold little per check.
+ */
+export function laneDefaults(lane: string, env: NodeJS.ProcessEnv = process.env): Partial<QueueSettings> {
+  return lane === 'web' && env.LANE_CONCURRENCY === undefined ? { LANE_CONCURRENCY: 128 } : {};
+}
 
 export function parseQueueSettings(
   env: NodeJS.ProcessEnv = process.env,
