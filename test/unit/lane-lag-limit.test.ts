@@ -40,9 +40,9 @@ describe('LagLimit: AIMD between the floor and LANE_CONCURRENCY', () => {
     expect(c.observe(win(80, true, 0.5))).toBe(12);
   });
 
-  it('a floor above the ceiling is the limit; a floor under 1 is refused', () => {
+  it('LANE_CONCURRENCY caps the limit even under a higher floor; a floor under 1 is refused', () => {
     const c = new LagLimit({ floor: 8, ceiling: 4, targetMs: 15 });
-    expect([c.limit, c.observe(win(100, true)), c.observe(win(1, true))]).toEqual([8, 8, 8]);
+    expect([c.limit, c.observe(win(100, true)), c.observe(win(1, true))]).toEqual([4, 4, 4]);
     expect(() => new LagLimit({ floor: 0, ceiling: 4, targetMs: 15 })).toThrow(RangeError);
   });
 });
