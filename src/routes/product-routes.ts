@@ -19,7 +19,7 @@ import { activeGates } from '../http/active-gates.ts';
 import { atStep, state } from '../http/context.ts';
 import { sequence } from '../http/sequence.ts';
 import { Deadlines } from '../http/deadlines.ts';
-import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
+import { laneReadiness, productReadiness, readinessRetryAfterMs } from '../products/kit/readiness.ts';
 import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { refuseSpecialUseNames } from '../products/kit/target-names.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
@@ -40,8 +40,14 @@ function productCheck(deps: AppDeps, def: ProductDefinition): RequestHandler {
 function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
   const code = def.id.startsWith('scan.') ? 'scan_profile_unavailable' : 'capability_unavailable';
   return (_req, res, next) => {
+    // Retry-After (CONTRACT §3) when the blocking dependency says when it may change: the
+    // resolver breaker's next probe, a down lane's heartbeat interval; none for what will not.
+    const retryAfter = (down: readonly string[] = []) => {
+      const ms = readinessRetryAfterMs(def, deps.runtime, down);
+      return ms === undefined ? {} : { retryAfterSeconds: ms / 1000 };
+    };
     if ((!def.execute && !def.job) || productReadiness(def, deps.runtime) === 'unavailable') {
-      throw new ApiError(code, { details: { product: def.id }, cause: notReadyCause(deps, def) });
+      throw new ApiError(code, { details: { product: def.id }, cause: notReadyCause(deps, def), ...retryAfter() });
     }
     // An input may need more worker lanes than the product's minimum (a scan profile's web lane).
     const needed = def.job?.lanesFor?.(state(res).input) ?? [];
@@ -52,6 +58,7 @@ function readinessGate(deps: AppDeps, def: ProductDefinition): RequestHandler {
       throw new ApiError(code, {
         details: { product: def.id },
         cause: `no lane-${down.join(', lane-')} worker alive within the restart grace for this input`,
+        ...retryAfter(down),
       });
     }
     next();

@@ -7,7 +7,7 @@ import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { createResolver, type StubResolver } from '../../src/dns/stub-resolver.ts';
 import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns-lookup/index.ts';
-import { productReadiness } from '../../src/products/kit/readiness.ts';
+import { productReadiness, readinessRetryAfterMs } from '../../src/products/kit/readiness.ts';
 import type { ExecContext, ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
@@ -262,5 +262,10 @@ describe('definition', () => {
     const bare = { ...runtime, services: {} };
     expect(dnsProduct.readiness(bare)).toEqual({ resolver: 'unconfigured', record_types: 'unconfigured' });
     expect(productReadiness(dnsProduct, bare)).toBe('unavailable');
+  });
+  it('a refusal says when to retry only when the blocking lane can change by itself (issue 31)', () => {
+    expect(readinessRetryAfterMs(dnsProduct, runtime)).toBeUndefined(); // ready: nothing blocks
+    // Unconfigured stays unconfigured: no Retry-After rather than a false one.
+    expect(readinessRetryAfterMs(dnsProduct, { ...runtime, services: {} })).toBeUndefined();
   });
 });
