@@ -195,7 +195,8 @@ export class StubResolver implements Resolver {
     if (end.kind === 'timeout') {
       // The target's fact, not the resolver's: it feeds the zone's backoff, never the breaker's
       // count. Only total silence from the servers makes the breaker ask them its own question.
-      if (this.breaker.state === 'closed') this.backoff?.timedOut(qname);
+      // A shorter budget than the usual one says less about the zone: it does not count.
+      if (this.breaker.state === 'closed' && budget >= this.timeoutMs) this.backoff?.timedOut(qname);
       const now = performance.now();
       if (this.lastHeardAt <= started && now - this.lastHeardAt >= this.silenceMs) void this.breaker.verify();
       return empty(qname, type, 'timeout', started);
