@@ -182,6 +182,16 @@ describe('per-zone backoff: a dead zone stops costing time, and touches nothing 
     expect(resolver.readiness()).toBe('ready');
   });
 
+  it("timeouts under a caller's shorter deadline do not count: they say less about the zone", async () => {
+    lab = await startLabDns();
+    resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 400 });
+    for (let i = 0; i < 4; i++)
+      await Promise.all(TYPES.map((t) => resolver!.query(`short${i}.${n.stalled}`, t, { timeoutMs: 100 })));
+    const asked = await resolver.query(`after.${n.stalled}`, 'A', { timeoutMs: 100 });
+    expect(asked.zoneBackoff).toBeUndefined();
+    expect(asked.durationMs).toBeGreaterThanOrEqual(90);
+  });
+
   it('one dead name in a healthy zone backs off that name only, never its zone', async () => {
     lab = await startLabDns();
     resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 200 });
