@@ -103,6 +103,15 @@ export const configSchema = z
       .optional()
       .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+    DNS_ZONE_BACKOFF_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(300_000)
+      .default(10_000)
+      .describe(
+        'How long a name or zone whose DNS questions kept timing out is not asked again (its questions answer timeout at once; src/dns/zone-backoff.ts); 0 = never back off',
+      ),
     DNS_RESOLVER_VALIDATES: bool
       .default(false)
       .describe(
