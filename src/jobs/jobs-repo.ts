@@ -8,7 +8,7 @@ import type { IdempotencyClaim } from '../idempotency/lease.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../contract/ids.ts';
 import { insertCommitted } from '../idempotency/idempotency-repo.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { inTransaction, type Trx } from '../db/transaction.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 
 export interface AcceptInput {
@@ -27,6 +27,11 @@ export interface AcceptInput {
   objectCap?: number | null;
   /** Active work: the approved scope it was admitted under and its proof (coverage.activeScope). */
   activeScope?: { domain: string; proof: 'verified' | 'operator_override' } | null;
+  /**
+   * Runs inside the job's transaction once the job row exists (a monitor's run records its job
+   * here, so the run and its job commit together or not at all); a throw rolls the job back.
+   */
+  within?: (trx: Trx, job: { jobId: number; jobRef: string }) => Promise<void>;
 }
 
 /** Another request committed this Idempotency-Key first; this transaction was rolled back. */
@@ -80,6 +85,7 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
       .executeTakeFirstOrThrow();
     const jobId = Number(ins.insertId);
     await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();
+    if (a.within) await a.within(trx, { jobId, jobRef });
     const job = (await trx
       .selectFrom('jobs')
       .selectAll()

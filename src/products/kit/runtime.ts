@@ -16,6 +16,10 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     allow: config.ALLOW_PRIVATE_TARGETS,
     resolver,
     portMap: config.OUTBOUND_PORT_MAP,
+    politeness: {
+      connections: config.OUTBOUND_CONNECTIONS_PER_ADDRESS,
+      intervalMs: config.OUTBOUND_ADDRESS_INTERVAL_MS,
+    },
   });
   // Active work's guard: the same policy, and ACTIVE_DENY_CIDRS refused whatever allows them.
   const activeOutbound = createOutboundGuard({
