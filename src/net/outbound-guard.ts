@@ -12,6 +12,7 @@
 // opens a socket of its own.
 import net, { isIP } from 'node:net';
 import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
 import { keepPeerChain } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
@@ -121,9 +122,12 @@ export function ocspStapled(socket: tls.TLSSocket): boolean | null {
   return stapled.get(socket) ?? null;
 }
 
-/** Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. */
+/**
+ * Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. `socket` is the
+ * guarded socket or a stream over it (SMTP's gate that keeps plain text out of the handshake).
+ */
 export function upgradeTls(
-  socket: net.Socket,
+  socket: net.Socket | Duplex,
   servername: string | undefined,
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
 ): Promise<tls.TLSSocket> {

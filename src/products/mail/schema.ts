@@ -469,6 +469,16 @@ export const smtpProjection = z.object({
           starttlsAdvertised: z.boolean().nullable(),
           phases: z.array(z.object({ phase: z.string(), ms: z.number() })),
           detail: z.string().nullable(),
+          pipeliningBeforeTls: z
+            .object({
+              detected: z.boolean(),
+              bytes: z.number().int(),
+              sample: z.string().nullable().describe('The first 64 bytes, escaped as in a JSON string'),
+            })
+            .nullable()
+            .describe(
+              'pipelining_before_tls: what the server sent after its 220 to STARTTLS and before TLS (it should send nothing: the STARTTLS injection class of CVE-2011-0411); never read as TLS or as replies. null when STARTTLS was not answered 220',
+            ),
           tls: z
             .object({
               protocol: z.string().nullable(),
