@@ -5,7 +5,8 @@
 // was checked (./vetting.ts), so a DNS rebind between check and connect cannot reach anything
 // else. TLS keeps verifying the certificate against the host name (SNI = the name, never the IP).
 // HTTP(S) runs on undici (./guarded-fetch.ts): odd URL forms refused (./url-policy.ts), redirects
-// followed by hand and each hop checked again, header bytes, body bytes and time per phase capped.
+// followed by hand and each hop checked again, header bytes, body bytes and time per phase capped,
+// every hop on the passive ports unless the caller does active work (./passive-ports.ts).
 //
 // createOutboundGuard() binds the policy (ALLOW_PRIVATE_TARGETS), the resolver and the lab port
 // map once per process; product code receives that object (runtime.services.outbound) and never
@@ -21,6 +22,7 @@ import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
+import { PASSIVE_PORTS } from './passive-ports.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
@@ -38,6 +40,7 @@ export { hostResolverOver, type HostResolver } from './host-resolver.ts';
 export type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
+export { PASSIVE_PORTS } from './passive-ports.ts';
 
 // ---- Raw connections (SMTP, TLS handshakes) ----------------------------------------------------
 
@@ -183,10 +186,20 @@ export interface OutboundGuard {
   resolve(host: string, signal?: AbortSignal): Promise<string[]>;
   /** Throws OutboundRefusedError when the address may not be reached. */
   vet(address: string, host?: string): void;
-  fetch(
-    url: string | URL,
-    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap' | 'sharedHops'>,
-  ): Promise<GuardedResponse>;
+  /**
+   * HTTP(S) through the guard. Every hop, redirects included, stays on the passive ports
+   * (./passive-ports.ts: 80, 443, 8080, 8443) and another is refused before anything is resolved
+   * or connected (port_not_allowed), unless `ports: 'any'`: only for active work the request
+   * authorized, or a server the operator configured (RDAP).
+   */
+  fetch(url: string | URL, opts?: FetchOptions & { ports?: 'passive' | 'any' }): Promise<GuardedResponse>;
+  /**
+   * A fetch of a URL the target's own data names (a BIMI logo or mark certificate, an MTA-STS
+   * policy): always the passive ports, and every failure to get an answer from a hop is one kind,
+   * `unreachable` (guarded-fetch.ts reachFailures), so what comes back does not tell an open port
+   * from a closed or a filtered one.
+   */
+  fetchReferenced(url: string | URL, opts?: FetchOptions): Promise<GuardedResponse>;
   connectTcp(target: TcpTarget, opts?: ConnectOptions): Promise<net.Socket>;
   connectTls(target: TlsTarget, opts?: ConnectOptions & { tls?: tls.ConnectionOptions }): Promise<tls.TLSSocket>;
   /**
@@ -198,6 +211,12 @@ export interface OutboundGuard {
    */
   forCheck(signal?: AbortSignal): OutboundGuard;
 }
+
+/** What a caller of OutboundGuard.fetch chooses (the guard binds the rest, ports included). */
+export type FetchOptions = Omit<
+  GuardedFetchOptions,
+  'allow' | 'resolver' | 'portMap' | 'sharedHops' | 'allowedPorts' | 'reachFailures'
+>;
 
 export interface OutboundGuardOptions {
   allow: readonly string[];
@@ -238,8 +257,28 @@ function guardOver(resolver: HostResolver, o: OutboundGuardOptions, sharedHops?:
     resolve: (host, signal) => resolveVetted(host, allow, resolver, signal),
     vet: (address, host) => vetAddress(address, allow, host),
     fetch: async (url, opts = {}) => {
+      const { ports = 'passive', ...rest } = opts;
       const { guardedFetch } = await import('./guarded-fetch.ts');
-      return guardedFetch(url, { ...opts, allow, resolver, portMap, ...(sharedHops ? { sharedHops } : {}) });
+      return guardedFetch(url, {
+        ...rest,
+        ...(ports === 'passive' ? { allowedPorts: PASSIVE_PORTS } : {}),
+        allow,
+        resolver,
+        portMap,
+        ...(sharedHops ? { sharedHops } : {}),
+      });
+    },
+    fetchReferenced: async (url, opts = {}) => {
+      const { guardedFetch } = await import('./guarded-fetch.ts');
+      return guardedFetch(url, {
+        ...opts,
+        allowedPorts: PASSIVE_PORTS,
+        reachFailures: 'unreachable',
+        allow,
+        resolver,
+        portMap,
+        ...(sharedHops ? { sharedHops } : {}),
+      });
     },
     connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts),
     connectTls: (target, opts) => connectTls(target, allow, portMap, opts),

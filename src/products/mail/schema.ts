@@ -254,7 +254,7 @@ const fetched = {
     .string()
     .nullable()
     .describe(
-      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
+      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or unreachable (no answer from the host: refused, reset, timed out or not TLS, deliberately not told apart), timeout, dns_failure, target_not_allowed, port_not_allowed (a port other than 80, 443, 8080, 8443: never connected to) (gaps: a limitation)',
     ),
 };
 const svgCheck = z.object({
