@@ -23,6 +23,9 @@ export type RecordType = (typeof recordTypes)[number];
  * servfail / refused / formerr / notimp  the server's rcode
  * timeout  no usable reply within the deadline from any server
  * error    network or protocol failure (malformed, mismatched replies…)
+ * left_public_dns  the reply's chain went into a name only a local resolver answers (a special-use
+ *          name or a non-global reverse zone: src/net/special-use-resolver.ts) and was cut there;
+ *          nothing is known of the type beyond (indeterminate), `leftPublicDns` says where
  */
 export type QueryOutcome =
   | 'answer'
@@ -33,7 +36,8 @@ export type QueryOutcome =
   | 'formerr'
   | 'notimp'
   | 'timeout'
-  | 'error';
+  | 'error'
+  | 'left_public_dns';
 
 export interface DnsRecord {
   name: string;
@@ -55,6 +59,11 @@ export interface QueryResult {
   durationMs: number;
   /** Set when the question was never sent because policy forbids it (src/net/special-use.ts); outcome is 'error'. */
   notAsked?: string;
+  /**
+   * Set when records were cut from the reply because its chain left public DNS: `name` is the
+   * public name whose record pointed out, `why` the kind of name it pointed into (never the name).
+   */
+  leftPublicDns?: { name: string; why: string };
 }
 
 /**

@@ -22,6 +22,7 @@ import { Deadlines } from '../http/deadlines.ts';
 import { laneReadiness, productReadiness } from '../products/kit/readiness.ts';
 import type { ProductDefinition } from '../products/kit/product-contract.ts';
 import { refuseSpecialUseNames } from '../products/kit/target-names.ts';
+import { answerCutLimitation, collectAnswerCuts } from '../net/special-use-resolver.ts';
 import { laneOutcomes, productExecutions, admissionOutcomes, creditsReserved } from '../metrics.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished } from '../jobs/jobs-repo.ts';
 import { publishJob } from '../queue/streams.ts';
@@ -93,7 +94,12 @@ function executeInline(deps: AppDeps, def: ProductDefinition): RequestHandler {
     s.execution = ac;
     res.on('close', abortOnClose);
     try {
-      const outcome = await def.execute!(s.input, { runtime: deps.runtime, requestId: s.requestId, signal: ac.signal });
+      // DNS answers cut where they left public DNS while it ran: one limitation on the envelope.
+      const { value: outcome, cuts } = await collectAnswerCuts(() =>
+        def.execute!(s.input, { runtime: deps.runtime, requestId: s.requestId, signal: ac.signal }),
+      );
+      const cut = answerCutLimitation(cuts);
+      if (cut) outcome.limitations.push(cut);
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
       const envelope = buildEnvelope(def, s.input, outcome, s.requestId);
       productExecutions.inc({ product: def.id, status: envelope.status });

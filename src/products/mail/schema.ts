@@ -14,6 +14,7 @@ const outcome = z.enum([
   'notimp',
   'timeout',
   'error',
+  'left_public_dns',
 ]);
 const query = z.object({ outcome, rcode: z.string().nullable() });
 const presenceEnum = z.enum(['present', 'absent', 'indeterminate']);
