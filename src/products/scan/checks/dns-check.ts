@@ -14,8 +14,10 @@
 //   - Out-of-scope names are recorded at distance 1, never followed; in-scope ones one hop further
 //     than this name.
 //   - What points into the deployment's own network is a fact, never a lead: a name under a
-//     special-use suffix (src/net/special-use.ts) is recorded with `specialUse` and never becomes a
-//     discovery (never resolved, never scanned); an address the outbound guard refuses (private,
+//     special-use suffix (src/net/special-use.ts) that an MX, NS, SRV or SPF record names is
+//     recorded with `specialUse` and never becomes a discovery (never resolved, never scanned); a
+//     CNAME chain into one never reaches this check (the resolver cuts it where it leaves public
+//     DNS: src/net/special-use-resolver.ts); an address the outbound guard refuses (private,
 //     loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with `outboundRefused` and kept out of
 //     the addresses the planner plans web and active work from.
 import type { QueryResult, RecordType } from '../../../dns/types.ts';
