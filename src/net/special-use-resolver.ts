@@ -18,7 +18,7 @@
 // never the name. When no record of the asked type is left, the outcome is `left_public_dns`
 // (indeterminate: public DNS was not asked what lies beyond). Each cut is noted for the check or
 // request it happens in (collectAnswerCuts), which adds the limitation `answer_leaves_public_dns`
-// to its output once (workers/lane-runner/execute-check.ts, src/routes/product-routes.ts).
+// to its output once (workers/lane-runner/execute-check.ts, src/jobs/admission/admit-product.ts).
 //
 // What is not cut: A and AAAA records with private or loopback addresses in a public zone. Anyone
 // can publish them and anyone asking any resolver sees them: they say nothing about our network,
