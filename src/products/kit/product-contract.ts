@@ -16,6 +16,7 @@ import type {
 } from '../../contract/tasks.ts';
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
+import type { PublicResolverCheck } from '../../net/public-resolver-check.ts';
 
 /**
  * What answers "can this lane's worker take work?" (src/queue/lane-health.ts): `alive` with a
@@ -39,6 +40,8 @@ export interface ProductServices {
   outbound?: OutboundGuard;
   /** Worker liveness, where the process answers admission (the web role). */
   laneHealth?: WorkerLiveness;
+  /** Whether DNS_SERVERS answers special-use names (a /readyz warning: src/net/public-resolver-check.ts). */
+  publicResolver?: PublicResolverCheck;
 }
 
 export interface ProductRuntime {

@@ -5,11 +5,21 @@ import { createResolver } from '../../dns/stub-resolver.ts';
 import { createOutboundGuard } from '../../net/outbound-guard.ts';
 import { specialUsePolicy } from '../../net/special-use.ts';
 import { refuseSpecialUse } from '../../net/special-use-resolver.ts';
+import { publicResolverCheck } from '../../net/public-resolver-check.ts';
 import type { ProductRuntime, ProductServices } from './product-contract.ts';
 
 export function createProductRuntime(config: Config, log: Logger, extra: ProductServices = {}): ProductRuntime {
-  // Special-use names never reach the resolver: any answer would describe our own network.
-  const resolver = refuseSpecialUse(createResolver(config), specialUsePolicy(config));
+  // Special-use names never reach the resolver, and answers that lead into them are cut there:
+  // either would describe our own network.
+  const stub = createResolver(config);
+  const resolver = refuseSpecialUse(stub, specialUsePolicy(config));
+  // /readyz's warning when DNS_SERVERS answers what only a resolver with private zones answers.
+  const publicResolver = publicResolverCheck(stub, {
+    onChange: (warnings) => {
+      if (warnings.length > 0) log.warn({ warnings }, 'DNS_SERVERS answers special-use names');
+      else log.info('DNS_SERVERS no longer answers special-use names');
+    },
+  });
   // The one outbound guard of the process: every lane's HTTP, TCP and TLS goes through it.
   const outbound = createOutboundGuard({
     allow: config.ALLOW_PRIVATE_TARGETS,
@@ -20,5 +30,5 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
       intervalMs: config.OUTBOUND_ADDRESS_INTERVAL_MS,
     },
   });
-  return { config, log, services: { resolver, outbound, ...extra } };
+  return { config, log, services: { resolver, outbound, publicResolver, ...extra } };
 }
