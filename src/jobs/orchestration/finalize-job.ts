@@ -26,7 +26,7 @@
 // remaining steps the reconciler (a cancelling job, a running one with nothing left) or the
 // sweeper (its deadline) runs again: each step is idempotent.
 import { sql } from 'kysely';
-import { releaseRemainder } from '../../credits/ledger.ts';
+import { captureTasks, releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { settleAndWrite } from './settle-outputs.ts';
@@ -129,7 +129,8 @@ async function settleBacklog(
         await endOpenTasks(trx, job, effective);
       }
       const tasks = await selectUnappliedChunk(trx, job.id, afterId, size);
-      await settleAndWrite(trx, job, tasks);
+      const { capture } = await settleAndWrite(trx, job, tasks);
+      await captureTasks(trx, capture); // last: the workspace's credit row only for the commit
       return tasks.map((t) => t.id);
     });
     if (chunk === null) return false;
