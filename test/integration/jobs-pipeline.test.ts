@@ -19,6 +19,11 @@ import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResult, applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
 import { cancelJob } from '../../src/jobs/orchestration/cancel-job.ts';
+import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
+import { planJob } from '../../src/jobs/orchestration/plan-job.ts';
+import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
+import { Reconciler } from '../../src/jobs/orchestration/reconciler.ts';
+import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
@@ -1389,6 +1394,44 @@ describe('batched application', () => {
       await dbh.db.selectFrom('objects').select('id').where('job_id', '=', jobId).where('type', '=', 'host').execute(),
     ).toHaveLength(4);
     await invariant();
+  });
+
+  it('the reconciler re-publishes only lost notices: none still waiting in a results stream, delivered or not', async () => {
+    const r = await rig();
+    // No orchestrator consumes here: the test plays its consumer group by hand.
+    const ctx: OrchestrationContext = {
+      db: dbh.db,
+      redis: r.redis,
+      log: silent,
+      config: r.config,
+      settings: parseQueueSettings(process.env, r.settings),
+      catalog: productCatalog([r.product]),
+      checkTimeoutMs: () => 30_000,
+    };
+    const jobId = await accept(r, { tasks: Array.from({ length: 6 }, () => ({ cost: 1 })) }, 6, { publish: false });
+    await planJob(ctx, jobId);
+    const ids = (await planned(jobId, 6)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    const results = streams.laneResults('dns');
+    await r.redis.xgroup('CREATE', results, groups.orchestrator, '0', 'MKSTREAM');
+    // Tasks 0 and 1: notices published and not yet delivered (an apply lag).
+    for (const id of ids.slice(0, 2)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    // Tasks 2 and 3: delivered to an orchestrator that holds them (its batcher, or it died): pending.
+    for (const id of ids.slice(2, 4)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'held', 'COUNT', 4, 'STREAMS', results, '>');
+    // Task 4: its notice was acknowledged without being applied (it counts as lost); task 5: never published.
+    const acked = await publishTaskResult(r.redis, 'dns', ids[4]!, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'other', 'COUNT', 1, 'STREAMS', results, '>');
+    await r.redis.xack(results, groups.orchestrator, acked!);
+    await sleep(20);
+    const reconciler = new Reconciler(ctx, { unappliedAfterMs: 0 });
+    expect(await reconciler.republishUnapplied()).toBe(2);
+    const entries = (await r.redis.xrange(results, '-', '+')) as Array<[string, string[]]>;
+    const noticesOf = (id: number) => entries.filter(([, f]) => f[f.indexOf('task') + 1] === String(id)).length;
+    expect(ids.map(noticesOf)).toEqual([1, 1, 1, 1, 2, 1]);
+    // A second pass finds every notice queued: no duplicate.
+    expect(await reconciler.republishUnapplied()).toBe(0);
+    expect(await r.redis.xlen(results)).toBe(entries.length);
   });
 
   it('the ledger invariant holds after one big batch: 300 tasks, 300 captures, one release', async () => {
