@@ -1434,6 +1434,78 @@ describe('batched application', () => {
     expect(await r.redis.xlen(results)).toBe(entries.length);
   });
 
+  /** A finished task whose output MySQL refuses to write (a finding's confidence longer than its column). */
+  const poison = (id: number) => {
+    const out = okOutput('poison.example.test');
+    return dbh.db
+      .updateTable('tasks')
+      .set({
+        status: 'completed',
+        finished_at: new Date(),
+        output: JSON.stringify({ ...out, findings: [{ ...out.findings[0]!, confidence: 'x'.repeat(40) }] }),
+      } as never)
+      .where('id', '=', id)
+      .execute();
+  };
+
+  it('a result that cannot be written fails alone: the rest of its batch is applied, it is dead-lettered with its error and the job ends partial', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 300, LANE_MAX_DELIVERIES: 2 } });
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: Array.from({ length: 5 }, () => ({ cost: 1 })) }, 5);
+    const ids = (await planned(jobId, 5)).map((t) => Number(t.id));
+    await finishByHand(ids.filter((_, i) => i !== 2));
+    await poison(ids[2]!);
+    // All five notices at once: one batch.
+    for (const id of ids) await publishTaskResult(r.redis, 'dns', id, jobId);
+    const j = await terminal(jobId, 30_000);
+    expect(j.status).toBe('partial');
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('result_not_applied');
+    const after = await tasks(jobId);
+    expect(after.map((t) => [t.status, t.reason, t.applied_at !== null])).toEqual([
+      ['completed', null, true],
+      ['completed', null, true],
+      ['failed', 'apply_failed', true],
+      ['completed', null, true],
+      ['completed', null, true],
+    ]);
+    expect(Number(j.credits_captured)).toBe(4);
+    expect((await ledger(jobId)).releases).toHaveLength(1);
+    const hosts = await dbh.db
+      .selectFrom('objects')
+      .select('okey')
+      .where('job_id', '=', jobId)
+      .where('type', '=', 'host')
+      .execute();
+    expect(hosts).toHaveLength(4);
+    const dead = (await r.redis.xrange(streams.deadLetterOf(streams.laneResults('dns')), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    const entry = dead.map(([, f]) => Object.fromEntries(f.flatMap((v, i) => (i % 2 ? [] : [[v, f[i + 1]]]))));
+    expect(entry.map((e) => e['f.task'])).toEqual([String(ids[2])]);
+    expect(entry[0]!.error).toMatch(/too long/i);
+    await invariant();
+    await o.close();
+  }, 60_000);
+
+  it('a cancel whose backlog holds a result that cannot be written settles the rest and ends cancelled', async () => {
+    const r = await rigApplyingByHand();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }] }, 6);
+    const ids = (await planned(jobId, 3)).map((t) => Number(t.id));
+    await finishByHand([ids[0]!, ids[2]!]);
+    await poison(ids[1]!);
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    await cancelJob(r.orchestrator.context, jobId);
+    const j = await job(jobId);
+    expect(j.status).toBe('cancelled');
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 2]);
+    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([
+      ['completed', null],
+      ['failed', 'apply_failed'],
+      ['completed', null],
+    ]);
+    await invariant();
+  });
+
   it('the ledger invariant holds after one big batch: 300 tasks, 300 captures, one release', async () => {
     const r = await rigApplyingByHand();
     const jobId = await accept(r, { tasks: Array.from({ length: 300 }, () => ({ cost: 1 })) }, 310);

@@ -57,20 +57,32 @@ export async function applyTaskResults(
       applied.map((t) => ({ check: t.check_name, objectKey: t.object_key, result: gateResultOf(t.status, t.output) })),
     );
     const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, applied);
-    // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
-    const waitingFor =
-      job.status === 'cancelling'
-        ? await countOpenTasks(trx, job.id)
-        : await countUnsettledTasks(trx, job.id, (counted, exact) =>
-            ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
-          );
+    const finalize = await doneMode(trx, ctx, job);
     // The capture last, so the workspace's credit row is locked only for the commit (ledger.ts).
     await captureTasks(trx, capture);
-    if (waitingFor === 0) return { next: [], finalize: job.status === 'cancelling' ? 'cancel' : 'settle' };
+    if (finalize) return { next: [], finalize };
     return { next: [...released, ...expanded] };
   });
   if (after.next.length > 0) await enqueueTasks(ctx.redis, after.next);
   if (after.finalize) await finalizeJob(ctx, jobId, after.finalize);
+}
+
+/**
+ * Caller holds the job row lock, after applying. How the job is to be finalized when nothing is
+ * left to wait for, else null. Cancelling: nothing new will be planned, so it waits only for its
+ * open tasks (finished-but-unapplied ones need no expansion: the terminal transition settles
+ * them). Otherwise every task must be applied first: its expansion may plan more.
+ */
+export async function doneMode(trx: Trx, ctx: OrchestrationContext, job: LockedJob): Promise<FinalizeMode | null> {
+  if (job.status === 'queued') return null;
+  const waitingFor =
+    job.status === 'cancelling'
+      ? await countOpenTasks(trx, job.id)
+      : await countUnsettledTasks(trx, job.id, (counted, exact) =>
+          ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
+        );
+  if (waitingFor > 0) return null;
+  return job.status === 'cancelling' ? 'cancel' : 'settle';
 }
 
 /** The product's expansion of finished tasks, validated, then deduplicated, budgeted and gated at once. */

@@ -68,6 +68,34 @@ export async function settleTasks<T extends ApplicableTask>(
 }
 
 /**
+ * Caller holds the job row lock. Settles a finished task whose result could not be applied (its
+ * output failed to write on every try: apply-failure.ts) as `failed` / `apply_failed`, without
+ * its output and without a capture: applied, so the job can end, with the limitation
+ * `result_not_applied`. False when it is no longer finished-and-unapplied (applied meanwhile).
+ */
+export async function settleAsNotApplied(trx: Trx, job: LockedJob, taskId: number): Promise<boolean> {
+  const res = await sql<{ unit_cost: number; product_lane: string }>`SELECT unit_cost, product_lane FROM tasks
+    WHERE id = ${taskId} AND job_id = ${job.id} AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})
+    FOR UPDATE`.execute(trx);
+  const row = res.rows[0];
+  if (!row) return false;
+  await sql`UPDATE tasks SET status = 'failed', reason = 'apply_failed', output = NULL, applied_at = NOW(3)
+    WHERE id = ${taskId}`.execute(trx);
+  // Applied now, with no paid work: its share of the reservation goes back (task-counters.ts).
+  await addTaskCounters(trx, job.id, { unapplied: -1, plannedCost: -Number(row.unit_cost) });
+  const task: ApplicableTask = {
+    id: taskId,
+    status: 'failed',
+    reason: 'apply_failed',
+    unit_cost: Number(row.unit_cost),
+    applied_at: null,
+    product_lane: row.product_lane,
+  };
+  await countLimitationsOf(trx, job.id, [task], false);
+  return true;
+}
+
+/**
  * The task's own limitations and the one its status stands for, counted once per task. With
  * `gap`, they make the job's coverage incomplete by themselves (not a task's note).
  */
