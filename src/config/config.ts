@@ -169,7 +169,9 @@ export const configSchema = z
       .describe('The previous CURSOR_SECRET during a rotation: cursors it sealed stay valid until they expire'),
     DNS_SERVERS: list(hostPort)
       .optional()
-      .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
+      .describe(
+        'Resolvers, comma list of ip[:port]; default: the system resolvers. A public recursive resolver with no private zones (docs/operations.md)',
+      ),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
     DNS_ZONE_BACKOFF_MS: z.coerce
       .number()

@@ -22,6 +22,7 @@ import {
   PAGES_OTHER_OWNER,
   PAGES_OWNER,
   SCAN_ZONE,
+  WILD_CNAME_TARGET,
   WILD_ZONE,
   genZoneName,
 } from '../lab/scan-zones.ts';
@@ -378,6 +379,31 @@ describe('scan.recursive.v1', () => {
       // Every relation of every object points at an object the pages return.
       const ids = new Set(items.map((i) => i.objectId));
       for (const rel of apex.body.relations as Array<{ objectId: string }>) expect(ids).toContain(rel.objectId);
+    });
+
+    it("a CNAME target only the wildcard answers collapses too, recorded on the alias's object (issue 30 item 10)", async () => {
+      const alias = `cdn.${WILD_ZONE}`;
+      const target = `${WILD_CNAME_TARGET}.${WILD_ZONE}`;
+      // The alias is a host of its own (its CNAME is not the wildcard's answer); its target is not.
+      expect(byKey(alias)?.projection.wildcard).toBe('real');
+      expect(items.filter((i) => i.key === target)).toEqual([]);
+      const wildcard = byKey(`*.${WILD_ZONE}`)!;
+      expect((wildcard.projection.collapsed as { names: Array<Record<string, string>> }).names).toContainEqual({
+        name: target,
+        foundVia: 'cname',
+        foundFrom: alias,
+      });
+      // The alias's cname_to points at the wildcard object, and its projection says what collapsed.
+      const detail = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${byKey(alias)!.objectId}`);
+      expect(detail.body.relations).toContainEqual({
+        relation: 'cname_to',
+        direction: 'outgoing',
+        objectId: wildcard.objectId,
+      });
+      expect(byKey(alias)!.projection.cnameWildcard).toEqual([{ name: target, wildcard: `*.${WILD_ZONE}` }]);
+      // Every relation of the alias points at an object the pages return.
+      const ids = new Set(items.map((i) => i.objectId));
+      for (const rel of detail.body.relations as Array<{ objectId: string }>) expect(ids).toContain(rel.objectId);
     });
 
     it('a CNAME-only wildcard level collapses its names too', async () => {

@@ -4,13 +4,16 @@
 // exceed the client's EDNS size (512 without EDNS), and plays the hostile behaviours the zones
 // ask for (silence, wrong ids, garbage, delays, error rcodes).
 //
-// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address.
+// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address. Besides the public lab
+// zones it serves private ones (./private-zones.ts: cluster.local, corp.internal, a private reverse
+// zone, localhost), as a resolver with private zones would.
 // Standalone (npm run up -- --lab): `node test/lab/dns-server.ts --port 5353`.
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import * as packet from 'dns-packet';
 import { labZones, type Behaviour, type NameBehaviour, type Zone, type ZoneRecord } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 
 export interface LabDns {
   host: string;
@@ -291,7 +294,7 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
 
 export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
   const host = opts.host ?? '127.0.0.1';
-  const zones = new LabZones(opts.zones ?? labZones);
+  const zones = new LabZones(opts.zones ?? [...labZones, ...privateZones]);
   const rebinds: RebindCounts = new Map();
   const timers = new Set<NodeJS.Timeout>();
   const connections = new Set<net.Socket>();
@@ -419,7 +422,11 @@ if (import.meta.main) {
   // Standalone (npm run up -- --lab) serves every fixture zone, the domain lookup's too.
   const { labZones } = await import('./zones.ts');
   const { domainZones } = await import('./domain-zones.ts');
-  const lab = await startLabDns({ port, host: argValue('--host'), zones: [...labZones, ...domainZones] });
+  const lab = await startLabDns({
+    port,
+    host: argValue('--host'),
+    zones: [...labZones, ...privateZones, ...domainZones],
+  });
   process.stdout.write(`${JSON.stringify({ lab: 'dns', address: lab.address, host: lab.host, port: lab.port })}\n`);
   const stop = () => void lab.close().then(() => process.exit(0));
   process.once('SIGINT', stop);

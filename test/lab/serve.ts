@@ -21,6 +21,7 @@ import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 import { webLabPart } from './web-lab.ts';
 import { scanLabPart } from './scan-lab.ts';
 
@@ -92,7 +93,7 @@ export async function startLab(
   const started: LabPart[] = [];
   try {
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
-    const zones = [...labZones, ...started.flatMap((p) => p.zones)];
+    const zones = [...labZones, ...privateZones, ...started.flatMap((p) => p.zones)];
     // The DNS port must not be a part's real port either (multi-host.ts says why): on a collision
     // another server starts before this one closes, so the kernel cannot offer the same port.
     const taken = new Set(portMap.values());

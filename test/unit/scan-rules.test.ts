@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  aliasTargetMatch,
   answerSet,
   classifyProbe,
   classifyType,
@@ -63,6 +64,53 @@ function own(answer: (type: WildcardType) => QueryResult) {
 
 describe('wildcard DNS on answer sets', () => {
   const classic = probe('w.test', (t, k) => (t === 'A' ? a(`r${k}.w.test`, '127.0.0.9') : nodata(`r${k}.w.test`, t)));
+
+  /** The replies of an alias `cdn.w.test` whose CNAME chain is `chain`, ending with `end` records of each type. */
+  const alias = (chain: string[], end: Partial<Record<WildcardType, { type: string; data: unknown }>>) =>
+    own((t) => {
+      const links = chain.slice(0, -1).map((from, i) => ({ name: from, ttl: 60, type: 'CNAME', data: chain[i + 1] }));
+      if (t === 'CNAME') return reply(chain[0]!, 'CNAME', 'answer', [{ type: 'CNAME', data: chain[1] }]);
+      const last = end[t] ? [{ name: chain.at(-1)!, ttl: 60, ...end[t]! }] : [];
+      return { ...reply(chain[0]!, t, 'answer'), answers: [...links, ...last] };
+    });
+
+  it("an alias's CNAME target is judged from the alias's own replies (issue 30 item 10)", () => {
+    const wildcardAddress = { type: 'A', data: '127.0.0.9' };
+    // The target answers only what the wildcard answers: it collapses.
+    expect(aliasTargetMatch(classic, 'c-1.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'match',
+    );
+    // Its own data: a real host.
+    expect(
+      aliasTargetMatch(
+        classic,
+        'c-1.w.test',
+        alias(['cdn.w.test', 'c-1.w.test'], { A: { type: 'A', data: '127.0.0.10' } }),
+      ),
+    ).toBe('real');
+    // A target that is itself an alias (its CNAME is not the wildcard's answer): real.
+    expect(
+      aliasTargetMatch(
+        classic,
+        'c-1.w.test',
+        alias(['cdn.w.test', 'c-1.w.test', 'end.other.test'], { A: wildcardAddress }),
+      ),
+    ).toBe('real');
+    // Another level than the probe's, or a chain that does not pass through it: nothing is said.
+    expect(
+      aliasTargetMatch(classic, 'c-1.x.w.test', alias(['cdn.w.test', 'c-1.x.w.test'], { A: wildcardAddress })),
+    ).toBe('unknown');
+    expect(aliasTargetMatch(classic, 'c-2.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'unknown',
+    );
+    // An indeterminate reply of the alias leaves the target unknown.
+    const broken = alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress });
+    broken.MX = reply('cdn.w.test', 'MX', 'servfail');
+    expect(aliasTargetMatch(classic, 'c-1.w.test', broken)).toBe('unknown');
+    expect(aliasTargetMatch(null, 'c-1.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'unknown',
+    );
+  });
 
   it('no wildcard: every random label NXDOMAIN; every name under it is real', () => {
     const none = probe('n.test', (t, k) => nx(`r${k}.n.test`, t));

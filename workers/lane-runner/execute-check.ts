@@ -17,6 +17,7 @@ import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 import type { Limitation } from '../../src/contract/lanes.ts';
 import { PoolDeadlineExceeded } from '../pool/pool-deadline.ts';
 import { boundStoredOutput } from '../../src/products/kit/stored-output.ts';
+import { answerCutLimitation, collectAnswerCuts } from '../../src/net/special-use-resolver.ts';
 
 /** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
 export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;
@@ -57,15 +58,20 @@ export async function executeCheck(
   );
   const durationMs = () => performance.now() - started;
   try {
-    const raw = await Promise.race([
-      spec.run(
-        { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
-        { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+    // DNS answers cut where they left public DNS while the check ran (its own questions and its
+    // guard's host lookups): one limitation on its output (src/net/special-use-resolver.ts).
+    const { value: raw, cuts } = await Promise.race([
+      collectAnswerCuts(() =>
+        spec.run(
+          { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
+          { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+        ),
       ),
       aborted,
     ]);
-    if (deadline) return deadlineResult(deadline, normalizeOutput(raw), durationMs());
-    const output = normalizeOutput(raw);
+    const cut = answerCutLimitation(cuts);
+    if (deadline) return deadlineResult(deadline, withLimitation(normalizeOutput(raw), cut), durationMs());
+    const output = withLimitation(normalizeOutput(raw), cut);
     if (!output) {
       log.error({ check: spec.name, taskId: task.id }, 'check returned an invalid output');
       return { kind: 'done', status: 'failed', reason: 'internal_error', output: null, durationMs: durationMs() };
@@ -112,6 +118,11 @@ function deadlineResult(err: PoolDeadlineExceeded, output: CheckOutput | null, m
     },
     durationMs: ms,
   };
+}
+
+function withLimitation(output: CheckOutput | null, limitation: Limitation | null): CheckOutput | null {
+  if (!output || !limitation) return output;
+  return { ...output, limitations: [...output.limitations, limitation] };
 }
 
 /** The output as it is stored: its shape checked, every field and projection within the stored caps. */

@@ -18,6 +18,7 @@ import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import type { ApprovedScope } from '../../auth/approved-scopes.ts';
 import type { ScopeProofs } from '../../auth/scope-proof.ts';
+import type { PublicResolverCheck } from '../../net/public-resolver-check.ts';
 
 /**
  * What answers "can this lane's worker take work?" (src/queue/lane-health.ts): `alive` with a
@@ -48,6 +49,8 @@ export interface ProductServices {
   scopeProofs?: ScopeProofs;
   /** Worker liveness, where the process answers admission (the web role). */
   laneHealth?: WorkerLiveness;
+  /** Whether DNS_SERVERS answers special-use names (a /readyz warning: src/net/public-resolver-check.ts). */
+  publicResolver?: PublicResolverCheck;
 }
 
 export interface ProductRuntime {

@@ -14,9 +14,9 @@
 // Each connection resolves its host again, inside its own task, through the guard (whose lookup is
 // pinned to the addresses it just vetted): an earlier task's answer is never reused, so a record
 // changed since the name's dns task (a rebinding) is vetted again before anything connects.
-import { randomBytes, randomInt } from 'node:crypto';
-import * as packet from 'dns-packet';
+import { randomBytes } from 'node:crypto';
 import { presence, recordsOf } from '../../../dns/presence.ts';
+import { transferOverStream, type TransferResult } from '../../../dns/zone-transfer.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../../net/outbound-guard.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
@@ -322,7 +322,7 @@ async function transfer(
   zone: string,
   timeoutMs: number,
   signal: AbortSignal,
-): Promise<{ outcome: 'allowed' | 'refused' | 'timeout' | 'failed'; records: number; names: string[] }> {
+): Promise<TransferResult> {
   let socket;
   try {
     socket = await guard.connectTcp({ address, port: 53, host: server }, { timeoutMs, signal });
@@ -333,57 +333,7 @@ async function transfer(
       names: [],
     };
   }
-  const query = packet.encode({
-    type: 'query',
-    id: randomInt(0, 0x10000),
-    flags: 0,
-    questions: [{ type: 'AXFR', name: zone, class: 'IN' }],
-  });
-  const frame = Buffer.alloc(2 + query.length);
-  frame.writeUInt16BE(query.length, 0);
-  query.copy(frame, 2);
-  return new Promise((resolve) => {
-    let buf = Buffer.alloc(0);
-    let soas = 0;
-    let records = 0;
-    const names = new Set<string>();
-    let done = false;
-    const finish = (outcome: 'allowed' | 'refused' | 'timeout' | 'failed') => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ outcome: records > 0 && outcome !== 'refused' ? 'allowed' : outcome, records, names: [...names] });
-    };
-    const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    socket.on('error', () => finish('failed'));
-    socket.on('close', () => finish(records > 0 ? 'allowed' : 'failed'));
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
-        const len = buf.readUInt16BE(0);
-        let msg: packet.DecodedPacket;
-        try {
-          msg = packet.decode(buf.subarray(2, 2 + len));
-        } catch {
-          return finish('failed');
-        }
-        buf = buf.subarray(2 + len);
-        if (((msg.flags ?? 0) & 0xf) !== 0) return finish('refused');
-        for (const a of msg.answers ?? []) {
-          records++;
-          names.add(normalName(a.name));
-          if (a.type === 'SOA') soas++;
-          if (a.type === 'CNAME' || a.type === 'NS' || a.type === 'PTR') names.add(normalName(String(a.data)));
-          if (a.type === 'MX') names.add(normalName(String((a.data as { exchange: string }).exchange)));
-        }
-        // An AXFR ends with the SOA it started with.
-        if (soas >= 2 || records >= AXFR_MAX_RECORDS) return finish('allowed');
-        if ((msg.answers ?? []).length === 0) return finish('refused');
-      }
-    });
-    socket.write(frame);
-  });
+  return transferOverStream(socket, zone, { timeoutMs, maxRecords: AXFR_MAX_RECORDS });
 }
 
 // ---- scan.wordlist ----------------------------------------------------------------------------
