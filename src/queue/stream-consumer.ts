@@ -31,39 +31,6 @@ export type Settlement = { ack: true; with?: (tx: ChainableCommander) => void } 
 export const ACK: Settlement = { ack: true };
 export const RETAIN: Settlement = { ack: false };
 
-/**
- * A limit on entries being handled at once, shared by consumers of one process that compete for
- * the same resource (the orchestrator's per-lane results streams all apply results under job row
- * locks, on MySQL connections). Each consumer still reads and holds up to its own `concurrency`
- * entries; only their handling waits here, so what waits is an entry id, never its work.
- */
-export class HandlingBudget {
-  #used = 0;
-  #waiters: Array<() => void> = [];
-  readonly limit: number;
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  get inUse(): number {
-    return this.#used;
-  }
-
-  async acquire(signal?: AbortSignal): Promise<void> {
-    while (this.#used >= this.limit) {
-      if (signal?.aborted) throw signal.reason;
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-    this.#used++;
-  }
-
-  release(): void {
-    this.#used--;
-    this.#waiters.shift()?.();
-  }
-}
-
 export interface StreamConsumerOptions {
   redis: RedisClient;
   stream: string;
@@ -71,8 +38,6 @@ export interface StreamConsumerOptions {
   consumer: string;
   log: Logger;
   concurrency: number;
-  /** Handling slots shared with other consumers of this process (entries beyond them wait, unread by handle). */
-  handling?: HandlingBudget;
   visibilityMs: number;
   maxDeliveries: number;
   handle(d: Delivery): Promise<Settlement>;
@@ -96,7 +61,7 @@ interface InFlight {
 type ReadReply = Array<[string, Array<[string, string[] | null]>]> | null;
 
 export class StreamConsumer {
-  readonly #o: Required<Omit<StreamConsumerOptions, 'handling'>> & Pick<StreamConsumerOptions, 'handling'>;
+  readonly #o: Required<StreamConsumerOptions>;
   readonly #stop = new AbortController();
   readonly #inflight = new Map<string, InFlight>();
   #waiters: Array<() => void> = [];
@@ -246,13 +211,7 @@ export class StreamConsumer {
     const abort = new AbortController();
     const d: Delivery = { id, fields, deliveries, signal: abort.signal };
     const promise = (async () => {
-      const handling = this.#o.handling;
-      let holding = false;
       try {
-        if (handling) {
-          await handling.acquire(abort.signal);
-          holding = true;
-        }
         const s = dead ? await this.#o.deadLetter(d) : await this.#o.handle(d);
         if (s.ack) await this.#ack(id, s.with);
       } catch (err) {
@@ -260,8 +219,6 @@ export class StreamConsumer {
           { err: errInfo(err), stream: this.#o.stream, entry: id },
           'stream entry failed; left pending for redelivery',
         );
-      } finally {
-        if (holding) handling!.release();
       }
     })().finally(() => {
       this.#inflight.delete(id);

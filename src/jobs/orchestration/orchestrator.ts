@@ -15,14 +15,7 @@ import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } fr
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
 import { startHeartbeat } from '../../queue/heartbeat.ts';
 import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settings.ts';
-import {
-  ACK,
-  HandlingBudget,
-  StreamConsumer,
-  errInfo,
-  type Delivery,
-  type Settlement,
-} from '../../queue/stream-consumer.ts';
+import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
@@ -73,14 +66,24 @@ export interface OrchestratorOptions {
   timing?: Partial<OrchestratorTiming>;
   consumer?: string;
   concurrency?: number;
-  /** Result notices held at once across the lanes' results streams (waiting for their job's batch). */
+  /**
+   * Result notices each lane's results stream consumer holds at once (read ahead, waiting for their
+   * job's batch as ids): far more than a batch, so that one job's backlog in the stream does not
+   * hide another job's notice behind it.
+   */
   resultsConcurrency?: number;
+  /** Result batches (each of one job) applied at once; jobs take turns (result-batcher.ts). */
+  applyConcurrency?: number;
   /** Most finished tasks of one job applied in one transaction. */
   resultBatch?: number;
   metrics?: client.Registry;
 }
 
-const DEFAULT_RESULTS_CONCURRENCY = 512;
+const DEFAULT_RESULTS_CONCURRENCY = 8192;
+/** Below the MySQL pool (10): plans, finalizing and the periodic tasks keep connections. */
+const DEFAULT_APPLY_CONCURRENCY = 6;
+/** Notices read per XREADGROUP of a results stream: the read-ahead fills in a few round trips. */
+const RESULTS_READ_COUNT = 512;
 
 export interface OrchestratorHandle {
   readonly context: OrchestrationContext;
@@ -137,8 +140,9 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     deadLetter: deadLetter(streams.jobs),
   });
   // Results are applied in batches per job (result-batcher.ts): an entry being handled waits for
-  // its job's batch as an id, so each results stream may hold many at once; what bounds MySQL is
-  // one batch in flight per job. The per-lane streams share one handling budget all the same.
+  // its job's batch as an id, so each results stream holds many at once (a job's backlog is read
+  // past, and a later job's notice reaches the batcher at once); what bounds MySQL is the
+  // batcher's few batches at once, one per job, jobs taking turns.
   // How big the batches are and how long each takes: the figures that say whether results wait on
   // the job row lock (few large batches) or arrive slower than they are applied (many of one).
   const batchTasks = opts.metrics
@@ -166,16 +170,16 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     },
     {
       maxBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
+      maxConcurrent: opts.applyConcurrency ?? DEFAULT_APPLY_CONCURRENCY,
     },
   );
   const resultsInFlight = opts.resultsConcurrency ?? DEFAULT_RESULTS_CONCURRENCY;
-  const handling = new HandlingBudget(resultsInFlight);
   const results = LANES.map((lane) => streams.laneResults(lane)).map(
     (stream) =>
       new StreamConsumer({
         ...common,
         concurrency: resultsInFlight,
-        handling,
+        batch: RESULTS_READ_COUNT,
         stream,
         handle: (d) => handleTaskResult(ctx, batcher, d),
         deadLetter: (d) => deadTaskResult(ctx, stream, d, deadLetter(stream)),
