@@ -253,6 +253,12 @@ export interface OutboundGuard {
    * job-scoped DNS cache (src/dns/answer-cache.ts).
    */
   over(resolver: Resolver): OutboundGuard;
+  /**
+   * The same guard taking its politeness slots on behalf of `tenant` (a workspace): the slots of
+   * an address are shared max-min between the tenants waiting for it (address-slots.ts), so one
+   * tenant's backlog on an address never stands in front of another tenant's connection.
+   */
+  forTenant(tenant: string): OutboundGuard;
   /** The politeness slots every connection of this guard takes (null: none). */
   readonly slots: AddressSlots | null;
 }
@@ -349,5 +355,6 @@ function guardOver(
     connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots, deny),
     forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, slots, new Map()),
     over: (r) => guardOver(hostResolverOver(r), o, slots),
+    forTenant: (tenant) => guardOver(resolver, o, slots?.forTenant(tenant), sharedHops),
   };
 }

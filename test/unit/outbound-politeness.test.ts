@@ -4,6 +4,9 @@
 // at once: many checks fetching pages of one address at once never hold more than the configured
 // connections to it, another address is not held back by it, raw TCP connections take the same
 // slots until their socket closes, and connections to one address start at least the interval apart.
+// Shared between workspaces (issue 32): one workspace's backlog on an address holds at most its
+// share of the address's slots while another waits; the other's connection takes the next freed
+// slot, not a place behind the backlog (before: one line in arrival order across workspaces).
 import http from 'node:http';
 import type net from 'node:net';
 import { pino } from 'pino';
@@ -20,8 +23,9 @@ const B = '127.0.0.82';
 
 /** A server per address that answers after `delayMs` and records connections held at once and their start times. */
 function countingServer(delayMs: number) {
-  const stats = { open: 0, most: 0, starts: [] as number[] };
-  const server = http.createServer((_req, res) => {
+  const stats = { open: 0, most: 0, starts: [] as number[], paths: [] as string[] };
+  const server = http.createServer((req, res) => {
+    stats.paths.push(req.url ?? '');
     setTimeout(() => res.end('ok'), delayMs);
   });
   server.keepAliveTimeout = 1;
@@ -68,6 +72,58 @@ describe('politeness per target address', () => {
     expect(servers.a.stats.starts).toHaveLength(12);
     expect(servers.b.stats.most).toBe(1);
     expect(guard.slots?.openTo(A)).toBe(0);
+  });
+
+  it("one workspace's backlog on an address never stands in front of another workspace's connection to it", async () => {
+    const before = servers.a.stats.paths.length;
+    const slots = guard.slots!;
+    // Workspace 1: twelve checks of pages on A at once (two connect, ten wait for a slot).
+    const backlog = Array.from({ length: 12 }, (_, i) =>
+      guard.forTenant('ws-1').forCheck().fetch(`http://${A}/ws1-${i}`, { timeoutMs: 20_000 }),
+    );
+    const end = Date.now() + 10_000;
+    while (slots.waitingFor(A) < 10 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    expect([slots.openTo(A, 'ws-1'), slots.waitingFor(A, 'ws-1')]).toEqual([2, 10]);
+    // Workspace 2 arrives behind that backlog with one page of the same address.
+    const other = guard.forTenant('ws-2').forCheck().fetch(`http://${A}/ws2`, { timeoutMs: 20_000 });
+    const replies = await Promise.all([...backlog, other]);
+    expect(replies.map((r) => r.status)).toEqual(Array(13).fill(200));
+    const order = servers.a.stats.paths.slice(before);
+    // The first slot freed went to workspace 2 (it had none open): its request came third, not last.
+    expect(order.indexOf('/ws2')).toBe(2);
+    expect(servers.a.stats.most).toBe(2);
+    expect(slots.openTo(A)).toBe(0);
+  });
+
+  it('the slots of one address are shared max-min between workspaces: a freed slot goes to whoever holds fewer', async () => {
+    const slots = new AddressSlots({ connections: 2, intervalMs: 0 });
+    const [one, two] = [slots.forTenant('1'), slots.forTenant('2')];
+    const granted: string[] = [];
+    const take = (view: AddressSlots, name: string) =>
+      view.acquire(A).then((release) => {
+        granted.push(name);
+        return release;
+      });
+    const held = [await take(one, '1a'), await take(one, '1b')];
+    const waiting = [take(one, '1c'), take(one, '1d'), take(two, '2a'), take(two, '2b')];
+    await new Promise((r) => setTimeout(r, 10));
+    expect([slots.openTo(A, '1'), slots.waitingFor(A, '1'), slots.waitingFor(A, '2')]).toEqual([2, 2, 2]);
+    held[0]!(); // 1 holds one, 2 none: 2's first waiter, though 1's waiters came first
+    await new Promise((r) => setTimeout(r, 10));
+    expect(granted).toEqual(['1a', '1b', '2a']);
+    held[1]!(); // 1 holds none, 2 one: 1's next waiter
+    await new Promise((r) => setTimeout(r, 10));
+    expect(granted).toEqual(['1a', '1b', '2a', '1c']);
+    const [r1c, r1d, r2a, r2b] = waiting;
+    (await r2a!)(); // 1 holds one, 2 none: 2's next waiter
+    await new Promise((r) => setTimeout(r, 10));
+    expect(granted).toEqual(['1a', '1b', '2a', '1c', '2b']);
+    (await r1c!)(); // 1 holds none, 2 one: 1's last waiter
+    await new Promise((r) => setTimeout(r, 10));
+    expect(granted).toEqual(['1a', '1b', '2a', '1c', '2b', '1d']);
+    (await r1d!)();
+    (await r2b!)();
+    expect([slots.openTo(A), slots.waitingFor(A)]).toEqual([0, 0]);
   });
 
   it('a raw connection holds its slot until its socket closes', async () => {

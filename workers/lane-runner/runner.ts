@@ -254,17 +254,27 @@ export class LaneRunner {
 
   /**
    * The process's runtime with DNS answers shared by the checks of the task's job only (scope:
-   * workspace and job), and the outbound guard (its politeness slots included) asking through them.
+   * workspace and job), and the outbound guards asking through them and taking their politeness
+   * slots per address as the task's workspace (shared max-min between workspaces: address-slots.ts).
    */
   #jobRuntime(task: { workspaceId: number; jobId: number }): Runtime {
     const base = this.#o.runtime;
+    const tenant = String(task.workspaceId);
     const resolver = base.services.resolver;
-    if (!resolver) return base;
+    const active = base.services.activeOutbound?.forTenant(tenant);
+    const withActive = active ? { activeOutbound: active } : {};
+    if (!resolver) {
+      const outbound = base.services.outbound?.forTenant(tenant);
+      return { ...base, services: { ...base.services, ...withActive, ...(outbound ? { outbound } : {}) } };
+    }
     // notingCuts: an answer cut at the public boundary (src/net/special-use-resolver.ts) in another
     // check of the job, served here from the cache, still gives this check its limitation.
     const scoped = notingCuts(this.answers.scoped(`${task.workspaceId}:${task.jobId}`, resolver));
-    const outbound = base.services.outbound?.over(scoped);
-    return { ...base, services: { ...base.services, resolver: scoped, ...(outbound ? { outbound } : {}) } };
+    const outbound = base.services.outbound?.over(scoped).forTenant(tenant);
+    return {
+      ...base,
+      services: { ...base.services, ...withActive, resolver: scoped, ...(outbound ? { outbound } : {}) },
+    };
   }
 
   /**
