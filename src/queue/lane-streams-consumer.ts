@@ -12,6 +12,14 @@
 // the runner's fair share (workers/lane-runner/run-gate.ts); the runner says through `wants` how
 // many more entries of a stream it would hold, so a process never hoards a backlog that another
 // process could run (work conserving across processes).
+//
+// What a read costs Redis grows with the keys it names (issue 32: 1,000 monitors due at once are
+// 1,000 job streams on a lane), and Redis runs one command at a time. So a read names at most
+// MAX_KEYS_PER_READ streams, taking turns through the list (a rotating start), with COUNT such
+// that keys × COUNT never passes the room left (one read never takes more than the runner holds);
+// and a stream found with nothing undelivered is left out of reads until the lane's set shows a
+// newer enqueue to it (its score) or RECHECK_EMPTY_MS passed (a same-millisecond enqueue keeps the
+// score: the recheck bounds that case).
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChainableCommander, Redis } from 'ioredis';
@@ -61,6 +69,10 @@ interface InFlight {
 
 type ReadReply = Array<[string, Array<[string, string[] | null]>]> | null;
 const BENIGN_READ_ERROR = /NOGROUP|UNBLOCKED|no longer exists/;
+/** Most job streams one XREADGROUP names. */
+export const MAX_KEYS_PER_READ = 128;
+/** A stream left out of reads as drained is named again at least this often. */
+const RECHECK_EMPTY_MS = 1000;
 
 export class LaneStreamsConsumer {
   readonly #o: Required<LaneStreamsOptions>;
@@ -73,6 +85,10 @@ export class LaneStreamsConsumer {
   #closing: Promise<void> | undefined;
   #jobs: Array<{ job: string; stream: string; enqueuedAt: number }> = [];
   #jobsAt = 0;
+  /** Streams a read found with nothing undelivered: the enqueue score then, and when. */
+  readonly #drained = new Map<string, { score: number; at: number }>();
+  /** Where the next read's turn through the wanted streams starts. */
+  #turn = 0;
 
   constructor(o: LaneStreamsOptions) {
     this.#o = {
@@ -171,6 +187,10 @@ export class LaneStreamsConsumer {
     }
     this.#jobs = jobs;
     this.#jobsAt = Date.now();
+    if (this.#drained.size > jobs.length) {
+      const listed = new Set(jobs.map((j) => j.stream));
+      for (const stream of this.#drained.keys()) if (!listed.has(stream)) this.#drained.delete(stream);
+    }
     return jobs;
   }
 
@@ -182,11 +202,16 @@ export class LaneStreamsConsumer {
         await this.#pause(this.#o.refreshMs);
         continue;
       }
-      let wanted: Array<{ stream: string; n: number }>;
+      let wanted: Array<{ stream: string; n: number; score: number }>;
       try {
-        wanted = (await this.#jobStreams())
-          .map((j) => ({ stream: j.stream, n: this.#o.wants(j.stream) }))
-          .filter((w) => w.n > 0);
+        const now = Date.now();
+        wanted = [];
+        for (const j of await this.#jobStreams()) {
+          const drained = this.#drained.get(j.stream);
+          if (drained && drained.score === j.enqueuedAt && now - drained.at < RECHECK_EMPTY_MS) continue;
+          const n = this.#o.wants(j.stream);
+          if (n > 0) wanted.push({ stream: j.stream, n, score: j.enqueuedAt });
+        }
       } catch (err) {
         if (this.#stopped()) break;
         failures++;
@@ -200,21 +225,44 @@ export class LaneStreamsConsumer {
         await this.#pause(this.#o.refreshMs);
         continue;
       }
-      const count = Math.max(1, Math.min(room, Math.max(...wanted.map((w) => w.n))));
+      // This read's turn: at most MAX_KEYS_PER_READ streams from the rotating start, and COUNT
+      // (per stream) such that all of them together never bring back more than the room left.
+      const keys = Math.max(1, Math.min(wanted.length, MAX_KEYS_PER_READ, room));
+      // Block only when this read names every stream wanted: else an empty turn would hold up the
+      // streams of the next one (the empty ones are left out after it, so the list shrinks).
+      const blocking = wanted.length <= keys;
+      const start = this.#turn % wanted.length;
+      const named = [...wanted.slice(start), ...wanted.slice(0, start)].slice(0, keys);
+      this.#turn = start + keys;
+      wanted = named;
+      const count = Math.max(1, Math.min(Math.floor(room / keys), Math.max(...wanted.map((w) => w.n))));
+      const readAt = Date.now();
       let reply: ReadReply;
       try {
-        reply = (await this.#reader!.xreadgroup(
-          'GROUP',
-          this.#group,
-          this.#o.consumer,
-          'COUNT',
-          count,
-          'BLOCK',
-          this.#o.refreshMs,
-          'STREAMS',
-          ...wanted.map((w) => w.stream),
-          ...wanted.map(() => '>'),
-        )) as ReadReply;
+        const names = [...wanted.map((w) => w.stream), ...wanted.map(() => '>')];
+        reply = (
+          blocking
+            ? await this.#reader!.xreadgroup(
+                'GROUP',
+                this.#group,
+                this.#o.consumer,
+                'COUNT',
+                count,
+                'BLOCK',
+                this.#o.refreshMs,
+                'STREAMS',
+                ...names,
+              )
+            : await this.#reader!.xreadgroup(
+                'GROUP',
+                this.#group,
+                this.#o.consumer,
+                'COUNT',
+                count,
+                'STREAMS',
+                ...names,
+              )
+        ) as ReadReply;
         failures = 0;
       } catch (err) {
         if (this.#stopped()) break;
@@ -231,12 +279,19 @@ export class LaneStreamsConsumer {
         );
         continue;
       }
-      for (const [named, entries] of reply ?? []) {
+      const got = new Map<string, number>();
+      for (const [name, entries] of reply ?? []) {
         // The reply names the key with REDIS_KEY_PREFIX in front (which holds no braces).
-        const stream = named.slice(named.indexOf('{'));
+        const stream = name.slice(name.indexOf('{'));
+        got.set(stream, entries.length);
         for (const [id, fields] of entries) {
           if (fields) this.#dispatch(stream, id, fieldsToRecord(fields), 1, false);
         }
+      }
+      // A stream that gave fewer entries than COUNT had nothing more undelivered at the read.
+      for (const w of wanted) {
+        if ((got.get(w.stream) ?? 0) < count) this.#drained.set(w.stream, { score: w.score, at: readAt });
+        else this.#drained.delete(w.stream);
       }
     }
   }

@@ -1,0 +1,78 @@
+// A lane runner's reads over many job streams (src/queue/lane-streams-consumer.ts; issue 32: 1,000
+// monitors due at once are 1,000 job streams on a lane), on real Redis: a read names at most
+// MAX_KEYS_PER_READ streams, taking turns, and never brings back more entries than the room the
+// runner has (maxInFlight); every entry of every stream is still delivered once. Before: one
+// XREADGROUP named every stream with COUNT per stream, so 300 streams of 5 entries came back in
+// one read of 1,500 entries to a runner with room for 64 (and a read's cost grew with the streams).
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LaneStreamsConsumer, MAX_KEYS_PER_READ } from '../../src/queue/lane-streams-consumer.ts';
+import { enqueueTasks } from '../../src/queue/task-enqueue.ts';
+import { ACK } from '../../src/queue/stream-consumer.ts';
+import type { RedisClient } from '../../src/redis/client.ts';
+import { hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
+
+const STREAMS = 300;
+const PER_STREAM = 5;
+const ROOM = 64;
+
+let redis: RedisClient;
+
+beforeAll(async () => {
+  if (!hasRedis()) throw new Error('needs Redis: run with `npm test`');
+  redis = await testRedis(testPrefix('lsread'));
+});
+afterAll(async () => {
+  await redis?.quit().catch(() => {});
+});
+
+describe('reads over many job streams', () => {
+  it(`${STREAMS} job streams: no read brings back more than the room, and every entry is delivered once`, async () => {
+    expect(MAX_KEYS_PER_READ).toBeLessThan(STREAMS);
+    const refs = [];
+    let id = 1;
+    for (let j = 1; j <= STREAMS; j++)
+      for (let t = 0; t < PER_STREAM; t++) refs.push({ id: id++, jobId: j, lane: 'dns' });
+    await enqueueTasks(redis, refs);
+    const seen = new Map<string, number>();
+    let held = 0;
+    let most = 0;
+    const release: Array<() => void> = [];
+    const consumer = new LaneStreamsConsumer({
+      redis,
+      lane: 'dns',
+      consumer: 'reader',
+      log: pino({ level: 'silent' }),
+      maxInFlight: ROOM,
+      wants: () => PER_STREAM,
+      visibilityMs: 60_000,
+      maxDeliveries: 5,
+      refreshMs: 50,
+      handle: async (d) => {
+        held++;
+        most = Math.max(most, held);
+        seen.set(d.fields.task!, (seen.get(d.fields.task!) ?? 0) + 1);
+        // Held until the test lets a batch go: the consumer's room fills up.
+        await new Promise<void>((r) => release.push(r));
+        held--;
+        return ACK;
+      },
+      deadLetter: async () => ACK,
+    });
+    await consumer.start();
+    const end = Date.now() + 60_000;
+    try {
+      while (seen.size < refs.length && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 20));
+        // Let go of what is held, a few at a time, so reads keep coming.
+        for (const r of release.splice(0, 16)) r();
+      }
+    } finally {
+      for (const r of release.splice(0)) r();
+      await consumer.close();
+    }
+    expect(most).toBeLessThanOrEqual(ROOM);
+    expect(seen.size).toBe(refs.length);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+  }, 90_000);
+});
