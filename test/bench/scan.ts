@@ -51,8 +51,12 @@
 //   of links, every host a page, pages on 250 loopback addresses, HTTP only.
 //   `--fairness` (with BENCH_SCAN_SIZES=2000): two workspaces start a deep scan of the zone at once,
 //   and a third workspace's web lookup of one page is timed on the idle lanes first, then while
-//   both scans run: targets each scan's wall within 1.3× of the other's, the lookup within 2× of
-//   its idle time.
+//   both scans run (BENCH_SCAN_LOOKUPS, default 5, of each, one after the other; the medians are
+//   the figures): targets each scan's wall within 1.3× of the other's, the lookup within 2× of its
+//   idle time. Each lookup's path is printed from the database's own timestamps (job created →
+//   each task planned, claimed by a lane, done, applied → job terminal → seen by the poll).
+//   BENCH_CPU_PROF=<dir> (BENCH_CPU_PROF_ROLES=orchestrator,lane-web; default every role): each
+//   such role writes a V8 CPU profile there when it stops.
 //
 //   Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a
 //   throwaway database lss_benchscan_<time>_<hex> and Redis prefix lssbench:<same>:, and removes
@@ -426,21 +430,80 @@ interface Fairness {
   t0: number;
   jobRefs: string[];
   wallsS: number[];
+  /** Medians of LOOKUPS_EACH lookups. */
   lookupIdleMs: number;
   lookupBusyMs: number;
+  idle: TimedLookup[];
+  busy: TimedLookup[];
+}
+
+/** Lookups timed on the idle lanes and during the scans (the median is the figure). */
+const LOOKUPS_EACH = Number(process.env.BENCH_SCAN_LOOKUPS ?? 5);
+
+interface TimedLookup {
+  jobRef: string;
+  ms: number;
+  /** Wall-clock ms of the POST and of the poll that saw it terminal (to line up with the database's timestamps). */
+  postedAt: number;
+  seenAt: number;
 }
 
 /** A web lookup of one page of the zone by `key`, from its POST to the poll that sees it terminal (ms). */
-async function timedLookup(base: string, key: string, url: string): Promise<number> {
+async function timedLookup(base: string, key: string, url: string): Promise<TimedLookup> {
+  const postedAt = Date.now();
   const t = performance.now();
   const r = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/lookups/web', { url });
   if (r.status !== 202 || !r.body.jobRef)
     throw new Error(`POST /v2/lookups/web → ${r.status} ${JSON.stringify(r.body)}`);
   for (;;) {
     const v = await api<JobView>(base, key, 'GET', `/v2/jobs/${r.body.jobRef}`);
-    if (v.body.terminal) return performance.now() - t;
+    if (v.body.terminal) return { jobRef: r.body.jobRef, ms: performance.now() - t, postedAt, seenAt: Date.now() };
     await sleep(25);
   }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/**
+ * Where a timed lookup spent its time, from the database's own timestamps (one clock: the
+ * MariaDB server's, DATETIME(3)): admission (job created) → planned (its first task row) →
+ * claimed by a lane (started_at) → check done (finished_at) → applied by the orchestrator
+ * (applied_at) → terminal (completed_at) → seen by the poll.
+ */
+async function lookupPath(databaseUrl: string, lookups: TimedLookup[]): Promise<string[]> {
+  const dbh = createDb(databaseUrl, { connectionLimit: 1 });
+  const out: string[] = [];
+  try {
+    for (const l of lookups) {
+      const job = await dbh.db
+        .selectFrom('jobs')
+        .select(['id', 'created_at', 'completed_at'])
+        .where('public_id', '=', l.jobRef)
+        .executeTakeFirst();
+      if (!job) continue;
+      const tasks = await dbh.db
+        .selectFrom('tasks')
+        .select(['check_name', 'created_at', 'started_at', 'finished_at', 'applied_at'])
+        .where('job_id', '=', job.id)
+        .execute();
+      const ms = (d: Date | null | undefined) => (d ? new Date(d).getTime() : NaN);
+      const c = ms(job.created_at as Date);
+      const rel = (d: Date | null | undefined) => fmt(ms(d) - c, 0);
+      const parts = tasks.map(
+        (t) =>
+          `${t.check_name}: planned +${rel(t.created_at as Date)} claimed +${rel(t.started_at as Date | null)} done +${rel(t.finished_at as Date | null)} applied +${rel(t.applied_at as Date | null)}`,
+      );
+      out.push(
+        `${fmt(l.ms, 0)} ms: POST→created ${fmt(c - l.postedAt, 0)}; ${parts.join('; ')}; terminal +${rel(job.completed_at as Date | null)}; seen +${fmt(l.seenAt - c, 0)}`,
+      );
+    }
+  } finally {
+    await dbh.close();
+  }
+  return out;
 }
 
 /**
@@ -451,7 +514,8 @@ async function fairness(base: string, keys: string[], zone: string, credits: num
   const [a, b, c] = keys as [string, string, string];
   const url = `http://h1.${zone}/`;
   await timedLookup(base, c, url); // warm: the web lane's first check loads its modules
-  const lookupIdleMs = await timedLookup(base, c, url);
+  const idle: TimedLookup[] = [];
+  for (let i = 0; i < LOOKUPS_EACH; i++) idle.push(await timedLookup(base, c, url));
   const t0 = performance.now();
   const accepted = await Promise.all(
     [a, b].map((k) =>
@@ -479,12 +543,18 @@ async function fairness(base: string, keys: string[], zone: string, credits: num
     }
   })();
   await sleep(3000); // both scans fanned out
-  const lookupBusyMs = await timedLookup(base, c, url);
+  const busy: TimedLookup[] = [];
+  for (let i = 0; i < LOOKUPS_EACH && walls.every((w) => w === null); i++) {
+    busy.push(await timedLookup(base, c, url));
+    await sleep(500);
+  }
   await polling;
+  const lookupIdleMs = median(idle.map((l) => l.ms));
+  const lookupBusyMs = median(busy.map((l) => l.ms));
   log(
     `fairness: scans ${walls.map((w) => fmt(w!, 1)).join(' s / ')} s; lookup ${fmt(lookupIdleMs, 0)} ms idle, ${fmt(lookupBusyMs, 0)} ms during the scans`,
   );
-  return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs };
+  return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs, idle, busy };
 }
 
 async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
@@ -518,10 +588,20 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
   const base = `http://127.0.0.1:${port}`;
   // Each process serves its private /metrics (METRICS_PORT, as in a deployment): the V8 heap
   // figures of prom-client's default metrics say whether a high RSS is live JS objects.
+  // BENCH_CPU_PROF=<dir> (with BENCH_CPU_PROF_ROLES=orchestrator,lane-web; default every role):
+  // each such role writes a V8 CPU profile there when it stops (node --cpu-prof).
+  const profDir = process.env.BENCH_CPU_PROF;
+  const profRoles = new Set((process.env.BENCH_CPU_PROF_ROLES ?? '').split(',').filter(Boolean));
+  const argsOf = (role: string) => {
+    const args = procfileRoleArgs(role, checkout);
+    return profDir && (profRoles.size === 0 || profRoles.has(role))
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`, `--cpu-prof-name=${role}-${n}.cpuprofile`, ...args]
+      : args;
+  };
   const roles: Array<{ role: string; args: string[]; extra: Record<string, string> }> = [
-    { role: 'web', args: procfileRoleArgs('web', checkout), extra: { PORT: String(port) } },
-    { role: 'orchestrator', args: procfileRoleArgs('orchestrator', checkout), extra: {} },
-    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: procfileRoleArgs(`lane-${lane}`, checkout), extra: {} })),
+    { role: 'web', args: argsOf('web'), extra: { PORT: String(port) } },
+    { role: 'orchestrator', args: argsOf('orchestrator'), extra: {} },
+    ...LANES.map((lane) => ({ role: `lane-${lane}`, args: argsOf(`lane-${lane}`), extra: {} })),
   ];
   const started: Array<{ role: string; proc: Proc; metricsPort: number }> = [];
   for (const r of roles) {
@@ -580,6 +660,11 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     let fair: Fairness | null = null;
     if (FAIRNESS && run.code === 'new') {
       fair = await fairness(base, [key, ...ctx.databases.new!.others], zone, credits);
+      for (const [when, list] of [
+        ['idle', fair.idle],
+        ['during the scans', fair.busy],
+      ] as const)
+        for (const line of await lookupPath(databaseUrl, list)) log(`lookup ${when}: ${line}`);
       t0 = fair.t0;
       jobRef = fair.jobRefs[0]!;
     } else {
