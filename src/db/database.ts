@@ -24,9 +24,12 @@ export function createDb(url: string, opts: { connectionLimit?: number } = {}): 
     connectTimeout: 5000,
     enableKeepAlive: true,
   });
-  // Every session in UTC, whatever the server's default, so NOW(3) and JS Dates agree.
+  // Every session in UTC, whatever the server's default, so NOW(3) and JS Dates agree; and READ
+  // COMMITTED by default, so a write transaction (inTransaction) needs no statement of its own to
+  // set it (one round trip fewer per transaction, issue 32).
   pool.on('connection', (conn) => {
     conn.query("SET time_zone = '+00:00'");
+    conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
   });
   const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
   let closing: Promise<void> | undefined;

@@ -74,7 +74,8 @@ export async function inTransaction<T>(
   const attempts = opts.attempts ?? 8;
   for (let i = 1; ; i++) {
     try {
-      return await db.transaction().setIsolationLevel('read committed').execute(fn);
+      // READ COMMITTED: every connection's session default (database.ts), set once per connection.
+      return await db.transaction().execute(fn);
     } catch (err) {
       if (i >= attempts || !isRetryableLockError(err)) throw err;
       opts.onRetry?.(err, i);

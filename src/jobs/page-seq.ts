@@ -10,9 +10,15 @@ export async function takeSeq(
   column: 'object_seq' | 'finding_seq',
   n: number,
 ): Promise<number> {
-  await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
-    trx,
-  );
-  const res = await sql<{ last: number }>`SELECT LAST_INSERT_ID() AS last`.execute(trx);
-  return Number(res.rows[0]!.last) - n + 1;
+  const upd =
+    await sql`UPDATE jobs SET ${sql.ref(column)} = LAST_INSERT_ID(${sql.ref(column)} + ${n}) WHERE id = ${jobId}`.execute(
+      trx,
+    );
+  // The statement's reply carries LAST_INSERT_ID(expr)'s value (as mysql_insert_id() does): no
+  // second round trip on the job row lock's critical path (issue 32). Asked only if it is absent.
+  const last =
+    upd.insertId !== undefined && upd.insertId > 0n
+      ? Number(upd.insertId)
+      : Number((await sql<{ last: number }>`SELECT LAST_INSERT_ID() AS last`.execute(trx)).rows[0]!.last);
+  return last - n + 1;
 }
