@@ -5,9 +5,13 @@ export type {
   ClientOptions,
   FindingPageOptions,
   LookupOptions,
+  ListOptions,
   LookupResult,
+  MonitorCreated,
   WriteOptions,
 } from './client.ts';
+export { LssWebhookError, verifyWebhook } from './webhooks.ts';
+export type { VerifyOptions, WebhookErrorReason, WebhookHeaders } from './webhooks.ts';
 export { LssApiError, LssError, LssPartialError, LssTransportError } from './errors.ts';
 export type { ClientErrorCode } from './errors.ts';
 export type { RetryEvent } from './http-transport.ts';

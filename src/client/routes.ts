@@ -54,6 +54,11 @@ export const apiPaths = {
   object: (ref: string, objectId: string) =>
     `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
   products: () => '/v2/products',
+  monitors: () => '/v2/monitors',
+  monitor: (id: string) => `/v2/monitors/${encodeURIComponent(id)}`,
+  deliveries: (id: string) => `/v2/monitors/${encodeURIComponent(id)}/deliveries`,
+  redeliver: (id: string, eventId: string) =>
+    `/v2/monitors/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(eventId)}/redeliver`,
 } as const;
 
 /** The OpenAPI operationIds the SDK implements besides the product routes (checked for drift). */
@@ -64,4 +69,15 @@ export const jobOperationIds = [
   'listJobFindings',
   'getJobObject',
   'listProducts',
+] as const;
+
+/** The monitor operations the SDK implements (CONTRACT §14; checked for drift like the job ones). */
+export const monitorOperationIds = [
+  'createMonitor',
+  'listMonitors',
+  'getMonitor',
+  'updateMonitor',
+  'deleteMonitor',
+  'listMonitorDeliveries',
+  'redeliverMonitorEvent',
 ] as const;

@@ -14,6 +14,7 @@ import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-
 import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
+import { noChangeSummary, recordJobFinished } from '../monitors/monitor-events.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -76,6 +77,8 @@ export async function finalizeLocked(
     );
   }
   await releaseRemainder(trx, job.id);
+  // A monitor's run: its monitor.job_finished event, in the transaction that ends the job (§14).
+  await recordJobFinished(trx, job.id, outcome.status, noChangeSummary);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;
 }
