@@ -130,6 +130,14 @@ export interface JobsTable {
   tasks_planned_cost: Generated<number>;
   tasks_unapplied: Generated<number>;
   budget_stopped: Generated<number>;
+  /** Change detection (migration 012; src/jobs/changes/). Generated: SHA-256 of product, target, profile. */
+  target_key: ColumnType<Buffer, never, never>;
+  change_fingerprint: Generated<string | null>;
+  baseline_job_id: Generated<number | null>;
+  baseline_ref: Generated<string | null>;
+  baseline_completed_at: Generated<Date | null>;
+  /** The change counts (CONTRACT §13), written with the terminal status. */
+  changes: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface OutboxTable {
@@ -289,7 +297,38 @@ export interface MonitorEventsTable {
   created_at: CreatedAt;
 }
 
+export interface ChangeRunsTable {
+  job_id: number;
+  baseline_job_id: number;
+  after_hash: Buffer | null;
+  next_seq: Generated<number>;
+  counts: Json;
+  done: Generated<number>;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, never, never>;
+}
+
+export interface JobChangesTable {
+  job_id: number;
+  grp: number;
+  seq: number;
+  subject_type: string;
+  subject_key: string;
+  object_type: string | null;
+  object_id: number | null;
+  finding_id: number | null;
+  object_ref: string | null;
+  baseline_object_ref: string | null;
+  finding_ref: string | null;
+  baseline_finding_ref: string | null;
+  severity: number | null;
+  changed_fields: NullableJson;
+  reason: string | null;
+}
+
 export interface Database {
+  change_runs: ChangeRunsTable;
+  job_changes: JobChangesTable;
   monitors: MonitorsTable;
   monitor_runs: MonitorRunsTable;
   monitor_events: MonitorEventsTable;

@@ -210,6 +210,17 @@ describe('monitors on one orchestrator', () => {
     expect(Object.keys(first.event).sort()).toEqual(['data', 'timestamp', 'type']);
     expect(Object.keys(first.event.data).sort()).toEqual(['baseline', 'changes', 'jobRef', 'monitorId', 'status']);
 
+    // Baseline and counts are change detection's (CONTRACT §13), as the job row has them at its end.
+    for (const e of [first, second]) {
+      const row = await h.deps.db
+        .selectFrom('jobs')
+        .select(['baseline_ref', 'changes'])
+        .where('public_id', '=', e.event.data.jobRef!)
+        .executeTakeFirstOrThrow();
+      expect(e.event.data.baseline).toEqual(row.baseline_ref ? { jobRef: row.baseline_ref } : null);
+      if (!row.baseline_ref) expect(e.event.data.changes).toBeNull();
+    }
+
     const other = `whsec_${randomBytes(32).toString('base64')}`;
     expect(() => verifyWebhook(other, headersOf(first), first.body)).toThrow(LssWebhookError);
     expect(() => verifyWebhook(secret, headersOf(first), `${first.body} `)).toThrow(/signature/);

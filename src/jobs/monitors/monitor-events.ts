@@ -7,14 +7,11 @@
 import { sql } from 'kysely';
 import { publicId } from '../../contract/ids.ts';
 import type { Trx } from '../../db/transaction.ts';
+import { readChangeSummary, type ChangeCounts } from '../changes/change-summary.ts';
 
 export type MonitorEventType = 'monitor.job_finished' | 'monitor.run_skipped';
 
-/** CONTRACT §13's counts, as the job status carries them. */
-export interface ChangeCounts {
-  objects: { new: number; changed: number; gone: number; unconfirmed: number; unchanged: number };
-  findings: { new: number; resolved: number; unconfirmed: number; unchanged: number };
-}
+export type { ChangeCounts };
 
 export interface MonitorEventData {
   monitorId: string;
@@ -111,8 +108,8 @@ export async function recordJobFinished(
   );
 }
 
-/**
- * Until change detection (CONTRACT §13, issue 28) provides readChangeSummary: no baseline and no
- * counts, which is what a job without a baseline reports.
- */
-export const noChangeSummary: ChangeSummaryReader = async () => ({ baseline: null, changes: null });
+/** The event's baseline and counts: change detection's summary (CONTRACT §13), the baseline by its ref only. */
+export const monitorChangeSummary: ChangeSummaryReader = async (trx, jobId) => {
+  const summary = await readChangeSummary(trx, jobId);
+  return { baseline: summary.baseline ? { jobRef: summary.baseline.jobRef } : null, changes: summary.changes };
+};
