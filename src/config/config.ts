@@ -217,6 +217,15 @@ export const configSchema = z
       .default(3600)
       .describe('The shortest schedule a monitor may ask for (CONTRACT §14: 3600; tests set it low)'),
     MONITORS_PER_WORKSPACE: z.coerce.number().int().min(1).max(100_000).default(100),
+    MONITOR_STARTS_PER_SECOND: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(50)
+      .describe(
+        'Monitor runs one orchestrator decides per second at most: a burst of due runs is spread out instead of taking the cores from requests',
+      ),
     WEBHOOK_CONCURRENCY: z.coerce
       .number()
       .int()

@@ -33,7 +33,15 @@ export async function monitorsWithDueEvents(db: Db, limit: number): Promise<numb
   return res.rows.map((r) => Number(r.monitor_id));
 }
 
-/** Claims up to `want` due events of each monitor, in one transaction; each leased for CLAIM_LEASE_SECONDS. */
+/** Monitors per claim statement (one UNION ALL branch each). */
+const CLAIM_BRANCHES = 100;
+
+/**
+ * Claims up to `want` due events of each monitor, leased for CLAIM_LEASE_SECONDS: one transaction,
+ * one locking read per CLAIM_BRANCHES monitors (a UNION ALL of per-monitor index ranges, each
+ * FOR UPDATE SKIP LOCKED, so another worker's rows are skipped and no monitor's backlog is read
+ * beyond what is claimed of it) and one UPDATE.
+ */
 export async function claimEvents(
   db: Db,
   want: ReadonlyArray<[monitorId: number, count: number]>,
@@ -41,12 +49,18 @@ export async function claimEvents(
   if (want.length === 0) return [];
   return inTransaction(db, async (trx) => {
     const out: ClaimedEvent[] = [];
-    for (const [monitorId, count] of want) {
-      const rows = await sql<Record<string, unknown>>`
-        SELECT id, public_id, monitor_id, body, attempts, next_attempt_at, window_started_at FROM monitor_events
-        WHERE status = 'pending' AND monitor_id = ${monitorId} AND next_attempt_at <= NOW(3)
-        ORDER BY next_attempt_at LIMIT ${count}
-        FOR UPDATE SKIP LOCKED`.execute(trx);
+    for (let i = 0; i < want.length; i += CLAIM_BRANCHES) {
+      const branches = want.slice(i, i + CLAIM_BRANCHES).map(
+        ([
+          monitorId,
+          count,
+        ]) => sql`(SELECT id, public_id, monitor_id, body, attempts, next_attempt_at, window_started_at
+          FROM monitor_events
+          WHERE status = 'pending' AND monitor_id = ${monitorId} AND next_attempt_at <= NOW(3)
+          ORDER BY next_attempt_at LIMIT ${count}
+          FOR UPDATE SKIP LOCKED)`,
+      );
+      const rows = await sql<Record<string, unknown>>`${sql.join(branches, sql` UNION ALL `)}`.execute(trx);
       for (const r of rows.rows) {
         out.push({
           id: Number(r.id),
@@ -79,6 +93,8 @@ export interface DeliveryTarget {
   prevSecret: Buffer | null;
   prevSecretUntil: Date | null;
   disabled: string | null;
+  /** The monitor's failing mark as read with the claim (its write is skipped when unchanged). */
+  failingSince: Date | null;
   deleted: boolean;
 }
 
@@ -86,7 +102,8 @@ export async function deliveryTargets(db: Db, monitorIds: readonly number[]): Pr
   const out = new Map<number, DeliveryTarget>();
   if (monitorIds.length === 0) return out;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, webhook_url, webhook_secret, webhook_prev_secret, webhook_prev_secret_until, webhook_disabled, deleted_at
+    SELECT id, webhook_url, webhook_secret, webhook_prev_secret, webhook_prev_secret_until, webhook_disabled,
+      webhook_failing_since, deleted_at
     FROM monitors WHERE id IN (${sql.join([...new Set(monitorIds)])})`.execute(db);
   for (const r of res.rows) {
     out.set(Number(r.id), {
@@ -96,6 +113,7 @@ export async function deliveryTargets(db: Db, monitorIds: readonly number[]): Pr
       prevSecret: (r.webhook_prev_secret as Buffer | null) ?? null,
       prevSecretUntil: (r.webhook_prev_secret_until as Date | null) ?? null,
       disabled: (r.webhook_disabled as string | null) ?? null,
+      failingSince: (r.webhook_failing_since as Date | null) ?? null,
       deleted: r.deleted_at != null,
     });
   }
@@ -111,29 +129,33 @@ export interface AttemptRecord {
 }
 
 /**
- * One attempt's result, if the claim is still this worker's. Also the monitor's failing mark: set
- * at the first failure since the last delivery, cleared by a delivery.
+ * One attempt's result, if the claim is still this worker's (one statement). Then the monitor's
+ * failing mark, only where it changes (`failingSince` as read with the claim): set at the first
+ * failure since the last delivery, cleared by a delivery. The mark is advisory (24 h of it shows
+ * `failing`), so it is not written in the event's statement: most attempts write one row.
  */
-export async function recordAttempt(db: Db, ev: ClaimedEvent, r: AttemptRecord): Promise<boolean> {
-  return inTransaction(db, async (trx) => {
-    const res = await sql`UPDATE monitor_events SET
-        attempts = attempts + 1, last_attempt_at = NOW(3), last_status_code = ${r.statusCode},
-        last_error = ${r.error === null ? null : r.error.slice(0, 200)}, claim_token = NULL,
-        status = ${r.final ?? 'pending'}, next_attempt_at = ${r.final ? null : r.nextAttemptAt},
-        delivered_at = ${r.final === 'delivered' ? sql`NOW(3)` : null}
-      WHERE id = ${ev.id} AND claim_token = ${ev.token}`.execute(trx);
-    if (affected(res) !== 1) return false;
-    if (r.final === 'delivered') {
-      await sql`UPDATE monitors SET webhook_failing_since = NULL WHERE id = ${ev.monitorId} AND webhook_failing_since IS NOT NULL`.execute(
-        trx,
-      );
-    } else {
-      await sql`UPDATE monitors SET webhook_failing_since = NOW(3) WHERE id = ${ev.monitorId} AND webhook_failing_since IS NULL`.execute(
-        trx,
-      );
+export async function recordAttempt(
+  db: Db,
+  ev: ClaimedEvent,
+  r: AttemptRecord,
+  failingSince: Date | null,
+): Promise<boolean> {
+  const res = await sql`UPDATE monitor_events SET
+      attempts = attempts + 1, last_attempt_at = NOW(3), last_status_code = ${r.statusCode},
+      last_error = ${r.error === null ? null : r.error.slice(0, 200)}, claim_token = NULL,
+      status = ${r.final ?? 'pending'}, next_attempt_at = ${r.final ? null : r.nextAttemptAt},
+      delivered_at = ${r.final === 'delivered' ? sql`NOW(3)` : null}
+    WHERE id = ${ev.id} AND claim_token = ${ev.token}`.execute(db);
+  if (affected(res) !== 1) return false;
+  if (r.final === 'delivered') {
+    if (failingSince !== null) {
+      await sql`UPDATE monitors SET webhook_failing_since = NULL WHERE id = ${ev.monitorId}`.execute(db);
     }
-    return true;
-  });
+  } else if (failingSince === null) {
+    await sql`UPDATE monitors SET webhook_failing_since = NOW(3)
+      WHERE id = ${ev.monitorId} AND webhook_failing_since IS NULL`.execute(db);
+  }
+  return true;
 }
 
 /** A 410: the webhook is disabled ('gone') and no pending event of the monitor is attempted again. */

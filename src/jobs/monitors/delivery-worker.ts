@@ -3,9 +3,11 @@
 // them (round-robin, one slot each in turn, starting one further each round), and claims that
 // many due events per monitor in one transaction (FOR UPDATE SKIP LOCKED: workers of other
 // orchestrators take other rows). Attempts run concurrently: at most WEBHOOK_CONCURRENCY in all and
-// WEBHOOK_ENDPOINT_CONCURRENCY per monitor — 1 while that monitor's last attempt failed, so an
-// endpoint that hangs holds one slot for its 10 s, not the worker. A live endpoint's events are
-// claimed in the same round as a dead one's, whatever the dead one's backlog.
+// WEBHOOK_ENDPOINT_CONCURRENCY per monitor. A monitor starts at a few slots and doubles with each
+// delivered attempt up to that (so an endpoint nobody has heard from yet cannot take dozens of
+// slots for 10 s each), and drops to 1 while its last attempt failed: an endpoint that hangs holds
+// one slot for its 10 s, not the worker. A live endpoint's events are claimed in the same round as
+// a dead one's, whatever the dead one's backlog.
 import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/database.ts';
@@ -46,7 +48,12 @@ interface EndpointState {
   inFlight: number;
   /** The monitor's last attempt here failed: one attempt at a time until one is delivered. */
   failing: boolean;
+  /** Slots it may hold now: INITIAL_SLOTS, doubled by each delivery up to the endpoint limit. */
+  slots: number;
 }
+
+/** Slots of a monitor whose endpoint this worker has not delivered to yet (or lately). */
+const INITIAL_SLOTS = 4;
 
 export class DeliveryWorker {
   readonly #deps: DeliveryWorkerDeps;
@@ -68,7 +75,7 @@ export class DeliveryWorker {
     this.#deps = deps;
     this.#schedule = retryScheduleOf(deps.config);
     this.#idleMs = opts.idleMs ?? 500;
-    this.#busyMs = opts.busyMs ?? 20;
+    this.#busyMs = opts.busyMs ?? 50;
     this.#limit = deps.config.WEBHOOK_CONCURRENCY;
     this.#perEndpoint = deps.config.WEBHOOK_ENDPOINT_CONCURRENCY;
   }
@@ -120,7 +127,8 @@ export class DeliveryWorker {
     const room = new Map<number, number>();
     for (const m of order) {
       const s = this.#endpoints.get(m);
-      const r = (s?.failing ? 1 : this.#perEndpoint) - (s?.inFlight ?? 0);
+      const cap = s?.failing ? 1 : Math.min(this.#perEndpoint, s?.slots ?? INITIAL_SLOTS);
+      const r = cap - (s?.inFlight ?? 0);
       if (r > 0) room.set(m, r);
     }
     const want = new Map<number, number>();
@@ -147,7 +155,7 @@ export class DeliveryWorker {
   #start(ev: ClaimedEvent, target: DeliveryTarget | undefined): void {
     let s = this.#endpoints.get(ev.monitorId);
     if (!s) {
-      s = { inFlight: 0, failing: false };
+      s = { inFlight: 0, failing: false, slots: INITIAL_SLOTS };
       this.#endpoints.set(ev.monitorId, s);
     }
     s.inFlight++;
@@ -164,6 +172,7 @@ export class DeliveryWorker {
       .finally(() => {
         s.inFlight--;
         this.#inFlight--;
+        // Idle and healthy: forgotten (a later backlog starts at INITIAL_SLOTS again).
         if (s.inFlight === 0 && !s.failing) this.#endpoints.delete(ev.monitorId);
         this.#running.delete(p);
         this.#wake?.();
@@ -200,33 +209,40 @@ export class DeliveryWorker {
       secrets: usable,
       signal: this.#stop.signal,
     });
-    await this.#record(ev, outcome, s);
+    await this.#record(ev, outcome, s, target.failingSince);
   }
 
-  async #record(ev: ClaimedEvent, outcome: AttemptOutcome, s: EndpointState): Promise<void> {
+  async #record(ev: ClaimedEvent, outcome: AttemptOutcome, s: EndpointState, failingSince: Date | null): Promise<void> {
     const { db, metrics } = this.#deps;
     if (outcome.kind === 'delivered') {
       s.failing = false;
+      s.slots = Math.min(this.#perEndpoint, s.slots * 2);
       if (
-        await recordAttempt(db, ev, {
-          statusCode: outcome.statusCode,
-          error: null,
-          nextAttemptAt: null,
-          final: 'delivered',
-        })
+        await recordAttempt(
+          db,
+          ev,
+          { statusCode: outcome.statusCode, error: null, nextAttemptAt: null, final: 'delivered' },
+          failingSince,
+        )
       )
         metrics?.deliveries.inc({ status: 'delivered' });
       return;
     }
     s.failing = true;
+    s.slots = INITIAL_SLOTS;
     if (outcome.kind === 'gone') {
       if (
-        await recordAttempt(db, ev, {
-          statusCode: 410,
-          error: 'the receiver answered 410 Gone: webhook disabled',
-          nextAttemptAt: null,
-          final: 'failed',
-        })
+        await recordAttempt(
+          db,
+          ev,
+          {
+            statusCode: 410,
+            error: 'the receiver answered 410 Gone: webhook disabled',
+            nextAttemptAt: null,
+            final: 'failed',
+          },
+          failingSince,
+        )
       ) {
         await disableGone(db, ev);
         metrics?.deliveries.inc({ status: 'gone' });
@@ -244,12 +260,17 @@ export class DeliveryWorker {
       ev.windowStartedAt.getTime(),
       outcome.retryAfterSeconds,
     );
-    const recorded = await recordAttempt(db, ev, {
-      statusCode: outcome.statusCode,
-      error: outcome.error,
-      nextAttemptAt: next === null ? null : new Date(next),
-      final: next === null ? 'failed' : null,
-    });
+    const recorded = await recordAttempt(
+      db,
+      ev,
+      {
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        nextAttemptAt: next === null ? null : new Date(next),
+        final: next === null ? 'failed' : null,
+      },
+      failingSince,
+    );
     if (recorded) metrics?.deliveries.inc({ status: next === null ? 'failed' : 'retrying' });
   }
 }

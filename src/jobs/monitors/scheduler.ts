@@ -9,7 +9,9 @@
 //     in the job's own transaction; a refusal is recorded skipped with the error's code and no
 //     job, and its monitor.run_skipped event written in the same transaction.
 // An unexpected failure (MySQL unreachable) leaves the run claimed; any orchestrator picks it up
-// again after CLAIM_STALE_MS.
+// again after CLAIM_STALE_MS. Runs are decided at MONITOR_STARTS_PER_SECOND at most per
+// orchestrator: a thousand runs due in the same second start over the next twenty, rather than
+// taking both cores of a small host from the requests it answers meanwhile (bench:monitors).
 import type { Logger } from 'pino';
 import type { Principal } from '../../auth/principal.ts';
 import { findPrincipalByKeyId } from '../../auth/keys-repo.ts';
@@ -57,6 +59,8 @@ export interface MonitorSchedulerOptions {
   batch?: number;
   /** Runs decided at once (each: a Redis script and a MySQL transaction). */
   concurrency?: number;
+  /** Runs decided per second at most (default MONITOR_STARTS_PER_SECOND). */
+  perSecond?: number;
 }
 
 export class MonitorScheduler {
@@ -64,11 +68,25 @@ export class MonitorScheduler {
   readonly #batch: number;
   readonly #concurrency: number;
   readonly #admissions = new Map<string, ProductAdmission<unknown>>();
+  readonly #intervalMs: number;
+  /** When the next run may be decided (performance.now()): starts are paced, not burst. */
+  #nextSlot = 0;
 
   constructor(deps: MonitorSchedulerDeps, opts: MonitorSchedulerOptions = {}) {
     this.#deps = deps;
-    this.#batch = opts.batch ?? 200;
+    this.#intervalMs = 1000 / (opts.perSecond ?? deps.config.MONITOR_STARTS_PER_SECOND);
+    // A claimed batch is decided before the next is claimed: at the paced rate it is held a few
+    // seconds, far below CLAIM_STALE_MS.
+    this.#batch = opts.batch ?? Math.max(1, Math.min(200, Math.ceil(10_000 / this.#intervalMs)));
     this.#concurrency = opts.concurrency ?? 16;
+  }
+
+  /** Waits for this run's slot: MONITOR_STARTS_PER_SECOND spreads a burst of due runs out. */
+  async #pace(): Promise<void> {
+    const now = performance.now();
+    const slot = Math.max(now, this.#nextSlot);
+    this.#nextSlot = slot + this.#intervalMs;
+    if (slot > now) await new Promise((r) => setTimeout(r, slot - now));
   }
 
   /** Claims and decides every run due now (and any left claimed by a dead orchestrator). */
@@ -95,6 +113,7 @@ export class MonitorScheduler {
     const worker = async () => {
       while (next < runs.length) {
         const run = runs[next++]!;
+        await this.#pace();
         try {
           await this.#decide(run, principals);
         } catch (err) {
