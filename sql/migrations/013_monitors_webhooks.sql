@@ -46,8 +46,12 @@ CREATE TABLE monitor_runs (
   run_at DATETIME(3) NULL,
   UNIQUE KEY uq_monitor_runs_due (monitor_id, due_at),
   KEY ix_monitor_runs_claimed (outcome, claimed_at),
-  KEY ix_monitor_runs_job (job_id)
+  KEY ix_monitor_runs_job (job_id),
+  KEY ix_monitor_runs_age (due_at)
 ) ENGINE=InnoDB;
+
+-- Runs, events and deleted monitors are purged after JOB_RETENTION_DAYS, like jobs
+-- (src/jobs/monitors/monitor-retention.ts; the *_age indexes).
 
 -- The event outbox and delivery log: an event row is written in the transaction that ends the
 -- job (monitor.job_finished) or records the skip (monitor.run_skipped), with its body fixed, so
@@ -78,5 +82,6 @@ CREATE TABLE monitor_events (
   created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   UNIQUE KEY uq_monitor_events_public (public_id),
   KEY ix_monitor_events_due (status, monitor_id, next_attempt_at),
-  KEY ix_monitor_events_monitor (monitor_id, id)
+  KEY ix_monitor_events_monitor (monitor_id, id),
+  KEY ix_monitor_events_age (created_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -280,6 +280,7 @@ async function main(): Promise<void> {
     log(`(A) baseline 1: p99 ${fmt(base1.p99)} ms`);
     await sql`UPDATE monitors SET next_run_at = NOW(3) + INTERVAL 2 SECOND WHERE workspace_id = ${wsId}`.execute(db);
     // The load runs as long as the starts do (MONITORS at STARTS_PER_SECOND), and a little more.
+    const orchCpu0 = cpuSecondsOf(orchestrator.child.pid);
     const during = await load('during', Math.max(LOAD_S, Math.ceil(MONITORS / STARTS_PER_SECOND) + 4));
     await until(
       'every run decided',
@@ -303,6 +304,8 @@ async function main(): Promise<void> {
       300_000,
       500,
     ).catch(() => log('(A) warning: some jobs still unplanned at the second baseline'));
+    // Every start (admission, its transaction, publishing) and every plan of the started jobs.
+    const startCpuS = cpuSecondsOf(orchestrator.child.pid) - orchCpu0;
     const base2 = await load('base2');
     const runs = await sql<{ outcome: string; code: string | null; delay_ms: number }>`
       SELECT outcome, code, TIMESTAMPDIFF(MICROSECOND, due_at, run_at) / 1000 AS delay_ms FROM monitor_runs`.execute(
@@ -420,6 +423,9 @@ async function main(): Promise<void> {
     );
     out.write(
       `  ordinary requests (${RATE} req/s paced): p99 ${fmt(base1.p99)} ms before, ${fmt(during.p99)} ms while starting, ${fmt(base2.p99)} ms after; during / baseline = ${fmt(during.p99 / baseP99)}\n`,
+    );
+    out.write(
+      `  orchestrator CPU for the starts and their jobs' planning: ${fmt(startCpuS, 1)} s = ${fmt((startCpuS * 1000) / MONITORS, 1)} ms per run\n`,
     );
     out.write(
       `  (non-2xx: ${base1.non2xx + during.non2xx + base2.non2xx}, errors: ${base1.errors + during.errors + base2.errors})\n`,

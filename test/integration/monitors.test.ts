@@ -29,6 +29,7 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import { LssWebhookError, verifyWebhook } from '../../src/client/webhooks.ts';
+import { purgeMonitorHistory } from '../../src/jobs/monitors/monitor-retention.ts';
 import type { MonitorEvent } from '../../src/client/types.ts';
 
 const log = pino({ level: 'silent' });
@@ -268,6 +269,22 @@ describe('monitors on one orchestrator', () => {
       nextAttemptAt: null,
     });
     expect(receiver.received('/flaky')).toHaveLength(3);
+
+    // Redeliver: the same event again, under the same webhook-id, as a fresh delivery.
+    const again = await api(h, t.key).post(`/v2/monitors/${m.monitorId}/deliveries/${d.eventId}/redeliver`);
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({ eventId: d.eventId, status: 'pending', attempts: 0 });
+    await until('the redelivery', async () => (receiver.received('/flaky').length >= 4 ? true : null), 30_000, 200);
+    expect(receiver.received('/flaky')[3]!.id).toBe(d.eventId);
+    const redelivered = await until('delivered again', async () => {
+      const [only] = await deliveriesOf(h, t.key, m.monitorId);
+      return only?.status === 'delivered' ? only : null;
+    });
+    expect(redelivered).toMatchObject({ attempts: 1, lastStatusCode: 200 });
+    const unknown = await api(h, t.key).post(
+      `/v2/monitors/${m.monitorId}/deliveries/msg_00000000000000000000000000/redeliver`,
+    );
+    expect(unknown.body.error.code).toBe('monitor_not_found');
   }, 90_000);
 
   it('a receiver that redirects: the redirect is not followed, the attempt failed and is retried', async () => {
@@ -466,6 +483,68 @@ describe('monitors on one orchestrator', () => {
     }
     expect((await api(h, stranger.key).get('/v2/monitors')).body.items).toEqual([]);
   }, 60_000);
+
+  it('lists follow their cursors: monitors by creation, deliveries newest first; a foreign cursor is invalid_cursor', async () => {
+    const t = await fundedTenant(h, 0, { limits: GENEROUS });
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push((await create(t.key, { paused: true })).body.monitorId as string);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await api(h, t.key).get(
+        `/v2/monitors?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(res.status).toBe(200);
+      seen.push(...res.body.items.map((m: { monitorId: string }) => m.monitorId));
+      cursor = res.body.page.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(made);
+    const first = await api(h, t.key).get('/v2/monitors?limit=1');
+    const other = await fundedTenant(h, 0, { limits: GENEROUS });
+    const foreign = await api(h, other.key).get(
+      `/v2/monitors?cursor=${encodeURIComponent(first.body.page.nextCursor)}`,
+    );
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error.code).toBe('invalid_cursor');
+    const deliveriesCursor = await api(h, t.key).get(
+      `/v2/monitors/${made[0]}/deliveries?cursor=${encodeURIComponent(first.body.page.nextCursor)}`,
+    );
+    expect(deliveriesCursor.body.error.code).toBe('invalid_cursor');
+  }, 30_000);
+
+  it('history is purged after JOB_RETENTION_DAYS: old runs and finished events, monitors deleted long ago; pending events stay', async () => {
+    const t = await fundedTenant(h, 0, { limits: GENEROUS });
+    const m = (await create(t.key, { paused: true, webhook: { url: receiver.url('/old') } })).body;
+    const gone = (await create(t.key, { paused: true })).body;
+    await api(h, t.key).delete(`/v2/monitors/${gone.monitorId}`);
+    const db = h.deps.db;
+    const ids = await sql<{ id: number; public_id: string }>`SELECT id, public_id FROM monitors
+      WHERE public_id IN (${m.monitorId}, ${gone.monitorId})`.execute(db);
+    const idOf = (ref: string) => Number(ids.rows.find((r) => r.public_id === ref)!.id);
+    const mid = idOf(m.monitorId);
+    await sql`INSERT INTO monitor_runs (monitor_id, due_at, outcome, code) VALUES
+      (${mid}, NOW(3) - INTERVAL 40 DAY, 'skipped', 'insufficient_credits'),
+      (${mid}, NOW(3) - INTERVAL 1 DAY, 'skipped', 'insufficient_credits')`.execute(db);
+    const event = (status: string, days: number, ref: string) => sql`INSERT INTO monitor_events
+      (public_id, monitor_id, workspace_id, type, body, status, next_attempt_at, created_at)
+      VALUES (${ref}, ${mid}, ${t.wsId}, 'monitor.run_skipped', '{}', ${status},
+        ${status === 'pending' ? sql`NOW(3) + INTERVAL 1 DAY` : null}, NOW(3) - INTERVAL ${days} DAY)`;
+    const refs = [`msg_${'1'.repeat(26)}`, `msg_${'2'.repeat(26)}`, `msg_${'3'.repeat(26)}`];
+    await event('delivered', 40, refs[0]!).execute(db);
+    await event('pending', 40, refs[1]!).execute(db);
+    await event('failed', 1, refs[2]!).execute(db);
+    await sql`UPDATE monitors SET deleted_at = NOW(3) - INTERVAL 40 DAY WHERE id = ${idOf(gone.monitorId)}`.execute(db);
+    expect(await purgeMonitorHistory(db, 30)).toBeGreaterThanOrEqual(3);
+    const runs = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM monitor_runs WHERE monitor_id = ${mid}`.execute(db);
+    expect(Number(runs.rows[0]!.n)).toBe(1);
+    const left = await sql<{
+      public_id: string;
+    }>`SELECT public_id FROM monitor_events WHERE monitor_id = ${mid}`.execute(db);
+    expect(left.rows.map((r) => r.public_id).sort()).toEqual([refs[1], refs[2]].sort());
+    const monitors = await sql<{ public_id: string }>`SELECT public_id FROM monitors
+      WHERE public_id IN (${m.monitorId}, ${gone.monitorId})`.execute(db);
+    expect(monitors.rows.map((r) => r.public_id)).toEqual([m.monitorId]);
+  }, 30_000);
 
   it('create is idempotent (the replay carries the secret again) and validates the product request with its own schema', async () => {
     const t = await fundedTenant(h, 100, { limits: GENEROUS });

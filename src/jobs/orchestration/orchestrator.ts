@@ -46,6 +46,7 @@ import { MonitorScheduler } from '../monitors/scheduler.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../monitors/delivery-worker.ts';
 import { monitorMetrics } from '../monitors/monitor-metrics.ts';
 import { SecretBox } from '../monitors/webhook-secrets.ts';
+import { purgeMonitorHistory } from '../monitors/monitor-retention.ts';
 
 export interface OrchestratorTiming {
   relayEveryMs: number;
@@ -274,6 +275,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     periodic('reconciler', timing.reconcileEveryMs, () => reconciler.tick()),
     periodic('sweeper', timing.sweepEveryMs, () => sweepJobs(ctx)),
     periodic('retention', timing.purgeEveryMs, () => purgeExpiredJobs(ctx)),
+    periodic('monitor-retention', timing.purgeEveryMs, () => purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS)),
     everyInstance('monitors', timing.monitorEveryMs, async () => {
       await laneViewReady;
       return scheduler.tick();
