@@ -37,6 +37,7 @@ import { readProcfile } from './procfile.ts';
 import { ConfigError, parseConfig, type Config } from '../src/config/config.ts';
 import { createDb } from '../src/db/database.ts';
 import { createKey, createWorkspace, workspaceInternalId } from '../src/auth/tenancy-repo.ts';
+import { specialUseOf, specialUsePolicy } from '../src/net/special-use.ts';
 import { grantCredits } from '../src/credits/ledger.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -247,10 +248,13 @@ async function waitLive(port: number, ms: number): Promise<boolean> {
 async function createDemo(config: Config) {
   const handle = createDb(config.DATABASE_URL, { connectionLimit: 2 });
   try {
+    // The lab's zone is approvable only where the lab is (ALLOW_SPECIAL_USE_DOMAINS lists `test`).
+    const scopePolicy = specialUsePolicy(config);
     const ws = await createWorkspace(handle.db, {
       name: `demo ${new Date().toISOString()}`,
       active: true,
-      approveScopes: [DEMO_SCOPE],
+      approveScopes: specialUseOf(DEMO_SCOPE, scopePolicy) === null ? [DEMO_SCOPE] : [],
+      scopePolicy,
       acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
     });
     const key = await createKey(handle.db, config.KEY_PEPPER, { workspace: ws.workspaceId });
@@ -275,7 +279,7 @@ function lssTryLines(withLab: boolean): string[] {
     'lss lookup domain lab-expired.test --fail-on high   # a job with a progress bar; exit 1',
     'lss --json lookup domain lab.test --no-wait          # then: lss job results <jobRef>',
     'lss scan lab.test --profile quick --max-credits 20 --wait',
-    'lss monitor create domain lab.test --every 1h --webhook http://127.0.0.1:9000/hook   # runs now, then hourly',
+    'lss monitor create domain lab.test --every 1h          # runs now, then hourly: lss monitor show <id>',
   ];
   return [...always, ...(withLab ? labOnly : [])].map((c) => `    ${c}`);
 }

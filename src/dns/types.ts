@@ -21,8 +21,13 @@ export type RecordType = (typeof recordTypes)[number];
  * nodata   NOERROR, no records of that type (authoritative absence of the type)
  * nxdomain the name does not exist (authoritative absence of the name)
  * servfail / refused / formerr / notimp  the server's rcode
- * timeout  no usable reply within the deadline from any server
+ * timeout  no usable reply within the deadline from any server (or, with `zoneBackoff`, not asked:
+ *          the name's zone kept timing out of late, ./zone-backoff.ts); the target's fact, never
+ *          the resolver's
  * error    network or protocol failure (malformed, mismatched replies…)
+ * left_public_dns  the reply's chain went into a name only a local resolver answers (a special-use
+ *          name or a non-global reverse zone: src/net/special-use-resolver.ts) and was cut there;
+ *          nothing is known of the type beyond (indeterminate), `leftPublicDns` says where
  */
 export type QueryOutcome =
   | 'answer'
@@ -33,7 +38,8 @@ export type QueryOutcome =
   | 'formerr'
   | 'notimp'
   | 'timeout'
-  | 'error';
+  | 'error'
+  | 'left_public_dns';
 
 export interface DnsRecord {
   name: string;
@@ -55,6 +61,16 @@ export interface QueryResult {
   durationMs: number;
   /** Set when the question was never sent because policy forbids it (src/net/special-use.ts); outcome is 'error'. */
   notAsked?: string;
+  /**
+   * Set when the question was not sent because the name or its zone (named here) is backed off
+   * after repeated timeouts (src/dns/zone-backoff.ts); outcome is 'timeout'.
+   */
+  zoneBackoff?: string;
+  /**
+   * Set when records were cut from the reply because its chain left public DNS: `name` is the
+   * public name whose record pointed out, `why` the kind of name it pointed into (never the name).
+   */
+  leftPublicDns?: { name: string; why: string };
 }
 
 /**
@@ -70,6 +86,8 @@ export interface Resolver {
    * down, ready again within about a second of a server answering, queried or not.
    */
   readiness(): ResolverHealth;
+  /** While `down`: ms until its next probe may make it ready (a 503's Retry-After); else null. */
+  retryAfterMs?(): number | null;
   /** Stops the resolver's own timers (its readiness probes); queries still work. */
   close?(): void;
 }

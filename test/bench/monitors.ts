@@ -172,6 +172,11 @@ async function main(): Promise<void> {
     const ca = await loadLabCa();
     const leaf = await ca.issue({ names: ['hooks.bench.test'], ips: ['127.0.0.1'] });
     const port = await freePort();
+    // Webhooks go to the web's own ports only: 443 reaches the receiver, 8443 the dead endpoint.
+    const receiver = await startReceiver(leaf.chainPem, leaf.keyPem, RECEIVER_MS);
+    closers.push(() => receiver.close());
+    const dead = await startDeadEndpoint();
+    closers.push(() => dead.close());
     const env: Record<string, string | undefined> = {
       NODE_ENV: 'production',
       DATABASE_URL: databaseUrl,
@@ -192,6 +197,7 @@ async function main(): Promise<void> {
       DNS_SERVERS: '[127.0.0.1]:9',
       RDAP_BOOTSTRAP_URL: 'off',
       NODE_EXTRA_CA_CERTS: ca.caFile,
+      OUTBOUND_PORT_MAP: `443=${receiver.port},8443=${dead.port}`,
       SHUTDOWN_TIMEOUT_MS: '3000',
       MONITOR_STARTS_PER_SECOND: String(STARTS_PER_SECOND),
     };
@@ -318,10 +324,6 @@ async function main(): Promise<void> {
     const baseP99 = (base1.p99 + base2.p99) / 2;
 
     // (B) -----------------------------------------------------------------------------------
-    const receiver = await startReceiver(leaf.chainPem, leaf.keyPem, RECEIVER_MS);
-    closers.push(() => receiver.close());
-    const dead = await startDeadEndpoint();
-    closers.push(() => dead.close());
     const insertMonitors = async (n: number, url: string) => {
       const rows = Array.from({ length: n }, () => monitorRow('lookup.domain.v1', { value: 'lab.test' }, url));
       await db.insertInto('monitors').values(rows).execute();
@@ -383,7 +385,7 @@ async function main(): Promise<void> {
     };
 
     log(`(B) ${EVENTS} events of ${EVENT_MONITORS} monitors to one receiver (${RECEIVER_MS} ms per answer)`);
-    const liveMonitors = await insertMonitors(EVENT_MONITORS, `https://127.0.0.1:${receiver.port}/live`);
+    const liveMonitors = await insertMonitors(EVENT_MONITORS, 'https://127.0.0.1/live');
     await insertEvents(liveMonitors, EVENTS, 'b');
     const before = receiver.requests();
     const cpu0 = cpuSecondsOf(orchestrator.child.pid);
@@ -395,11 +397,11 @@ async function main(): Promise<void> {
 
     // (C) -----------------------------------------------------------------------------------
     log(`(C) one live monitor's ${LIVE} events alone, then behind a dead endpoint's ${DEAD}`);
-    const [live] = await insertMonitors(1, `https://127.0.0.1:${receiver.port}/one`);
+    const [live] = await insertMonitors(1, 'https://127.0.0.1/one');
     await insertEvents([live!], LIVE, 'c1');
     await release('c1');
     const aloneS = await drain([live!], LIVE, 'the live monitor alone');
-    const [deadMonitor] = await insertMonitors(1, `https://127.0.0.1:${dead.port}/dead`);
+    const [deadMonitor] = await insertMonitors(1, 'https://127.0.0.1:8443/dead');
     await insertEvents([deadMonitor!], DEAD, 'c2');
     await insertEvents([live!], LIVE, 'c3');
     await release('c2');

@@ -24,8 +24,11 @@ export type Behaviour = (n: number) =>
   | 'hang';
 
 export interface WebhookReceiver {
+  /** The real port it listens on: the service reaches it as 443 through OUTBOUND_PORT_MAP (portMap). */
   port: number;
-  /** https://<name>:<port><path> */
+  /** OUTBOUND_PORT_MAP's entry for it: webhooks go to the web's own ports only. */
+  portMap: string;
+  /** https://<name><path>: port 443, mapped to the receiver. */
   url(path: string, name?: string): string;
   received(path?: string): Received[];
   on(path: string, behaviour: Behaviour): void;
@@ -70,7 +73,8 @@ export async function startWebhookReceiver(opts: { host?: string; names?: string
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: (path, name = names[0]!) => `https://${name}:${port}${path}`,
+    portMap: `443=${port}`,
+    url: (path, name = names[0]!) => `https://${name}${path}`,
     received: (path) => (path ? log.filter((r) => r.path === path) : [...log]),
     on: (path, behaviour) => behaviours.set(path, behaviour),
     async close() {

@@ -208,7 +208,7 @@ describe('lss CLI', () => {
   });
 
   it('monitor create, list, show, pause, resume, deliveries and delete; the secret shown once', async () => {
-    const webhook = 'https://127.0.0.1:9/hook';
+    const webhook = 'https://127.0.0.1/hook';
     const human = await lss(
       'monitor',
       'create',

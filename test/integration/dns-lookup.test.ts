@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
+import { LEAK, PRIVATE_ONLY } from '../lab/private-zones.ts';
 
 describe('POST /v2/lookups/dns', () => {
   let lab: LabDns;
@@ -33,6 +34,42 @@ describe('POST /v2/lookups/dns', () => {
     expect(JSON.stringify(res.body)).not.toContain(String(lab.port));
   });
 
+  it('an answer that leads into a private zone (cluster.local) is cut where it leaves public DNS (issue 30 item 3)', async () => {
+    for (const name of [LEAK.k8s, LEAK.via, LEAK.back]) {
+      const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: name });
+      expect(res.status, name).toBe(200);
+      const text = JSON.stringify(res.body);
+      for (const secret of Object.values(PRIVATE_ONLY)) expect(text, `${name}: ${secret}`).not.toContain(secret);
+      expect(text, name).not.toContain('cluster.local');
+      expect(text, name).not.toContain('corp.internal');
+      expect(res.body.result.records.A.outcome, name).toBe('left_public_dns');
+      expect(res.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+      expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'resolver').status).toBe('completed');
+      expect(
+        res.body.limitations.map((l: { code: string }) => l.code),
+        name,
+      ).toContain('answer_leaves_public_dns');
+    }
+  });
+
+  it('/readyz warns, and stays ready, when DNS_SERVERS answers localhost or a special-use name', async () => {
+    let body: { status: string; warnings?: Array<{ code: string; names: string[] }> } = { status: '' };
+    for (let i = 0; i < 50 && !body.warnings; i++) {
+      const res = await client(h.app, t.key).get('/readyz');
+      expect(res.status).toBe(200);
+      body = res.body;
+      if (!body.warnings) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(body.status).toBe('ready');
+    expect(body.warnings).toEqual([
+      expect.objectContaining({
+        code: 'dns_servers_answer_special_use_names',
+        names: ['localhost', 'kubernetes.default.svc.cluster.local'],
+      }),
+    ]);
+    expect(JSON.stringify(body)).not.toContain(PRIVATE_ONLY.k8sAddress);
+  });
+
   it('keeps NXDOMAIN, SERVFAIL and REFUSED distinct per type', async () => {
     const nx = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'nope.lab.test' });
     expect(nx.body.result.records.A).toMatchObject({ outcome: 'nxdomain', rcode: 'NXDOMAIN' });
@@ -46,17 +83,14 @@ describe('POST /v2/lookups/dns', () => {
     expect(rf.body.result.records.A).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
   });
 
-  it('answers 503 capability_unavailable when no type gets any reply, and stores no idempotency record', async () => {
-    const key = 'dns-timeout-1';
-    const res = await client(h.app, t.key).post(
-      '/v2/lookups/dns',
-      { value: 'timeout.lab.test' },
-      { 'Idempotency-Key': key },
-    );
-    expect(res.status).toBe(503);
-    expect(res.body.error.code).toBe('capability_unavailable');
-    const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
-    expect(rows).toEqual([]);
+  it("a name whose servers never answer is the target's fact: a 200 partial with every type indeterminate, never a 503 (issue 31)", async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'timeout.lab.test' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+    for (const rows of Object.values(res.body.result.records) as Array<{ outcome: string; answers: unknown[] }>)
+      expect(rows).toMatchObject({ outcome: 'timeout', answers: [] });
+    expect(res.body.limitations.filter((l: { code: string }) => l.code === 'dns_indeterminate')).toHaveLength(8);
+    expect(h.deps.runtime.services.resolver!.readiness()).toBe('ready');
   });
 
   it.each([
@@ -84,9 +118,17 @@ describe('POST /v2/lookups/dns with no reachable resolver', () => {
     const h = await startHarness({ DNS_SERVERS: '127.0.0.1:9', DNS_TIMEOUT_MS: '200' });
     try {
       const t = await createTenant(h);
-      const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'example.com' });
+      const key = 'dns-unreachable-1';
+      const res = await client(h.app, t.key).post(
+        '/v2/lookups/dns',
+        { value: 'example.com' },
+        { 'Idempotency-Key': key },
+      );
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe('capability_unavailable');
+      // A 503 stores no idempotency record: the same key may be retried.
+      const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
+      expect(rows).toEqual([]);
     } finally {
       await h.close();
     }

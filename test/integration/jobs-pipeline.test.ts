@@ -19,6 +19,11 @@ import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResult, applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
 import { cancelJob } from '../../src/jobs/orchestration/cancel-job.ts';
+import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
+import { planJob } from '../../src/jobs/orchestration/plan-job.ts';
+import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
+import { Reconciler } from '../../src/jobs/orchestration/reconciler.ts';
+import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
@@ -337,7 +342,6 @@ async function rig(
         redis,
         settings: { ...r.settings, ...extra },
         blockMs: 200,
-        permitWaitMs: 100,
       });
       r.lanes.push(w);
       return w;
@@ -850,7 +854,7 @@ describe('job pipeline', () => {
   });
 
   it('cancel mid-run: pending tasks cancelled, the running one finishes and is charged, remainder released once', async () => {
-    const r = await rig({ settings: { LANE_TENANT_CONCURRENCY: 1 } });
+    const r = await rig({ settings: { LANE_CONCURRENCY: 1, LANE_LAG_TARGET_MS: 0, LANE_CONCURRENCY_FLOOR: 1 } });
     await r.startOrchestrator();
     await r.startLane();
     const jobId = await accept(
@@ -916,8 +920,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -925,7 +929,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(3); // the ghost holds them and never acks
@@ -933,9 +937,9 @@ describe('job pipeline', () => {
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect((await tasks(jobId)).map((t) => t.attempts)).toEqual([1, 1, 1]);
-    const pending = (await r.redis.xpending(streams.lane('dns'), groups.lane('dns'))) as [number];
+    const pending = (await r.redis.xpending(streams.laneJob('dns', jobId), groups.lane('dns'))) as [number];
     expect(Number(pending[0])).toBe(0);
-    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.laneJob('dns', jobId)))).toBe(0);
   });
 
   it('a reclaimed entry whose task its dead runner left `running` is re-run once the takeover window passes', async () => {
@@ -946,8 +950,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -955,7 +959,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(1);
@@ -975,8 +979,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -984,7 +988,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, Array<[string, string[]]>]>;
     const [first] = read[0]![1];
@@ -996,7 +1000,7 @@ describe('job pipeline', () => {
       .where('id', '=', deadTask)
       .execute();
     // …and so did a second consumer that reclaimed it: its second delivery.
-    await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
+    await (r.redis as Redis).xclaim(streams.laneJob('dns', jobId), groups.lane('dns'), 'ghost2', 0, first![0]);
     await r.startLane();
     const j = await terminal(jobId);
     const ts = await tasks(jobId);
@@ -1006,12 +1010,14 @@ describe('job pipeline', () => {
     expect(j.status).toBe('partial');
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['dead_lettered']);
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 1]);
-    const dl = (await r.redis.xrange(streams.deadLetterOf(streams.lane('dns')), '-', '+')) as Array<[string, string[]]>;
+    const dl = (await r.redis.xrange(streams.deadLetterOf(streams.laneJob('dns', jobId)), '-', '+')) as Array<
+      [string, string[]]
+    >;
     expect(dl).toHaveLength(1);
     expect(dl[0]![1]).toEqual(
       expect.arrayContaining([
         'stream',
-        streams.lane('dns'),
+        streams.laneJob('dns', jobId),
         'entry',
         first![0],
         'deliveries',
@@ -1026,8 +1032,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -1035,17 +1041,17 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, Array<[string, string[]]>]>;
     // Two more deliveries that failed before the task started (e.g. MySQL was unreachable).
     for (const c of ['g2', 'g3'])
-      await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
+      await (r.redis as Redis).xclaim(streams.laneJob('dns', jobId), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 1]]);
-    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.laneJob('dns', jobId)))).toBe(0);
   });
 
   it('the outbox relay publishes a job whose publish was skipped', async () => {
@@ -1065,8 +1071,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await delKeys(r.redis, streams.lane('dns'), streams.laneResults('dns'), streams.jobs);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await delKeys(r.redis, streams.laneJob('dns', jobId), streams.laneResults('dns'), streams.jobs);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
@@ -1085,16 +1091,16 @@ describe('job pipeline', () => {
     // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
     const old = await r.startOrchestrator();
     const queued = await accept(r, { tasks: [{}, {}] }, 2);
-    await until('A on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await until('A on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', queued))) === 2);
     await old.close();
-    const entries = (await r.redis.xrange(streams.lane('dns'), '-', '+')) as Array<[string, string[]]>;
+    const entries = (await r.redis.xrange(streams.laneJob('dns', queued), '-', '+')) as Array<[string, string[]]>;
     for (const [, fields] of entries) {
       const task = Number(fields[fields.indexOf('task') + 1]);
       const id = await r.redis.xadd(legacy.lane, '*', ...fields);
       await r.redis.set(legacy.taskMessage(task), id!);
       await r.redis.del(queueKeys.taskMessage('dns', task));
     }
-    await r.redis.del(streams.lane('dns'));
+    await r.redis.del(streams.laneJob('dns', queued));
     // Job B: its task finished under an old runner, whose notice went to the old results stream.
     await r.startLane();
     await r.startOrchestrator();
@@ -1124,14 +1130,14 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
     // A runner claimed the task and died; then Redis lost its stream.
     await dbh.db
       .updateTable('tasks')
       .set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) })
       .where('job_id', '=', jobId)
       .execute();
-    await r.redis.del(streams.lane('dns'));
+    await r.redis.del(streams.laneJob('dns', jobId));
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
@@ -1142,11 +1148,11 @@ describe('job pipeline', () => {
     const r = await rig();
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
     await publishJob(r.redis, jobId, 'plan');
     await publishJob(r.redis, jobId, 'plan');
     await drained(r.redis, streams.jobs, groups.orchestrator);
-    expect(await r.redis.xlen(streams.lane('dns'))).toBe(3);
+    expect(await r.redis.xlen(streams.laneJob('dns', jobId))).toBe(3);
     await r.startLane();
     expect((await terminal(jobId)).status).toBe('completed');
   });
@@ -1155,7 +1161,7 @@ describe('job pipeline', () => {
     const r = await rig();
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}] }, 2);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 2);
     await r.orchestrator!.close(); // no reconciler of its own in between
     // What the reconciler read from MySQL: both pending.
     const read = await pendingTaskRefs(dbh.db, jobId);
@@ -1166,7 +1172,7 @@ describe('job pipeline', () => {
     await r.redis.del(queueKeys.taskMessage('dns', finished!.id), queueKeys.taskMessage('dns', lost!.id));
     const requeued = await ensureTasksEnqueued(r.redis, read, (l) => stillPending(dbh.db, l));
     expect(requeued).toBe(1);
-    const entries = await r.redis.xrange(streams.lane('dns'), '-', '+');
+    const entries = await r.redis.xrange(streams.laneJob('dns', jobId), '-', '+');
     expect(entries.map(([, fields]) => Number(fields[1]))).toEqual([finished!.id, lost!.id, lost!.id]);
   });
 
@@ -1388,6 +1394,116 @@ describe('batched application', () => {
     expect(
       await dbh.db.selectFrom('objects').select('id').where('job_id', '=', jobId).where('type', '=', 'host').execute(),
     ).toHaveLength(4);
+    await invariant();
+  });
+
+  it('the reconciler re-publishes only lost notices: none still waiting in a results stream, delivered or not', async () => {
+    const r = await rig();
+    // No orchestrator consumes here: the test plays its consumer group by hand.
+    const ctx: OrchestrationContext = {
+      db: dbh.db,
+      redis: r.redis,
+      log: silent,
+      config: r.config,
+      settings: parseQueueSettings(process.env, r.settings),
+      catalog: productCatalog([r.product]),
+      checkTimeoutMs: () => 30_000,
+    };
+    const jobId = await accept(r, { tasks: Array.from({ length: 6 }, () => ({ cost: 1 })) }, 6, { publish: false });
+    await planJob(ctx, jobId);
+    const ids = (await planned(jobId, 6)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    const results = streams.laneResults('dns');
+    await r.redis.xgroup('CREATE', results, groups.orchestrator, '0', 'MKSTREAM');
+    // Tasks 0 and 1: notices published and not yet delivered (an apply lag).
+    for (const id of ids.slice(0, 2)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    // Tasks 2 and 3: delivered to an orchestrator that holds them (its batcher, or it died): pending.
+    for (const id of ids.slice(2, 4)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'held', 'COUNT', 4, 'STREAMS', results, '>');
+    // Task 4: its notice was acknowledged without being applied (it counts as lost); task 5: never published.
+    const acked = await publishTaskResult(r.redis, 'dns', ids[4]!, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'other', 'COUNT', 1, 'STREAMS', results, '>');
+    await r.redis.xack(results, groups.orchestrator, acked!);
+    await sleep(20);
+    const reconciler = new Reconciler(ctx, { unappliedAfterMs: 0 });
+    expect(await reconciler.republishUnapplied()).toBe(2);
+    const entries = (await r.redis.xrange(results, '-', '+')) as Array<[string, string[]]>;
+    const noticesOf = (id: number) => entries.filter(([, f]) => f[f.indexOf('task') + 1] === String(id)).length;
+    expect(ids.map(noticesOf)).toEqual([1, 1, 1, 1, 2, 1]);
+    // A second pass finds every notice queued: no duplicate.
+    expect(await reconciler.republishUnapplied()).toBe(0);
+    expect(await r.redis.xlen(results)).toBe(entries.length);
+  });
+
+  /** A finished task whose output MySQL refuses to write (a finding's confidence longer than its column). */
+  const poison = (id: number) => {
+    const out = okOutput('poison.example.test');
+    return dbh.db
+      .updateTable('tasks')
+      .set({
+        status: 'completed',
+        finished_at: new Date(),
+        output: JSON.stringify({ ...out, findings: [{ ...out.findings[0]!, confidence: 'x'.repeat(40) }] }),
+      } as never)
+      .where('id', '=', id)
+      .execute();
+  };
+
+  it('a result that cannot be written fails alone: the rest of its batch is applied, it is dead-lettered with its error and the job ends partial', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 300, LANE_MAX_DELIVERIES: 2 } });
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: Array.from({ length: 5 }, () => ({ cost: 1 })) }, 5);
+    const ids = (await planned(jobId, 5)).map((t) => Number(t.id));
+    await finishByHand(ids.filter((_, i) => i !== 2));
+    await poison(ids[2]!);
+    // All five notices at once: one batch.
+    for (const id of ids) await publishTaskResult(r.redis, 'dns', id, jobId);
+    const j = await terminal(jobId, 30_000);
+    expect(j.status).toBe('partial');
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('result_not_applied');
+    const after = await tasks(jobId);
+    expect(after.map((t) => [t.status, t.reason, t.applied_at !== null])).toEqual([
+      ['completed', null, true],
+      ['completed', null, true],
+      ['failed', 'apply_failed', true],
+      ['completed', null, true],
+      ['completed', null, true],
+    ]);
+    expect(Number(j.credits_captured)).toBe(4);
+    expect((await ledger(jobId)).releases).toHaveLength(1);
+    const hosts = await dbh.db
+      .selectFrom('objects')
+      .select('okey')
+      .where('job_id', '=', jobId)
+      .where('type', '=', 'host')
+      .execute();
+    expect(hosts).toHaveLength(4);
+    const dead = (await r.redis.xrange(streams.deadLetterOf(streams.laneResults('dns')), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    const entry = dead.map(([, f]) => Object.fromEntries(f.flatMap((v, i) => (i % 2 ? [] : [[v, f[i + 1]]]))));
+    expect(entry.map((e) => e['f.task'])).toEqual([String(ids[2])]);
+    expect(entry[0]!.error).toMatch(/too long/i);
+    await invariant();
+    await o.close();
+  }, 60_000);
+
+  it('a cancel whose backlog holds a result that cannot be written settles the rest and ends cancelled', async () => {
+    const r = await rigApplyingByHand();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }] }, 6);
+    const ids = (await planned(jobId, 3)).map((t) => Number(t.id));
+    await finishByHand([ids[0]!, ids[2]!]);
+    await poison(ids[1]!);
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    await cancelJob(r.orchestrator.context, jobId);
+    const j = await job(jobId);
+    expect(j.status).toBe('cancelled');
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 2]);
+    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([
+      ['completed', null],
+      ['failed', 'apply_failed'],
+      ['completed', null],
+    ]);
     await invariant();
   });
 

@@ -68,6 +68,8 @@ function groupEnv(db: ScratchDatabase, tag: string): Record<string, string> {
     RDAP_BASE_URL: rdap.baseUrl,
     ALLOW_PRIVATE_TARGETS: LAB_ALLOW,
     ALLOW_SPECIAL_USE_DOMAINS: LAB_SPECIAL_USE,
+    // Webhooks go to the web's ports only: 443 reaches the receiver.
+    OUTBOUND_PORT_MAP: receiver.portMap,
     // Test-only: short schedules and a 1 s retry step (production keeps CONTRACT §14's).
     MONITOR_MIN_INTERVAL_SECONDS: '1',
     WEBHOOK_RETRY_SCHEDULE_SECONDS: '1',
@@ -324,15 +326,18 @@ describe('monitors on one orchestrator', () => {
   it('SSRF: webhook URLs to refused addresses, names that resolve there, http outside the allow-list and user info are 400 and never receive a byte', async () => {
     const t = await fundedTenant(h, 100, { limits: GENEROUS });
     const port = receiver.port;
+    // The port a refused connection would reach (443, mapped): a listener there counts them.
     const refusedListener = await countConnections(REFUSED_HOOK, port);
     try {
       const cases: Array<[string, string]> = [
-        [`https://${REFUSED_HOOK}:${port}/x`, 'webhook_target_not_allowed'],
-        [`https://refused.monitor.test:${port}/x`, 'webhook_target_not_allowed'],
-        [`http://${REFUSED_HOOK}:${port}/x`, 'webhook_target_not_allowed'],
-        [`https://user:secret@hooks.monitor.test:${port}/x`, 'webhook_url_invalid'],
-        [`ftp://hooks.monitor.test:${port}/x`, 'webhook_scheme_not_allowed'],
-        [`https://nowhere.monitor.test:${port}/x`, 'webhook_host_unresolvable'],
+        [`https://${REFUSED_HOOK}/x`, 'webhook_target_not_allowed'],
+        [`https://refused.monitor.test/x`, 'webhook_target_not_allowed'],
+        [`http://${REFUSED_HOOK}/x`, 'webhook_target_not_allowed'],
+        [`https://user:secret@hooks.monitor.test/x`, 'webhook_url_invalid'],
+        [`ftp://hooks.monitor.test/x`, 'webhook_scheme_not_allowed'],
+        [`https://nowhere.monitor.test/x`, 'webhook_host_unresolvable'],
+        // Any port but the web's own would make the deliveries log a port scanner.
+        [`https://hooks.monitor.test:${port}/x`, 'webhook_port_not_allowed'],
       ];
       for (const [url, reason] of cases) {
         const res = await create(t.key, { webhook: { url } });
@@ -342,14 +347,12 @@ describe('monitors on one orchestrator', () => {
       // A PATCH to a refused URL is refused the same way.
       const m = (await create(t.key, { paused: true })).body;
       const patched = await api(h, t.key).patch(`/v2/monitors/${m.monitorId}`, {
-        webhook: { url: `https://refused.monitor.test:${port}/x` },
+        webhook: { url: 'https://refused.monitor.test/x' },
       });
       expect(patched.status).toBe(400);
       expect(patched.body.error.details.reason).toBe('webhook_target_not_allowed');
       // http is accepted only where every address is inside ALLOW_PRIVATE_TARGETS.
-      expect((await create(t.key, { paused: true, webhook: { url: `http://127.0.0.1:${port}/plain` } })).status).toBe(
-        201,
-      );
+      expect((await create(t.key, { paused: true, webhook: { url: 'http://127.0.0.1/plain' } })).status).toBe(201);
       expect(refusedListener.connections()).toBe(0);
     } finally {
       await refusedListener.close();

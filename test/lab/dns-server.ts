@@ -4,19 +4,31 @@
 // exceed the client's EDNS size (512 without EDNS), and plays the hostile behaviours the zones
 // ask for (silence, wrong ids, garbage, delays, error rcodes).
 //
-// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address.
+// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address. Besides the public lab
+// zones it serves private ones (./private-zones.ts: cluster.local, corp.internal, a private reverse
+// zone, localhost), as a resolver with private zones would.
 // Standalone (npm run up -- --lab): `node test/lab/dns-server.ts --port 5353`.
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import * as packet from 'dns-packet';
 import { labZones, type Behaviour, type NameBehaviour, type Zone, type ZoneRecord } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 
 export interface LabDns {
   host: string;
   port: number;
   /** "127.0.0.1:PORT", ready for DNS_SERVERS. */
   address: string;
+  /**
+   * Serves records at `name` (inside one of the lab's zones) from now on, beside the zone's own:
+   * what a domain's owner publishes (a proof-of-control TXT record). Replaces what was published there of that type.
+   */
+  publish(name: string, type: string, data: ZoneRecord['data'][], ttl?: number): void;
+  /** Stops serving what publish() put at `name` (of `type`, or of every type): NXDOMAIN again if nothing else is there. */
+  withdraw(name: string, type?: string): void;
+  /** Questions received so far (UDP and TCP), by "<name> <type>" in lower case. */
+  readonly asked: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -24,6 +36,18 @@ export interface LabDnsOptions {
   port?: number;
   host?: string;
   zones?: Zone[];
+  /** Every reply this much later (ms): the latency lab (test/bench/scan.ts --latency). */
+  replyDelayMs?: number;
+}
+
+/** "<name> <type>" of a query, for LabDns.asked ('' when it does not decode). */
+function questionOf(msg: Buffer): string {
+  try {
+    const q = packet.decode(msg).questions?.[0];
+    return q ? `${q.name.toLowerCase()} ${q.type}` : '';
+  } catch {
+    return '';
+  }
 }
 
 const RCODES = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
@@ -94,6 +118,8 @@ interface Resolution {
 
 class LabZones {
   readonly zones: CompiledZone[];
+  /** Records published while the server runs (publish/withdraw), by owner name. */
+  readonly published = new Map<string, ZoneRecord[]>();
   constructor(zones: Zone[]) {
     // Longest origin first, so a child zone (ad.lab.test) wins over its parent (lab.test).
     this.zones = zones.map(compile).sort((a, b) => b.origin.length - a.origin.length);
@@ -105,7 +131,9 @@ class LabZones {
 
   /** The records at `name` ([] for a name that exists without records), null when it does not exist. */
   private lookup(z: CompiledZone, name: string): ZoneRecord[] | null {
+    const extra = this.published.get(name);
     const exact = z.byName.get(name);
+    if (extra && extra.length > 0) return [...(exact ?? []), ...extra];
     if (exact) return exact;
     if (z.existing.has(name)) return [];
     // RFC 4592: the wildcard at the closest encloser stands in for names that do not exist.
@@ -266,13 +294,19 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
 
 export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
   const host = opts.host ?? '127.0.0.1';
-  const zones = new LabZones(opts.zones ?? labZones);
+  const zones = new LabZones(opts.zones ?? [...labZones, ...privateZones]);
   const rebinds: RebindCounts = new Map();
   const timers = new Set<NodeJS.Timeout>();
   const connections = new Set<net.Socket>();
   let closed = false;
 
-  const later = (ms: number | undefined, fn: () => void) => {
+  const asked = new Map<string, number>();
+  const count = (msg: Buffer) => {
+    const q = questionOf(msg);
+    asked.set(q, (asked.get(q) ?? 0) + 1);
+  };
+  const later = (behaviourMs: number | undefined, fn: () => void) => {
+    const ms = (behaviourMs ?? 0) + (opts.replyDelayMs ?? 0);
     if (!ms) return fn();
     const t = setTimeout(() => {
       timers.delete(t);
@@ -291,6 +325,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const msg = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + msg.length);
+        count(msg);
         const action = respond(zones, msg, 'tcp', rebinds);
         if (!action.send) continue;
         const frame = Buffer.alloc(2 + action.send.length);
@@ -305,6 +340,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
 
   const { udp, tcp, port } = await bindBoth(host, opts.port ?? 0, onConnection);
   udp.on('message', (msg, rinfo) => {
+    count(msg);
     const action = respond(zones, msg, 'udp', rebinds);
     const bytes = action.send;
     if (bytes) later(action.delayMs, () => udp.send(bytes, rinfo.port, rinfo.address));
@@ -315,6 +351,19 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     host,
     port,
     address,
+    publish(name, type, data, ttl = 60) {
+      const owner = lower(name);
+      if (!zones.zoneFor(owner)) throw new Error(`${owner} is in none of the lab's zones`);
+      const kept = (zones.published.get(owner) ?? []).filter((r) => r.type !== type);
+      zones.published.set(owner, [...kept, ...data.map((d) => ({ name: owner, type, ttl, data: d }))]);
+    },
+    withdraw(name, type) {
+      const owner = lower(name);
+      const kept = type ? (zones.published.get(owner) ?? []).filter((r) => r.type !== type) : [];
+      if (kept.length > 0) zones.published.set(owner, kept);
+      else zones.published.delete(owner);
+    },
+    asked,
     close: async () => {
       if (closed) return;
       closed = true;
@@ -373,7 +422,11 @@ if (import.meta.main) {
   // Standalone (npm run up -- --lab) serves every fixture zone, the domain lookup's too.
   const { labZones } = await import('./zones.ts');
   const { domainZones } = await import('./domain-zones.ts');
-  const lab = await startLabDns({ port, host: argValue('--host'), zones: [...labZones, ...domainZones] });
+  const lab = await startLabDns({
+    port,
+    host: argValue('--host'),
+    zones: [...labZones, ...privateZones, ...domainZones],
+  });
   process.stdout.write(`${JSON.stringify({ lab: 'dns', address: lab.address, host: lab.host, port: lab.port })}\n`);
   const stop = () => void lab.close().then(() => process.exit(0));
   process.once('SIGINT', stop);

@@ -15,12 +15,13 @@
 import type net from 'node:net';
 import { LAB_ALLOW, LAB_SPECIAL_USE } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
-import { startLabDns } from './dns-server.ts';
+import { startLabDns, type LabDns } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
 import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 import { webLabPart } from './web-lab.ts';
 import { scanLabPart } from './scan-lab.ts';
 
@@ -61,12 +62,20 @@ export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, 
 export interface RunningLab {
   /** The service configuration that points at this lab. */
   env: Record<string, string>;
+  /** The lab's DNS server: publish() and withdraw() records while the lab runs (proof-of-control TXT). */
+  dns: Pick<LabDns, 'publish' | 'withdraw'>;
   parts: string[];
   close(): Promise<void>;
 }
 
 export async function startLab(
-  opts: { dnsPort?: number; rdapPort?: number; parts?: LabPartFactory[] } = {},
+  opts: {
+    dnsPort?: number;
+    rdapPort?: number;
+    parts?: LabPartFactory[];
+    /** Every DNS reply this much later (ms): the latency lab. */
+    dnsDelayMs?: number;
+  } = {},
 ): Promise<RunningLab> {
   const ca = await loadLabCa();
   const portMap = new Map<number, number>();
@@ -84,13 +93,14 @@ export async function startLab(
   const started: LabPart[] = [];
   try {
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
-    const zones = [...labZones, ...started.flatMap((p) => p.zones)];
+    const zones = [...labZones, ...privateZones, ...started.flatMap((p) => p.zones)];
     // The DNS port must not be a part's real port either (multi-host.ts says why): on a collision
     // another server starts before this one closes, so the kernel cannot offer the same port.
     const taken = new Set(portMap.values());
-    let dns = await startLabDns({ port: opts.dnsPort, zones });
+    const replyDelayMs = opts.dnsDelayMs;
+    let dns = await startLabDns({ port: opts.dnsPort, zones, replyDelayMs });
     for (let i = 0; opts.dnsPort === undefined && taken.has(dns.port) && i < 20; i++) {
-      const next = await startLabDns({ zones });
+      const next = await startLabDns({ zones, replyDelayMs });
       await dns.close();
       dns = next;
     }
@@ -119,6 +129,7 @@ export async function startLab(
     if (portMap.size > 0) env.OUTBOUND_PORT_MAP = [...portMap].map(([from, to]) => `${from}=${to}`).join(',');
     return {
       env,
+      dns: { publish: labDns.publish, withdraw: labDns.withdraw },
       parts: started.map((p) => p.name),
       close: async () => {
         await Promise.allSettled([...started.map((p) => p.close()), ...closers.map((c) => c())]);

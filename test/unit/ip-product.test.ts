@@ -543,6 +543,7 @@ describe('reverse_dns lane', () => {
         notimp: 'NOTIMP',
         timeout: null,
         error: null,
+        left_public_dns: 'NOERROR',
       };
       return {
         name,

@@ -24,12 +24,16 @@ export interface ClaimedEvent {
   token: string;
 }
 
-/** Monitors with at least one event due now, oldest due first (one index range per monitor). */
-export async function monitorsWithDueEvents(db: Db, limit: number): Promise<number[]> {
+/**
+ * Monitors with at least one event due now, by id, after `afterId` (the caller goes round them in
+ * turns). A loose index scan of ix_monitor_events_due: its cost grows with the monitors that have
+ * events due, not with their backlogs.
+ */
+export async function monitorsWithDueEvents(db: Db, afterId: number, limit: number): Promise<number[]> {
   const res = await sql<{ monitor_id: number }>`
     SELECT monitor_id, MIN(next_attempt_at) AS due FROM monitor_events
-    WHERE status = 'pending' AND next_attempt_at <= NOW(3)
-    GROUP BY monitor_id ORDER BY due LIMIT ${limit}`.execute(db);
+    WHERE monitor_id > ${afterId} AND status = 'pending' AND next_attempt_at <= NOW(3)
+    GROUP BY monitor_id ORDER BY monitor_id LIMIT ${limit}`.execute(db);
   return res.rows.map((r) => Number(r.monitor_id));
 }
 

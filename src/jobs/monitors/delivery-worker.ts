@@ -1,6 +1,7 @@
 // One delivery worker per orchestrator (CONTRACT §14; STYLE.md: a dead endpoint never blocks a
 // live one). Each round it lists the monitors that have events due, shares its free slots among
-// them (round-robin, one slot each in turn, starting one further each round), and claims that
+// them (round-robin, one slot each in turn; the next round starts after the last monitor served,
+// so with more monitors than slots each gets its turn), and claims that
 // many due events per monitor in one transaction (FOR UPDATE SKIP LOCKED: workers of other
 // orchestrators take other rows). Attempts run concurrently: at most WEBHOOK_CONCURRENCY in all and
 // WEBHOOK_ENDPOINT_CONCURRENCY per monitor. A monitor starts at a few slots and doubles with each
@@ -52,6 +53,9 @@ interface EndpointState {
   slots: number;
 }
 
+/** Monitors considered per round (each a branch of the claim statement). */
+const MONITORS_PER_ROUND = 500;
+
 /** Slots of a monitor whose endpoint this worker has not delivered to yet (or lately). */
 const INITIAL_SLOTS = 4;
 
@@ -66,7 +70,8 @@ export class DeliveryWorker {
   readonly #stop = new AbortController();
   readonly #running = new Set<Promise<void>>();
   #inFlight = 0;
-  #rotation = 0;
+  /** Where the next round's list of monitors starts (keyset): every monitor gets its turn first. */
+  #after = 0;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -120,10 +125,15 @@ export class DeliveryWorker {
   async round(): Promise<number> {
     const free = this.#limit - this.#inFlight;
     if (free <= 0) return 0;
-    const monitors = await monitorsWithDueEvents(this.#deps.db, 1000);
-    if (monitors.length === 0) return 0;
-    const start = this.#rotation++ % monitors.length;
-    const order = [...monitors.slice(start), ...monitors.slice(0, start)];
+    const db = this.#deps.db;
+    let order = await monitorsWithDueEvents(db, this.#after, MONITORS_PER_ROUND);
+    // Past the last monitor with events due: wrap round to the first ones.
+    if (order.length < MONITORS_PER_ROUND && this.#after > 0) {
+      const seen = new Set(order);
+      const head = await monitorsWithDueEvents(db, 0, MONITORS_PER_ROUND - order.length);
+      order = [...order, ...head.filter((m) => !seen.has(m))];
+    }
+    if (order.length === 0) return 0;
     const room = new Map<number, number>();
     for (const m of order) {
       const s = this.#endpoints.get(m);
@@ -142,6 +152,11 @@ export class DeliveryWorker {
         else room.set(m, r - 1);
       }
     }
+    // The next round starts after the last monitor given a slot in this one.
+    // (From the start again once every monitor listed got one and none was left out of the list.)
+    const served = [...want.keys()];
+    const more = served.length < order.length || order.length === MONITORS_PER_ROUND;
+    this.#after = more ? (served.at(-1) ?? 0) : 0;
     const events = await claimEvents(this.#deps.db, [...want]);
     if (events.length === 0) return 0;
     const targets = await deliveryTargets(

@@ -4,8 +4,12 @@
 // Partial answers. Eight questions go out; each is present, absent or indeterminate
 // (src/dns/presence.ts: only records, NXDOMAIN or NODATA say anything about the name). Lanes:
 // - `resolver` (required) is about reachability: completed when at least one of the eight got a
-//   reply of any rcode. When none did, it is `unavailable` / resolver_unreachable and the route
-//   answers 503: eight empty rows would read as "this name has no records".
+//   reply of any rcode, or when all eight timed out while the resolver itself is reachable (its
+//   breaker closed, src/dns/stub-resolver.ts): the name's own servers did not answer, which is the
+//   target's fact (issue 31: a tenant's dead zone is no outage of ours), so the lookup is a 200
+//   `partial` with eight indeterminate types. Otherwise (failures reaching the resolver, or it is
+//   down) it is `unavailable` / resolver_unreachable and the route answers 503: eight empty rows
+//   would read as "this name has no records".
 // - `record_types` (optional) is about coverage: completed only when every type is present or
 //   absent; `partial` when any type is indeterminate (SERVFAIL, REFUSED, FORMERR, NOTIMP, timeout,
 //   no usable reply). CONTRACT §7 fails the route on any required lane that is not `completed`,
@@ -38,9 +42,20 @@ export const dnsInput = z.strictObject({ value: domainName });
 export type DnsInput = z.infer<typeof dnsInput>;
 
 const outcomeSchema = z
-  .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+  .enum([
+    'answer',
+    'nodata',
+    'nxdomain',
+    'servfail',
+    'refused',
+    'formerr',
+    'notimp',
+    'timeout',
+    'error',
+    'left_public_dns',
+  ])
   .describe(
-    'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type',
+    'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type; left_public_dns: the chain pointed into a special-use name or a non-global reverse zone and was cut there (limitation answer_leaves_public_dns): nothing is known beyond it',
   );
 const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
 
@@ -86,7 +101,8 @@ const lanes = {
   resolver: {
     lane: 'resolver',
     required: true,
-    description: 'The project stub resolver over DNS_SERVERS: at least one record type answered',
+    description:
+      "The project stub resolver over DNS_SERVERS: at least one record type answered, or every type timed out while the resolver itself answers (the name's servers are silent: every type indeterminate)",
   },
   recordTypes: {
     lane: 'record_types',
@@ -140,8 +156,12 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   const indeterminate = results.filter((r) => presence(r) === 'indeterminate');
   const limitations: Limitation[] = [AD_LIMITATION, ...indeterminate.map((r) => indeterminateLimitation(r))];
 
+  // Eight timeouts, none a failure to reach the resolver, and the resolver reachable: the name's
+  // servers are silent (or backed off after being silent). Indeterminate, not an outage.
+  const zoneSilent =
+    answered.length === 0 && results.every((r) => r.outcome === 'timeout') && resolver.readiness() === 'ready';
   let outcomes: LaneOutcome[];
-  if (answered.length === 0) {
+  if (answered.length === 0 && !zoneSilent) {
     outcomes = [
       laneOutcome(lanes.resolver, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),
       laneOutcome(lanes.recordTypes, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),
