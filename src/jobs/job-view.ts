@@ -4,6 +4,7 @@ import type { Db } from '../db/database.ts';
 import { TERMINAL_STATUSES, type JobStatus } from '../db/schema.ts';
 import { OPEN_TASK_STATUSES, isOpenTask } from './tasks/task-rows.ts';
 import { taskTallies } from './tasks/task-repo.ts';
+import { readChangeSummary } from './changes/change-summary.ts';
 
 export interface JobRow {
   id: number;
@@ -25,6 +26,9 @@ export interface JobRow {
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
+  /** The baseline picked when the job started (CONTRACT §13); null: none. */
+  baseline_ref: string | null;
+  baseline_completed_at: Date | null;
 }
 
 export function isTerminal(status: JobStatus): boolean {
@@ -51,6 +55,8 @@ const JOB_COLUMNS = [
   'created_at',
   'started_at',
   'completed_at',
+  'baseline_ref',
+  'baseline_completed_at',
 ] as const;
 
 /** The job of this workspace, or null: another tenant's job is indistinguishable from none. */
@@ -133,6 +139,7 @@ function waitingFor(job: JobRow, openWorkerLanes: Set<string>, liveness: WorkerS
  */
 export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
   const { lanes: laneList, queued, done, openWorkerLanes } = await laneCounts(db, job.id);
+  const changes = await readChangeSummary(db, job.id);
   const terminal = isTerminal(job.status);
   const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
   const coverage = parseJson(job.coverage) ?? {
@@ -169,11 +176,14 @@ export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
         }
       : null,
     result: parseJson(job.result) ?? null,
+    baseline: changes.baseline,
+    changes: changes.changes,
     pollAfterMs: terminal ? 0 : waiting.length > 0 ? WAITING_POLL_MS : 1000,
     links: {
       self: `/v2/jobs/${job.public_id}`,
       results: `/v2/jobs/${job.public_id}/results`,
       findings: `/v2/jobs/${job.public_id}/findings`,
+      changes: `/v2/jobs/${job.public_id}/changes`,
     },
   };
 }

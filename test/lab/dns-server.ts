@@ -17,6 +17,8 @@ export interface LabDns {
   port: number;
   /** "127.0.0.1:PORT", ready for DNS_SERVERS. */
   address: string;
+  /** Serves `zone` from now on in place of the zone of the same origin (a zone served in two states). */
+  setZone(zone: Zone): void;
   close(): Promise<void>;
 }
 
@@ -93,10 +95,17 @@ interface Resolution {
 }
 
 class LabZones {
-  readonly zones: CompiledZone[];
+  zones: CompiledZone[];
   constructor(zones: Zone[]) {
     // Longest origin first, so a child zone (ad.lab.test) wins over its parent (lab.test).
     this.zones = zones.map(compile).sort((a, b) => b.origin.length - a.origin.length);
+  }
+
+  replace(zone: Zone): void {
+    const next = compile(zone);
+    this.zones = [...this.zones.filter((z) => z.origin !== next.origin), next].sort(
+      (a, b) => b.origin.length - a.origin.length,
+    );
   }
 
   zoneFor(name: string): CompiledZone | undefined {
@@ -315,6 +324,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     host,
     port,
     address,
+    setZone: (zone) => zones.replace(zone),
     close: async () => {
       if (closed) return;
       closed = true;

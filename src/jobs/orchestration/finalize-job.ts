@@ -14,6 +14,7 @@ import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-
 import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
+import { finishComparison } from '../changes/comparison.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -75,6 +76,8 @@ export async function finalizeLocked(
       { status: laneStatus && !isOpenTask(laneStatus) ? (laneStatus as LaneStatus) : 'completed', ...d },
     );
   }
+  // The comparison with the baseline, complete when the job is seen terminal (CONTRACT §13).
+  await finishComparison(trx, job.id, def?.job?.changes);
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;
