@@ -9,6 +9,9 @@ import { nestsDeeperThan } from '../idempotency/fingerprint.ts';
 import { state, type RequestState } from './context.ts';
 import { toApiError } from './errors.ts';
 import { isPlainJson, readPlainJson } from './json-reader.ts';
+import { clip, validateInput } from '../jobs/admission/input-validation.ts';
+
+export { zodIssues } from '../jobs/admission/input-validation.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** No request body of the contract nests deeper than 3; 32 leaves room and bounds every walk. */
@@ -102,36 +105,10 @@ export const reportBodyError: RequestHandler = (_req, res, next) => {
   next();
 };
 
-/** What an error may echo of the caller's input: field names and messages are clipped. */
-const MAX_ISSUES = 20;
-const MAX_PATH = 200;
-const MAX_MESSAGE = 300;
-
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-
-export function zodIssues(error: z.ZodError): Array<{ path: string; message: string }> {
-  return error.issues.slice(0, MAX_ISSUES).map((i) => ({
-    path: clip(i.path.map((p) => clip(String(p), 64)).join('.'), MAX_PATH),
-    message: clip(i.message, MAX_MESSAGE),
-  }));
-}
-
-/** Step 5b: the zod schema is the contract; unknown fields are rejected by .strict() schemas. */
+/** Step 5b for a route outside the product chain (cancel): the same validation as admission's. */
 export function validateBody(schema: z.ZodType, opts: { optional?: boolean } = {}): RequestHandler {
   return (_req, res, next) => {
-    const s = state(res);
-    const raw = s.rawBody === undefined && opts.optional ? {} : s.rawBody;
-    if (raw === undefined) {
-      throw new ApiError('invalid_request', {
-        message: 'A JSON body is required.',
-        details: { issues: [{ path: '', message: 'body required' }] },
-      });
-    }
-    const parsed = schema.safeParse(raw);
-    if (!parsed.success) throw new ApiError('invalid_request', { details: { issues: zodIssues(parsed.error) } });
-    s.input = parsed.data;
+    validateInput(state(res), schema, opts);
     next();
   };
 }

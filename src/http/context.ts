@@ -1,46 +1,17 @@
 // What the admission chain learns about a request, kept on res.locals with one typed accessor.
-import type { RequestHandler, Response } from 'express';
+import type { Response } from 'express';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
 import type { IdempotencyClaim, LeaseFound } from '../idempotency/lease.ts';
+import type { AdmissionState, AdmissionStep } from '../jobs/admission/admission-state.ts';
 
-/** Where in the admission chain a request is (CONTRACT §2), for the log line of a failure. */
-export type AdmissionStep =
-  | 'authentication'
-  | 'rate_limit'
-  | 'idempotency_key'
-  | 'validation'
-  | 'active_gates'
-  | 'product_limit'
-  | 'idempotency'
-  | 'readiness'
-  | 'credits_and_dispatch'
-  | 'execution'
-  | 'job_read'
-  | 'cancel';
+export type { AdmissionStep } from '../jobs/admission/admission-state.ts';
 
-export interface RequestState {
-  requestId: string;
+/** Admission's state (src/jobs/admission/admission-state.ts) plus what only the web role knows. */
+export interface RequestState extends AdmissionState {
   /** performance.now() when the request reached the app (the access line's duration). */
   readonly startedAt: number;
-  step?: AdmissionStep;
-  log: Logger;
-  principal?: Principal;
-  /** The parsed JSON body exactly as sent (for the fingerprint). */
-  rawBody?: unknown;
-  /** The validated input. */
-  input?: unknown;
-  /** A product-limit refusal, reported only after the cheaper local checks (CONTRACT §2 order). */
-  deferredLimit?: ApiError;
-  idempotencyKey?: string;
-  claim?: IdempotencyClaim;
-  /** What the admission script found for the Idempotency-Key (step 3 learns it, step 8 acts). */
-  lease?: LeaseFound & { fingerprint: string };
-  /** A body error, reported at step 5 although the body is read before the limits (step 3). */
-  bodyError?: ApiError;
-  /** The controller of a running inline execution: the response's 'close' aborts it. */
-  execution?: AbortController;
 }
 
 /**
@@ -83,12 +54,4 @@ export class RequestContext implements RequestState {
 
 export function state(res: Response): RequestState {
   return res.locals as RequestState;
-}
-
-/** The handler, recording its admission step first (async handlers keep their promise). */
-export function atStep(step: AdmissionStep, handler: RequestHandler): RequestHandler {
-  return (req, res, next) => {
-    state(res).step = step;
-    return handler(req, res, next);
-  };
 }

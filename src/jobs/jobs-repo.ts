@@ -8,7 +8,7 @@ import type { IdempotencyClaim } from '../idempotency/lease.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../contract/ids.ts';
 import { insertCommitted } from '../idempotency/idempotency-repo.ts';
-import { inTransaction } from '../db/transaction.ts';
+import { inTransaction, type Trx } from '../db/transaction.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 
 export interface AcceptInput {
@@ -25,6 +25,11 @@ export interface AcceptInput {
   ttlHours?: number;
   /** At most this many objects for the job (a scan profile's cap). */
   objectCap?: number | null;
+  /**
+   * Runs inside the job's transaction once the job row exists (a monitor's run records its job
+   * here, so the run and its job commit together or not at all); a throw rolls the job back.
+   */
+  within?: (trx: Trx, job: { jobId: number; jobRef: string }) => Promise<void>;
 }
 
 /** Another request committed this Idempotency-Key first; this transaction was rolled back. */
@@ -77,6 +82,7 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
       .executeTakeFirstOrThrow();
     const jobId = Number(ins.insertId);
     await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();
+    if (a.within) await a.within(trx, { jobId, jobRef });
     const job = (await trx
       .selectFrom('jobs')
       .selectAll()

@@ -1,6 +1,6 @@
-// src/http/deadlines.ts: one interval keeps every inline execution's deadline.
+// src/jobs/admission/deadlines.ts: one interval keeps every inline execution's deadline.
 import { describe, expect, it } from 'vitest';
-import { Deadlines } from '../../src/http/deadlines.ts';
+import { Deadlines } from '../../src/jobs/admission/deadlines.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

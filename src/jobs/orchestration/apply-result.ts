@@ -3,10 +3,11 @@
 // CONTRACT §6), writes all their outputs in multi-row statements (settle-outputs.ts), releases
 // the tasks gated on them, lets the product plan more work from all of them (a scan's
 // expansion: deduped, budgeted, gated, inserted multi-row), and checks once whether the job is
-// done (then finalizes it in the same transaction). A task already applied, or repeated in the
-// batch (a redelivered notice), changes nothing. What became pending is enqueued after the
-// commit (the reconciler re-enqueues it if this process dies first, and re-publishes the notice
-// of a finished task left unapplied).
+// done. A task already applied, or repeated in the batch (a redelivered notice), changes nothing.
+// After the commit, what became pending is enqueued (the reconciler re-enqueues it if this process
+// dies first, and re-publishes the notice of a finished task left unapplied), and a job that is
+// done is finalized (finalize-job.ts: its own transactions; the reconciler finalizes it if this
+// process dies first).
 import { sql } from 'kysely';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
@@ -14,7 +15,8 @@ import type { TaskPlan } from '../../contract/tasks.ts';
 import { gateResultOf, insertPlannedTasks, releaseGatedBatch } from '../tasks/task-insert.ts';
 import { isTerminal } from '../job-view.ts';
 import type { OrchestrationContext } from './context.ts';
-import { finalizeLocked } from './finalize-job.ts';
+import { finalizeJob } from './finalize-job.ts';
+import type { FinalizeMode } from './job-outcome.ts';
 import { countLimitations, countOpenTasks, countUnsettledTasks } from '../tasks/task-settlement.ts';
 import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { jobOfTask, lockTasksForApply, type TaskToApply } from '../tasks/task-repo.ts';
@@ -36,12 +38,12 @@ export async function applyTaskResults(
 ): Promise<void> {
   const ids = [...new Set(taskIds)];
   if (ids.length === 0) return;
-  const next = await inTransaction(ctx.db, async (trx): Promise<TaskRef[]> => {
+  const after = await inTransaction(ctx.db, async (trx): Promise<{ next: TaskRef[]; finalize?: FinalizeMode }> => {
     const job = await lockJob(trx, jobId);
-    if (!job || isTerminal(job.status)) return [];
+    if (!job || isTerminal(job.status)) return { next: [] };
     const rows = await lockTasksForApply(trx, job.id, ids);
     const applied = await settleAndWrite(trx, job, rows);
-    if (applied.length === 0 || job.status === 'queued') return [];
+    if (applied.length === 0 || job.status === 'queued') return { next: [] };
     // Work gated on these tasks may start now, with what they found; new work only while not cancelling.
     const released = await releaseGatedBatch(
       trx,
@@ -56,13 +58,11 @@ export async function applyTaskResults(
         : await countUnsettledTasks(trx, job.id, (counted, exact) =>
             ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
           );
-    if (waitingFor === 0) {
-      await finalizeLocked(trx, ctx, job, job.status === 'cancelling' ? 'cancel' : 'settle');
-      return [];
-    }
-    return [...released, ...expanded];
+    if (waitingFor === 0) return { next: [], finalize: job.status === 'cancelling' ? 'cancel' : 'settle' };
+    return { next: [...released, ...expanded] };
   });
-  if (next.length > 0) await enqueueTasks(ctx.redis, next);
+  if (after.next.length > 0) await enqueueTasks(ctx.redis, after.next);
+  if (after.finalize) await finalizeJob(ctx, jobId, after.finalize);
 }
 
 /** The product's expansion of finished tasks, validated, then deduplicated, budgeted and gated at once. */

@@ -2,20 +2,22 @@
 // planned: apply-result does not expand a cancelling job); running ones may finish (and are
 // charged) until the grace deadline. The job ends `cancelled` as soon as nothing is running:
 // here, on the last running task's result (apply-result.ts), or by the sweeper after
-// CANCEL_GRACE_MS.
+// CANCEL_GRACE_MS. Finished results not applied yet are settled by the terminal transition, in
+// chunks (finalize-job.ts), after this transaction.
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import type { OrchestrationContext } from './context.ts';
-import { finalizeLocked } from './finalize-job.ts';
+import { finalizeJob } from './finalize-job.ts';
 import { lockJob } from '../tasks/task-rows.ts';
 import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
 import { inTransaction } from '../../db/transaction.ts';
 
 export async function cancelJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
-  await inTransaction(ctx.db, async (trx) => {
+  const idle = await inTransaction(ctx.db, async (trx) => {
     const job = await lockJob(trx, jobId);
-    if (job?.status !== 'cancelling') return;
+    if (job?.status !== 'cancelling') return false;
     // Nothing to capture for these: they are applied at once.
     await cancelUnfinishedTasks(trx, job.id, 'job_cancelled', { includeRunning: false });
-    if ((await countOpenTasks(trx, job.id)) === 0) await finalizeLocked(trx, ctx, job, 'cancel');
+    return (await countOpenTasks(trx, job.id)) === 0;
   });
+  if (idle) await finalizeJob(ctx, jobId, 'cancel');
 }

@@ -15,7 +15,15 @@ export interface OrchestrationContext {
   catalog: ProductCatalog;
   /** The check's own timeout, for telling a dead runner from a slow one. */
   checkTimeoutMs(check: string): number;
+  /**
+   * Most finished tasks of one job settled in one transaction (a batch of results, a chunk of a
+   * terminal transition's backlog); default DEFAULT_RESULT_BATCH.
+   */
+  resultBatch?: number;
 }
+
+/** Most finished tasks of one job applied in one transaction, unless the orchestrator says otherwise. */
+export const DEFAULT_RESULT_BATCH = 256;
 
 /** Used when a check is unknown to this process: the longest a check is expected to run. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 120_000;

@@ -1,49 +1,164 @@
-// The terminal transition, once: cancel what is still open, apply (capture, write the output of)
-// every finished task not yet applied, decide the outcome, compare-and-set the job to its terminal status and release
-// the unused reservation, all in one transaction under the job row lock. Only the winner of the
-// terminal CAS releases; releaseRemainder is itself keyed by job, so a second release is a no-op.
+// The terminal transition of a job: the one way a job becomes terminal, called outside any
+// transaction by every path that decides a job is done (the last result applied, a cancel with
+// nothing running, the plan failing, the sweeper, the reconciler). Three steps, in this order,
+// each at its one place in finalizeJob below:
+//
+//   1. Settle the backlog. Finished tasks whose results were not applied yet (their notices were
+//      not handled: an apply lag, a cancel) are settled (captured once, their outputs written) in
+//      chunks of at most the result batch, by task id range, each chunk its own transaction under
+//      the job row lock. A cancel or deadline first ends the open tasks, so the backlog cannot
+//      grow behind the chunks. The whole backlog in one transaction (every output in memory at
+//      once) took an orchestrator past its 128 MB heap at 1,500 tasks of 19 KB, and every retry
+//      path repeated it (issue 31).
+//   2. Pre-terminal steps: bounded, resumable work that needs every result settled and must be
+//      done before the job is terminal, each one call between the backlog and the terminal
+//      transaction (change detection, CONTRACT §13, compares the job with its baseline there).
+//   3. The terminal transaction: under the job row lock, re-checks that nothing is open (a
+//      settle) and that nothing is left unapplied (else back to step 1), decides the outcome,
+//      compare-and-sets the terminal status, writes what the product derived across lanes and
+//      releases the unused reservation. What must become true exactly when the job is terminal
+//      is written here, after the compare-and-set won (a monitor's event outbox row, CONTRACT
+//      §14; the change counts of step 2): see terminalTransaction. The release stays the last
+//      statement (the workspace's credit row is then locked only for the commit).
+//
+// Only the winner of the terminal compare-and-set releases; releaseRemainder is itself keyed by
+// job, so a second release is a no-op. A crash between steps leaves a non-terminal job whose
+// remaining steps the reconciler (a cancelling job, a running one with nothing left) or the
+// sweeper (its deadline) runs again: each step is idempotent.
 import { sql } from 'kysely';
 import { releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { settleAndWrite } from './settle-outputs.ts';
 import { writeOutput } from '../output-writer.ts';
-import type { OrchestrationContext } from './context.ts';
+import { DEFAULT_RESULT_BATCH, type OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
-import { isOpenTask, lockJob, selectTasks, type LockedJob } from '../tasks/task-rows.ts';
-import { cancelUnfinishedTasks } from '../tasks/task-repo.ts';
+import { isOpenTask, lockJob, selectTasks, selectUnappliedChunk, type LockedJob } from '../tasks/task-rows.ts';
+import { cancelUnfinishedTasks, hasUnappliedFinished } from '../tasks/task-repo.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
-import { finishComparison } from '../changes/comparison.ts';
+import { compareBeforeTerminal, finishComparison } from '../changes/comparison.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
   failure?: string;
 }
 
-/** Caller holds the job row lock (lockJob). Returns the terminal status, or null if already terminal. */
-export async function finalizeLocked(
+/** The terminal transaction found finished tasks left unapplied: settle them first (step 1). */
+const BACKLOG_LEFT = Symbol('backlog left');
+/** Rounds of steps 1–3 before giving up for now (the reconciler or the sweeper comes back). */
+const MAX_ROUNDS = 5;
+
+/**
+ * Brings the job to its terminal status: settle the backlog in chunks → pre-terminal steps → the
+ * terminal transaction. Returns the terminal status, or null when the job was terminal already or
+ * a settle was refused (something is still open).
+ */
+export async function finalizeJob(
+  ctx: OrchestrationContext,
+  jobId: number,
+  mode: FinalizeMode,
+  opts: FinalizeOptions = {},
+): Promise<TerminalStatus | null> {
+  for (let round = 1; ; round++) {
+    // 1. The backlog, in bounded chunks.
+    if (!(await settleBacklog(ctx, jobId, mode, opts))) return null;
+    // 2. Pre-terminal steps, one call each.
+    await compareBeforeTerminal(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job);
+    // 3. The terminal transaction.
+    const done = await inTransaction(ctx.db, (trx) => terminalTransaction(trx, ctx, jobId, mode, opts));
+    if (done !== BACKLOG_LEFT) return done;
+    if (round >= MAX_ROUNDS) {
+      ctx.log.warn({ jobId, rounds: round }, 'finalize: results keep arriving unapplied; left for the next pass');
+      return null;
+    }
+  }
+}
+
+/** A job cancelled by its owner ends `cancelled` even when the deadline sweeper gets there first. */
+function effectiveMode(job: LockedJob, mode: FinalizeMode): FinalizeMode {
+  return job.status === 'cancelling' ? 'cancel' : mode;
+}
+
+/**
+ * A settle is only due when nothing is open. A caller that decided so before taking the lock (the
+ * reconciler's idle sweep) may be stale by now: refuse rather than cancel live work.
+ */
+async function settleRefused(
   trx: Trx,
   ctx: OrchestrationContext,
   job: LockedJob,
   mode: FinalizeMode,
-  opts: FinalizeOptions = {},
-): Promise<TerminalStatus | null> {
-  if (isTerminal(job.status)) return null;
-  // A job cancelled by its owner ends `cancelled` even when the deadline sweeper gets there first.
-  const effective: FinalizeMode = job.status === 'cancelling' ? 'cancel' : mode;
-  // A settle is only due when nothing is open. A caller that decided so before taking the lock
-  // (the reconciler's idle sweep) may be stale by now: refuse rather than cancel live work.
-  if (effective === 'settle' && !opts.failure && (await countOpenTasks(trx, job.id)) > 0) {
-    ctx.log.warn({ jobId: job.id }, 'settle refused: the job has open tasks');
-    return null;
+  opts: FinalizeOptions,
+): Promise<boolean> {
+  if (mode !== 'settle' || opts.failure || (await countOpenTasks(trx, job.id)) === 0) return false;
+  ctx.log.warn({ jobId: job.id }, 'settle refused: the job has open tasks');
+  return true;
+}
+
+/**
+ * Nothing is open on a normal settle; after a cancel, a deadline or a job-level failure, what is
+ * left will not run. A runner still executing one of these loses its compare-and-set and writes
+ * nothing, so no finished task can join the backlog after this.
+ */
+async function endOpenTasks(trx: Trx, job: LockedJob, mode: FinalizeMode): Promise<void> {
+  if ((await countOpenTasks(trx, job.id)) === 0) return;
+  await cancelUnfinishedTasks(trx, job.id, mode === 'deadline' ? 'deadline_exceeded' : 'job_cancelled', {
+    includeRunning: true,
+  });
+}
+
+/**
+ * Step 1: settles the job's finished, unapplied tasks, at most a result batch per transaction, in
+ * id order. Returns false when there is nothing to finalize (terminal already, or a settle
+ * refused).
+ */
+async function settleBacklog(
+  ctx: OrchestrationContext,
+  jobId: number,
+  mode: FinalizeMode,
+  opts: FinalizeOptions,
+): Promise<boolean> {
+  const size = ctx.resultBatch ?? DEFAULT_RESULT_BATCH;
+  let afterId = 0;
+  for (let first = true; ; first = false) {
+    const chunk = await inTransaction(ctx.db, async (trx) => {
+      const job = await lockJob(trx, jobId);
+      if (!job || isTerminal(job.status)) return null;
+      const effective = effectiveMode(job, mode);
+      if (first) {
+        if (await settleRefused(trx, ctx, job, effective, opts)) return null;
+        await endOpenTasks(trx, job, effective);
+      }
+      const tasks = await selectUnappliedChunk(trx, job.id, afterId, size);
+      await settleAndWrite(trx, job, tasks);
+      return tasks.map((t) => t.id);
+    });
+    if (chunk === null) return false;
+    if (chunk.length < size) return true;
+    afterId = chunk[chunk.length - 1]!;
   }
-  const reason = effective === 'deadline' ? 'deadline_exceeded' : 'job_cancelled';
-  // Nothing is open on a normal settle; after a cancel or a deadline, what is left will not run.
-  // A runner still executing one of these loses its compare-and-set and writes nothing.
-  await cancelUnfinishedTasks(trx, job.id, reason, { includeRunning: true });
-  // Finished but never applied (their notices were not handled yet): settled, and what they found written.
-  await settleAndWrite(trx, job, await selectTasks(trx, job.id, { unappliedOnly: true }));
+}
+
+/**
+ * Step 3, in one transaction. Returns the terminal status, null when there is nothing to do, or
+ * BACKLOG_LEFT when finished tasks are still unapplied (a result that arrived after step 1).
+ */
+async function terminalTransaction(
+  trx: Trx,
+  ctx: OrchestrationContext,
+  jobId: number,
+  mode: FinalizeMode,
+  opts: FinalizeOptions,
+): Promise<TerminalStatus | null | typeof BACKLOG_LEFT> {
+  const job = await lockJob(trx, jobId);
+  if (!job || isTerminal(job.status)) return null;
+  const effective = effectiveMode(job, mode);
+  if (await settleRefused(trx, ctx, job, effective, opts)) return null;
+  // Open again since step 1: a batch applied meanwhile may have planned more (a deadline on a
+  // running scan). They will not run either.
+  await endOpenTasks(trx, job, effective);
+  if (await hasUnappliedFinished(trx, job.id)) return BACKLOG_LEFT;
   const def = ctx.catalog.get(job.product);
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of
   // tasks, so it is decided from their statuses and the limitations counted as they were applied.
@@ -76,7 +191,8 @@ export async function finalizeLocked(
       { status: laneStatus && !isOpenTask(laneStatus) ? (laneStatus as LaneStatus) : 'completed', ...d },
     );
   }
-  // The comparison with the baseline, complete when the job is seen terminal (CONTRACT §13).
+  // Whatever must exist exactly when the job is terminal is written here, one call each (the
+  // change counts of §13, a monitor's event outbox row of §14), before the release.
   await finishComparison(trx, job.id, def?.job?.changes);
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
@@ -92,17 +208,4 @@ async function recordedLimitations(trx: Trx, jobId: number): Promise<RecordedLim
     gap: Number(r.gap) === 1,
     message: Number(r.occurrences) > 1 ? `${r.message} (${r.occurrences} occurrences)` : r.message,
   }));
-}
-
-export async function finalizeJob(
-  ctx: OrchestrationContext,
-  jobId: number,
-  mode: FinalizeMode,
-  opts: FinalizeOptions = {},
-): Promise<TerminalStatus | null> {
-  return inTransaction(ctx.db, async (trx) => {
-    const job = await lockJob(trx, jobId);
-    if (!job) return null;
-    return finalizeLocked(trx, ctx, job, mode, opts);
-  });
 }

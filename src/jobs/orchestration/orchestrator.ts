@@ -30,7 +30,7 @@ import { applyTaskResults } from './apply-result.ts';
 import { ResultBatcher } from './result-batcher.ts';
 import { jobOfTask } from '../tasks/task-repo.ts';
 import { cancelJob } from './cancel-job.ts';
-import { DEFAULT_CHECK_TIMEOUT_MS, type OrchestrationContext } from './context.ts';
+import { DEFAULT_CHECK_TIMEOUT_MS, DEFAULT_RESULT_BATCH, type OrchestrationContext } from './context.ts';
 import { relayOutbox } from './outbox-relay.ts';
 import { planJob } from './plan-job.ts';
 import { productCatalog } from './product-catalog.ts';
@@ -79,7 +79,6 @@ export interface OrchestratorOptions {
 }
 
 const DEFAULT_RESULTS_CONCURRENCY = 512;
-const DEFAULT_RESULT_BATCH = 256;
 
 export interface OrchestratorHandle {
   readonly context: OrchestrationContext;
@@ -104,6 +103,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     settings,
     catalog: productCatalog(opts.products),
     checkTimeoutMs: (check) => lookupTimeout(check) ?? DEFAULT_CHECK_TIMEOUT_MS,
+    resultBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
   };
 
   const consumer = opts.consumer ?? consumerName('orchestrator');

@@ -7,7 +7,7 @@ import { enqueueTasks, ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
-import { finalizeLocked } from './finalize-job.ts';
+import { finalizeJob, type FinalizeOptions } from './finalize-job.ts';
 import { dedupePlans } from '../tasks/task-budget.ts';
 import { insertPlannedTasks } from '../tasks/task-insert.ts';
 import { countOpenTasks } from '../tasks/task-settlement.ts';
@@ -16,7 +16,8 @@ import { pendingTaskRefs, stillPending } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 import { planRechecks, takeBaseline } from '../changes/baseline.ts';
 
-type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing';
+/** What to do after the plan's transaction; `finalize`: the job is done already (finalize-job.ts). */
+type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing' | { finalize: FinalizeOptions };
 
 export async function planJob(ctx: OrchestrationContext, jobId: number): Promise<void> {
   const step = await inTransaction(ctx.db, async (trx): Promise<PlanStep> => {
@@ -29,6 +30,10 @@ export async function planJob(ctx: OrchestrationContext, jobId: number): Promise
   });
   if (step === 'cancel') return cancelJob(ctx, jobId);
   if (step === 'nothing') return;
+  if (typeof step === 'object') {
+    await finalizeJob(ctx, jobId, 'settle', step.finalize);
+    return;
+  }
   const pending = await pendingTaskRefs(ctx.db, jobId);
   if (step === 'enqueue_all') await enqueueTasks(ctx.redis, pending);
   else await ensureTasksEnqueued(ctx.redis, pending, (lost) => stillPending(ctx.db, lost));
@@ -37,8 +42,7 @@ export async function planJob(ctx: OrchestrationContext, jobId: number): Promise
 async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): Promise<PlanStep> {
   const def = ctx.catalog.get(job.product);
   if (!def?.job) {
-    await finalizeLocked(trx, ctx, job, 'settle', { failure: 'product_not_available' });
-    return 'nothing';
+    return { finalize: { failure: 'product_not_available' } };
   }
   let plans: TaskPlan[];
   try {
@@ -48,8 +52,7 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
         throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
   } catch (err) {
     ctx.log.error({ jobId: job.id, err: errInfo(err) }, 'plan failed');
-    await finalizeLocked(trx, ctx, job, 'settle', { failure: 'plan_failed' });
-    return 'nothing';
+    return { finalize: { failure: 'plan_failed' } };
   }
   const pending = await insertPlannedTasks(trx, job, plans);
   // The baseline is picked as the job starts (CONTRACT §13); a scan then rechecks its names.
@@ -59,9 +62,6 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(
     trx,
   );
-  if (pending.length === 0 && (await countOpenTasks(trx, job.id)) === 0) {
-    await finalizeLocked(trx, ctx, { ...job, status: 'running' }, 'settle');
-    return 'nothing';
-  }
+  if (pending.length === 0 && (await countOpenTasks(trx, job.id)) === 0) return { finalize: {} };
   return 'enqueue_all';
 }

@@ -14,7 +14,7 @@ export async function sweepJobs(ctx: OrchestrationContext, batch = 100): Promise
     SELECT id FROM jobs WHERE status = 'cancelling' AND cancel_requested_at < NOW(3) - INTERVAL ${graceUs} MICROSECOND AND product IN (${products})
     ORDER BY id LIMIT ${batch}`.execute(ctx.db);
   let n = 0;
-  // finalizeLocked turns a cancelling job's deadline into `cancelled`, so one mode fits both lists.
+  // finalizeJob turns a cancelling job's deadline into `cancelled`, so one mode fits both lists.
   for (const r of overdue.rows) if (await finalizeJob(ctx, Number(r.id), 'deadline')) n++;
   for (const r of graceOver.rows) if (await finalizeJob(ctx, Number(r.id), 'cancel')) n++;
   return n;

@@ -73,6 +73,13 @@ export async function cancelUnfinishedTasks(
   await recountTaskCounters(trx, jobId);
 }
 
+/** Caller holds the job row lock. Whether a finished task of the job is still unapplied. */
+export async function hasUnappliedFinished(trx: Trx, jobId: number): Promise<boolean> {
+  const rows = await sql<{ id: number }>`SELECT id FROM tasks
+    WHERE job_id = ${jobId} AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL}) LIMIT 1`.execute(trx);
+  return rows.rows.length > 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The reconciler's scans: bounded, over the jobs of the given products.
 

@@ -54,17 +54,30 @@ export interface TaskRow {
   applied_at: Date | null;
 }
 
-/** A job's tasks; without their outputs (a scan's thousands), or only those not applied yet. */
-export async function selectTasks(
+const TASK_COLUMNS = sql`id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, distance, status, reason`;
+
+/** A job's tasks, with their outputs or without (a scan's thousands: statuses only). */
+export async function selectTasks(trx: Trx, jobId: number, opts: { withOutput?: boolean } = {}): Promise<TaskRow[]> {
+  const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
+  const res = await sql<Record<string, unknown>>`
+    SELECT ${TASK_COLUMNS}, ${output}, applied_at FROM tasks WHERE job_id = ${jobId} ORDER BY id`.execute(trx);
+  return res.rows.map(toTaskRow);
+}
+
+/**
+ * At most `limit` of the job's finished tasks not applied yet, with their outputs, by id after
+ * `afterId` (ix_tasks_unapplied): one chunk of a terminal transition's backlog, never the whole.
+ */
+export async function selectUnappliedChunk(
   trx: Trx,
   jobId: number,
-  opts: { withOutput?: boolean; unappliedOnly?: boolean } = {},
+  afterId: number,
+  limit: number,
 ): Promise<TaskRow[]> {
-  const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
-  const unapplied = opts.unappliedOnly ? sql`AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})` : sql``;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, job_id, check_name, object_key, lane, product_lane, required, unit_cost, distance, status, reason, ${output}, applied_at
-    FROM tasks WHERE job_id = ${jobId} ${unapplied} ORDER BY id`.execute(trx);
+    SELECT ${TASK_COLUMNS}, output, applied_at FROM tasks
+    WHERE job_id = ${jobId} AND applied_at IS NULL AND id > ${afterId} AND status NOT IN (${OPEN_STATUSES_SQL})
+    ORDER BY id LIMIT ${limit}`.execute(trx);
   return res.rows.map(toTaskRow);
 }
 
