@@ -24,6 +24,9 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
+import { runComparison } from '../../src/jobs/changes/comparison.ts';
+import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
+import { scanChangeRules } from '../../src/products/scan/changes.ts';
 
 const GEN = 60;
 const GENEROUS = {
@@ -317,6 +320,66 @@ describe('change detection (CONTRACT §13)', () => {
       expect(foreign.body.error.code).toBe('job_not_found');
       const unauth = await client(h.app).get(`/v2/jobs/${ref}/changes`);
       expect(unauth.status).toBe(401);
+    });
+  });
+
+  describe('a comparison is stored with the job', () => {
+    it('interrupted between chunks, it resumes where it stopped and ends with the same marks', async () => {
+      const t = await tenant();
+      changesLab.setState(1);
+      await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'balanced', 500));
+      changesLab.setState(2);
+      const job = await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'balanced', 500));
+      changesLab.setState(1);
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${job.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      const rows = async () =>
+        (
+          await sql<Record<string, unknown>>`
+            SELECT grp, subject_type, subject_key, object_ref, baseline_object_ref, finding_ref, baseline_finding_ref,
+              changed_fields, reason FROM job_changes WHERE job_id = ${id}`.execute(h.deps.db)
+        ).rows
+          .map((r) => JSON.stringify(r))
+          .sort();
+      const whole = await rows();
+      expect(whole.length).toBeGreaterThan(10);
+      // As if it had never run; then 3 chunks of 2 objects each, and the process dies.
+      await sql`DELETE FROM job_changes WHERE job_id = ${id}`.execute(h.deps.db);
+      await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, counts = '{}', done = 0 WHERE job_id = ${id}`.execute(
+        h.deps.db,
+      );
+      expect(await runComparison(h.deps.db, id, scanChangeRules, { chunk: 2, maxChunks: 3 })).toBe(false);
+      const part = await rows();
+      expect(part.length).toBeGreaterThan(0);
+      expect(part.length).toBeLessThan(whole.length);
+      expect(await runComparison(h.deps.db, id, scanChangeRules, { chunk: 2 })).toBe(true);
+      expect(await rows()).toEqual(whole);
+      const counts = await sql<{ counts: unknown }>`SELECT counts FROM change_runs WHERE job_id = ${id}`.execute(
+        h.deps.db,
+      );
+      const c = counts.rows[0]!.counts;
+      expect(typeof c === 'string' ? JSON.parse(c) : c).toMatchObject(job.changes);
+    }, 120_000);
+
+    it('the baseline is kept while a job still has to be compared with it; its purge does not undo the comparison', async () => {
+      const t = await tenant();
+      const a = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const b = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      expect(b.baseline.jobRef).toBe(a.jobRef);
+      const before = await changesOf(t.key, b.jobRef);
+      await sql`UPDATE jobs SET completed_at = NOW(3) - INTERVAL 400 DAY WHERE public_id = ${a.jobRef}`.execute(
+        h.deps.db,
+      );
+      await sql`UPDATE jobs SET status = 'running' WHERE public_id = ${b.jobRef}`.execute(h.deps.db);
+      await purgeExpiredJobs(orchestrator.context);
+      expect((await client(h.app, t.key).get(`/v2/jobs/${a.jobRef}`)).status).toBe(200);
+      await sql`UPDATE jobs SET status = 'completed' WHERE public_id = ${b.jobRef}`.execute(h.deps.db);
+      await purgeExpiredJobs(orchestrator.context);
+      expect((await client(h.app, t.key).get(`/v2/jobs/${a.jobRef}`)).status).toBe(404);
+      const after = await client(h.app, t.key).get(`/v2/jobs/${b.jobRef}`);
+      expect(after.body).toMatchObject({ baseline: b.baseline, changes: b.changes });
+      expect(await changesOf(t.key, b.jobRef)).toEqual(before);
     });
   });
 

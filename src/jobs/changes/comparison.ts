@@ -113,17 +113,20 @@ export async function compareBeforeTerminal(
 }
 
 /**
- * Before the terminal transaction: the whole comparison, a chunk per transaction. Safe to call
- * again (after a crash, or from a second orchestrator): it continues from the stored position.
+ * Before the terminal transaction: the whole comparison, a chunk per transaction (at most
+ * `maxChunks` of them; true when complete). Safe to call again (after a crash, or from a second
+ * orchestrator): it continues from the stored position.
  */
 export async function runComparison(
   db: Db,
   jobId: number,
   rules: ChangeRules | undefined,
-  opts: { chunk?: number } = {},
-): Promise<void> {
-  if (!rules) return;
-  while (!(await inTransaction(db, (trx) => stepLocked(trx, jobId, rules, opts.chunk ?? COMPARE_CHUNK))));
+  opts: { chunk?: number; maxChunks?: number } = {},
+): Promise<boolean> {
+  if (!rules) return true;
+  for (let n = 0; n < (opts.maxChunks ?? Number.POSITIVE_INFINITY); n++)
+    if (await inTransaction(db, (trx) => stepLocked(trx, jobId, rules, opts.chunk ?? COMPARE_CHUNK))) return true;
+  return false;
 }
 
 /**
