@@ -1,35 +1,14 @@
-// Change detection (CONTRACT §13): the vocabulary of marks and reasons every layer speaks, the zod
-// schemas of the changes route's query and page, of the marks on result items and findings, and of
+// Change detection (CONTRACT §13): the zod schemas of the changes route's query and page, of the marks on result items and findings, and of
 // the job status's `baseline` and `changes`, with their part of the OpenAPI document.
 import { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts';
 import { SEVERITIES, type Severity } from './tasks.ts';
+import { CHANGE_KINDS, CHANGE_MARKS, UNCONFIRMED_REASONS, type ChangeMark } from './changes.ts';
+
+export * from './changes.ts';
 
 type Json = Record<string, unknown>;
-
-/** Every mark, in the order the changes route lists them (objects, then findings, each in this order). */
-export const CHANGE_MARKS = ['new', 'changed', 'gone', 'resolved', 'unconfirmed', 'unchanged'] as const;
-export type ChangeMark = (typeof CHANGE_MARKS)[number];
-/** The marks an item of each kind can carry. */
-export const OBJECT_MARKS: readonly ChangeMark[] = ['new', 'changed', 'gone', 'unconfirmed', 'unchanged'];
-export const FINDING_MARKS: readonly ChangeMark[] = ['new', 'resolved', 'unconfirmed', 'unchanged'];
-/** The changes route's default filter: every mark but unchanged. */
-export const DEFAULT_CHANGE_FILTER: readonly ChangeMark[] = ['new', 'changed', 'gone', 'resolved', 'unconfirmed'];
-
-export const CHANGE_KINDS = ['object', 'finding'] as const;
-export type ChangeKind = (typeof CHANGE_KINDS)[number];
-
-/**
- * Why something is `unconfirmed` (never `gone` / `resolved`, never `unchanged`): what would have
- * observed it did not run to completion on it.
- *   indeterminate     the check asked and got no usable answer (SERVFAIL, timeout, unreachable)
- *   not_rechecked     the check never ran on it this time (budget, object cap, cancel, not planned)
- *   lane_partial      the check ran partial: what it did not cover is unknown
- *   lane_unavailable  the lane could not run (our side: not configured, down, failed)
- */
-export const UNCONFIRMED_REASONS = ['indeterminate', 'not_rechecked', 'lane_partial', 'lane_unavailable'] as const;
-export type UnconfirmedReason = (typeof UNCONFIRMED_REASONS)[number];
 
 // ---- Marks on result items, objects and findings ---------------------------------------------
 

@@ -27,6 +27,11 @@ import type { LaneName } from '../../src/queue/streams.ts';
 import { runComparison } from '../../src/jobs/changes/comparison.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
+import { execFile } from 'node:child_process';
+import type { AddressInfo, Server } from 'node:net';
+import path from 'node:path';
+import { LssClient } from '../../src/client/client.ts';
+import { root } from '../helpers/processes.ts';
 
 const GEN = 60;
 const GENEROUS = {
@@ -381,6 +386,73 @@ describe('change detection (CONTRACT §13)', () => {
       expect(after.body).toMatchObject({ baseline: b.baseline, changes: b.changes });
       expect(await changesOf(t.key, b.jobRef)).toEqual(before);
     });
+  });
+
+  describe('the SDK and lss', () => {
+    let server: Server;
+    let baseUrl: string;
+    const lss = (key: string, ...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        const env = Object.fromEntries(
+          Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
+        );
+        execFile(
+          process.execPath,
+          [path.join(root, 'src/client/cli/main.ts'), ...args],
+          { cwd: root, env: { ...env, LSS_API_KEY: key, LSS_BASE_URL: baseUrl }, timeout: 120_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        );
+      });
+
+    beforeAll(async () => {
+      server = await new Promise<Server>((resolve) => {
+        const s = h.app.listen(0, '127.0.0.1', () => resolve(s));
+      });
+      baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => {
+      await new Promise((r) => server?.close(r));
+      changesLab.setState(1);
+    });
+
+    it('the SDK reads the changes; lss prints them after the results and --fail-on-new gates on a new finding', async () => {
+      const t = await tenant();
+      const sdk = new LssClient({ apiKey: t.key, baseUrl });
+      changesLab.setState(1);
+      const before = await sdk.run('web', { url: `https://${CHANGES_ZONE}/` });
+      expect(before.job.baseline).toBeNull();
+      changesLab.setState(2);
+      // --fail-on-new low: the page's missing header is a new low finding → exit 1, whatever the coverage.
+      const gate = await lss(t.key, '--json', 'lookup', 'web', `https://${CHANGES_ZONE}/`, '--fail-on-new', 'low');
+      expect(gate.code, gate.stderr).toBe(1);
+      const doc = JSON.parse(gate.stdout);
+      expect(doc.outcome).toBe('fail_on');
+      expect(doc.job.baseline.jobRef).toBe(before.job.jobRef);
+      expect(doc.changes.items).toContainEqual(
+        expect.objectContaining({ kind: 'finding', change: 'new', type: 'web_nosniff_missing', severity: 'low' }),
+      );
+      const after = doc.job.jobRef as string;
+      // Above the new finding's severity: the job's own outcome decides.
+      const high = await lss(t.key, '--json', 'job', 'show', after, '--fail-on-new', 'high');
+      expect(high.code, high.stderr).toBe(JSON.parse(high.stdout).exitCode);
+      expect(JSON.parse(high.stdout).outcome).not.toBe('fail_on');
+      // The SDK: the same list the route gives, and its filters.
+      const all = await sdk.collectChanges(after);
+      expect(all.baseline?.jobRef).toBe(before.job.jobRef);
+      expect(all.items).toEqual(await changesOf(t.key, after, ''));
+      const newFindings: unknown[] = [];
+      for await (const c of sdk.changes(after, { kind: 'finding', change: ['new'], limit: 1 })) newFindings.push(c);
+      expect(newFindings).toEqual(all.items.filter((c) => c.kind === 'finding' && c.change === 'new'));
+      // Human output: the changes table comes last, after the job's tables.
+      const human = await lss(t.key, 'job', 'changes', after);
+      expect(human.stdout).toContain(`Changes since ${before.job.jobRef}`);
+      expect(human.stdout).toContain('web_nosniff_missing');
+      const shown = await lss(t.key, 'job', 'show', after, '--wait');
+      expect(shown.stdout.indexOf('Changes since')).toBeGreaterThan(shown.stdout.indexOf(after));
+      const bad = await lss(t.key, 'job', 'changes', after, '--change', 'vanished');
+      expect(bad.code).toBe(64);
+    }, 180_000);
   });
 
   describe('baseline selection', () => {
