@@ -16,6 +16,9 @@ import { packPosition, unpackPosition } from '../../src/jobs/changes/changes-rep
 import { groupOf, kindOfGroup, markOfGroup } from '../../src/jobs/changes/change-codes.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
 import { webChangeRules } from '../../src/products/web/changes.ts';
+import { mailChangeRules } from '../../src/products/mail/changes.ts';
+import { domainChangeRules } from '../../src/products/domain/changes.ts';
+import { readFileSync } from 'node:fs';
 
 const rules = { volatile: ['ttl', 'daysToExpiry', 'foundVia'], ordered: ['chain'] };
 
@@ -208,10 +211,16 @@ describe("products' rules", () => {
     expect(scanChangeRules.absent!('url', { exists: false })).toBe(false);
   });
 
-  it('every product names a versioned fingerprint and leaves the clock out', () => {
-    for (const r of [scanChangeRules, webChangeRules]) {
+  it('every product names a versioned fingerprint, leaves the clock out, and docs/findings.md says so', () => {
+    const md = readFileSync(new URL('../../docs/findings.md', import.meta.url), 'utf8');
+    const section = md.slice(md.indexOf('## Change fingerprints'));
+    for (const r of [scanChangeRules, webChangeRules, mailChangeRules, domainChangeRules]) {
       expect(r.fingerprint).toMatch(/^[a-z]+\.[a-z]+\.v1\/\d+$/);
       expect(r.volatile).toContain('daysToExpiry');
+      const product = r.fingerprint.split('/')[0]!;
+      const entry = section.slice(section.indexOf(`**${product}**`)).split('\n- **')[0]!;
+      expect(entry, product).toContain(`fingerprint \`${r.fingerprint}\``);
+      for (const v of r.volatile) expect(entry, `${product} ${v}`).toContain(`\`${v}\``);
     }
   });
 });
