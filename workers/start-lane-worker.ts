@@ -6,10 +6,10 @@ import client from 'prom-client';
 import type { Config } from '../src/config/config.ts';
 import { createDb, type Db } from '../src/db/database.ts';
 import { createProductRuntime } from '../src/products/kit/runtime.ts';
-import { parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
+import { laneDefaults, parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
-import { groups, streams, type LaneName } from '../src/queue/streams.ts';
+import { groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner/runner.ts';
 import type { CheckLookup } from './lane-runner/registry.ts';
@@ -27,7 +27,6 @@ export interface LaneWorkerOptions {
   /** Registry the worker's metrics go to (default: a new one per worker). */
   metrics?: client.Registry;
   blockMs?: number;
-  permitWaitMs?: number;
   /** Test knob: another parse-pool worker module (workers/pool/parse-worker.ts's protocol). */
   poolWorker?: string;
 }
@@ -59,7 +58,7 @@ export interface LaneWorkerHandle {
 export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): Promise<LaneWorkerHandle> {
   const { config } = opts;
   const log = opts.log.child({ lane });
-  const settings = parseQueueSettings(process.env, opts.settings);
+  const settings = parseQueueSettings(process.env, { ...laneDefaults(lane), ...opts.settings });
   const ownDb = opts.db
     ? undefined
     : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
@@ -75,7 +74,17 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [metrics],
   });
-  registerStreamGauges(metrics, redis, [{ stream: streams.lane(lane), group: groups.lane(lane) }]);
+  // The lane's job streams, summed under the lane's name (they come and go with the jobs).
+  registerStreamGauges(metrics, redis, [
+    {
+      stream: streams.lane(lane),
+      group: groups.lane(lane),
+      members: async () =>
+        ((await redis.zrange(queueKeys.laneJobs(lane), '0', '-1')) as string[]).map((j) =>
+          streams.laneJob(lane, Number(j)),
+        ),
+    },
+  ]);
   const pool = lazyParsePool({
     threads: settings.LANE_POOL_THREADS,
     deadlineMs: settings.LANE_POOL_DEADLINE_MS,
@@ -97,7 +106,6 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     ...(opts.checks ? { checks: opts.checks } : {}),
     ...(opts.consumer ? { consumer: opts.consumer } : {}),
     ...(opts.blockMs ? { blockMs: opts.blockMs } : {}),
-    ...(opts.permitWaitMs ? { permitWaitMs: opts.permitWaitMs } : {}),
   });
   await runner.start();
   // What the lag controller (lane-runner/lag-limit.ts) allows, and what runs under it.
@@ -112,7 +120,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
   });
   new client.Gauge({
     name: 'lss_lane_checks_running',
-    help: 'Checks this lane process is running (past the tenant permit and the concurrency limit)',
+    help: "Checks this lane process is running (within its capacity, in their workspace's turn)",
     labelNames: ['lane'] as const,
     registers: [metrics],
     collect() {

@@ -103,6 +103,15 @@ export const configSchema = z
       .optional()
       .describe('Resolvers, comma list of ip[:port]; default: the system resolvers'),
     DNS_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(2000),
+    DNS_ZONE_BACKOFF_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(300_000)
+      .default(10_000)
+      .describe(
+        'How long a name or zone whose DNS questions kept timing out is not asked again (its questions answer timeout at once; src/dns/zone-backoff.ts); 0 = never back off',
+      ),
     DNS_RESOLVER_VALIDATES: bool
       .default(false)
       .describe(
@@ -122,6 +131,20 @@ export const configSchema = z
       .describe(
         'Lab and tests only: where outbound connections to a well-known port really go (25=2525,443=8443); empty in production',
       ),
+    OUTBOUND_CONNECTIONS_PER_ADDRESS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(4)
+      .describe('Politeness: connections open at once to one target address, per process (src/net/address-slots.ts)'),
+    OUTBOUND_ADDRESS_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(10)
+      .describe('Politeness: the least time between two connections opened to one target address, per process'),
     // LDH labels only: what goes on the EHLO line can then never carry a CR, an LF or a space.
     SMTP_HELO_NAME: z
       .string()

@@ -36,6 +36,7 @@ export function isDeterminate(r: QueryResult): boolean {
 /** "SERVFAIL", "no reply before the deadline"… for messages. */
 export function outcomeText(r: QueryResult): string {
   if (r.notAsked) return `not asked (${r.notAsked})`;
+  if (r.zoneBackoff) return `not asked: ${r.zoneBackoff} did not answer its recent questions in time`;
   if (r.outcome === 'timeout') return 'no reply before the deadline';
   if (r.outcome === 'error') return 'no usable reply';
   return r.rcode ?? r.outcome;

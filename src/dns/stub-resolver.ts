@@ -7,11 +7,24 @@
 // a slow reply still wins. An attempt that fails outright (port unreachable, broken TCP reply)
 // starts the next one at once instead of waiting for its slot.
 //
-// Readiness is a circuit breaker (src/resilience/breaker.ts): `downAfter` consecutive unreachable
-// queries open it, and while it is open the resolver asks its servers itself (`. NS`, any reply of
-// any rcode counts as reachable) about once a second, so readiness comes back within about a
-// second of the servers' return even when nothing else queries — which is the case in a web
-// process whose readiness gate refuses DNS lookups while the resolver is down.
+// Readiness is a circuit breaker (src/resilience/breaker.ts) shared by every question of the
+// process, so it opens only on evidence that the resolver itself cannot be reached (issue 31: one
+// tenant's dead zone opened it and every tenant got 503):
+//   - a question whose every attempt failed at the socket level (ICMP port, host or network
+//     unreachable, ECONNREFUSED over UDP or TCP…) is a failure; `downAfter` in a row open it;
+//   - a question that timed out is NOT a failure: a recursive resolver that waits on a zone's dead
+//     servers answers later than we wait, so a timeout is the target's fact (indeterminate). But
+//     when a question times out and the servers sent no reply at all, to anything, since it was
+//     sent (and for at least `silenceMs`), the breaker verifies at once with its known-good
+//     question (`. NS`, any reply of any rcode counts) and opens only if that fails too — a
+//     resolver that blackholes everything is still caught within one timeout and one probe;
+//   - any reply closes it and resets the count.
+// While open, the resolver asks its servers itself (`. NS`) about once a second, so readiness
+// comes back within about a second of the servers' return even when nothing else queries — which
+// is the case in a web process whose readiness gate refuses DNS lookups while the resolver is down.
+//
+// Timeouts feed the per-zone backoff instead (./zone-backoff.ts): a name or zone whose questions
+// keep timing out is not asked for a short while; its questions answer `timeout` at once.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
@@ -19,6 +32,7 @@ import type { DnsServer } from '../config/dns-servers.ts';
 import { Breaker, type BreakerClock } from '../resilience/breaker.ts';
 import { resolveServers } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
+import { ZoneBackoff, type ZoneBackoffOptions } from './zone-backoff.ts';
 import {
   acceptReply,
   answerRecords,
@@ -33,8 +47,15 @@ import {
 export interface StubResolverOptions {
   servers: DnsServer[];
   timeoutMs: number;
-  /** Consecutive unreachable queries after which readiness reports 'down' (default 20). */
+  /** Consecutive queries that failed at the socket level after which readiness reports 'down' (default 20). */
   downAfter?: number;
+  /**
+   * A timed-out query makes the breaker verify the servers when nothing was heard from them since
+   * it was sent and for at least this long (default 1000 ms).
+   */
+  silenceMs?: number;
+  /** The per-zone backoff's settings (./zone-backoff.ts), or false for none (tests, benches). */
+  zoneBackoff?: ZoneBackoffOptions | false;
   /** Attempts per query when there are fewer servers than this (default 2). */
   minAttempts?: number;
   /** While down, how often the servers are asked directly (default 1000 ms, ±20 %). */
@@ -45,10 +66,28 @@ export interface StubResolverOptions {
 
 type Attempt =
   | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number }
-  | { kind: 'failed' | 'aborted' };
+  | { kind: 'failed'; unreachable: boolean }
+  | { kind: 'aborted' };
 type RaceEnd =
   | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number }
-  | { kind: 'timeout' | 'error' };
+  | { kind: 'timeout' }
+  /** Every attempt failed outright; `unreachable` when each failed at the socket level. */
+  | { kind: 'error'; unreachable: boolean };
+
+/**
+ * Socket errors that say the server cannot be reached from here (ICMP unreachable, a refused or
+ * forbidden connection, no route), as opposed to a server that answered badly.
+ */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'EPERM',
+  'EACCES',
+]);
 
 const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
 
@@ -67,11 +106,17 @@ export class StubResolver implements Resolver {
   /** Index of the server that answered last: the next query starts there. */
   private preferred = 0;
   private readonly breaker: Breaker;
+  private readonly silenceMs: number;
+  /** When a server's reply (any, a truncated one included) was last accepted; performance.now(). */
+  private lastHeardAt = Number.NEGATIVE_INFINITY;
+  private readonly backoff: ZoneBackoff | null;
 
   constructor(opts: StubResolverOptions) {
     this.servers = [...opts.servers];
     this.timeoutMs = opts.timeoutMs;
     this.minAttempts = opts.minAttempts ?? 2;
+    this.silenceMs = opts.silenceMs ?? 1000;
+    this.backoff = opts.zoneBackoff === false ? null : new ZoneBackoff(opts.zoneBackoff ?? {});
     const probeTimeoutMs = Math.min(this.timeoutMs, 1000);
     this.breaker = new Breaker({
       name: 'resolver',
@@ -80,12 +125,27 @@ export class StubResolver implements Resolver {
       probeTimeoutMs,
       ...(opts.clock ? { clock: opts.clock } : {}),
       probe: (signal) => this.probe(probeTimeoutMs, signal),
+      // The resolver itself was unreachable: the timeouts that came before were not the zones'
+      // doing, so no zone stays backed off for them once it answers again.
+      onChange: (from) => {
+        if (from === 'closed') this.backoff?.clear();
+      },
     });
   }
 
   readiness(): ResolverHealth {
     if (this.servers.length === 0) return 'unconfigured';
     return this.breaker.readiness();
+  }
+
+  /** While down: ms until the next probe may make it ready (a 503's Retry-After); else null. */
+  retryAfterMs(): number | null {
+    return this.servers.length === 0 ? null : this.breaker.retryAfterMs();
+  }
+
+  /** Verifications of the servers run after silent timeouts (tests, diagnostics). */
+  get verifications(): number {
+    return this.breaker.verifications;
   }
 
   /** Stops the probe timer for good (a process shutting down, a test done with it). */
@@ -112,6 +172,9 @@ export class StubResolver implements Resolver {
     // Local problems (no servers, a name that cannot be encoded) never touch the network and do
     // not count against the servers' reachability.
     if (this.servers.length === 0 || !encodableName(qname)) return empty(qname, type, 'error', started);
+    // A name or zone that kept timing out is not asked for a while: indeterminate at once.
+    const backedOff = this.backoff?.check(qname);
+    if (backedOff) return { ...empty(qname, type, 'timeout', started), zoneBackoff: backedOff };
 
     const budget = Math.max(1, opts.timeoutMs ?? this.timeoutMs);
     const stop = new AbortController();
@@ -129,11 +192,21 @@ export class StubResolver implements Resolver {
     // The caller gave up: no outcome is true for it, and it says nothing about the servers.
     opts.signal?.throwIfAborted();
 
-    if (end.kind !== 'reply') {
-      this.breaker.failure();
-      return empty(qname, type, end.kind, started);
+    if (end.kind === 'timeout') {
+      // The target's fact, not the resolver's: it feeds the zone's backoff, never the breaker's
+      // count. Only total silence from the servers makes the breaker ask them its own question.
+      // A shorter budget than the usual one says less about the zone: it does not count.
+      if (this.breaker.state === 'closed' && budget >= this.timeoutMs) this.backoff?.timedOut(qname);
+      const now = performance.now();
+      if (this.lastHeardAt <= started && now - this.lastHeardAt >= this.silenceMs) void this.breaker.verify();
+      return empty(qname, type, 'timeout', started);
+    }
+    if (end.kind === 'error') {
+      if (end.unreachable) this.breaker.failure();
+      return empty(qname, type, 'error', started);
     }
     this.breaker.success();
+    this.backoff?.replied(qname);
     this.preferred = end.server;
     const { reply } = end;
     const rcode = replyRcode(reply);
@@ -160,6 +233,7 @@ export class StubResolver implements Resolver {
       let launched = 0;
       let pending = 0;
       let done = false;
+      let unreachable = true;
       let slot: NodeJS.Timeout | undefined;
       const finish = (end: RaceEnd) => {
         if (done) return;
@@ -174,7 +248,7 @@ export class StubResolver implements Resolver {
         clearTimeout(slot);
         if (done) return;
         if (launched >= attempts) {
-          if (pending === 0) finish({ kind: 'error' });
+          if (pending === 0) finish({ kind: 'error', unreachable });
           return;
         }
         const server = (first + launched) % n;
@@ -183,7 +257,10 @@ export class StubResolver implements Resolver {
         void this.attempt(server, qname, type, signal).then((a) => {
           pending--;
           if (a.kind === 'reply') finish(a);
-          else if (a.kind === 'failed') launch();
+          else if (a.kind === 'failed') {
+            unreachable &&= a.unreachable;
+            launch();
+          }
         });
         if (launched < attempts) slot = setTimeout(launch, slotMs);
       };
@@ -198,13 +275,18 @@ export class StubResolver implements Resolver {
     const query = buildQuery(id, qname, type);
     const accept = (buf: Buffer) => acceptReply(buf, id, qname, type);
     const udp = await udpExchange(target, query, accept, signal);
+    if (udp.kind === 'reply') this.lastHeardAt = performance.now(); // a truncated reply is still a reply
     if (udp.kind !== 'reply' || !udp.reply.flag_tc) return tagged(udp, 'udp', server);
-    return tagged(await tcpExchange(target, query, accept, signal), 'tcp', server);
+    const tcp = await tcpExchange(target, query, accept, signal);
+    if (tcp.kind === 'reply') this.lastHeardAt = performance.now();
+    return tagged(tcp, 'tcp', server);
   }
 }
 
 function tagged(x: Exchange, transport: 'udp' | 'tcp', server: number): Attempt {
-  return x.kind === 'reply' ? { kind: 'reply', reply: x.reply, transport, server } : { kind: x.kind };
+  if (x.kind === 'reply') return { kind: 'reply', reply: x.reply, transport, server };
+  if (x.kind === 'failed') return { kind: 'failed', unreachable: UNREACHABLE.has(x.reason) };
+  return { kind: 'aborted' };
 }
 
 function empty(name: string, type: RecordType, outcome: QueryOutcome, started: number): QueryResult {
@@ -225,5 +307,9 @@ function elapsed(started: number): number {
 }
 
 export function createResolver(config: Config): StubResolver {
-  return new StubResolver({ servers: resolveServers(config.DNS_SERVERS), timeoutMs: config.DNS_TIMEOUT_MS });
+  return new StubResolver({
+    servers: resolveServers(config.DNS_SERVERS),
+    timeoutMs: config.DNS_TIMEOUT_MS,
+    zoneBackoff: config.DNS_ZONE_BACKOFF_MS > 0 ? { backoffMs: config.DNS_ZONE_BACKOFF_MS } : false,
+  });
 }

@@ -21,7 +21,9 @@ export type RecordType = (typeof recordTypes)[number];
  * nodata   NOERROR, no records of that type (authoritative absence of the type)
  * nxdomain the name does not exist (authoritative absence of the name)
  * servfail / refused / formerr / notimp  the server's rcode
- * timeout  no usable reply within the deadline from any server
+ * timeout  no usable reply within the deadline from any server (or, with `zoneBackoff`, not asked:
+ *          the name's zone kept timing out of late, ./zone-backoff.ts); the target's fact, never
+ *          the resolver's
  * error    network or protocol failure (malformed, mismatched replies…)
  */
 export type QueryOutcome =
@@ -55,6 +57,11 @@ export interface QueryResult {
   durationMs: number;
   /** Set when the question was never sent because policy forbids it (src/net/special-use.ts); outcome is 'error'. */
   notAsked?: string;
+  /**
+   * Set when the question was not sent because the name or its zone (named here) is backed off
+   * after repeated timeouts (src/dns/zone-backoff.ts); outcome is 'timeout'.
+   */
+  zoneBackoff?: string;
 }
 
 /**
@@ -70,6 +77,8 @@ export interface Resolver {
    * down, ready again within about a second of a server answering, queried or not.
    */
   readiness(): ResolverHealth;
+  /** While `down`: ms until its next probe may make it ready (a 503's Retry-After); else null. */
+  retryAfterMs?(): number | null;
   /** Stops the resolver's own timers (its readiness probes); queries still work. */
   close?(): void;
 }

@@ -28,6 +28,7 @@ import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
+import type { AddressSlots } from './address-slots.ts';
 
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
@@ -71,6 +72,8 @@ export interface GuardedFetchOptions {
    * the same https URL; without this, each made its own handshake for it.
    */
   sharedHops?: SharedHops;
+  /** Politeness per target address (./address-slots.ts): each hop holds a slot of its address. */
+  slots?: AddressSlots;
 }
 
 /** Exchanges of one check by request; each entry is the exchange and the signal it runs under. */
@@ -343,6 +346,23 @@ const HOP_OVER = new Error('hop over');
 
 /** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
 async function exchange(
+  u: URL,
+  addresses: string[],
+  opts: GuardedFetchOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<RawResponse> {
+  // The hop's connection goes to the first vetted address (pinnedLookup): it waits for a slot
+  // there, and holds it until the hop is over.
+  const release = opts.slots ? await opts.slots.acquire(addresses[0]!, signal) : null;
+  try {
+    return await exchangeOn(u, addresses, opts, signal, progress);
+  } finally {
+    release?.();
+  }
+}
+
+async function exchangeOn(
   u: URL,
   addresses: string[],
   opts: GuardedFetchOptions,

@@ -21,6 +21,7 @@ import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
+import { AddressSlots, type PolitenessOptions } from './address-slots.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
 export {
@@ -37,6 +38,7 @@ export { hostResolverOver, type HostResolver } from './host-resolver.ts';
 export type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
+export { AddressSlots, type PolitenessOptions } from './address-slots.ts';
 
 // ---- Raw connections (SMTP, TLS handshakes) ----------------------------------------------------
 
@@ -62,18 +64,49 @@ function connectFailure(err: unknown, signal: AbortSignal | undefined, timedOut:
   return new OutboundFetchError('connection_failed', errorText(err), { cause: err });
 }
 
+/**
+ * A politeness slot of the address (slots.acquire) for the connection `open` makes, given back when
+ * the socket closes or the connection fails.
+ */
+async function politely<S extends net.Socket>(
+  slots: AddressSlots | undefined,
+  address: string,
+  signal: AbortSignal | undefined,
+  open: () => Promise<S>,
+): Promise<S> {
+  if (!slots) return open();
+  let release: () => void;
+  try {
+    release = await slots.acquire(address, signal);
+  } catch (err) {
+    throw connectFailure(err, signal, false);
+  }
+  try {
+    const socket = await open();
+    socket.once('close', release);
+    if (socket.destroyed) release();
+    return socket;
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
 /** A TCP connection to a vetted address. The caller owns the socket (and must destroy it). */
 export async function connectTcp(
   target: TcpTarget,
   allow: readonly string[],
   portMap: PortMap,
   opts: ConnectOptions = {},
+  slots?: AddressSlots,
 ): Promise<net.Socket> {
   vetAddress(target.address, allow, target.host ?? target.address);
-  return settleConnect(
-    net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
-    'connect',
-    opts,
+  return politely(slots, target.address, opts.signal, () =>
+    settleConnect(
+      net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
+      'connect',
+      opts,
+    ),
   );
 }
 
@@ -93,17 +126,20 @@ export async function connectTls(
   allow: readonly string[],
   portMap: PortMap,
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
+  slots?: AddressSlots,
 ): Promise<tls.TLSSocket> {
   vetAddress(target.address, allow, target.host ?? target.address);
-  const socket = tls.connect({
-    ...withSharedSecureContext(opts.tls ?? {}),
-    host: target.address,
-    port: mapPort(portMap, target.port),
-    ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
+  return politely(slots, target.address, opts.signal, () => {
+    const socket = tls.connect({
+      ...withSharedSecureContext(opts.tls ?? {}),
+      host: target.address,
+      port: mapPort(portMap, target.port),
+      ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
+    });
+    keepPeerChain(socket); // Node's host-name check and handshakeFacts share one conversion
+    watchOcsp(socket, opts.tls);
+    return settleConnect(socket, 'secureConnect', opts);
   });
-  keepPeerChain(socket); // Node's host-name check and handshakeFacts share one conversion
-  watchOcsp(socket, opts.tls);
-  return settleConnect(socket, 'secureConnect', opts);
 }
 
 const stapled = new WeakMap<tls.TLSSocket, boolean>();
@@ -193,6 +229,13 @@ export interface OutboundGuard {
    * the addresses between two hops of one check.
    */
   forCheck(signal?: AbortSignal): OutboundGuard;
+  /**
+   * The same guard (policy, port map, politeness slots) asking another resolver: the lane runner's
+   * job-scoped DNS cache (src/dns/answer-cache.ts).
+   */
+  over(resolver: Resolver): OutboundGuard;
+  /** The politeness slots every connection of this guard takes (null: none). */
+  readonly slots: AddressSlots | null;
 }
 
 export interface OutboundGuardOptions {
@@ -200,11 +243,13 @@ export interface OutboundGuardOptions {
   /** The project's resolver, or a HostResolver (tests). */
   resolver: Resolver | HostResolver;
   portMap?: PortMap;
+  /** Politeness per target address (OUTBOUND_CONNECTIONS_PER_ADDRESS, OUTBOUND_ADDRESS_INTERVAL_MS); none if absent. */
+  politeness?: PolitenessOptions;
 }
 
 export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
   const resolver: HostResolver = typeof o.resolver === 'function' ? o.resolver : hostResolverOver(o.resolver);
-  return guardOver(resolver, o);
+  return guardOver(resolver, o, o.politeness ? new AddressSlots(o.politeness) : undefined);
 }
 
 /**
@@ -226,19 +271,33 @@ export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): 
   };
 }
 
-function guardOver(resolver: HostResolver, o: OutboundGuardOptions, sharedHops?: SharedHops): OutboundGuard {
+function guardOver(
+  resolver: HostResolver,
+  o: OutboundGuardOptions,
+  slots: AddressSlots | undefined,
+  sharedHops?: SharedHops,
+): OutboundGuard {
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
   return {
     allow,
+    slots: slots ?? null,
     resolve: (host, signal) => resolveVetted(host, allow, resolver, signal),
     vet: (address, host) => vetAddress(address, allow, host),
     fetch: async (url, opts = {}) => {
       const { guardedFetch } = await import('./guarded-fetch.ts');
-      return guardedFetch(url, { ...opts, allow, resolver, portMap, ...(sharedHops ? { sharedHops } : {}) });
+      return guardedFetch(url, {
+        ...opts,
+        allow,
+        resolver,
+        portMap,
+        ...(sharedHops ? { sharedHops } : {}),
+        ...(slots ? { slots } : {}),
+      });
     },
-    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts),
-    connectTls: (target, opts) => connectTls(target, allow, portMap, opts),
-    forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, new Map()),
+    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, slots),
+    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots),
+    forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, slots, new Map()),
+    over: (r) => guardOver(hostResolverOver(r), o, slots),
   };
 }

@@ -10,6 +10,7 @@ import { specialUseOf, type SpecialUsePolicy } from './special-use.ts';
 export function refuseSpecialUse(resolver: Resolver, policy: SpecialUsePolicy): Resolver {
   return {
     readiness: () => resolver.readiness(),
+    retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
     query(name: string, type: RecordType, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<QueryResult> {
       const refused = specialUseOf(name, policy);
       if (!refused) return resolver.query(name, type, opts);

@@ -7,9 +7,6 @@ import { ConfigError } from '../config/config.ts';
 const int = (min: number, max: number, def: number) => z.coerce.number().int().min(min).max(max).default(def);
 
 export const queueSettingsSchema = z.object({
-  LANE_TENANT_CONCURRENCY: int(1, 10_000, 8).describe(
-    'Tasks one workspace may run at once per lane (all lane processes together)',
-  ),
   LANE_VISIBILITY_MS: int(100, 3_600_000, 30_000).describe(
     'Idle time after which a delivered entry is reclaimed from its consumer',
   ),
@@ -18,18 +15,27 @@ export const queueSettingsSchema = z.object({
   LANE_POOL_DEADLINE_MS: int(0, 600_000, 0).describe(
     "Deadline of every parse-pool task once started (0 = each task's own: 5000 for a web page, 2000 for the rest)",
   ),
-  LANE_CONCURRENCY: int(1, 10_000, 32).describe(
-    'Entries one lane process handles at once, and the most checks it runs at once',
+  LANE_CONCURRENCY: int(1, 10_000, 256).describe(
+    "A lane process's capacity: the most checks it runs at once, shared max-min fairly between the workspaces with work (one alone may use all of it)",
   ),
   LANE_LAG_TARGET_MS: int(0, 10_000, 15).describe(
     'Event-loop lag p99 (ms, per 250 ms window, the 10 ms sampling included) over which a lane process runs fewer checks at once (0 = always LANE_CONCURRENCY)',
   ),
-  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 8).describe(
-    'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY)',
+  LANE_CONCURRENCY_FLOOR: int(1, 10_000, 64).describe(
+    'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY): enough to keep checks that wait on the network in flight',
   ),
 });
 
 export type QueueSettings = Readonly<z.infer<typeof queueSettingsSchema>>;
+
+/**
+ * A lane's own default capacity where LANE_CONCURRENCY is not set: the web lane's checks each hold
+ * a page, its evidence and its assessment, so 128 of them keep lane-web under 256 MB of RSS
+ * (test/bench/scan.ts); the other lanes hold little per check.
+ */
+export function laneDefaults(lane: string, env: NodeJS.ProcessEnv = process.env): Partial<QueueSettings> {
+  return lane === 'web' && env.LANE_CONCURRENCY === undefined ? { LANE_CONCURRENCY: 128 } : {};
+}
 
 export function parseQueueSettings(
   env: NodeJS.ProcessEnv = process.env,

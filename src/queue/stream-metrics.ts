@@ -5,17 +5,36 @@ import type { RedisClient } from '../redis/client.ts';
 import { streamIdTime } from './stream-ids.ts';
 
 export interface StreamTarget {
+  /** The label; the stream itself unless `members` names the streams it stands for. */
   stream: string;
   group: string;
+  /** Streams reported together under `stream` (a lane's job streams): sums, and the oldest. */
+  members?: () => Promise<string[]>;
+}
+
+async function keysOf(t: StreamTarget): Promise<string[]> {
+  return t.members ? await t.members().catch(() => []) : [t.stream];
+}
+
+async function length(redis: RedisClient, t: StreamTarget): Promise<number> {
+  let n = 0;
+  for (const k of await keysOf(t)) n += await redis.xlen(k).catch(() => 0);
+  return n;
 }
 
 async function pendingSummary(redis: RedisClient, t: StreamTarget): Promise<{ count: number; oldest: string | null }> {
-  try {
-    const s = (await redis.xpending(t.stream, t.group)) as [number, string | null, string | null, unknown];
-    return { count: Number(s[0]), oldest: s[1] };
-  } catch {
-    return { count: 0, oldest: null }; // no stream or group yet
+  let count = 0;
+  let oldest: string | null = null;
+  for (const k of await keysOf(t)) {
+    try {
+      const s = (await redis.xpending(k, t.group)) as [number, string | null, string | null, unknown];
+      count += Number(s[0]);
+      if (s[1] && (oldest === null || streamIdTime(s[1]) < streamIdTime(oldest))) oldest = s[1];
+    } catch {
+      // no stream or group yet
+    }
   }
+  return { count, oldest };
 }
 
 export function registerStreamGauges(
@@ -29,7 +48,7 @@ export function registerStreamGauges(
     labelNames: ['stream'] as const,
     registers: [registry],
     async collect() {
-      for (const t of targets) this.set({ stream: t.stream }, await redis.xlen(t.stream).catch(() => 0));
+      for (const t of targets) this.set({ stream: t.stream }, await length(redis, t));
     },
   });
   new client.Gauge({

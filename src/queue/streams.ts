@@ -5,10 +5,10 @@
 // slot while the load spreads over the shards (ARCHITECTURE.md has the table):
 //   {lss}              the control plane: the jobs stream (web → orchestrator), its dead letter,
 //                      tick locks, heartbeats. Low volume; one slot is its single-writer point.
-//   {lss:lane:<lane>}  one lane: its task stream, the task-results stream its runners publish to
-//                      (read by the orchestrator), task markers and dead letter. The runner's ack
-//                      is one MULTI over these keys (XACK + XADD results + DEL marker).
-//   {lss:ws:<id>}      one workspace: its tenant permits (redis-semaphore), one key per lane.
+//   {lss:lane:<lane>}  one lane: its task streams (one per job with work on the lane, and the set
+//                      that lists them), the task-results stream its runners publish to (read by
+//                      the orchestrator), task markers and dead letter. The runner's ack is one
+//                      MULTI over these keys (XACK + XADD results + DEL marker).
 //   {lss:rl:<app>}     one application: rate-limit buckets and idempotency leases (src/ratelimit).
 import type { RedisClient } from '../redis/client.ts';
 
@@ -31,8 +31,17 @@ export function hashTag(key: string): string {
 
 export const streams = {
   jobs: `${CONTROL}:jobs`,
-  /** A lane's tasks (consumer group lane-<lane>). */
+  /**
+   * The name of a lane's task streams as a whole (metrics label, dead-letter records): the prefix
+   * of every job's stream on the lane. No entry is ever written to this key itself.
+   */
   lane: (lane: LaneName) => `${laneTag(lane)}:tasks`,
+  /**
+   * One job's tasks on a lane (consumer group lane-<lane>). One stream per job, not one per lane,
+   * so that a runner can read every job's next entries at once: a job's backlog never stands in
+   * front of another job's first task (the lane's fair share, workers/lane-runner/run-gate.ts).
+   */
+  laneJob: (lane: LaneName, jobId: number) => `${laneTag(lane)}:tasks:${jobId}`,
   /** Task-result notices of one lane (consumer group orchestrator), in the lane's slot. */
   laneResults: (lane: LaneName) => `${laneTag(lane)}:results`,
   /** Each stream's dead letter shares its slot: it is written in the MULTI that acknowledges. */
@@ -53,8 +62,11 @@ export const queueKeys = {
   laneAlive: (lane: LaneName | 'orchestrator') => `${CONTROL}:lane-alive:${lane}`,
   /** The stream id under which a task was last enqueued: lets the reconciler tell a lost entry from a queued one. */
   taskMessage: (lane: LaneName, taskId: number) => `${laneTag(lane)}:task-msg:${taskId}`,
-  /** redis-semaphore adds its own `semaphore:` in front; the hash tag still applies. */
-  tenantPermits: (lane: LaneName, workspaceId: number) => `{lss:ws:${workspaceId}}:permits:${lane}`,
+  /**
+   * Sorted set per lane: job id → when a task of the job was last enqueued (ms). The job streams a
+   * lane's runners read; a drained stream leaves it (queue/lane-job-streams.ts).
+   */
+  laneJobs: (lane: LaneName) => `${laneTag(lane)}:jobs`,
   tickLock: (name: string) => `${CONTROL}:tick-lock:${name}`,
 } as const;
 

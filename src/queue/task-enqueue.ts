@@ -3,10 +3,13 @@
 // redelivered plan can tell "still queued" from "lost" (Redis flushed, stream deleted) and
 // re-enqueue only what was lost: blind re-enqueueing of a backlog would feed on itself.
 //
-// A lane's stream and markers share the lane's hash tag, so tasks are pipelined lane by lane: on
-// Redis Cluster an explicit pipeline must stay on one node.
+// A task goes on its job's stream of the lane (streams.laneJob), and the job joins the lane's set
+// of job streams (queueKeys.laneJobs) that the runners read. The group is created with the
+// stream (at id 0: a runner reads every entry whatever came first). A lane's streams, set and
+// markers share the lane's hash tag, so tasks are pipelined lane by lane: on Redis Cluster an
+// explicit pipeline must stay on one node.
 import type { RedisClient } from '../redis/client.ts';
-import { TASK_MESSAGE_TTL_MS, isLaneName, queueKeys, streams, type LaneName } from './streams.ts';
+import { TASK_MESSAGE_TTL_MS, groups, isLaneName, queueKeys, streams, type LaneName } from './streams.ts';
 
 export interface TaskRef {
   id: number;
@@ -43,9 +46,19 @@ async function replies(p: ReturnType<RedisClient['pipeline']>): Promise<unknown[
 /** XADD every task and record its entry id. */
 export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]): Promise<void> {
   for (const { lane, chunk } of laneChunks(tasks)) {
+    const jobs = [...new Set(chunk.map((t) => t.jobId))];
+    // One round trip: each job's stream and group (BUSYGROUP: already there, which is what was
+    // asked), the entries, and the jobs' places in the lane's set.
     const adds = redis.pipeline();
-    for (const t of chunk) adds.xadd(streams.lane(lane), '*', 'task', String(t.id), 'job', String(t.jobId));
-    const ids = await replies(adds);
+    for (const jobId of jobs) adds.xgroup('CREATE', streams.laneJob(lane, jobId), groups.lane(lane), '0', 'MKSTREAM');
+    for (const t of chunk) adds.xadd(streams.laneJob(lane, t.jobId), '*', 'task', String(t.id), 'job', String(t.jobId));
+    const now = Date.now();
+    adds.zadd(queueKeys.laneJobs(lane), ...jobs.flatMap((j) => [String(now), String(j)]));
+    const results = (await adds.exec()) ?? [];
+    results.forEach(([err], n) => {
+      if (err && !(n < jobs.length && /BUSYGROUP/.test(err.message))) throw err;
+    });
+    const ids = results.slice(jobs.length, jobs.length + chunk.length).map(([, id]) => id);
     const marks = redis.pipeline();
     chunk.forEach((t, n) => {
       marks.set(queueKeys.taskMessage(lane, t.id), String(ids[n]), 'PX', TASK_MESSAGE_TTL_MS);
@@ -78,7 +91,7 @@ export async function ensureTasksEnqueued(
       if (typeof id !== 'string') {
         lost.push(t);
       } else {
-        probe.xrange(streams.lane(lane), id, id);
+        probe.xrange(streams.laneJob(lane, t.jobId), id, id);
         probed.push(t);
       }
     });

@@ -8,7 +8,11 @@
 // `unavailable` (rdap_unreachable) at once instead of holding a domain-lane task for the whole
 // RDAP budget each, and the server's RFC 9082 `help` path is asked about once a second; the first
 // HTTP answer of any status closes it. So a dead registry costs one probe a second, not every
-// task's timeout, and lookups resume within about a second of its return.
+// task's timeout, and lookups resume within about a second of its return. A redirect hop to
+// another server (a registry sending the query to a registrar's RDAP server) is charged to that
+// server's own breaker (keyed by its origin): a dead registrar never closes the registry to every
+// other name (issue 31).
+
 import type { Config } from '../config/config.ts';
 import { OutboundFetchError, OutboundRefusedError, type OutboundGuard } from '../net/outbound-guard.ts';
 import { Breaker, type BreakerState } from '../resilience/breaker.ts';
@@ -60,10 +64,20 @@ interface ServerHealth {
   guard: OutboundGuard;
 }
 const servers = new Map<string, ServerHealth>();
+/**
+ * Servers tracked at once: registries and the registrars' servers they redirect to. Past it the
+ * least recently created one is forgotten (its breaker stopped), so redirects cannot grow it.
+ */
+const MAX_SERVERS = 1000;
 
 function healthOf(baseUrl: string, guard: OutboundGuard): ServerHealth {
   let h = servers.get(baseUrl);
   if (!h) {
+    if (servers.size >= MAX_SERVERS) {
+      const [oldest, entry] = servers.entries().next().value as [string, ServerHealth];
+      entry.breaker.stop();
+      servers.delete(oldest);
+    }
     const entry: ServerHealth = {
       guard,
       breaker: new Breaker({
@@ -88,6 +102,20 @@ function healthOf(baseUrl: string, guard: OutboundGuard): ServerHealth {
   }
   h.guard = guard;
   return h;
+}
+
+/**
+ * The health of the server that answered (or failed) a hop at `hopUrl`: the lookup's own server
+ * when the hop is on its origin, else the hop's origin as a server of its own.
+ */
+function serverOf(hopUrl: string, baseUrl: string, guard: OutboundGuard): ServerHealth {
+  let origin: string;
+  try {
+    origin = new URL(hopUrl).origin;
+  } catch {
+    return healthOf(baseUrl, guard);
+  }
+  return healthOf(origin === new URL(baseUrl).origin ? baseUrl : withSlash(origin), guard);
 }
 
 /** The breaker state of an RDAP server (diagnostics, tests); closed when never used. */
@@ -135,7 +163,8 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
   } catch {
     return { status: 'unavailable', reason: 'rdap_not_configured' };
   }
-  const health = healthOf(withSlash(service.baseUrl), opts.guard);
+  const baseUrl = withSlash(service.baseUrl);
+  const health = healthOf(baseUrl, opts.guard);
   // Recently unreachable and not answering the probes yet: answer at once, ask nothing.
   if (health.breaker.isOpen()) return { status: 'unavailable', reason: 'rdap_unreachable' };
   let res;
@@ -154,12 +183,18 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
     }
     if (err instanceof OutboundFetchError) {
       if (err.kind === 'aborted') opts.signal?.throwIfAborted();
-      if (UNREACHABLE.has(err.kind)) health.breaker.failure();
+      // Every server that answered a hop is reachable; the one that failed is the last hop's
+      // target (the first server when no hop answered), and only its own breaker is charged.
+      for (const hop of err.hops) serverOf(hop.url, baseUrl, opts.guard).breaker.success();
+      const last = err.hops.at(-1);
+      const failed = last ? last.next : url.href;
+      if (UNREACHABLE.has(err.kind) && failed) serverOf(failed, baseUrl, opts.guard).breaker.failure();
       if (err.kind === 'timeout') return { status: 'timeout' };
       if (err.kind === 'response_too_large') return { status: 'unavailable', reason: 'rdap_invalid_response' };
     }
     return { status: 'unavailable', reason: 'rdap_unreachable' };
   }
+  for (const hop of res.hops) serverOf(hop.url, baseUrl, opts.guard).breaker.success();
   health.breaker.success();
 
   if (res.status === 404) return { status: 'completed', notFound: true, service: service.info };

@@ -15,6 +15,15 @@
 // scheduled. The interval stays constant (no exponential growth): the cost is one probe per
 // interval per process while the dependency is down, and the target is a prompt return.
 //
+// verify() is the same probe run at once while closed, for a caller that has a doubt but no
+// proof (the resolver: questions time out and its servers have sent nothing at all meanwhile): a
+// failed verification opens it, a good one changes nothing. So a dependency that blackholes
+// everything is still caught, while failures that may be the caller's target's own (a zone that
+// never answers) are never counted as the dependency's.
+//
+// retryAfterMs() says, while refusing, when the condition may change (the next probe): the
+// Retry-After of a 503 that the breaker caused (CONTRACT §3).
+//
 // Timers are unref'd and only run while open; stop() clears them for good. The clock is
 // injectable so unit tests drive time by hand.
 
@@ -97,6 +106,11 @@ export class Breaker {
   #probes = 0;
   /** When it last left closed (the clock's time), for the transition's downMs. */
   #openedAt = 0;
+  /** While open: when the scheduled probe starts; while half-open: when the running one gives up. */
+  #decidesAt = 0;
+  /** The verification in flight (verify()), shared by concurrent callers. */
+  #verifying: Promise<boolean> | undefined;
+  #verifications = 0;
 
   constructor(opts: BreakerOptions) {
     if (!(opts.failuresToOpen >= 1)) throw new Error('failuresToOpen must be at least 1');
@@ -121,6 +135,20 @@ export class Breaker {
     return this.#probes;
   }
 
+  /** Verifications started so far (tests, diagnostics). */
+  get verifications(): number {
+    return this.#verifications;
+  }
+
+  /**
+   * While open or half-open, ms until a probe may have closed it (the next probe's start, or the
+   * running probe's bound); null while closed. The Retry-After of a refusal it caused.
+   */
+  retryAfterMs(): number | null {
+    if (this.#state === 'closed') return null;
+    return Math.max(0, this.#decidesAt - this.#o.clock.now());
+  }
+
   /** ready while closed; down while open or half-open (a probe decides). */
   readiness(): 'ready' | 'down' {
     return this.#state === 'closed' ? 'ready' : 'down';
@@ -141,6 +169,31 @@ export class Breaker {
     if (this.#state !== 'closed' || this.#stopped) return;
     this.#failures++;
     if (this.#failures >= this.#o.failuresToOpen) this.#open();
+  }
+
+  /**
+   * Runs the probe now, while closed, for a caller that doubts the dependency without proof of a
+   * failure: a failed verification opens the breaker at once (the probes then take over); a good
+   * one resets the failure count. One at a time: concurrent callers share the one in flight.
+   * While open or half-open, or stopped, it asks nothing and says what the state says.
+   */
+  verify(): Promise<boolean> {
+    if (this.#state !== 'closed' || this.#stopped) return Promise.resolve(this.#state === 'closed');
+    this.#verifying ??= this.#verify().finally(() => {
+      this.#verifying = undefined;
+    });
+    return this.#verifying;
+  }
+
+  async #verify(): Promise<boolean> {
+    const generation = this.#generation;
+    this.#verifications++;
+    const ok = await this.#ask();
+    // Stopped meanwhile, or opened and closed again by others: this answer is old news.
+    if (generation !== this.#generation || this.#stopped || this.#state !== 'closed') return ok;
+    if (ok) this.#failures = 0;
+    else this.#open();
+    return ok;
   }
 
   /** Clears every timer; no probe runs after this. The state is kept as it was. */
@@ -186,6 +239,7 @@ export class Breaker {
     if (this.#timer !== undefined) this.#o.clock.clearTimeout(this.#timer);
     const clock = this.#o.clock;
     const delay = jittered(this.#o.probeEveryMs, this.#o.jitter, () => clock.random());
+    this.#decidesAt = clock.now() + delay;
     this.#timer = this.#o.clock.setTimeout(() => {
       this.#timer = undefined;
       void this.#probe();
@@ -195,8 +249,18 @@ export class Breaker {
   async #probe(): Promise<void> {
     if (this.#stopped || this.#state !== 'open') return;
     const generation = this.#generation;
+    this.#decidesAt = this.#o.clock.now() + this.#o.probeTimeoutMs;
     this.#set('half_open');
     this.#probes++;
+    const ok = await this.#ask();
+    // Closed by real traffic meanwhile, or stopped: this probe's answer is old news.
+    if (generation !== this.#generation || this.#stopped) return;
+    if (ok) this.#close();
+    else this.#open();
+  }
+
+  /** One probe, bounded by probeTimeoutMs; a throw or the bound is false, and the probe is aborted. */
+  async #ask(): Promise<boolean> {
     const ac = new AbortController();
     let timeout: unknown;
     let ok = false;
@@ -214,9 +278,6 @@ export class Breaker {
       this.#o.clock.clearTimeout(timeout);
       ac.abort();
     }
-    // Closed by real traffic meanwhile, or stopped: this probe's answer is old news.
-    if (generation !== this.#generation || this.#stopped) return;
-    if (ok) this.#close();
-    else this.#open();
+    return ok;
   }
 }

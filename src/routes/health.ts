@@ -4,6 +4,12 @@
 // it, and while it is open /readyz answers `down` at once (a load balancer's polls do not pile up
 // behind 2 s timeouts) while the breaker itself re-checks the dependency about once a second, so
 // /readyz is 200 again within about a second of its return, polled or not.
+//
+// The probe is the same check with the same bound as the one that opened it (CHECK_TIMEOUT_MS):
+// with a shorter probe, a dependency answering in 1–2 s passed the check but failed every probe,
+// and /readyz stuck at 503 (issue 31). The migrations read is a MySQL query too: it runs behind
+// the MySQL breaker (skipped while open: `unknown`) and within the same bound, so a MySQL that
+// hangs cannot hold /readyz either.
 import type { Express } from 'express';
 import type { Db } from '../db/database.ts';
 import { appliedMigrations, pingDatabase } from '../db/health.ts';
@@ -12,21 +18,31 @@ import type { RedisClient } from '../redis/client.ts';
 import { Breaker } from '../resilience/breaker.ts';
 import { productList } from './meta.ts';
 
-async function check(fn: () => Promise<unknown>, timeoutMs = 2000): Promise<'ok' | 'down'> {
+/** The bound of one readiness check, and of the breaker's probe that re-runs it. */
+export const CHECK_TIMEOUT_MS = 2000;
+
+/** `fn`'s value, or `fallback` when it fails or takes longer than CHECK_TIMEOUT_MS. */
+async function bounded<T, F>(fn: () => Promise<T>, fallback: F): Promise<T | F> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
+    return await Promise.race([
       fn(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
       }),
     ]);
-    return 'ok';
   } catch {
-    return 'down';
+    return fallback;
   } finally {
     clearTimeout(timer);
   }
+}
+
+async function check(fn: () => Promise<unknown>): Promise<'ok' | 'down'> {
+  return bounded(async () => {
+    await fn();
+    return 'ok' as const;
+  }, 'down' as const);
 }
 
 /** The breakers of /readyz's MySQL and Redis checks (created by src/bootstrap.ts, stopped on close). */
@@ -35,8 +51,9 @@ export function createDependencyBreakers(db: Db, redis: RedisClient): Dependency
     new Breaker({
       name,
       failuresToOpen: 1,
-      probeTimeoutMs: 2000,
-      probe: async () => (await check(fn, 1000)) === 'ok',
+      // The check bounds itself; the breaker's own bound only backs it up.
+      probeTimeoutMs: CHECK_TIMEOUT_MS + 100,
+      probe: async () => (await check(fn)) === 'ok',
     });
   const mysql = breaker('mysql', () => pingDatabase(db));
   const redisBreaker = breaker('redis', () => redis.ping());
@@ -64,10 +81,12 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
     res.json({ status: 'live' });
   });
   app.get('/readyz', async (_req, res) => {
+    const mysqlBreaker = deps.dependencies?.mysql;
     const [mysql, redis, applied] = await Promise.all([
-      guarded(deps.dependencies?.mysql, () => pingDatabase(deps.db)),
+      guarded(mysqlBreaker, () => pingDatabase(deps.db)),
       guarded(deps.dependencies?.redis, () => deps.redis.ping()),
-      appliedMigrations(deps.db),
+      // Behind the MySQL breaker and within the same bound: unknown while MySQL is refused.
+      mysqlBreaker?.isOpen() ? null : bounded(() => appliedMigrations(deps.db), null),
     ]);
     const missing = applied ? deps.expectedMigrations.filter((v) => !applied.includes(v)) : null;
     const migrations = missing === null ? 'unknown' : missing.length === 0 ? 'current' : 'pending';

@@ -120,6 +120,8 @@ export interface PacedResult extends LoadResult {
   max: number;
   /** How late the generator itself sent, p99 in ms (its own health: near 0 means the schedule held). */
   sendLagP99: number;
+  /** Replies per HTTP status (e.g. { "200": 990, "503": 10 }). */
+  statuses: Record<string, number>;
 }
 
 export interface PacedJob {
@@ -127,6 +129,8 @@ export interface PacedJob {
   method: 'GET' | 'POST';
   path: string;
   body?: string;
+  /** The body of request number i, when it differs per request (instead of `body`). */
+  bodyFor?: (i: number) => string;
   /** Headers of request number i (a fresh Idempotency-Key each, say). */
   headers: (i: number) => Record<string, string>;
   /** Requests per second, evenly spaced. */
@@ -157,16 +161,18 @@ export async function pacedLoad(job: PacedJob): Promise<PacedResult> {
   let non2xx = 0;
   let errors = 0;
   let sent = 0;
+  const statuses: Record<string, number> = {};
   let lastDone = 0;
   const interval = 1000 / job.rate;
   const start = performance.now();
   const fire = (i: number, due: number) => {
     sendLags[i] = performance.now() - due;
     pool
-      .request({ method: job.method, path: job.path, headers: job.headers(i), body: job.body })
+      .request({ method: job.method, path: job.path, headers: job.headers(i), body: job.bodyFor?.(i) ?? job.body })
       .then(
         async (res) => {
           await res.body.dump();
+          statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
           if (res.statusCode < 200 || res.statusCode > 299) non2xx++;
         },
         () => {
@@ -204,6 +210,7 @@ export async function pacedLoad(job: PacedJob): Promise<PacedResult> {
     non2xx,
     errors,
     sendLagP99: percentile(sendLags, 99),
+    statuses,
   };
 }
 

@@ -39,6 +39,7 @@ import { pino } from 'pino';
 import { deletePrefixedKeys, ensureServices } from '../../ops/services.ts';
 import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import { ACK, StreamConsumer, type Settlement } from '../../src/queue/stream-consumer.ts';
+import { LaneStreamsConsumer } from '../../src/queue/lane-streams-consumer.ts';
 import { groups, queueKeys, streams } from '../../src/queue/streams.ts';
 import { enqueueTasks, type TaskRef } from '../../src/queue/task-enqueue.ts';
 import { createRedis, redisReady } from '../../src/redis/client.ts';
@@ -92,7 +93,7 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
     const stream = streams.lane(LANE);
     const sentAt = new Map<number, number>(); // (a+) only: enqueueTasks writes no timestamp
     let handled = 0;
-    let consumer: StreamConsumer | undefined;
+    let consumer: StreamConsumer | LaneStreamsConsumer | undefined;
     let onStart: (t: number) => void = () => {};
     const settle = (task: string, job: string): Settlement =>
       production
@@ -113,23 +114,36 @@ function oursSide(redisUrl: string, basePrefix: string, production: boolean): Si
       },
       async consume(cb) {
         onStart = cb;
-        consumer = new StreamConsumer({
-          redis,
-          stream,
-          group: groups.lane(LANE),
-          consumer: `bench-${run}`,
+        const common = {
           log: plog,
-          concurrency: settings.LANE_CONCURRENCY,
           visibilityMs: settings.LANE_VISIBILITY_MS,
           maxDeliveries: settings.LANE_MAX_DELIVERIES,
-          handle: async (d) => {
+          handle: async (d: { fields: Record<string, string> }) => {
             const t = production ? sentAt.get(Number(d.fields.task)) : Number(d.fields.t);
             onStart(t ?? Number.NaN);
             handled++;
             return settle(d.fields.task!, d.fields.job!);
           },
           deadLetter: async () => ACK,
-        });
+        };
+        // (a+) reads what enqueueTasks writes: the lane's job streams, as the lane runner does.
+        consumer = production
+          ? new LaneStreamsConsumer({
+              ...common,
+              redis,
+              lane: LANE,
+              consumer: `bench-${run}`,
+              maxInFlight: settings.LANE_CONCURRENCY,
+              wants: () => settings.LANE_CONCURRENCY,
+            })
+          : new StreamConsumer({
+              ...common,
+              redis,
+              stream,
+              group: groups.lane(LANE),
+              consumer: `bench-${run}`,
+              concurrency: settings.LANE_CONCURRENCY,
+            });
         await consumer.start();
       },
       async enqueueBulk(from, n) {

@@ -1,7 +1,8 @@
-// The network floor of a scan of the generated zone gen<N>.test (issue 20 item 3): the least
-// time the same lab servers need to answer what a deep scan must ask at the very least, every
-// name of the zone resolved once (a bare dns-packet loop over UDP) and every page fetched once
-// over HTTP, 32 at a time each. A scan's wall time divided by this floor says how much the
+// The network floor of a scan of the generated zone gen<N>.test (issue 20 item 3; issue 32): the
+// least time the same lab servers need to answer what a deep scan must ask at the very least, every
+// name of the zone resolved once (a bare dns-packet loop over UDP, 100 questions at a time) and
+// every page fetched once over HTTP (50 at a time: httpx's default of 50 threads), with the lab's
+// latency when it has one (--latency). A scan's wall time divided by this floor says how much the
 // service adds (planning, queues, the ledger, MySQL, the checks' own work) to the network's part.
 // Only 127.0.0.0/8: the lab's DNS server and the lab's web servers through OUTBOUND_PORT_MAP.
 import dgram from 'node:dgram';
@@ -20,7 +21,9 @@ export interface Floor {
   httpFailures: number;
 }
 
-const CONCURRENCY = 32;
+/** Questions in flight at once, and pages fetched at once (issue 32's floor: 100 / 50). */
+export const DNS_CONCURRENCY = 100;
+export const HTTP_CONCURRENCY = 50;
 const TIMEOUT_MS = 5000;
 
 /** Every name of the generated zone a deep scan must cover: the apex, h1..h(n-1), mail. */
@@ -29,10 +32,10 @@ export function genNames(n: number): string[] {
   return [origin, ...Array.from({ length: n - 1 }, (_, i) => `h${i + 1}.${origin}`), `mail.${origin}`];
 }
 
-async function pool<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, items.length) }, async () => {
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
       while (next < items.length) await fn(items[next++]!);
     }),
   );
@@ -45,7 +48,7 @@ export async function measureFloor(n: number, dnsServer: string, portMap: string
   const httpPort = Number(/(?:^|,)80=(\d+)/.exec(portMap ?? '')?.[1] ?? 80);
   const names = genNames(n);
 
-  // DNS: one UDP socket, 32 questions in flight, answers matched by id.
+  // DNS: one UDP socket, DNS_CONCURRENCY questions in flight, answers matched by id.
   const socket = dgram.createSocket('udp4');
   await new Promise<void>((r) => socket.bind(0, '127.0.0.1', () => r()));
   const waiting = new Map<number, (m: packet.Packet | null) => void>();
@@ -62,7 +65,7 @@ export async function measureFloor(n: number, dnsServer: string, portMap: string
   const cnames = new Map<string, string>();
   let dnsFailures = 0;
   const t0 = performance.now();
-  await pool(names, async (name) => {
+  await pool(names, DNS_CONCURRENCY, async (name) => {
     const id = nextId++ & 0xffff;
     const reply = await new Promise<packet.Packet | null>((resolve) => {
       const timer = setTimeout(() => resolve(null), TIMEOUT_MS);
@@ -91,10 +94,10 @@ export async function measureFloor(n: number, dnsServer: string, portMap: string
   const web = new Set(GEN_WEB_ADDRESSES);
   const addressOf = (name: string): string | undefined => addresses.get(name) ?? addresses.get(cnames.get(name) ?? '');
   const pages = names.filter((nm) => web.has(addressOf(nm) ?? ''));
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: HTTP_CONCURRENCY });
   let httpFailures = 0;
   const t1 = performance.now();
-  await pool(pages, async (name) => {
+  await pool(pages, HTTP_CONCURRENCY, async (name) => {
     const ok = await new Promise<boolean>((resolve) => {
       const req = http.get(
         { host: addressOf(name)!, port: httpPort, path: '/', headers: { host: name }, agent, timeout: TIMEOUT_MS },

@@ -159,6 +159,17 @@ async function main(): Promise<void> {
   const { publishJob, queueKeys, streams } = await import('../../src/queue/streams.ts');
   const { enqueueTasks } = await import('../../src/queue/task-enqueue.ts');
   const { closeRedis, createRedis, redisReady, redisTarget } = await import('../../src/redis/client.ts');
+  type Client = ReturnType<typeof createRedis>;
+  // The domain lane's job streams (one per job), and their entries in all.
+  const laneJobKeys = async (r: Client) =>
+    ((await r.zrange(queueKeys.laneJobs('domain'), '0', '-1')) as string[]).map((j) =>
+      streams.laneJob('domain', Number(j)),
+    );
+  const laneLength = async (r: Client) => {
+    let n = 0;
+    for (const k of await laneJobKeys(r)) n += await r.xlen(k);
+    return n;
+  };
 
   const loadAtStart = os.loadavg();
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
@@ -252,16 +263,15 @@ async function main(): Promise<void> {
               .select(['id', 'job_id', 'lane'])
               .where('job_id', 'in', jobIds)
               .execute();
-            return rows.length === jobIds.length * 3 && (await redis.xlen(streams.lane('domain'))) === rows.length
-              ? rows
-              : null;
+            return rows.length === jobIds.length * 3 && (await laneLength(redis)) === rows.length ? rows : null;
           },
           120_000,
           200,
         );
         await orchestrator.stop('SIGTERM');
         // Off the stream until every lane process reads it: the clock then measures work only.
-        await redis.del(streams.lane('domain'));
+        // (The job streams stay listed in the lane's set: the readers find them when they start.)
+        for (const k of await laneJobKeys(redis)) await redis.del(k);
         const lanes = Array.from({ length: k }, (_, i) =>
           procs.node(`lane-domain#${i}(${round})`, ['workers/lane.ts', 'domain'], roundEnv),
         );

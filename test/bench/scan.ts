@@ -32,7 +32,7 @@
 //   `src/server.ts` (WEB_CONCURRENCY=1: the cluster primary and its one Express worker),
 //   `workers/orchestrator.ts`, and `workers/lane.ts <lane>` for each lane a passive deep
 //   scan uses (dns, mail, web, domain), with the default worker settings (LANE_CONCURRENCY 32,
-//   LANE_TENANT_CONCURRENCY 8 unless BENCH_SCAN_TENANT_PERMITS says otherwise, LANE_POOL_THREADS 2). VmRSS of every process and of its descendants
+//   LANE_CONCURRENCY 256: the lane's capacity, shared between workspaces; LANE_POOL_THREADS 2). VmRSS of every process and of its descendants
 //   (the web worker) is read from /proc/<pid>/status every 200 ms; the report gives, per process
 //   and size, the RSS once ready (idle), the peak sampled from the POST to the end of the result
 //   paging, and VmHWM (the kernel's lifetime peak, start-up included) read just before the
@@ -42,6 +42,17 @@
 //   RDAP, web, mail and scan hosts on 127.x) runs in this process: its RSS is reported apart, not
 //   part of the target. The processes log at warn (BENCH_LOG_LEVEL overrides); the report counts
 //   what they logged and their exit codes after SIGTERM.
+//
+//   The latency lab (issue 32): `npm run bench:scan -- --latency 50,150` answers every DNS reply
+//   50 ms late and every page of the generated zone 150 ms late (test/lab/dns-server.ts
+//   replyDelayMs, test/lab/scan-lab.ts pageDelayMs), and the floor is measured on the same lab
+//   (every name resolved once, 100 at a time; every page fetched once, 50 at a time). Targets with
+//   latency: wall ≤ 3× the floor; without: ≤ 30×. The zone is the issue's: N hosts as an F-ary tree
+//   of links, every host a page, pages on 250 loopback addresses, HTTP only.
+//   `--fairness` (with BENCH_SCAN_SIZES=2000): two workspaces start a deep scan of the zone at once,
+//   and a third workspace's web lookup of one page is timed on the idle lanes first, then while
+//   both scans run: targets each scan's wall within 1.3× of the other's, the lookup within 2× of
+//   its idle time.
 //
 //   Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a
 //   throwaway database lss_benchscan_<time>_<hex> and Redis prefix lssbench:<same>:, and removes
@@ -92,13 +103,25 @@ const BASE = process.env.BENCH_SCAN_BASE ? path.resolve(process.env.BENCH_SCAN_B
 const BASE_MAX_N = Number(process.env.BENCH_SCAN_BASE_MAX_N ?? 2000);
 const BASE_CREDITS = Number(process.env.BENCH_SCAN_BASE_CREDITS ?? 5000);
 const TPS_VS_BASE_TARGET = 3;
-/**
- * One workspace's checks at once per lane: LANE_TENANT_CONCURRENCY's default (CONTRACT §5), or
- * BENCH_SCAN_TENANT_PERMITS for every process of the run (base included): what the scan's wall
- * is once the permits no longer bound the web lane.
- */
-const TENANT_PERMITS = Number(process.env.BENCH_SCAN_TENANT_PERMITS ?? 8);
-const FLOOR_RATIO_TARGET = 30;
+const argValue = (flag: string): string | undefined => {
+  const i = process.argv.indexOf(flag);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+/** --latency DNS_MS,PAGE_MS: every lab DNS reply and every generated page that much late. */
+const LATENCY = (() => {
+  const v = argValue('--latency');
+  if (!v) return { dnsMs: 0, pageMs: 0 };
+  const [dnsMs, pageMs] = v.split(',').map((x) => Number(x.trim()));
+  if (!Number.isFinite(dnsMs) || !Number.isFinite(pageMs)) throw new Error('--latency DNS_MS,PAGE_MS');
+  return { dnsMs: dnsMs!, pageMs: pageMs! };
+})();
+const WITH_LATENCY = LATENCY.dnsMs > 0 || LATENCY.pageMs > 0;
+const FAIRNESS = process.argv.includes('--fairness');
+/** The lane's capacity (LANE_CONCURRENCY's default) the report divides check time by. */
+const CAPACITY = Number(process.env.LANE_CONCURRENCY ?? 256);
+const FLOOR_RATIO_TARGET = WITH_LATENCY ? 3 : 30;
+const FAIR_WALL_TARGET = 1.3;
+const FAIR_LOOKUP_TARGET = 2;
 /** The worker lanes a passive deep scan uses (src/products/scan/index.ts workerLanesFor). */
 const LANES = ['dns', 'mail', 'web', 'domain'] as const;
 const WALL_RATIO_TARGET = 11;
@@ -318,6 +341,8 @@ interface Run {
 }
 
 interface SizeResult extends Run {
+  /** --fairness: the two scans' walls and the third workspace's lookup, idle and during them. */
+  fair: Fairness | null;
   label: string;
   /** Per lane role: its checks, and the seconds they took in all (the lane's own histogram). */
   checkTimes: Map<string, { count: number; sumS: number } | null>;
@@ -388,13 +413,78 @@ function logSummary(p: Proc): { errors: number; warns: number; other: number; sa
 interface Ctx {
   lab: RunningLab;
   /** Per code: its own database (the base checkout's migrations for the base: its schema, its indexes). */
-  databases: Record<'new' | 'base', { databaseUrl: string; key: string } | undefined>;
+  databases: Record<'new' | 'base', { databaseUrl: string; key: string; others: string[] } | undefined>;
   redisUrl: string;
   basePrefix: string;
   secrets: { KEY_PEPPER: string; CURSOR_SECRET: string };
   /** The process group of the size running now (killed by the cleanup). */
   current?: ProcessGroup;
   stopping: boolean;
+}
+
+interface Fairness {
+  t0: number;
+  jobRefs: string[];
+  wallsS: number[];
+  lookupIdleMs: number;
+  lookupBusyMs: number;
+}
+
+/** A web lookup of one page of the zone by `key`, from its POST to the poll that sees it terminal (ms). */
+async function timedLookup(base: string, key: string, url: string): Promise<number> {
+  const t = performance.now();
+  const r = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/lookups/web', { url });
+  if (r.status !== 202 || !r.body.jobRef)
+    throw new Error(`POST /v2/lookups/web → ${r.status} ${JSON.stringify(r.body)}`);
+  for (;;) {
+    const v = await api<JobView>(base, key, 'GET', `/v2/jobs/${r.body.jobRef}`);
+    if (v.body.terminal) return performance.now() - t;
+    await sleep(25);
+  }
+}
+
+/**
+ * --fairness: the third workspace's lookup on the idle lanes; then two workspaces' deep scans of
+ * the zone posted at once; the lookup again while both run; both scans polled to the end.
+ */
+async function fairness(base: string, keys: string[], zone: string, credits: number): Promise<Fairness> {
+  const [a, b, c] = keys as [string, string, string];
+  const url = `http://h1.${zone}/`;
+  await timedLookup(base, c, url); // warm: the web lane's first check loads its modules
+  const lookupIdleMs = await timedLookup(base, c, url);
+  const t0 = performance.now();
+  const accepted = await Promise.all(
+    [a, b].map((k) =>
+      api<{ jobRef?: string }>(base, k, 'POST', '/v2/scans', {
+        profile: 'deep',
+        target: { type: 'domain_name', value: zone },
+        options: { active: false, maxCredits: credits },
+      }),
+    ),
+  );
+  const jobRefs = accepted.map((r) => {
+    if (r.status !== 202 || !r.body.jobRef) throw new Error(`POST /v2/scans → ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.jobRef;
+  });
+  const walls: Array<number | null> = [null, null];
+  const polling = (async () => {
+    while (walls.some((w) => w === null)) {
+      for (const i of [0, 1]) {
+        if (walls[i] !== null) continue;
+        const v = await api<JobView>(base, [a, b][i]!, 'GET', `/v2/jobs/${jobRefs[i]}`);
+        if (v.body.terminal) walls[i] = (performance.now() - t0) / 1000;
+      }
+      if (performance.now() - t0 > SCAN_TIMEOUT_MS) throw new Error('fairness scans not terminal in time');
+      await sleep(POLL_MS);
+    }
+  })();
+  await sleep(3000); // both scans fanned out
+  const lookupBusyMs = await timedLookup(base, c, url);
+  await polling;
+  log(
+    `fairness: scans ${walls.map((w) => fmt(w!, 1)).join(' s / ')} s; lookup ${fmt(lookupIdleMs, 0)} ms idle, ${fmt(lookupBusyMs, 0)} ms during the scans`,
+  );
+  return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs };
 }
 
 async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
@@ -415,7 +505,6 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     WEB_CONCURRENCY: '1',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LANE_CONCURRENCY: undefined,
-    LANE_TENANT_CONCURRENCY: process.env.BENCH_SCAN_TENANT_PERMITS,
     LANE_POOL_THREADS: undefined,
     LANE_VISIBILITY_MS: undefined,
     // Each role runs its Procfile command, Node options (heap sizing) included. BENCH_NODE_OPTIONS
@@ -486,15 +575,23 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
 
     const zone = genZoneName(n);
     log(`${label}: POST /v2/scans deep ${zone} (fanout ${genFanout(n)}), maxCredits ${credits}`);
-    const t0 = performance.now();
-    const accepted = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/scans', {
-      profile: 'deep',
-      target: { type: 'domain_name', value: zone },
-      options: { active: false, maxCredits: credits },
-    });
-    if (accepted.status !== 202 || !accepted.body.jobRef)
-      throw new Error(`POST /v2/scans → ${accepted.status} ${JSON.stringify(accepted.body)}`);
-    const jobRef = accepted.body.jobRef;
+    let t0 = performance.now();
+    let jobRef: string;
+    let fair: Fairness | null = null;
+    if (FAIRNESS && run.code === 'new') {
+      fair = await fairness(base, [key, ...ctx.databases.new!.others], zone, credits);
+      t0 = fair.t0;
+      jobRef = fair.jobRefs[0]!;
+    } else {
+      const accepted = await api<{ jobRef?: string }>(base, key, 'POST', '/v2/scans', {
+        profile: 'deep',
+        target: { type: 'domain_name', value: zone },
+        options: { active: false, maxCredits: credits },
+      });
+      if (accepted.status !== 202 || !accepted.body.jobRef)
+        throw new Error(`POST /v2/scans → ${accepted.status} ${JSON.stringify(accepted.body)}`);
+      jobRef = accepted.body.jobRef;
+    }
     let view: JobView;
     let wallS: number;
     let lastLog = performance.now();
@@ -523,6 +620,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       }
       await sleep(POLL_MS);
     }
+    if (fair) wallS = fair.wallsS[0]!;
     log(`${label}: ${view.status} after ${fmt(wallS, 1)} s; paging the results`);
 
     // Objects kept: every page of the results, to the end.
@@ -587,6 +685,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     const names = genNames(n);
     return {
       ...run,
+      fair,
       label,
       checkTimes,
       batches,
@@ -652,7 +751,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     `  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`,
   );
   out.push(
-    `  default LANE_CONCURRENCY 32, LANE_TENANT_CONCURRENCY ${TENANT_PERMITS}${process.env.BENCH_SCAN_TENANT_PERMITS ? ' (BENCH_SCAN_TENANT_PERMITS)' : ''}, LANE_POOL_THREADS 2); one workspace; the lab in this process.`,
+    `  LANE_CONCURRENCY ${CAPACITY}, LANE_POOL_THREADS 2); one workspace; the lab in this process; latency: ${WITH_LATENCY ? `DNS +${LATENCY.dnsMs} ms, pages +${LATENCY.pageMs} ms` : 'none'}.`,
   );
   const nodeOptions =
     procfileRoleArgs('lane-web')
@@ -671,7 +770,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     '  covered = names of the zone (apex, h1..h(N-1), mail) found as host objects; floor = every name resolved once (UDP,',
   );
   out.push(
-    '  dns-packet) + every page fetched once (HTTP), 32 at a time, from this process against the same lab (test/bench/network-floor.ts);',
+    '  dns-packet) + every page fetched once (HTTP), 100 / 50 at a time, from this process against the same lab (test/bench/network-floor.ts);',
   );
   out.push(`  "base" rows: the checkout BENCH_SCAN_BASE (${BASE ?? 'not set'}), maxCredits capped at ${BASE_CREDITS};`);
   out.push(
@@ -761,7 +860,21 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   for (const r of fresh) {
     const ratio = r.wallS / r.floor.totalS;
     out.push(
-      `  N=${r.n}: scan wall ÷ network floor ${fmt(ratio, 1)}× (target ≤ ${FLOOR_RATIO_TARGET}× at 20,000 hosts: ${ratio <= FLOOR_RATIO_TARGET ? 'met' : 'NOT met'}); every host covered: ${r.covered === r.zoneNames ? 'yes' : 'NO'}`,
+      `  N=${r.n}: scan wall ÷ network floor ${fmt(ratio, 1)}× (target ≤ ${FLOOR_RATIO_TARGET}×${WITH_LATENCY ? '' : ' at 20,000 hosts'}: ${ratio <= FLOOR_RATIO_TARGET ? 'met' : 'NOT met'}); every host covered: ${r.covered === r.zoneNames ? 'yes' : 'NO'}`,
+    );
+  }
+  for (const r of fresh) {
+    if (!r.fair) continue;
+    const [wa, wb] = r.fair.wallsS as [number, number];
+    const wallRatio = Math.max(wa, wb) / Math.min(wa, wb);
+    const lookupRatio = r.fair.lookupBusyMs / r.fair.lookupIdleMs;
+    out.push('');
+    out.push(`Fairness at N=${r.n}: two workspaces' deep scans started at once, a third workspace's web lookup`);
+    out.push(
+      `  scan walls ${fmt(wa, 1)} s and ${fmt(wb, 1)} s: the later within ${fmt(wallRatio, 2)}× of the other (target ≤ ${FAIR_WALL_TARGET}×: ${wallRatio <= FAIR_WALL_TARGET ? 'met' : 'NOT met'})`,
+    );
+    out.push(
+      `  lookup ${fmt(r.fair.lookupIdleMs, 0)} ms on the idle lanes, ${fmt(r.fair.lookupBusyMs, 0)} ms during both scans: ${fmt(lookupRatio, 2)}× (target ≤ ${FAIR_LOOKUP_TARGET}×: ${lookupRatio <= FAIR_LOOKUP_TARGET ? 'met' : 'NOT met'})`,
     );
   }
   const [a, b] = [fresh[0], fresh[fresh.length - 1]];
@@ -791,12 +904,12 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
 
   out.push('');
   out.push(
-    `Where the time goes, per lane: checks run, mean check time, and the least wall the tenant's ${TENANT_PERMITS} permits allow (checks × mean ÷ permits)`,
+    `Where the time goes, per lane: checks run, mean check time, and the least wall a capacity of ${CAPACITY} allows (checks × mean ÷ capacity)`,
   );
   for (const r of results) {
     const parts = [...r.checkTimes].map(([role, t]) =>
       t && t.count > 0
-        ? `${role} ${t.count} × ${fmt((t.sumS / t.count) * 1000, 0)} ms → ≥ ${fmt(t.sumS / TENANT_PERMITS, 1)} s`
+        ? `${role} ${t.count} × ${fmt((t.sumS / t.count) * 1000, 0)} ms → ≥ ${fmt(t.sumS / CAPACITY, 1)} s`
         : `${role} —`,
     );
     out.push(`  ${r.label} (wall ${fmt(r.wallS, 1)} s): ${parts.join('; ')}`);
@@ -935,7 +1048,10 @@ async function main(): Promise<number> {
   }
 
   try {
-    lab = await startLab({ parts: [rdapPart, webLabPart(), mailLabPart, scanLabPart({ generated: [...SIZES] })] });
+    lab = await startLab({
+      parts: [rdapPart, webLabPart(), mailLabPart, scanLabPart({ generated: [...SIZES], pageDelayMs: LATENCY.pageMs })],
+      dnsDelayMs: LATENCY.dnsMs,
+    });
     log(
       `database ${dbName}; Redis ${redisUrl} prefix ${basePrefix}; lab DNS ${lab.env.DNS_SERVERS}, parts ${lab.parts.join(', ')}`,
     );
@@ -973,7 +1089,30 @@ async function main(): Promise<number> {
       const key = (
         await createKey(dbh.db, secrets.KEY_PEPPER, { workspace: ws.workspaceId, scopes: ['scan:create', 'scan:read'] })
       ).key;
-      return { databaseUrl, key };
+      // --fairness: two more workspaces (a second scan, and the web lookup timed beside them).
+      const others: string[] = [];
+      for (const other of FAIRNESS ? ['bench-scan-b', 'bench-lookup-c'] : []) {
+        const w = await createWorkspace(dbh.db, { name: other, acceptResponsibleUse: policy });
+        await setLimits(dbh.db, w.workspaceId, undefined, {
+          app: { perMinute: 1_000_000, burst: 100_000 },
+          products: { [PRODUCT]: { perMinute: 100_000, perHour: 1_000_000 } },
+        });
+        await grantCredits(
+          dbh.db,
+          await workspaceInternalId(dbh.db, w.workspaceId),
+          credits,
+          `bench:scan:${w.workspaceId}`,
+        );
+        others.push(
+          (
+            await createKey(dbh.db, secrets.KEY_PEPPER, {
+              workspace: w.workspaceId,
+              scopes: ['scan:create', 'scan:read'],
+            })
+          ).key,
+        );
+      }
+      return { databaseUrl, key, others };
     };
     const databases: Ctx['databases'] = {
       new: await setup(

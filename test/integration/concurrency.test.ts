@@ -92,7 +92,7 @@ beforeAll(async () => {
     config: h.config,
     log,
     blockMs: 200,
-    settings: { LANE_CONCURRENCY: 16, LANE_TENANT_CONCURRENCY: 16 },
+    settings: { LANE_CONCURRENCY: 16 },
   });
   await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
 });

@@ -46,17 +46,14 @@ describe('POST /v2/lookups/dns', () => {
     expect(rf.body.result.records.A).toMatchObject({ outcome: 'refused', rcode: 'REFUSED' });
   });
 
-  it('answers 503 capability_unavailable when no type gets any reply, and stores no idempotency record', async () => {
-    const key = 'dns-timeout-1';
-    const res = await client(h.app, t.key).post(
-      '/v2/lookups/dns',
-      { value: 'timeout.lab.test' },
-      { 'Idempotency-Key': key },
-    );
-    expect(res.status).toBe(503);
-    expect(res.body.error.code).toBe('capability_unavailable');
-    const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
-    expect(rows).toEqual([]);
+  it("a name whose servers never answer is the target's fact: a 200 partial with every type indeterminate, never a 503 (issue 31)", async () => {
+    const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'timeout.lab.test' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+    for (const rows of Object.values(res.body.result.records) as Array<{ outcome: string; answers: unknown[] }>)
+      expect(rows).toMatchObject({ outcome: 'timeout', answers: [] });
+    expect(res.body.limitations.filter((l: { code: string }) => l.code === 'dns_indeterminate')).toHaveLength(8);
+    expect(h.deps.runtime.services.resolver!.readiness()).toBe('ready');
   });
 
   it.each([
@@ -84,9 +81,17 @@ describe('POST /v2/lookups/dns with no reachable resolver', () => {
     const h = await startHarness({ DNS_SERVERS: '127.0.0.1:9', DNS_TIMEOUT_MS: '200' });
     try {
       const t = await createTenant(h);
-      const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'example.com' });
+      const key = 'dns-unreachable-1';
+      const res = await client(h.app, t.key).post(
+        '/v2/lookups/dns',
+        { value: 'example.com' },
+        { 'Idempotency-Key': key },
+      );
       expect(res.status).toBe(503);
       expect(res.body.error.code).toBe('capability_unavailable');
+      // A 503 stores no idempotency record: the same key may be retried.
+      const rows = await h.deps.db.selectFrom('idempotency_records').select('id').where('idem_key', '=', key).execute();
+      expect(rows).toEqual([]);
     } finally {
       await h.close();
     }

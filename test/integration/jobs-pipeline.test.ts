@@ -337,7 +337,6 @@ async function rig(
         redis,
         settings: { ...r.settings, ...extra },
         blockMs: 200,
-        permitWaitMs: 100,
       });
       r.lanes.push(w);
       return w;
@@ -850,7 +849,7 @@ describe('job pipeline', () => {
   });
 
   it('cancel mid-run: pending tasks cancelled, the running one finishes and is charged, remainder released once', async () => {
-    const r = await rig({ settings: { LANE_TENANT_CONCURRENCY: 1 } });
+    const r = await rig({ settings: { LANE_CONCURRENCY: 1, LANE_LAG_TARGET_MS: 0, LANE_CONCURRENCY_FLOOR: 1 } });
     await r.startOrchestrator();
     await r.startLane();
     const jobId = await accept(
@@ -916,8 +915,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -925,7 +924,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(3); // the ghost holds them and never acks
@@ -933,9 +932,9 @@ describe('job pipeline', () => {
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect((await tasks(jobId)).map((t) => t.attempts)).toEqual([1, 1, 1]);
-    const pending = (await r.redis.xpending(streams.lane('dns'), groups.lane('dns'))) as [number];
+    const pending = (await r.redis.xpending(streams.laneJob('dns', jobId), groups.lane('dns'))) as [number];
     expect(Number(pending[0])).toBe(0);
-    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.laneJob('dns', jobId)))).toBe(0);
   });
 
   it('a reclaimed entry whose task its dead runner left `running` is re-run once the takeover window passes', async () => {
@@ -946,8 +945,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -955,7 +954,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, unknown[]]>;
     expect(read[0]![1]).toHaveLength(1);
@@ -975,8 +974,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -984,7 +983,7 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, Array<[string, string[]]>]>;
     const [first] = read[0]![1];
@@ -996,7 +995,7 @@ describe('job pipeline', () => {
       .where('id', '=', deadTask)
       .execute();
     // …and so did a second consumer that reclaimed it: its second delivery.
-    await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), 'ghost2', 0, first![0]);
+    await (r.redis as Redis).xclaim(streams.laneJob('dns', jobId), groups.lane('dns'), 'ghost2', 0, first![0]);
     await r.startLane();
     const j = await terminal(jobId);
     const ts = await tasks(jobId);
@@ -1006,12 +1005,14 @@ describe('job pipeline', () => {
     expect(j.status).toBe('partial');
     expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toEqual(['dead_lettered']);
     expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([2, 1]);
-    const dl = (await r.redis.xrange(streams.deadLetterOf(streams.lane('dns')), '-', '+')) as Array<[string, string[]]>;
+    const dl = (await r.redis.xrange(streams.deadLetterOf(streams.laneJob('dns', jobId)), '-', '+')) as Array<
+      [string, string[]]
+    >;
     expect(dl).toHaveLength(1);
     expect(dl[0]![1]).toEqual(
       expect.arrayContaining([
         'stream',
-        streams.lane('dns'),
+        streams.laneJob('dns', jobId),
         'entry',
         first![0],
         'deliveries',
@@ -1026,8 +1027,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 400, LANE_MAX_DELIVERIES: 2 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
-    await r.redis.xgroup('CREATE', streams.lane('dns'), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
+    await r.redis.xgroup('CREATE', streams.laneJob('dns', jobId), groups.lane('dns'), '0', 'MKSTREAM').catch(() => {});
     const read = (await r.redis.xreadgroup(
       'GROUP',
       groups.lane('dns'),
@@ -1035,17 +1036,17 @@ describe('job pipeline', () => {
       'COUNT',
       10,
       'STREAMS',
-      streams.lane('dns'),
+      streams.laneJob('dns', jobId),
       '>',
     )) as Array<[string, Array<[string, string[]]>]>;
     // Two more deliveries that failed before the task started (e.g. MySQL was unreachable).
     for (const c of ['g2', 'g3'])
-      await (r.redis as Redis).xclaim(streams.lane('dns'), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
+      await (r.redis as Redis).xclaim(streams.laneJob('dns', jobId), groups.lane('dns'), c, 0, read[0]![1][0]![0]);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
     expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([['completed', 1]]);
-    expect(await r.redis.xlen(streams.deadLetterOf(streams.lane('dns')))).toBe(0);
+    expect(await r.redis.xlen(streams.deadLetterOf(streams.laneJob('dns', jobId)))).toBe(0);
   });
 
   it('the outbox relay publishes a job whose publish was skipped', async () => {
@@ -1065,8 +1066,8 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 500 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
-    await delKeys(r.redis, streams.lane('dns'), streams.laneResults('dns'), streams.jobs);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
+    await delKeys(r.redis, streams.laneJob('dns', jobId), streams.laneResults('dns'), streams.jobs);
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
@@ -1085,16 +1086,16 @@ describe('job pipeline', () => {
     // Job A: planned by an old orchestrator, its tasks queued on the old lane stream.
     const old = await r.startOrchestrator();
     const queued = await accept(r, { tasks: [{}, {}] }, 2);
-    await until('A on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await until('A on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', queued))) === 2);
     await old.close();
-    const entries = (await r.redis.xrange(streams.lane('dns'), '-', '+')) as Array<[string, string[]]>;
+    const entries = (await r.redis.xrange(streams.laneJob('dns', queued), '-', '+')) as Array<[string, string[]]>;
     for (const [, fields] of entries) {
       const task = Number(fields[fields.indexOf('task') + 1]);
       const id = await r.redis.xadd(legacy.lane, '*', ...fields);
       await r.redis.set(legacy.taskMessage(task), id!);
       await r.redis.del(queueKeys.taskMessage('dns', task));
     }
-    await r.redis.del(streams.lane('dns'));
+    await r.redis.del(streams.laneJob('dns', queued));
     // Job B: its task finished under an old runner, whose notice went to the old results stream.
     await r.startLane();
     await r.startOrchestrator();
@@ -1124,14 +1125,14 @@ describe('job pipeline', () => {
     const r = await rig({ settings: { LANE_VISIBILITY_MS: 300 } });
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}] }, 1);
-    await until('task on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 1);
+    await until('task on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 1);
     // A runner claimed the task and died; then Redis lost its stream.
     await dbh.db
       .updateTable('tasks')
       .set({ status: 'running', attempts: 1, started_at: new Date(Date.now() - 60_000) })
       .where('job_id', '=', jobId)
       .execute();
-    await r.redis.del(streams.lane('dns'));
+    await r.redis.del(streams.laneJob('dns', jobId));
     await r.startLane();
     const j = await terminal(jobId);
     expect(j.status).toBe('completed');
@@ -1142,11 +1143,11 @@ describe('job pipeline', () => {
     const r = await rig();
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}, {}] }, 3);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 3);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 3);
     await publishJob(r.redis, jobId, 'plan');
     await publishJob(r.redis, jobId, 'plan');
     await drained(r.redis, streams.jobs, groups.orchestrator);
-    expect(await r.redis.xlen(streams.lane('dns'))).toBe(3);
+    expect(await r.redis.xlen(streams.laneJob('dns', jobId))).toBe(3);
     await r.startLane();
     expect((await terminal(jobId)).status).toBe('completed');
   });
@@ -1155,7 +1156,7 @@ describe('job pipeline', () => {
     const r = await rig();
     await r.startOrchestrator();
     const jobId = await accept(r, { tasks: [{}, {}] }, 2);
-    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.lane('dns'))) === 2);
+    await until('tasks on the lane stream', async () => (await r.redis.xlen(streams.laneJob('dns', jobId))) === 2);
     await r.orchestrator!.close(); // no reconciler of its own in between
     // What the reconciler read from MySQL: both pending.
     const read = await pendingTaskRefs(dbh.db, jobId);
@@ -1166,7 +1167,7 @@ describe('job pipeline', () => {
     await r.redis.del(queueKeys.taskMessage('dns', finished!.id), queueKeys.taskMessage('dns', lost!.id));
     const requeued = await ensureTasksEnqueued(r.redis, read, (l) => stillPending(dbh.db, l));
     expect(requeued).toBe(1);
-    const entries = await r.redis.xrange(streams.lane('dns'), '-', '+');
+    const entries = await r.redis.xrange(streams.laneJob('dns', jobId), '-', '+');
     expect(entries.map(([, fields]) => Number(fields[1]))).toEqual([finished!.id, lost!.id, lost!.id]);
   });
 

@@ -166,7 +166,10 @@ describe('worker processes', () => {
         .execute();
       expect(tasks.length).toBeGreaterThan(0);
       // The row turns running at the plan's commit; the tasks are put on the lane right after.
-      await until('tasks enqueued', async () => (await redis.xlen(streams.lane('domain'))) === tasks.length);
+      await until(
+        'tasks enqueued',
+        async () => (await redis.xlen(streams.laneJob('domain', accepted.jobId))) === tasks.length,
+      );
       await requestCancel(dbh.db, principal.workspaceId, accepted.jobRef);
       await publishJob(redis, accepted.jobId, 'cancel');
       const done = await until('job cancelled', async () =>

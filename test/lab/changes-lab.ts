@@ -16,7 +16,7 @@
 // names (an SPF record naming a SERVFAIL name would leave the mail posture's SPF lane partial,
 // and with it everything that lane observes: unconfirmed, rightly, but not what this lab shows). The MX is the
 // mail lab's mx1.good-mail.test (STARTTLS, DANE): the mail posture's lanes complete there.
-// Addresses are 127.0.4.x (test/lab/addresses.ts); only the apex serves HTTP(S).
+// Addresses are 127.0.6.x (test/lab/addresses.ts); only the apex serves HTTP(S).
 import http from 'node:http';
 import https from 'node:https';
 import { labHost } from './addresses.ts';

@@ -19,6 +19,8 @@ export interface LabDns {
   address: string;
   /** Serves `zone` from now on in place of the zone of the same origin (a zone served in two states). */
   setZone(zone: Zone): void;
+  /** Questions received so far (UDP and TCP), by "<name> <type>" in lower case. */
+  readonly asked: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -26,6 +28,18 @@ export interface LabDnsOptions {
   port?: number;
   host?: string;
   zones?: Zone[];
+  /** Every reply this much later (ms): the latency lab (test/bench/scan.ts --latency). */
+  replyDelayMs?: number;
+}
+
+/** "<name> <type>" of a query, for LabDns.asked ('' when it does not decode). */
+function questionOf(msg: Buffer): string {
+  try {
+    const q = packet.decode(msg).questions?.[0];
+    return q ? `${q.name.toLowerCase()} ${q.type}` : '';
+  } catch {
+    return '';
+  }
 }
 
 const RCODES = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
@@ -281,7 +295,13 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
   const connections = new Set<net.Socket>();
   let closed = false;
 
-  const later = (ms: number | undefined, fn: () => void) => {
+  const asked = new Map<string, number>();
+  const count = (msg: Buffer) => {
+    const q = questionOf(msg);
+    asked.set(q, (asked.get(q) ?? 0) + 1);
+  };
+  const later = (behaviourMs: number | undefined, fn: () => void) => {
+    const ms = (behaviourMs ?? 0) + (opts.replyDelayMs ?? 0);
     if (!ms) return fn();
     const t = setTimeout(() => {
       timers.delete(t);
@@ -300,6 +320,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const msg = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + msg.length);
+        count(msg);
         const action = respond(zones, msg, 'tcp', rebinds);
         if (!action.send) continue;
         const frame = Buffer.alloc(2 + action.send.length);
@@ -314,6 +335,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
 
   const { udp, tcp, port } = await bindBoth(host, opts.port ?? 0, onConnection);
   udp.on('message', (msg, rinfo) => {
+    count(msg);
     const action = respond(zones, msg, 'udp', rebinds);
     const bytes = action.send;
     if (bytes) later(action.delayMs, () => udp.send(bytes, rinfo.port, rinfo.address));
@@ -325,6 +347,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     port,
     address,
     setZone: (zone) => zones.replace(zone),
+    asked,
     close: async () => {
       if (closed) return;
       closed = true;

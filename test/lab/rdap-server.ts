@@ -26,6 +26,8 @@ export interface LabRdap {
 export interface LabRdapOptions {
   port?: number;
   host?: string;
+  /** Extra fixtures: name → absolute URL that `GET /domain/<name>` redirects to (302). */
+  redirects?: Record<string, string>;
 }
 
 const RDAP_JSON = 'application/rdap+json';
@@ -72,7 +74,8 @@ export async function startLabRdap(opts: LabRdapOptions = {}): Promise<LabRdap> 
     let m = /^\/domain\/([^/]+)$/.exec(path);
     if (m) {
       const name = decodeURIComponent(m[1]!).toLowerCase().replace(/\.$/, '');
-      return serve(res, fixtures.get(name), name);
+      const away = opts.redirects?.[name];
+      return serve(res, away ? { kind: 'redirect', location: away } : fixtures.get(name), name);
     }
     m = /^\/registry-b\/domain\/([^/]+)$/.exec(path);
     if (m) {

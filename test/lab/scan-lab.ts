@@ -41,6 +41,8 @@ export interface ScanLab {
 export interface ScanLabOptions {
   /** Generated zones to serve (benchmark): their sizes. */
   generated?: number[];
+  /** Every page of a generated zone answers this much later (ms): the latency lab. */
+  pageDelayMs?: number;
   onReady?(lab: ScanLab): void;
 }
 
@@ -76,8 +78,8 @@ function apexHandler(): Handler {
   };
 }
 
-function genHandler(sizes: number[]): Handler {
-  return (req, res) => {
+function genHandler(sizes: number[], delayMs: number): Handler {
+  const handle: Handler = (req, res) => {
     const host = String(req.headers.host ?? '')
       .split(':')[0]!
       .toLowerCase();
@@ -96,15 +98,18 @@ function genHandler(sizes: number[]): Handler {
       ),
     );
   };
+  return delayMs > 0 ? (req, res) => void setTimeout(() => handle(req, res), delayMs) : handle;
 }
 
 interface WebSite {
   address: string;
   names: string[];
   handler: Handler;
+  /** HTTP only: nothing listens on the HTTPS port (the generated zones). */
+  plainOnly?: boolean;
 }
 
-function sites(sizes: number[]): WebSite[] {
+function sites(sizes: number[], pageDelayMs = 0): WebSite[] {
   const plain =
     (title: string): Handler =>
     (_req, res) =>
@@ -168,7 +173,8 @@ function sites(sizes: number[]): WebSite[] {
   ];
   if (sizes.length > 0) {
     const names = sizes.flatMap((n) => [genZoneName(n), `*.${genZoneName(n)}`]);
-    for (const address of GEN_WEB_ADDRESSES) list.push({ address, names, handler: genHandler(sizes) });
+    const handler = genHandler(sizes, pageDelayMs);
+    for (const address of GEN_WEB_ADDRESSES) list.push({ address, names, handler, plainOnly: true });
   }
   return list;
 }
@@ -185,9 +191,10 @@ export function scanLabPart(opts: ScanLabOptions = {}): LabPartFactory {
       };
     const plainServers: Array<{ host: string; server: net.Server }> = [];
     const secureServers: Array<{ host: string; server: net.Server }> = [];
-    for (const s of sites(opts.generated ?? [])) {
-      const cert = await ctx.ca.issue({ names: s.names });
+    for (const s of sites(opts.generated ?? [], opts.pageDelayMs)) {
       plainServers.push({ host: s.address, server: http.createServer(logged(s.address, s.handler)) });
+      if (s.plainOnly) continue;
+      const cert = await ctx.ca.issue({ names: s.names });
       secureServers.push({
         host: s.address,
         server: https.createServer({ key: cert.keyPem, cert: cert.chainPem }, logged(s.address, s.handler)),

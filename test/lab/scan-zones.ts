@@ -187,8 +187,12 @@ export function thirdPartyZones(): Zone[] {
 
 // ---- generated zones (benchmark) ------------------------------------------------------------
 
-export const GEN_WEB_ADDRESSES = Array.from({ length: 8 }, (_, i) => labHost('scan', 100 + i));
-/** Hosts that resolve but serve nothing (connections refused): a realistic share of a zone. */
+/**
+ * The generated zones' web hosts: 250 loopback addresses (127.0.4.1–250), HTTP only (nothing listens
+ * on their HTTPS port: a check's https chain is refused at once), as the issue 32 lab has them.
+ */
+export const GEN_WEB_ADDRESSES = Array.from({ length: 250 }, (_, i) => `127.0.4.${i + 1}`);
+/** The zone's mail host resolves but serves nothing (connections refused). */
 export const GEN_DEAD_ADDRESS = labHost('scan', 120);
 
 export function genZoneName(n: number): string {
@@ -208,13 +212,11 @@ export function genFanout(n: number): number {
 }
 
 /**
- * N hosts h1..hN (h0 is the apex): a third web hosts, a third CNAMEs to a web host, a third hosts
- * without a web server; every 25th with an MX. Names are found by following the pages' links, so
- * a host with children in the link tree always serves its page (only leaves may be dead): every
- * host is reachable within 3 hops.
+ * N hosts as an F-ary tree of links (h0 is the apex; h1..h(N-1)), every host an A record to one
+ * of the 250 web addresses, every page linking to its children (issue 32: the lab its figures came
+ * from). Names are found only by following the pages' links, within a deep scan's 3 hops.
  */
 export function generatedZone(n: number): Zone {
-  const fanout = genFanout(n);
   const origin = genZoneName(n);
   const records: ZoneRecord[] = [
     soa(origin),
@@ -224,14 +226,7 @@ export function generatedZone(n: number): Zone {
     { name: '@', type: 'TXT', data: ['v=spf1 mx -all'] },
     { name: 'mail', type: 'A', data: GEN_DEAD_ADDRESS },
   ];
-  for (let i = 1; i < n; i++) {
-    const label = `h${i}`;
-    const web = GEN_WEB_ADDRESSES[i % GEN_WEB_ADDRESSES.length]!;
-    if (i % 3 === 1) records.push({ name: label, type: 'A', data: web });
-    else if (i % 3 === 2) records.push({ name: label, type: 'CNAME', data: `h${i - 1}.${origin}` });
-    else records.push({ name: label, type: 'A', data: genChildren(i, n, fanout).length > 0 ? web : GEN_DEAD_ADDRESS });
-    if (i % 25 === 0 && i % 3 !== 2)
-      records.push({ name: label, type: 'MX', data: { preference: 10, exchange: `mail.${origin}` } });
-  }
+  for (let i = 1; i < n; i++)
+    records.push({ name: `h${i}`, type: 'A', data: GEN_WEB_ADDRESSES[i % GEN_WEB_ADDRESSES.length]! });
   return { origin, records };
 }

@@ -69,7 +69,13 @@ export interface RunningLab {
 }
 
 export async function startLab(
-  opts: { dnsPort?: number; rdapPort?: number; parts?: LabPartFactory[] } = {},
+  opts: {
+    dnsPort?: number;
+    rdapPort?: number;
+    parts?: LabPartFactory[];
+    /** Every DNS reply this much later (ms): the latency lab. */
+    dnsDelayMs?: number;
+  } = {},
 ): Promise<RunningLab> {
   const ca = await loadLabCa();
   const portMap = new Map<number, number>();
@@ -91,9 +97,10 @@ export async function startLab(
     // The DNS port must not be a part's real port either (multi-host.ts says why): on a collision
     // another server starts before this one closes, so the kernel cannot offer the same port.
     const taken = new Set(portMap.values());
-    let dns = await startLabDns({ port: opts.dnsPort, zones });
+    const replyDelayMs = opts.dnsDelayMs;
+    let dns = await startLabDns({ port: opts.dnsPort, zones, replyDelayMs });
     for (let i = 0; opts.dnsPort === undefined && taken.has(dns.port) && i < 20; i++) {
-      const next = await startLabDns({ zones });
+      const next = await startLabDns({ zones, replyDelayMs });
       await dns.close();
       dns = next;
     }

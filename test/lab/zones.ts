@@ -185,7 +185,18 @@ export const reverseIp6: Zone = {
   records: [...zoneApex('ip6.arpa'), { name: reverseName('::1'), type: 'PTR', data: 'localhost.lab.test' }],
 };
 
-export const labZones: Zone[] = [labTest, idnZone, adZone, reverse127, reverseIp6];
+/**
+ * A dead zone: its servers never answer, for any name under it and any type (a tenant's zone whose
+ * authoritative servers are blackholed; a recursive resolver then answers later than any client
+ * waits). Nothing else in the lab is affected: every other zone answers as usual.
+ */
+export const stalledZone: Zone = {
+  origin: 'stalled.test',
+  records: [...zoneApex('stalled.test'), { name: '@', type: 'A', data: '127.0.0.14' }],
+  behaviours: [{ name: '@', behaviour: { kind: 'silent' }, subtree: true }],
+};
+
+export const labZones: Zone[] = [labTest, idnZone, adZone, reverse127, reverseIp6, stalledZone];
 
 /** Names the tests and docs refer to. */
 export const labNames = {
@@ -207,6 +218,8 @@ export const labNames = {
   garbage: 'garbage.lab.test',
   slow: 'slow.lab.test',
   partial: 'partial.lab.test',
+  /** Any name under it stalls (stalledZone): `h1.stalled.test`, `stalled.test`… */
+  stalled: 'stalled.test',
   ptr4: '1.0.0.127.in-addr.arpa',
   ptr6: reverseName('::1').slice(0, -1),
   ptrNxdomain: '99.0.0.127.in-addr.arpa',

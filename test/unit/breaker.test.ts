@@ -229,6 +229,84 @@ describe('Breaker', () => {
     expect(clock.timers.size).toBe(0);
   });
 
+  it('verify() while closed: a failed probe opens it at once, a good one changes nothing; concurrent calls share one probe', async () => {
+    const clock = new FakeClock();
+    let up = true;
+    let asked = 0;
+    const { b, changes } = breakerWith(
+      clock,
+      async () => {
+        asked++;
+        return up;
+      },
+      20,
+    );
+    expect(await b.verify()).toBe(true);
+    expect(b.state).toBe('closed');
+    expect(clock.timers.size).toBe(0); // nothing scheduled while closed
+    up = false;
+    const [one, two] = await Promise.all([b.verify(), b.verify()]);
+    expect([one, two]).toEqual([false, false]);
+    expect(asked).toBe(2); // one probe for the two callers
+    expect(b.verifications).toBe(2);
+    expect(b.state).toBe('open');
+    expect(changes).toEqual([['closed', 'open']]);
+    // Open: verify asks nothing, the scheduled probes decide; they close it when it answers.
+    expect(await b.verify()).toBe(false);
+    expect(asked).toBe(2);
+    up = true;
+    await clock.advance(1200);
+    expect(b.state).toBe('closed');
+  });
+
+  it('verify() is bounded by probeTimeoutMs: a hanging probe is a failed verification', async () => {
+    const clock = new FakeClock();
+    const b = new Breaker({
+      name: 'verify-hang',
+      failuresToOpen: 20,
+      probeTimeoutMs: 500,
+      clock,
+      probe: (signal) => new Promise<boolean>((resolve) => signal.addEventListener('abort', () => resolve(true))),
+    });
+    const v = b.verify();
+    await clock.advance(500);
+    expect(await v).toBe(false);
+    expect(b.state).toBe('open');
+    b.stop();
+  });
+
+  it('retryAfterMs(): null while closed; while open the time to the next probe; while half-open the probe bound', async () => {
+    const clock = new FakeClock(3);
+    let answer: (ok: boolean) => void = () => {};
+    const b = new Breaker({
+      name: 'retry-after',
+      failuresToOpen: 1,
+      probeTimeoutMs: 700,
+      clock,
+      probe: () =>
+        new Promise<boolean>((resolve) => {
+          answer = resolve;
+        }),
+    });
+    expect(b.retryAfterMs()).toBeNull();
+    b.failure();
+    const due = clock.nextIn()!;
+    expect(b.retryAfterMs()).toBe(due);
+    await clock.advance(300);
+    expect(b.retryAfterMs()).toBe(due - 300);
+    await clock.advance(due - 300); // the probe starts
+    expect(b.state).toBe('half_open');
+    expect(b.retryAfterMs()).toBe(700);
+    await clock.advance(200);
+    expect(b.retryAfterMs()).toBe(500);
+    answer(false);
+    await clock.advance(0);
+    expect(b.state).toBe('open');
+    expect(b.retryAfterMs()).toBe(clock.nextIn());
+    b.success();
+    expect(b.retryAfterMs()).toBeNull();
+  });
+
   it('jittered() stays within ±jitter', () => {
     for (let i = 0; i < 1000; i++) {
       const v = jittered(1000, 0.2);

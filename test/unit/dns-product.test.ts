@@ -7,10 +7,11 @@ import { ApiError } from '../../src/contract/errors.ts';
 import { buildEnvelope } from '../../src/contract/envelope.ts';
 import { createResolver, type StubResolver } from '../../src/dns/stub-resolver.ts';
 import { dnsInput, dnsProduct, dnsTypes, dnsResult } from '../../src/products/dns-lookup/index.ts';
-import { productReadiness } from '../../src/products/kit/readiness.ts';
+import { productReadiness, readinessRetryAfterMs } from '../../src/products/kit/readiness.ts';
 import type { ExecContext, ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
+import { freePort } from '../helpers/processes.ts';
 
 let lab: LabDns;
 let resolver: StubResolver;
@@ -124,33 +125,56 @@ describe('lookup.dns.v1 against the lab', () => {
     expect(buildEnvelope(dnsProduct, {}, await run(n.nodata), 'req_t').status).toBe('completed');
   });
 
-  it('no reply for any type: resolver unavailable, and the route answers 503 capability_unavailable', async () => {
+  it("no reply for any type while the resolver answers: the name's servers are silent, a 200 partial with every type indeterminate (issue 31)", async () => {
     const out = await run(n.timeout);
-    expect(out.lanes).toEqual([
-      expect.objectContaining({
-        lane: 'resolver',
-        required: true,
-        status: 'unavailable',
-        reason: 'resolver_unreachable',
-      }),
-      expect.objectContaining({
-        lane: 'record_types',
-        required: false,
-        status: 'unavailable',
-        reason: 'resolver_unreachable',
-      }),
+    expect(out.lanes.map((l) => [l.lane, l.status, l.reason])).toEqual([
+      ['resolver', 'completed', undefined],
+      ['record_types', 'partial', 'some_types_indeterminate'],
     ]);
     expect(out.limitations.filter((l) => l.code === 'dns_indeterminate')).toHaveLength(8);
     for (const rows of Object.values(out.result.records))
-      expect(rows).toMatchObject({ outcome: 'timeout', rcode: null });
-    let err: unknown;
+      expect(rows).toMatchObject({ outcome: 'timeout', rcode: null, answers: [] });
+    expect(buildEnvelope(dnsProduct, {}, out, 'req_t')).toMatchObject({
+      status: 'partial',
+      coverage: { complete: false },
+    });
+    expect(resolver.readiness()).toBe('ready');
+  });
+
+  it('no reply for any type because the resolver cannot be reached: resolver unavailable, and the route answers 503 capability_unavailable', async () => {
+    const closed = await freePort(); // nothing listens: every question fails outright (ICMP)
+    const config = { ...runtime.config, DNS_SERVERS: [`127.0.0.1:${closed}`] };
+    const unreachable = createResolver(config);
     try {
-      buildEnvelope(dnsProduct, {}, out, 'req_t');
-    } catch (e) {
-      err = e;
+      const out = await run(n.apex, ctx(undefined, { ...runtime, config, services: { resolver: unreachable } }));
+      expect(out.lanes).toEqual([
+        expect.objectContaining({
+          lane: 'resolver',
+          required: true,
+          status: 'unavailable',
+          reason: 'resolver_unreachable',
+        }),
+        expect.objectContaining({
+          lane: 'record_types',
+          required: false,
+          status: 'unavailable',
+          reason: 'resolver_unreachable',
+        }),
+      ]);
+      expect(out.limitations.filter((l) => l.code === 'dns_indeterminate')).toHaveLength(8);
+      for (const rows of Object.values(out.result.records))
+        expect(rows).toMatchObject({ outcome: 'error', rcode: null });
+      let err: unknown;
+      try {
+        buildEnvelope(dnsProduct, {}, out, 'req_t');
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).code).toBe('capability_unavailable');
+    } finally {
+      unreachable.close();
     }
-    expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).code).toBe('capability_unavailable');
   });
 
   it('some types unanswered: delivered as a partial envelope, the gaps never read as absence', async () => {
@@ -187,7 +211,8 @@ describe('lookup.dns.v1 against the lab', () => {
 
   it('a caller abort rejects the lookup', async () => {
     const ctl = new AbortController();
-    const p = run(n.timeout, ctx(ctl.signal));
+    // A name asked nowhere else in this file: n.timeout may be backed off already (answered at once).
+    const p = run(`abort.${n.stalled}`, ctx(ctl.signal));
     setTimeout(() => ctl.abort(), 20);
     await expect(p).rejects.toMatchObject({ name: 'AbortError' });
   });
@@ -237,5 +262,10 @@ describe('definition', () => {
     const bare = { ...runtime, services: {} };
     expect(dnsProduct.readiness(bare)).toEqual({ resolver: 'unconfigured', record_types: 'unconfigured' });
     expect(productReadiness(dnsProduct, bare)).toBe('unavailable');
+  });
+  it('a refusal says when to retry only when the blocking lane can change by itself (issue 31)', () => {
+    expect(readinessRetryAfterMs(dnsProduct, runtime)).toBeUndefined(); // ready: nothing blocks
+    // Unconfigured stays unconfigured: no Retry-After rather than a false one.
+    expect(readinessRetryAfterMs(dnsProduct, { ...runtime, services: {} })).toBeUndefined();
   });
 });

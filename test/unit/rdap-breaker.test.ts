@@ -67,6 +67,22 @@ describe('RDAP server breaker', () => {
     expect(await lookup(n.registered)).toMatchObject({ status: 'completed', data: { ldhName: n.registered } });
   });
 
+  it("a redirect hop that cannot be reached is charged to the hop's server, never to the first server (issue 31)", async () => {
+    const closed = await freePort(); // the registrar's RDAP server the registry redirects to: gone
+    const awayBase = `http://127.0.0.1:${closed}/`;
+    const away = 'lab-rdap-away.test';
+    lab = await startLabRdap({ redirects: { [away]: `${awayBase}domain/${away}` } });
+    const lookup = lookupVia(lab.baseUrl);
+    for (let i = 0; i < RDAP_FAILURES_TO_OPEN + 2; i++) {
+      expect(await lookup(away)).toEqual({ status: 'unavailable', reason: 'rdap_unreachable' });
+    }
+    // The registry answered every time (302): its breaker stays closed, its other names are served.
+    expect(rdapServerState(lab.baseUrl)).toBe('closed');
+    expect(await lookup(n.registered)).toMatchObject({ status: 'completed', data: { ldhName: n.registered } });
+    // The unreachable hop's own server is the one that opened.
+    expect(rdapServerState(awayBase)).not.toBe('closed');
+  });
+
   it('a server answering with errors is reachable: its breaker stays closed', async () => {
     lab = await startLabRdap();
     const lookup = lookupVia(lab.baseUrl);

@@ -37,8 +37,10 @@ export class LagLimit {
 
   constructor(o: LagLimitOptions) {
     if (!Number.isInteger(o.floor) || o.floor < 1) throw new RangeError('the floor is a whole number ≥ 1');
-    this.ceiling = Math.max(o.floor, o.ceiling);
-    this.floor = o.floor;
+    // LANE_CONCURRENCY is the operator's cap: a floor above it (the default floor with a small
+    // LANE_CONCURRENCY) is brought down to it, never the cap raised to the floor.
+    this.ceiling = Math.max(1, o.ceiling);
+    this.floor = Math.min(o.floor, this.ceiling);
     this.targetMs = o.targetMs;
     // From the ceiling, as a fixed limit would: the first window over the target brings it down.
     this.#limit = this.ceiling;

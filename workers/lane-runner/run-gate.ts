@@ -1,33 +1,38 @@
-// The lane process's limit on checks running at once (lag-limit.ts sets it). A check passes the gate
-// before it takes its workspace's tenant permit, so a check held back by the limit holds no permit
-// (another lane process may use it) and no task row. Waiters queue per workspace and a freed slot
-// goes to the workspaces in turn (round-robin); a workspace never holds more slots than its permits
-// (`perTenant`, LANE_TENANT_CONCURRENCY), so its surplus waits here without taking a slot from
-// another. A waiting check waits for at most one start per other waiting workspace before its own
-// (CONTRACT §5's fairness, as the tenant permits and the parse pool's FairQueue keep it). A wait is
-// bounded (`waitMs`): past it the runner re-queues the entry, as it does when no permit comes free.
+// The lane process's capacity (checks running at once; lag-limit.ts sets it, LANE_CONCURRENCY at
+// most) shared max-min fairly between the workspaces that have checks waiting for it:
+//   - work conserving: a workspace alone with work may use the whole capacity;
+//   - every slot that frees goes to the waiting workspace with the fewest checks running (ties in
+//     turn, round-robin), so workspaces with backlogs converge on equal shares and one that needs
+//     less than its share gets all it needs;
+//   - a workspace that arrives has no check running, so it takes the next slot that frees, and
+//     each following one until it holds as many as the others: its share within one check's time,
+//     not after another's backlog (nothing is pre-empted: a running check finishes).
+// Across lane processes: every process reads every job's stream (src/queue/lane-streams-consumer.ts)
+// and shares its own capacity this way, so a workspace's share of the lane is its share of each
+// process, summed. No Redis round trip per check (the redis-semaphore permits this replaces polled
+// Redis per check and capped a workspace at a fixed 8 however idle the lane was).
+// A check waits here without a deadline: it holds no task row and no slot while it waits; a
+// shutdown aborts the wait (the entry stays pending for another runner).
 
-export type GateEntry = 'admitted' | 'timeout' | 'aborted';
+export type GateEntry = 'admitted' | 'aborted';
 
 interface Waiter {
   grant(): void;
 }
 
 export class RunGate {
-  readonly perTenant: number;
   #limit: number;
   #running = 0;
   #waiting = 0;
   /** Per workspace: its checks past the gate. */
   readonly #tenants = new Map<string, number>();
-  /** Map order is the round-robin order: a workspace served moves to the back. */
+  /** Workspaces with checks waiting; map order is the round-robin order among equals. */
   readonly #queues = new Map<string, Waiter[]>();
-  /** Whether the limit (not a workspace's share) held a check back since the last look. */
+  /** Whether the limit held a check back since the last look. */
   #held = false;
 
-  constructor(limit: number, perTenant: number = Number.POSITIVE_INFINITY) {
+  constructor(limit: number) {
     this.#limit = Math.max(1, limit);
-    this.perTenant = Math.max(1, perTenant);
   }
 
   get limit(): number {
@@ -46,6 +51,10 @@ export class RunGate {
     return this.#tenants.get(tenant) ?? 0;
   }
 
+  waitingFor(tenant: string): number {
+    return this.#queues.get(tenant)?.length ?? 0;
+  }
+
   /** A new limit; a raised one lets waiters in at once, a lowered one lets running checks finish. */
   setLimit(limit: number): void {
     this.#limit = Math.max(1, limit);
@@ -54,38 +63,32 @@ export class RunGate {
 
   /** Whether the limit held a check back since the last call (the lag controller's "limited"). */
   takeHeld(): boolean {
-    let held = this.#held;
+    const held = this.#held || (this.#waiting > 0 && this.#running >= this.#limit);
     this.#held = false;
-    if (!held && this.#running >= this.#limit)
-      for (const tenant of this.#queues.keys()) if (this.runningFor(tenant) < this.perTenant) held = true;
     return held;
   }
 
-  /** A slot for a check of `tenant`, within `waitMs`; `aborted` when `signal` ends the wait. */
-  acquire(tenant: string, signal: AbortSignal, waitMs: number): Promise<GateEntry> {
+  /** A slot for a check of `tenant`; `aborted` when `signal` ends the wait first. */
+  acquire(tenant: string, signal: AbortSignal): Promise<GateEntry> {
     if (signal.aborted) return Promise.resolve('aborted');
-    if (this.#running < this.#limit && this.runningFor(tenant) < this.perTenant) {
+    // Waiters exist only while the capacity is in use, so a free slot is this check's.
+    if (this.#running < this.#limit && this.#waiting === 0) {
       this.#admit(tenant);
       return Promise.resolve('admitted');
     }
-    if (this.#running >= this.#limit) this.#held = true;
+    this.#held = true;
     return new Promise<GateEntry>((resolve) => {
-      const leave = (outcome: GateEntry) => {
+      const onAbort = () => {
         const q = this.#queues.get(tenant);
         const i = q ? q.indexOf(waiter) : -1;
         if (i < 0) return; // admitted already: the caller releases it
         q!.splice(i, 1);
         if (q!.length === 0) this.#queues.delete(tenant);
         this.#waiting--;
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        resolve(outcome);
+        resolve('aborted');
       };
-      const onAbort = () => leave('aborted');
-      const timer = setTimeout(() => leave('timeout'), waitMs);
       const waiter: Waiter = {
         grant: () => {
-          clearTimeout(timer);
           signal.removeEventListener('abort', onAbort);
           resolve('admitted');
         },
@@ -95,6 +98,7 @@ export class RunGate {
       if (q) q.push(waiter);
       else this.#queues.set(tenant, [waiter]);
       this.#waiting++;
+      this.#grant();
     });
   }
 
@@ -114,19 +118,20 @@ export class RunGate {
   #grant(): void {
     while (this.#running < this.#limit && this.#waiting > 0) {
       let chosen: string | undefined;
+      let fewest = Number.POSITIVE_INFINITY;
       for (const tenant of this.#queues.keys()) {
-        if (this.runningFor(tenant) < this.perTenant) {
+        const n = this.runningFor(tenant);
+        if (n < fewest) {
+          fewest = n;
           chosen = tenant;
-          break;
         }
       }
-      if (chosen === undefined) return; // every waiting workspace holds its share
-      const q = this.#queues.get(chosen)!;
+      const q = this.#queues.get(chosen!)!;
       const waiter = q.shift()!;
-      this.#queues.delete(chosen);
-      if (q.length > 0) this.#queues.set(chosen, q); // to the back of the round
+      this.#queues.delete(chosen!);
+      if (q.length > 0) this.#queues.set(chosen!, q); // to the back of the round among equals
       this.#waiting--;
-      this.#admit(chosen);
+      this.#admit(chosen!);
       waiter.grant();
     }
   }

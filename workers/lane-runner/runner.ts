@@ -1,14 +1,17 @@
-// The lane runner: consumes one lane stream and runs each task's check once, durably.
+// The lane runner: consumes the lane's job streams and runs each task's check once, durably.
 //
 // Per entry: load the task (MySQL is the truth, the entry only names it) →
 //   finished already            → re-publish its result notice, ack
 //   job cancelling or terminal  → task cancelled, publish, ack
 //   too many attempts           → dead-letter (task failed/dead_lettered), publish, ack
-//   otherwise                   → a slot of the lane's run gate (its limit follows the event-loop
-//                                 lag, lag-limit.ts) → tenant permit → claim (CAS pending→running,
-//                                 attempts+1) → run
-//                                 the check under its timeout → persist outcome + objects +
-//                                 findings in one transaction → publish + ack in one MULTI.
+//   otherwise                   → a slot of the process's capacity, shared max-min fairly between
+//                                 workspaces (run-gate.ts; its limit follows the event-loop lag,
+//                                 lag-limit.ts) → claim (CAS pending→running, attempts+1) → run
+//                                 the check under its timeout → persist the outcome → publish +
+//                                 ack in one MULTI.
+// The runner reads ahead: a few entries of each job stream wait for their workspace's turn here
+// (readAhead per stream, at most the capacity in all), so a freed slot never waits for Redis and a
+// new job's entries are at hand when its workspace's turn comes.
 // A crash anywhere leaves the entry pending (reclaimed by XAUTOCLAIM) or the task row in a state
 // the next delivery or the reconciler completes; no step runs twice with effect.
 import type { ChainableCommander } from 'ioredis';
@@ -21,7 +24,8 @@ import { isOpenTask } from '../../src/jobs/tasks/task-rows.ts';
 import { isTerminal } from '../../src/jobs/job-view.ts';
 import { addDeadLetter, consumerName } from '../../src/queue/dead-letter.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
-import { ACK, RETAIN, StreamConsumer, type Delivery, type Settlement } from '../../src/queue/stream-consumer.ts';
+import { ACK, RETAIN, type Settlement } from '../../src/queue/stream-consumer.ts';
+import { LaneStreamsConsumer, type LaneDelivery } from '../../src/queue/lane-streams-consumer.ts';
 import { TASK_MESSAGE_TTL_MS, groups, queueKeys, streams, type LaneName } from '../../src/queue/streams.ts';
 import { executeCheck } from './execute-check.ts';
 import { startHeartbeat, type Heartbeat } from '../../src/queue/heartbeat.ts';
@@ -35,13 +39,20 @@ import {
   releaseTask,
   type LaneTask,
 } from '../../src/jobs/tasks/lane-task-repo.ts';
-import { PERMIT_WAIT_MS, TenantPermits } from './tenant-permits.ts';
 import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
+import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import type { ProductRuntime as Runtime } from '../../src/products/kit/product-contract.ts';
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
+/**
+ * DNS answers kept per process for the checks of one job (src/dns/answer-cache.ts): a host's dns
+ * task and its web task ask A and AAAA once. Bounded; answers for their TTL (at most 5 min),
+ * NODATA/NXDOMAIN for a minute, indeterminate ones never.
+ */
+const ANSWER_CACHE = { maxEntries: 20_000, maxTtlS: 300, negativeTtlS: 60 };
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
 
@@ -57,9 +68,8 @@ export interface LaneRunnerOptions {
   consumer?: string;
   drainTimeoutMs?: number;
   taskDuration?: client.Histogram<'lane' | 'outcome'>;
-  /** Test knobs: stream read block and permit wait. */
+  /** Test knob: how stale the list of job streams may be, and the longest read block (ms). */
   blockMs?: number;
-  permitWaitMs?: number;
   heartbeatEveryMs?: number;
   lagWindowMs?: number;
 }
@@ -68,12 +78,16 @@ export class LaneRunner {
   readonly lane: LaneName;
   readonly consumer: string;
   readonly #o: LaneRunnerOptions;
-  readonly #stream: string;
   readonly #group: string;
   readonly #checks: CheckLookup;
-  readonly #permits: TenantPermits;
   readonly #stop = new AbortController();
-  readonly #consumer: StreamConsumer;
+  readonly #consumer: LaneStreamsConsumer;
+  /** Entries of a job stream read and not yet started (or let go): at most readAhead each. */
+  readonly #waitingBy = new Map<string, number>();
+  #waitingAll = 0;
+  /** Entries of one job stream held waiting for their turn; at most `capacity` in all. */
+  readonly readAhead: number;
+  readonly answers = new AnswerCache(ANSWER_CACHE);
   /** Checks running at once in this process; its limit follows the event-loop lag (LANE_LAG_TARGET_MS). */
   readonly gate: RunGate;
   readonly #lagLimit: LagLimit | null;
@@ -85,30 +99,30 @@ export class LaneRunner {
     this.#o = o;
     this.lane = o.lane;
     this.consumer = o.consumer ?? consumerName(`lane-${o.lane}`);
-    this.#stream = streams.lane(o.lane);
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
-    this.#permits = new TenantPermits(o.redis, o.lane, o.settings.LANE_TENANT_CONCURRENCY, o.log, {
-      waitMs: o.permitWaitMs ?? PERMIT_WAIT_MS,
-    });
     const s = o.settings;
-    this.gate = new RunGate(s.LANE_CONCURRENCY, s.LANE_TENANT_CONCURRENCY);
+    this.gate = new RunGate(s.LANE_CONCURRENCY);
+    this.readAhead = Math.max(4, Math.ceil(s.LANE_CONCURRENCY / 8));
     this.#lagLimit =
       s.LANE_LAG_TARGET_MS > 0
         ? new LagLimit({ floor: s.LANE_CONCURRENCY_FLOOR, ceiling: s.LANE_CONCURRENCY, targetMs: s.LANE_LAG_TARGET_MS })
         : null;
-    this.#consumer = new StreamConsumer({
+    const capacity = s.LANE_CONCURRENCY;
+    this.#consumer = new LaneStreamsConsumer({
       redis: o.redis,
-      stream: this.#stream,
-      group: this.#group,
+      lane: o.lane,
       consumer: this.consumer,
       log: o.log,
-      concurrency: o.settings.LANE_CONCURRENCY,
-      visibilityMs: o.settings.LANE_VISIBILITY_MS,
-      maxDeliveries: o.settings.LANE_MAX_DELIVERIES,
+      // Running checks plus the entries waiting for their turn.
+      maxInFlight: 2 * capacity,
+      wants: (stream) =>
+        this.#waitingAll >= capacity ? 0 : Math.max(0, this.readAhead - (this.#waitingBy.get(stream) ?? 0)),
+      visibilityMs: s.LANE_VISIBILITY_MS,
+      maxDeliveries: s.LANE_MAX_DELIVERIES,
       drainTimeoutMs: o.drainTimeoutMs ?? 10_000,
-      ...(o.blockMs ? { blockMs: o.blockMs } : {}),
-      handle: (d) => this.#handle(d),
+      ...(o.blockMs ? { refreshMs: Math.min(o.blockMs, 100) } : {}),
+      handle: (d) => this.#handleHeld(d),
       deadLetter: (d) => this.#deadLetter(d),
     });
   }
@@ -137,6 +151,34 @@ export class LaneRunner {
     return this.#closing;
   }
 
+  /** Entries of this job stream waiting here for their turn (tests, metrics). */
+  waitingOn(stream: string): number {
+    return this.#waitingBy.get(stream) ?? 0;
+  }
+
+  #hold(stream: string, n: 1 | -1): void {
+    const v = (this.#waitingBy.get(stream) ?? 0) + n;
+    if (v > 0) this.#waitingBy.set(stream, v);
+    else this.#waitingBy.delete(stream);
+    this.#waitingAll += n;
+    if (n < 0) this.#consumer.wake();
+  }
+
+  /** An entry counts against its stream's read-ahead from its read until its check starts or it is let go. */
+  async #handleHeld(d: LaneDelivery): Promise<Settlement> {
+    this.#hold(d.stream, 1);
+    let held = true;
+    const started = () => {
+      if (held) this.#hold(d.stream, -1);
+      held = false;
+    };
+    try {
+      return await this.#handle(d, started);
+    } finally {
+      started();
+    }
+  }
+
   #publish(t: { id: number; jobId: number }): Settlement {
     return {
       ack: true,
@@ -148,7 +190,7 @@ export class LaneRunner {
     };
   }
 
-  async #handle(d: Delivery): Promise<Settlement> {
+  async #handle(d: LaneDelivery, started: () => void): Promise<Settlement> {
     const taskId = Number(d.fields.task);
     if (!Number.isSafeInteger(taskId) || taskId <= 0) {
       this.#o.log.error({ entry: d.id, fields: d.fields }, 'malformed lane entry dropped');
@@ -170,35 +212,27 @@ export class LaneRunner {
     }
     // Deliveries are counted per stream entry; attempts survive re-enqueueing and Redis flushes.
     if (task.attempts >= this.#o.settings.LANE_MAX_DELIVERIES) return this.#deadLetter(d, task);
-    // The lane's limit first (a check it holds back holds no permit another process could use),
-    // then the workspace's permit. Neither waits longer than the permit wait: the entry goes to the
-    // back of the lane instead. Not claimed yet: a shutdown that gives up on the entry leaves it
-    // pending for another runner.
+    // A slot of the process's capacity, in the workspace's turn (run-gate.ts). Not claimed yet: a
+    // shutdown that gives up on the entry leaves it pending for another runner.
     const tenant = String(task.workspaceId);
-    const entered = await this.gate.acquire(tenant, d.signal, this.#o.permitWaitMs ?? PERMIT_WAIT_MS);
+    const entered = await this.gate.acquire(tenant, d.signal);
     if (entered === 'aborted') return RETAIN;
-    if (entered === 'timeout') return this.#requeue(task);
+    started();
     try {
-      const permit = await this.#permits.acquire(task.workspaceId, this.#stop.signal);
-      if (!permit) return this.#requeue(task);
-      try {
-        return await this.#run(d, task, spec, takeoverAfterMs);
-      } finally {
-        await permit.release();
-      }
+      return await this.#run(d, task, spec, takeoverAfterMs);
     } finally {
       this.gate.release(tenant);
     }
   }
 
-  async #run(d: Delivery, task: LaneTask, spec: CheckSpec, takeoverAfterMs: number): Promise<Settlement> {
+  async #run(d: LaneDelivery, task: LaneTask, spec: CheckSpec, takeoverAfterMs: number): Promise<Settlement> {
     const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
     if (attempt === null) return this.#leaveToOwner(task);
     const pool = this.#o.pool;
     // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
     const tenant = String(task.workspaceId);
     const ctx = {
-      runtime: this.#o.runtime,
+      runtime: this.#jobRuntime(task),
       ...(pool
         ? {
             runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
@@ -218,6 +252,19 @@ export class LaneRunner {
   }
 
   /**
+   * The process's runtime with DNS answers shared by the checks of the task's job only (scope:
+   * workspace and job), and the outbound guard (its politeness slots included) asking through them.
+   */
+  #jobRuntime(task: { workspaceId: number; jobId: number }): Runtime {
+    const base = this.#o.runtime;
+    const resolver = base.services.resolver;
+    if (!resolver) return base;
+    const scoped = this.answers.scoped(`${task.workspaceId}:${task.jobId}`, resolver);
+    const outbound = base.services.outbound?.over(scoped);
+    return { ...base, services: { ...base.services, resolver: scoped, ...(outbound ? { outbound } : {}) } };
+  }
+
+  /**
    * Another run holds the task: a live one publishes its outcome; a dead one (this entry was
    * reclaimed from it) never will. Dropping the entry's marker with the ack is what lets the
    * reconciler, which resets a task running past its timeout, put it back on the lane: an
@@ -232,14 +279,14 @@ export class LaneRunner {
     };
   }
 
-  /** No permit came free: put the entry at the back of the lane (no delivery is counted). */
-  async #requeue(task: LaneTask): Promise<Settlement> {
-    const id = await this.#o.redis.xadd(this.#stream, '*', 'task', String(task.id), 'job', String(task.jobId));
+  /** A fresh entry at the back of the task's job stream (no delivery is counted). */
+  async #requeue(d: LaneDelivery, task: LaneTask): Promise<Settlement> {
+    const id = await this.#o.redis.xadd(d.stream, '*', 'task', String(task.id), 'job', String(task.jobId));
     await this.#o.redis.set(queueKeys.taskMessage(this.lane, task.id), String(id), 'PX', TASK_MESSAGE_TTL_MS);
     return ACK;
   }
 
-  async #deadLetter(d: Delivery, loaded?: LaneTask): Promise<Settlement> {
+  async #deadLetter(d: LaneDelivery, loaded?: LaneTask): Promise<Settlement> {
     const taskId = Number(d.fields.task);
     const task = loaded ?? (Number.isSafeInteger(taskId) && taskId > 0 ? await loadLaneTask(this.#o.db, taskId) : null);
     // Deliveries also pile up while MySQL is unreachable (every handler fails before the task
@@ -250,7 +297,7 @@ export class LaneRunner {
         { lane: this.lane, entry: d.id, taskId: task.id, deliveries: d.deliveries },
         'entry exhausted its deliveries before its task ever started: re-queued',
       );
-      return this.#requeue(task);
+      return this.#requeue(d, task);
     }
     // The durable record first: the task fails with a reason the job's coverage reports.
     const failed = task ? await deadLetterTask(this.#o.db, task.id) : false;
@@ -262,7 +309,7 @@ export class LaneRunner {
     return {
       ack: true,
       with: (tx) => {
-        addDeadLetter(tx, this.#stream, this.#group, d);
+        addDeadLetter(tx, d.stream, this.#group, d);
         if (notice.ack) notice.with?.(tx);
       },
     };

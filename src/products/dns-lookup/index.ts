@@ -4,8 +4,12 @@
 // Partial answers. Eight questions go out; each is present, absent or indeterminate
 // (src/dns/presence.ts: only records, NXDOMAIN or NODATA say anything about the name). Lanes:
 // - `resolver` (required) is about reachability: completed when at least one of the eight got a
-//   reply of any rcode. When none did, it is `unavailable` / resolver_unreachable and the route
-//   answers 503: eight empty rows would read as "this name has no records".
+//   reply of any rcode, or when all eight timed out while the resolver itself is reachable (its
+//   breaker closed, src/dns/stub-resolver.ts): the name's own servers did not answer, which is the
+//   target's fact (issue 31: a tenant's dead zone is no outage of ours), so the lookup is a 200
+//   `partial` with eight indeterminate types. Otherwise (failures reaching the resolver, or it is
+//   down) it is `unavailable` / resolver_unreachable and the route answers 503: eight empty rows
+//   would read as "this name has no records".
 // - `record_types` (optional) is about coverage: completed only when every type is present or
 //   absent; `partial` when any type is indeterminate (SERVFAIL, REFUSED, FORMERR, NOTIMP, timeout,
 //   no usable reply). CONTRACT §7 fails the route on any required lane that is not `completed`,
@@ -86,7 +90,8 @@ const lanes = {
   resolver: {
     lane: 'resolver',
     required: true,
-    description: 'The project stub resolver over DNS_SERVERS: at least one record type answered',
+    description:
+      "The project stub resolver over DNS_SERVERS: at least one record type answered, or every type timed out while the resolver itself answers (the name's servers are silent: every type indeterminate)",
   },
   recordTypes: {
     lane: 'record_types',
@@ -140,8 +145,12 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   const indeterminate = results.filter((r) => presence(r) === 'indeterminate');
   const limitations: Limitation[] = [AD_LIMITATION, ...indeterminate.map((r) => indeterminateLimitation(r))];
 
+  // Eight timeouts, none a failure to reach the resolver, and the resolver reachable: the name's
+  // servers are silent (or backed off after being silent). Indeterminate, not an outage.
+  const zoneSilent =
+    answered.length === 0 && results.every((r) => r.outcome === 'timeout') && resolver.readiness() === 'ready';
   let outcomes: LaneOutcome[];
-  if (answered.length === 0) {
+  if (answered.length === 0 && !zoneSilent) {
     outcomes = [
       laneOutcome(lanes.resolver, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),
       laneOutcome(lanes.recordTypes, 'unavailable', { durationMs, reason: 'resolver_unreachable' }),

@@ -15,6 +15,10 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     allow: config.ALLOW_PRIVATE_TARGETS,
     resolver,
     portMap: config.OUTBOUND_PORT_MAP,
+    politeness: {
+      connections: config.OUTBOUND_CONNECTIONS_PER_ADDRESS,
+      intervalMs: config.OUTBOUND_ADDRESS_INTERVAL_MS,
+    },
   });
   return { config, log, services: { resolver, outbound, ...extra } };
 }

@@ -1,0 +1,90 @@
+// The job-scoped DNS answer cache (src/dns/answer-cache.ts) over the project's stub resolver and the
+// lab DNS server, which counts the questions it receives: a name asked again within its TTL in the
+// same scope is not sent again (concurrent askers share one question), another scope (job, tenant)
+// asks for itself, SERVFAIL and timeouts are never kept (asked again every time: never absence by
+// memory), NXDOMAIN/NODATA are kept, expiry and the entry bound hold.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import { StubResolver } from '../../src/dns/stub-resolver.ts';
+import { parseServer } from '../../src/config/dns-servers.ts';
+import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+import type { Zone } from '../lab/zones.ts';
+
+const zone: Zone = {
+  origin: 'cache.lab.test',
+  records: [
+    {
+      name: '@',
+      type: 'SOA',
+      data: { mname: 'ns1.lab.test', rname: 'h.lab.test', serial: 1, refresh: 1, retry: 1, expire: 1, minimum: 1 },
+    },
+    { name: 'www', type: 'A', data: '127.0.0.90', ttl: 120 },
+    { name: 'short', type: 'A', data: '127.0.0.91', ttl: 1 },
+  ],
+  behaviours: [
+    { name: 'broken', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+    { name: 'silent', behaviour: { kind: 'silent' } },
+  ],
+};
+
+describe('AnswerCache: DNS answers shared by the checks of one job', () => {
+  let dns: LabDns;
+  let resolver: StubResolver;
+  let clock = 1_000_000;
+  const asked = (q: string) => dns.asked.get(q) ?? 0;
+
+  beforeAll(async () => {
+    dns = await startLabDns({ zones: [zone] });
+    resolver = new StubResolver({ servers: [parseServer(dns.address)!], timeoutMs: 300 });
+  });
+  afterAll(async () => {
+    resolver.close?.();
+    await dns.close();
+  });
+
+  const cache = (maxEntries = 100) => new AnswerCache({ maxEntries, maxTtlS: 300, negativeTtlS: 60, now: () => clock });
+
+  it('asks a name once per scope within its TTL, concurrent askers included; another scope asks for itself', async () => {
+    const c = cache();
+    const job1 = c.scoped('ws1:10', resolver);
+    const first = await Promise.all([job1.query('www.cache.lab.test', 'A'), job1.query('WWW.cache.lab.test.', 'A')]);
+    expect(first.map((r) => r.outcome)).toEqual(['answer', 'answer']);
+    expect(asked('www.cache.lab.test A')).toBe(1);
+    clock += 100_000; // within the record's 120 s
+    expect((await job1.query('www.cache.lab.test', 'A')).answers[0]?.data).toBe('127.0.0.90');
+    expect(asked('www.cache.lab.test A')).toBe(1);
+    // Another job (and so any other tenant) never reads this job's answers.
+    await c.scoped('ws2:11', resolver).query('www.cache.lab.test', 'A');
+    expect(asked('www.cache.lab.test A')).toBe(2);
+    clock += 30_000; // past the TTL: asked again
+    await job1.query('www.cache.lab.test', 'A');
+    expect(asked('www.cache.lab.test A')).toBe(3);
+  });
+
+  it('never keeps an indeterminate answer; keeps authoritative absence for the negative TTL', async () => {
+    const job = cache().scoped('ws1:12', resolver);
+    for (let i = 0; i < 2; i++) expect((await job.query('broken.cache.lab.test', 'A')).outcome).toBe('servfail');
+    expect(asked('broken.cache.lab.test A')).toBeGreaterThanOrEqual(2);
+    const silentBefore = asked('silent.cache.lab.test A');
+    for (let i = 0; i < 2; i++) expect((await job.query('silent.cache.lab.test', 'A')).outcome).toBe('timeout');
+    expect(asked('silent.cache.lab.test A')).toBeGreaterThanOrEqual(silentBefore + 2);
+    // NXDOMAIN and NODATA are facts: kept for the negative TTL.
+    for (let i = 0; i < 2; i++) expect((await job.query('gone.cache.lab.test', 'A')).outcome).toBe('nxdomain');
+    for (let i = 0; i < 2; i++) expect((await job.query('www.cache.lab.test', 'MX')).outcome).toBe('nodata');
+    expect([asked('gone.cache.lab.test A'), asked('www.cache.lab.test MX')]).toEqual([1, 1]);
+    clock += 61_000;
+    await job.query('gone.cache.lab.test', 'A');
+    expect(asked('gone.cache.lab.test A')).toBe(2);
+  });
+
+  it('holds at most maxEntries answers, the least recently used dropped first', async () => {
+    const c = cache(1);
+    const job = c.scoped('ws1:13', resolver);
+    const before = asked('www.cache.lab.test AAAA');
+    await job.query('www.cache.lab.test', 'AAAA');
+    await job.query('short.cache.lab.test', 'AAAA'); // evicts the first
+    expect(c.size).toBe(1);
+    await job.query('www.cache.lab.test', 'AAAA');
+    expect(asked('www.cache.lab.test AAAA')).toBe(before + 2);
+  });
+});
