@@ -22,6 +22,9 @@
 //   its items (a cursor the API handed out), interleaved, BENCH_CHANGES_PAGE_ITERATIONS (200)
 //   times each over keep-alive fetch: medians, changes ÷ results at each depth, deep ÷ first.
 //
+//   First, the comparison alone at scale without a scan (BENCH_CHANGES_OBJECTS, default 3.5 × N;
+//   BENCH_CHANGES_SYNTHETIC_ONLY=1 stops there): two jobs written in bulk, compared in this process.
+//
 //   Throwaway database and Redis prefix (dropped at the end, on an error and on Ctrl-C); every
 //   connection goes to 127.0.0.0/8 (the lab in this process).
 import { randomBytes } from 'node:crypto';
@@ -46,6 +49,10 @@ import { genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
+import { createHash } from 'node:crypto';
+import { publicId } from '../../src/contract/ids.ts';
+import { runComparison } from '../../src/jobs/changes/comparison.ts';
+import { scanChangeRules } from '../../src/products/scan/changes.ts';
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -60,6 +67,8 @@ const PAGE = 50;
 const PAGE_ITERATIONS = Number(process.env.BENCH_CHANGES_PAGE_ITERATIONS ?? 200);
 const SCAN_TIMEOUT_MS = Number(process.env.BENCH_CHANGES_TIMEOUT_S ?? 1800) * 1000;
 const ALL_MARKS = 'new,changed,gone,resolved,unconfirmed,unchanged';
+/** The synthetic comparison: two jobs of this many objects (a 20,000-host deep scan keeps ~69,000). */
+const SYNTHETIC_OBJECTS = Number(process.env.BENCH_CHANGES_OBJECTS ?? Math.round(N * 3.5));
 
 function rssKb(pid: number): number | null {
   try {
@@ -197,6 +206,137 @@ interface Ctx {
   current?: ProcessGroup;
 }
 
+interface Synthetic {
+  objects: number;
+  findings: number;
+  seconds: number;
+  rows: number;
+  heapGrowthMb: number;
+  rssGrowthMb: number;
+}
+
+/**
+ * The comparison alone, in this process, on two jobs written in bulk: SYNTHETIC_OBJECTS host
+ * objects each with a scan-like projection (seven DNS types' answers), a finding on every tenth;
+ * 1 % of the second job's objects changed, 0.5 % new, 0.5 % missing (no task: not rechecked).
+ * Timed from the first chunk to the last; heap and RSS growth of this process while it ran.
+ */
+async function syntheticComparison(dbh: DbHandle, workspaceId: number, apiKeyId: number): Promise<Synthetic> {
+  const db = dbh.db;
+  const job = async (): Promise<number> => {
+    const r = await db
+      .insertInto('jobs')
+      .values({
+        public_id: publicId('job'),
+        workspace_id: workspaceId,
+        api_key_id: apiKeyId,
+        product: PRODUCT,
+        status: 'completed',
+        profile: 'deep',
+        target_type: 'domain_name',
+        target_value: 'synthetic.test',
+        input: '{}',
+        request_id: publicId('req'),
+        credits_reserved: 0,
+        credits_released: null,
+        settled_at: null,
+        result: null,
+        coverage: null,
+        month: '2026-11',
+        started_at: new Date(),
+        completed_at: new Date(),
+        cancel_requested_at: null,
+        deadline_at: new Date(Date.now() + 3_600_000),
+      })
+      .executeTakeFirstOrThrow();
+    return Number(r.insertId);
+  };
+  const base = await job();
+  const cur = await job();
+  const projection = (i: number, moved: boolean) => {
+    const name = `h${i}.synthetic.test`;
+    const a = `127.0.4.${(i % 250) + (moved ? 1 : 0)}`;
+    const rec = (data: unknown[]) => ({ outcome: data.length ? 'answer' : 'nodata', rcode: 'NOERROR', data });
+    return JSON.stringify({
+      name,
+      inScope: true,
+      exists: true,
+      wildcard: 'real',
+      foundVia: 'link',
+      foundFrom: `h${Math.floor(i / 27)}.synthetic.test`,
+      records: { A: rec([a]), AAAA: rec([]), CNAME: rec([]), MX: rec([]), NS: rec([]), TXT: rec([]), CAA: rec([]) },
+    });
+  };
+  let findings = 0;
+  for (const [jobId, second] of [
+    [base, false],
+    [cur, true],
+  ] as const) {
+    for (let start = 0; start < SYNTHETIC_OBJECTS; start += 1000) {
+      const rows = [];
+      for (let i = start; i < Math.min(start + 1000, SYNTHETIC_OBJECTS); i++) {
+        if (second && i % 200 === 0) continue; // missing from the second job
+        const n = second && i % 200 === 1 ? i + SYNTHETIC_OBJECTS : i; // new in the second job
+        const name = `h${n}.synthetic.test`;
+        rows.push({
+          public_id: publicId('obj'),
+          job_id: jobId,
+          seq: i + 1,
+          workspace_id: workspaceId,
+          type: 'host',
+          okey: name,
+          okey_hash: createHash('sha256').update(`host\n${name}`).digest(),
+          distance: 2,
+          projection: projection(n, second && i % 100 === 2),
+          lanes: JSON.stringify([
+            { lane: 'dns', status: 'completed' },
+            { lane: 'web', status: 'partial' },
+          ]),
+          evidence: JSON.stringify([{ summary: `A of ${name}` }]),
+        });
+      }
+      await db.insertInto('objects').values(rows).execute();
+    }
+    await sql`INSERT INTO findings (public_id, job_id, seq, workspace_id, object_id, code, severity, confidence, title, summary, evidence, sources)
+      SELECT CONCAT('fnd_', LPAD(HEX(id), 26, '0')), job_id, seq, workspace_id, id, 'web_csp_missing', 2, 'confirmed', 't', 's', '[]',
+        '[{"lane":"web","source":"http_fetch"}]'
+      FROM objects WHERE job_id = ${jobId} AND seq % 10 = 0`.execute(db);
+    findings += Number(
+      (await sql<{ n: number }>`SELECT COUNT(*) AS n FROM findings WHERE job_id = ${jobId}`.execute(db)).rows[0]!.n,
+    );
+  }
+  await sql`UPDATE jobs SET baseline_job_id = ${base} WHERE id = ${cur}`.execute(db);
+  const heap0 = process.memoryUsage().heapUsed;
+  const rss0 = process.memoryUsage().rss;
+  let heapPeak = heap0;
+  let rssPeak = rss0;
+  const timer = setInterval(() => {
+    const m = process.memoryUsage();
+    heapPeak = Math.max(heapPeak, m.heapUsed);
+    rssPeak = Math.max(rssPeak, m.rss);
+  }, 50);
+  const t0 = performance.now();
+  await runComparison(
+    db,
+    cur,
+    scanChangeRules,
+    process.env.BENCH_CHANGES_CHUNK ? { chunk: Number(process.env.BENCH_CHANGES_CHUNK) } : {},
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  clearInterval(timer);
+  const rows = Number(
+    (await sql<{ n: number }>`SELECT COUNT(*) AS n FROM job_changes WHERE job_id = ${cur}`.execute(db)).rows[0]!.n,
+  );
+  return {
+    objects: SYNTHETIC_OBJECTS,
+    findings,
+    seconds,
+    rows,
+    heapGrowthMb: (heapPeak - heap0) / 2 ** 20,
+    rssGrowthMb: (rssPeak - rss0) / 2 ** 20,
+  };
+}
+
 async function scan(ctx: Ctx, label: string, key: string, withPages: boolean): Promise<ScanRun> {
   const procs = new ProcessGroup();
   ctx.current = procs;
@@ -221,10 +361,15 @@ async function scan(ctx: Ctx, label: string, key: string, withPages: boolean): P
     { role: 'orchestrator', extra: {} },
     ...LANES.map((l) => ({ role: `lane-${l}`, extra: {} })),
   ];
-  const started = roles.map((r) => ({
-    role: r.role,
-    proc: procs.node(r.role, procfileRoleArgs(r.role), { ...env, ...r.extra }, { cwd: root }),
-  }));
+  const started: Array<{ role: string; proc: ReturnType<ProcessGroup['node']> }> = [];
+  for (const r of roles) {
+    // Every process its own private /metrics port: never the web role's default 9091 (shared machine).
+    const metrics = String(await freePort());
+    started.push({
+      role: r.role,
+      proc: procs.node(r.role, procfileRoleArgs(r.role), { ...env, ...r.extra, METRICS_PORT: metrics }, { cwd: root }),
+    });
+  }
   const roots = started.map((s) => ({ role: s.role, pid: s.proc.child.pid! }));
   try {
     await until(
@@ -350,6 +495,17 @@ async function main(): Promise<number> {
     };
     const k1 = await workspace('bench-changes-1', 2 * CREDITS + 100);
     const k2 = await workspace('bench-changes-2', CREDITS + 100);
+    const anyKey = await sql<{
+      id: number;
+      workspace_id: number;
+    }>`SELECT id, workspace_id FROM api_keys LIMIT 1`.execute(dbh.db);
+    log(`synthetic: two jobs of ${SYNTHETIC_OBJECTS} objects, compared in this process`);
+    const synthetic = await syntheticComparison(dbh, Number(anyKey.rows[0]!.workspace_id), Number(anyKey.rows[0]!.id));
+    log(`synthetic: ${fmt(synthetic.seconds, 2)} s`);
+    if (process.env.BENCH_CHANGES_SYNTHETIC_ONLY === '1') {
+      process.stdout.write(`${syntheticReport(synthetic)}\n`);
+      return 0;
+    }
     Object.assign(ctx, { lab, databaseUrl, redisUrl, prefix, secrets });
     const c = ctx as Ctx;
     log(`N=${N}: database ${dbName}; three deep scans of ${genZoneName(N)}, maxCredits ${CREDITS}`);
@@ -362,10 +518,21 @@ async function main(): Promise<number> {
         (SELECT COUNT(*) FROM job_changes c WHERE c.job_id = r.job_id) AS n
       FROM change_runs r JOIN jobs j ON j.id = r.job_id WHERE j.public_id = ${cRun.jobRef}`.execute(dbh.db);
     process.stdout.write(report([a, b, cRun], Number(run.rows[0]?.s ?? NaN), Number(run.rows[0]?.n ?? 0), load));
+    process.stdout.write(`${syntheticReport(synthetic)}\n`);
     return [a, b, cRun].every((r) => r.status === 'completed' || r.status === 'partial') ? 0 : 1;
   } finally {
     await cleanup();
   }
+}
+
+function syntheticReport(x: Synthetic): string {
+  return [
+    '',
+    `The comparison alone (synthetic, this process): two jobs of ${x.objects} host objects (+ ${x.findings} findings in all;`,
+    '  1 % changed, 0.5 % new, 0.5 % missing), src/jobs/changes/comparison.ts runComparison, chunks of 500:',
+    `  ${fmt(x.seconds, 2)} s, ${x.rows} rows written, ${fmt(x.objects / x.seconds, 0)} objects/s; heap growth ${fmt(x.heapGrowthMb, 1)} MB, RSS growth ${fmt(x.rssGrowthMb, 1)} MB`,
+    "  (this process's V8 flags; under the orchestrator's: BENCH_CHANGES_SYNTHETIC_ONLY=1 node --max-semi-space-size=4 --max-old-space-size=128 test/bench/changes.ts)",
+  ].join('\n');
 }
 
 function report(runs: ScanRun[], compareS: number, rows: number, load: number[]): string {

@@ -24,7 +24,7 @@ import { countsOf, emptyCounts } from './change-summary.ts';
 import { compareChunk, type RunPosition } from './compare-chunk.ts';
 
 /** Objects read from each job per chunk. */
-export const COMPARE_CHUNK = 1000;
+export const COMPARE_CHUNK = 500;
 
 interface RunRow {
   job_id: number;
