@@ -188,6 +188,17 @@ export function renderJob(job: JobStatus, c: Colors): string {
     ['created', job.createdAt],
   );
   if (job.completedAt) rows.push(['completed', job.completedAt]);
+  if (job.baseline) {
+    rows.push(['baseline', `${job.baseline.jobRef} (${job.baseline.completedAt})`]);
+    const o = job.changes?.objects;
+    const f = job.changes?.findings;
+    rows.push([
+      'changes',
+      o && f
+        ? `objects ${o.new} new, ${o.changed} changed, ${o.gone} gone, ${o.unconfirmed} unconfirmed; findings ${f.new} new, ${f.resolved} resolved, ${f.unconfirmed} unconfirmed`
+        : c.dim('compared when the job ends'),
+    ]);
+  }
   const lanes = job.lanes.length
     ? table(
         ['lane', 'status', 'tasks', 'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped'],
@@ -316,6 +327,10 @@ const CHANGE_COLOR: Record<string, keyof Colors> = {
  */
 export function renderChanges(p: CollectedChanges, c: Colors): string {
   if (!p.baseline) return c.dim('changes: no baseline (no earlier completed job of this target): nothing to compare');
+  if (!p.terminal)
+    return c.yellow(
+      `changes since ${p.baseline.jobRef}: the job has not finished; the comparison is made when it ends`,
+    );
   const mark = (m: string) => {
     const f = c[CHANGE_COLOR[m] ?? 'reset'];
     return typeof f === 'function' ? f(m) : m;
