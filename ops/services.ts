@@ -149,6 +149,103 @@ export async function stopPrivateServices(opts: { root: string; log?: Log }): Pr
   }
 }
 
+/** A MariaDB server of one benchmark run, on its own port and datadir, that the run may stop. */
+export interface BenchMariadb {
+  /** mysql://root@127.0.0.1:<port> (no database). */
+  readonly url: string;
+  readonly port: number;
+  /** The server's pid now (a new one after each start), or null while it is stopped. */
+  pid(): number | null;
+  /** SIGTERM (a clean shutdown) or SIGKILL (a crash); resolves once the process has exited. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Starts it again on the same datadir and port; resolves once it accepts connections. */
+  start(): Promise<void>;
+  /** Stops it and deletes its datadir. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Starts a MariaDB server of its own for a benchmark that injects database faults (stopping the
+ * server, killing every connection): never the machine's shared server, nor the project's
+ * private one on 3307 that test runs share. Its datadir is `dir` (created and initialised), its
+ * port `port`; root connects without a password from 127.0.0.1.
+ */
+export async function startBenchMariadb(opts: { dir: string; port: number; log?: Log }): Promise<BenchMariadb> {
+  const log = opts.log ?? defaultLog;
+  const mariadbd = await which('mariadbd');
+  const installDb = await which('mariadb-install-db');
+  if (!mariadbd || !installDb) throw new Error(missingMessage(['mariadb-server']));
+  const dir = path.resolve(opts.dir);
+  const dataDir = path.join(dir, 'data');
+  const logFile = path.join(dir, 'mariadb.log');
+  let socket = path.join(dir, 'mysql.sock');
+  if (Buffer.byteLength(socket) > 100) {
+    socket = path.join(
+      os.tmpdir(),
+      `lss-bench-mysql-${createHash('sha256').update(dir).digest('hex').slice(0, 12)}.sock`,
+    );
+  }
+  const user = currentUser();
+  await fs.mkdir(dir, { recursive: true });
+  await initMariadbDatadir(installDb, dataDir, path.join(dir, 'install.log'), user, log);
+  const url = `mysql://root@127.0.0.1:${opts.port}`;
+  const args = mariadbServerArgs({ dataDir, port: opts.port, socket, pidFile: path.join(dir, 'mysql.pid'), user });
+  let child: ReturnType<typeof spawn> | null = null;
+  let exited: Promise<void> = Promise.resolve();
+
+  const ours = async (): Promise<boolean> => {
+    const r = await withMysql(url, async (c) => {
+      const [rows] = await c.query('SELECT @@datadir AS d');
+      return String((rows as Array<{ d: unknown }>)[0]?.d ?? '');
+    });
+    return r.ok && (await samePath(r.value, dataDir));
+  };
+  const start = async (): Promise<void> => {
+    const out = await fs.open(logFile, 'a');
+    let gone: string | null = null;
+    try {
+      await out.write(`\n--- ${new Date().toISOString()} ${mariadbd} ${args.join(' ')}\n`);
+      const c = spawn(mariadbd, args, { stdio: ['ignore', out.fd, out.fd] });
+      child = c;
+      exited = new Promise((resolve) => c.once('exit', () => resolve()));
+      c.on('error', (e) => (gone = `failed to spawn: ${e.message}`));
+      c.on('exit', (code, sig) => {
+        gone = `exited with ${sig ?? `code ${code}`}`;
+        if (child === c) child = null;
+      });
+      const deadline = Date.now() + MYSQL_START_TIMEOUT_MS;
+      while (!(await ours())) {
+        if (gone !== null) throw new Error(`bench mariadbd ${gone}; see ${logFile}\n${await tailFile(logFile)}`);
+        if (Date.now() > deadline)
+          throw new Error(`bench mariadbd did not accept connections on ${opts.port}; see ${logFile}`);
+        await sleep(100);
+      }
+    } finally {
+      await out.close();
+    }
+  };
+  const stop = async (signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> => {
+    const c = child;
+    if (!c) return;
+    c.kill(signal);
+    await exited;
+  };
+  log(`MySQL: starting a bench MariaDB on 127.0.0.1:${opts.port} (${dir})`);
+  await start();
+  return {
+    url,
+    port: opts.port,
+    pid: () => (child as ReturnType<typeof spawn> | null)?.pid ?? null,
+    stop,
+    start,
+    async remove() {
+      await stop('SIGTERM').catch(() => {});
+      await fs.rm(dir, { recursive: true, force: true });
+      await fs.rm(socket, { force: true });
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------
 // Finding a running server
 
@@ -335,50 +432,15 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
   if (!mariadbd || !installDb) throw new Error(missingMessage(['mariadb-server']));
   const user = currentUser();
 
-  await fs.mkdir(p.mysqlDataDir, { recursive: true, mode: 0o700 });
-  if ((await fs.readdir(p.mysqlDataDir)).length === 0) {
-    log(`MySQL: initialising ${p.mysqlDataDir} (log: ${p.mysqlInstallLog})`);
-    const help = await run(installDb, ['--help']).then(
-      (r) => r.stdout + r.stderr,
-      () => '',
-    );
-    const args = ['--no-defaults', `--datadir=${p.mysqlDataDir}`];
-    // --user is documented as root-only for mariadb-install-db (it chowns files);
-    // as any other user, files are owned by the current user anyway.
-    if (process.getuid?.() === 0) args.push(`--user=${user}`);
-    if (help === '' || help.includes('--auth-root-authentication-method')) {
-      args.push('--auth-root-authentication-method=normal');
-    }
-    if (help.includes('--skip-test-db')) args.push('--skip-test-db');
-    const res = await run(installDb, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: RunError) => e);
-    await fs.writeFile(p.mysqlInstallLog, `$ ${installDb} ${args.join(' ')}\n${res.stdout}${res.stderr}`);
-    if (res instanceof Error) {
-      // Leave no half-initialised datadir behind: the next run starts from scratch.
-      await fs.rm(p.mysqlDataDir, { recursive: true, force: true });
-      throw new Error(
-        `mariadb-install-db failed (${res.message}); see ${p.mysqlInstallLog}\n${tail(res.stdout + res.stderr)}`,
-      );
-    }
-  } else if (!(await exists(path.join(p.mysqlDataDir, 'mysql')))) {
-    throw new Error(
-      `${p.mysqlDataDir} is not empty but holds no MariaDB system tables; ` +
-        `remove it (rm -rf ${p.mysqlDataDir}) and run again`,
-    );
-  }
+  await initMariadbDatadir(installDb, p.mysqlDataDir, p.mysqlInstallLog, user, log);
 
-  const args = [
-    '--no-defaults',
-    `--datadir=${p.mysqlDataDir}`,
-    `--port=${PRIVATE_MYSQL_PORT}`,
-    '--bind-address=127.0.0.1',
-    `--socket=${p.mysqlSocket}`,
-    `--pid-file=${p.mysqlPidFile}`,
-    `--user=${user}`,
-    // No reverse DNS for client addresses: root@127.0.0.1 is matched directly.
-    '--skip-name-resolve',
-    // The suite runs many service processes at once (see ensureConnectionHeadroom).
-    `--max-connections=${TEST_MAX_CONNECTIONS}`,
-  ];
+  const args = mariadbServerArgs({
+    dataDir: p.mysqlDataDir,
+    port: PRIVATE_MYSQL_PORT,
+    socket: p.mysqlSocket,
+    pidFile: p.mysqlPidFile,
+    user,
+  });
   log(`MySQL: starting private MariaDB on 127.0.0.1:${PRIVATE_MYSQL_PORT} (log: ${p.mysqlLog})`);
   const out = await fs.open(p.mysqlLog, 'a');
   let exited: string | null = null;
@@ -395,6 +457,67 @@ async function ensurePrivateMysql(p: PrivatePaths, log: Log): Promise<string> {
   }
   log(`MySQL: private MariaDB ready on ${PRIVATE_MYSQL_URL}`);
   return PRIVATE_MYSQL_URL;
+}
+
+/** Initialises an empty MariaDB datadir (system tables, root without a password); keeps a populated one. */
+async function initMariadbDatadir(
+  installDb: string,
+  dataDir: string,
+  installLog: string,
+  user: string,
+  log: Log,
+): Promise<void> {
+  await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if ((await fs.readdir(dataDir)).length === 0) {
+    log(`MySQL: initialising ${dataDir} (log: ${installLog})`);
+    const help = await run(installDb, ['--help']).then(
+      (r) => r.stdout + r.stderr,
+      () => '',
+    );
+    const args = ['--no-defaults', `--datadir=${dataDir}`];
+    // --user is documented as root-only for mariadb-install-db (it chowns files);
+    // as any other user, files are owned by the current user anyway.
+    if (process.getuid?.() === 0) args.push(`--user=${user}`);
+    if (help === '' || help.includes('--auth-root-authentication-method')) {
+      args.push('--auth-root-authentication-method=normal');
+    }
+    if (help.includes('--skip-test-db')) args.push('--skip-test-db');
+    const res = await run(installDb, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: RunError) => e);
+    await fs.writeFile(installLog, `$ ${installDb} ${args.join(' ')}\n${res.stdout}${res.stderr}`);
+    if (res instanceof Error) {
+      // Leave no half-initialised datadir behind: the next run starts from scratch.
+      await fs.rm(dataDir, { recursive: true, force: true });
+      throw new Error(
+        `mariadb-install-db failed (${res.message}); see ${installLog}\n${tail(res.stdout + res.stderr)}`,
+      );
+    }
+  } else if (!(await exists(path.join(dataDir, 'mysql')))) {
+    throw new Error(
+      `${dataDir} is not empty but holds no MariaDB system tables; ` + `remove it (rm -rf ${dataDir}) and run again`,
+    );
+  }
+}
+
+function mariadbServerArgs(o: {
+  dataDir: string;
+  port: number;
+  socket: string;
+  pidFile: string;
+  user: string;
+}): string[] {
+  return [
+    '--no-defaults',
+    `--datadir=${o.dataDir}`,
+    `--port=${o.port}`,
+    '--bind-address=127.0.0.1',
+    `--socket=${o.socket}`,
+    `--pid-file=${o.pidFile}`,
+    `--user=${o.user}`,
+    // No reverse DNS for client addresses: root@127.0.0.1 is matched directly.
+    '--skip-name-resolve',
+    // The suite runs many service processes at once (see ensureConnectionHeadroom).
+    `--max-connections=${TEST_MAX_CONNECTIONS}`,
+  ];
 }
 
 type WaitResult = { ok: true } | { ok: false; exited: boolean; message: string };

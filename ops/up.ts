@@ -37,6 +37,7 @@ import { readProcfile } from './procfile.ts';
 import { ConfigError, parseConfig, type Config } from '../src/config/config.ts';
 import { createDb } from '../src/db/database.ts';
 import { createKey, createWorkspace, workspaceInternalId } from '../src/auth/tenancy-repo.ts';
+import { specialUseOf, specialUsePolicy } from '../src/net/special-use.ts';
 import { grantCredits } from '../src/credits/ledger.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -247,10 +248,13 @@ async function waitLive(port: number, ms: number): Promise<boolean> {
 async function createDemo(config: Config) {
   const handle = createDb(config.DATABASE_URL, { connectionLimit: 2 });
   try {
+    // The lab's zone is approvable only where the lab is (ALLOW_SPECIAL_USE_DOMAINS lists `test`).
+    const scopePolicy = specialUsePolicy(config);
     const ws = await createWorkspace(handle.db, {
       name: `demo ${new Date().toISOString()}`,
       active: true,
-      approveScopes: [DEMO_SCOPE],
+      approveScopes: specialUseOf(DEMO_SCOPE, scopePolicy) === null ? [DEMO_SCOPE] : [],
+      scopePolicy,
       acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
     });
     const key = await createKey(handle.db, config.KEY_PEPPER, { workspace: ws.workspaceId });

@@ -6,16 +6,23 @@ import { createDb } from '../db/database.ts';
 import type { Scope } from '../auth/principal.ts';
 import {
   approveScope,
+  challengeScope,
   createKey,
   createWorkspace,
   InvalidScopeError,
+  listScopes,
   NotFoundError,
   revokeKey,
+  revokeScope,
+  ScopeProofError,
   setLimits,
   setWorkspaceFlags,
   showWorkspace,
   workspaceInternalId,
 } from '../auth/tenancy-repo.ts';
+import { specialUsePolicy } from '../net/special-use.ts';
+import { createResolver } from '../dns/stub-resolver.ts';
+import { refuseSpecialUse } from '../net/special-use-resolver.ts';
 import { balance, grantCredits } from '../credits/ledger.ts';
 import { randomUUID } from 'node:crypto';
 import { productById } from '../products/registry.ts';
@@ -33,7 +40,12 @@ const USAGE = `usage: npm run admin -- <command> [options]
   workspace set --workspace W [--active|--no-active] [--accept-responsible-use]
   key create --workspace W [--application A] [--scopes s1,s2] [--monthly-limit C]
   key revoke --key K                      (K = key_… id from key create / workspace show)
-  scope approve --workspace W --domain D
+  scope challenge --workspace W --domain D   (the TXT record that proves control of D: publish it)
+  scope approve --workspace W --domain D [--verify]
+                                          (--verify: only if the TXT record holds the token: verified;
+                                           without: an operator's approval, marked operator_override)
+  scope revoke --workspace W --domain D
+  scope list --workspace W
   limits set --workspace W [--application A] [--app-per-minute N] [--app-burst N]
              [--product ID --per-minute N --per-hour N]`;
 
@@ -57,6 +69,7 @@ const options = {
   'per-hour': { type: 'string' },
   amount: { type: 'string' },
   reference: { type: 'string' },
+  verify: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
 
@@ -90,6 +103,7 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
           name: need(o.name, '--name'),
           active: o.active ?? false,
           approveScopes: o['approve-scope'] ?? [],
+          scopePolicy: specialUsePolicy(config),
           acceptResponsibleUse: o['accept-responsible-use'] ? config.RESPONSIBLE_USE_VERSION : null,
         });
         if (credits)
@@ -139,8 +153,35 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
         });
       case 'key revoke':
         return await revokeKey(db, need(o.key ?? arg, '--key'));
-      case 'scope approve':
-        return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'));
+      case 'scope approve': {
+        const policy = specialUsePolicy(config);
+        if (!o.verify)
+          return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'), {
+            policy,
+          });
+        // The project's resolver (DNS_SERVERS), refusing special-use names as every check does.
+        const stub = createResolver(config);
+        const resolver = refuseSpecialUse(stub, policy);
+        try {
+          return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'), {
+            policy,
+            verifyWith: resolver,
+          });
+        } finally {
+          stub.close?.();
+        }
+      }
+      case 'scope challenge':
+        return await challengeScope(
+          db,
+          need(o.workspace, '--workspace'),
+          need(o.domain ?? arg, '--domain'),
+          specialUsePolicy(config),
+        );
+      case 'scope revoke':
+        return await revokeScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'));
+      case 'scope list':
+        return await listScopes(db, need(o.workspace ?? arg, '--workspace'));
       case 'limits set': {
         const appPerMinute = int(o['app-per-minute'], '--app-per-minute');
         const appBurst = int(o['app-burst'], '--app-burst');
@@ -184,9 +225,22 @@ if (import.meta.main) {
     const notFound = err instanceof NotFoundError;
     // A public suffix (or a malformed name) as an approved scope: the operator's data is wrong.
     const badScope = err instanceof InvalidScopeError;
-    const error = usage ? 'usage' : notFound ? 'not_found' : badScope ? 'invalid_scope' : 'failed';
+    // --verify found no proof (65: the data is wrong), or could not ask (75: try again later).
+    const proof = err instanceof ScopeProofError ? err : null;
+    const indeterminate = proof?.check?.state === 'indeterminate';
+    const error = usage
+      ? 'usage'
+      : notFound
+        ? 'not_found'
+        : badScope
+          ? 'invalid_scope'
+          : proof
+            ? indeterminate
+              ? 'proof_indeterminate'
+              : 'proof_missing'
+            : 'failed';
     process.stdout.write(`${JSON.stringify({ error, message: (err as Error).message })}\n`);
-    if (badScope) process.stderr.write(`${(err as Error).message}\n`);
-    process.exit(usage ? 64 : notFound ? 66 : badScope ? 65 : 1);
+    if (badScope || proof) process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(usage ? 64 : notFound ? 66 : badScope ? 65 : proof ? (indeterminate ? 75 : 65) : 1);
   }
 }

@@ -5,12 +5,14 @@
 // Unknown keys cost a read once: the answer "no such key" is kept in a negative cache of its own
 // (NEGATIVE_CACHE: 10,000 entries, 60 s), apart from the cache of real principals, so a flood of
 // random keys can neither make the database read for each repetition nor push real keys out. And
-// reads for unknown keys are limited per client address before they happen (failure-limiter.ts).
+// reads for unknown keys are limited per client address before they happen (failure-limiter.ts),
+// except for keys this process found valid recently: an address may be shared with, or spoofed by,
+// the client flooding it, and a real key must not be locked out by someone else's failures.
 import { hash } from 'node:crypto';
 import { hashApiKey, isWellFormedApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 import type { Db } from '../db/database.ts';
-import { FailureLimiter } from './failure-limiter.ts';
+import { FailureLimiter, RecentlyValidKeys } from './failure-limiter.ts';
 import { findPrincipalByKeyHash } from './keys-repo.ts';
 
 interface Entry {
@@ -45,12 +47,20 @@ export class Authenticator {
   readonly #unknown = new Map<string, number>();
   readonly #inflight = new Map<string, Promise<Principal | null>>();
   readonly #failures: FailureLimiter;
+  /** Keys found valid recently: never throttled by the per-address limit (failure-limiter.ts). */
+  readonly #valid: RecentlyValidKeys;
 
-  constructor(db: Db, pepper: string, ttlMs: number, opts: { failures?: FailureLimiter } = {}) {
+  constructor(
+    db: Db,
+    pepper: string,
+    ttlMs: number,
+    opts: { failures?: FailureLimiter; recentlyValid?: RecentlyValidKeys } = {},
+  ) {
     this.#db = db;
     this.#pepper = pepper;
     this.#ttlMs = ttlMs;
     this.#failures = opts.failures ?? new FailureLimiter();
+    this.#valid = opts.recentlyValid ?? new RecentlyValidKeys();
   }
 
   /**
@@ -86,9 +96,14 @@ export class Authenticator {
       this.#unknown.delete(cacheKey);
     }
     if (!isWellFormedApiKey(key)) return null;
-    // The client's address (req.ip: proxy-addr over X-Forwarded-For) is worked out only here,
-    // where a read may be made.
-    const client = typeof clientOrLazy === 'function' ? clientOrLazy() : clientOrLazy;
+    // The client's address (req.ip: proxy-addr over X-Forwarded-For as far as TRUST_PROXY goes)
+    // is worked out only here, where a read may be made; a key found valid recently is not
+    // counted against any address.
+    const client = this.#valid.has(cacheKey, now)
+      ? undefined
+      : typeof clientOrLazy === 'function'
+        ? clientOrLazy()
+        : clientOrLazy;
     let pending = this.#inflight.get(cacheKey);
     if (!pending) {
       // Only the request that makes the read pays for it; concurrent identical ones share it.
@@ -113,9 +128,11 @@ export class Authenticator {
     }
     const principal = await pending;
     if (!principal) {
+      this.#valid.delete(cacheKey);
       remember(this.#unknown, cacheKey, now + NEGATIVE_CACHE.ttlMs, NEGATIVE_CACHE.entries);
       return null;
     }
+    this.#valid.add(cacheKey, now);
     if (this.#ttlMs > 0) remember(this.#cache, cacheKey, { principal, expires: now + this.#ttlMs }, MAX_ENTRIES);
     return principal;
   }

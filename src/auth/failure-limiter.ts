@@ -7,8 +7,56 @@
 //
 // Per process: with N web workers a client may get N times the allowance (docs/api.md says so).
 // The table holds at most `addresses` entries, least recently used first out.
+//
+// An address is not a client: behind a NAT, a corporate egress or a misconfigured proxy, a
+// flood of random keys and a real client share one. So a key this process has found valid within
+// RECENTLY_VALID.ttlMs (RecentlyValidKeys) is never throttled here, whatever its address has
+// spent: its read proceeds without taking a unit. Only valid keys enter that set, so it cannot be
+// used to make reads for unknown keys; a key found revoked leaves it.
 
 export const AUTH_FAILURES = { burst: 10, perMinute: 20, addresses: 50_000 } as const;
+
+/** Keys found valid: remembered this long after their last verification, this many at most. */
+export const RECENTLY_VALID = { entries: 50_000, ttlMs: 24 * 60 * 60_000 } as const;
+
+/**
+ * Digests (never the keys) of keys this process found valid recently, oldest verification first
+ * out: such a key's read is never refused by the per-address limit.
+ */
+export class RecentlyValidKeys {
+  readonly #until = new Map<string, number>();
+  readonly #max: number;
+  readonly #ttlMs: number;
+
+  constructor(opts: { entries?: number; ttlMs?: number } = {}) {
+    this.#max = opts.entries ?? RECENTLY_VALID.entries;
+    this.#ttlMs = opts.ttlMs ?? RECENTLY_VALID.ttlMs;
+  }
+
+  has(digest: string, now = Date.now()): boolean {
+    const until = this.#until.get(digest);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.#until.delete(digest);
+    return false;
+  }
+
+  /** The key verified valid now. */
+  add(digest: string, now = Date.now()): void {
+    this.#until.delete(digest);
+    if (this.#until.size >= this.#max) this.#until.delete(this.#until.keys().next().value!);
+    this.#until.set(digest, now + this.#ttlMs);
+  }
+
+  /** The key turned out unknown or revoked. */
+  delete(digest: string): void {
+    this.#until.delete(digest);
+  }
+
+  get size(): number {
+    return this.#until.size;
+  }
+}
 
 export interface FailureAllowance {
   allowed: boolean;

@@ -2,6 +2,7 @@
 import type { Db } from '../db/database.ts';
 import { SCOPES, type Principal, type Scope } from './principal.ts';
 import { parseOverrides } from '../ratelimit/policies.ts';
+import type { ApprovedScope } from './approved-scopes.ts';
 
 export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<Principal | null> {
   const row = await db
@@ -24,11 +25,7 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
     .executeTakeFirst();
   if (!row || row.revoked_at) return null;
   // A second indexed read rather than GROUP_CONCAT, which MySQL silently truncates at 1 KiB.
-  const approved = await db
-    .selectFrom('workspace_target_scopes')
-    .select('suffix')
-    .where('workspace_id', '=', row.workspaceId)
-    .execute();
+  const approved = await approvedScopesOf(db, Number(row.workspaceId));
   const scopes = new Set(row.scopes.split(',').filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)));
   return {
     keyId: Number(row.keyId),
@@ -39,7 +36,27 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
     monthlyCreditLimit: row.monthly_credit_limit == null ? null : Number(row.monthly_credit_limit),
     activeCapability: row.active_capability === 1,
     responsibleUseVersion: row.responsible_use_version,
-    approvedScopes: approved.map((a) => a.suffix),
+    approvedScopes: approved,
     rateOverrides: parseOverrides(row.rate_limits),
   };
+}
+
+/**
+ * A workspace's approved scopes with their proof and, for verified ones, the token the TXT record
+ * must hold. `db` may be a transaction (the orchestrator reads them under the job row lock).
+ */
+export async function approvedScopesOf(db: Db, workspaceId: number): Promise<ApprovedScope[]> {
+  const rows = await db
+    .selectFrom('workspace_target_scopes as s')
+    .leftJoin('scope_challenges as c', (j) =>
+      j.onRef('c.workspace_id', '=', 's.workspace_id').onRef('c.suffix', '=', 's.suffix'),
+    )
+    .select(['s.suffix', 's.proof', 'c.token'])
+    .where('s.workspace_id', '=', workspaceId)
+    .execute();
+  return rows.map((r) => ({
+    domain: r.suffix,
+    proof: r.proof,
+    token: r.proof === 'verified' ? (r.token ?? null) : null,
+  }));
 }

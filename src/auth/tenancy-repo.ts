@@ -5,23 +5,42 @@ import type { Db } from '../db/database.ts';
 import { generateApiKey, hashApiKey } from './api-key.ts';
 import { SCOPES, type Scope } from './principal.ts';
 import { publicId } from '../contract/ids.ts';
-import { suffixParts } from '../contract/public-suffix.ts';
 import { rateOverridesSchema, parseOverrides, type RateOverrides } from '../ratelimit/policies.ts';
+import type { SpecialUsePolicy } from '../net/special-use.ts';
+import type { Resolver } from '../dns/types.ts';
+import { approvableScope, type ScopeProof } from './approved-scopes.ts';
+import { askProof, challengeName, newChallengeToken, type ProofCheck } from './scope-proof.ts';
+
+export { InvalidScopeError } from './approved-scopes.ts';
 
 export class NotFoundError extends Error {}
 
-/** A suffix that may not be an approved target scope (not a domain name, or a public suffix). */
-export class InvalidScopeError extends Error {}
+/** `scope approve --verify` found no proof: nothing was approved. */
+export class ScopeProofError extends Error {
+  readonly check: ProofCheck | null;
+  constructor(message: string, check: ProofCheck | null) {
+    super(message);
+    this.check = check;
+  }
+}
+
+/** No special-use suffix allowed: what a production deployment has (ALLOW_SPECIAL_USE_DOMAINS empty). */
+const NO_SPECIAL_USE: SpecialUsePolicy = { allowSuffixes: [], allowCidrs: [] };
 
 export interface CreateWorkspaceInput {
   name: string;
   active?: boolean;
+  /** Approved by the operator without proof of control (operator_override), each checked like `scope approve`. */
   approveScopes?: string[];
+  /** Which special-use suffixes a scope may name (ALLOW_SPECIAL_USE_DOMAINS); default none. */
+  scopePolicy?: SpecialUsePolicy;
   /** The responsible-use policy version accepted at creation, if any. */
   acceptResponsibleUse?: string | null;
 }
 
 export async function createWorkspace(db: Db, input: CreateWorkspaceInput) {
+  // Every scope is checked before anything is written: a refused one creates no workspace.
+  const scopes = (input.approveScopes ?? []).map((d) => normalizeSuffix(d, input.scopePolicy));
   return db.transaction().execute(async (trx) => {
     const wsPublic = publicId('ws');
     const ws = await trx
@@ -40,10 +59,10 @@ export async function createWorkspace(db: Db, input: CreateWorkspaceInput) {
       .insertInto('applications')
       .values({ public_id: appPublic, workspace_id: workspaceId, name: 'default', rate_limits: null })
       .execute();
-    for (const suffix of input.approveScopes ?? []) {
+    for (const suffix of new Set(scopes)) {
       await trx
         .insertInto('workspace_target_scopes')
-        .values({ workspace_id: workspaceId, suffix: normalizeSuffix(suffix) })
+        .values({ workspace_id: workspaceId, suffix, proof: 'operator_override', verified_at: null })
         .execute();
     }
     return { workspaceId: wsPublic, applicationId: appPublic };
@@ -51,20 +70,13 @@ export async function createWorkspace(db: Db, input: CreateWorkspaceInput) {
 }
 
 /**
- * An approved scope as stored: lower case, no `*.` or trailing dot. A public suffix of either
- * section of the list (co.uk, github.io, s3.amazonaws.com) or an unlisted TLD is refused: approving
- * it would approve every owner's names below it (src/contract/public-suffix.ts).
+ * An approved scope as stored: lower case A-labels, no `*.` or trailing dot. Refused (with the
+ * reason): a name that is not LDH, numeric (an IP address or its tail), a public suffix of either
+ * section of the list (co.uk, github.io) or a TLD, under arpa, or special-use (cluster.local,
+ * corp.internal…) unless `policy` allows it (src/auth/approved-scopes.ts).
  */
-export function normalizeSuffix(suffix: string): string {
-  const s = suffix.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, '');
-  if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(s) || s.length > 253)
-    throw new InvalidScopeError(`not a domain suffix: ${suffix}`);
-  const p = suffixParts(s);
-  if (p.registrable === null)
-    throw new InvalidScopeError(
-      `not an approvable scope: ${s} is a public suffix (${p.section === 'unlisted' ? 'a top-level domain outside the public suffix list' : `${p.section} section of the public suffix list`}); approve a registrable domain or a name below one`,
-    );
-  return s;
+export function normalizeSuffix(suffix: string, policy: SpecialUsePolicy = NO_SPECIAL_USE): string {
+  return approvableScope(suffix, policy);
 }
 
 export async function workspaceInternalId(db: Db, wsPublic: string): Promise<number> {
@@ -133,11 +145,107 @@ export async function revokeKey(db: Db, keyPublic: string) {
   return { keyId: keyPublic, revoked: true, alreadyRevoked: false };
 }
 
-export async function approveScope(db: Db, wsPublic: string, suffix: string) {
+export interface ApproveScopeOptions {
+  policy?: SpecialUsePolicy;
+  /**
+   * `--verify`: approve only when the TXT record _lss-challenge.<domain> holds the workspace's
+   * challenge token, asked through this resolver; the scope is then `verified`.
+   */
+  verifyWith?: Resolver;
+}
+
+/**
+ * Approves a scope (upsert): `verified` with proof, else `operator_override`. Approving again
+ * without --verify turns a verified scope into an operator's override (no more DNS re-checks).
+ */
+export async function approveScope(db: Db, wsPublic: string, suffix: string, opts: ApproveScopeOptions = {}) {
   const ws = await workspaceRow(db, wsPublic);
-  const s = normalizeSuffix(suffix);
-  await sql`INSERT IGNORE INTO workspace_target_scopes (workspace_id, suffix) VALUES (${ws.id}, ${s})`.execute(db);
-  return { workspaceId: wsPublic, approved: s };
+  const s = normalizeSuffix(suffix, opts.policy);
+  let proof: ScopeProof = 'operator_override';
+  if (opts.verifyWith) {
+    const challenge = await db
+      .selectFrom('scope_challenges')
+      .select('token')
+      .where('workspace_id', '=', ws.id)
+      .where('suffix', '=', s)
+      .executeTakeFirst();
+    if (!challenge)
+      throw new ScopeProofError(
+        `no challenge for ${s} in this workspace: run \`scope challenge --workspace ${wsPublic} --domain ${s}\` and publish its TXT record first`,
+        null,
+      );
+    const check = await askProof(opts.verifyWith, s, challenge.token);
+    if (check.state !== 'present')
+      throw new ScopeProofError(
+        check.state === 'missing'
+          ? `not approved: ${check.detail}; publish TXT ${challengeName(s)} "${challenge.token}" and try again`
+          : `not approved: ${check.detail} (nothing is known: try again once the resolver answers)`,
+        check,
+      );
+    proof = 'verified';
+  }
+  const verifiedAt = proof === 'verified' ? new Date() : null;
+  await db
+    .insertInto('workspace_target_scopes')
+    .values({ workspace_id: ws.id, suffix: s, proof, verified_at: verifiedAt })
+    .onDuplicateKeyUpdate({ proof, verified_at: verifiedAt })
+    .execute();
+  return { workspaceId: wsPublic, approved: s, proof };
+}
+
+/**
+ * The TXT record that proves control of `suffix` for this workspace: the token already issued for
+ * it (so a record published earlier stays valid), or a new one. Approves nothing.
+ */
+export async function challengeScope(db: Db, wsPublic: string, suffix: string, policy?: SpecialUsePolicy) {
+  const ws = await workspaceRow(db, wsPublic);
+  const s = normalizeSuffix(suffix, policy);
+  await sql`INSERT IGNORE INTO scope_challenges (workspace_id, suffix, token) VALUES (${ws.id}, ${s}, ${newChallengeToken()})`.execute(
+    db,
+  );
+  const row = await db
+    .selectFrom('scope_challenges')
+    .select('token')
+    .where('workspace_id', '=', ws.id)
+    .where('suffix', '=', s)
+    .executeTakeFirstOrThrow();
+  return { name: challengeName(s), value: row.token };
+}
+
+/** Removes an approval and its challenge token (a later challenge issues a new one). */
+export async function revokeScope(db: Db, wsPublic: string, suffix: string) {
+  const ws = await workspaceRow(db, wsPublic);
+  // The name as stored, without the approval rule: a row the rule refuses today can still be revoked.
+  const s = suffix.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, '');
+  const res = await db
+    .deleteFrom('workspace_target_scopes')
+    .where('workspace_id', '=', ws.id)
+    .where('suffix', '=', s)
+    .executeTakeFirst();
+  await db.deleteFrom('scope_challenges').where('workspace_id', '=', ws.id).where('suffix', '=', s).execute();
+  if (Number(res.numDeletedRows) === 0) throw new NotFoundError(`no approved scope ${s} in workspace ${wsPublic}`);
+  return { workspaceId: wsPublic, revoked: s };
+}
+
+/** Every approved scope of the workspace with how it was approved. */
+export async function listScopes(db: Db, wsPublic: string) {
+  const ws = await workspaceRow(db, wsPublic);
+  return { workspaceId: wsPublic, scopes: await scopeRows(db, ws.id) };
+}
+
+async function scopeRows(db: Db, workspaceId: number) {
+  const rows = await db
+    .selectFrom('workspace_target_scopes')
+    .select(['suffix', 'proof', 'verified_at', 'created_at'])
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('suffix')
+    .execute();
+  return rows.map((r) => ({
+    domain: r.suffix,
+    proof: r.proof,
+    approvedAt: r.created_at,
+    verifiedAt: r.verified_at,
+  }));
 }
 
 export async function setWorkspaceFlags(
@@ -198,14 +306,15 @@ export async function showWorkspace(db: Db, wsPublic: string) {
       ])
       .where('k.workspace_id', '=', ws.id)
       .execute(),
-    db.selectFrom('workspace_target_scopes').select('suffix').where('workspace_id', '=', ws.id).execute(),
+    scopeRows(db, ws.id),
   ]);
   return {
     workspaceId: ws.public_id,
     name: ws.name,
     activeCapability: ws.active_capability === 1,
     responsibleUse: { version: ws.responsible_use_version, acceptedAt: ws.responsible_use_accepted_at },
-    approvedScopes: scopes.map((s) => s.suffix),
+    // Each with its proof: `verified` (TXT record) or `operator_override` (approved without proof).
+    approvedScopes: scopes,
     applications: apps.map((a) => ({
       applicationId: a.public_id,
       name: a.name,

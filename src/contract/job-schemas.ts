@@ -42,7 +42,19 @@ export const jobStatusSchema = z.object({
     waitingFor: z.array(z.string()).optional(),
   }),
   lanes: laneCountsSchema,
-  coverage: z.object({ complete: z.boolean(), limitations: z.array(limitationSchema) }),
+  coverage: z.object({
+    complete: z.boolean(),
+    limitations: z.array(limitationSchema),
+    activeScope: z
+      .object({
+        domain: z.string(),
+        proof: z.enum(['verified', 'operator_override']),
+      })
+      .optional()
+      .describe(
+        'Active work only: the approved scope it ran under, and how that scope was approved (verified: a TXT record proved control of the domain; operator_override: an operator approved it without proof)',
+      ),
+  }),
   ledger: z
     .object({
       reserved: z.number().int(),

@@ -6,6 +6,12 @@
 // credit_accounts then key_month_usage; settlement (capture, release) holds the job row, then
 // credit_accounts, then key_month_usage. One order means no cycle, so no deadlock between a new
 // job's reservation and another job's settlement of the same key.
+//
+// Every admission of a workspace updates its credit_accounts row, so a settlement holds that row
+// for as short a time as it can: a capture or a release is the last work of its transaction
+// (the caller's, e.g. a batch of results: after its outputs, gate releases and expansion), and
+// inside it the workspace's row is updated last. A capture near the start of a 1,000-task batch
+// held every reservation of the workspace for the whole batch (4.1 s; issue 31).
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { Db } from '../db/database.ts';
@@ -93,16 +99,20 @@ export async function captureTask(
   });
 }
 
+/** What a batch of settled tasks is to capture: made by settling, captured by captureTasks. */
+export interface CaptureRequest {
+  workspaceId: number;
+  jobId: number;
+  tasks: ReadonlyArray<{ taskId: number; amount: number }>;
+}
+
 /**
  * captureTask for many tasks of one job in one go (a batch of applied results): the job row is
  * read once, each task is captured once (its dedupe key; one already recorded is skipped), in the
  * given order while the reservation lasts, with one insert and one balance update for the lot.
- * Returns the credits captured.
+ * Returns the credits captured. Call it as the last work of the transaction (see the top).
  */
-export async function captureTasks(
-  trx: Transaction<Database>,
-  c: { workspaceId: number; jobId: number; tasks: ReadonlyArray<{ taskId: number; amount: number }> },
-): Promise<number> {
+export async function captureTasks(trx: Transaction<Database>, c: CaptureRequest): Promise<number> {
   const wanted = c.tasks.filter((t) => t.amount > 0);
   if (wanted.length === 0) return 0;
   const job = await sql<{
@@ -138,10 +148,11 @@ export async function captureTasks(
   await sql`INSERT INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key) VALUES ${sql.join(
     entries.map((e) => sql`(${c.workspaceId}, 'capture', ${e.amount}, ${c.jobId}, ${e.key})`),
   )}`.execute(trx);
+  await sql`UPDATE jobs SET credits_captured = credits_captured + ${total} WHERE id = ${c.jobId}`.execute(trx);
+  // The workspace's row last (see the top): held from here to the commit only.
   await sql`UPDATE credit_accounts SET reserved = reserved - ${total}, captured = captured + ${total} WHERE workspace_id = ${c.workspaceId}`.execute(
     trx,
   );
-  await sql`UPDATE jobs SET credits_captured = credits_captured + ${total} WHERE id = ${c.jobId}`.execute(trx);
   return total;
 }
 
@@ -171,6 +182,8 @@ export async function releaseRemainder(
   const reserved = Number(job.credits_reserved);
   const captured = Number(job.credits_captured);
   const released = reserved - captured;
+  // The job row first (held already), the workspace's rows last (see the top).
+  await sql`UPDATE jobs SET credits_released = ${released}, settled_at = NOW(3) WHERE id = ${jobId}`.execute(trx);
   if (released > 0) {
     const entry = await sql`INSERT IGNORE INTO credit_entries (workspace_id, kind, amount, job_id, dedupe_key)
       VALUES (${job.workspace_id}, 'release', ${released}, ${jobId}, ${`rel:${job.public_id}`})`.execute(trx);
@@ -184,7 +197,6 @@ export async function releaseRemainder(
     }
     // An existing release entry means the balance was already settled: settle the job row too.
   }
-  await sql`UPDATE jobs SET credits_released = ${released}, settled_at = NOW(3) WHERE id = ${jobId}`.execute(trx);
   return { reserved, captured, released };
 }
 

@@ -17,6 +17,17 @@ export interface WorkspaceTargetScopesTable {
   workspace_id: number;
   suffix: string;
   created_at: CreatedAt;
+  /** Migration 011: how the scope was approved (src/auth/approved-scopes.ts). */
+  proof: Generated<'verified' | 'operator_override'>;
+  verified_at: Date | null;
+}
+
+/** The proof-of-control token of a (workspace, scope) (migration 011, src/auth/scope-proof.ts). */
+export interface ScopeChallengesTable {
+  workspace_id: number;
+  suffix: string;
+  token: string;
+  created_at: CreatedAt;
 }
 
 export interface ApplicationsTable {
@@ -130,6 +141,8 @@ export interface JobsTable {
   tasks_planned_cost: Generated<number>;
   tasks_unapplied: Generated<number>;
   budget_stopped: Generated<number>;
+  /** Migration 011: the approved scope an active job was admitted under, and its proof. */
+  active_scope: ColumnType<unknown, string | null | undefined, string | null>;
   /** Change detection (migration 012; src/jobs/changes/). Generated: SHA-256 of product, target, profile. */
   target_key: ColumnType<Buffer, never, never>;
   change_fingerprint: Generated<string | null>;
@@ -282,6 +295,7 @@ export interface Database {
   findings: FindingsTable;
   workspaces: WorkspacesTable;
   workspace_target_scopes: WorkspaceTargetScopesTable;
+  scope_challenges: ScopeChallengesTable;
   applications: ApplicationsTable;
   api_keys: ApiKeysTable;
   idempotency_records: IdempotencyRecordsTable;

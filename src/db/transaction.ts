@@ -27,6 +27,33 @@ export function isRetryableLockError(err: unknown): boolean {
   );
 }
 
+/**
+ * MySQL itself is away (connection refused, reset or lost, the server shutting down, a killed
+ * connection, out of connections): an error of the moment, not of the statement. A caller that
+ * isolates a failing statement (one result of a batch) must not blame the statement for it.
+ */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  'ER_QUERY_INTERRUPTED',
+]);
+
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { fatal?: boolean; code?: string; message?: string } | null;
+  return (
+    e?.fatal === true ||
+    (e?.code !== undefined && CONNECTION_CODES.has(e.code)) ||
+    /Pool is closed/.test(e?.message ?? '')
+  );
+}
+
 export interface TransactionOptions {
   /** Attempts in all (default 8: a handful of collisions in a row still ends in success). */
   attempts?: number;

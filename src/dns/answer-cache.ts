@@ -49,6 +49,7 @@ export class AnswerCache {
     return {
       query: (name, type, opts) => this.#query(scope, resolver, name, type, opts),
       readiness: (): ResolverHealth => resolver.readiness(),
+      retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
     };
   }
 

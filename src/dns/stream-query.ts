@@ -2,11 +2,12 @@
 // how a check asks an authoritative server directly. The caller connects through the outbound
 // guard (the server's address vetted like any other target), so this module never opens a socket
 // and only ever talks to what the guard allowed. The reply is read within a deadline and the
-// 65,535 bytes the length prefix allows, and judged like the stub resolver's (same question, same
+// 65,535 bytes the length prefix allows (./tcp-frames.ts: each byte copied once, however it is cut), and judged like the stub resolver's (same question, same
 // presentation), so the present / absent / indeterminate rule applies to it unchanged.
 import type net from 'node:net';
 import { randomInt } from 'node:crypto';
 import type { QueryResult, RecordType } from './types.ts';
+import { DnsFrameReader, frameMessage } from './tcp-frames.ts';
 import { acceptReply, answerRecords, buildQuery, outcomeOf, rcodeName, replyRcode } from './wire.ts';
 
 /** Asks (name, type) on `socket`, which it does not close. Never rejects: failures are outcomes. */
@@ -31,7 +32,7 @@ export function queryOverStream(
     ...extra,
   });
   return new Promise((resolve) => {
-    let buffered = Buffer.alloc(0);
+    const frames = new DnsFrameReader();
     let settled = false;
     const settle = (r: QueryResult) => {
       if (settled) return;
@@ -48,12 +49,12 @@ export function queryOverStream(
     const onError = () => settle(result('error'));
     const onClose = () => settle(result('error'));
     const onData = (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      if (buffered.length < 2) return;
-      const length = buffered.readUInt16BE(0);
-      if (length < 12) return settle(result('error'));
-      if (buffered.length < 2 + length) return;
-      const reply = acceptReply(buffered.subarray(2, 2 + length), id, name, type);
+      const [message] = frames.push(chunk);
+      // A header is 12 bytes: a shorter length fails as soon as it is announced.
+      const length = message ? message.length : frames.pendingLength;
+      if (length !== null && length < 12) return settle(result('error'));
+      if (!message) return;
+      const reply = acceptReply(message, id, name, type);
       if (!reply) return settle(result('error'));
       const rcode = replyRcode(reply);
       const answers = answerRecords(reply, name, type);
@@ -70,9 +71,6 @@ export function queryOverStream(
     socket.on('data', onData);
     socket.on('error', onError);
     socket.on('close', onClose);
-    const frame = Buffer.alloc(2 + query.length);
-    frame.writeUInt16BE(query.length, 0);
-    query.copy(frame, 2);
-    socket.write(frame);
+    socket.write(frameMessage(query));
   });
 }

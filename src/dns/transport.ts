@@ -4,6 +4,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { DnsServer } from '../config/dns-servers.ts';
+import { DnsFrameReader, frameMessage } from './tcp-frames.ts';
 import type { Reply } from './wire.ts';
 
 export type Exchange = { kind: 'reply'; reply: Reply } | { kind: 'failed'; reason: string } | { kind: 'aborted' };
@@ -83,7 +84,7 @@ export function tcpExchange(
       return resolve({ kind: 'failed', reason: errorReason(err) });
     }
     let settled = false;
-    let buffered = Buffer.alloc(0);
+    const frames = new DnsFrameReader();
     const settle = (x: Exchange) => {
       if (settled) return;
       settled = true;
@@ -97,18 +98,17 @@ export function tcpExchange(
     socket.on('error', (err) => settle({ kind: 'failed', reason: errorReason(err) }));
     socket.on('close', () => settle({ kind: 'failed', reason: 'tcp_closed_before_reply' }));
     socket.on('connect', () => {
-      const frame = Buffer.alloc(2 + query.length);
-      frame.writeUInt16BE(query.length, 0);
-      query.copy(frame, 2);
-      socket.write(frame);
+      socket.write(frameMessage(query));
     });
     socket.on('data', (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      if (buffered.length < 2) return;
-      const length = buffered.readUInt16BE(0);
-      if (length < 12) return settle({ kind: 'failed', reason: 'tcp_reply_too_short' });
-      if (buffered.length < 2 + length) return; // the length prefix caps a message at 65535 bytes
-      const reply = accept(buffered.subarray(2, 2 + length));
+      // Each byte copied once however the server cuts its reply (./tcp-frames.ts); the length
+      // prefix caps a message at 65535 bytes.
+      const [message] = frames.push(chunk);
+      // A header is 12 bytes: a shorter length fails as soon as it is announced.
+      const length = message ? message.length : frames.pendingLength;
+      if (length !== null && length < 12) return settle({ kind: 'failed', reason: 'tcp_reply_too_short' });
+      if (!message) return;
+      const reply = accept(message);
       settle(reply ? { kind: 'reply', reply } : { kind: 'failed', reason: 'tcp_reply_invalid' });
     });
   });

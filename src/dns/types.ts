@@ -25,6 +25,9 @@ export type RecordType = (typeof recordTypes)[number];
  *          the name's zone kept timing out of late, ./zone-backoff.ts); the target's fact, never
  *          the resolver's
  * error    network or protocol failure (malformed, mismatched replies…)
+ * left_public_dns  the reply's chain went into a name only a local resolver answers (a special-use
+ *          name or a non-global reverse zone: src/net/special-use-resolver.ts) and was cut there;
+ *          nothing is known of the type beyond (indeterminate), `leftPublicDns` says where
  */
 export type QueryOutcome =
   | 'answer'
@@ -35,7 +38,8 @@ export type QueryOutcome =
   | 'formerr'
   | 'notimp'
   | 'timeout'
-  | 'error';
+  | 'error'
+  | 'left_public_dns';
 
 export interface DnsRecord {
   name: string;
@@ -62,6 +66,11 @@ export interface QueryResult {
    * after repeated timeouts (src/dns/zone-backoff.ts); outcome is 'timeout'.
    */
   zoneBackoff?: string;
+  /**
+   * Set when records were cut from the reply because its chain left public DNS: `name` is the
+   * public name whose record pointed out, `why` the kind of name it pointed into (never the name).
+   */
+  leftPublicDns?: { name: string; why: string };
 }
 
 /**

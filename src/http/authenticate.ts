@@ -2,8 +2,9 @@
 //
 // A client address with too many failed authentications behind it (src/auth/failure-limiter.ts)
 // is answered 429 rate_limit_exceeded (details.scope client_address, Retry-After) instead of a
-// database read for a key the cache does not know; cached keys, valid or not, are answered as
-// usual. The address is req.ip (X-Forwarded-For only with TRUST_PROXY).
+// database read for a key the cache does not know; cached keys, valid or not, and keys found
+// valid recently are answered as usual. The address is req.ip: the socket's, or the one the
+// proxies TRUST_PROXY names saw (a hop count or their addresses; never every hop).
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../contract/errors.ts';
 import { AuthThrottledError, type Authenticator } from '../auth/authenticator.ts';

@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { ApiError } from '../contract/errors.ts';
 import type { IdempotencyClaim, LeaseFound } from '../idempotency/lease.ts';
 import type { AdmissionState, AdmissionStep } from '../jobs/admission/admission-state.ts';
+import type { ActiveGrant } from '../products/kit/active-admission.ts';
 
 export type { AdmissionStep } from '../jobs/admission/admission-state.ts';
 
@@ -27,6 +28,7 @@ export class RequestContext implements RequestState {
   principal?: Principal = undefined;
   rawBody?: unknown = undefined;
   input?: unknown = undefined;
+  activeGrant?: ActiveGrant = undefined;
   deferredLimit?: ApiError = undefined;
   idempotencyKey?: string = undefined;
   claim?: IdempotencyClaim = undefined;

@@ -29,6 +29,8 @@ export interface JobRow {
   /** The baseline picked when the job started (CONTRACT §13); null: none. */
   baseline_ref: string | null;
   baseline_completed_at: Date | null;
+  /** The approved scope active work was admitted under, with its proof (migration 011). */
+  active_scope: unknown;
 }
 
 export function isTerminal(status: JobStatus): boolean {
@@ -57,6 +59,7 @@ const JOB_COLUMNS = [
   'completed_at',
   'baseline_ref',
   'baseline_completed_at',
+  'active_scope',
 ] as const;
 
 /** The job of this workspace, or null: another tenant's job is indistinguishable from none. */
@@ -142,11 +145,16 @@ export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
   const changes = await readChangeSummary(db, job.id);
   const terminal = isTerminal(job.status);
   const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
-  const coverage = parseJson(job.coverage) ?? {
-    complete: false,
-    limitations: terminal
-      ? []
-      : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }],
+  const activeScope = parseJson(job.active_scope);
+  const coverage = {
+    ...(parseJson(job.coverage) ?? {
+      complete: false,
+      limitations: terminal
+        ? []
+        : [{ code: 'job_not_finished', message: 'The job has not finished; coverage is not final.' }],
+    }),
+    // Active work says what it ran under: a verified scope, or an operator's approval without proof.
+    ...(activeScope ? { activeScope } : {}),
   };
   return {
     jobRef: job.public_id,

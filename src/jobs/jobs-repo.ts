@@ -25,6 +25,8 @@ export interface AcceptInput {
   ttlHours?: number;
   /** At most this many objects for the job (a scan profile's cap). */
   objectCap?: number | null;
+  /** Active work: the approved scope it was admitted under and its proof (coverage.activeScope). */
+  activeScope?: { domain: string; proof: 'verified' | 'operator_override' } | null;
   /**
    * Runs inside the job's transaction once the job row exists (a monitor's run records its job
    * here, so the run and its job commit together or not at all); a throw rolls the job back.
@@ -78,6 +80,7 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
         cancel_requested_at: null,
         deadline_at: new Date(now.getTime() + a.deadlineMs),
         object_cap: a.objectCap ?? null,
+        active_scope: a.activeScope ? JSON.stringify(a.activeScope) : null,
       })
       .executeTakeFirstOrThrow();
     const jobId = Number(ins.insertId);

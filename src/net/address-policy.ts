@@ -19,10 +19,12 @@ export type RefusedRange =
   | 'multicast'
   | 'documentation'
   | 'reserved'
-  | 'invalid';
+  | 'invalid'
+  /** In ACTIVE_DENY_CIDRS: active work never connects there (vetting.ts), whatever else allows it. */
+  | 'active_denied';
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
-type Block = { net: Addr; bits: number; range: Exclude<RefusedRange, 'invalid'> };
+type Block = { net: Addr; bits: number; range: Exclude<RefusedRange, 'invalid' | 'active_denied'> };
 
 function blocks(rows: Array<[string, Block['range']]>): Block[] {
   return rows.map(([cidr, range]) => {

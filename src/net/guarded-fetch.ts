@@ -26,6 +26,7 @@ import {
 } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
+import { urlPort } from './passive-ports.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
 import type { AddressSlots } from './address-slots.ts';
@@ -33,6 +34,8 @@ import type { AddressSlots } from './address-slots.ts';
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
   allow: readonly string[];
+  /** CIDRs never reached whatever `allow` says (an active guard's ACTIVE_DENY_CIDRS). */
+  deny?: readonly string[];
   /** Host → vetted-to-be addresses: the project's resolver (hostResolverOver). */
   resolver: HostResolver;
   maxRedirects?: number;
@@ -65,6 +68,12 @@ export interface GuardedFetchOptions {
    * ports, so a redirect cannot turn it into a probe of another port. Default: any port.
    */
   allowedPorts?: readonly number[];
+  /**
+   * 'unreachable': every failure to get a response head from a hop (connection refused or reset,
+   * a connect or headers timeout, a TLS handshake that failed for another reason than the
+   * certificate) is one kind, `unreachable` (OutboundGuard.fetchReferenced). Default 'detailed'.
+   */
+  reachFailures?: 'detailed' | 'unreachable';
   /**
    * One check's exchanges (OutboundGuard.forCheck): a hop whose request is the same as one already
    * made or in flight in this check (method, URL, verification, headers, body cap) reads that
@@ -131,10 +140,6 @@ function nextUrl(location: string, current: URL): URL {
     throw new OutboundFetchError('bad_redirect', 'unparseable Location header', { cause: err });
   }
   return acceptUrl(resolved.href);
-}
-
-function urlPort(u: URL): number {
-  return u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
 }
 
 function bareHost(u: URL): string {
@@ -251,7 +256,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       progress.phase = 'dns';
-      const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal);
+      const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal, opts.deny);
       progress.phase = 'connect';
       const res = await sharedExchange(current, addresses, opts, signal, progress);
       const record = hopRecord(
@@ -279,10 +284,32 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
       };
     }
   } catch (err) {
-    const e = classify(err, opts.signal, deadline, progress);
+    const classified = classify(err, opts.signal, deadline, progress);
+    const e = opts.reachFailures === 'unreachable' ? asUnreachable(classified) : classified;
     e.hops = hops;
     throw e;
   }
+}
+
+/** Certificate verdicts (facts about a web server that answered TLS), not handshake failures. */
+const CERT_PROBLEM = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|KEY_TOO_SMALL|TOO_WEAK/;
+
+/**
+ * A failure that leaves the hop's port state readable (refused: closed; timed out connecting:
+ * filtered; a handshake or a head that never came: open to something else) becomes `unreachable`.
+ * A certificate verdict, a DNS failure and everything after the response head stay what they are.
+ */
+function asUnreachable(e: OutboundRefusedError | OutboundFetchError): OutboundRefusedError | OutboundFetchError {
+  if (!(e instanceof OutboundFetchError)) return e;
+  const reach =
+    e.kind === 'connection_failed' ||
+    (e.kind === 'timeout' && (e.phase === 'connect' || e.phase === 'headers')) ||
+    (e.kind === 'tls_failed' && !CERT_PROBLEM.test(e.code ?? ''));
+  if (!reach) return e;
+  return new OutboundFetchError(
+    'unreachable',
+    'no HTTP answer from the host on this port (refused, reset, timed out or not TLS: which one is not said)',
+  );
 }
 
 /** Stops reading a body; undici reports the stop as an AbortError, which nobody needs. */

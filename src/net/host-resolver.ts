@@ -23,7 +23,7 @@ export function hostResolverOver(resolver: Resolver): HostResolver {
     const failed = presence(a) === 'indeterminate' ? a : aaaa;
     throw new OutboundFetchError(
       'dns_failure',
-      `the addresses of ${host} are unknown (${failed.type}: ${failed.rcode ?? failed.outcome})`,
+      `the addresses of ${host} are unknown (${failed.type}: ${failed.outcome === 'left_public_dns' ? 'the answer left public DNS' : (failed.rcode ?? failed.outcome)})`,
     );
   };
 }

@@ -9,7 +9,7 @@ export type RefusalReason =
   | 'scheme_not_allowed'
   | 'credentials_not_allowed'
   | 'url_not_allowed'
-  /** A hop to a port outside the request's allowedPorts (a passive web lookup's redirects). */
+  /** A hop to a port outside the passive ones (./passive-ports.ts) of a fetch that is not active work. */
   | 'port_not_allowed';
 
 /** One response of a redirect chain, as the guard saw it (src/net/outbound-guard.ts). */
@@ -59,6 +59,13 @@ export type FetchFailure =
   /** The host's addresses are unknown: SERVFAIL, timeout… (indeterminate, never absence). */
   | 'dns_failure'
   | 'connection_failed'
+  /**
+   * A fetch of a URL the target's data names (OutboundGuard.fetchReferenced) got no HTTP answer from
+   * the hop: refused, reset, timed out before the response head, or a TLS handshake that failed
+   * for another reason than the certificate. One kind, so that the answer does not tell an open
+   * port from a closed or a filtered one.
+   */
+  | 'unreachable'
   | 'too_many_redirects'
   | 'bad_redirect'
   | 'response_too_large'

@@ -5,13 +5,15 @@
 // was checked (./vetting.ts), so a DNS rebind between check and connect cannot reach anything
 // else. TLS keeps verifying the certificate against the host name (SNI = the name, never the IP).
 // HTTP(S) runs on undici (./guarded-fetch.ts): odd URL forms refused (./url-policy.ts), redirects
-// followed by hand and each hop checked again, header bytes, body bytes and time per phase capped.
+// followed by hand and each hop checked again, header bytes, body bytes and time per phase capped,
+// every hop on the passive ports unless the caller does active work (./passive-ports.ts).
 //
 // createOutboundGuard() binds the policy (ALLOW_PRIVATE_TARGETS), the resolver and the lab port
 // map once per process; product code receives that object (runtime.services.outbound) and never
 // opens a socket of its own.
 import net, { isIP } from 'node:net';
 import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
 import { keepPeerChain } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { Resolver } from '../dns/types.ts';
@@ -20,6 +22,7 @@ import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
+import { PASSIVE_PORTS } from './passive-ports.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 import { AddressSlots, type PolitenessOptions } from './address-slots.ts';
 
@@ -39,6 +42,7 @@ export type { GuardedFetchOptions, GuardedResponse } from './guarded-fetch.ts';
 export { resolveVetted, vetAddress } from './vetting.ts';
 export { checkUrl, MAX_URL_LENGTH } from './url-policy.ts';
 export { AddressSlots, type PolitenessOptions } from './address-slots.ts';
+export { PASSIVE_PORTS } from './passive-ports.ts';
 
 // ---- Raw connections (SMTP, TLS handshakes) ----------------------------------------------------
 
@@ -99,8 +103,9 @@ export async function connectTcp(
   portMap: PortMap,
   opts: ConnectOptions = {},
   slots?: AddressSlots,
+  deny: readonly string[] = [],
 ): Promise<net.Socket> {
-  vetAddress(target.address, allow, target.host ?? target.address);
+  vetAddress(target.address, allow, target.host ?? target.address, deny);
   return politely(slots, target.address, opts.signal, () =>
     settleConnect(
       net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
@@ -127,8 +132,9 @@ export async function connectTls(
   portMap: PortMap,
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
   slots?: AddressSlots,
+  deny: readonly string[] = [],
 ): Promise<tls.TLSSocket> {
-  vetAddress(target.address, allow, target.host ?? target.address);
+  vetAddress(target.address, allow, target.host ?? target.address, deny);
   return politely(slots, target.address, opts.signal, () => {
     const socket = tls.connect({
       ...withSharedSecureContext(opts.tls ?? {}),
@@ -157,9 +163,12 @@ export function ocspStapled(socket: tls.TLSSocket): boolean | null {
   return stapled.get(socket) ?? null;
 }
 
-/** Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. */
+/**
+ * Upgrades an open connection (STARTTLS): no new connection, so nothing to vet. `socket` is the
+ * guarded socket or a stream over it (SMTP's gate that keeps plain text out of the handshake).
+ */
 export function upgradeTls(
-  socket: net.Socket,
+  socket: net.Socket | Duplex,
   servername: string | undefined,
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
 ): Promise<tls.TLSSocket> {
@@ -215,10 +224,20 @@ export interface OutboundGuard {
   resolve(host: string, signal?: AbortSignal): Promise<string[]>;
   /** Throws OutboundRefusedError when the address may not be reached. */
   vet(address: string, host?: string): void;
-  fetch(
-    url: string | URL,
-    opts?: Omit<GuardedFetchOptions, 'allow' | 'resolver' | 'portMap' | 'sharedHops'>,
-  ): Promise<GuardedResponse>;
+  /**
+   * HTTP(S) through the guard. Every hop, redirects included, stays on the passive ports
+   * (./passive-ports.ts: 80, 443, 8080, 8443) and another is refused before anything is resolved
+   * or connected (port_not_allowed), unless `ports: 'any'`: only for active work the request
+   * authorized, or a server the operator configured (RDAP).
+   */
+  fetch(url: string | URL, opts?: FetchOptions & { ports?: 'passive' | 'any' }): Promise<GuardedResponse>;
+  /**
+   * A fetch of a URL the target's own data names (a BIMI logo or mark certificate, an MTA-STS
+   * policy): always the passive ports, and every failure to get an answer from a hop is one kind,
+   * `unreachable` (guarded-fetch.ts reachFailures), so what comes back does not tell an open port
+   * from a closed or a filtered one.
+   */
+  fetchReferenced(url: string | URL, opts?: FetchOptions): Promise<GuardedResponse>;
   connectTcp(target: TcpTarget, opts?: ConnectOptions): Promise<net.Socket>;
   connectTls(target: TlsTarget, opts?: ConnectOptions & { tls?: tls.ConnectionOptions }): Promise<tls.TLSSocket>;
   /**
@@ -238,18 +257,31 @@ export interface OutboundGuard {
   readonly slots: AddressSlots | null;
 }
 
+/** What a caller of OutboundGuard.fetch chooses (the guard binds the rest, ports included). */
+export type FetchOptions = Omit<
+  GuardedFetchOptions,
+  'allow' | 'deny' | 'resolver' | 'portMap' | 'sharedHops' | 'allowedPorts' | 'reachFailures' | 'slots'
+>;
+
 export interface OutboundGuardOptions {
   allow: readonly string[];
+  /**
+   * Refused whatever `allow` says: ACTIVE_DENY_CIDRS, on the guard active work uses
+   * (runtime.services.activeOutbound).
+   */
+  deny?: readonly string[];
   /** The project's resolver, or a HostResolver (tests). */
   resolver: Resolver | HostResolver;
   portMap?: PortMap;
   /** Politeness per target address (OUTBOUND_CONNECTIONS_PER_ADDRESS, OUTBOUND_ADDRESS_INTERVAL_MS); none if absent. */
   politeness?: PolitenessOptions;
+  /** Another guard's politeness slots, shared (the active guard shares the process guard's). */
+  slots?: AddressSlots;
 }
 
 export function createOutboundGuard(o: OutboundGuardOptions): OutboundGuard {
   const resolver: HostResolver = typeof o.resolver === 'function' ? o.resolver : hostResolverOver(o.resolver);
-  return guardOver(resolver, o, o.politeness ? new AddressSlots(o.politeness) : undefined);
+  return guardOver(resolver, o, o.slots ?? (o.politeness ? new AddressSlots(o.politeness) : undefined));
 }
 
 /**
@@ -279,24 +311,42 @@ function guardOver(
 ): OutboundGuard {
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
+  const deny = o.deny ?? [];
   return {
     allow,
     slots: slots ?? null,
-    resolve: (host, signal) => resolveVetted(host, allow, resolver, signal),
-    vet: (address, host) => vetAddress(address, allow, host),
+    resolve: (host, signal) => resolveVetted(host, allow, resolver, signal, deny),
+    vet: (address, host) => vetAddress(address, allow, host, deny),
     fetch: async (url, opts = {}) => {
+      const { ports = 'passive', ...rest } = opts;
       const { guardedFetch } = await import('./guarded-fetch.ts');
       return guardedFetch(url, {
-        ...opts,
+        ...rest,
+        ...(ports === 'passive' ? { allowedPorts: PASSIVE_PORTS } : {}),
         allow,
+        deny,
         resolver,
         portMap,
         ...(sharedHops ? { sharedHops } : {}),
         ...(slots ? { slots } : {}),
       });
     },
-    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, slots),
-    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots),
+    fetchReferenced: async (url, opts = {}) => {
+      const { guardedFetch } = await import('./guarded-fetch.ts');
+      return guardedFetch(url, {
+        ...opts,
+        allowedPorts: PASSIVE_PORTS,
+        reachFailures: 'unreachable',
+        allow,
+        deny,
+        resolver,
+        portMap,
+        ...(sharedHops ? { sharedHops } : {}),
+        ...(slots ? { slots } : {}),
+      });
+    },
+    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, slots, deny),
+    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots, deny),
     forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, slots, new Map()),
     over: (r) => guardOver(hostResolverOver(r), o, slots),
   };

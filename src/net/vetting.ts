@@ -2,12 +2,22 @@
 // what are all the vetted addresses of this host? Plus the lookup function that lets a socket
 // library (node:net, node:tls, undici) connect only to those addresses: it never asks DNS.
 import { isIP, type LookupFunction } from 'node:net';
-import { classifyAddress, isAllowedTarget } from './address-policy.ts';
+import { classifyAddress, inAllowList, isAllowedTarget } from './address-policy.ts';
 import type { HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, OutboundRefusedError, errorText } from './outbound-errors.ts';
 
-/** Throws OutboundRefusedError unless the address may be connected to. */
-export function vetAddress(address: string, allow: readonly string[], host: string = address): void {
+/**
+ * Throws OutboundRefusedError unless the address may be connected to. `deny` (an active guard's
+ * ACTIVE_DENY_CIDRS) refuses its ranges even where `allow` or the public policy would not.
+ */
+export function vetAddress(
+  address: string,
+  allow: readonly string[],
+  host: string = address,
+  deny: readonly string[] = [],
+): void {
+  if (deny.length > 0 && inAllowList(address, deny))
+    throw new OutboundRefusedError('target_not_allowed', host, 'active_denied');
   if (!isAllowedTarget(address, allow)) {
     const range = classifyAddress(address);
     throw new OutboundRefusedError('target_not_allowed', host, range === 'public' ? null : range);
@@ -23,6 +33,7 @@ export async function resolveVetted(
   allow: readonly string[],
   resolver: HostResolver,
   signal?: AbortSignal,
+  deny: readonly string[] = [],
 ): Promise<string[]> {
   let addresses: string[];
   if (isIP(host)) {
@@ -37,7 +48,7 @@ export async function resolveVetted(
     }
     if (addresses.length === 0) throw new OutboundFetchError('host_not_found', 'the host has no addresses');
   }
-  for (const a of addresses) vetAddress(a, allow, host);
+  for (const a of addresses) vetAddress(a, allow, host, deny);
   return addresses;
 }
 

@@ -8,10 +8,18 @@ import { DEAD_LETTER_MAXLEN, streams } from './streams.ts';
 
 /**
  * Adds the dead-letter XADD to the MULTI that acknowledges the entry: to the dead letter in the
- * stream's own slot (a MULTI on Redis Cluster must stay in one slot).
+ * stream's own slot (a MULTI on Redis Cluster must stay in one slot). The entry's own fields are
+ * kept as `f.<name>`.
  */
-export function addDeadLetter(tx: ChainableCommander, stream: string, group: string, d: Delivery): void {
-  const fields = Object.entries(d.fields).flatMap(([k, v]) => [`f.${k}`, v]);
+export function addDeadLetter(
+  tx: ChainableCommander,
+  stream: string,
+  group: string,
+  d: Delivery,
+  /** What the handler knows of the failure (e.g. `error`: the last attempt's message). */
+  extra: Record<string, string> = {},
+): void {
+  const fields = [...Object.entries(extra).flat(), ...Object.entries(d.fields).flatMap(([k, v]) => [`f.${k}`, v])];
   tx.xadd(
     streams.deadLetterOf(stream),
     'MAXLEN',

@@ -147,6 +147,8 @@ async function fetchRemote(state: RemoteState, opts: BootstrapFetchOptions): Pro
   if (state.value && state.lastModified) conditional['if-modified-since'] = state.lastModified;
   try {
     const res = await opts.guard.fetch(state.url, {
+      // An RDAP server is the operator's or IANA's, never the target's word: any port.
+      ports: 'any',
       timeoutMs: opts.timeoutMs ?? 10_000,
       maxBytes: 2 * 1024 * 1024, // IANA's full dns.json is about 100 KB
       headers: { accept: 'application/json', ...conditional },

@@ -88,6 +88,8 @@ function healthOf(baseUrl: string, guard: OutboundGuard): ServerHealth {
         probe: async (signal) => {
           // Any HTTP answer means the server is there again; the body is not read past 16 KiB.
           await entry.guard.fetch(new URL('help', baseUrl), {
+            // An RDAP server is the operator's or IANA's, never the target's word: any port.
+            ports: 'any',
             timeoutMs: 2000,
             maxBytes: 16 * 1024,
             signal,
@@ -170,6 +172,8 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
   let res;
   try {
     res = await opts.guard.fetch(url, {
+      // An RDAP server is the operator's or IANA's, never the target's word: any port.
+      ports: 'any',
       timeoutMs: opts.timeoutMs ?? 15_000,
       signal: opts.signal,
       headers: { accept: 'application/rdap+json, application/json;q=0.9' },

@@ -98,8 +98,11 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
         'readiness answered 503',
       );
     }
+    // A warning, never a reason to be down: DNS_SERVERS answers special-use names (issue 30).
+    const warnings = deps.runtime.services.publicResolver?.warnings() ?? [];
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : isDraining() ? 'draining' : 'not_ready',
+      ...(warnings.length > 0 ? { warnings } : {}),
       checks: { mysql, redis, migrations },
       products: Object.fromEntries(productList(deps).products.map((p) => [p.product, p.readiness])),
     });

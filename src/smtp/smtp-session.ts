@@ -7,11 +7,14 @@
 // "Port 25 unreachable" (connect failed or timed out) is a different state from "no STARTTLS"
 // (EHLO answered without it): only the second is a fact about the server's TLS. implicitTlsProbe
 // (at the end) looks at port 465 of a host without STARTTLS, as a fact beside that verdict.
+// Bytes the server sends between its 220 to STARTTLS and its TLS are recorded, never read as TLS
+// or as replies (./tls-start-gate.ts).
 import type net from 'node:net';
 import type tls from 'node:tls';
 import { OutboundFetchError, OutboundRefusedError } from '../net/outbound-errors.ts';
 import { upgradeTls, type OutboundGuard } from '../net/outbound-guard.ts';
 import { handshakeFacts, type HandshakeFacts } from '../net/tls-facts.ts';
+import { PlaintextOverflow, TlsStartGate, type PlaintextBeforeTls } from './tls-start-gate.ts';
 
 export interface SmtpLimits {
   connectMs: number;
@@ -77,6 +80,11 @@ export interface SessionResult {
   ehloExtensions: string[];
   starttlsAdvertised: boolean | null;
   tls: HandshakeFacts | null;
+  /**
+   * What the server sent after its 220 to STARTTLS and before TLS (./tls-start-gate.ts); null
+   * when STARTTLS was not answered 220 (the question does not arise).
+   */
+  pipeliningBeforeTls: PlaintextBeforeTls | null;
   phases: Array<{ phase: string; ms: number }>;
   detail: string | null;
 }
@@ -84,6 +92,8 @@ export interface SessionResult {
 interface Reply {
   code: number;
   lines: string[];
+  /** Bytes of the reply on the wire (its lines with their line ends). */
+  raw: number;
 }
 
 class ReplyError extends Error {
@@ -100,6 +110,9 @@ class ReplyReader {
   #bytes = 0;
   #waiter: { resolve: (r: Reply) => void; reject: (e: Error) => void } | null = null;
   #lines: string[] = [];
+  #replyRaw = 0;
+  /** What arrived after the last reply handed out (latin1: one character per byte). */
+  #unread = '';
   /** Complete replies that arrived before anyone asked (pipelining servers). */
   #pending: Reply[] = [];
   #failure: ReplyError | null = null;
@@ -138,12 +151,15 @@ class ReplyReader {
     this.#bytes += chunk.length;
     if (this.#bytes > this.#limits.maxSessionBytes)
       return this.#fail(new ReplyError('too_large', `more than ${this.#limits.maxSessionBytes} bytes from the server`));
-    this.#buf += chunk.toString('latin1');
+    const text = chunk.toString('latin1');
+    this.#buf += text;
+    this.#unread += text;
     for (;;) {
       const nl = this.#buf.indexOf('\n');
       if (nl < 0) break;
       const line = this.#buf.slice(0, nl).replace(/\r$/, '');
       this.#buf = this.#buf.slice(nl + 1);
+      this.#replyRaw += nl + 1;
       if (line.length > this.#limits.maxLineBytes)
         return this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
       this.#lines.push(line);
@@ -152,11 +168,12 @@ class ReplyReader {
       const m = /^(\d{3})([ -]|$)/.exec(line);
       if (!m) return this.#fail(new ReplyError('malformed', `not an SMTP reply line: ${line.slice(0, 80)}`));
       if (m[2] !== '-') {
-        const reply = { code: Number(m[1]), lines: this.#lines.map((l) => l.slice(4)) };
+        const reply = { code: Number(m[1]), lines: this.#lines.map((l) => l.slice(4)), raw: this.#replyRaw };
         this.#lines = [];
+        this.#replyRaw = 0;
         const w = this.#waiter;
         this.#waiter = null;
-        if (w) w.resolve(reply);
+        if (w) w.resolve(this.#handOut(reply));
         else this.#pending.push(reply);
       }
     }
@@ -164,10 +181,20 @@ class ReplyReader {
       this.#fail(new ReplyError('too_large', `a reply line longer than ${this.#limits.maxLineBytes} bytes`));
   }
 
+  #handOut(reply: Reply): Reply {
+    this.#unread = this.#unread.slice(reply.raw);
+    return reply;
+  }
+
+  /** The bytes received after the last reply handed out: replies nobody asked for, a partial line. */
+  unread(): Buffer {
+    return Buffer.from(this.#unread, 'latin1');
+  }
+
   read(timeoutMs: number, signal: AbortSignal): Promise<Reply> {
     if (this.#failure) return Promise.reject(this.#failure);
     const ready = this.#pending.shift();
-    if (ready) return Promise.resolve(ready);
+    if (ready) return Promise.resolve(this.#handOut(ready));
     return new Promise<Reply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiter = null;
@@ -193,11 +220,6 @@ class ReplyReader {
       };
     });
   }
-
-  /** Bytes the server sent past the last complete reply (must be none before a TLS upgrade). */
-  get leftover(): number {
-    return this.#buf.length + this.#pending.length;
-  }
 }
 
 const EHLO_NAME = /^[A-Za-z0-9.-]{1,253}$/;
@@ -222,6 +244,7 @@ export async function smtpSession(
     ehloExtensions: [],
     starttlsAdvertised: null,
     tls: null,
+    pipeliningBeforeTls: null,
     phases: [],
     detail: null,
   };
@@ -302,18 +325,24 @@ export async function smtpSession(
       socket.write('QUIT\r\n');
       return end('starttls_refused', `STARTTLS answered ${reply.code}`);
     }
+    // What came after the 220 is not TLS: the gate counts it and keeps it out of the handshake.
+    const early = reader.unread();
     reader.detach();
+    const gate = new TlsStartGate(socket, { maxBytes: limits.maxSessionBytes, early });
     try {
       // The widest protocol range, so an outdated server is reported rather than unreachable.
-      secure = await upgradeTls(socket, target.host, {
+      secure = await upgradeTls(gate, target.host, {
         signal,
         timeoutMs: limits.tlsMs,
         tls: { rejectUnauthorized: false, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' },
       });
     } catch (err) {
+      result.pipeliningBeforeTls = gate.plaintext;
       if (signal.aborted) return end('aborted');
+      if (gate.overflowed) return end('protocol_violation', new PlaintextOverflow(limits.maxSessionBytes).message);
       return end('tls_failed', err instanceof Error ? err.message : String(err));
     }
+    result.pipeliningBeforeTls = gate.plaintext;
     phase('tls');
     result.tls = handshakeFacts(secure, target.host);
     secure.on('error', () => {});

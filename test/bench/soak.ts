@@ -1,47 +1,61 @@
 // `npm run bench:soak` = `node test/bench/soak.ts`: steady mixed load on the Procfile roles while a
 // schedule injects the faults of an operator's bad minute, and whether every blip ends when its
-// dependency returns (issue 23).
+// dependency returns (issue 23), with the database restarted under load and one tenant hammering
+// a dead zone beside another (issue 31).
 //
 //   Load (open loop, whatever the service does): the four inline lookups (mac, phone, ip, dns) at
 //   BENCH_SOAK_RATE requests/s each (default 6), one domain and one web lookup job every second
 //   (BENCH_SOAK_JOBS_PER_S), each accepted job polled at its pollAfterMs until terminal. Every
-//   request has its own Idempotency-Key; reads of the job status are counted as `job-read`.
+//   request has its own Idempotency-Key; reads of the job status are counted as `job-read`. This
+//   is the main tenant. A second tenant (workspace) sends DNS lookups of random names under a
+//   zone whose server never answers, BENCH_SOAK_DEAD_RATE per second (default 50), for the whole
+//   measured soak (not the warm-up nor the baseline).
 //
 //   Processes: the Procfile roles `web` (WEB_CONCURRENCY=BENCH_SOAK_WEB_CONCURRENCY, default 2),
 //   `orchestrator`, `lane-domain`, `lane-web`, each its own OS process with its Procfile command,
 //   logging at warn as JSON (every 503 the web role answers is logged with its cause). The lab
 //   (DNS, RDAP, web hosts) and this load generator run in this process.
 //
-//   Dependencies the faults can reach without touching anything shared:
+//   Dependencies, all the bench's own, so the faults touch nothing shared:
 //     Redis  a private redis-server started here (never the machine's);
-//     MySQL  a scratch database on the machine's server, reached by the roles through a TCP gate
-//            of this process (test/helpers/tcp-gate.ts): "MySQL down" cuts the gate, the shared
-//            server itself is never stopped or restarted;
+//     MySQL  a MariaDB server started here on a free port, its datadir under .data/ (never the
+//            machine's shared server on 3306, nor the project's private one on 3307), reached by
+//            the roles through a TCP gate of this process (test/helpers/tcp-gate.ts);
 //     DNS    the lab DNS server behind a UDP+TCP gate: "DNS down" closes it (queries get port
 //            unreachable, as from a stopped server).
 //
-//   Faults, every BENCH_SOAK_FAULT_EVERY_S seconds (default 30), in this order, cycling:
+//   Faults, in this order, BENCH_SOAK_FAULT_ROUNDS times (default 3; BENCH_SOAK_FAULTS picks and
+//   orders the kinds, a comma list), evenly spread over the soak (or every
+//   BENCH_SOAK_FAULT_EVERY_S seconds when set):
 //     lane-kill     lane-domain or lane-web (alternately) SIGKILLed, started again 1 s later;
 //                   back = the new process's first heartbeat
 //     dns-down      the DNS gate closed for 1.5 s; back = open again
 //     redis-drop    every client connection dropped (CLIENT KILL TYPE normal); back = at once
 //     redis-restart the redis-server SIGKILLed, started again (empty) 1 s later; back = PING ok
-//     mysql-kill    every connection to the scratch database killed (KILL CONNECTION); back = at once
+//     mysql-kill    every connection to the bench's MariaDB killed (KILL CONNECTION); back = at once
 //     mysql-down    the MySQL gate closed for 2 s (every connection reset, new ones refused); back = open
+//     mysql-restart the bench's MariaDB stopped (SIGTERM: a clean shutdown) and started again
+//                   BENCH_SOAK_MYSQL_STOP_S (default 5) after the fault began; back = it accepts
+//                   connections again
 //
 //   Report, per 10 s window: status counts (2xx, 4xx, 429, 503 by product, other 5xx, transport
 //   errors) and the faults in it; per fault: for each product, dependency back → first success and
-//   → last 5xx (target: no 5xx answered later than 5 s after the dependency is back); every accepted
-//   job terminal after the drain (BENCH_SOAK_DRAIN_S, default 120); the ledger invariant (granted =
-//   available + reserved + captured, nothing reserved at the end, each job's captures once per
-//   task and its remainder released once); each role's RSS, mean of the first vs the last minute
-//   (target: within 10 %); the 503s grouped by the cause the web role logged. A warm-up
-//   (BENCH_SOAK_WARMUP_S, default 20) with load runs before the clock starts and is not counted.
-//   BENCH_SOAK_MINUTES (default 5) is the measured length. Exit 1 when a target is missed.
+//   → last 5xx (target: no 5xx answered later than 5 s after the dependency is back, and none
+//   outside every fault's window [down, back + 5 s]); every accepted job terminal after the drain
+//   (BENCH_SOAK_DRAIN_S, default 120); the ledger invariant (granted = available + reserved +
+//   captured, nothing reserved at the end, each job's captures once per task and its remainder
+//   released once); each role's RSS, mean of the first vs the last minute (target: within 10 %);
+//   the 503s grouped by the cause the web role logged; tenant isolation: the main tenant's p99 per
+//   product during a baseline without the dead-zone tenant (BENCH_SOAK_BASELINE_S, default 60,
+//   after the warm-up, no faults) vs during the soak outside the fault windows (target: its DNS
+//   lookups' p99 within 10 %, no 503 outside the fault windows), and what the dead-zone tenant
+//   got. A warm-up (BENCH_SOAK_WARMUP_S, default 20) with load runs before the baseline and is
+//   not counted. BENCH_SOAK_MINUTES (default 10) is the measured length. Exit 1 when a target is
+//   missed.
 //
-// Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a throwaway
-// database lss_benchsoak_<time>_<hex>, and removes it and every child process at the end, on an
-// error and on Ctrl-C. All traffic stays on 127.0.0.0/8.
+// It uses a database lss_benchsoak_<time>_<hex> on its own MariaDB, and removes that server (its
+// datadir included) and every child process at the end, on an error and on Ctrl-C. All traffic
+// stays on 127.0.0.0/8.
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -52,7 +66,7 @@ import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
-import { createDatabase, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
+import { createDatabase, runTimestamp, startBenchMariadb, type BenchMariadb } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { parseConfig } from '../../src/config/config.ts';
 import { createDb, type Db } from '../../src/db/database.ts';
@@ -74,8 +88,8 @@ import { startLabRdap } from '../lab/rdap-server.ts';
 import { startLab, type LabPartFactory } from '../lab/serve.ts';
 import { webUrl } from '../lab/web-hosts.ts';
 import { webLabPart } from '../lab/web-lab.ts';
-import { labNames } from '../lab/zones.ts';
-import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
+import { labNames, zoneApex, type Zone } from '../lab/zones.ts';
+import { childrenOf, fmt, percentile, procfileRoleArgs } from './bench-kit.ts';
 
 const log = (msg: string) => process.stderr.write(`[soak] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -85,14 +99,48 @@ const num = (name: string, def: number) => {
   if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a non-negative number`);
   return v;
 };
-const MINUTES = num('BENCH_SOAK_MINUTES', 5);
+const MINUTES = num('BENCH_SOAK_MINUTES', 10);
 const WARMUP_S = num('BENCH_SOAK_WARMUP_S', 20);
+const BASELINE_S = num('BENCH_SOAK_BASELINE_S', 60);
 const RATE = num('BENCH_SOAK_RATE', 6);
 const JOBS_PER_S = num('BENCH_SOAK_JOBS_PER_S', 1);
-const FAULT_EVERY_S = num('BENCH_SOAK_FAULT_EVERY_S', 30);
+const DEAD_RATE = num('BENCH_SOAK_DEAD_RATE', 50);
+const FAULT_ROUNDS = num('BENCH_SOAK_FAULT_ROUNDS', 3);
+const MYSQL_STOP_S = num('BENCH_SOAK_MYSQL_STOP_S', 5);
 const DRAIN_S = num('BENCH_SOAK_DRAIN_S', 120);
 const WEB_CONCURRENCY = num('BENCH_SOAK_WEB_CONCURRENCY', 2);
 const DURATION_MS = MINUTES * 60_000;
+const BASELINE_MS = BASELINE_S * 1000;
+const FAULT_KINDS = [
+  'lane-kill',
+  'dns-down',
+  'redis-drop',
+  'redis-restart',
+  'mysql-kill',
+  'mysql-down',
+  'mysql-restart',
+] as const;
+type FaultKind = (typeof FAULT_KINDS)[number];
+const FAULTS: FaultKind[] = (process.env.BENCH_SOAK_FAULTS ?? FAULT_KINDS.join(','))
+  .split(',')
+  .map((k) => k.trim())
+  .filter(Boolean)
+  .map((k) => {
+    if (!(FAULT_KINDS as readonly string[]).includes(k))
+      throw new Error(`BENCH_SOAK_FAULTS: unknown fault ${k} (known: ${FAULT_KINDS.join(', ')})`);
+    return k as FaultKind;
+  });
+/** The faults, in order; spread evenly over the soak, the last one at least 20 s before its end. */
+const SCHEDULE: FaultKind[] = Array.from({ length: Math.floor(FAULT_ROUNDS) }, () => FAULTS).flat();
+const FAULT_EVERY_S = process.env.BENCH_SOAK_FAULT_EVERY_S
+  ? num('BENCH_SOAK_FAULT_EVERY_S', 30)
+  : SCHEDULE.length > 0
+    ? Math.max(5, Math.floor((DURATION_MS - 20_000) / 1000 / SCHEDULE.length))
+    : 0;
+/** A zone whose server never answers any name under it (the dead-zone tenant's target). */
+const DEAD_ZONE = 'soak-dead.test';
+/** The main tenant's DNS lookups' p99 may change by this much with the dead-zone tenant beside it. */
+const ISOLATION_TARGET = 0.1;
 const WINDOW_MS = 10_000;
 const RECOVERY_TARGET_MS = 5000;
 const RSS_TARGET = 0.1;
@@ -132,7 +180,8 @@ async function startDnsGate(target: { host: string; port: number }): Promise<Dns
         // One upstream socket per query: the reply goes back to whoever asked.
         const up = dgram.createSocket('udp4');
         const done = () => up.close();
-        const timer = setTimeout(done, 5000);
+        // Past the service's DNS timeout (2 s) a reply is useless: a dead zone's queries do not hold sockets longer.
+        const timer = setTimeout(done, 2500);
         up.on('error', () => {
           clearTimeout(timer);
           done();
@@ -303,11 +352,11 @@ async function ledgerProblems(db: Db, wsId: number): Promise<{ problems: string[
 
 async function main(): Promise<number> {
   const loadAtStart = os.loadavg();
-  const { databaseUrl: serverUrl } = await ensureServices({ root });
   const suffix = `${runTimestamp(new Date())}_${randomBytes(3).toString('hex')}`;
   const dbName = `lss_benchsoak_${suffix}`;
   const group = new ProcessGroup();
   const closers: Array<() => Promise<unknown>> = [];
+  let mariadb: BenchMariadb | undefined;
   let stopping = false;
   let cleaned: Promise<void> | undefined;
   const cleanup = () =>
@@ -315,9 +364,9 @@ async function main(): Promise<number> {
       stopping = true;
       await group.killAll();
       for (const c of closers.reverse()) await c().catch(() => {});
-      await dropDatabase(serverUrl, dbName).then(
-        () => log(`dropped database ${dbName}`),
-        (e: Error) => log(`warning: could not drop ${dbName}: ${e.message}`),
+      await mariadb?.remove().then(
+        () => log('stopped the bench MariaDB and removed its datadir'),
+        (e: Error) => log(`warning: could not remove the bench MariaDB: ${e.message}`),
       );
     })());
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -329,6 +378,12 @@ async function main(): Promise<number> {
 
   try {
     // ---- dependencies and lab
+    mariadb = await startBenchMariadb({
+      dir: path.join(root, '.data', `bench-soak-${suffix}`),
+      port: await freePort(),
+      log: (m) => log(m),
+    });
+    const serverUrl = mariadb.url;
     const databaseUrl = await createDatabase(serverUrl, dbName);
     await migrate(databaseUrl);
     const dbTarget = new URL(databaseUrl);
@@ -346,7 +401,15 @@ async function main(): Promise<number> {
       const rdap = await startLabRdap();
       return { name: 'rdap', zones: domainZones, env: { RDAP_BASE_URL: rdap.baseUrl }, close: () => rdap.close() };
     };
-    const lab = await startLab({ parts: [rdapPart, webLabPart()] });
+    // A zone whose server never answers, for any name under it (the dead-zone tenant's lookups).
+    const deadZone: Zone = {
+      origin: DEAD_ZONE,
+      ttl: 300,
+      records: zoneApex(DEAD_ZONE),
+      behaviours: [{ name: '@', behaviour: { kind: 'silent' }, subtree: true }],
+    };
+    const deadPart: LabPartFactory = async () => ({ name: 'dead-zone', zones: [deadZone], close: async () => {} });
+    const lab = await startLab({ parts: [rdapPart, webLabPart(), deadPart] });
     closers.push(() => lab.close());
     const [labDnsHost, labDnsPort] = lab.env.DNS_SERVERS!.split(':');
     const dnsGate = await startDnsGate({ host: labDnsHost!, port: Number(labDnsPort) });
@@ -399,6 +462,15 @@ async function main(): Promise<number> {
         scopes: ['scan:create', 'scan:read'],
       })
     ).key;
+    // The dead-zone tenant: its own workspace and key, limits raised so that its rate is what it sends.
+    const deadWs = await createWorkspace(setupDb.db, { name: 'bench-soak-dead-zone', acceptResponsibleUse: policy });
+    await setLimits(setupDb.db, deadWs.workspaceId, undefined, {
+      app: { perMinute: 1_000_000, burst: 100_000 },
+      products: { [PRODUCTS.dns.id]: { perMinute: 1_000_000, perHour: 10_000_000 } },
+    });
+    const deadKey = (
+      await createKey(setupDb.db, secrets.KEY_PEPPER, { workspace: deadWs.workspaceId, scopes: ['scan:create'] })
+    ).key;
     await setupDb.close(); // the mysql-kill fault would kill its idle connections
 
     // ---- roles
@@ -439,7 +511,7 @@ async function main(): Promise<number> {
     };
     for (const role of ROLES) startRole(role);
     log(
-      `database ${dbName} (through the gate on ${mysqlGate.port}); private Redis ${redisUrl}; DNS gate ${dnsGate.port}; roles ${ROLES.map((r) => `${r} (pid ${procs.get(r)!.child.pid})`).join(', ')}`,
+      `database ${dbName} on the bench MariaDB ${serverUrl} (through the gate on ${mysqlGate.port}); private Redis ${redisUrl}; DNS gate ${dnsGate.port}; roles ${ROLES.map((r) => `${r} (pid ${procs.get(r)!.child.pid})`).join(', ')}`,
     );
 
     const agent = new Agent({ connections: 128, keepAliveTimeout: 10_000 });
@@ -448,13 +520,14 @@ async function main(): Promise<number> {
       method: 'GET' | 'POST',
       p: string,
       body?: unknown,
+      apiKey = key,
     ): Promise<{ status: number; body: Record<string, unknown> | null }> => {
       try {
         const res = await request(`${base}${p}`, {
           method,
           dispatcher: agent,
           headers: {
-            authorization: `Bearer ${key}`,
+            authorization: `Bearer ${apiKey}`,
             ...(body !== undefined
               ? { 'content-type': 'application/json', 'idempotency-key': `soak-${randomBytes(12).toString('hex')}` }
               : {}),
@@ -492,6 +565,8 @@ async function main(): Promise<number> {
 
     // ---- load
     const samples: Sample[] = [];
+    /** The dead-zone tenant's answers (not part of the main tenant's targets). */
+    const deadSamples: Sample[] = [];
     const jobs: JobTrack[] = [];
     const now = () => Date.now() - clock0;
     let sending = true;
@@ -534,8 +609,18 @@ async function main(): Promise<number> {
       ...INLINE.map((p) => ({ product: p, rate: RATE })),
       ...ASYNC.map((p) => ({ product: p, rate: JOBS_PER_S })),
     ].filter((s) => s.rate > 0);
+    const deadRun = randomBytes(3).toString('hex');
+    const fireDead = (n: number) => {
+      const sent = now();
+      void call('POST', PRODUCTS.dns.path, { value: `n${n}-${deadRun}.${DEAD_ZONE}` }, deadKey).then((r) => {
+        const code = (r.body?.error as { code?: string } | undefined)?.code ?? null;
+        deadSamples.push({ product: 'dns', sent, answered: now(), status: r.status, code });
+      });
+    };
     const loadStart = performance.now();
     const sentCount = streams.map(() => 0);
+    let deadStart: number | null = null;
+    let deadSent = 0;
     const loadLoop = (async () => {
       while (sending) {
         const elapsed = (performance.now() - loadStart) / 1000;
@@ -545,15 +630,23 @@ async function main(): Promise<number> {
             fire(s.product as keyof typeof PRODUCTS);
           }
         });
+        // The dead-zone tenant, from t = 0 (after the baseline) to the end of the soak.
+        if (DEAD_RATE > 0 && now() >= 0) {
+          deadStart ??= performance.now();
+          const deadElapsed = (performance.now() - deadStart) / 1000;
+          while (deadSent < Math.floor(deadElapsed * DEAD_RATE)) fireDead(deadSent++);
+        }
         await sleep(10);
       }
     })();
 
-    // ---- warm-up, then the clock
-    log(`warm-up ${WARMUP_S} s`);
-    clock0 = Date.now() + WARMUP_S * 1000; // samples of the warm-up get negative times
-    await sleep(WARMUP_S * 1000);
-    log(`soak ${MINUTES} min, a fault every ${FAULT_EVERY_S} s`);
+    // ---- warm-up, baseline (without the dead-zone tenant, no faults), then the clock
+    log(`warm-up ${WARMUP_S} s, then a baseline of ${BASELINE_S} s without the dead-zone tenant`);
+    clock0 = Date.now() + (WARMUP_S + BASELINE_S) * 1000; // the warm-up and the baseline get negative times
+    await sleep((WARMUP_S + BASELINE_S) * 1000);
+    log(
+      `soak ${MINUTES} min, the dead-zone tenant at ${DEAD_RATE}/s, ${SCHEDULE.length} faults (${FAULTS.join(', ')} × ${FAULT_ROUNDS}) every ${FAULT_EVERY_S} s`,
+    );
 
     // ---- RSS
     const rss: Array<{ t: number; role: Role; kb: number }> = [];
@@ -580,8 +673,8 @@ async function main(): Promise<number> {
         return false;
       }
     };
-    const kinds: Array<() => Promise<Fault>> = [
-      async () => {
+    const kinds: Record<FaultKind, () => Promise<Fault>> = {
+      'lane-kill': async () => {
         const role: Role = laneTurn++ % 2 === 0 ? 'lane-domain' : 'lane-web';
         const down = now();
         await procs.get(role)!.stop('SIGKILL');
@@ -592,34 +685,34 @@ async function main(): Promise<number> {
         await until(`${role}'s first heartbeat`, () => heartbeatSince(role.slice(5), restartedAt), 60_000, 50);
         return { kind: 'lane-kill', detail: role, down, back: now() };
       },
-      async () => {
+      'dns-down': async () => {
         const down = now();
         await dnsGate.close();
         await sleep(1500);
         await dnsGate.open();
         return { kind: 'dns-down', detail: '1.5 s', down, back: now() };
       },
-      async () => {
+      'redis-drop': async () => {
         const down = now();
         await admin.connect().catch(() => {});
         const killed = await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
         return { kind: 'redis-drop', detail: `${killed} connections`, down, back: now() };
       },
-      async () => {
+      'redis-restart': async () => {
         const down = now();
         await redis.proc.stop('SIGKILL');
         await sleep(1000);
         redis = await startRedisServer(group, redisPort);
         return { kind: 'redis-restart', detail: 'empty', down, back: now() };
       },
-      async () => {
+      'mysql-kill': async () => {
         const down = now();
         const conn = await createConnection({ uri: serverUrl, connectTimeout: 5000 });
         let killed = 0;
         try {
+          // The bench's own server: every client connection is the service's.
           const [rows] = await conn.query(
-            'SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()',
-            [dbName],
+            "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND command NOT IN ('Daemon', 'Binlog Dump') AND user <> 'system user'",
           );
           for (const r of rows as Array<{ id: number }>) {
             await conn.query(`KILL CONNECTION ${Number(r.id)}`).then(
@@ -632,21 +725,40 @@ async function main(): Promise<number> {
         }
         return { kind: 'mysql-kill', detail: `${killed} connections`, down, back: now() };
       },
-      async () => {
+      'mysql-down': async () => {
         const down = now();
         await mysqlGate.close();
         await sleep(2000);
         await mysqlGate.open();
         return { kind: 'mysql-down', detail: '2 s', down, back: now() };
       },
-    ];
+      'mysql-restart': async () => {
+        const down = now();
+        await mariadb!.stop('SIGTERM');
+        const stopped = now();
+        const rest = MYSQL_STOP_S * 1000 - (now() - down);
+        if (rest > 0) await sleep(rest);
+        await mariadb!.start();
+        const back = now();
+        return {
+          kind: 'mysql-restart',
+          detail: `down ${fmt((back - down) / 1000, 1)} s (shutdown ${fmt((stopped - down) / 1000, 1)} s)`,
+          down,
+          back,
+        };
+      },
+    };
     const faultLoop = (async () => {
-      let i = 0;
-      for (let at = FAULT_EVERY_S * 1000; at < DURATION_MS - 10_000; at += FAULT_EVERY_S * 1000) {
+      for (let i = 0; i < SCHEDULE.length; i++) {
+        const at = (i + 1) * FAULT_EVERY_S * 1000;
+        if (at >= DURATION_MS - 10_000) {
+          log(`${SCHEDULE.length - i} faults left out: the soak is too short for them`);
+          return;
+        }
         const wait = at - now();
         if (wait > 0) await sleep(wait);
         if (stopping) return;
-        const kind = kinds[i++ % kinds.length]!;
+        const kind = kinds[SCHEDULE[i]!];
         try {
           const f = await kind();
           faults.push(f);
@@ -688,7 +800,18 @@ async function main(): Promise<number> {
     // ---- stop the roles (SIGTERM) and report
     await Promise.all([...procs.values()].map((p) => p.stop('SIGTERM', 10_000)));
     const exits = [...procs.entries()].map(([role, p]) => `${role} ${p.child.exitCode ?? p.child.signalCode}`);
-    const report = buildReport({ samples, jobs, faults, rss, restarts, logged503, ledger, exits, loadAtStart });
+    const report = buildReport({
+      samples,
+      deadSamples,
+      jobs,
+      faults,
+      rss,
+      restarts,
+      logged503,
+      ledger,
+      exits,
+      loadAtStart,
+    });
     process.stdout.write(report.text);
     const file = process.env.BENCH_SOAK_REPORT || path.join(os.tmpdir(), `lss-soak-${suffix}.json`);
     writeFileSync(file, JSON.stringify(report.json, null, 2));
@@ -705,6 +828,7 @@ async function main(): Promise<number> {
 
 interface ReportInput {
   samples: Sample[];
+  deadSamples: Sample[];
   jobs: JobTrack[];
   faults: Fault[];
   rss: Array<{ t: number; role: Role; kb: number }>;
@@ -725,7 +849,10 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
     `Soak: ${MINUTES} min measured after a ${WARMUP_S} s warm-up; ${INLINE.join(', ')} at ${RATE}/s each, ${ASYNC.join(' and ')} jobs at ${JOBS_PER_S}/s each (polled at pollAfterMs); a fault every ${FAULT_EVERY_S} s`,
   );
   out.push(
-    `  roles: ${ROLES.join(', ')} (Procfile commands; web WEB_CONCURRENCY=${WEB_CONCURRENCY}); private redis-server; MySQL scratch database behind a TCP gate; DNS behind a gate`,
+    `  roles: ${ROLES.join(', ')} (Procfile commands; web WEB_CONCURRENCY=${WEB_CONCURRENCY}); private redis-server; the bench's own MariaDB behind a TCP gate; DNS behind a gate`,
+  );
+  out.push(
+    `  faults: ${r.faults.length} (${FAULTS.join(', ')} × ${FAULT_ROUNDS}, every ${FAULT_EVERY_S} s); the dead-zone tenant: DNS lookups under ${DEAD_ZONE} at ${DEAD_RATE}/s; baseline ${BASELINE_S} s before it`,
   );
   out.push('');
 
@@ -800,7 +927,7 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
     if (!met) recoveryOk = false;
     faultJson.push({ ...f, perProduct, worstLast5xx: worst, met });
     faultRows.push([
-      `${f.kind}${f.kind === 'lane-kill' || f.kind.startsWith('redis-drop') || f.kind === 'mysql-kill' ? ` (${f.detail})` : ''}`,
+      `${f.kind}${['lane-kill', 'redis-drop', 'mysql-kill', 'mysql-restart'].includes(f.kind) ? ` (${f.detail})` : ''}`,
       s1(f.down),
       s1(f.back),
       ...cells,
@@ -875,6 +1002,68 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   const unexplained = measured.filter((s) => s.status >= 500 && s.status !== 503);
   out.push('');
 
+  // Outside every fault's window [down, back + 5 s]: no 5xx at all (the main tenant).
+  const inWindow = (t: number) => r.faults.some((f) => t >= f.down && t <= (f.back ?? f.down) + RECOVERY_TARGET_MS);
+  const outside5xx = measured.filter((s) => s.status >= 500 && !inWindow(s.answered));
+  out.push(
+    `5xx answered outside every fault window (down → back + ${RECOVERY_TARGET_MS / 1000} s): ${outside5xx.length}${
+      outside5xx.length
+        ? ` (${[...new Set(outside5xx.map((s) => `${s.product} ${s.status}${s.code ? ` ${s.code}` : ''}`))].slice(0, 6).join(', ')})`
+        : ''
+    }`,
+  );
+  out.push('');
+
+  // Tenant isolation: the main tenant's latency without and with the dead-zone tenant beside it.
+  out.push(
+    `Tenant isolation: the main tenant's latency (2xx, ms) in the ${BASELINE_S} s baseline without the dead-zone tenant vs during the soak, outside the fault windows`,
+  );
+  const latencies = (xs: Sample[]) => xs.map((s) => s.answered - s.sent).sort((a, b) => a - b);
+  const ok2xx = (s: Sample) => s.status >= 200 && s.status < 300;
+  const baseline = r.samples.filter((s) => s.sent >= -BASELINE_MS && s.sent < 0 && ok2xx(s));
+  const during = measured.filter((s) => ok2xx(s) && !inWindow(s.sent) && !inWindow(s.answered));
+  const isoRows: string[][] = [];
+  const isoJson: Record<string, unknown> = {};
+  let dnsChange: number | null = null;
+  for (const p of products) {
+    const a = latencies(baseline.filter((s) => s.product === p));
+    const b = latencies(during.filter((s) => s.product === p));
+    const a99 = a.length ? percentile(a, 99) : null;
+    const b99 = b.length ? percentile(b, 99) : null;
+    const change = a99 && b99 !== null ? (b99 - a99) / a99 : null;
+    if (p === 'dns') dnsChange = change;
+    isoJson[p] = {
+      baseline: { n: a.length, p50: a.length ? percentile(a, 50) : null, p99: a99 },
+      soak: { n: b.length, p50: b.length ? percentile(b, 50) : null, p99: b99 },
+      change,
+    };
+    isoRows.push([
+      p,
+      String(a.length),
+      a.length ? fmt(percentile(a, 50), 1) : '—',
+      a99 === null ? '—' : fmt(a99, 1),
+      String(b.length),
+      b.length ? fmt(percentile(b, 50), 1) : '—',
+      b99 === null ? '—' : fmt(b99, 1),
+      change === null ? '—' : `${change >= 0 ? '+' : ''}${fmt(change * 100, 1)} %`,
+    ]);
+  }
+  out.push(...table(['product', 'base n', 'p50', 'p99', 'soak n', 'p50', 'p99', 'p99 change'], isoRows));
+  const main503 = measured.filter((s) => s.status === 503 && !inWindow(s.answered));
+  out.push(`  the main tenant's 503s outside the fault windows: ${main503.length}`);
+  const dead = r.deadSamples.filter((s) => s.sent >= 0 && s.sent < DURATION_MS);
+  const deadBy = new Map<string, number>();
+  for (const s of dead) {
+    const k = s.status === 0 ? 'transport error' : `${s.status}${s.code ? ` ${s.code}` : ''}`;
+    deadBy.set(k, (deadBy.get(k) ?? 0) + 1);
+  }
+  const deadLat = latencies(dead.filter(ok2xx));
+  out.push(
+    `  the dead-zone tenant: ${dead.length} lookups answered: ${[...deadBy].map(([k, n]) => `${k} × ${n}`).join(', ') || 'none'}; 2xx p50 ${deadLat.length ? fmt(percentile(deadLat, 50), 0) : '—'} ms, p99 ${deadLat.length ? fmt(percentile(deadLat, 99), 0) : '—'} ms`,
+  );
+  out.push('');
+  const isolationOk = DEAD_RATE === 0 || (dnsChange !== null && dnsChange <= ISOLATION_TARGET && main503.length === 0);
+
   const jobsOk = open.length === 0;
   const ledgerOk = r.ledger.problems.length === 0;
   out.push('Targets');
@@ -885,6 +1074,12 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   out.push(`  no credit lost or doubled: ${ledgerOk ? 'met' : 'NOT met'}`);
   out.push(`  RSS flat within ${RSS_TARGET * 100} % (roles not restarted by a fault): ${rssOk ? 'met' : 'NOT met'}`);
   out.push(`  other 5xx (not 503): ${unexplained.length}`);
+  out.push(`  no 5xx outside the fault windows: ${outside5xx.length === 0 ? 'met' : `NOT met (${outside5xx.length})`}`);
+  out.push(
+    `  the dead-zone tenant beside: the main tenant's DNS p99 within ${ISOLATION_TARGET * 100} % and no 503 outside the fault windows: ${
+      DEAD_RATE === 0 ? 'not run' : isolationOk ? 'met' : 'NOT met'
+    } (p99 change ${dnsChange === null ? '—' : `${fmt(dnsChange * 100, 1)} %`}, ${main503.length} × 503)`,
+  );
   out.push(`  exit codes after SIGTERM: ${r.exits.join(', ')}`);
   out.push(
     `machine: ${os.availableParallelism()} cores, load average ${r.loadAtStart.map((l) => fmt(l, 2)).join(' / ')} at the start, ${os
@@ -892,19 +1087,42 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
       .map((l) => fmt(l, 2))
       .join(' / ')} at the end (shared with other users of the machine)`,
   );
-  const ok = recoveryOk && jobsOk && ledgerOk && rssOk && unexplained.length === 0;
+  const ok =
+    recoveryOk && jobsOk && ledgerOk && rssOk && unexplained.length === 0 && outside5xx.length === 0 && isolationOk;
   return {
     text: `${out.join('\n')}\n`,
     ok,
     json: {
-      config: { MINUTES, WARMUP_S, RATE, JOBS_PER_S, FAULT_EVERY_S, DRAIN_S, WEB_CONCURRENCY },
+      config: {
+        MINUTES,
+        WARMUP_S,
+        BASELINE_S,
+        RATE,
+        JOBS_PER_S,
+        DEAD_RATE,
+        FAULTS,
+        FAULT_ROUNDS,
+        FAULT_EVERY_S,
+        MYSQL_STOP_S,
+        DRAIN_S,
+        WEB_CONCURRENCY,
+      },
       windows: windowJson,
       faults: faultJson,
       jobs: { accepted: r.jobs.length, byStatus: Object.fromEntries(byStatus), open: open.map((j) => j.jobRef) },
       ledger: r.ledger,
       rss: rssJson,
       causes: Object.fromEntries(causes),
-      targets: { recoveryOk, jobsOk, ledgerOk, rssOk, other5xx: unexplained.length },
+      isolation: { products: isoJson, main503OutsideFaults: main503.length, deadZone: Object.fromEntries(deadBy) },
+      targets: {
+        recoveryOk,
+        jobsOk,
+        ledgerOk,
+        rssOk,
+        other5xx: unexplained.length,
+        outside5xx: outside5xx.length,
+        isolationOk,
+      },
     },
   };
 }

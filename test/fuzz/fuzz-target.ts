@@ -15,6 +15,7 @@ import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { products } from '../../src/products/registry.ts';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import { createKey, createWorkspace, revokeKey, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
+import { specialUsePolicy } from '../../src/net/special-use.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
 import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import type { FuzzTarget } from './fuzz-http.ts';
@@ -61,6 +62,7 @@ export async function startFuzzTarget(config: Config): Promise<RunningTarget> {
     name: `fuzz-${randomBytes(3).toString('hex')}`,
     acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
     approveScopes: ['lab.test'],
+    scopePolicy: specialUsePolicy(config),
   });
   await setLimits(db, ws.workspaceId, undefined, {
     ...RAISED,

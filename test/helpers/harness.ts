@@ -8,6 +8,7 @@ import { createDeps, type Deps } from '../../src/bootstrap.ts';
 import { createApp } from '../../src/app.ts';
 import { createKey, createWorkspace, setLimits, type CreateWorkspaceInput } from '../../src/auth/tenancy-repo.ts';
 import type { Scope } from '../../src/auth/principal.ts';
+import { specialUsePolicy } from '../../src/net/special-use.ts';
 import type { RateOverrides } from '../../src/ratelimit/policies.ts';
 import { assertMatchesContract } from './contract-check.ts';
 import { hasRedis } from './redis.ts';
@@ -49,7 +50,12 @@ export async function createTenant(
   h: Harness,
   opts: Partial<CreateWorkspaceInput> & { scopes?: Scope[]; limits?: RateOverrides } = {},
 ): Promise<Tenant> {
-  const ws = await createWorkspace(h.deps.db, { name: `t-${randomBytes(4).toString('hex')}`, ...opts });
+  // Scopes are checked as the admin CLI checks them, with the run's ALLOW_SPECIAL_USE_DOMAINS (the lab's `test`).
+  const ws = await createWorkspace(h.deps.db, {
+    name: `t-${randomBytes(4).toString('hex')}`,
+    scopePolicy: specialUsePolicy(h.config),
+    ...opts,
+  });
   const key = await createKey(h.deps.db, h.config.KEY_PEPPER, { workspace: ws.workspaceId, scopes: opts.scopes });
   if (opts.limits) await setLimits(h.deps.db, ws.workspaceId, undefined, opts.limits);
   return { workspaceId: ws.workspaceId, applicationId: ws.applicationId, key: key.key, keyId: key.keyId };

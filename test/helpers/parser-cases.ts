@@ -21,6 +21,9 @@ import { parseCspHeader } from '../../src/products/web/csp.ts';
 import type { WebEvidence } from '../../src/products/web/evidence.ts';
 import { assessHsts, assessIsolation, assessReferrer } from '../../src/products/web/header-checks.ts';
 import { readPageMeta } from '../../src/products/web/html-meta.ts';
+import { buildHttpOutput } from '../../src/products/web/http-check.ts';
+import { boundStoredOutput } from '../../src/products/kit/stored-output.ts';
+import { hostileWebEvidence } from './hostile-web-evidence.ts';
 
 const KIB = 1024;
 /** A response head (every header together) is capped at 64 KiB: src/net/guarded-fetch.ts. */
@@ -143,6 +146,31 @@ export const parserCases: ParserCase[] = [
     limitMsPerKib: 20,
     // The header carries the same run (within the 64 KiB head): both the header and the <meta> policy.
     run: (input) => assessWebEvidence(page(`script-src a${input.slice(0, HEAD_CAP - 200)}b`, input)),
+  },
+  {
+    // Issue 30 item 7: the lane's whole output from a host at every cap (22 responses whose HSTS
+    // header is the input, the input as the page), then cut to the stored caps.
+    name: 'web http output, stored (buildHttpOutput, boundStoredOutput)',
+    thread: 'pool',
+    capBytes: BODY_CAP,
+    prefixes: ['max-age=1; ', '<meta http-equiv="content-security-policy" content="script-src a'],
+    units: [' ', 'a ', ';', '"', '<b>', 'x'],
+    suffixes: ['', 'b">'],
+    worst: [
+      [0, 1, 0],
+      [1, 1, 1],
+    ],
+    limitMsPerKib: 20,
+    run: (input) => {
+      const e = hostileWebEvidence({ bodyChars: input.length });
+      for (const chain of [e.http, e.https])
+        for (const hop of chain.hops) {
+          hop.hsts = input.slice(0, HEAD_CAP - 1024);
+          hop.headers['strict-transport-security'] = hop.hsts;
+        }
+      e.https.body = input;
+      return boundStoredOutput(buildHttpOutput(e, assessWebEvidence(e)));
+    },
   },
   {
     name: 'HTML meta scan (parse5)',

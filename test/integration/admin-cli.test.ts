@@ -1,16 +1,52 @@
 // The admin CLI as an operator runs it: a real process, JSON on stdout, exit codes.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEnv } from '../helpers/harness.ts';
 import { isWellFormedApiKey } from '../../src/auth/api-key.ts';
+import { startLabDns, type LabDns } from '../lab/dns-server.ts';
+import { zoneApex } from '../lab/zones.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
 function admin(...args: string[]): { code: number; out: any; stdout: string; stderr: string } {
+  return adminSync({}, ...args);
+}
+
+/**
+ * The CLI in a process of its own without blocking this one: the lab DNS it asks runs in this
+ * process (spawnSync would stop it from answering).
+ */
+function adminWith(
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; out: any; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['src/admin/cli.ts', ...args],
+      { cwd: root, env: testEnv(env), encoding: 'utf8', timeout: 30_000 },
+      (err, stdout, stderr) => {
+        let out: unknown = null;
+        try {
+          out = JSON.parse(stdout);
+        } catch {
+          // left null: the assertion on `out` reports the raw stdout
+        }
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        resolve({ code, out, stdout, stderr });
+      },
+    );
+  });
+}
+
+function adminSync(
+  env: Record<string, string>,
+  ...args: string[]
+): { code: number; out: any; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['src/admin/cli.ts', ...args], {
     cwd: root,
-    env: testEnv(),
+    env: testEnv(env),
     encoding: 'utf8',
     timeout: 30_000,
   });
@@ -34,7 +70,7 @@ describe('npm run admin', () => {
       '500',
       '--active',
       '--approve-scope',
-      'acme.example',
+      'acme.example.com',
       '--accept-responsible-use',
     );
     expect(ws.code, ws.stderr).toBe(0);
@@ -59,7 +95,7 @@ describe('npm run admin', () => {
     expect(show.code).toBe(0);
     expect(show.out).toMatchObject({
       activeCapability: true,
-      approvedScopes: ['acme.example'],
+      approvedScopes: [{ domain: 'acme.example.com', proof: 'operator_override', verifiedAt: null }],
       credits: { available: 500 },
     });
     expect(show.out.responsibleUse.version).toBeTruthy();
@@ -98,10 +134,17 @@ describe('npm run admin', () => {
     expect(r1.out).toEqual({ keyId: key.out.keyId, revoked: true, alreadyRevoked: false });
     expect(admin('key', 'revoke', key.out.keyId).out.alreadyRevoked).toBe(true);
 
-    const scope = admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', '*.Beta.Example.');
-    expect(scope.out).toEqual({ workspaceId: ws.out.workspaceId, approved: 'beta.example' });
+    const scope = admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', '*.Beta.Example.COM.');
+    expect(scope.out).toEqual({
+      workspaceId: ws.out.workspaceId,
+      approved: 'beta.example.com',
+      proof: 'operator_override',
+    });
     const set = admin('workspace', 'set', '--workspace', ws.out.workspaceId, '--active', '--accept-responsible-use');
-    expect(set.out).toMatchObject({ activeCapability: true, approvedScopes: ['beta.example'] });
+    expect(set.out).toMatchObject({
+      activeCapability: true,
+      approvedScopes: [{ domain: 'beta.example.com', proof: 'operator_override' }],
+    });
 
     const limits = admin(
       'limits',
@@ -146,7 +189,11 @@ describe('npm run admin', () => {
     expect(create.out).toMatchObject({ error: 'invalid_scope' });
     // An owner's name below a private suffix is approvable.
     const ok = admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', 'alice.github.io');
-    expect(ok.out).toEqual({ workspaceId: ws.out.workspaceId, approved: 'alice.github.io' });
+    expect(ok.out).toEqual({
+      workspaceId: ws.out.workspaceId,
+      approved: 'alice.github.io',
+      proof: 'operator_override',
+    });
   });
 
   it.each([
@@ -173,5 +220,145 @@ describe('npm run admin', () => {
     const r = admin(...args);
     expect(r.code).toBe(code);
     expect(r.out).toMatchObject({ error });
+  });
+});
+
+describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () => {
+  it.each([
+    ['cluster.local', /special-use/],
+    ['corp.internal', /special-use/],
+    ['10.0.0.1', /IP address/],
+    ['8.8.8', /numeric/],
+    ['0.1', /numeric/],
+    ['-foo.com', /LDH/],
+  ])('refuses %s as a scope, in scope approve and in workspace create: exit 65, nothing stored', (domain, why) => {
+    const ws = admin('workspace', 'create', '--name', 'Scopes');
+    // `--domain=-foo.com`: the form the CLI takes for a value that starts with a dash.
+    const r = admin('scope', 'approve', '--workspace', ws.out.workspaceId, `--domain=${domain}`);
+    expect(r.code, r.stdout).toBe(65);
+    expect(r.out).toMatchObject({ error: 'invalid_scope' });
+    expect(r.out.message).toMatch(why);
+    expect(admin('scope', 'list', '--workspace', ws.out.workspaceId).out.scopes).toEqual([]);
+    const create = admin(
+      'workspace',
+      'create',
+      '--name',
+      'Scopes 2',
+      '--approve-scope',
+      'ok.example.com',
+      `--approve-scope=${domain}`,
+    );
+    expect(create.code).toBe(65);
+    expect(create.out).toMatchObject({ error: 'invalid_scope' });
+  });
+
+  it('lists scopes with their proof, and revokes one', () => {
+    const ws = admin('workspace', 'create', '--name', 'Lister', '--approve-scope', 'one.example.com');
+    admin('scope', 'approve', '--workspace', ws.out.workspaceId, '--domain', 'two.example.com');
+    const list = admin('scope', 'list', '--workspace', ws.out.workspaceId);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.out).toEqual({
+      workspaceId: ws.out.workspaceId,
+      scopes: [
+        { domain: 'one.example.com', proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
+        { domain: 'two.example.com', proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
+      ],
+    });
+    const revoke = admin('scope', 'revoke', '--workspace', ws.out.workspaceId, '--domain', 'one.example.com');
+    expect(revoke.out).toEqual({ workspaceId: ws.out.workspaceId, revoked: 'one.example.com' });
+    expect(admin('scope', 'list', '--workspace', ws.out.workspaceId).out.scopes.map((x: any) => x.domain)).toEqual([
+      'two.example.com',
+    ]);
+    const again = admin('scope', 'revoke', '--workspace', ws.out.workspaceId, '--domain', 'one.example.com');
+    expect(again.code).toBe(66);
+    expect(again.out).toMatchObject({ error: 'not_found' });
+  });
+
+  describe('proof of control: scope challenge, then scope approve --verify against the lab DNS', () => {
+    let dns: LabDns;
+    let env: Record<string, string>;
+    const ZONE = 'owned.test';
+    beforeAll(async () => {
+      dns = await startLabDns({
+        zones: [
+          {
+            origin: ZONE,
+            records: zoneApex(ZONE),
+            behaviours: [{ name: '_lss-challenge.flaky', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
+          },
+        ],
+      });
+      env = { DNS_SERVERS: `[${dns.host}]:${dns.port}`, ALLOW_SPECIAL_USE_DOMAINS: 'test', DNS_TIMEOUT_MS: '1000' };
+    });
+    afterAll(async () => {
+      await dns?.close();
+    });
+
+    it('gives the record to publish, approves only once it is there (verified), and marks an approval without proof', async () => {
+      const ws = await adminWith(env, 'workspace', 'create', '--name', 'Owner');
+      const W = ws.out.workspaceId;
+      const challenge = await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `shop.${ZONE}`);
+      expect(challenge.code, challenge.stderr).toBe(0);
+      expect(challenge.out).toEqual({
+        name: `_lss-challenge.shop.${ZONE}`,
+        value: expect.stringMatching(/^lss-[0-9a-f]{40}$/),
+      });
+      // The same token again: a record published from the first answer stays valid.
+      expect((await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `shop.${ZONE}`)).out).toEqual(
+        challenge.out,
+      );
+
+      const early = await adminWith(env, 'scope', 'approve', '--workspace', W, '--domain', `shop.${ZONE}`, '--verify');
+      expect(early.code, early.stdout).toBe(65);
+      expect(early.out).toMatchObject({ error: 'proof_missing' });
+      expect(early.out.message).toContain(challenge.out.value);
+      expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual([]);
+
+      dns.publish(challenge.out.name, 'TXT', [['v=other'], [challenge.out.value]]);
+      const ok = await adminWith(env, 'scope', 'approve', '--workspace', W, '--domain', `shop.${ZONE}`, '--verify');
+      expect(ok.code, ok.stdout).toBe(0);
+      expect(ok.out).toEqual({ workspaceId: W, approved: `shop.${ZONE}`, proof: 'verified' });
+
+      // Without --verify: an operator's approval, said so wherever scopes are shown.
+      await adminWith(env, 'scope', 'approve', '--workspace', W, '--domain', `blog.${ZONE}`);
+      const show = await adminWith(env, 'workspace', 'show', W);
+      expect(show.out.approvedScopes).toEqual([
+        { domain: `blog.${ZONE}`, proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
+        { domain: `shop.${ZONE}`, proof: 'verified', approvedAt: expect.any(String), verifiedAt: expect.any(String) },
+      ]);
+      expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual(show.out.approvedScopes);
+
+      // Revoked: the token goes with it; a new challenge is a new token.
+      await adminWith(env, 'scope', 'revoke', '--workspace', W, '--domain', `shop.${ZONE}`);
+      const next = await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `shop.${ZONE}`);
+      expect(next.out.value).not.toBe(challenge.out.value);
+    });
+
+    it('a resolver that cannot say is no proof: exit 75, proof_indeterminate, nothing approved', async () => {
+      const ws = await adminWith(env, 'workspace', 'create', '--name', 'Flaky');
+      const W = ws.out.workspaceId;
+      await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `flaky.${ZONE}`);
+      const r = await adminWith(env, 'scope', 'approve', '--workspace', W, '--domain', `flaky.${ZONE}`, '--verify');
+      expect(r.code).toBe(75);
+      expect(r.out).toMatchObject({ error: 'proof_indeterminate' });
+      expect(r.out.message).toContain('SERVFAIL');
+      expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual([]);
+    });
+
+    it('--verify without a challenge first says what to run', async () => {
+      const ws = await adminWith(env, 'workspace', 'create', '--name', 'Hasty');
+      const r = await adminWith(
+        env,
+        'scope',
+        'approve',
+        '--workspace',
+        ws.out.workspaceId,
+        '--domain',
+        `x.${ZONE}`,
+        '--verify',
+      );
+      expect(r.code).toBe(65);
+      expect(r.out.message).toContain('scope challenge');
+    });
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
+import { LEAK, PRIVATE_ONLY } from '../lab/private-zones.ts';
 
 describe('POST /v2/lookups/dns', () => {
   let lab: LabDns;
@@ -31,6 +32,42 @@ describe('POST /v2/lookups/dns', () => {
     expect(res.body.result.records.MX.outcome).toBe('answer');
     expect(res.body.credits.charged).toBe(0);
     expect(JSON.stringify(res.body)).not.toContain(String(lab.port));
+  });
+
+  it('an answer that leads into a private zone (cluster.local) is cut where it leaves public DNS (issue 30 item 3)', async () => {
+    for (const name of [LEAK.k8s, LEAK.via, LEAK.back]) {
+      const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: name });
+      expect(res.status, name).toBe(200);
+      const text = JSON.stringify(res.body);
+      for (const secret of Object.values(PRIVATE_ONLY)) expect(text, `${name}: ${secret}`).not.toContain(secret);
+      expect(text, name).not.toContain('cluster.local');
+      expect(text, name).not.toContain('corp.internal');
+      expect(res.body.result.records.A.outcome, name).toBe('left_public_dns');
+      expect(res.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+      expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'resolver').status).toBe('completed');
+      expect(
+        res.body.limitations.map((l: { code: string }) => l.code),
+        name,
+      ).toContain('answer_leaves_public_dns');
+    }
+  });
+
+  it('/readyz warns, and stays ready, when DNS_SERVERS answers localhost or a special-use name', async () => {
+    let body: { status: string; warnings?: Array<{ code: string; names: string[] }> } = { status: '' };
+    for (let i = 0; i < 50 && !body.warnings; i++) {
+      const res = await client(h.app, t.key).get('/readyz');
+      expect(res.status).toBe(200);
+      body = res.body;
+      if (!body.warnings) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(body.status).toBe('ready');
+    expect(body.warnings).toEqual([
+      expect.objectContaining({
+        code: 'dns_servers_answer_special_use_names',
+        names: ['localhost', 'kubernetes.default.svc.cluster.local'],
+      }),
+    ]);
+    expect(JSON.stringify(body)).not.toContain(PRIVATE_ONLY.k8sAddress);
   });
 
   it('keeps NXDOMAIN, SERVFAIL and REFUSED distinct per type', async () => {

@@ -19,6 +19,11 @@ import { createKey, createWorkspace } from '../../src/auth/tenancy-repo.ts';
 import { acceptJob, markOutboxPublished, requestCancel } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResult, applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
 import { cancelJob } from '../../src/jobs/orchestration/cancel-job.ts';
+import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
+import { planJob } from '../../src/jobs/orchestration/plan-job.ts';
+import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
+import { Reconciler } from '../../src/jobs/orchestration/reconciler.ts';
+import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import type { QueueSettings } from '../../src/queue/queue-settings.ts';
@@ -1389,6 +1394,116 @@ describe('batched application', () => {
     expect(
       await dbh.db.selectFrom('objects').select('id').where('job_id', '=', jobId).where('type', '=', 'host').execute(),
     ).toHaveLength(4);
+    await invariant();
+  });
+
+  it('the reconciler re-publishes only lost notices: none still waiting in a results stream, delivered or not', async () => {
+    const r = await rig();
+    // No orchestrator consumes here: the test plays its consumer group by hand.
+    const ctx: OrchestrationContext = {
+      db: dbh.db,
+      redis: r.redis,
+      log: silent,
+      config: r.config,
+      settings: parseQueueSettings(process.env, r.settings),
+      catalog: productCatalog([r.product]),
+      checkTimeoutMs: () => 30_000,
+    };
+    const jobId = await accept(r, { tasks: Array.from({ length: 6 }, () => ({ cost: 1 })) }, 6, { publish: false });
+    await planJob(ctx, jobId);
+    const ids = (await planned(jobId, 6)).map((t) => Number(t.id));
+    await finishByHand(ids);
+    const results = streams.laneResults('dns');
+    await r.redis.xgroup('CREATE', results, groups.orchestrator, '0', 'MKSTREAM');
+    // Tasks 0 and 1: notices published and not yet delivered (an apply lag).
+    for (const id of ids.slice(0, 2)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    // Tasks 2 and 3: delivered to an orchestrator that holds them (its batcher, or it died): pending.
+    for (const id of ids.slice(2, 4)) await publishTaskResult(r.redis, 'dns', id, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'held', 'COUNT', 4, 'STREAMS', results, '>');
+    // Task 4: its notice was acknowledged without being applied (it counts as lost); task 5: never published.
+    const acked = await publishTaskResult(r.redis, 'dns', ids[4]!, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'other', 'COUNT', 1, 'STREAMS', results, '>');
+    await r.redis.xack(results, groups.orchestrator, acked!);
+    await sleep(20);
+    const reconciler = new Reconciler(ctx, { unappliedAfterMs: 0 });
+    expect(await reconciler.republishUnapplied()).toBe(2);
+    const entries = (await r.redis.xrange(results, '-', '+')) as Array<[string, string[]]>;
+    const noticesOf = (id: number) => entries.filter(([, f]) => f[f.indexOf('task') + 1] === String(id)).length;
+    expect(ids.map(noticesOf)).toEqual([1, 1, 1, 1, 2, 1]);
+    // A second pass finds every notice queued: no duplicate.
+    expect(await reconciler.republishUnapplied()).toBe(0);
+    expect(await r.redis.xlen(results)).toBe(entries.length);
+  });
+
+  /** A finished task whose output MySQL refuses to write (a finding's confidence longer than its column). */
+  const poison = (id: number) => {
+    const out = okOutput('poison.example.test');
+    return dbh.db
+      .updateTable('tasks')
+      .set({
+        status: 'completed',
+        finished_at: new Date(),
+        output: JSON.stringify({ ...out, findings: [{ ...out.findings[0]!, confidence: 'x'.repeat(40) }] }),
+      } as never)
+      .where('id', '=', id)
+      .execute();
+  };
+
+  it('a result that cannot be written fails alone: the rest of its batch is applied, it is dead-lettered with its error and the job ends partial', async () => {
+    const r = await rig({ settings: { LANE_VISIBILITY_MS: 300, LANE_MAX_DELIVERIES: 2 } });
+    const o = await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: Array.from({ length: 5 }, () => ({ cost: 1 })) }, 5);
+    const ids = (await planned(jobId, 5)).map((t) => Number(t.id));
+    await finishByHand(ids.filter((_, i) => i !== 2));
+    await poison(ids[2]!);
+    // All five notices at once: one batch.
+    for (const id of ids) await publishTaskResult(r.redis, 'dns', id, jobId);
+    const j = await terminal(jobId, 30_000);
+    expect(j.status).toBe('partial');
+    expect(json(j.coverage).limitations.map((l: { code: string }) => l.code)).toContain('result_not_applied');
+    const after = await tasks(jobId);
+    expect(after.map((t) => [t.status, t.reason, t.applied_at !== null])).toEqual([
+      ['completed', null, true],
+      ['completed', null, true],
+      ['failed', 'apply_failed', true],
+      ['completed', null, true],
+      ['completed', null, true],
+    ]);
+    expect(Number(j.credits_captured)).toBe(4);
+    expect((await ledger(jobId)).releases).toHaveLength(1);
+    const hosts = await dbh.db
+      .selectFrom('objects')
+      .select('okey')
+      .where('job_id', '=', jobId)
+      .where('type', '=', 'host')
+      .execute();
+    expect(hosts).toHaveLength(4);
+    const dead = (await r.redis.xrange(streams.deadLetterOf(streams.laneResults('dns')), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    const entry = dead.map(([, f]) => Object.fromEntries(f.flatMap((v, i) => (i % 2 ? [] : [[v, f[i + 1]]]))));
+    expect(entry.map((e) => e['f.task'])).toEqual([String(ids[2])]);
+    expect(entry[0]!.error).toMatch(/too long/i);
+    await invariant();
+    await o.close();
+  }, 60_000);
+
+  it('a cancel whose backlog holds a result that cannot be written settles the rest and ends cancelled', async () => {
+    const r = await rigApplyingByHand();
+    const jobId = await accept(r, { tasks: [{ cost: 2 }, { cost: 2 }, { cost: 2 }] }, 6);
+    const ids = (await planned(jobId, 3)).map((t) => Number(t.id));
+    await finishByHand([ids[0]!, ids[2]!]);
+    await poison(ids[1]!);
+    await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id);
+    await cancelJob(r.orchestrator.context, jobId);
+    const j = await job(jobId);
+    expect(j.status).toBe('cancelled');
+    expect([Number(j.credits_captured), Number(j.credits_released)]).toEqual([4, 2]);
+    expect((await tasks(jobId)).map((t) => [t.status, t.reason])).toEqual([
+      ['completed', null],
+      ['failed', 'apply_failed'],
+      ['completed', null],
+    ]);
     await invariant();
   });
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { LAB_SPECIAL_USE, LAB_ALLOW } from '../lab/addresses.ts';
+import { LEAK, PRIVATE_ONLY } from '../lab/private-zones.ts';
 
 describe('phone and ip lookups over HTTP', () => {
   let lab: LabDns;
@@ -61,6 +62,26 @@ describe('phone and ip lookups over HTTP', () => {
     expect(res.body.result.scope).toBe('loopback');
     expect(res.body.result.ptr).toEqual(['localhost.lab.test']);
     expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'reverse_dns').status).toBe('completed');
+  });
+
+  it('a reverse name that leads into a private reverse zone or names a private host is cut there (issue 30 item 3)', async () => {
+    for (const value of [LEAK.ptrIntoPrivateZone, LEAK.ptrNamingPrivateHost]) {
+      const res = await client(h.app, t.key).post('/v2/lookups/ip', { value, reverseDns: true });
+      expect(res.status, value).toBe(200);
+      const text = JSON.stringify(res.body);
+      for (const secret of Object.values(PRIVATE_ONLY)) expect(text, `${value}: ${secret}`).not.toContain(secret);
+      expect(text).not.toContain('corp.internal');
+      expect(res.body.result.ptr, value).toBeNull();
+      expect(res.body.status).toBe('partial');
+      expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'reverse_dns')).toMatchObject({
+        status: 'unavailable',
+        reason: 'left_public_dns',
+      });
+      expect(
+        res.body.limitations.map((l: { code: string }) => l.code),
+        value,
+      ).toContain('answer_leaves_public_dns');
+    }
   });
 
   it('reports a SERVFAIL on the reverse zone as a partial envelope, never as "no PTR"', async () => {

@@ -22,10 +22,13 @@ import {
   PAGES_OTHER_OWNER,
   PAGES_OWNER,
   SCAN_ZONE,
+  WILD_CNAME_TARGET,
   WILD_ZONE,
   genZoneName,
 } from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
+import { approveScope, challengeScope } from '../../src/auth/tenancy-repo.ts';
+import { specialUsePolicy } from '../../src/net/special-use.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
@@ -132,7 +135,13 @@ describe('scan.recursive.v1', () => {
         scanLabPart({ generated: [GEN_SMALL, GEN_LARGE], onReady: (s) => (scanLab = s) }),
       ],
     });
-    h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '700', CANCEL_GRACE_MS: '1000' });
+    // SCOPE_PROOF_CACHE_SECONDS=0: a verified scope's record is asked at every use (admission, each active task).
+    h = await startHarness({
+      ...labEnv(lab.env),
+      DNS_TIMEOUT_MS: '700',
+      CANCEL_GRACE_MS: '1000',
+      SCOPE_PROOF_CACHE_SECONDS: '0',
+    });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({
       config: h.config,
@@ -372,6 +381,31 @@ describe('scan.recursive.v1', () => {
       for (const rel of apex.body.relations as Array<{ objectId: string }>) expect(ids).toContain(rel.objectId);
     });
 
+    it("a CNAME target only the wildcard answers collapses too, recorded on the alias's object (issue 30 item 10)", async () => {
+      const alias = `cdn.${WILD_ZONE}`;
+      const target = `${WILD_CNAME_TARGET}.${WILD_ZONE}`;
+      // The alias is a host of its own (its CNAME is not the wildcard's answer); its target is not.
+      expect(byKey(alias)?.projection.wildcard).toBe('real');
+      expect(items.filter((i) => i.key === target)).toEqual([]);
+      const wildcard = byKey(`*.${WILD_ZONE}`)!;
+      expect((wildcard.projection.collapsed as { names: Array<Record<string, string>> }).names).toContainEqual({
+        name: target,
+        foundVia: 'cname',
+        foundFrom: alias,
+      });
+      // The alias's cname_to points at the wildcard object, and its projection says what collapsed.
+      const detail = await client(h.app, t.key).get(`/v2/jobs/${job.jobRef}/objects/${byKey(alias)!.objectId}`);
+      expect(detail.body.relations).toContainEqual({
+        relation: 'cname_to',
+        direction: 'outgoing',
+        objectId: wildcard.objectId,
+      });
+      expect(byKey(alias)!.projection.cnameWildcard).toEqual([{ name: target, wildcard: `*.${WILD_ZONE}` }]);
+      // Every relation of the alias points at an object the pages return.
+      const ids = new Set(items.map((i) => i.objectId));
+      for (const rel of detail.body.relations as Array<{ objectId: string }>) expect(ids).toContain(rel.objectId);
+    });
+
     it('a CNAME-only wildcard level collapses its names too', async () => {
       expect(byKey(`*.cnw.${WILD_ZONE}`)?.projection.wildcard).toBe(true);
       expect(byKey(`x.cnw.${WILD_ZONE}`)).toBeUndefined();
@@ -519,6 +553,10 @@ describe('scan.recursive.v1', () => {
       240_000,
     );
 
+    it("says in its coverage which scope active work ran under: an operator's approval, without proof", () => {
+      expect(job.coverage.activeScope).toEqual({ domain: SCAN_ZONE, proof: 'operator_override' });
+    });
+
     it('probes TCP ports of in-scope hosts: service objects, sensitive ports as findings', async () => {
       expect(byKey(`${SCAN_ZONE}:3306/tcp`)?.type).toBe('service');
       expect(byKey(`${SCAN_ZONE}:22/tcp`)?.type).toBe('service');
@@ -557,14 +595,22 @@ describe('scan.recursive.v1', () => {
   });
 
   describe('active work of an approved subdomain stays inside it', () => {
-    it('approving shop.<zone> only: no transfer of the parent zone, every active task below shop.<zone>; the rest is passive', async () => {
+    it('approving shop.<zone> only, with proof of control: no transfer of the parent zone, every active task below shop.<zone>; the rest is passive; the proof is asked again', async () => {
       const shop = `shop.${SCAN_ZONE}`;
-      const { t, job, findings } = await scanAndRead(
-        10_000,
-        { active: true, approveScopes: [shop] },
-        body('advanced', shop, 3000, true),
-      );
+      // Verified: the lab DNS serves the challenge record, as the domain's owner would publish it.
+      const t = await tenant(10_000, { active: true });
+      const challenge = await challengeScope(h.deps.db, t.workspaceId, shop, specialUsePolicy(h.config));
+      lab.dns.publish(challenge.name, 'TXT', [[challenge.value]]);
+      await approveScope(h.deps.db, t.workspaceId, shop, {
+        policy: specialUsePolicy(h.config),
+        verifyWith: h.deps.runtime.services.resolver!,
+      });
+      const job = await scan(t.key, body('advanced', shop, 3000, true));
+      const findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);
       expect(job.terminal).toBe(true);
+      expect(job.coverage.activeScope).toEqual({ domain: shop, proof: 'verified' });
+      const activeLane = job.lanes.find((l: { lane: string }) => l.lane === 'active');
+      expect(activeLane.completed).toBeGreaterThan(0);
       const tasks = await sql<{
         check_name: string;
         object_key: string;
@@ -587,6 +633,16 @@ describe('scan.recursive.v1', () => {
       expect(of('scan.dns')).toContain(SCAN_ZONE);
       expect(scanLab.outOfScopeProbes()).toEqual([]);
       await ledgerHolds(t.wsId);
+
+      // The owner removes the record: the next active scan is refused before anything is reserved.
+      lab.dns.withdraw(challenge.name);
+      const refused = await client(h.app, t.key).post(SCANS, body('advanced', shop, 3000, true));
+      expect(refused.status).toBe(403);
+      expect(refused.body.error).toMatchObject({
+        code: 'approved_target_scope_required',
+        details: { reason: 'proof_missing' },
+      });
+      expect((await balance(h.deps.db, t.wsId)).reserved).toBe(0);
     }, 240_000);
   });
 

@@ -162,7 +162,7 @@ describe('names and ports refused at admission', () => {
       const noPermission = await tenant();
       let res = await client(h.app, noPermission.key).post('/v2/lookups/web', { url, authorized: true });
       expect(res.body.error.code).toBe('active_permission_required');
-      const unapproved = await tenant(h, { active: true, approveScopes: ['other.example'] });
+      const unapproved = await tenant(h, { active: true, approveScopes: ['other.example.org'] });
       res = await client(h.app, unapproved.key).post('/v2/lookups/web', { url, authorized: true });
       expect(res.body.error.code).toBe('approved_target_scope_required');
       const approved = await tenant(h, { active: true, approveScopes: ['example.com'] });

@@ -4,13 +4,16 @@
 // exceed the client's EDNS size (512 without EDNS), and plays the hostile behaviours the zones
 // ask for (silence, wrong ids, garbage, delays, error rcodes).
 //
-// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address.
+// In tests: `const lab = await startLabDns()` and DNS_SERVERS=lab.address. Besides the public lab
+// zones it serves private ones (./private-zones.ts: cluster.local, corp.internal, a private reverse
+// zone, localhost), as a resolver with private zones would.
 // Standalone (npm run up -- --lab): `node test/lab/dns-server.ts --port 5353`.
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import * as packet from 'dns-packet';
 import { labZones, type Behaviour, type NameBehaviour, type Zone, type ZoneRecord } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 
 export interface LabDns {
   host: string;
@@ -19,6 +22,13 @@ export interface LabDns {
   address: string;
   /** Serves `zone` from now on in place of the zone of the same origin (a zone served in two states). */
   setZone(zone: Zone): void;
+  /**
+   * Serves records at `name` (inside one of the lab's zones) from now on, beside the zone's own:
+   * what a domain's owner publishes (a proof-of-control TXT record). Replaces what was published there of that type.
+   */
+  publish(name: string, type: string, data: ZoneRecord['data'][], ttl?: number): void;
+  /** Stops serving what publish() put at `name` (of `type`, or of every type): NXDOMAIN again if nothing else is there. */
+  withdraw(name: string, type?: string): void;
   /** Questions received so far (UDP and TCP), by "<name> <type>" in lower case. */
   readonly asked: Map<string, number>;
   close(): Promise<void>;
@@ -110,6 +120,8 @@ interface Resolution {
 
 class LabZones {
   zones: CompiledZone[];
+  /** Records published while the server runs (publish/withdraw), by owner name. */
+  readonly published = new Map<string, ZoneRecord[]>();
   constructor(zones: Zone[]) {
     // Longest origin first, so a child zone (ad.lab.test) wins over its parent (lab.test).
     this.zones = zones.map(compile).sort((a, b) => b.origin.length - a.origin.length);
@@ -128,7 +140,9 @@ class LabZones {
 
   /** The records at `name` ([] for a name that exists without records), null when it does not exist. */
   private lookup(z: CompiledZone, name: string): ZoneRecord[] | null {
+    const extra = this.published.get(name);
     const exact = z.byName.get(name);
+    if (extra && extra.length > 0) return [...(exact ?? []), ...extra];
     if (exact) return exact;
     if (z.existing.has(name)) return [];
     // RFC 4592: the wildcard at the closest encloser stands in for names that do not exist.
@@ -289,7 +303,7 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
 
 export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
   const host = opts.host ?? '127.0.0.1';
-  const zones = new LabZones(opts.zones ?? labZones);
+  const zones = new LabZones(opts.zones ?? [...labZones, ...privateZones]);
   const rebinds: RebindCounts = new Map();
   const timers = new Set<NodeJS.Timeout>();
   const connections = new Set<net.Socket>();
@@ -347,6 +361,18 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     port,
     address,
     setZone: (zone) => zones.replace(zone),
+    publish(name, type, data, ttl = 60) {
+      const owner = lower(name);
+      if (!zones.zoneFor(owner)) throw new Error(`${owner} is in none of the lab's zones`);
+      const kept = (zones.published.get(owner) ?? []).filter((r) => r.type !== type);
+      zones.published.set(owner, [...kept, ...data.map((d) => ({ name: owner, type, ttl, data: d }))]);
+    },
+    withdraw(name, type) {
+      const owner = lower(name);
+      const kept = type ? (zones.published.get(owner) ?? []).filter((r) => r.type !== type) : [];
+      if (kept.length > 0) zones.published.set(owner, kept);
+      else zones.published.delete(owner);
+    },
     asked,
     close: async () => {
       if (closed) return;
@@ -406,7 +432,11 @@ if (import.meta.main) {
   // Standalone (npm run up -- --lab) serves every fixture zone, the domain lookup's too.
   const { labZones } = await import('./zones.ts');
   const { domainZones } = await import('./domain-zones.ts');
-  const lab = await startLabDns({ port, host: argValue('--host'), zones: [...labZones, ...domainZones] });
+  const lab = await startLabDns({
+    port,
+    host: argValue('--host'),
+    zones: [...labZones, ...privateZones, ...domainZones],
+  });
   process.stdout.write(`${JSON.stringify({ lab: 'dns', address: lab.address, host: lab.host, port: lab.port })}\n`);
   const stop = () => void lab.close().then(() => process.exit(0));
   process.once('SIGINT', stop);

@@ -14,6 +14,9 @@ import { issueMarkCertificate, tinyPsLogo } from './vmc.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 
+/** What the smtp-inject.test servers send after their 220 to STARTTLS: a forged reply to EHLO. */
+export const SMTP_INJECTED = '250-inject.lab forged\r\n250 AUTH PLAIN\r\n';
+
 function dkimKey(bits: number): string {
   const { publicKey } = generateKeyPairSync('rsa', { modulusLength: bits });
   return publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
@@ -114,6 +117,8 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
         'mx.ptr-none.test',
         'mx.ptr-mismatch.test',
         'mx.ptr-servfail.test',
+        'mx1.smtp-inject.test',
+        'mx2.smtp-inject.test',
       ],
     }),
     ca.issue({ names: ['not-this-host.test'] }),
@@ -152,6 +157,23 @@ export const mailLabPart: LabPartFactory = async (ctx) => {
     // No STARTTLS, and nothing on 465 either (the implicit-TLS probe is refused).
     { host: H.plainOnly, server: createSmtpServer('plain-only.lab', { kind: 'no_starttls' }) },
     { host: H.silent465, server: createSmtpServer('silent465.lab', { kind: 'no_starttls' }) },
+    // Plain text after the 220 to STARTTLS, then a good handshake (issue 30 item 9).
+    {
+      host: H.injectWith220,
+      server: createSmtpServer('inject1.lab', {
+        kind: 'starttls',
+        cert: good,
+        afterStarttls: { text: SMTP_INJECTED, when: 'with_220' },
+      }),
+    },
+    {
+      host: H.injectLater,
+      server: createSmtpServer('inject2.lab', {
+        kind: 'starttls',
+        cert: good,
+        afterStarttls: { text: SMTP_INJECTED, when: 'after_client_hello' },
+      }),
+    },
     ...[H.ptrNone, H.ptrMismatch, H.ptrServfail].map((host) => ({
       host,
       server: createSmtpServer('ptr.lab', { kind: 'starttls', cert: good }),

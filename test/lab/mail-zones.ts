@@ -28,6 +28,9 @@ export const MAIL_HOSTS = {
   ptrNone: labHost('mail', 12),
   ptrMismatch: labHost('mail', 13),
   ptrServfail: labHost('mail', 14),
+  /** STARTTLS servers that send plain text after their 220 to STARTTLS: with the 220, and later. */
+  injectWith220: labHost('mail', 16),
+  injectLater: labHost('mail', 17),
   /** Where the mismatching PTR name points (nothing listens there). */
   ptrElsewhere: labHost('mail', 99),
   /** A second lab DNS server (the mirror with another copy of zone-split.test). */
@@ -93,6 +96,8 @@ export const mailLab = {
   spfSuite: 'spf-suite.test',
   smtpPlainOnly: 'smtp-plain-only.test',
   smtpSilent465: 'smtp-465-silent.test',
+  /** Two MX hosts that send bytes after their 220 to STARTTLS (issue 30 item 9). */
+  smtpInject: 'smtp-inject.test',
   zoneSplit: 'zone-split.test',
   zoneTimeout: 'zone-timeout.test',
   zoneNoServer: 'zone-noserver.test',
@@ -567,6 +572,12 @@ export function mailZones(m: MailZoneMaterial): Zone[] {
     },
     zone(L.smtpPlainOnly, [mx(10, `mx.${L.smtpPlainOnly}`), a('mx', H.plainOnly)]),
     zone(L.smtpSilent465, [mx(10, `mx.${L.smtpSilent465}`), a('mx', H.silent465)]),
+    zone(L.smtpInject, [
+      mx(10, `mx1.${L.smtpInject}`),
+      mx(20, `mx2.${L.smtpInject}`),
+      a('mx1', H.injectWith220),
+      a('mx2', H.injectLater),
+    ]),
     zone(L.ptrNone, [mx(10, `mx.${L.ptrNone}`), a('mx', H.ptrNone)]),
     zone(L.ptrMismatch, [mx(10, `mx.${L.ptrMismatch}`), a('mx', H.ptrMismatch), a('other', H.ptrElsewhere)]),
     zone(L.ptrServfail, [mx(10, `mx.${L.ptrServfail}`), a('mx', H.ptrServfail)]),

@@ -8,8 +8,8 @@
 //                     SERVFAIL subzone, a page linking to 3,000 hosts (a flood source), AXFR open
 //   scan-dnsfail.test the target's own DNS answers SERVFAIL, its DMARC record answers
 //   scan-wild.test    A wildcard with a real host under it, an MX and an SRV target only the
-//                     wildcard answers, a CNAME-only wildcard level, a pattern (rotating)
-//                     wildcard level
+//                     wildcard answers, an alias of a name only the wildcard answers, a
+//                     CNAME-only wildcard level, a pattern (rotating) wildcard level
 //   shop.scan-basic.test  a subdomain approved on its own: active work must stay inside it
 //   alice.github.io   an owner under a private public suffix (the lab's github.io stand-in); its
 //                     certificate, page and MX name bob.github.io, another owner: a third party
@@ -19,6 +19,8 @@ import type { Zone, ZoneRecord } from './zones.ts';
 
 export const SCAN_ZONE = 'scan-basic.test';
 export const WILD_ZONE = 'scan-wild.test';
+/** A label under scan-wild.test that only the wildcard answers, the CNAME target of `cdn`. */
+export const WILD_CNAME_TARGET = 'c-5n4m3b';
 /** Every question about the name itself gets SERVFAIL; its DMARC record answers. */
 export const DNSFAIL_ZONE = 'scan-dnsfail.test';
 /** An out-of-scope host (a CDN edge) inside the lab allowlist: it must see no connection. */
@@ -119,7 +121,7 @@ export function scanWildZone(): Zone {
         name: '@',
         type: 'TXT',
         data: [
-          `v=spf1 include:real.${WILD_ZONE} include:ghost.${WILD_ZONE} include:x.cnw.${WILD_ZONE} include:y.pat.${WILD_ZONE} -all`,
+          `v=spf1 include:real.${WILD_ZONE} include:ghost.${WILD_ZONE} include:x.cnw.${WILD_ZONE} include:y.pat.${WILD_ZONE} include:cdn.${WILD_ZONE} -all`,
         ],
       },
       { name: '*', type: 'A', data: scanAddresses.wildcard },
@@ -130,6 +132,10 @@ export function scanWildZone(): Zone {
       { name: 'real', type: 'A', data: scanAddresses.wildReal },
       { name: '*.cnw', type: 'CNAME', data: `target.${WILD_ZONE}` },
       { name: 'target', type: 'A', data: scanAddresses.cnameTarget },
+      // A real alias (its CNAME is its own) of a name that only the wildcard answers: the target
+      // collapses into the wildcard object, recorded on the alias (one hop beyond the balanced
+      // profile's reach, so no dns task of its own would ever fold it).
+      { name: 'cdn', type: 'CNAME', data: `${WILD_CNAME_TARGET}.${WILD_ZONE}` },
       { name: 'pat', type: 'TXT', data: ['pattern wildcard level'] },
     ],
     behaviours: [{ name: 'pat', behaviour: { kind: 'random-a', prefix: '127.0.3.' }, subtree: true, types: ['A'] }],

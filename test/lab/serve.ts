@@ -15,12 +15,13 @@
 import type net from 'node:net';
 import { LAB_ALLOW, LAB_SPECIAL_USE } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
-import { startLabDns } from './dns-server.ts';
+import { startLabDns, type LabDns } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
 import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
 import { startLabRdap } from './rdap-server.ts';
 import { labZones, type Zone } from './zones.ts';
+import { privateZones } from './private-zones.ts';
 import { webLabPart } from './web-lab.ts';
 import { scanLabPart } from './scan-lab.ts';
 import { changesLabPart } from './changes-lab.ts';
@@ -64,6 +65,8 @@ export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, 
 export interface RunningLab {
   /** The service configuration that points at this lab. */
   env: Record<string, string>;
+  /** The lab's DNS server: publish() and withdraw() records while the lab runs (proof-of-control TXT). */
+  dns: Pick<LabDns, 'publish' | 'withdraw'>;
   parts: string[];
   close(): Promise<void>;
 }
@@ -93,7 +96,7 @@ export async function startLab(
   const started: LabPart[] = [];
   try {
     for (const factory of opts.parts ?? labParts) started.push(await factory(ctx));
-    const zones = [...labZones, ...started.flatMap((p) => p.zones)];
+    const zones = [...labZones, ...privateZones, ...started.flatMap((p) => p.zones)];
     // The DNS port must not be a part's real port either (multi-host.ts says why): on a collision
     // another server starts before this one closes, so the kernel cannot offer the same port.
     const taken = new Set(portMap.values());
@@ -130,6 +133,7 @@ export async function startLab(
     if (portMap.size > 0) env.OUTBOUND_PORT_MAP = [...portMap].map(([from, to]) => `${from}=${to}`).join(',');
     return {
       env,
+      dns: { publish: labDns.publish, withdraw: labDns.withdraw },
       parts: started.map((p) => p.name),
       close: async () => {
         await Promise.allSettled([...started.map((p) => p.close()), ...closers.map((c) => c())]);

@@ -5,8 +5,18 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 export type SmtpBehaviour =
-  /** STARTTLS with the given certificate. */
-  | { kind: 'starttls'; cert: { keyPem: string; chainPem: string }; tls?: tls.SecureContextOptions }
+  /**
+   * STARTTLS with the given certificate. `afterStarttls`: plain text the server sends after its
+   * 220 to STARTTLS, before its TLS (the response-injection shape of the CVE-2011-0411 class):
+   * in the same write as the 220, or once the client's first TLS bytes arrived (so they reach a
+   * client that has already handed the connection to TLS).
+   */
+  | {
+      kind: 'starttls';
+      cert: { keyPem: string; chainPem: string };
+      tls?: tls.SecureContextOptions;
+      afterStarttls?: { text: string; when: 'with_220' | 'after_client_hello' };
+    }
   /** EHLO without STARTTLS. */
   | { kind: 'no_starttls' }
   /** Advertises STARTTLS and answers the command 454. */
@@ -84,7 +94,16 @@ function speak(
         return;
       } else if (verb === 'STARTTLS' && behaviour.kind === 'starttls') {
         socket.off('data', onData);
-        socket.write('220 2.0.0 ready to start TLS\r\n', () => upgrade(socket, name, behaviour));
+        const ready = '220 2.0.0 ready to start TLS\r\n';
+        const extra = behaviour.afterStarttls;
+        if (!extra) socket.write(ready, () => upgrade(socket, name, behaviour));
+        else if (extra.when === 'with_220') socket.write(ready + extra.text, () => upgrade(socket, name, behaviour));
+        else {
+          // Hold the client's first TLS bytes (the TLS socket reads them once made), then inject.
+          socket.pause();
+          socket.write(ready);
+          socket.once('readable', () => socket.write(extra.text, () => upgrade(socket, name, behaviour)));
+        }
         return;
       } else if (verb === 'STARTTLS') socket.write('454 4.7.0 TLS not available\r\n');
       else socket.write('502 5.5.1 not implemented\r\n');

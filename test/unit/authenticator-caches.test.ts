@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.ts';
 import { AuthThrottledError, Authenticator, NEGATIVE_CACHE } from '../../src/auth/authenticator.ts';
-import { AUTH_FAILURES, FailureLimiter } from '../../src/auth/failure-limiter.ts';
+import { AUTH_FAILURES, FailureLimiter, RecentlyValidKeys } from '../../src/auth/failure-limiter.ts';
 import type { Db } from '../../src/db/database.ts';
 
 const PEPPER = 'pepper-0123456789abcdefghijklmnopqrstuvwxyz';
@@ -137,5 +137,33 @@ describe('FailureLimiter (GCRA)', () => {
     const l = new FailureLimiter({ addresses: 100 });
     for (let i = 0; i < 1000; i++) l.take(`10.0.${i >> 8}.${i & 255}`, 0);
     expect(l.size).toBe(100);
+  });
+});
+
+describe('RecentlyValidKeys: keys the per-address limit never throttles (issue 30)', () => {
+  it('remembers a valid key for its time, at most `entries` keys, and forgets a key found revoked', () => {
+    const v = new RecentlyValidKeys({ entries: 3, ttlMs: 1000 });
+    v.add('k1', 0);
+    expect(v.has('k1', 999)).toBe(true);
+    expect(v.has('k1', 1000)).toBe(false);
+    for (const k of ['a', 'b', 'c', 'd']) v.add(k, 2000);
+    expect([v.size, v.has('a', 2000), v.has('d', 2000)]).toEqual([3, false, true]);
+    v.delete('d');
+    expect(v.has('d', 2000)).toBe(false);
+  });
+
+  it('an exhausted address still reads a known valid key, and forgets it once it is found revoked', async () => {
+    const good = generateApiKey().key;
+    const known = [hashApiKey(good, PEPPER)];
+    const { db, reads } = fakeDb(known);
+    const auth = new Authenticator(db, PEPPER, 0);
+    expect(await auth.verify(good, '198.51.100.1')).not.toBeNull();
+    for (let i = 0; i < AUTH_FAILURES.burst; i++) await auth.verify(generateApiKey().key, '198.51.100.1');
+    await expect(auth.verify(generateApiKey().key, '198.51.100.1')).rejects.toBeInstanceOf(AuthThrottledError);
+    const before = reads();
+    expect(await auth.verify(good, '198.51.100.1')).not.toBeNull();
+    expect(reads() - before).toBe(1);
+    known.length = 0; // revoked
+    expect(await auth.verify(good, '198.51.100.1')).toBeNull();
   });
 });

@@ -157,12 +157,34 @@ describe('parseConfig', () => {
   });
 
   it('coerces numbers and booleans', () => {
-    const c = parseConfig({ ...valid, PORT: '9000', WEB_CONCURRENCY: '3', METRICS_PORT: '9999', TRUST_PROXY: 'yes' });
+    const c = parseConfig({ ...valid, PORT: '9000', WEB_CONCURRENCY: '3', METRICS_PORT: '9999' });
     expect(c.PORT).toBe(9000);
     expect(c.WEB_CONCURRENCY).toBe(3);
     expect(c.METRICS_PORT).toBe(9999);
-    expect(c.TRUST_PROXY).toBe(true);
+  });
+
+  it("TRUST_PROXY takes Express's hop count or address list, never a bare true (issue 30)", () => {
+    expect(parseConfig({ ...valid, TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
     expect(parseConfig({ ...valid, TRUST_PROXY: '0' }).TRUST_PROXY).toBe(false);
+    expect(parseConfig({ ...valid, TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(parseConfig({ ...valid, TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(parseConfig({ ...valid, TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::/8, 192.0.2.7' }).TRUST_PROXY).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::/8',
+      '192.0.2.7',
+    ]);
+    // Trusting every hop lets each client name its own address (the per-address limits): refused,
+    // saying what to set instead.
+    for (const bad of ['true', 'yes', 'TRUE']) {
+      const [problem] = problemsOf({ ...valid, TRUST_PROXY: bad });
+      expect(problem).toMatch(/^TRUST_PROXY: .*X-Forwarded-For/);
+      expect(problem).toMatch(/Heroku.*1/);
+    }
+    expect(variablesOf(problemsOf({ ...valid, TRUST_PROXY: '10.0.0.0/33' }))).toEqual(['TRUST_PROXY']);
+    expect(variablesOf(problemsOf({ ...valid, TRUST_PROXY: '-1' }))).toEqual(['TRUST_PROXY']);
+    expect(variablesOf(problemsOf({ ...valid, TRUST_PROXY: '1.5' }))).toEqual(['TRUST_PROXY']);
+    expect(variablesOf(problemsOf({ ...valid, TRUST_PROXY: 'everyone' }))).toEqual(['TRUST_PROXY']);
   });
 
   it('parses comma lists, trimming blanks and dropping empty entries', () => {

@@ -542,6 +542,7 @@ describe('reverse_dns lane', () => {
         notimp: 'NOTIMP',
         timeout: null,
         error: null,
+        left_public_dns: 'NOERROR',
       };
       return {
         name,

@@ -67,6 +67,21 @@ describe('RunGate: the capacity shared max-min fairly between workspaces', () =>
     expect([g.running, g.waiting, next]).toEqual([64, 0, 'admitted']);
   });
 
+  it('capacity 1: a workspace waiting with nothing running goes before the workspace just admitted (issue 30)', async () => {
+    const g = new RunGate(1);
+    await g.acquire('a', live());
+    const order: string[] = [];
+    const a2 = g.acquire('a', live()).then(() => order.push('a2'));
+    const b1 = g.acquire('b', live()).then(() => order.push('b1'));
+    // a's check ends: a and b both run none; b has waited while a ran, so b goes first.
+    g.release('a');
+    await flush();
+    expect(order).toEqual(['b1']);
+    g.release('b');
+    await Promise.all([a2, b1]);
+    expect(order).toEqual(['b1', 'a2']);
+  });
+
   it('a workspace that arrives takes every slot that frees until it holds as many as the others', async () => {
     const g = new RunGate(8);
     for (let i = 0; i < 8; i++) await g.acquire('a', live());

@@ -159,6 +159,7 @@ const FIXTURES: Record<MailFindingCode, { raisedBy: string; notBy: string[] }> =
   smtp_starttls_missing: { raisedBy: L.smtpBad, notBy: [L.good, L.smtpSilent, L.smtpEndless, L.smtpRefused] },
   smtp_implicit_tls_only: { raisedBy: L.nothing, notBy: [L.good, L.smtpPlainOnly] },
   smtp_starttls_failed: { raisedBy: 'smtp-refuse.test', notBy: [L.good, L.smtpSilent] },
+  smtp_pipelining_before_tls: { raisedBy: L.smtpInject, notBy: [L.good, 'smtp-refuse.test', L.smtpBad] },
   smtp_tls_certificate_untrusted: { raisedBy: L.smtpBad, notBy: [L.good] },
   smtp_tls_certificate_name_mismatch: { raisedBy: L.smtpBad, notBy: [L.good] },
   smtp_tls_certificate_expired: { raisedBy: L.smtpBad, notBy: [L.good] },

@@ -22,6 +22,7 @@ const RCODE: Record<QueryOutcome, string | null> = {
   notimp: 'NOTIMP',
   timeout: null,
   error: null,
+  left_public_dns: 'NOERROR',
 };
 
 function reply(name: string, type: RecordType, outcome: QueryOutcome, txt: string[] = []): QueryResult {
@@ -38,14 +39,14 @@ function reply(name: string, type: RecordType, outcome: QueryOutcome, txt: strin
 }
 
 const snap = (...rs: QueryResult[]): DnsSnapshot => Object.fromEntries(rs.map((r) => [snapshotKey(r.name, r.type), r]));
-const FAILURES: QueryOutcome[] = ['servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'];
+const FAILURES: QueryOutcome[] = ['servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error', 'left_public_dns'];
 
 describe('the mailauth resolver adapter', () => {
   it('raises ENOTFOUND/ENODATA only for NXDOMAIN/NODATA, other codes for every failure', async () => {
     expect(mailauthErrorCode(reply('x.test', 'TXT', 'nxdomain'))).toBe('ENOTFOUND');
     expect(mailauthErrorCode(reply('x.test', 'TXT', 'nodata'))).toBe('ENODATA');
     const codes = FAILURES.map((o) => mailauthErrorCode(reply('x.test', 'TXT', o)));
-    expect(codes).toEqual(['ESERVFAIL', 'EREFUSED', 'EFORMERR', 'ENOTIMP', 'ETIMEOUT', 'EBADRESP']);
+    expect(codes).toEqual(['ESERVFAIL', 'EREFUSED', 'EFORMERR', 'ENOTIMP', 'ETIMEOUT', 'EBADRESP', 'EBADRESP']);
     const resolve = mailauthResolver(() => reply('x.test', 'TXT', 'answer', ['v=spf1 -all']));
     expect(await resolve('x.test', 'TXT')).toEqual([['v=spf1 -all']]);
   });

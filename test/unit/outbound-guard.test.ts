@@ -317,9 +317,11 @@ describe('guardedFetch', () => {
       if (host === 'broken.lab.example') throw new OutboundFetchError('dns_failure', 'SERVFAIL');
       return ['127.0.0.1'];
     };
-    const guard = createOutboundGuard({ allow: ['127.0.0.0/8'], resolver });
+    // Port 80 is the server's (fetches stay on the passive ports: src/net/passive-ports.ts).
+    const portMap = new Map([[80, a.port]]);
+    const guard = createOutboundGuard({ allow: ['127.0.0.0/8'], resolver, portMap });
     const check = guard.forCheck();
-    const url = `http://memo.lab.example:${a.port}/hello`;
+    const url = 'http://memo.lab.example/hello';
     // Two fetches at once (a check's two chains) and a later one (its preflight): one question.
     const requests = a.hosts.length;
     const [r1, r2] = await Promise.all([check.fetch(url), check.fetch(url)]);
@@ -332,10 +334,10 @@ describe('guardedFetch', () => {
     expect(asked).toEqual(['memo.lab.example']);
     // A failure is the check's answer too: asked once, reported to each asker.
     for (let i = 0; i < 2; i++)
-      expect((await failure(check.fetch(`http://broken.lab.example:${a.port}/`))).kind).toBe('dns_failure');
+      expect((await failure(check.fetch('http://broken.lab.example/'))).kind).toBe('dns_failure');
     expect(asked.filter((h) => h === 'broken.lab.example')).toHaveLength(1);
     // The shared answer is still vetted at each use: a check guard with a narrower policy refuses it.
-    const narrow = createOutboundGuard({ allow: [], resolver }).forCheck();
+    const narrow = createOutboundGuard({ allow: [], resolver, portMap }).forCheck();
     expect((await refusal(narrow.fetch(url))).reason).toBe('target_not_allowed');
     // Another check (and the process guard) asks again.
     await guard.forCheck().resolve('memo.lab.example');

@@ -48,6 +48,42 @@ describe('the fair queue', () => {
     expect(order(q)).toEqual(['a3']);
   });
 
+  it('one thread: a workspace waiting with nothing running goes before the workspace just served (issue 30)', () => {
+    const q = new FairQueue<string>(1);
+    q.enqueue('a', 'a1');
+    q.enqueue('a', 'a2');
+    expect(order(q)).toEqual(['a1']); // a runs, a2 waits
+    q.enqueue('b', 'b1'); // b arrives while a1 runs: it has nothing running
+    q.finish('a');
+    // Before: a was first in the round (its queue was never empty), so a2 ran and b waited two tasks.
+    expect(order(q)).toEqual(['b1']);
+    q.finish('b');
+    expect(order(q)).toEqual(['a2']);
+  });
+
+  it('one thread, three workspaces: each newcomer goes before those already served', () => {
+    const q = new FairQueue<string>(1);
+    for (const i of [1, 2, 3]) q.enqueue('a', `a${i}`);
+    const seen: string[] = [];
+    const step = () => {
+      const [t] = q.take();
+      seen.push(t!.item);
+      return t!.tenant;
+    };
+    let running = step(); // a1
+    q.enqueue('b', 'b1');
+    q.finish(running);
+    running = step(); // b1
+    q.enqueue('c', 'c1');
+    q.enqueue('b', 'b2');
+    q.finish(running);
+    while (q.queued > 0) {
+      running = step();
+      q.finish(running);
+    }
+    expect(seen).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3']);
+  });
+
   it('takes a cancelled item out; cancelling a started one says so', () => {
     const q = new FairQueue<string>(1);
     q.enqueue('a', 'a1');
@@ -135,6 +171,25 @@ describe('the parse pool', () => {
     // served in turn, b takes the first free thread and is done before a's third task ends.
     expect(bDone).toBeGreaterThan(Math.min(a1!, a2!) - 50);
     expect(bDone).toBeLessThan(Math.min(a3!, a4!));
+  });
+
+  it('one thread: a second workspace waits one deadline behind a stuck workspace, not two', async () => {
+    pool = createParsePool({ threads: 1, deadlineMs: 600, filename: SPIN_WORKER });
+    await pool.run(TASK, {}); // the thread is up
+    const ended: string[] = [];
+    const track = (name: string, p: Promise<unknown>) =>
+      p.then(
+        () => ended.push(name),
+        () => ended.push(name),
+      );
+    // a: two tasks that never end; b: an ordinary one, queued while a's first runs.
+    const a1 = track('a1', pool.run(TASK, { spin: true }, { tenant: 'a' }));
+    const a2 = track('a2', pool.run(TASK, { spin: true }, { tenant: 'a' }));
+    await new Promise((r) => setTimeout(r, 50));
+    const b1 = track('b1', pool.run(TASK, {}, { tenant: 'b' }));
+    await Promise.all([a1, a2, b1]);
+    // Before the fix: a1, a2, b1 (b waited two deadlines); now b goes once a1's deadline frees the thread.
+    expect(ended).toEqual(['a1', 'b1', 'a2']);
   });
 
   it('refuses an unknown task and works inline with 0 threads', async () => {

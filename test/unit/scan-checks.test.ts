@@ -2,7 +2,8 @@
 // items 3-5): a zone transfer only of a zone inside the approved scope, asked only of name servers
 // inside it, capped per source; a TCP probe that resolves its host again at connection time (a
 // rebinding answer between the dns task and the probe is refused, nothing connects); records that
-// point into special-use names or refused addresses kept as facts, never as leads.
+// point into special-use names or refused addresses kept as facts, never as leads (a CNAME into one
+// is where the answer leaves public DNS: cut there, issue 30).
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeFor } from '../helpers/lab-runtime.ts';
@@ -169,10 +170,12 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
       { objectKey: `alias.${ZONE}`, params: { target: ZONE, scope: ZONE }, distance: 1 },
       ctx(),
     );
+    // A CNAME into a special-use name is where the answer leaves public DNS (issue 30 item 3): the
+    // chain is cut there, the special-use name is no fact of the scan, and its dns is indeterminate.
     expect((alias.projection as unknown as DnsFacts).discoveries).toEqual([]);
-    expect(alias.objects.find((o) => o.key === 'db.svc.cluster.local')?.projection).toMatchObject({
-      specialUse: { suffix: 'local' },
-    });
+    expect(alias.objects.map((o) => o.key)).not.toContain('db.svc.cluster.local');
+    expect((alias.projection as unknown as DnsFacts).cnameTargets).toEqual([]);
+    expect(alias).toMatchObject({ status: 'unavailable', reason: 'answer_leaves_public_dns' });
 
     for (const [name, refused, allowed] of [
       ['priv', ['10.0.0.7'], []],

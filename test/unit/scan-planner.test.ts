@@ -20,6 +20,7 @@ import {
   type ScanProfile,
 } from '../../src/products/scan/rules/profiles.ts';
 import type { CheckOutput, FinishedTask, TaskPlan } from '../../src/contract/tasks.ts';
+import type { ApprovedScope } from '../../src/auth/approved-scopes.ts';
 
 const TARGET = 'example.test';
 const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput => ({
@@ -27,7 +28,13 @@ const input = (profile: ScanProfile, active = false, target = TARGET): ScanInput
   target: { type: 'domain_name', value: target },
   options: { active, maxCredits: 1000 },
 });
-const ctx = (approved: string[] = []) => ({ approvedScopes: async () => approved });
+/** Approved scopes: a name is an operator's approval; an object says its proof. */
+const ctx = (approved: Array<string | ApprovedScope> = []) => ({
+  approvedScopes: async () =>
+    approved.map(
+      (a): ApprovedScope => (typeof a === 'string' ? { domain: a, proof: 'operator_override', token: null } : a),
+    ),
+});
 const out = (projection: Record<string, unknown>): CheckOutput => ({
   status: 'completed',
   projection,
@@ -162,6 +169,34 @@ describe('active work stays inside the approved scope that covers the target', (
     expect(activeKeys(await expandScan(input('advanced', true), finishedDns(TARGET, 0), ctx(['other.test'])))).toEqual(
       [],
     );
+  });
+
+  it('a public-suffix row (stored before the CLI refused it) widens nothing: approving test and shop.<domain> keeps the transfer in shop (issue 30)', async () => {
+    const shop = `shop.${TARGET}`;
+    const i = input('advanced', true, shop);
+    // Before: activeScopeOf took the widest covering row, `test`, and clamped it to example.test:
+    // the transfer and the wordlist of the whole registrable domain, approved for shop only.
+    const at0 = await expandScan(i, finishedDns(shop, 0), ctx(['test', shop]));
+    expect(activeKeys(at0)).toEqual(
+      [`${SCAN_CHECKS.axfr} ${shop}`, `${SCAN_CHECKS.tcpProbe} ${shop}`, `${SCAN_CHECKS.wordlist} ${shop}`].sort(),
+    );
+    expect(activeKeys(await expandScan(i, finishedDns(`api.${TARGET}`, 1), ctx(['test', shop])))).toEqual([]);
+    // A public-suffix row alone approves nothing.
+    expect(activeKeys(await expandScan(i, finishedDns(shop, 0), ctx(['test'])))).toEqual([]);
+  });
+
+  it("every active task carries its scope's proof: a verified scope's token, or operator_override", async () => {
+    const verified: ApprovedScope = { domain: TARGET, proof: 'verified', token: 'lss-abc' };
+    const plans = await expandScan(input('advanced', true), finishedDns(TARGET, 0), ctx([verified]));
+    const active = plans.filter((p) => p.lane === 'active');
+    expect(active.length).toBe(3);
+    for (const p of active)
+      expect(p.params).toMatchObject({ approvedScope: TARGET, scopeProof: 'verified', proofToken: 'lss-abc' });
+    const override = await expandScan(input('advanced', true), finishedWeb(`www.${TARGET}`, 1), ctx([TARGET]));
+    expect(override.filter((p) => p.lane === 'active').map((p) => p.params)).toEqual([
+      expect.objectContaining({ approvedScope: TARGET, scopeProof: 'operator_override' }),
+      expect.objectContaining({ approvedScope: TARGET, scopeProof: 'operator_override' }),
+    ]);
   });
 
   it('approving only shop.<domain>: AXFR and wordlist of shop.<domain>, never of the registrable domain; probes only below it', async () => {

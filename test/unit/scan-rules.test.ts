@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  aliasTargetMatch,
   answerSet,
   classifyProbe,
   classifyType,
@@ -21,6 +22,7 @@ import {
   registrableOf,
   scopeOf,
 } from '../../src/products/scan/rules/names.ts';
+import type { ApprovedScope } from '../../src/auth/approved-scopes.ts';
 import type { QueryOutcome, QueryResult, RecordType } from '../../src/dns/types.ts';
 
 const flags = { aa: true, ad: false, tc: false, ra: true };
@@ -62,6 +64,53 @@ function own(answer: (type: WildcardType) => QueryResult) {
 
 describe('wildcard DNS on answer sets', () => {
   const classic = probe('w.test', (t, k) => (t === 'A' ? a(`r${k}.w.test`, '127.0.0.9') : nodata(`r${k}.w.test`, t)));
+
+  /** The replies of an alias `cdn.w.test` whose CNAME chain is `chain`, ending with `end` records of each type. */
+  const alias = (chain: string[], end: Partial<Record<WildcardType, { type: string; data: unknown }>>) =>
+    own((t) => {
+      const links = chain.slice(0, -1).map((from, i) => ({ name: from, ttl: 60, type: 'CNAME', data: chain[i + 1] }));
+      if (t === 'CNAME') return reply(chain[0]!, 'CNAME', 'answer', [{ type: 'CNAME', data: chain[1] }]);
+      const last = end[t] ? [{ name: chain.at(-1)!, ttl: 60, ...end[t]! }] : [];
+      return { ...reply(chain[0]!, t, 'answer'), answers: [...links, ...last] };
+    });
+
+  it("an alias's CNAME target is judged from the alias's own replies (issue 30 item 10)", () => {
+    const wildcardAddress = { type: 'A', data: '127.0.0.9' };
+    // The target answers only what the wildcard answers: it collapses.
+    expect(aliasTargetMatch(classic, 'c-1.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'match',
+    );
+    // Its own data: a real host.
+    expect(
+      aliasTargetMatch(
+        classic,
+        'c-1.w.test',
+        alias(['cdn.w.test', 'c-1.w.test'], { A: { type: 'A', data: '127.0.0.10' } }),
+      ),
+    ).toBe('real');
+    // A target that is itself an alias (its CNAME is not the wildcard's answer): real.
+    expect(
+      aliasTargetMatch(
+        classic,
+        'c-1.w.test',
+        alias(['cdn.w.test', 'c-1.w.test', 'end.other.test'], { A: wildcardAddress }),
+      ),
+    ).toBe('real');
+    // Another level than the probe's, or a chain that does not pass through it: nothing is said.
+    expect(
+      aliasTargetMatch(classic, 'c-1.x.w.test', alias(['cdn.w.test', 'c-1.x.w.test'], { A: wildcardAddress })),
+    ).toBe('unknown');
+    expect(aliasTargetMatch(classic, 'c-2.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'unknown',
+    );
+    // An indeterminate reply of the alias leaves the target unknown.
+    const broken = alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress });
+    broken.MX = reply('cdn.w.test', 'MX', 'servfail');
+    expect(aliasTargetMatch(classic, 'c-1.w.test', broken)).toBe('unknown');
+    expect(aliasTargetMatch(null, 'c-1.w.test', alias(['cdn.w.test', 'c-1.w.test'], { A: wildcardAddress }))).toBe(
+      'unknown',
+    );
+  });
 
   it('no wildcard: every random label NXDOMAIN; every name under it is real', () => {
     const none = probe('n.test', (t, k) => nx(`r${k}.n.test`, t));
@@ -247,15 +296,30 @@ describe('names and scope', () => {
       expect(registrableOf(suffix), suffix).toBeNull();
   });
 
-  it('the approved scope that holds active work: the widest covering the target, never above its registrable domain', () => {
-    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
-    expect(activeScopeOf('api.shop.example.com', 'example.com', ['shop.example.com'])).toBe('shop.example.com');
-    expect(activeScopeOf('shop.example.com', 'example.com', ['shop.example.com', 'example.com'])).toBe('example.com');
-    // An approval wider than the registrable domain (a row stored before public suffixes were refused) is clamped.
-    expect(activeScopeOf('alice.github.io', 'alice.github.io', ['github.io'])).toBe('alice.github.io');
-    expect(activeScopeOf('shop.example.com', 'example.com', ['blog.example.com', 'other.test'])).toBeNull();
-    expect(activeScopeOf('example.com', 'example.com', ['shop.example.com'])).toBeNull();
-    expect(activeScopeOf('example.com', 'example.com', [])).toBeNull();
+  it('the approved scope that holds active work: the widest covering the target that approves names', () => {
+    const op = (...domains: string[]): ApprovedScope[] =>
+      domains.map((domain) => ({ domain, proof: 'operator_override', token: null }));
+    const scope = (target: string, approved: ApprovedScope[]) => activeScopeOf(target, approved)?.domain ?? null;
+    expect(scope('shop.example.com', op('shop.example.com'))).toBe('shop.example.com');
+    expect(scope('api.shop.example.com', op('shop.example.com'))).toBe('shop.example.com');
+    expect(scope('shop.example.com', op('shop.example.com', 'example.com'))).toBe('example.com');
+    expect(scope('shop.example.com', op('blog.example.com', 'other.test'))).toBeNull();
+    expect(scope('example.com', op('shop.example.com'))).toBeNull();
+    expect(scope('example.com', [])).toBeNull();
+    // Issue 30: rows stored before the CLI refused them approve nothing here either, as in
+    // inApprovedScope. Before, `com` beside shop.example.com made the active scope example.com
+    // (the widest row, clamped to the registrable domain), and `github.io` approved alice.github.io.
+    expect(scope('shop.example.com', op('com', 'shop.example.com'))).toBe('shop.example.com');
+    expect(scope('alice.github.io', op('github.io'))).toBeNull();
+    expect(scope('10.0.0.1', op('0.1'))).toBeNull();
+    expect(scope('shop.-foo.com', op('-foo.com'))).toBeNull();
+  });
+
+  it('a numeric suffix approves no address literal; an address is never in an approved scope (issue 30)', () => {
+    expect(inApprovedScope('10.0.0.1', ['0.1'])).toBe(false);
+    expect(inApprovedScope('8.8.8.8', ['8.8'])).toBe(false);
+    expect(inApprovedScope('[2001:db8::1]', ['db8::1'])).toBe(false);
+    expect(inApprovedScope('x.-foo.com', ['-foo.com'])).toBe(false);
   });
 
   it("wildcard levels stop at the name's parent; service labels are recognised anywhere", () => {

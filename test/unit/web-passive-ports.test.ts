@@ -65,24 +65,23 @@ describe('passive web ports', () => {
     }
   });
 
-  it('the guard refuses a hop to a port outside allowedPorts before it connects, keeping the hops before it', async () => {
+  it('the guard refuses a hop to a port outside the passive ones before it connects, keeping the hops before it', async () => {
     const before = sshRequests;
-    const err = await guard
-      .fetch('http://127.0.0.1:8080/', { allowedPorts: PASSIVE_WEB_PORTS, timeoutMs: 3000 })
-      .catch((e: unknown) => e);
+    const err = await guard.fetch('http://127.0.0.1:8080/', { timeoutMs: 3000 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutboundRefusedError);
     expect(err).toMatchObject({ reason: 'port_not_allowed', host: '127.0.0.1' });
     expect((err as OutboundRefusedError).hops.map((h) => h.status)).toEqual([302]);
     expect(sshRequests).toBe(before);
     // A first hop on such a port is refused the same way.
-    await expect(guard.fetch('http://127.0.0.1:22/', { allowedPorts: PASSIVE_WEB_PORTS })).rejects.toMatchObject({
+    await expect(guard.fetch('http://127.0.0.1:22/')).rejects.toMatchObject({
       reason: 'port_not_allowed',
     });
     expect(sshRequests).toBe(before);
-    // Redirects that stay on allowed ports are followed; without allowedPorts any port is (authorized work).
-    const same = await guard.fetch('http://127.0.0.1:8080/same-port', { allowedPorts: PASSIVE_WEB_PORTS });
+    // Redirects that stay on passive ports are followed; with ports: 'any' every port is (authorized work).
+    const same = await guard.fetch('http://127.0.0.1:8080/same-port');
     expect(same.status).toBe(200);
-    const any = await guard.fetch('http://127.0.0.1:8080/', { timeoutMs: 3000 });
+    expect(PASSIVE_WEB_PORTS).toEqual([80, 443, 8080, 8443]);
+    const any = await guard.fetch('http://127.0.0.1:8080/', { timeoutMs: 3000, ports: 'any' });
     expect(any.status).toBe(200);
     expect(sshRequests).toBe(before + 1);
   });

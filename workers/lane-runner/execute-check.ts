@@ -5,7 +5,8 @@
 // The check's pool tasks run under the check's signal, so its timeout (or a shutdown) also stops
 // the thread parsing for it. A pool task past its own deadline (workers/pool/parse-pool.ts) ends
 // the check `timeout` / parse_deadline_exceeded with a limitation saying what was not assessed,
-// whether the check let the error through or caught it.
+// whether the check let the error through or caught it. What it returns is stored within the
+// caps of src/products/kit/stored-output.ts, whatever the product.
 import type { Logger } from 'pino';
 import type { TaskStatus } from '../../src/db/schema.ts';
 import { laneStatuses, type LaneStatus } from '../../src/contract/lanes.ts';
@@ -15,6 +16,8 @@ import { errInfo } from '../../src/queue/stream-consumer.ts';
 import type { LaneTask } from '../../src/jobs/tasks/lane-task-repo.ts';
 import type { Limitation } from '../../src/contract/lanes.ts';
 import { PoolDeadlineExceeded } from '../pool/pool-deadline.ts';
+import { boundStoredOutput } from '../../src/products/kit/stored-output.ts';
+import { answerCutLimitation, collectAnswerCuts } from '../../src/net/special-use-resolver.ts';
 
 /** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
 export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;
@@ -55,15 +58,20 @@ export async function executeCheck(
   );
   const durationMs = () => performance.now() - started;
   try {
-    const raw = await Promise.race([
-      spec.run(
-        { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
-        { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+    // DNS answers cut where they left public DNS while the check ran (its own questions and its
+    // guard's host lookups): one limitation on its output (src/net/special-use-resolver.ts).
+    const { value: raw, cuts } = await Promise.race([
+      collectAnswerCuts(() =>
+        spec.run(
+          { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
+          { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+        ),
       ),
       aborted,
     ]);
-    if (deadline) return deadlineResult(deadline, normalizeOutput(raw), durationMs());
-    const output = normalizeOutput(raw);
+    const cut = answerCutLimitation(cuts);
+    if (deadline) return deadlineResult(deadline, withLimitation(normalizeOutput(raw), cut), durationMs());
+    const output = withLimitation(normalizeOutput(raw), cut);
     if (!output) {
       log.error({ check: spec.name, taskId: task.id }, 'check returned an invalid output');
       return { kind: 'done', status: 'failed', reason: 'internal_error', output: null, durationMs: durationMs() };
@@ -112,12 +120,18 @@ function deadlineResult(err: PoolDeadlineExceeded, output: CheckOutput | null, m
   };
 }
 
+function withLimitation(output: CheckOutput | null, limitation: Limitation | null): CheckOutput | null {
+  if (!output || !limitation) return output;
+  return { ...output, limitations: [...output.limitations, limitation] };
+}
+
+/** The output as it is stored: its shape checked, every field and projection within the stored caps. */
 function normalizeOutput(raw: unknown): CheckOutput | null {
   if (!raw || typeof raw !== 'object') return null;
   const o = raw as Partial<CheckOutput>;
   if (!laneStatuses.includes(o.status as LaneStatus)) return null;
   const list = <T>(v: T[] | undefined): T[] => (Array.isArray(v) ? v : []);
-  return {
+  return boundStoredOutput({
     status: o.status as LaneStatus,
     ...(typeof o.reason === 'string' ? { reason: o.reason.slice(0, 64) } : {}),
     projection: o.projection && typeof o.projection === 'object' ? o.projection : {},
@@ -128,5 +142,5 @@ function normalizeOutput(raw: unknown): CheckOutput | null {
     sources: list(o.sources),
     ...(o.measured === true ? { measured: true } : {}),
     ...(list(o.folds).length > 0 ? { folds: list(o.folds) } : {}),
-  };
+  });
 }

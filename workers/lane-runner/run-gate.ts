@@ -1,8 +1,10 @@
 // The lane process's capacity (checks running at once; lag-limit.ts sets it, LANE_CONCURRENCY at
 // most) shared max-min fairly between the workspaces that have checks waiting for it:
 //   - work conserving: a workspace alone with work may use the whole capacity;
-//   - every slot that frees goes to the waiting workspace with the fewest checks running (ties in
-//     turn, round-robin), so workspaces with backlogs converge on equal shares and one that needs
+//   - every slot that frees goes to the waiting workspace with the fewest checks running (ties to
+//     the one admitted longest ago: a workspace that began to wait while another's check ran goes
+//     before that other's next check, as in the parse pool's FairQueue; by queue order alone, the
+//     workspace just served was first again with a capacity of one), so workspaces with backlogs converge on equal shares and one that needs
 //     less than its share gets all it needs;
 //   - a workspace that arrives has no check running, so it takes the next slot that frees, and
 //     each following one until it holds as many as the others: its share within one check's time,
@@ -26,8 +28,11 @@ export class RunGate {
   #waiting = 0;
   /** Per workspace: its checks past the gate. */
   readonly #tenants = new Map<string, number>();
-  /** Workspaces with checks waiting; map order is the round-robin order among equals. */
+  /** Workspaces with checks waiting; map order breaks ties between workspaces never admitted. */
   readonly #queues = new Map<string, Waiter[]>();
+  /** The turn at which each workspace with checks waiting or running was last admitted. */
+  readonly #admittedAt = new Map<string, number>();
+  #turn = 0;
   /** Whether the limit held a check back since the last look. */
   #held = false;
 
@@ -83,7 +88,10 @@ export class RunGate {
         const i = q ? q.indexOf(waiter) : -1;
         if (i < 0) return; // admitted already: the caller releases it
         q!.splice(i, 1);
-        if (q!.length === 0) this.#queues.delete(tenant);
+        if (q!.length === 0) {
+          this.#queues.delete(tenant);
+          this.#forget(tenant);
+        }
         this.#waiting--;
         resolve('aborted');
       };
@@ -106,30 +114,41 @@ export class RunGate {
     this.#running--;
     const n = this.runningFor(tenant) - 1;
     if (n > 0) this.#tenants.set(tenant, n);
-    else this.#tenants.delete(tenant);
+    else {
+      this.#tenants.delete(tenant);
+      this.#forget(tenant);
+    }
     this.#grant();
   }
 
   #admit(tenant: string): void {
     this.#running++;
     this.#tenants.set(tenant, this.runningFor(tenant) + 1);
+    this.#admittedAt.set(tenant, ++this.#turn);
+  }
+
+  /** A workspace with nothing waiting and nothing running leaves the round (the table stays bounded). */
+  #forget(tenant: string): void {
+    if (!this.#queues.has(tenant) && !this.#tenants.has(tenant)) this.#admittedAt.delete(tenant);
   }
 
   #grant(): void {
     while (this.#running < this.#limit && this.#waiting > 0) {
       let chosen: string | undefined;
       let fewest = Number.POSITIVE_INFINITY;
+      let oldest = Number.POSITIVE_INFINITY;
       for (const tenant of this.#queues.keys()) {
         const n = this.runningFor(tenant);
-        if (n < fewest) {
+        const at = this.#admittedAt.get(tenant) ?? -1;
+        if (n < fewest || (n === fewest && at < oldest)) {
           fewest = n;
+          oldest = at;
           chosen = tenant;
         }
       }
       const q = this.#queues.get(chosen!)!;
       const waiter = q.shift()!;
-      this.#queues.delete(chosen!);
-      if (q.length > 0) this.#queues.set(chosen!, q); // to the back of the round among equals
+      if (q.length === 0) this.#queues.delete(chosen!);
       this.#waiting--;
       this.#admit(chosen!);
       waiter.grant();

@@ -43,6 +43,7 @@ import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import { notingCuts } from '../../src/net/special-use-resolver.ts';
 import type { ProductRuntime as Runtime } from '../../src/products/kit/product-contract.ts';
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
@@ -259,7 +260,9 @@ export class LaneRunner {
     const base = this.#o.runtime;
     const resolver = base.services.resolver;
     if (!resolver) return base;
-    const scoped = this.answers.scoped(`${task.workspaceId}:${task.jobId}`, resolver);
+    // notingCuts: an answer cut at the public boundary (src/net/special-use-resolver.ts) in another
+    // check of the job, served here from the cache, still gives this check its limitation.
+    const scoped = notingCuts(this.answers.scoped(`${task.workspaceId}:${task.jobId}`, resolver));
     const outbound = base.services.outbound?.over(scoped);
     return { ...base, services: { ...base.services, resolver: scoped, ...(outbound ? { outbound } : {}) } };
   }

@@ -1,19 +1,21 @@
-// Step 6: active-work gates in CONTRACT §2 order. Passive work passes untouched; scans of every
-// profile need responsible-use acceptance (the scan product declares it in its activeWork).
-import { ApiError } from '../../contract/errors.ts';
+// Step 6: active-work gates in CONTRACT §2 order. The rules (the approved scope that covers the
+// host, its proof of control, the order of the codes) are src/products/kit/active-admission.ts,
+// which the active lane's re-check shares. Passive work passes untouched; scans of every profile
+// need responsible-use acceptance (the scan product declares it in its activeWork).
 import type { Principal } from '../../auth/principal.ts';
+import type { ScopeProofs } from '../../auth/scope-proof.ts';
 import type { ActiveWork } from '../../products/kit/product-contract.ts';
-// One rule for the admission gate and for the scan planner's active work.
-import { inApprovedScope } from '../../products/scan/rules/names.ts';
+import { checkActiveWork, type ActiveGrant } from '../../products/kit/active-admission.ts';
 
-export function assertActiveAllowed(p: Principal, work: ActiveWork, currentPolicy: string): void {
-  if (work.authorizationMissing) throw new ApiError('active_authorization_required');
-  if ((work.active || work.requiresResponsibleUse) && p.responsibleUseVersion !== currentPolicy) {
-    throw new ApiError('responsible_use_required', { details: { policyVersion: currentPolicy } });
-  }
-  if (!work.active) return;
-  if (!p.activeCapability) throw new ApiError('active_permission_required');
-  if (!work.targetHost || !inApprovedScope(work.targetHost, p.approvedScopes)) {
-    throw new ApiError('approved_target_scope_required');
-  }
+/**
+ * Throws the first failing gate's ApiError; returns the scope active work runs under (undefined
+ * for passive work). A promise only when a verified scope's proof is asked of DNS.
+ */
+export function assertActiveAllowed(
+  p: Principal,
+  work: ActiveWork,
+  currentPolicy: string,
+  proofs: ScopeProofs | undefined,
+): ActiveGrant | undefined | Promise<ActiveGrant> {
+  return checkActiveWork(p, work, currentPolicy, proofs);
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../../auth/principal.ts';
 import type { ApiError } from '../../contract/errors.ts';
 import type { IdempotencyClaim, LeaseFound } from '../../idempotency/lease.ts';
+import type { ActiveGrant } from '../../products/kit/active-admission.ts';
 
 /** Where in the admission chain a request is (CONTRACT §2), for the log line of a failure. */
 export type AdmissionStep =
@@ -31,6 +32,8 @@ export interface AdmissionState {
   rawBody?: unknown;
   /** The validated input. */
   input?: unknown;
+  /** Active work: the approved scope it runs under and its proof (step 6), kept with the job. */
+  activeGrant?: ActiveGrant;
   /** A product-limit refusal, reported only after the cheaper local checks (CONTRACT §2 order). */
   deferredLimit?: ApiError;
   /** The well-formed Idempotency-Key of the request, if it carries one. */

@@ -17,6 +17,7 @@ import type { RedisClient } from '../../redis/client.ts';
 import type { ProductDefinition, ProductRuntime } from '../../products/kit/product-contract.ts';
 import { admissionOutcomes, creditsReserved, laneOutcomes, productExecutions } from '../../metrics.ts';
 import { publishJob } from '../../queue/streams.ts';
+import { answerCutLimitation, collectAnswerCuts } from '../../net/special-use-resolver.ts';
 import { acceptJob, CommittedElsewhere, markOutboxPublished, type Accepted } from '../jobs-repo.ts';
 import type { AdmissionState } from './admission-state.ts';
 import type { AdmissionPort } from './admission-port.ts';
@@ -112,7 +113,15 @@ export class ProductAdmission<T> {
       validateInput(st, def.input);
       checkProductInput(def, st.input, deps.config);
       st.step = 'active_gates';
-      if (def.activeWork) assertActiveAllowed(p, def.activeWork(st.input), deps.config.RESPONSIBLE_USE_VERSION);
+      if (def.activeWork) {
+        const grant = assertActiveAllowed(
+          p,
+          def.activeWork(st.input),
+          deps.config.RESPONSIBLE_USE_VERSION,
+          deps.runtime.services.scopeProofs,
+        );
+        st.activeGrant = grant instanceof Promise ? await grant : grant;
+      }
       reportDeferredLimit(st);
       if (this.#keyed) {
         // Inline lookups are zero-credit (CONTRACT §6): nothing to protect beyond the reply itself.
@@ -145,11 +154,13 @@ export class ProductAdmission<T> {
     const ac = inlineDeadlines.start();
     st.execution = ac;
     try {
-      const outcome = await def.execute!(st.input, {
-        runtime: deps.runtime,
-        requestId: st.requestId,
-        signal: ac.signal,
-      });
+      // DNS answers cut where they left public DNS while it ran: one limitation on the envelope
+      // (src/net/special-use-resolver.ts).
+      const { value: outcome, cuts } = await collectAnswerCuts(() =>
+        def.execute!(st.input, { runtime: deps.runtime, requestId: st.requestId, signal: ac.signal }),
+      );
+      const cut = answerCutLimitation(cuts);
+      if (cut) outcome.limitations.push(cut);
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
       const envelope = buildEnvelope(def, st.input, outcome, st.requestId);
       productExecutions.inc({ product: def.id, status: envelope.status });
@@ -180,6 +191,7 @@ export class ProductAdmission<T> {
           ? deps.config.JOB_DEADLINE_MINUTES * 60_000
           : (job.deadlineFor?.(input) ?? job.deadlineMs),
         objectCap: job.objectCap?.(input) ?? null,
+        activeScope: st.activeGrant ?? null,
         requestId: st.requestId,
         claim: st.claim,
         ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,

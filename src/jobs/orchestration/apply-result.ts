@@ -1,14 +1,15 @@
 // Applying finished tasks, in batches per job: ONE transaction takes the job row lock once,
-// locks the batch's task rows, settles each exactly once (applied_at; capture keyed by task;
-// CONTRACT §6), writes all their outputs in multi-row statements (settle-outputs.ts), releases
-// the tasks gated on them, lets the product plan more work from all of them (a scan's
-// expansion: deduped, budgeted, gated, inserted multi-row), and checks once whether the job is
-// done. A task already applied, or repeated in the batch (a redelivered notice), changes nothing.
+// locks the batch's task rows, settles each exactly once (applied_at), writes all their outputs
+// in multi-row statements (settle-outputs.ts), releases the tasks gated on them, lets the product
+// plan more work from all of them (a scan's expansion: deduped, budgeted, gated, inserted
+// multi-row), checks once whether the job is done, and captures their costs last (keyed by task;
+// CONTRACT §6), so the workspace's credit row, which every admission of the workspace updates,
+// is held only for the commit. A task already applied, or repeated in the batch (a redelivered notice), changes nothing.
 // After the commit, what became pending is enqueued (the reconciler re-enqueues it if this process
 // dies first, and re-publishes the notice of a finished task left unapplied), and a job that is
 // done is finalized (finalize-job.ts: its own transactions; the reconciler finalizes it if this
 // process dies first).
-import { sql } from 'kysely';
+import { captureTasks } from '../../credits/ledger.ts';
 import { enqueueTasks, type TaskRef } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { TaskPlan } from '../../contract/tasks.ts';
@@ -22,6 +23,8 @@ import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { jobOfTask, lockTasksForApply, type TaskToApply } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 import { settleAndWrite } from './settle-outputs.ts';
+import { approvedScopesOf } from '../../auth/keys-repo.ts';
+import type { ApprovedScope } from '../../auth/approved-scopes.ts';
 
 /** One task's notice, applied alone (tests; the orchestrator batches through applyTaskResults). */
 export async function applyTaskResult(ctx: OrchestrationContext, taskId: number): Promise<void> {
@@ -42,8 +45,12 @@ export async function applyTaskResults(
     const job = await lockJob(trx, jobId);
     if (!job || isTerminal(job.status)) return { next: [] };
     const rows = await lockTasksForApply(trx, job.id, ids);
-    const applied = await settleAndWrite(trx, job, rows);
-    if (applied.length === 0 || job.status === 'queued') return { next: [] };
+    const { settled: applied, capture } = await settleAndWrite(trx, job, rows);
+    if (applied.length === 0) return { next: [] };
+    if (job.status === 'queued') {
+      await captureTasks(trx, capture);
+      return { next: [] };
+    }
     // Work gated on these tasks may start now, with what they found; new work only while not cancelling.
     const released = await releaseGatedBatch(
       trx,
@@ -51,18 +58,32 @@ export async function applyTaskResults(
       applied.map((t) => ({ check: t.check_name, objectKey: t.object_key, result: gateResultOf(t.status, t.output) })),
     );
     const expanded = job.status === 'cancelling' ? [] : await expand(trx, ctx, job, applied);
-    // Cancelling: nothing new will be planned, so finished-but-unapplied tasks need no expansion.
-    const waitingFor =
-      job.status === 'cancelling'
-        ? await countOpenTasks(trx, job.id)
-        : await countUnsettledTasks(trx, job.id, (counted, exact) =>
-            ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
-          );
-    if (waitingFor === 0) return { next: [], finalize: job.status === 'cancelling' ? 'cancel' : 'settle' };
+    const finalize = await doneMode(trx, ctx, job);
+    // The capture last, so the workspace's credit row is locked only for the commit (ledger.ts).
+    await captureTasks(trx, capture);
+    if (finalize) return { next: [], finalize };
     return { next: [...released, ...expanded] };
   });
   if (after.next.length > 0) await enqueueTasks(ctx.redis, after.next);
   if (after.finalize) await finalizeJob(ctx, jobId, after.finalize);
+}
+
+/**
+ * Caller holds the job row lock, after applying. How the job is to be finalized when nothing is
+ * left to wait for, else null. Cancelling: nothing new will be planned, so it waits only for its
+ * open tasks (finished-but-unapplied ones need no expansion: the terminal transition settles
+ * them). Otherwise every task must be applied first: its expansion may plan more.
+ */
+export async function doneMode(trx: Trx, ctx: OrchestrationContext, job: LockedJob): Promise<FinalizeMode | null> {
+  if (job.status === 'queued') return null;
+  const waitingFor =
+    job.status === 'cancelling'
+      ? await countOpenTasks(trx, job.id)
+      : await countUnsettledTasks(trx, job.id, (counted, exact) =>
+          ctx.log.error({ jobId: job.id, counted, exact }, 'task counters drifted: recounted'),
+        );
+  if (waitingFor > 0) return null;
+  return job.status === 'cancelling' ? 'cancel' : 'settle';
 }
 
 /** The product's expansion of finished tasks, validated, then deduplicated, budgeted and gated at once. */
@@ -74,7 +95,7 @@ async function expand(
 ): Promise<TaskRef[]> {
   const def = ctx.catalog.get(job.product);
   if (!def?.job?.expand) return [];
-  let scopes: Promise<string[]> | undefined;
+  let scopes: Promise<ApprovedScope[]> | undefined;
   const services = { approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)) };
   const plans: TaskPlan[] = [];
   for (const t of tasks) {
@@ -125,11 +146,4 @@ async function expand(
     }
   }
   return plans.length > 0 ? insertPlannedTasks(trx, job, plans) : [];
-}
-
-async function approvedScopesOf(trx: Trx, workspaceId: number): Promise<string[]> {
-  const rows = await sql<{
-    suffix: string;
-  }>`SELECT suffix FROM workspace_target_scopes WHERE workspace_id = ${workspaceId}`.execute(trx);
-  return rows.rows.map((r) => r.suffix);
 }

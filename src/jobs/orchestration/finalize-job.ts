@@ -9,7 +9,8 @@
 //      the job row lock. A cancel or deadline first ends the open tasks, so the backlog cannot
 //      grow behind the chunks. The whole backlog in one transaction (every output in memory at
 //      once) took an orchestrator past its 128 MB heap at 1,500 tasks of 19 KB, and every retry
-//      path repeated it (issue 31).
+//      path repeated it (issue 31). A chunk that fails is settled again one task at a time, and
+//      a result that cannot be written alone is settled without it (apply-failure.ts).
 //   2. Pre-terminal steps: bounded, resumable work that needs every result settled and must be
 //      done before the job is terminal, each one call between the backlog and the terminal
 //      transaction (change detection, CONTRACT §13, compares the job with its baseline there).
@@ -26,16 +27,17 @@
 // remaining steps the reconciler (a cancelling job, a running one with nothing left) or the
 // sweeper (its deadline) runs again: each step is idempotent.
 import { sql } from 'kysely';
-import { releaseRemainder } from '../../credits/ledger.ts';
+import { captureTasks, releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
-import { countOpenTasks } from '../tasks/task-settlement.ts';
+import { countOpenTasks, settleAsNotApplied } from '../tasks/task-settlement.ts';
 import { settleAndWrite } from './settle-outputs.ts';
 import { writeOutput } from '../output-writer.ts';
 import { DEFAULT_RESULT_BATCH, type OrchestrationContext } from './context.ts';
 import { decideOutcome, type FinalizeMode, type RecordedLimitation, type TerminalStatus } from './job-outcome.ts';
 import { isOpenTask, lockJob, selectTasks, selectUnappliedChunk, type LockedJob } from '../tasks/task-rows.ts';
-import { cancelUnfinishedTasks, hasUnappliedFinished } from '../tasks/task-repo.ts';
-import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
+import { cancelUnfinishedTasks, hasUnappliedFinished, lockTasksForApply } from '../tasks/task-repo.ts';
+import { affected, inTransaction, isConnectionError, type Trx } from '../../db/transaction.ts';
+import { errInfo } from '../../queue/stream-consumer.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
 import { compareBeforeTerminal, finishComparison } from '../changes/comparison.ts';
 
@@ -119,25 +121,81 @@ async function settleBacklog(
   mode: FinalizeMode,
   opts: FinalizeOptions,
 ): Promise<boolean> {
+  const begun = await inTransaction(ctx.db, async (trx) => {
+    const job = await lockJob(trx, jobId);
+    if (!job || isTerminal(job.status)) return false;
+    const effective = effectiveMode(job, mode);
+    if (await settleRefused(trx, ctx, job, effective, opts)) return false;
+    await endOpenTasks(trx, job, effective);
+    return true;
+  });
+  if (!begun) return false;
   const size = ctx.resultBatch ?? DEFAULT_RESULT_BATCH;
   let afterId = 0;
-  for (let first = true; ; first = false) {
-    const chunk = await inTransaction(ctx.db, async (trx) => {
-      const job = await lockJob(trx, jobId);
-      if (!job || isTerminal(job.status)) return null;
-      const effective = effectiveMode(job, mode);
-      if (first) {
-        if (await settleRefused(trx, ctx, job, effective, opts)) return null;
-        await endOpenTasks(trx, job, effective);
-      }
-      const tasks = await selectUnappliedChunk(trx, job.id, afterId, size);
-      await settleAndWrite(trx, job, tasks);
-      return tasks.map((t) => t.id);
-    });
-    if (chunk === null) return false;
-    if (chunk.length < size) return true;
-    afterId = chunk[chunk.length - 1]!;
+  for (;;) {
+    let ids: number[] | null;
+    try {
+      ids = await settleChunk(ctx, jobId, afterId, size);
+    } catch (err) {
+      // One result of the chunk cannot be written: the chunk again, one task at a time, and the
+      // one that fails alone is settled without its result (apply-failure.ts). MySQL being away
+      // is no result's fault: the caller retries later.
+      if (isConnectionError(err)) throw err;
+      ids = await settleChunkOneByOne(ctx, jobId, afterId, size);
+    }
+    if (ids === null) return false;
+    if (ids.length < size) return true;
+    afterId = ids[ids.length - 1]!;
   }
+}
+
+/** One chunk of the backlog in one transaction; its task ids, or null when the job is terminal. */
+async function settleChunk(
+  ctx: OrchestrationContext,
+  jobId: number,
+  afterId: number,
+  size: number,
+): Promise<number[] | null> {
+  return inTransaction(ctx.db, async (trx) => {
+    const job = await lockJob(trx, jobId);
+    if (!job || isTerminal(job.status)) return null;
+    const tasks = await selectUnappliedChunk(trx, job.id, afterId, size);
+    const { capture } = await settleAndWrite(trx, job, tasks);
+    await captureTasks(trx, capture); // last: the workspace's credit row only for the commit
+    return tasks.map((t) => t.id);
+  });
+}
+
+async function settleChunkOneByOne(
+  ctx: OrchestrationContext,
+  jobId: number,
+  afterId: number,
+  size: number,
+): Promise<number[] | null> {
+  const ids = (
+    await inTransaction(ctx.db, (trx) => selectUnappliedChunk(trx, jobId, afterId, size, { withOutput: false }))
+  ).map((t) => t.id);
+  for (const id of ids) {
+    try {
+      const settled = await inTransaction(ctx.db, async (trx) => {
+        const job = await lockJob(trx, jobId);
+        if (!job || isTerminal(job.status)) return false;
+        const { capture } = await settleAndWrite(trx, job, await lockTasksForApply(trx, job.id, [id]));
+        await captureTasks(trx, capture);
+        return true;
+      });
+      if (!settled) return null;
+    } catch (err) {
+      if (isConnectionError(err)) throw err;
+      const given = await inTransaction(ctx.db, async (trx) => {
+        const job = await lockJob(trx, jobId);
+        return job !== null && !isTerminal(job.status) && (await settleAsNotApplied(trx, job, id));
+      });
+      if (given)
+        ctx.log.error({ jobId, taskId: id, err: errInfo(err) }, 'task result could not be applied: settled without it');
+    }
+  }
+  return ids;
 }
 
 /**

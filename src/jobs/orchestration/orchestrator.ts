@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../../config/config.ts';
 import { createDb, type Db } from '../../db/database.ts';
+import { isConnectionError } from '../../db/transaction.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../../redis/client.ts';
 import { addDeadLetter, consumerName } from '../../queue/dead-letter.ts';
@@ -27,6 +28,7 @@ import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResults } from './apply-result.ts';
+import { giveUpApplying } from './apply-failure.ts';
 import { ResultBatcher } from './result-batcher.ts';
 import { jobOfTask } from '../tasks/task-repo.ts';
 import { cancelJob } from './cancel-job.ts';
@@ -176,7 +178,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
         handling,
         stream,
         handle: (d) => handleTaskResult(ctx, batcher, d),
-        deadLetter: deadLetter(stream),
+        deadLetter: (d) => deadTaskResult(ctx, stream, d, deadLetter(stream)),
       }),
   );
   const consumers = [jobs, ...results];
@@ -246,6 +248,33 @@ async function handleJobOp(ctx: OrchestrationContext, d: Delivery): Promise<Sett
   if (op === 'plan') await planJob(ctx, jobId);
   else await cancelJob(ctx, jobId);
   return ACK;
+}
+
+/**
+ * A result notice delivered LANE_MAX_DELIVERIES times: its batch failed each time (the batcher
+ * already applied it alone after the first failure). One last try alone; if it fails again for
+ * anything but MySQL being away, the task is settled without its result (apply-failure.ts) and
+ * the notice dead-lettered with the error, so the job ends instead of waiting for it.
+ */
+async function deadTaskResult(
+  ctx: OrchestrationContext,
+  stream: string,
+  d: Delivery,
+  record: (d: Delivery) => Promise<Settlement>,
+): Promise<Settlement> {
+  const taskId = idField(d, 'task');
+  const jobId = taskId === null ? null : (idField(d, 'job') ?? (await jobOfTask(ctx.db, taskId)));
+  if (taskId === null || jobId === null) return record(d);
+  try {
+    await applyTaskResults(ctx, jobId, [taskId]);
+    return ACK;
+  } catch (err) {
+    if (isConnectionError(err)) throw err; // left pending: MySQL is away, not this result's fault
+    await giveUpApplying(ctx, jobId, taskId, err);
+    ctx.log.error({ stream, entry: d.id, taskId, jobId, err: errInfo(err) }, 'task result dead-lettered');
+    const error = errInfo(err).message.slice(0, 500);
+    return { ack: true, with: (tx) => addDeadLetter(tx, stream, groups.orchestrator, d, { error }) };
+  }
 }
 
 async function handleTaskResult(ctx: OrchestrationContext, batcher: ResultBatcher, d: Delivery): Promise<Settlement> {

@@ -3,12 +3,14 @@
 //   1. pending tasks older than the visibility timeout whose stream entry is gone → re-enqueue
 //   2. running tasks older than their check timeout + visibility (their runner died) → back to
 //      pending (CAS on attempts); re-enqueue only if their entry is gone too
-//   3. finished tasks not applied after a few seconds → re-publish their result notice
+//   3. finished tasks not applied after a few seconds whose notice is lost (not still waiting in
+//      its results stream, delivered or not) → re-publish it
 //   4. queued jobs whose plan was published long ago → publish `plan` again
 //   5. cancelling jobs → run the cancel op again (cancels pending tasks, finalizes when idle)
 //   6. running jobs with nothing open and nothing unapplied → finalize (crash after the last apply)
 import { sql } from 'kysely';
-import { isLaneName, publishJob, publishTaskResult } from '../../queue/streams.ts';
+import { queuedNoticeTasks } from '../../queue/queued-notices.ts';
+import { groups, isLaneName, publishJob, publishTaskResult, streams, type LaneName } from '../../queue/streams.ts';
 import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
@@ -22,6 +24,9 @@ import {
   stillPending,
   unappliedFinishedTasks,
 } from '../tasks/task-repo.ts';
+
+/** Most entries of one lane's results stream read per tick to tell a queued notice from a lost one. */
+const QUEUED_NOTICES_READ_MAX = 20_000;
 
 export interface ReconcileOptions {
   /** Finished-but-unapplied tasks younger than this are left to their notice. */
@@ -86,14 +91,34 @@ export class Reconciler {
     return reset.length;
   }
 
+  /**
+   * Finished tasks left unapplied get their notice again, but only when it is lost: a notice still
+   * in its lane's results stream, undelivered or pending (an orchestrator's batcher holds its
+   * notices pending until their batch commits), is only waiting (queued-notices.ts). A lane whose
+   * backlog is too long to read is left for a later tick.
+   */
   async republishUnapplied(): Promise<number> {
     const rows = await unappliedFinishedTasks(this.#ctx.db, this.#ctx.catalog.ids, this.#opts.unappliedAfterMs * 1000);
+    const queued = new Map<LaneName, Set<number> | null>();
     let n = 0;
     for (const r of rows) {
       if (!isLaneName(r.lane)) continue; // a lane this build does not know: nothing could read its notice
+      if (!queued.has(r.lane)) {
+        const held = await queuedNoticeTasks(
+          this.#ctx.redis,
+          streams.laneResults(r.lane),
+          groups.orchestrator,
+          QUEUED_NOTICES_READ_MAX,
+        );
+        if (held === null) this.#ctx.log.info({ lane: r.lane }, 'results backlog too long to check: re-publish later');
+        queued.set(r.lane, held);
+      }
+      const held = queued.get(r.lane);
+      if (held === null || held?.has(r.id)) continue;
       await publishTaskResult(this.#ctx.redis, r.lane, r.id, r.jobId);
       n++;
     }
+    if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-published lost result notices');
     return n;
   }
 

@@ -3,7 +3,13 @@
 // notice spent most of a scan's time taking that lock and committing. Here each job has at most
 // one batch in flight in this process; the notices that arrive meanwhile wait (as ids, never
 // their work) and form the next batch. A notice's delivery is acknowledged only after the batch
-// holding it committed; if the batch fails, every notice in it is left for redelivery.
+// holding it committed. A batch that fails is applied again one notice at a time, so that one
+// result that cannot be written (a bad output) fails alone and the rest are applied; only the
+// failing ones are left for redelivery, and after LANE_MAX_DELIVERIES the orchestrator gives up
+// on each (apply-failure.ts). A batch that failed because MySQL is away is not split: every
+// notice would fail the same way.
+import { isConnectionError } from '../../db/transaction.ts';
+
 export type ApplyBatch = (jobId: number, taskIds: number[]) => Promise<void>;
 
 interface Waiting {
@@ -50,7 +56,18 @@ export class ResultBatcher {
           );
           for (const w of batch) w.resolve();
         } catch (err) {
-          for (const w of batch) w.reject(err);
+          if (batch.length === 1 || isConnectionError(err)) {
+            for (const w of batch) w.reject(err);
+            continue;
+          }
+          for (const w of batch) {
+            try {
+              await this.#apply(jobId, [w.taskId]);
+              w.resolve();
+            } catch (alone) {
+              w.reject(alone);
+            }
+          }
         }
       }
     } finally {

@@ -4,7 +4,10 @@
 // task row; the orchestrator writes every output, so all writers of a job's objects hold its row
 // lock in the orchestrator's transactions and a lane never waits on that lock. Shared by applying
 // results (apply-result.ts) and the terminal transition (finalize-job.ts), which settles what
-// was not applied yet.
+// was not applied yet. The capture of what was settled is the caller's last work before its
+// commit (captureTasks with the returned request), so the workspace's credit row is not held
+// while the outputs, gate releases and expansion are written.
+import type { CaptureRequest } from '../../credits/ledger.ts';
 import type { Trx } from '../../db/transaction.ts';
 import { writeOutputs } from '../output-writer.ts';
 import { settleTasks, type ApplicableTask } from '../tasks/task-settlement.ts';
@@ -15,13 +18,16 @@ export interface SettleableTask extends ApplicableTask {
   distance?: number;
 }
 
-/** Caller holds the job row lock. Returns the tasks settled now (repeats excluded), in order. */
+/**
+ * Caller holds the job row lock. Returns the tasks settled now (repeats excluded), in order, and
+ * what to capture for them (captureTasks, last before the commit).
+ */
 export async function settleAndWrite<T extends SettleableTask>(
   trx: Trx,
   job: LockedJob,
   tasks: readonly T[],
-): Promise<T[]> {
-  const { settled } = await settleTasks(trx, job, tasks);
+): Promise<{ settled: T[]; capture: CaptureRequest }> {
+  const { settled, capture } = await settleTasks(trx, job, tasks);
   await writeOutputs(
     trx,
     settled.flatMap((t) =>
@@ -40,5 +46,5 @@ export async function settleAndWrite<T extends SettleableTask>(
         : [],
     ),
   );
-  return settled;
+  return { settled, capture };
 }

@@ -15,6 +15,7 @@ export function limitationCode(t: LimitationSubject): string | null {
   if (applicableDone(t)) return null;
   if (t.status === 'budget_exhausted') return 'budget_exhausted';
   if (t.reason === 'dead_lettered') return 'dead_lettered';
+  if (t.reason === 'apply_failed') return 'result_not_applied';
   if (t.status === 'cancelled') return t.reason === 'deadline_exceeded' ? 'deadline_exceeded' : 'cancelled';
   return `${t.product_lane}_${t.status}`;
 }
@@ -26,6 +27,8 @@ export function limitationMessage(code: string, n: number, t: LimitationSubject)
       return `${tasks} not scheduled: the credit budget was exhausted.`;
     case 'dead_lettered':
       return `${tasks} failed on every delivery and were abandoned; their results are missing.`;
+    case 'result_not_applied':
+      return `${tasks} finished, but what they found could not be recorded; their results are missing.`;
     case 'deadline_exceeded':
       return `${tasks} did not finish before the job deadline.`;
     case 'cancelled':

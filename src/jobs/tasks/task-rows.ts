@@ -73,9 +73,11 @@ export async function selectUnappliedChunk(
   jobId: number,
   afterId: number,
   limit: number,
+  opts: { withOutput?: boolean } = {},
 ): Promise<TaskRow[]> {
+  const output = opts.withOutput === false ? sql`NULL AS output` : sql`output`;
   const res = await sql<Record<string, unknown>>`
-    SELECT ${TASK_COLUMNS}, output, applied_at FROM tasks
+    SELECT ${TASK_COLUMNS}, ${output}, applied_at FROM tasks
     WHERE job_id = ${jobId} AND applied_at IS NULL AND id > ${afterId} AND status NOT IN (${OPEN_STATUSES_SQL})
     ORDER BY id LIMIT ${limit}`.execute(trx);
   return res.rows.map(toTaskRow);

@@ -1,11 +1,13 @@
 // Settling one finished task, under its job's row lock: mark it applied once, count its
-// limitations into the job's coverage, capture its cost once (completed/partial only; CONTRACT §6).
-// Shared by applying a result as it arrives (orchestration/apply-result.ts) and by the terminal
-// transition (orchestration/finalize-job.ts), which applies whatever was not applied yet.
+// limitations into the job's coverage, and say what to capture for it (completed/partial only;
+// CONTRACT §6), which the caller captures once as the last work of its transaction (the
+// workspace's credit row is then locked only for the commit: credits/ledger.ts). Shared by
+// applying a result as it arrives (orchestration/apply-result.ts) and by the terminal transition
+// (orchestration/finalize-job.ts), which applies whatever was not applied yet.
 import { sql } from 'kysely';
 import type { Limitation } from '../../contract/lanes.ts';
 import type { CheckOutput } from '../../contract/tasks.ts';
-import { captureTasks } from '../../credits/ledger.ts';
+import type { CaptureRequest } from '../../credits/ledger.ts';
 import type { TaskStatus } from '../../db/schema.ts';
 import type { Trx } from '../../db/transaction.ts';
 import { limitationCode, limitationMessage } from './task-limitations.ts';
@@ -27,16 +29,17 @@ export interface ApplicableTask {
  * Caller holds the job row lock. Settles finished tasks of the job at once: the rows are locked
  * and re-read (only those still unapplied and finished count: a repeat or a redelivered notice in
  * the same batch settles nothing twice), marked applied in one statement, their limitations
- * counted per task in one insert, and their costs captured once each (captureTasks). Returns the
- * tasks it settled, in the given order, and the credits captured.
+ * counted per task in one insert. Returns the tasks it settled, in the given order, and what to
+ * capture for them: the caller passes it to captureTasks as the last work of its transaction.
  */
 export async function settleTasks<T extends ApplicableTask>(
   trx: Trx,
   job: LockedJob,
   tasks: readonly T[],
-): Promise<{ settled: T[]; captured: number }> {
+): Promise<{ settled: T[]; capture: CaptureRequest }> {
+  const none = { workspaceId: job.workspace_id, jobId: job.id, tasks: [] };
   const candidates = tasks.filter((t) => !t.applied_at && !isOpenTask(t.status));
-  if (candidates.length === 0) return { settled: [], captured: 0 };
+  if (candidates.length === 0) return { settled: [], capture: none };
   const ids = [...new Set(candidates.map((t) => t.id))];
   const res = await sql<{ id: number }>`SELECT id FROM tasks WHERE id IN (${sql.join(ids)})
     AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL}) FOR UPDATE`.execute(trx);
@@ -46,7 +49,7 @@ export async function settleTasks<T extends ApplicableTask>(
     if (!eligible.delete(t.id)) continue; // applied already, or a duplicate in this batch
     settled.push(t);
   }
-  if (settled.length === 0) return { settled, captured: 0 };
+  if (settled.length === 0) return { settled, capture: none };
   await sql`UPDATE tasks SET applied_at = NOW(3) WHERE id IN (${sql.join(settled.map((t) => t.id))})`.execute(trx);
   // The job row's counters (task-counters.ts): these are applied now, and those that did no paid
   // work give their share of the reservation back.
@@ -55,14 +58,41 @@ export async function settleTasks<T extends ApplicableTask>(
     plannedCost: -settled.reduce((a, t) => a + (CAPTURED_TASK_STATUSES.includes(t.status) ? 0 : t.unit_cost), 0),
   });
   await countLimitationsOf(trx, job.id, settled, false);
-  const captured = await captureTasks(trx, {
-    workspaceId: job.workspace_id,
-    jobId: job.id,
+  const capture = {
+    ...none,
     tasks: settled
       .filter((t) => CAPTURED_TASK_STATUSES.includes(t.status) && t.unit_cost > 0)
       .map((t) => ({ taskId: t.id, amount: t.unit_cost })),
-  });
-  return { settled, captured };
+  };
+  return { settled, capture };
+}
+
+/**
+ * Caller holds the job row lock. Settles a finished task whose result could not be applied (its
+ * output failed to write on every try: apply-failure.ts) as `failed` / `apply_failed`, without
+ * its output and without a capture: applied, so the job can end, with the limitation
+ * `result_not_applied`. False when it is no longer finished-and-unapplied (applied meanwhile).
+ */
+export async function settleAsNotApplied(trx: Trx, job: LockedJob, taskId: number): Promise<boolean> {
+  const res = await sql<{ unit_cost: number; product_lane: string }>`SELECT unit_cost, product_lane FROM tasks
+    WHERE id = ${taskId} AND job_id = ${job.id} AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL})
+    FOR UPDATE`.execute(trx);
+  const row = res.rows[0];
+  if (!row) return false;
+  await sql`UPDATE tasks SET status = 'failed', reason = 'apply_failed', output = NULL, applied_at = NOW(3)
+    WHERE id = ${taskId}`.execute(trx);
+  // Applied now, with no paid work: its share of the reservation goes back (task-counters.ts).
+  await addTaskCounters(trx, job.id, { unapplied: -1, plannedCost: -Number(row.unit_cost) });
+  const task: ApplicableTask = {
+    id: taskId,
+    status: 'failed',
+    reason: 'apply_failed',
+    unit_cost: Number(row.unit_cost),
+    applied_at: null,
+    product_lane: row.product_lane,
+  };
+  await countLimitationsOf(trx, job.id, [task], false);
+  return true;
 }
 
 /**

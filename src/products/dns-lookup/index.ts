@@ -42,9 +42,20 @@ export const dnsInput = z.strictObject({ value: domainName });
 export type DnsInput = z.infer<typeof dnsInput>;
 
 const outcomeSchema = z
-  .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+  .enum([
+    'answer',
+    'nodata',
+    'nxdomain',
+    'servfail',
+    'refused',
+    'formerr',
+    'notimp',
+    'timeout',
+    'error',
+    'left_public_dns',
+  ])
   .describe(
-    'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type',
+    'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type; left_public_dns: the chain pointed into a special-use name or a non-global reverse zone and was cut there (limitation answer_leaves_public_dns): nothing is known beyond it',
   );
 const mxData = z.object({ preference: z.number().int(), exchange: z.string() });
 

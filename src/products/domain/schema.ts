@@ -4,7 +4,18 @@ import { z } from 'zod';
 import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
 
 const outcome = z
-  .enum(['answer', 'nodata', 'nxdomain', 'servfail', 'refused', 'formerr', 'notimp', 'timeout', 'error'])
+  .enum([
+    'answer',
+    'nodata',
+    'nxdomain',
+    'servfail',
+    'refused',
+    'formerr',
+    'notimp',
+    'timeout',
+    'error',
+    'left_public_dns',
+  ])
   .describe('answer | nodata | nxdomain are replies about the name; the others mean nothing is known');
 
 const queryStatus = z.object({

@@ -70,6 +70,14 @@ export async function reverseLookup(
       return { status: 'completed', name, ptr: [], limitations: [] };
     case 'timeout':
       return unavailable(name, 'timeout', 'timeout', 'the resolver did not answer in time');
+    case 'left_public_dns':
+      // What a resolver with private zones says beyond that point is not ours to report.
+      return unavailable(
+        name,
+        'unavailable',
+        'left_public_dns',
+        `the answer left public DNS after ${result.leftPublicDns?.name ?? name} and was cut there`,
+      );
     case 'servfail':
     case 'refused':
     case 'formerr':

@@ -24,6 +24,9 @@ export function failureOf(results: QueryResult[]): {
   reason: string;
 } {
   if (results.every((r) => r.outcome === 'timeout')) return { status: 'timeout', reason: 'dns_timeout' };
+  // Every answer led out of public DNS and was cut (src/net/special-use-resolver.ts).
+  if (results.every((r) => r.outcome === 'left_public_dns'))
+    return { status: 'unavailable', reason: 'answer_leaves_public_dns' };
   if (results.some((r) => r.outcome === 'servfail')) return { status: 'unavailable', reason: 'dns_servfail' };
   if (results.some((r) => r.outcome === 'refused')) return { status: 'unavailable', reason: 'dns_refused' };
   return { status: 'unavailable', reason: 'dns_error' };

@@ -17,6 +17,9 @@ import type {
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
 import type { ChangeRules } from './change-rules.ts';
+import type { ApprovedScope } from '../../auth/approved-scopes.ts';
+import type { ScopeProofs } from '../../auth/scope-proof.ts';
+import type { PublicResolverCheck } from '../../net/public-resolver-check.ts';
 
 /**
  * What answers "can this lane's worker take work?" (src/queue/lane-health.ts): `alive` with a
@@ -38,8 +41,17 @@ export interface ProductServices {
   resolver?: Resolver;
   /** The one outbound guard: every HTTP, TCP and TLS connection to a target goes through it. */
   outbound?: OutboundGuard;
+  /**
+   * The same guard for active work (probes, transfers, protocol enumeration, path fetches): it
+   * also refuses ACTIVE_DENY_CIDRS, whatever the approval. Active checks use this one only.
+   */
+  activeOutbound?: OutboundGuard;
+  /** Proof-of-control checks of verified scopes over the resolver, cached (src/auth/scope-proof.ts). */
+  scopeProofs?: ScopeProofs;
   /** Worker liveness, where the process answers admission (the web role). */
   laneHealth?: WorkerLiveness;
+  /** Whether DNS_SERVERS answers special-use names (a /readyz warning: src/net/public-resolver-check.ts). */
+  publicResolver?: PublicResolverCheck;
 }
 
 export interface ProductRuntime {
@@ -121,8 +133,8 @@ export interface CheckSpec {
 }
 
 export interface ExpandContext {
-  /** The workspace's approved target scopes (domain suffixes), read when first asked. */
-  approvedScopes(): Promise<string[]>;
+  /** The workspace's approved target scopes (domain suffixes and their proof), read when first asked. */
+  approvedScopes(): Promise<ApprovedScope[]>;
 }
 
 export interface AsyncProduct<I> {

@@ -5,11 +5,22 @@ import { createResolver } from '../../dns/stub-resolver.ts';
 import { createOutboundGuard } from '../../net/outbound-guard.ts';
 import { specialUsePolicy } from '../../net/special-use.ts';
 import { refuseSpecialUse } from '../../net/special-use-resolver.ts';
+import { publicResolverCheck } from '../../net/public-resolver-check.ts';
 import type { ProductRuntime, ProductServices } from './product-contract.ts';
+import { ScopeProofs } from '../../auth/scope-proof.ts';
 
 export function createProductRuntime(config: Config, log: Logger, extra: ProductServices = {}): ProductRuntime {
-  // Special-use names never reach the resolver: any answer would describe our own network.
-  const resolver = refuseSpecialUse(createResolver(config), specialUsePolicy(config));
+  // Special-use names never reach the resolver, and answers that lead into them are cut there:
+  // either would describe our own network.
+  const stub = createResolver(config);
+  const resolver = refuseSpecialUse(stub, specialUsePolicy(config));
+  // /readyz's warning when DNS_SERVERS answers what only a resolver with private zones answers.
+  const publicResolver = publicResolverCheck(stub, {
+    onChange: (warnings) => {
+      if (warnings.length > 0) log.warn({ warnings }, 'DNS_SERVERS answers special-use names');
+      else log.info('DNS_SERVERS no longer answers special-use names');
+    },
+  });
   // The one outbound guard of the process: every lane's HTTP, TCP and TLS goes through it.
   const outbound = createOutboundGuard({
     allow: config.ALLOW_PRIVATE_TARGETS,
@@ -20,5 +31,15 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
       intervalMs: config.OUTBOUND_ADDRESS_INTERVAL_MS,
     },
   });
-  return { config, log, services: { resolver, outbound, ...extra } };
+  // Active work's guard: the same policy and the same politeness slots per address, and
+  // ACTIVE_DENY_CIDRS refused whatever allows them.
+  const activeOutbound = createOutboundGuard({
+    allow: config.ALLOW_PRIVATE_TARGETS,
+    deny: config.ACTIVE_DENY_CIDRS,
+    resolver,
+    portMap: config.OUTBOUND_PORT_MAP,
+    ...(outbound.slots ? { slots: outbound.slots } : {}),
+  });
+  const scopeProofs = new ScopeProofs(resolver, { cacheSeconds: config.SCOPE_PROOF_CACHE_SECONDS });
+  return { config, log, services: { resolver, outbound, activeOutbound, scopeProofs, publicResolver, ...extra } };
 }

@@ -6,8 +6,12 @@
 //
 // A fetch failure that says something about the target (the host does not exist, a certificate
 // invalid for it, a redirect off https, a body over the cap, a status other than 200) is a finding;
-// one that says nothing (a timeout, a refused or reset connection, an address our policy refuses)
-// is a limitation, and the lane is partial.
+// one that says nothing (a timeout, an unreachable host, an address or a port our policy refuses)
+// is a limitation, and the lane is partial. The URLs are the record's: they are fetched only on
+// the passive ports (a record naming port 22 is refused before any connection: port_not_allowed),
+// and a host that gives no answer is `unreachable` whatever the reason, so the lookup cannot be
+// used to tell open, closed and filtered ports apart (src/net/passive-ports.ts).
+
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ObjectRef } from '../../contract/tasks.ts';
@@ -51,7 +55,8 @@ interface Fetched {
 async function fetchEvidence(ctx: CheckContext, url: string, maxBytes: number, timeoutMs: number): Promise<Fetched> {
   const guard = ctx.runtime.services.outbound!;
   try {
-    const response = await guard.fetch(url, {
+    // The record's URL, the target's word: passive ports, one code for an unreachable host.
+    const response = await guard.fetchReferenced(url, {
       maxBytes,
       maxRedirects: MAX_REDIRECTS,
       timeoutMs,

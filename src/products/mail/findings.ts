@@ -380,6 +380,12 @@ const rows = {
     'STARTTLS advertised but the upgrade failed',
     'The MX host advertised STARTTLS, then refused the command or the TLS handshake failed: senders fall back to clear text or defer.',
   ),
+  smtp_pipelining_before_tls: k(
+    'low',
+    'confirmed',
+    'MX host sends data after its 220 to STARTTLS',
+    "After answering STARTTLS with 220, the MX host (or something on the path to it) sent plain text before its TLS handshake. A server must send nothing there (RFC 3207 §4-5): a client that keeps those bytes reads them as the server's replies inside TLS, the response-injection form of the STARTTLS class of CVE-2011-0411. The bytes are recorded (pipeliningBeforeTls) and were never read as TLS or as replies.",
+  ),
   smtp_tls_certificate_untrusted: k(
     'medium',
     'confirmed',

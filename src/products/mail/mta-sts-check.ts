@@ -94,7 +94,7 @@ export async function runMtaStsCheck(
   }
   let body: string;
   try {
-    const res = await guard.fetch(url, {
+    const res = await guard.fetchReferenced(url, {
       maxRedirects: 0,
       timeoutMs: opts.fetchTimeoutMs,
       maxBytes: MTA_STS_MAX_BYTES,

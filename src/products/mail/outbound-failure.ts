@@ -8,7 +8,15 @@ export type OutboundVerdict =
   | { kind: 'fact'; code: 'host_not_found' | 'certificate_invalid' | 'redirect' | 'too_large'; detail: string }
   | {
       kind: 'gap';
-      code: 'timeout' | 'connection_failed' | 'dns_failure' | 'target_not_allowed' | 'aborted' | 'error';
+      code:
+        | 'timeout'
+        | 'unreachable'
+        | 'connection_failed'
+        | 'dns_failure'
+        | 'target_not_allowed'
+        | 'port_not_allowed'
+        | 'aborted'
+        | 'error';
       detail: string;
     };
 
@@ -25,7 +33,12 @@ function causeCode(err: unknown): string {
 }
 
 export function judgeOutbound(err: unknown): OutboundVerdict {
-  if (err instanceof OutboundRefusedError) return { kind: 'gap', code: 'target_not_allowed', detail: err.message };
+  if (err instanceof OutboundRefusedError)
+    return {
+      kind: 'gap',
+      code: err.reason === 'port_not_allowed' ? 'port_not_allowed' : 'target_not_allowed',
+      detail: err.message,
+    };
   if (!(err instanceof OutboundFetchError))
     return { kind: 'gap', code: 'error', detail: err instanceof Error ? err.message : String(err) };
   const cert = causeCode(err) || (CERT.test(err.message) ? err.message : '');
@@ -42,6 +55,8 @@ export function judgeOutbound(err: unknown): OutboundVerdict {
       return { kind: 'fact', code: 'certificate_invalid', detail: cert || err.message };
     case 'timeout':
       return { kind: 'gap', code: 'timeout', detail: err.message };
+    case 'unreachable':
+      return { kind: 'gap', code: 'unreachable', detail: err.message };
     case 'aborted':
       return { kind: 'gap', code: 'aborted', detail: err.message };
     case 'dns_failure':

@@ -14,6 +14,7 @@ const outcome = z.enum([
   'notimp',
   'timeout',
   'error',
+  'left_public_dns',
 ]);
 const query = z.object({ outcome, rcode: z.string().nullable() });
 const presenceEnum = z.enum(['present', 'absent', 'indeterminate']);
@@ -254,7 +255,7 @@ const fetched = {
     .string()
     .nullable()
     .describe(
-      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or timeout, connection_failed, dns_failure, target_not_allowed (gaps: a limitation)',
+      'Why it was not usable: host_not_found, certificate_invalid, redirect, redirect_off_https, too_large, http_status (facts), or unreachable (no answer from the host: refused, reset, timed out or not TLS, deliberately not told apart), timeout, dns_failure, target_not_allowed, port_not_allowed (a port other than 80, 443, 8080, 8443: never connected to) (gaps: a limitation)',
     ),
 };
 const svgCheck = z.object({
@@ -469,6 +470,16 @@ export const smtpProjection = z.object({
           starttlsAdvertised: z.boolean().nullable(),
           phases: z.array(z.object({ phase: z.string(), ms: z.number() })),
           detail: z.string().nullable(),
+          pipeliningBeforeTls: z
+            .object({
+              detected: z.boolean(),
+              bytes: z.number().int(),
+              sample: z.string().nullable().describe('The first 64 bytes, escaped as in a JSON string'),
+            })
+            .nullable()
+            .describe(
+              'pipelining_before_tls: what the server sent after its 220 to STARTTLS and before TLS (it should send nothing: the STARTTLS injection class of CVE-2011-0411); never read as TLS or as replies. null when STARTTLS was not answered 220',
+            ),
           tls: z
             .object({
               protocol: z.string().nullable(),

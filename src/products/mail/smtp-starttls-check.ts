@@ -95,6 +95,7 @@ function projectSession(
     starttlsAdvertised: s.starttlsAdvertised,
     phases: s.phases,
     detail: s.detail,
+    pipeliningBeforeTls: s.pipeliningBeforeTls,
     tls: s.tls
       ? {
           protocol: s.tls.protocol,
@@ -219,6 +220,16 @@ export async function runSmtpStarttlsCheck(
             ),
           );
       }
+      const early = s.pipeliningBeforeTls;
+      if (early?.detected)
+        out.finding(
+          mailFinding(
+            'smtp_pipelining_before_tls',
+            ref,
+            `${row.host} (${s.address}) sent ${early.bytes} bytes of plain text after its 220 to STARTTLS, before TLS.`,
+            [...ev, `after 220 to STARTTLS: ${early.bytes} bytes, "${early.sample ?? ''}"`],
+          ),
+        );
       if (s.state === 'starttls_refused' || s.state === 'tls_failed')
         out.finding(
           mailFinding(

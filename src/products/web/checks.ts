@@ -3,7 +3,6 @@
 // the sum of the phases a check may spend, so the lane runner's timeout only fires on a bug.
 import type { CheckSpec } from '../kit/product-contract.ts';
 import { lazy } from '../kit/lazy.ts';
-import { PASSIVE_WEB_PORTS } from './passive-ports.ts';
 
 // Loaded on first use (kit/lazy.ts): importing the check list costs no parser.
 const runHttpCheck = lazy(() => import('./http-check.ts').then((m) => m.runHttpCheck));
@@ -46,12 +45,9 @@ export function createWebChecks(o: WebCheckOptions = {}): CheckSpec[] {
       lane: 'web',
       // Two chains in parallel (each possibly read twice, verified then not) + the preflight.
       timeoutMs: 3 * fetchTimeoutMs + 10_000,
-      // A passive lookup (not authorized) follows redirects on the web's own ports only.
+      // A passive lookup (not authorized) stays on the guard's passive ports, redirects included.
       run: (task, ctx) =>
-        runHttpCheck(urlOf(task), ctx, {
-          ...phases,
-          ...(task.params.authorized === true ? {} : { allowedPorts: PASSIVE_WEB_PORTS }),
-        }),
+        runHttpCheck(urlOf(task), ctx, { ...phases, ports: task.params.authorized === true ? 'any' : 'passive' }),
     },
     {
       name: WEB_CHECKS.tls,

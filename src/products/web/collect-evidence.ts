@@ -18,8 +18,11 @@ export interface CollectOptions {
   headersTimeoutMs?: number;
   bodyIdleTimeoutMs?: number;
   maxBytes?: number;
-  /** Ports every hop may use (a passive lookup: the web's own, web/passive-ports.ts); default any. */
-  allowedPorts?: readonly number[];
+  /**
+   * 'passive' (default): every hop on the guard's passive ports (src/net/passive-ports.ts); 'any':
+   * an authorized lookup, whose URL and redirects may use any port.
+   */
+  ports?: 'passive' | 'any';
   signal: AbortSignal;
 }
 
@@ -61,7 +64,7 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
       ...(o.connectTimeoutMs ? { connectTimeoutMs: o.connectTimeoutMs } : {}),
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
       ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
-      ...(o.allowedPorts ? { allowedPorts: o.allowedPorts } : {}),
+      ports: o.ports ?? 'passive',
     });
   const hasHttps = (hops: { url: string }[]) => hops.some((h) => h.url.startsWith('https:'));
   let verified: boolean | null = true;
@@ -106,6 +109,7 @@ async function preflight(
 ): Promise<PreflightEvidence | null> {
   try {
     const res = await guard.fetch(url, {
+      ports: o.ports ?? 'passive',
       method: 'OPTIONS',
       signal: o.signal,
       timeoutMs: o.fetchTimeoutMs,

@@ -72,7 +72,8 @@ export async function runTlsProtocolsCheck(
   ctx: CheckContext,
   opts: TlsProtocolsOptions,
 ): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound;
+  // Protocol enumeration is active work: the active guard, which also refuses ACTIVE_DENY_CIDRS.
+  const guard = ctx.runtime.services.activeOutbound;
   const resolved = await resolveTlsTarget(target, guard, 'tls_protocols', ctx.signal);
   if (!('addresses' in resolved)) return resolved;
   const t = resolved;

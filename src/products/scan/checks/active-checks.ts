@@ -8,12 +8,15 @@
 //                       canary names around it
 //   scan.well_known     /.well-known/security.txt, /.git/HEAD, /.env
 //   scan.tls_protocols  the web lookup's TLS protocol enumeration
+// Every connection goes through the active guard (runtime.services.activeOutbound), which also
+// refuses ACTIVE_DENY_CIDRS (cloud metadata by default) whatever the approval; a verified scope's
+// proof is asked again before each task runs (checks/index.ts, kit/active-admission.ts).
 // Each connection resolves its host again, inside its own task, through the guard (whose lookup is
 // pinned to the addresses it just vetted): an earlier task's answer is never reused, so a record
 // changed since the name's dns task (a rebinding) is vetted again before anything connects.
-import { randomBytes, randomInt } from 'node:crypto';
-import * as packet from 'dns-packet';
+import { randomBytes } from 'node:crypto';
 import { presence, recordsOf } from '../../../dns/presence.ts';
+import { transferOverStream, type TransferResult } from '../../../dns/zone-transfer.ts';
 import type { OutboundGuard } from '../../../net/outbound-guard.ts';
 import { OutboundFetchError, OutboundRefusedError } from '../../../net/outbound-guard.ts';
 import type { CheckContext } from '../../kit/product-contract.ts';
@@ -28,8 +31,9 @@ import { capped } from './compose.ts';
 
 type ScanTask = { objectKey: string; params: Record<string, unknown>; distance?: number };
 
+/** Active work's guard: it also refuses ACTIVE_DENY_CIDRS, whatever the approval. */
 function guardOf(ctx: CheckContext): OutboundGuard | undefined {
-  return ctx.runtime.services.outbound;
+  return ctx.runtime.services.activeOutbound;
 }
 
 const noGuard = (what: string) =>
@@ -318,7 +322,7 @@ async function transfer(
   zone: string,
   timeoutMs: number,
   signal: AbortSignal,
-): Promise<{ outcome: 'allowed' | 'refused' | 'timeout' | 'failed'; records: number; names: string[] }> {
+): Promise<TransferResult> {
   let socket;
   try {
     socket = await guard.connectTcp({ address, port: 53, host: server }, { timeoutMs, signal });
@@ -329,57 +333,7 @@ async function transfer(
       names: [],
     };
   }
-  const query = packet.encode({
-    type: 'query',
-    id: randomInt(0, 0x10000),
-    flags: 0,
-    questions: [{ type: 'AXFR', name: zone, class: 'IN' }],
-  });
-  const frame = Buffer.alloc(2 + query.length);
-  frame.writeUInt16BE(query.length, 0);
-  query.copy(frame, 2);
-  return new Promise((resolve) => {
-    let buf = Buffer.alloc(0);
-    let soas = 0;
-    let records = 0;
-    const names = new Set<string>();
-    let done = false;
-    const finish = (outcome: 'allowed' | 'refused' | 'timeout' | 'failed') => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ outcome: records > 0 && outcome !== 'refused' ? 'allowed' : outcome, records, names: [...names] });
-    };
-    const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    socket.on('error', () => finish('failed'));
-    socket.on('close', () => finish(records > 0 ? 'allowed' : 'failed'));
-    socket.on('data', (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
-        const len = buf.readUInt16BE(0);
-        let msg: packet.DecodedPacket;
-        try {
-          msg = packet.decode(buf.subarray(2, 2 + len));
-        } catch {
-          return finish('failed');
-        }
-        buf = buf.subarray(2 + len);
-        if (((msg.flags ?? 0) & 0xf) !== 0) return finish('refused');
-        for (const a of msg.answers ?? []) {
-          records++;
-          names.add(normalName(a.name));
-          if (a.type === 'SOA') soas++;
-          if (a.type === 'CNAME' || a.type === 'NS' || a.type === 'PTR') names.add(normalName(String(a.data)));
-          if (a.type === 'MX') names.add(normalName(String((a.data as { exchange: string }).exchange)));
-        }
-        // An AXFR ends with the SOA it started with.
-        if (soas >= 2 || records >= AXFR_MAX_RECORDS) return finish('allowed');
-        if ((msg.answers ?? []).length === 0) return finish('refused');
-      }
-    });
-    socket.write(frame);
-  });
+  return transferOverStream(socket, zone, { timeoutMs, maxRecords: AXFR_MAX_RECORDS });
 }
 
 // ---- scan.wordlist ----------------------------------------------------------------------------

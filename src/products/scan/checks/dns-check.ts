@@ -14,8 +14,10 @@
 //   - Out-of-scope names are recorded at distance 1, never followed; in-scope ones one hop further
 //     than this name.
 //   - What points into the deployment's own network is a fact, never a lead: a name under a
-//     special-use suffix (src/net/special-use.ts) is recorded with `specialUse` and never becomes a
-//     discovery (never resolved, never scanned); an address the outbound guard refuses (private,
+//     special-use suffix (src/net/special-use.ts) that an MX, NS, SRV or SPF record names is
+//     recorded with `specialUse` and never becomes a discovery (never resolved, never scanned); a
+//     CNAME chain into one never reaches this check (the resolver cuts it where it leaves public
+//     DNS: src/net/special-use-resolver.ts); an address the outbound guard refuses (private,
 //     loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with `outboundRefused` and kept out of
 //     the addresses the planner plans web and active work from.
 import type { QueryResult, RecordType } from '../../../dns/types.ts';
@@ -25,6 +27,7 @@ import type {
   CheckOutput,
   FindingOut,
   GateResult,
+  ObjectFold,
   ObjectOut,
   ObjectRef,
   RelationOut,
@@ -33,6 +36,7 @@ import type { Limitation } from '../../../contract/lanes.ts';
 import { canonicalIp, failureOf, notRun, resolverOf } from '../../kit/dns-replies.ts';
 import {
   WILDCARD_TYPES,
+  aliasTargetMatch,
   matchWildcard,
   type WildcardMatch,
   type WildcardProbe,
@@ -145,6 +149,37 @@ export async function runScanDnsCheck(
   const findings: FindingOut[] = [];
   const at = (n: string) => (scope.inScope(n) ? distance + 1 : 1);
   const policy = specialUsePolicy(ctx.runtime.config);
+  // CNAME targets that only the wildcard of this name's level answers (judged from this name's
+  // own replies): like an MX or SRV name that collapses, no host of their own; this name's
+  // cname_to names the wildcard object, which lists them, and this name's projection says so.
+  const chain = cnameChain(name, by.A!, by.CNAME!);
+  const wildcardTargets = new Set(
+    probe
+      ? chain.targets.filter(
+          (t) =>
+            scope.inScope(t) &&
+            aliasTargetMatch(
+              probe,
+              t,
+              Object.fromEntries(WILDCARD_TYPES.map((w) => [w, by[w]!])) as Record<WildcardType, QueryResult>,
+            ) === 'match',
+        )
+      : [],
+  );
+  const levelObject = probe ? wildcardObject(probe, distance + 1) : null;
+  const folds: ObjectFold[] = [];
+  const collapsedRef = (n: string): ObjectRef | null => {
+    if (!wildcardTargets.has(n) || !levelObject) return null;
+    if (!folds.some((f) => f.object.key === n)) {
+      folds.push({
+        object: { type: 'host', key: n },
+        into: levelObject.ref,
+        detail: { foundVia: 'cname', foundFrom: name },
+      });
+      if (folds.length === 1) found.objects.push(levelObject.object);
+    }
+    return levelObject.ref;
+  };
   const record = (
     n: string,
     relation: RelationOut['relation'],
@@ -153,6 +188,11 @@ export async function runScanDnsCheck(
   ) => {
     const other = normalName(n);
     if (!other || other === '.' || other === name || !isHostName(other)) return;
+    const wildcard = relation === 'cname_to' ? collapsedRef(other) : null;
+    if (wildcard) {
+      found.relations.push({ from: self, relation, to: wildcard });
+      return;
+    }
     const ref: ObjectRef = { type: other === scope.registrable ? 'domain' : 'host', key: other };
     const special = specialUseOf(other, policy);
     found.objects.push({
@@ -197,21 +237,24 @@ export async function runScanDnsCheck(
   }
 
   // The CNAME chain (from the A answer, which carries it), loops and runaways, dangling targets.
-  const chain = cnameChain(name, by.A!, by.CNAME!);
   if (chain.targets.length > 0) record(chain.targets[0]!, 'cname_to', 'to', 'cname');
   // The rest of the chain is recorded; recursion follows it one alias (one hop) at a time.
   for (let i = 1; i < chain.targets.length && i <= CNAME_RUNAWAY; i++) {
     const from = chain.targets[i - 1]!;
     const to = chain.targets[i]!;
     if (isHostName(from) && isHostName(to)) {
-      found.objects.push({
-        type: 'host',
-        key: to,
-        discovered: true,
-        distance: at(to) + i,
-        projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from },
-      });
-      found.relations.push({ from: { type: 'host', key: from }, relation: 'cname_to', to: { type: 'host', key: to } });
+      const fromRef = collapsedRef(from) ?? { type: 'host', key: from };
+      const toRef = collapsedRef(to);
+      if (!toRef)
+        found.objects.push({
+          type: 'host',
+          key: to,
+          discovered: true,
+          distance: at(to) + i,
+          projection: { name: to, inScope: scope.inScope(to), foundVia: 'cname', foundFrom: from },
+        });
+      if (!toRef || fromRef.key !== toRef.key)
+        found.relations.push({ from: fromRef, relation: 'cname_to', to: toRef ?? { type: 'host', key: to } });
     }
   }
   // A loop or a runaway chain is reported once, on the alias where it starts; the names along it
@@ -288,7 +331,14 @@ export async function runScanDnsCheck(
   );
   const selfObject: ObjectOut = {
     ...self,
-    projection: { name, inScope: true, exists: by.A!.outcome !== 'nxdomain', records, wildcard: match },
+    projection: {
+      name,
+      inScope: true,
+      exists: by.A!.outcome !== 'nxdomain',
+      records,
+      wildcard: match,
+      ...(folds.length > 0 ? { cnameWildcard: folds.map((f) => ({ name: f.object.key, wildcard: f.into.key })) } : {}),
+    },
   };
   if (refusedAddresses.length > 0)
     limitations.push({
@@ -304,28 +354,36 @@ export async function runScanDnsCheck(
     findings,
     limitations,
     sources: [DNS_SOURCE],
+    ...(folds.length > 0 ? { folds } : {}),
+  };
+}
+
+/** The one object of a wildcard level, with what its random names answered. */
+function wildcardObject(probe: WildcardProbe, distance: number): { ref: ObjectRef; object: ObjectOut } {
+  const ref: ObjectRef = { type: 'host', key: `*.${probe.level}` };
+  return {
+    ref,
+    object: {
+      ...ref,
+      distance,
+      discovered: true,
+      projection: {
+        name: `*.${probe.level}`,
+        wildcard: true,
+        answers: Object.fromEntries(Object.entries(probe.types).map(([t, v]) => [t, v.answers])),
+      },
+    },
   };
 }
 
 /** A wildcard answer: one object per level, this name folded into it; nothing else. */
 function collapsed(name: string, probe: WildcardProbe, distance: number, via: unknown): CheckOutput {
-  const wildcard: ObjectRef = { type: 'host', key: `*.${probe.level}` };
+  const { ref: wildcard, object } = wildcardObject(probe, distance);
   const facts: DnsFacts = { name, match: 'match', addresses: [], hasMx: false, cnameTargets: [], discoveries: [] };
   return {
     status: 'completed',
     projection: facts as unknown as Record<string, unknown>,
-    objects: [
-      {
-        ...wildcard,
-        distance,
-        discovered: true,
-        projection: {
-          name: `*.${probe.level}`,
-          wildcard: true,
-          answers: Object.fromEntries(Object.entries(probe.types).map(([t, v]) => [t, v.answers])),
-        },
-      },
-    ],
+    objects: [object],
     relations: [],
     findings: [
       scanFinding(

@@ -5,6 +5,7 @@ import { SCAN_CHECKS } from '../rules/check-names.ts';
 import { lazy } from '../../kit/lazy.ts';
 import { postureTimeouts, type PostureOptions } from './posture-timeouts.ts';
 import type { TcpProbeOptions } from './active-checks.ts';
+import { scopeProofRefusal } from '../../kit/active-admission.ts';
 
 // Loaded on first use (kit/lazy.ts): a lane loads only the checks it runs.
 const runScanDnsCheck = lazy(() => import('./dns-check.ts').then((m) => m.runScanDnsCheck));
@@ -24,9 +25,24 @@ export interface ScanCheckOptions extends PostureOptions {
   activeTimeoutMs?: number;
 }
 
+/**
+ * An active check behind its scope's proof: a verified scope whose TXT record no longer holds the
+ * workspace's token (or cannot be asked) stops the task before it sends anything.
+ */
+function proven(spec: CheckSpec): CheckSpec {
+  return {
+    ...spec,
+    run: async (task, ctx) => (await scopeProofRefusal(task, ctx)) ?? spec.run(task, ctx),
+  };
+}
+
 export function createScanChecks(o: ScanCheckOptions = {}): CheckSpec[] {
   const t = postureTimeouts(o);
   const activeMs = o.activeTimeoutMs ?? 10_000;
+  return scanCheckList(o, t, activeMs).map((c) => (c.lane === 'active' ? proven(c) : c));
+}
+
+function scanCheckList(o: ScanCheckOptions, t: ReturnType<typeof postureTimeouts>, activeMs: number): CheckSpec[] {
   return [
     // Up to 8 types + 14 SRV names, in two waves of DNS_TIMEOUT_MS (2 s by default).
     { name: SCAN_CHECKS.dns, lane: 'dns', timeoutMs: 20_000, run: (task, ctx) => runScanDnsCheck(task, ctx) },

@@ -8,7 +8,6 @@
 import { assembleMail } from '../../mail/assemble.ts';
 import { mailLaneChecks } from '../../mail/checks.ts';
 import { mailLanes, type MailLaneName } from '../../mail/lanes.ts';
-import { PASSIVE_WEB_PORTS } from '../../web/passive-ports.ts';
 import { lazy } from '../../kit/lazy.ts';
 import { webPhases, type PostureOptions } from './posture-timeouts.ts';
 
@@ -40,7 +39,7 @@ export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: Post
   const distance = task.distance ?? 0;
   const [http, tls] = await Promise.all([
     // A scan's web check is passive in every profile: redirects stay on the web's own ports.
-    runHttpCheck(url, ctx, { ...webPhases(o.web), allowedPorts: PASSIVE_WEB_PORTS }),
+    runHttpCheck(url, ctx, { ...webPhases(o.web), ports: 'passive' }),
     runTlsCheck(url, ctx, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
   ]);
 
@@ -115,7 +114,6 @@ async function takeoverFindings(host: string, cnameTargets: readonly string[], c
         timeoutMs: 8000,
         maxBytes: 256 * 1024,
         maxRedirects: 2,
-        allowedPorts: PASSIVE_WEB_PORTS,
         signal: ctx.signal,
       });
       const provider = fingerprintMatch(host, cnameTargets, res.body.toString('utf8'));

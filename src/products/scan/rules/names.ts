@@ -3,6 +3,11 @@
 // included: a scan of alice.github.io is about alice.github.io, and bob.github.io is someone
 // else's), and placed in the tree (the zone level a wildcard probe asks about).
 import { suffixParts } from '../../../contract/public-suffix.ts';
+import {
+  coveringScope,
+  inApprovedScope as sharedInApprovedScope,
+  type ApprovedScope,
+} from '../../../auth/approved-scopes.ts';
 
 export function normalName(name: string): string {
   return name.trim().toLowerCase().replace(/\.$/, '');
@@ -56,30 +61,20 @@ export function isHostName(name: string): boolean {
 }
 
 /**
- * In one of the workspace's approved scopes (`example.com` approves it and every name below). A
- * public suffix approves nothing: the admin CLI refuses one, and a row stored before it did
- * (`github.io`) must not approve every owner below it.
+ * In one of the workspace's approved scopes (`example.com` approves it and every name below it).
+ * The one rule of src/auth/approved-scopes.ts: a scope that approves nothing (a public suffix such
+ * as `github.io`, a numeric or non-LDH row stored before the admin CLI refused them) is skipped,
+ * and an address literal is never in scope.
  */
-export function inApprovedScope(host: string, approved: readonly string[]): boolean {
-  const h = normalName(host);
-  return approved.some((s) => {
-    const suffix = normalName(s);
-    return (h === suffix || h.endsWith(`.${suffix}`)) && registrableOf(suffix) !== null;
-  });
-}
+export const inApprovedScope = sharedInApprovedScope;
 
 /**
- * The approved scope that holds a scan's active work: among the workspace's approved suffixes that
- * cover the target, the widest, but never above the target's registrable domain (approving
- * example.com and scanning shop.example.com works on example.com; approving only shop.example.com
- * keeps every active check, the zone transfer and the wordlist inside shop.example.com). Null when
- * no approved scope covers the target.
+ * The approved scope that holds a scan's active work: among the workspace's approved scopes that
+ * cover the target, the widest (approving example.com and scanning shop.example.com works on
+ * example.com; approving only shop.example.com keeps every active check, the zone transfer and the
+ * wordlist inside shop.example.com). The admission gate picks it by the same rule (coveringScope),
+ * skipping the same rows. Null when no approved scope covers the target.
  */
-export function activeScopeOf(target: string, registrable: string, approved: readonly string[]): string | null {
-  const t = normalName(target);
-  const covering = approved.map(normalName).filter((s) => s !== '' && (t === s || t.endsWith(`.${s}`)));
-  if (covering.length === 0) return null;
-  const widest = covering.reduce((a, b) => (b.length < a.length ? b : a));
-  const r = normalName(registrable);
-  return widest.length < r.length ? r : widest;
+export function activeScopeOf(target: string, approved: readonly ApprovedScope[]): ApprovedScope | null {
+  return coveringScope(target, approved);
 }

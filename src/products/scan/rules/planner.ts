@@ -17,7 +17,8 @@
 //     (private, loopback… outside ALLOW_PRIVATE_TARGETS) is recorded with its addresses and gets
 //     no web or active task.
 //   - Active work (advanced, options.active) only inside the approved scope that covers the target
-//     (activeScopeOf: the widest approved suffix covering it, never above its registrable domain),
+//     (activeScopeOf: the widest approved scope covering it that approves names at all; the
+//     admission gate picks it by the same rule), each active task carrying that scope's proof,
 //     never for a name at distance 1 that is out of scope (none get tasks), never for an alias of
 //     a third party. The zone transfer and the wordlist are of that scope's apex, planned once the
 //     target's own DNS answered: approving shop.example.com never transfers example.com.
@@ -230,11 +231,16 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
   const c = context(input);
   const projection = t.output?.projection ?? {};
   // The approved scope active work stays in; read only when active work is possible at all.
-  const activeScope = async () =>
-    active(c) ? activeScopeOf(c.target, c.scope.registrable, await ctx.approvedScopes()) : null;
+  const activeScope = async () => (active(c) ? activeScopeOf(c.target, await ctx.approvedScopes()) : null);
   const approved = async (host: string) => {
     const s = await activeScope();
-    return s !== null && inApprovedScope(host, [s]);
+    return s !== null && inApprovedScope(host, [s.domain]);
+  };
+  // Every active task carries the scope it runs under and its proof: the lane asks DNS again for a
+  // verified scope's token before anything is sent (src/products/kit/active-admission.ts).
+  const scopeParams = async () => {
+    const s = (await activeScope())!;
+    return { approvedScope: s.domain, scopeProof: s.proof, ...(s.token ? { proofToken: s.token } : {}) };
   };
   switch (t.check) {
     case SCAN_CHECKS.dns: {
@@ -247,9 +253,9 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
       if (name === c.target && t.distance === 0) {
         const s = await activeScope();
         if (s !== null) {
-          const params = { approvedScope: s };
-          plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, s, 0, params));
-          plans.push(task(c, SCAN_CHECKS.wordlist, 'active', 'active', unitCosts.active, s, 0, params));
+          const params = await scopeParams();
+          plans.push(task(c, SCAN_CHECKS.axfr, 'active', 'active', unitCosts.active, s.domain, 0, params));
+          plans.push(task(c, SCAN_CHECKS.wordlist, 'active', 'active', unitCosts.active, s.domain, 0, params));
         }
       }
       if (resolves && wantsWeb(c, name)) {
@@ -271,7 +277,10 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
       const aliasOfThirdParty = (f.cnameTargets ?? []).some((t) => !c.scope.inScope(t));
       if (resolves && !isServiceName(name) && !aliasOfThirdParty && (await approved(name))) {
         plans.push(
-          task(c, SCAN_CHECKS.tcpProbe, 'active', 'active', unitCosts.active, name, t.distance, { host: name }),
+          task(c, SCAN_CHECKS.tcpProbe, 'active', 'active', unitCosts.active, name, t.distance, {
+            host: name,
+            ...(await scopeParams()),
+          }),
         );
       }
       plans.push(...followDiscoveries(c, t.distance, f.discoveries));
@@ -283,9 +292,17 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
       if (f.httpsResponded && !thirdPartyAlias(c, t) && (await approved(f.host))) {
         const url = `https://${f.host}/`;
         plans.push(
-          task(c, SCAN_CHECKS.tlsProtocols, 'active', 'active', unitCosts.active, f.host, t.distance, { url }),
+          task(c, SCAN_CHECKS.tlsProtocols, 'active', 'active', unitCosts.active, f.host, t.distance, {
+            url,
+            ...(await scopeParams()),
+          }),
         );
-        plans.push(task(c, SCAN_CHECKS.wellKnown, 'active', 'active', unitCosts.active, f.host, t.distance, { url }));
+        plans.push(
+          task(c, SCAN_CHECKS.wellKnown, 'active', 'active', unitCosts.active, f.host, t.distance, {
+            url,
+            ...(await scopeParams()),
+          }),
+        );
       }
       return plans;
     }

@@ -89,3 +89,62 @@ export function matchWildcard(probe: WildcardProbe | null, name: Record<Wildcard
 export function probeLabel(random: () => string): string {
   return `lss-wc-${random()}`;
 }
+
+const bare = (n: string) => n.trim().toLowerCase().replace(/\.$/, '');
+
+/**
+ * The reply a question about `target` would get, read off a question about its alias: a resolver
+ * answering the alias follows the CNAME chain and returns the records of the type at its end, so
+ * the part of the chain from `target` on is the target's own answer. Indeterminate when the
+ * alias's reply was, or when its chain does not pass through `target` (it moved between questions).
+ */
+function targetReply(alias: QueryResult, target: string): QueryResult {
+  const indeterminate: QueryResult = { ...alias, name: target, outcome: 'error', answers: [] };
+  if (presence(alias) === 'indeterminate') return indeterminate;
+  const next = new Map<string, string>();
+  for (const a of alias.answers) if (a.type === 'CNAME') next.set(bare(a.name), bare(String(a.data)));
+  const chain: string[] = [];
+  for (let at: string | undefined = bare(alias.name); at !== undefined && !chain.includes(at); at = next.get(at)) {
+    chain.push(at);
+    if (chain.length > 32) break;
+  }
+  const from = chain.indexOf(target);
+  if (from < 0) return indeterminate;
+  const onChain = new Set(chain.slice(from));
+  const answers = alias.answers.filter((a) => onChain.has(bare(a.name)));
+  const outcome = alias.outcome === 'nxdomain' ? 'nxdomain' : answers.length > 0 ? 'answer' : 'nodata';
+  return { ...alias, name: target, outcome, answers };
+}
+
+/**
+ * How an alias's CNAME target compares with the wildcard of its level, without asking the target:
+ * from the alias's own replies (targetReply), its CNAME type from the chain of the A reply. Only
+ * a target on the probe's level can be judged ('unknown' otherwise): a name beyond the profile's
+ * hops gets no dns task of its own, so this is the one place its collapse can be seen.
+ */
+export function aliasTargetMatch(
+  probe: WildcardProbe | null,
+  target: string,
+  alias: Record<WildcardType, QueryResult>,
+): WildcardMatch {
+  const t = bare(target);
+  if (!probe || !t.includes('.') || t.slice(t.indexOf('.') + 1) !== probe.level) return 'unknown';
+  const replies = {} as Record<WildcardType, QueryResult>;
+  for (const type of WILDCARD_TYPES) {
+    if (type === 'CNAME') continue;
+    replies[type] = targetReply(alias[type], t);
+  }
+  // The target's own CNAME, if any, is the next link of the A reply's chain; none when it ends there.
+  const a = replies.A;
+  const own = a.answers.filter((r) => r.type === 'CNAME' && bare(r.name) === t);
+  replies.CNAME =
+    presence(a) === 'indeterminate'
+      ? { ...a, type: 'CNAME' }
+      : {
+          ...a,
+          type: 'CNAME',
+          outcome: a.outcome === 'nxdomain' ? 'nxdomain' : own.length > 0 ? 'answer' : 'nodata',
+          answers: own,
+        };
+  return matchWildcard(probe, replies);
+}
