@@ -13,6 +13,7 @@ import { mountMetaRoutes } from './routes/meta.ts';
 import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
 import { mountJobPageRoutes } from './routes/job-pages.ts';
+import { mountJobChangeRoutes } from './routes/job-changes.ts';
 import { mountDocsRoutes } from './routes/docs.ts';
 import { mountMonitorRoutes } from './routes/monitors.ts';
 import { state } from './http/context.ts';
@@ -82,6 +83,7 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountProductRoutes(app, deps);
   mountJobRoutes(app, deps);
   mountJobPageRoutes(app, deps);
+  mountJobChangeRoutes(app, deps);
   mountMonitorRoutes(app, deps);
   mountDocsRoutes(app);
 

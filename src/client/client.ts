@@ -6,10 +6,18 @@ import { LssPartialError } from './errors.ts';
 import { HttpTransport, type RetryEvent } from './http-transport.ts';
 import { jobOutcome, pollUntilTerminal, type JobOutcome, type WaitOptions } from './job-polling.ts';
 import { collectPages, iteratePages, type Collected, type PageOptions } from './page-iterator.ts';
+import {
+  collectChangePages,
+  iterateChangePages,
+  type ChangePageOptions,
+  type CollectedChanges,
+} from './change-pages.ts';
 import { defaultRetrySettings, type RetrySettings } from './retry-policy.ts';
 import { apiPaths, productRoutes } from './routes.ts';
 import type {
   AsyncKind,
+  ChangeItem,
+  ChangePage,
   DeliveriesPage,
   Delivery,
   Monitor,
@@ -225,6 +233,31 @@ export class LssClient {
 
   collectFindings(jobRef: string, opts: FindingPageOptions = {}): Promise<Collected<FindingPage>> {
     return collectPages(this.findingPages(jobRef, opts));
+  }
+
+  /**
+   * The job's changes since its baseline (CONTRACT §13): what is new, changed, gone, resolved or
+   * unconfirmed. Empty until the job is terminal (`wait` reads on until it is).
+   */
+  changePages(jobRef: string, opts: ChangePageOptions = {}): AsyncGenerator<ChangePage> {
+    return iterateChangePages(
+      (cursor) =>
+        this.#page<ChangePage>(
+          apiPaths.changes(jobRef),
+          { limit: opts.limit, cursor, change: opts.change?.join(','), kind: opts.kind },
+          opts.signal,
+        ),
+      opts,
+    );
+  }
+
+  async *changes(jobRef: string, opts: ChangePageOptions = {}): AsyncGenerator<ChangeItem> {
+    for await (const page of this.changePages(jobRef, opts)) yield* page.items;
+  }
+
+  /** Every change, with the baseline and whether finding items were left out (no finding:read). */
+  collectChanges(jobRef: string, opts: ChangePageOptions = {}): Promise<CollectedChanges> {
+    return collectChangePages(this.changePages(jobRef, opts));
   }
 
   async getObject(jobRef: string, objectId: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectDetail> {

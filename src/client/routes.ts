@@ -51,6 +51,7 @@ export const apiPaths = {
   cancel: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/cancel`,
   results: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/results`,
   findings: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/findings`,
+  changes: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/changes`,
   object: (ref: string, objectId: string) =>
     `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
   products: () => '/v2/products',
@@ -68,6 +69,7 @@ export const jobOperationIds = [
   'listJobResults',
   'listJobFindings',
   'getJobObject',
+  'listJobChanges',
   'listProducts',
 ] as const;
 

@@ -8,6 +8,13 @@ import type { jobStatusSchema } from '../contract/job-schemas.ts';
 import type { findingPageSchema, objectDetailSchema, resultPageSchema } from '../contract/page-schemas.ts';
 import type { errorEnvelopeSchema, productListSchema } from '../contract/schemas.ts';
 import type {
+  ChangeKind,
+  ChangeMark,
+  UnconfirmedReason,
+  changeCountsSchema,
+  changePageSchema,
+} from '../contract/change-schemas.ts';
+import type {
   createMonitorBody,
   deliveriesPageSchema,
   deliverySchema,
@@ -24,7 +31,7 @@ import type { dnsInput, dnsResult } from '../products/dns-lookup/index.ts';
 import type { domainInput } from '../products/domain/index.ts';
 import type { domainResult } from '../products/domain/schema.ts';
 
-export type { ErrorCode, Severity };
+export type { ChangeKind, ChangeMark, ErrorCode, Severity, UnconfirmedReason };
 
 export type JobStatus = z.output<typeof jobStatusSchema>;
 export type JobState = JobStatus['status'];
@@ -34,6 +41,11 @@ export type FindingPage = z.output<typeof findingPageSchema>;
 export type ResultItem = ResultPage['items'][number];
 export type FindingItem = FindingPage['items'][number];
 export type ObjectDetail = z.output<typeof objectDetailSchema>;
+/** GET /v2/jobs/{job_ref}/changes (CONTRACT §13). */
+export type ChangePage = z.output<typeof changePageSchema>;
+export type ChangeItem = ChangePage['items'][number];
+/** The job status's `changes`: the comparison with the baseline, counted. */
+export type ChangeCounts = z.output<typeof changeCountsSchema>;
 export type ProductList = z.output<typeof productListSchema>;
 export type ErrorEnvelope = z.output<typeof errorEnvelopeSchema>;
 export type LaneOutcome = z.output<typeof laneOutcomeSchema>;

@@ -213,7 +213,19 @@ describe('monitors on one orchestrator', () => {
     expect(Object.keys(first.event).sort()).toEqual(['data', 'timestamp', 'type']);
     expect(Object.keys(first.event.data).sort()).toEqual(['baseline', 'changes', 'jobRef', 'monitorId', 'status']);
 
-    // Baseline and counts are change detection's (CONTRACT §13), as the job row has them at its end.
+    // Change detection (CONTRACT §13): the first run has no baseline; the second's is the first's
+    // job, and it carries the counts of that comparison.
+    expect(first.event.data.baseline).toBeNull();
+    expect(first.event.data.changes).toBeNull();
+    expect(second.event.data.baseline).toEqual({ jobRef: first.event.data.jobRef });
+    expect(second.event.data.changes).toMatchObject({
+      objects: { new: expect.any(Number), changed: expect.any(Number), gone: expect.any(Number) },
+      findings: { new: expect.any(Number), resolved: expect.any(Number) },
+    });
+    // Both as the job row and its status have them at the job's end.
+    const status = await api(h, t.key).get(`/v2/jobs/${second.event.data.jobRef}`);
+    expect(status.body.baseline?.jobRef).toBe(first.event.data.jobRef);
+    expect(status.body.changes).toEqual(second.event.data.changes);
     for (const e of [first, second]) {
       const row = await h.deps.db
         .selectFrom('jobs')

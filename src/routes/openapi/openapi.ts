@@ -6,6 +6,7 @@ import { envelopeSchema } from '../../contract/envelope.ts';
 import { errorEnvelopeSchema, productListSchema } from '../../contract/schemas.ts';
 import { cancelRequestSchema, jobStatusSchema } from '../../contract/job-schemas.ts';
 import { jobPagePaths, jobPageSchemas } from '../../contract/page-schemas.ts';
+import { changePaths, changeSchemas } from '../../contract/change-schemas.ts';
 import { monitorPaths, monitorSchemas } from '../../contract/monitor-schemas.ts';
 import { describeApi } from './openapi-description.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
@@ -213,6 +214,8 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   };
   Object.assign(paths, jobPagePaths(errorResponses));
   Object.assign(schemas, jobPageSchemas());
+  Object.assign(paths, changePaths(errorResponses));
+  Object.assign(schemas, changeSchemas());
   Object.assign(paths, monitorPaths(errorResponses));
   Object.assign(schemas, monitorSchemas());
   return {
