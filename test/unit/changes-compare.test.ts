@@ -217,6 +217,8 @@ describe("products' rules", () => {
     for (const r of [scanChangeRules, webChangeRules, mailChangeRules, domainChangeRules]) {
       expect(r.fingerprint).toMatch(/^[a-z]+\.[a-z]+\.v1\/\d+$/);
       expect(r.volatile).toContain('daysToExpiry');
+      // The registration's count of days to its expiry moves every day.
+      expect(r.volatile).toContain('daysUntilExpiration');
       const product = r.fingerprint.split('/')[0]!;
       const entry = section.slice(section.indexOf(`**${product}**`)).split('\n- **')[0]!;
       expect(entry, product).toContain(`fingerprint \`${r.fingerprint}\``);

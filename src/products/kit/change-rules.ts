@@ -40,8 +40,12 @@ export interface ChangeRules {
   subjectTypes?: readonly string[];
 }
 
-/** Volatile in every product: how long things took, TTLs, and counts of days from today. */
-export const COMMON_VOLATILE = ['ttl', 'durationMs', 'daysToExpiry'] as const;
+/**
+ * Volatile in every product: how long things took, TTLs, and counts of days from today (a
+ * certificate's `daysToExpiry`, a registration's `daysUntilExpiration`: a daily monitor would
+ * otherwise read every one as changed every day).
+ */
+export const COMMON_VOLATILE = ['ttl', 'durationMs', 'daysToExpiry', 'daysUntilExpiration'] as const;
 
 /** The host of a URL key (`https://a.example/` → a.example), or null when the key is no URL. */
 export function urlHost(key: string): string | null {
