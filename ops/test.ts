@@ -80,6 +80,7 @@ const singleArgs = [
 // Fixed secrets for tests, used only when the environment does not set them (48 chars each).
 const TEST_KEY_PEPPER = 'lss-test-key-pepper-0123456789abcdefghijklmnopqr';
 const TEST_CURSOR_SECRET = 'lss-test-cursor-secret-0123456789abcdefghijklmno';
+const TEST_WEBHOOK_SECRET_KEY = 'lss-test-webhook-secret-key-0123456789abcdefghij';
 
 const log = (msg: string): void => {
   process.stderr.write(`[test] ${msg}\n`);
@@ -306,6 +307,7 @@ async function main(): Promise<number> {
       LSS_TEST_DB_SERVER: serverUrl,
       KEY_PEPPER: process.env.KEY_PEPPER || TEST_KEY_PEPPER,
       CURSOR_SECRET: process.env.CURSOR_SECRET || TEST_CURSOR_SECRET,
+      WEBHOOK_SECRET_KEY: process.env.WEBHOOK_SECRET_KEY || TEST_WEBHOOK_SECRET_KEY,
     };
     delete env.REDIS_CLUSTER_NODES;
     const passes: PassResult[] = [];

@@ -2,7 +2,7 @@
 //
 //   1. makes MySQL and Redis available (ops/services.ts);
 //   2. creates the database (the one named in $DATABASE_URL, else `lss`) if it is missing;
-//   3. takes KEY_PEPPER / CURSOR_SECRET from the environment, else from .data/secrets.env, which is
+//   3. takes KEY_PEPPER / CURSOR_SECRET / WEBHOOK_SECRET_KEY from the environment, else from .data/secrets.env, which is
 //      generated once (mode 0600, git-ignored) so keys stay valid from one run to the next;
 //   4. validates the resulting configuration (src/config/config.ts) and runs the Procfile `release` role
 //      (migrations), waiting for it;
@@ -51,7 +51,7 @@ if (unknown.length > 0) {
 }
 
 const SECRETS_FILE = path.join(root, '.data', 'secrets.env');
-const SECRET_NAMES = ['KEY_PEPPER', 'CURSOR_SECRET'] as const;
+const SECRET_NAMES = ['KEY_PEPPER', 'CURSOR_SECRET', 'WEBHOOK_SECRET_KEY'] as const;
 const DEFAULT_DB_NAME = 'lss';
 const DEMO_SCOPE = 'lab.test';
 const DEMO_CREDITS = 1000;
@@ -74,7 +74,7 @@ function parseEnvFile(text: string): Record<string, string> {
   return out;
 }
 
-/** KEY_PEPPER / CURSOR_SECRET: the environment wins, else .data/secrets.env, created once. */
+/** KEY_PEPPER / CURSOR_SECRET / WEBHOOK_SECRET_KEY: the environment wins, else .data/secrets.env, created once. */
 async function loadSecrets(): Promise<Record<(typeof SECRET_NAMES)[number], string>> {
   const fromEnv = Object.fromEntries(SECRET_NAMES.filter((n) => process.env[n]).map((n) => [n, process.env[n]!]));
   const readStored = async () => parseEnvFile(await fs.readFile(SECRETS_FILE, 'utf8').catch(() => ''));
@@ -279,6 +279,7 @@ function lssTryLines(withLab: boolean): string[] {
     'lss lookup domain lab-expired.test --fail-on high   # a job with a progress bar; exit 1',
     'lss --json lookup domain lab.test --no-wait          # then: lss job results <jobRef>',
     'lss scan lab.test --profile quick --max-credits 20 --wait',
+    'lss monitor create domain lab.test --every 1h          # runs now, then hourly: lss monitor show <id>',
   ];
   return [...always, ...(withLab ? labOnly : [])].map((c) => `    ${c}`);
 }

@@ -13,7 +13,9 @@ import { mountMetaRoutes } from './routes/meta.ts';
 import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
 import { mountJobPageRoutes } from './routes/job-pages.ts';
+import { mountJobChangeRoutes } from './routes/job-changes.ts';
 import { mountDocsRoutes } from './routes/docs.ts';
+import { mountMonitorRoutes } from './routes/monitors.ts';
 import { state } from './http/context.ts';
 import { sequence } from './http/sequence.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
@@ -81,6 +83,8 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountProductRoutes(app, deps);
   mountJobRoutes(app, deps);
   mountJobPageRoutes(app, deps);
+  mountJobChangeRoutes(app, deps);
+  mountMonitorRoutes(app, deps);
   mountDocsRoutes(app);
 
   const allowed = new Map<string, string>([
@@ -93,6 +97,10 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   allowed.set('/v2/jobs/:job_ref', 'GET');
   allowed.set('/v2/jobs/:job_ref/cancel', 'POST');
   for (const p of ['results', 'findings', 'objects/:object_id']) allowed.set(`/v2/jobs/:job_ref/${p}`, 'GET');
+  allowed.set('/v2/monitors', 'GET, POST');
+  allowed.set('/v2/monitors/:monitor_id', 'GET, PATCH, DELETE');
+  allowed.set('/v2/monitors/:monitor_id/deliveries', 'GET');
+  allowed.set('/v2/monitors/:monitor_id/deliveries/:event_id/redeliver', 'POST');
   for (const [path, allow] of allowed) app.all(path, methodNotAllowed(allow));
 
   app.use(routeNotFound);

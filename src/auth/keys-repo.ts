@@ -5,6 +5,19 @@ import { parseOverrides } from '../ratelimit/policies.ts';
 import type { ApprovedScope } from './approved-scopes.ts';
 
 export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<Principal | null> {
+  return findPrincipal(db, 'k.key_hash', keyHash);
+}
+
+/**
+ * The principal of a key by its id: a monitor's runs are admitted as the key that created the
+ * monitor (CONTRACT §14), with that key's scopes, limits and workspace grants as they are now.
+ * Null when the key is revoked or gone.
+ */
+export async function findPrincipalByKeyId(db: Db, keyId: number): Promise<Principal | null> {
+  return findPrincipal(db, 'k.id', keyId);
+}
+
+async function findPrincipal(db: Db, by: 'k.key_hash' | 'k.id', value: Buffer | number): Promise<Principal | null> {
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('applications as a', 'a.id', 'k.application_id')
@@ -21,7 +34,7 @@ export async function findPrincipalByKeyHash(db: Db, keyHash: Buffer): Promise<P
       'w.active_capability',
       'w.responsible_use_version',
     ])
-    .where('k.key_hash', '=', keyHash)
+    .where(by, '=', value as never)
     .executeTakeFirst();
   if (!row || row.revoked_at) return null;
   // A second indexed read rather than GROUP_CONCAT, which MySQL silently truncates at 1 KiB.

@@ -6,10 +6,24 @@ import { LssPartialError } from './errors.ts';
 import { HttpTransport, type RetryEvent } from './http-transport.ts';
 import { jobOutcome, pollUntilTerminal, type JobOutcome, type WaitOptions } from './job-polling.ts';
 import { collectPages, iteratePages, type Collected, type PageOptions } from './page-iterator.ts';
+import {
+  collectChangePages,
+  iterateChangePages,
+  type ChangePageOptions,
+  type CollectedChanges,
+} from './change-pages.ts';
 import { defaultRetrySettings, type RetrySettings } from './retry-policy.ts';
 import { apiPaths, productRoutes } from './routes.ts';
 import type {
   AsyncKind,
+  ChangeItem,
+  ChangePage,
+  DeliveriesPage,
+  Delivery,
+  Monitor,
+  MonitorList,
+  MonitorPatch,
+  MonitorRequest,
   Envelope,
   FindingItem,
   FindingPage,
@@ -76,6 +90,19 @@ export interface Accepted {
 export interface FindingPageOptions extends PageOptions {
   /** Minimum severity. */
   severity?: Severity | undefined;
+}
+
+export interface MonitorCreated {
+  monitor: Monitor;
+  /** The webhook's whsec_ secret: shown once (kept by the service encrypted). Null without a webhook. */
+  secret: string | null;
+  replayed: boolean;
+  idempotencyKey: string;
+}
+
+export interface ListOptions {
+  limit?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 export class LssClient {
@@ -208,6 +235,31 @@ export class LssClient {
     return collectPages(this.findingPages(jobRef, opts));
   }
 
+  /**
+   * The job's changes since its baseline (CONTRACT §13): what is new, changed, gone, resolved or
+   * unconfirmed. Empty until the job is terminal (`wait` reads on until it is).
+   */
+  changePages(jobRef: string, opts: ChangePageOptions = {}): AsyncGenerator<ChangePage> {
+    return iterateChangePages(
+      (cursor) =>
+        this.#page<ChangePage>(
+          apiPaths.changes(jobRef),
+          { limit: opts.limit, cursor, change: opts.change?.join(','), kind: opts.kind },
+          opts.signal,
+        ),
+      opts,
+    );
+  }
+
+  async *changes(jobRef: string, opts: ChangePageOptions = {}): AsyncGenerator<ChangeItem> {
+    for await (const page of this.changePages(jobRef, opts)) yield* page.items;
+  }
+
+  /** Every change, with the baseline and whether finding items were left out (no finding:read). */
+  collectChanges(jobRef: string, opts: ChangePageOptions = {}): Promise<CollectedChanges> {
+    return collectChangePages(this.changePages(jobRef, opts));
+  }
+
   async getObject(jobRef: string, objectId: string, opts: { signal?: AbortSignal } = {}): Promise<ObjectDetail> {
     return (
       await this.#http.call<ObjectDetail>('GET', apiPaths.object(jobRef, objectId), {
@@ -220,6 +272,97 @@ export class LssClient {
   async products(opts: { signal?: AbortSignal } = {}): Promise<ProductList> {
     return (await this.#http.call<ProductList>('GET', apiPaths.products(), { expect: [200], signal: opts.signal }))
       .body;
+  }
+
+  // ---- Monitors and webhooks (CONTRACT §14) -------------------------------------------------
+
+  /** A monitor: `request` run again every `schedule.intervalSeconds`, its result posted, signed, to `webhook.url`. */
+  async createMonitor(body: MonitorRequest, opts: WriteOptions = {}): Promise<MonitorCreated> {
+    const reply = await this.#http.call<Monitor>('POST', apiPaths.monitors(), {
+      expect: [201],
+      body,
+      ...writeOpts(opts),
+    });
+    return {
+      monitor: reply.body,
+      secret: reply.body.webhook?.secret ?? null,
+      replayed: reply.replayed,
+      idempotencyKey: reply.idempotencyKey!,
+    };
+  }
+
+  /** One monitor with its last runs. */
+  async getMonitor(monitorId: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<Monitor> {
+    return (await this.#http.call<Monitor>('GET', apiPaths.monitor(monitorId), { expect: [200], signal: opts.signal }))
+      .body;
+  }
+
+  /** Schedule, pause/resume, webhook URL (re-enables a disabled one), rotateSecret (the new secret in webhook.secret, once). */
+  async updateMonitor(
+    monitorId: string,
+    patch: MonitorPatch,
+    opts: { signal?: AbortSignal | undefined } = {},
+  ): Promise<Monitor> {
+    return (
+      await this.#http.call<Monitor>('PATCH', apiPaths.monitor(monitorId), {
+        expect: [200],
+        body: patch,
+        signal: opts.signal,
+      })
+    ).body;
+  }
+
+  pauseMonitor(monitorId: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<Monitor> {
+    return this.updateMonitor(monitorId, { paused: true }, opts);
+  }
+
+  /** Resumed: the next run is due at once. */
+  resumeMonitor(monitorId: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<Monitor> {
+    return this.updateMonitor(monitorId, { paused: false }, opts);
+  }
+
+  /** No run starts after it and no event is delivered for it. */
+  async deleteMonitor(monitorId: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<void> {
+    await this.#http.call<undefined>('DELETE', apiPaths.monitor(monitorId), { expect: [204], signal: opts.signal });
+  }
+
+  /** Every monitor of the workspace, following the page cursors. */
+  async *monitors(opts: ListOptions = {}): AsyncGenerator<Monitor> {
+    let cursor: string | undefined;
+    do {
+      const page: MonitorList = await this.#page<MonitorList>(
+        apiPaths.monitors(),
+        { limit: opts.limit, cursor },
+        opts.signal,
+      );
+      yield* page.items;
+      cursor = page.page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** The monitor's events and their delivery, newest first. */
+  async *deliveries(monitorId: string, opts: ListOptions = {}): AsyncGenerator<Delivery> {
+    let cursor: string | undefined;
+    do {
+      const page: DeliveriesPage = await this.#page<DeliveriesPage>(
+        apiPaths.deliveries(monitorId),
+        { limit: opts.limit, cursor },
+        opts.signal,
+      );
+      yield* page.items;
+      cursor = page.page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Sends an event again (same webhook-id, a fresh retry schedule). */
+  async redeliver(monitorId: string, eventId: string, opts: WriteOptions = {}): Promise<Delivery> {
+    return (
+      await this.#http.call<Delivery>('POST', apiPaths.redeliver(monitorId, eventId), {
+        expect: [202],
+        body: {},
+        ...writeOpts(opts),
+      })
+    ).body;
   }
 
   async #page<P>(

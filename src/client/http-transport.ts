@@ -84,7 +84,7 @@ export class HttpTransport {
     return this.#opts.baseUrl;
   }
 
-  async call<T>(method: 'GET' | 'POST', path: string, opts: CallOptions): Promise<Reply<T>> {
+  async call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions): Promise<Reply<T>> {
     const idempotencyKey = method === 'POST' ? (opts.idempotencyKey ?? newIdempotencyKey()) : undefined;
     const url = new URL(this.#opts.baseUrl + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -98,6 +98,9 @@ export class HttpTransport {
       headers['content-type'] = 'application/json';
       headers['idempotency-key'] = idempotencyKey!;
       body = JSON.stringify(opts.body ?? {});
+    } else if (method === 'PATCH') {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(opts.body ?? {});
     }
 
     for (let retries = 0; ; retries++) {
@@ -108,7 +111,8 @@ export class HttpTransport {
       if (attempt.ok) {
         const parsed = parseJson(attempt.text);
         const requestId = attempt.headers.get('x-request-id') ?? undefined;
-        if (opts.expect.includes(attempt.status) && parsed !== undefined) {
+        // 204 No Content (a DELETE) is the one success without a body.
+        if (opts.expect.includes(attempt.status) && (parsed !== undefined || attempt.status === 204)) {
           return {
             status: attempt.status,
             body: parsed as T,

@@ -51,9 +51,15 @@ export const apiPaths = {
   cancel: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/cancel`,
   results: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/results`,
   findings: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/findings`,
+  changes: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/changes`,
   object: (ref: string, objectId: string) =>
     `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
   products: () => '/v2/products',
+  monitors: () => '/v2/monitors',
+  monitor: (id: string) => `/v2/monitors/${encodeURIComponent(id)}`,
+  deliveries: (id: string) => `/v2/monitors/${encodeURIComponent(id)}/deliveries`,
+  redeliver: (id: string, eventId: string) =>
+    `/v2/monitors/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(eventId)}/redeliver`,
 } as const;
 
 /** The OpenAPI operationIds the SDK implements besides the product routes (checked for drift). */
@@ -63,5 +69,17 @@ export const jobOperationIds = [
   'listJobResults',
   'listJobFindings',
   'getJobObject',
+  'listJobChanges',
   'listProducts',
+] as const;
+
+/** The monitor operations the SDK implements (CONTRACT §14; checked for drift like the job ones). */
+export const monitorOperationIds = [
+  'createMonitor',
+  'listMonitors',
+  'getMonitor',
+  'updateMonitor',
+  'deleteMonitor',
+  'listMonitorDeliveries',
+  'redeliverMonitorEvent',
 ] as const;

@@ -7,6 +7,22 @@ import type { laneOutcomeSchema, limitationSchema, sourceSchema } from '../contr
 import type { jobStatusSchema } from '../contract/job-schemas.ts';
 import type { findingPageSchema, objectDetailSchema, resultPageSchema } from '../contract/page-schemas.ts';
 import type { errorEnvelopeSchema, productListSchema } from '../contract/schemas.ts';
+import type {
+  ChangeKind,
+  ChangeMark,
+  UnconfirmedReason,
+  changeCountsSchema,
+  changePageSchema,
+} from '../contract/change-schemas.ts';
+import type {
+  createMonitorBody,
+  deliveriesPageSchema,
+  deliverySchema,
+  monitorEventSchema,
+  monitorListSchema,
+  monitorSchema,
+  patchMonitorBody,
+} from '../contract/monitor-schemas.ts';
 import type { Severity } from '../contract/tasks.ts';
 import type { macInput, macResult } from '../products/mac/index.ts';
 import type { phoneInput, phoneResult } from '../products/phone/index.ts';
@@ -15,7 +31,7 @@ import type { dnsInput, dnsResult } from '../products/dns-lookup/index.ts';
 import type { domainInput } from '../products/domain/index.ts';
 import type { domainResult } from '../products/domain/schema.ts';
 
-export type { ErrorCode, Severity };
+export type { ChangeKind, ChangeMark, ErrorCode, Severity, UnconfirmedReason };
 
 export type JobStatus = z.output<typeof jobStatusSchema>;
 export type JobState = JobStatus['status'];
@@ -25,11 +41,26 @@ export type FindingPage = z.output<typeof findingPageSchema>;
 export type ResultItem = ResultPage['items'][number];
 export type FindingItem = FindingPage['items'][number];
 export type ObjectDetail = z.output<typeof objectDetailSchema>;
+/** GET /v2/jobs/{job_ref}/changes (CONTRACT §13). */
+export type ChangePage = z.output<typeof changePageSchema>;
+export type ChangeItem = ChangePage['items'][number];
+/** The job status's `changes`: the comparison with the baseline, counted. */
+export type ChangeCounts = z.output<typeof changeCountsSchema>;
 export type ProductList = z.output<typeof productListSchema>;
 export type ErrorEnvelope = z.output<typeof errorEnvelopeSchema>;
 export type LaneOutcome = z.output<typeof laneOutcomeSchema>;
 export type Limitation = z.output<typeof limitationSchema>;
 export type SourceRef = z.output<typeof sourceSchema>;
+
+// ---- Monitors and webhooks (CONTRACT §14) ---------------------------------------------------
+export type MonitorRequest = z.input<typeof createMonitorBody>;
+export type MonitorPatch = z.input<typeof patchMonitorBody>;
+export type Monitor = z.output<typeof monitorSchema>;
+export type MonitorList = z.output<typeof monitorListSchema>;
+export type Delivery = z.output<typeof deliverySchema>;
+export type DeliveriesPage = z.output<typeof deliveriesPageSchema>;
+/** What a webhook receiver gets as the body (verifyWebhook returns it parsed). */
+export type MonitorEvent = z.output<typeof monitorEventSchema>;
 
 /** The CONTRACT §7 product envelope (a 200 lookup reply; the `result` of an async lookup job). */
 export interface Envelope<R = Record<string, unknown>> {

@@ -306,6 +306,63 @@ export const configSchema = z
       .describe(
         "Overrides every product's own job deadline (domain lookup: 2 min); past it the sweeper settles the job",
       ),
+    // Monitors and webhooks (CONTRACT §14; docs/operations.md "Monitors and webhooks").
+    WEBHOOK_SECRET_KEY: z
+      .string()
+      .min(32, 'must be at least 32 characters of secret')
+      .describe('Key material that encrypts webhook signing secrets (whsec_…) at rest'),
+    WEBHOOK_SECRET_KEY_PREVIOUS: z
+      .string()
+      .min(32, 'must be at least 32 characters of secret')
+      .optional()
+      .describe('The previous WEBHOOK_SECRET_KEY during a rotation: secrets it sealed still open'),
+    MONITOR_MIN_INTERVAL_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(2_592_000)
+      .default(3600)
+      .describe('The shortest schedule a monitor may ask for (CONTRACT §14: 3600; tests set it low)'),
+    MONITORS_PER_WORKSPACE: z.coerce.number().int().min(1).max(100_000).default(100),
+    MONITOR_STARTS_PER_SECOND: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(50)
+      .describe(
+        'Monitor runs one orchestrator decides per second at most: a burst of due runs is spread out instead of taking the cores from requests',
+      ),
+    WEBHOOK_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(4096)
+      .default(256)
+      .describe('Webhook deliveries in flight at once per orchestrator'),
+    WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .default(32)
+      .describe("Deliveries in flight at once to one monitor's webhook per orchestrator (1 while it is failing)"),
+    WEBHOOK_RETRY_SCHEDULE_SECONDS: list(z.string().regex(/^\d{1,5}$/, 'must be whole seconds'))
+      .transform((xs) => xs.map(Number))
+      .refine((xs) => xs.length > 0 && xs.every((x) => x >= 1 && x <= 86_400), 'each delay must be 1 to 86400 seconds')
+      .optional()
+      .describe(
+        'Tests only (refused with NODE_ENV=production): the delays between webhook attempts, the last one repeating; default CONTRACT §14 (5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then every 3 h)',
+      ),
+    WEBHOOK_RETRY_WINDOW_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .optional()
+      .describe(
+        'Tests only (refused with NODE_ENV=production): how long an event is retried before it is failed; default 24 h',
+      ),
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
     TRUST_PROXY: trustProxy
       .default(false)
@@ -313,6 +370,17 @@ export const configSchema = z
         "Proxies in front of the service whose X-Forwarded-For is believed: a hop count (1 behind Heroku's router) or a comma list of proxy addresses/CIDRs; never true",
       ),
   })
+  .refine(
+    (c) =>
+      c.NODE_ENV !== 'production' ||
+      (c.WEBHOOK_RETRY_SCHEDULE_SECONDS === undefined && c.WEBHOOK_RETRY_WINDOW_SECONDS === undefined),
+    {
+      message:
+        'WEBHOOK_RETRY_SCHEDULE_SECONDS and WEBHOOK_RETRY_WINDOW_SECONDS are for tests: production keeps CONTRACT §14',
+      path: ['WEBHOOK_RETRY_SCHEDULE_SECONDS'],
+      when: () => true,
+    },
+  )
   .refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
     message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
     path: ['REDIS_URL'],

@@ -75,6 +75,7 @@ export const errorRegistry = {
   route_not_found: extension(404, 'No such route.'),
   method_not_allowed: extension(405, 'The route does not support this method.'),
   internal_error: extension(500, 'An internal error occurred.'),
+  monitor_not_found: extension(404, 'The monitor does not exist in the authorized tenant scope.'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorRegistry;

@@ -1,6 +1,7 @@
 // The job status body (CONTRACT §9) as a zod schema, for the OpenAPI document and the tests.
 import { z } from 'zod';
 import { limitationSchema } from './envelope.ts';
+import { jobChangesShape } from './change-schemas.ts';
 
 /** Per product lane: its task count and how they ended (the job status and every page carry it). */
 export const laneCountsSchema = z.array(
@@ -63,8 +64,9 @@ export const jobStatusSchema = z.object({
     })
     .nullable(),
   result: z.record(z.string(), z.unknown()).nullable(),
+  ...jobChangesShape,
   pollAfterMs: z.number().int(),
-  links: z.object({ self: z.string(), results: z.string(), findings: z.string() }),
+  links: z.object({ self: z.string(), results: z.string(), findings: z.string(), changes: z.string() }),
 });
 
 export const cancelRequestSchema = z.strictObject({ reason: z.string().max(200).optional() });

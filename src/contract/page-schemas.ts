@@ -5,23 +5,12 @@ import type { ErrorCode } from './errors.ts';
 import { limitationSchema } from './envelope.ts';
 import { laneCountsSchema } from './job-schemas.ts';
 import { SEVERITIES, type Severity } from './tasks.ts';
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts';
+import { itemMarkShape } from './change-schemas.ts';
 
 type Json = Record<string, unknown>;
 
-export const PAGE_LIMIT_DEFAULT = 50;
-export const PAGE_LIMIT_MAX = 500;
-
-// ---- Queries --------------------------------------------------------------------------------
-
-const LIMIT_MESSAGE = `must be an integer from 1 to ${PAGE_LIMIT_MAX}`;
-
-/** Query strings are strings: digits only, so '1.5', '1e2', ' 5' and '' are all refused. */
-const limitParam = z
-  .string()
-  .regex(/^[0-9]{1,6}$/, LIMIT_MESSAGE)
-  .transform(Number)
-  .pipe(z.number().int().min(1, LIMIT_MESSAGE).max(PAGE_LIMIT_MAX, LIMIT_MESSAGE))
-  .default(PAGE_LIMIT_DEFAULT);
+export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX };
 
 /** Unknown query parameters are ignored (z.object strips them). */
 export const resultPageQuery = z.object({
@@ -93,6 +82,7 @@ export const resultItemSchema = z.object({
   lanes: z.array(objectLaneSchema),
   projection: z.record(z.string(), z.unknown()),
   evidence: z.array(evidenceRefSchema),
+  ...itemMarkShape,
 });
 
 export const findingItemSchema = z.object({
@@ -106,6 +96,7 @@ export const findingItemSchema = z.object({
   evidence: z.array(evidenceRefSchema),
   sources: z.array(z.object({ lane: z.string(), source: z.string() })),
   detectedAt: z.string(),
+  ...itemMarkShape,
 });
 
 function pageSchema<T extends z.ZodType>(item: T) {

@@ -251,6 +251,65 @@ export interface JobLimitationsTable {
   gap: number;
 }
 
+/** Monitors and their webhooks (migration 013; src/jobs/monitors/). */
+export interface MonitorsTable {
+  id: Generated<number>;
+  public_id: string;
+  workspace_id: number;
+  api_key_id: number;
+  product: string;
+  request: Json;
+  interval_seconds: number;
+  paused: Generated<number>;
+  next_run_at: Date | null;
+  last_job_id: number | null;
+  webhook_url: string | null;
+  webhook_secret: Buffer | null;
+  webhook_prev_secret: Buffer | null;
+  webhook_prev_secret_until: Date | null;
+  webhook_disabled: string | null;
+  webhook_failing_since: Date | null;
+  created_at: CreatedAt;
+  updated_at: Generated<Date>;
+  deleted_at: Date | null;
+}
+
+export type MonitorRunOutcome = 'claimed' | 'started' | 'skipped';
+
+export interface MonitorRunsTable {
+  id: Generated<number>;
+  monitor_id: number;
+  due_at: Date;
+  outcome: MonitorRunOutcome;
+  code: string | null;
+  job_id: number | null;
+  claimed_at: Generated<Date>;
+  run_at: Date | null;
+}
+
+export type MonitorEventStatus = 'pending' | 'delivered' | 'failed';
+
+export interface MonitorEventsTable {
+  id: Generated<number>;
+  public_id: string;
+  monitor_id: number;
+  workspace_id: number;
+  type: string;
+  job_id: number | null;
+  job_ref: string | null;
+  body: string;
+  status: Generated<MonitorEventStatus>;
+  attempts: Generated<number>;
+  next_attempt_at: Date | null;
+  window_started_at: Generated<Date>;
+  claim_token: string | null;
+  last_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  delivered_at: Date | null;
+  created_at: CreatedAt;
+}
+
 export interface ChangeRunsTable {
   job_id: number;
   baseline_job_id: number;
@@ -283,6 +342,9 @@ export interface JobChangesTable {
 export interface Database {
   change_runs: ChangeRunsTable;
   job_changes: JobChangesTable;
+  monitors: MonitorsTable;
+  monitor_runs: MonitorRunsTable;
+  monitor_events: MonitorEventsTable;
   job_limitations: JobLimitationsTable;
   credit_accounts: CreditAccountsTable;
   credit_entries: CreditEntriesTable;

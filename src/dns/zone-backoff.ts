@@ -7,8 +7,8 @@
 //
 //   - a name whose questions timed out `stallsToBackOff` times in a row, none answered since, is
 //     backed off on its own (only that name);
-//   - a zone — the name's registrable domain under the Public Suffix List
-//     (src/contract/public-suffix.ts) — is backed off when `stallsToBackOff` questions about at
+//   - a zone — the name's parent domain, at most up to its registrable domain under the Public
+//     Suffix List (src/contract/public-suffix.ts) — is backed off when `stallsToBackOff` questions about at
 //     least `namesToBackOffZone` different names under it timed out and none about any name under
 //     it was answered since. One dead name in a healthy zone (a CNAME into someone else's dead
 //     zone) backs off that name, never its zone: the zone's other names keep answering, and each
@@ -140,10 +140,19 @@ export class ZoneBackoff {
   }
 }
 
-/** The name's own key, then its zone's (none when the name is a public suffix: nobody's zone). */
+/**
+ * The name's own key, then its zone's: the name's parent (its registrable domain when it is that
+ * domain itself), never above the registrable domain, and none when the name is a public suffix
+ * (nobody's zone). The parent, not the registrable domain: a tenant asking random names under a
+ * dead subzone (`*.dead.victim.example`) backs off that subzone only, never another tenant's
+ * questions about `www.victim.example`.
+ */
 function keysOf(name: string): Array<[key: string, label: string, isZone: boolean]> {
   const keys: Array<[string, string, boolean]> = [[`n:${name}`, name, false]];
-  const zone = suffixParts(name).registrable;
-  if (zone) keys.push([`z:${zone}`, zone, true]);
+  const registrable = suffixParts(name).registrable;
+  if (registrable) {
+    const zone = name === registrable ? registrable : name.slice(name.indexOf('.') + 1);
+    keys.push([`z:${zone}`, zone, true]);
+  }
   return keys;
 }

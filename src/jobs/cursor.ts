@@ -7,7 +7,8 @@
 //   header = format (1 byte, = 1) ‖ keyId (4 bytes)         — authenticated as GCM AAD
 //   iv     = 12 random bytes
 //   plain  = w u64 ‖ j u64 ‖ r u8 ‖ s u32 ‖ e u32 ‖ len(f) u8 ‖ f (utf8)
-//            w workspace id, j job id, r route (1 results, 2 findings), s last seq,
+//            w workspace id, j job id, r route (1 results, 2 findings, 3 changes, 10 monitors,
+//            11 deliveries), s last seq (changes: group × 2^24 + seq),
 //            e expiry (epoch seconds), f filter fingerprint ('' or the min severity)
 //   tag    = AES-256-GCM tag (16 bytes)
 //
@@ -21,7 +22,8 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { base32Crockford128 } from '../contract/ids.ts';
 
-export type CursorRoute = 'results' | 'findings';
+/** The monitor routes (§14) use the same cursors: `jobId` is then the monitor's id (0 for the list). */
+export type CursorRoute = 'results' | 'findings' | 'changes' | 'monitors' | 'deliveries';
 
 export interface CursorScope {
   workspaceId: number;
@@ -60,7 +62,7 @@ const IV_LEN = 12;
 const TAG_LEN = 16;
 const FIXED_PLAIN_LEN = 8 + 8 + 1 + 4 + 4 + 1;
 const MAX_FILTER_LEN = 64;
-const ROUTE_CODES: Record<CursorRoute, number> = { results: 1, findings: 2 };
+const ROUTE_CODES: Record<CursorRoute, number> = { results: 1, findings: 2, changes: 3, monitors: 10, deliveries: 11 };
 const SALT = Buffer.from('lss-cursor', 'utf8');
 const B64URL = /^[A-Za-z0-9_-]+$/;
 

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.ts';
 import { TERMINAL_STATUSES, type JobStatus } from '../db/schema.ts';
 import { OPEN_TASK_STATUSES, isOpenTask } from './tasks/task-rows.ts';
 import { taskTallies } from './tasks/task-repo.ts';
+import { readChangeSummary } from './changes/change-summary.ts';
 
 export interface JobRow {
   id: number;
@@ -25,6 +26,9 @@ export interface JobRow {
   created_at: Date;
   started_at: Date | null;
   completed_at: Date | null;
+  /** The baseline picked when the job started (CONTRACT §13); null: none. */
+  baseline_ref: string | null;
+  baseline_completed_at: Date | null;
   /** The approved scope active work was admitted under, with its proof (migration 011). */
   active_scope: unknown;
 }
@@ -53,6 +57,8 @@ const JOB_COLUMNS = [
   'created_at',
   'started_at',
   'completed_at',
+  'baseline_ref',
+  'baseline_completed_at',
   'active_scope',
 ] as const;
 
@@ -136,6 +142,7 @@ function waitingFor(job: JobRow, openWorkerLanes: Set<string>, liveness: WorkerS
  */
 export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
   const { lanes: laneList, queued, done, openWorkerLanes } = await laneCounts(db, job.id);
+  const changes = await readChangeSummary(db, job.id);
   const terminal = isTerminal(job.status);
   const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
   const activeScope = parseJson(job.active_scope);
@@ -177,11 +184,14 @@ export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
         }
       : null,
     result: parseJson(job.result) ?? null,
+    baseline: changes.baseline,
+    changes: changes.changes,
     pollAfterMs: terminal ? 0 : waiting.length > 0 ? WAITING_POLL_MS : 1000,
     links: {
       self: `/v2/jobs/${job.public_id}`,
       results: `/v2/jobs/${job.public_id}/results`,
       findings: `/v2/jobs/${job.public_id}/findings`,
+      changes: `/v2/jobs/${job.public_id}/changes`,
     },
   };
 }

@@ -32,6 +32,8 @@ export interface AcceptInput {
    * here, so the run and its job commit together or not at all); a throw rolls the job back.
    */
   within?: (trx: Trx, job: { jobId: number; jobRef: string }) => Promise<void>;
+  /** No reply is sent (a monitor's run): the 202 body, a read of the job and its tallies, is not built. */
+  noReply?: boolean;
 }
 
 /** Another request committed this Idempotency-Key first; this transaction was rolled back. */
@@ -41,7 +43,8 @@ export interface Accepted {
   jobId: number;
   jobRef: string;
   status: number;
-  body: Awaited<ReturnType<typeof jobView>>;
+  /** The 202 body; null with `noReply`. */
+  body: Awaited<ReturnType<typeof jobView>> | null;
 }
 
 export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
@@ -86,6 +89,7 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
     const jobId = Number(ins.insertId);
     await trx.insertInto('outbox').values({ job_id: jobId, topic: 'plan', published_at: null }).execute();
     if (a.within) await a.within(trx, { jobId, jobRef });
+    if (a.noReply && !a.claim) return { jobId, jobRef, status: 202, body: null };
     const job = (await trx
       .selectFrom('jobs')
       .selectAll()

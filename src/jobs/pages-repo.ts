@@ -31,6 +31,7 @@ export interface ObjectRow {
 }
 
 export interface FindingRow {
+  id: number;
   public_id: string;
   seq: number;
   code: string;
@@ -87,6 +88,7 @@ export async function findingPage(
     .selectFrom('findings as f')
     .innerJoin('objects as o', 'o.id', 'f.object_id')
     .select([
+      'f.id',
       'f.public_id',
       'f.seq',
       'f.code',

@@ -30,6 +30,7 @@ import { urlPort } from './passive-ports.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
 import type { AddressSlots } from './address-slots.ts';
+import { inAllowList } from './address-policy.ts';
 
 export interface GuardedFetchOptions {
   /** CIDRs that may be reached although not public (ALLOW_PRIVATE_TARGETS). */
@@ -47,7 +48,21 @@ export interface GuardedFetchOptions {
   bodyOverflow?: 'error' | 'truncate';
   headers?: Record<string, string>;
   portMap?: PortMap;
-  method?: 'GET' | 'HEAD' | 'OPTIONS';
+  method?: 'GET' | 'HEAD' | 'OPTIONS' | 'POST';
+  /** The request body (a webhook's POST). */
+  body?: string;
+  /**
+   * 'follow' (default): redirects are followed by hand, each hop checked again. 'return': a
+   * redirect response is the answer (a webhook delivery never follows one: CONTRACT §14).
+   */
+  redirects?: 'follow' | 'return';
+  /**
+   * 'allowed' (default): http and https alike. 'allow-listed-only': plain http only when every
+   * address of the host is inside `allow` (ALLOW_PRIVATE_TARGETS): a webhook goes over https
+   * to anything else. Judged on the addresses the connection is pinned to, so a rebinding answer
+   * cannot turn it into plaintext to a public address.
+   */
+  plainHttp?: 'allowed' | 'allow-listed-only';
   /**
    * Verify certificates (default true). With false the exchange proceeds whatever the certificate
    * and each https hop records tlsVerified: false — the web lane reads headers of a site whose
@@ -257,6 +272,12 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       progress.phase = 'dns';
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal, opts.deny);
+      if (
+        opts.plainHttp === 'allow-listed-only' &&
+        current.protocol === 'http:' &&
+        !addresses.every((a) => inAllowList(a, opts.allow))
+      )
+        throw new OutboundRefusedError('scheme_not_allowed', bareHost(current), null, 'http outside the allow-list');
       progress.phase = 'connect';
       const res = await sharedExchange(current, addresses, opts, signal, progress);
       const record = hopRecord(
@@ -266,7 +287,7 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
         current.protocol === 'https:' ? opts.verifyTls !== false : null,
       );
       hops.push(record);
-      if (record.location !== null && record.location.length > 0) {
+      if (record.location !== null && record.location.length > 0 && opts.redirects !== 'return') {
         if (hop >= maxRedirects)
           throw new OutboundFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
         current = nextUrl(record.location, current);
@@ -334,6 +355,7 @@ async function sharedExchange(
   if (!shared) return exchange(u, addresses, opts, signal, progress);
   const key = JSON.stringify([
     opts.method ?? 'GET',
+    opts.body ?? '',
     u.href,
     addresses,
     opts.verifyTls !== false,
@@ -438,6 +460,7 @@ async function exchangeOn(
       dispatcher: agent,
       method: opts.method ?? 'GET',
       headers: { 'user-agent': USER_AGENT, ...opts.headers },
+      ...(opts.body !== undefined ? { body: opts.body } : {}),
       signal,
     });
     progress.phase = 'body';

@@ -33,6 +33,7 @@ import {
   type ObjectRow,
 } from '../jobs/pages-repo.ts';
 import type { Limitation } from '../contract/lanes.ts';
+import { findingMarks, objectMarks, type ItemMark } from '../jobs/changes/changes-repo.ts';
 import type { Severity } from '../contract/tasks.ts';
 
 type EvidenceRefs = (owner: string, index: number) => string;
@@ -60,10 +61,17 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
       const job = await requireJob(deps, workspaceId, req);
       const after = startSeq(cursors, query.cursor, { workspaceId, jobId: job.id, route: 'results', filter: '' });
       const page = await objectPage(deps.db, job.id, after, query.limit);
+      const marks = compared(job)
+        ? await objectMarks(
+            deps.db,
+            job.id,
+            page.rows.map((r) => Number(r.id)),
+          )
+        : null;
       const body: ResultPage = {
         ...pageHead(job),
         lanes: (await laneCounts(deps.db, job.id)).lanes,
-        items: page.rows.map((r) => resultItem(r, evidenceRef)),
+        items: page.rows.map((r) => resultItem(r, evidenceRef, marks?.get(Number(r.id)))),
         page: {
           limit: query.limit,
           nextCursor: nextCursor(
@@ -93,10 +101,17 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
       const scope = { workspaceId, jobId: job.id, route: 'findings' as const, filter: minSeverity ?? '' };
       const after = startSeq(cursors, query.cursor, scope);
       const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity);
+      const marks = compared(job)
+        ? await findingMarks(
+            deps.db,
+            job.id,
+            page.rows.map((r) => Number(r.id)),
+          )
+        : null;
       const body: FindingPage = {
         ...pageHead(job),
         lanes: (await laneCounts(deps.db, job.id)).lanes,
-        items: page.rows.map((r) => findingItem(r, evidenceRef)),
+        items: page.rows.map((r) => findingItem(r, evidenceRef, marks?.get(Number(r.id)))),
         page: { limit: query.limit, nextCursor: nextCursor(cursors, job, page, scope, after) },
       };
       res.json(body);
@@ -117,14 +132,27 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
         objectRelations(deps.db, job.id, obj.id),
         objectFindingIds(deps.db, job.id, obj.id),
       ]);
+      const marks = compared(job) ? await objectMarks(deps.db, job.id, [Number(obj.id)]) : null;
       const body: ObjectDetail = {
-        ...resultItem(obj, evidenceRef),
+        ...resultItem(obj, evidenceRef, marks?.get(Number(obj.id))),
         relations: relations as ObjectDetail['relations'],
         findings,
       };
       res.json(body);
     },
   );
+}
+
+/**
+ * Items carry their marks (CONTRACT §13) once the job is terminal and has a baseline: the
+ * comparison is made when the job ends. Before that, or without a baseline, `change` is null.
+ */
+function compared(job: JobRow): boolean {
+  return job.baseline_ref !== null && isTerminal(job.status);
+}
+
+function markFields(mark: ItemMark | undefined): Pick<ResultItem, 'change' | 'changedFields' | 'changeReason'> {
+  return mark ? { ...mark } : { change: null };
 }
 
 function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.infer<S> {
@@ -244,7 +272,7 @@ function laneList(raw: unknown): ResultItem['lanes'] {
   return out;
 }
 
-function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs): ResultItem {
+function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs, mark?: ItemMark): ResultItem {
   const projection = parseJson(r.projection);
   return {
     objectId: r.public_id,
@@ -258,10 +286,11 @@ function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs): ResultItem {
         ? (projection as Record<string, unknown>)
         : {},
     evidence: evidenceList(r.evidence, r.public_id, evidenceRef),
+    ...markFields(mark),
   };
 }
 
-function findingItem(r: FindingRow, evidenceRef: EvidenceRefs): FindingItem {
+function findingItem(r: FindingRow, evidenceRef: EvidenceRefs, mark?: ItemMark): FindingItem {
   const sources = parseJson(r.sources);
   return {
     findingId: r.public_id,
@@ -278,5 +307,6 @@ function findingItem(r: FindingRow, evidenceRef: EvidenceRefs): FindingItem {
           .map((s) => ({ lane: s.lane, source: s.source }))
       : [],
     detectedAt: iso(r.detected_at),
+    ...markFields(mark),
   };
 }

@@ -176,6 +176,7 @@ async function main(): Promise<void> {
     const secrets = {
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
     };
 
     for (const round of ROUNDS) {

@@ -374,6 +374,7 @@ async function main(): Promise<void> {
       REDIS_KEY_PREFIX: keyPrefix,
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
       LOG_LEVEL: 'silent',
       DNS_SERVERS: lab.address,
       DNS_TIMEOUT_MS: String(DNS_TIMEOUT_MS),

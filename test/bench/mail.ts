@@ -119,6 +119,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'silent',
       KEY_PEPPER: process.env.KEY_PEPPER || 'lss-bench-key-pepper-0123456789abcdefghijklmnopq',
       CURSOR_SECRET: process.env.CURSOR_SECRET || 'lss-bench-cursor-secret-0123456789abcdefghijklmn',
+      WEBHOOK_SECRET_KEY: process.env.WEBHOOK_SECRET_KEY || 'lss-bench-webhook-secret-key-0123456789abcdefgh',
     };
     const config = parseConfig(env);
     const deps = await createDeps(config, pino({ level: 'silent' }));

@@ -195,6 +195,7 @@ async function main(): Promise<void> {
         : { REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: undefined }),
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
       LOG_LEVEL: 'warn',
       METRICS_PORT: '0',
       LANE_POOL_THREADS: '0',

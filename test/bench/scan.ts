@@ -420,7 +420,7 @@ interface Ctx {
   databases: Record<'new' | 'base', { databaseUrl: string; key: string; others: string[] } | undefined>;
   redisUrl: string;
   basePrefix: string;
-  secrets: { KEY_PEPPER: string; CURSOR_SECRET: string };
+  secrets: { KEY_PEPPER: string; CURSOR_SECRET: string; WEBHOOK_SECRET_KEY: string };
   /** The process group of the size running now (killed by the cleanup). */
   current?: ProcessGroup;
   stopping: boolean;
@@ -1143,6 +1143,7 @@ async function main(): Promise<number> {
     const secrets = {
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
     };
     const labEnvironment = lab.env;
     // One workspace per database: responsible use accepted (every scan profile needs it),

@@ -105,6 +105,7 @@ async function main(): Promise<void> {
       REDIS_KEY_PREFIX: keyPrefix,
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
     };
     log(`database ${dbName}; Redis prefix ${keyPrefix}; lab ${lab.env.OUTBOUND_PORT_MAP}`);
     const role = (script: string, args: string[], extra: Record<string, string> = {}, nodeArgs: string[] = []) => {

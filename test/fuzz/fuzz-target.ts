@@ -15,7 +15,7 @@ import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { products } from '../../src/products/registry.ts';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import { createKey, createWorkspace, revokeKey, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
-import { specialUsePolicy } from '../../src/net/special-use.ts';
+import { specialUseOf, specialUsePolicy } from '../../src/net/special-use.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
 import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import type { FuzzTarget } from './fuzz-http.ts';
@@ -61,7 +61,10 @@ export async function startFuzzTarget(config: Config): Promise<RunningTarget> {
   const ws = await createWorkspace(db, {
     name: `fuzz-${randomBytes(3).toString('hex')}`,
     acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
-    approveScopes: ['lab.test'],
+    // Scopes are checked as the admin CLI checks them: `lab.test` is approvable only where the run
+    // allows the lab's special-use TLD (npm run fuzz against the lab); elsewhere its names are
+    // refused as input before any gate, and there is nothing to approve.
+    approveScopes: specialUseOf('lab.test', specialUsePolicy(config)) === null ? ['lab.test'] : [],
     scopePolicy: specialUsePolicy(config),
   });
   await setLimits(db, ws.workspaceId, undefined, {

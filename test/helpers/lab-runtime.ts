@@ -17,6 +17,7 @@ export function runtimeFor(env: Record<string, string>, extra: Record<string, st
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     RDAP_BOOTSTRAP_URL: 'off', // never IANA's real file: the lab's RDAP_BASE_URL, or the snapshot
     ...labEnv(env),
     DNS_TIMEOUT_MS: '500',

@@ -31,6 +31,7 @@ export async function withScratchEnv<T>(
       REDIS_KEY_PREFIX: keyPrefix,
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
       // Scripts send traffic only to loopback unless told otherwise.
       DNS_SERVERS: process.env.DNS_SERVERS ?? '127.0.0.1:9',
       RDAP_BOOTSTRAP_URL: process.env.RDAP_BOOTSTRAP_URL ?? 'off', // never IANA's real file

@@ -207,6 +207,63 @@ describe('lss CLI', () => {
     expect((await lssJson('--retries', '0', 'lookup', 'web', 'https://www.lab.test/')).code).toBe(4);
   });
 
+  it('monitor create, list, show, pause, resume, deliveries and delete; the secret shown once', async () => {
+    const webhook = 'https://127.0.0.1/hook';
+    const human = await lss(
+      'monitor',
+      'create',
+      'domain',
+      'lab.test',
+      '--every',
+      '1h',
+      '--paused',
+      '--webhook',
+      webhook,
+    );
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stderr).toMatch(/webhook secret \(shown once.*\): whsec_/);
+    expect(human.stdout).toContain('lookup.domain.v1');
+    const created = await lssJson(
+      'monitor',
+      'create',
+      'scan',
+      'lab.test',
+      '--every',
+      '1d',
+      '--profile',
+      'quick',
+      '--max-credits',
+      '10',
+      '--paused',
+    );
+    expect(created.code).toBe(0);
+    expect(created.doc).toMatchObject({
+      outcome: 'complete',
+      monitor: { product: 'scan.recursive.v1', paused: true, schedule: { intervalSeconds: 86_400 }, webhook: null },
+    });
+    const id: string = created.doc.monitor.monitorId;
+    const list = await lssJson('monitor', 'list');
+    expect(list.doc.monitors.map((m: { monitorId: string }) => m.monitorId)).toContain(id);
+    expect(JSON.stringify(list.doc)).not.toContain('whsec_');
+    const resumed = await lssJson('monitor', 'resume', id);
+    expect(resumed.doc.monitor).toMatchObject({ monitorId: id, paused: false });
+    const paused = await lssJson('monitor', 'pause', id);
+    expect(paused.doc.monitor).toMatchObject({ paused: true, nextRunAt: null });
+    expect((await lssJson('monitor', 'show', id)).doc.monitor).toMatchObject({
+      monitorId: id,
+      lastRuns: expect.any(Array),
+    });
+    expect((await lssJson('monitor', 'deliveries', id)).doc).toMatchObject({ outcome: 'complete', deliveries: [] });
+    expect((await lssJson('monitor', 'delete', id)).code).toBe(0);
+    const gone = await lssJson('monitor', 'show', id);
+    expect(gone.code).toBe(3);
+    expect(gone.doc.error.code).toBe('monitor_not_found');
+    const tooOften = await lssJson('monitor', 'create', 'domain', 'lab.test', '--every', '10s');
+    expect(tooOften.code).toBe(3);
+    expect(tooOften.doc.error).toMatchObject({ code: 'invalid_request', details: { reason: 'interval_out_of_range' } });
+    expect((await lss('monitor', 'create', 'scan', 'lab.test', '--every', '1d')).code).toBe(64);
+  });
+
   it('usage errors exit 64: no key, a missing required option, an unknown command', async () => {
     const noKey = await run(process.execPath, [MAIN, 'lookup', 'mac', 'F4:F5:E8:12:34:56'], {
       LSS_BASE_URL: proxy.url,

@@ -252,6 +252,8 @@ describe('job pages, findings and objects', () => {
       ],
       projection: { name: objs[0]!.key },
       evidence: [{ ref: expect.stringMatching(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/), summary: `A record of ${objs[0]!.key}` }],
+      // No baseline (CONTRACT §13): not compared.
+      change: null,
     });
   });
 
@@ -550,6 +552,7 @@ describe('job pages, findings and objects', () => {
         evidence: [{ ref: expect.stringMatching(/^ev_[0-9A-HJKMNP-TV-Z]{26}$/), summary: 'seen in TXT' }],
         sources: [{ lane: 'mail', source: 'dns' }],
         detectedAt: expect.any(String),
+        change: null,
       });
       expect(res.body.page.nextCursor).toBeNull();
     });

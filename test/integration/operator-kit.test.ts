@@ -239,6 +239,13 @@ describe('operator kit', () => {
     expect(byRole.get('web')).toContain('lss_credits_reserved_total');
     expect(byRole.get('orchestrator')).toContain('lss_credits_captured_total');
     expect(byRole.get('orchestrator')).toContain('lss_stream_oldest_pending_age_seconds');
+    // Monitors (CONTRACT §14): the orchestrator schedules their runs and delivers their webhooks.
+    for (const m of [
+      'lss_monitor_runs_total',
+      'lss_webhook_deliveries_total',
+      'lss_webhook_delivery_lag_seconds_bucket',
+    ])
+      expect(byRole.get('orchestrator')).toContain(m);
     expect(byRole.get('lane')).toContain('lss_task_duration_seconds_count');
     // The lane's main thread alone (the web lane's benchmark reads it per lookup).
     expect(byRole.get('lane')).toContain('lss_main_thread_cpu_seconds_total');
@@ -291,7 +298,7 @@ describe('operator kit', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('the dashboard covers requests, latency, errors, admission, queues, lanes and credits', () => {
+  it('the dashboard covers requests, latency, errors, admission, queues, lanes, credits and monitors', () => {
     const used = new Set(dashboardExprs(dashboard).flatMap((q) => promqlUses(q.expr).metrics));
     for (const m of [
       'http_request_duration_seconds_count',
@@ -303,6 +310,9 @@ describe('operator kit', () => {
       'lss_lane_outcomes_total',
       'lss_credits_reserved_total',
       'lss_credits_captured_total',
+      'lss_monitor_runs_total',
+      'lss_webhook_deliveries_total',
+      'lss_webhook_delivery_lag_seconds_bucket',
     ])
       expect(used, m).toContain(m);
   });

@@ -39,6 +39,7 @@ describe('npm run up -- --cluster', () => {
       REDIS_CLUSTER_NODES: undefined,
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
       WEB_CONCURRENCY: '1',
       METRICS_PORT: String(metricsPort),
       LOG_LEVEL: 'warn',

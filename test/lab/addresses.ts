@@ -5,7 +5,8 @@
 //   127.0.0.1          DNS and RDAP labs
 //   127.0.1.0/24       mail lab hosts (SMTP, MTA-STS)
 //   127.0.2.0/24       web lab hosts (HTTP, HTTPS)
-//   127.0.3.0/24+      scan lab hosts
+//   127.0.3.0/24+      scan lab hosts (the generated zones' web hosts: 127.0.4.1–250)
+//   127.0.6.0/24       change-detection lab (a zone served in two states)
 //   127.1.0.0/16+      generated zones (scale tests)
 //   127.200.0.0/16     outside LAB_ALLOW: listeners there count connections, which must stay 0
 export const LAB_ALLOW = '127.0.0.0/10';
@@ -22,6 +23,7 @@ export const LAB_BLOCKS = {
   mail: '127.0.1',
   web: '127.0.2',
   scan: '127.0.3',
+  changes: '127.0.6',
 } as const;
 
 /** The n-th host address of a lab block (1..254). */

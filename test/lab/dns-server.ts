@@ -20,6 +20,8 @@ export interface LabDns {
   port: number;
   /** "127.0.0.1:PORT", ready for DNS_SERVERS. */
   address: string;
+  /** Serves `zone` from now on in place of the zone of the same origin (a zone served in two states). */
+  setZone(zone: Zone): void;
   /**
    * Serves records at `name` (inside one of the lab's zones) from now on, beside the zone's own:
    * what a domain's owner publishes (a proof-of-control TXT record). Replaces what was published there of that type.
@@ -117,12 +119,19 @@ interface Resolution {
 }
 
 class LabZones {
-  readonly zones: CompiledZone[];
+  zones: CompiledZone[];
   /** Records published while the server runs (publish/withdraw), by owner name. */
   readonly published = new Map<string, ZoneRecord[]>();
   constructor(zones: Zone[]) {
     // Longest origin first, so a child zone (ad.lab.test) wins over its parent (lab.test).
     this.zones = zones.map(compile).sort((a, b) => b.origin.length - a.origin.length);
+  }
+
+  replace(zone: Zone): void {
+    const next = compile(zone);
+    this.zones = [...this.zones.filter((z) => z.origin !== next.origin), next].sort(
+      (a, b) => b.origin.length - a.origin.length,
+    );
   }
 
   zoneFor(name: string): CompiledZone | undefined {
@@ -351,6 +360,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     host,
     port,
     address,
+    setZone: (zone) => zones.replace(zone),
     publish(name, type, data, ttl = 60) {
       const owner = lower(name);
       if (!zones.zoneFor(owner)) throw new Error(`${owner} is in none of the lab's zones`);

@@ -24,6 +24,7 @@ import { labZones, type Zone } from './zones.ts';
 import { privateZones } from './private-zones.ts';
 import { webLabPart } from './web-lab.ts';
 import { scanLabPart } from './scan-lab.ts';
+import { changesLabPart } from './changes-lab.ts';
 
 export interface LabPart {
   name: string;
@@ -35,6 +36,8 @@ export interface LabPart {
    * port map's 53 reaches them too), each serving its own zones: name servers that disagree.
    */
   dnsMirrors?: Array<{ host: string; zones: Zone[] }>;
+  /** Called once the lab DNS serves: a part whose zones change while the lab runs keeps `setZone`. */
+  attachDns?(dns: { setZone(zone: Zone): void }): void;
   close(): Promise<void>;
 }
 
@@ -57,7 +60,7 @@ const rdapPart: LabPartFactory = async (ctx) => {
 };
 
 /** Every lab part, in start order. New labs append their factory here. */
-export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, scanLabPart()];
+export const labParts: LabPartFactory[] = [rdapPart, webLabPart(), mailLabPart, scanLabPart(), changesLabPart()];
 
 export interface RunningLab {
   /** The service configuration that points at this lab. */
@@ -109,6 +112,7 @@ export async function startLab(
     if (taken.has(dns.port)) throw new Error(`the lab DNS port ${dns.port} is also a part's port`);
     // Guarded TCP to port 53 (a scan's zone transfer, the mail zone lane) goes to the lab's DNS server.
     portMap.set(53, dns.port);
+    for (const p of started) p.attachDns?.({ setZone: (zone) => labDns.setZone(zone) });
     for (const m of started.flatMap((p) => p.dnsMirrors ?? [])) {
       const mirror = await startLabDns({ host: m.host, port: dns.port, zones: m.zones });
       closers.push(() => mirror.close());

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { errorRegistry, errorCodes } from '../../src/contract/errors.ts';
 import { products } from '../../src/products/registry.ts';
-import { apiPaths, jobOperationIds, productRoutes } from '../../src/client/routes.ts';
+import { apiPaths, jobOperationIds, monitorOperationIds, productRoutes } from '../../src/client/routes.ts';
 import { decideRetry, defaultRetrySettings, parseRetryAfter, backoffDelay } from '../../src/client/retry-policy.ts';
 import type { ProductKind, Requests } from '../../src/client/types.ts';
 
@@ -62,7 +62,9 @@ describe('client SDK drift', () => {
       Object.values(item as Json).map((op) => (op as Json).operationId as string),
     );
     const productOps = new Set(products.map((p) => p.id));
-    expect(ops.filter((o) => !productOps.has(o) && o !== 'openapi').sort()).toEqual([...jobOperationIds].sort());
+    expect(ops.filter((o) => !productOps.has(o) && o !== 'openapi').sort()).toEqual(
+      [...jobOperationIds, ...monitorOperationIds].sort(),
+    );
     const templates = [
       apiPaths.status('{job_ref}'),
       apiPaths.cancel('{job_ref}'),
@@ -70,6 +72,10 @@ describe('client SDK drift', () => {
       apiPaths.findings('{job_ref}'),
       apiPaths.object('{job_ref}', '{object_id}'),
       apiPaths.products(),
+      apiPaths.monitors(),
+      apiPaths.monitor('{monitor_id}'),
+      apiPaths.deliveries('{monitor_id}'),
+      apiPaths.redeliver('{monitor_id}', '{event_id}'),
     ].map(decodeURIComponent);
     for (const t of templates) expect(doc.paths[t], t).toBeDefined();
   });

@@ -14,6 +14,7 @@ const valid = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   KEY_PEPPER: 'p'.repeat(32),
   CURSOR_SECRET: 'c'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
 };
 
 function problemsOf(env: NodeJS.ProcessEnv): string[] {
@@ -34,6 +35,7 @@ describe('parseConfig', () => {
     const problems = problemsOf({
       REDIS_URL: valid.REDIS_URL,
       CURSOR_SECRET: valid.CURSOR_SECRET,
+      WEBHOOK_SECRET_KEY: valid.WEBHOOK_SECRET_KEY,
       // DATABASE_URL missing
       KEY_PEPPER: 'too-short',
       DNS_SERVERS: '1.1.1.1, not-an-ip:53',
@@ -47,13 +49,38 @@ describe('parseConfig', () => {
     expect(problems).toContainEqual(expect.stringMatching(/^ALLOW_PRIVATE_TARGETS\.1: must be a CIDR/));
   });
 
+  it('needs WEBHOOK_SECRET_KEY of at least 32 characters (CONTRACT §14), like KEY_PEPPER', () => {
+    const { WEBHOOK_SECRET_KEY: _, ...without } = valid;
+    expect(problemsOf(without)).toEqual([expect.stringMatching(/^WEBHOOK_SECRET_KEY: /)]);
+    expect(problemsOf({ ...valid, WEBHOOK_SECRET_KEY: 'short' })).toEqual([
+      expect.stringMatching(/^WEBHOOK_SECRET_KEY: .*at least 32/),
+    ]);
+    expect(parseConfig(valid).MONITOR_MIN_INTERVAL_SECONDS).toBe(3600);
+    expect(parseConfig(valid).MONITORS_PER_WORKSPACE).toBe(100);
+  });
+
+  it('takes a shortened webhook retry schedule in tests only, never in production', () => {
+    const test = { ...valid, WEBHOOK_RETRY_SCHEDULE_SECONDS: '1,2', WEBHOOK_RETRY_WINDOW_SECONDS: '10' };
+    expect(parseConfig(test).WEBHOOK_RETRY_SCHEDULE_SECONDS).toEqual([1, 2]);
+    expect(problemsOf({ ...test, NODE_ENV: 'production' })).toEqual([
+      expect.stringMatching(/^WEBHOOK_RETRY_SCHEDULE_SECONDS: .*production keeps CONTRACT §14/),
+    ]);
+    expect(problemsOf({ ...valid, WEBHOOK_RETRY_SCHEDULE_SECONDS: '0,x' })).not.toHaveLength(0);
+  });
+
   it('puts every problem in the error message, one per line', () => {
     try {
       parseConfig({});
       expect.unreachable();
     } catch (err) {
       const e = err as ConfigError;
-      expect(variablesOf(e.problems)).toEqual(['CURSOR_SECRET', 'DATABASE_URL', 'KEY_PEPPER', 'REDIS_URL']);
+      expect(variablesOf(e.problems)).toEqual([
+        'CURSOR_SECRET',
+        'DATABASE_URL',
+        'KEY_PEPPER',
+        'REDIS_URL',
+        'WEBHOOK_SECRET_KEY',
+      ]);
       for (const p of e.problems) expect(e.message).toContain(`  - ${p}`);
     }
   });
@@ -226,6 +253,7 @@ describe('src/server.ts with a bad environment', () => {
       REDIS_URL: valid.REDIS_URL,
       KEY_PEPPER: valid.KEY_PEPPER,
       CURSOR_SECRET: valid.CURSOR_SECRET,
+      WEBHOOK_SECRET_KEY: valid.WEBHOOK_SECRET_KEY,
       DNS_SERVERS: '127.0.0.1:5353,[::1]:53,9.9.9.9',
       ALLOW_PRIVATE_TARGETS: '127.0.0.0/8,10.0.0.0/8',
       METRICS_PORT: '0',

@@ -242,6 +242,16 @@ describe('ZoneBackoff (a hand-driven clock)', () => {
     expect(b.check('a.dead.example')).toBeNull(); // two stalls of its own: under the threshold
   });
 
+  it("a dead subzone backs off that subzone only: another tenant's questions about its parent domain are asked", () => {
+    const clock = { now: 0 };
+    const b = new ZoneBackoff({ stallsToBackOff: 4, namesToBackOffZone: 3, backoffMs: 1000, ...at(clock) });
+    for (const label of ['a', 'b', 'c', 'd']) b.timedOut(`${label}.dead.victim.example`);
+    expect(b.check('x.dead.victim.example')).toBe('dead.victim.example');
+    expect(b.check('www.victim.example')).toBeNull();
+    expect(b.check('victim.example')).toBeNull();
+    expect(b.check('api.live.victim.example')).toBeNull();
+  });
+
   it('a backoff that ended more than the window ago is forgotten: no trial, no re-arming', () => {
     const clock = { now: 0 };
     const b = new ZoneBackoff({

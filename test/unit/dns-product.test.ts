@@ -24,6 +24,7 @@ beforeAll(async () => {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     // Bracketed: src/config/config.ts currently rejects plain "ip:port" (lab.address); see the report.
     DNS_SERVERS: `[${lab.host}]:${lab.port}`,
     DNS_TIMEOUT_MS: '500',

@@ -286,6 +286,7 @@ describe('servers and retries', () => {
       REDIS_URL: 'redis://x',
       KEY_PEPPER: 'x'.repeat(32),
       CURSOR_SECRET: 'y'.repeat(32),
+      WEBHOOK_SECRET_KEY: 'w'.repeat(32),
       DNS_SERVERS: `[127.0.0.1]:${deadServer.port}, [${lab.host}]:${lab.port}`,
       DNS_TIMEOUT_MS: '700',
     });

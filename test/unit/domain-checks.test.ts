@@ -34,6 +34,7 @@ function runtime(env: Record<string, string>): ProductRuntime {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     // Bracketed: src/config/config.ts rejects plain "ip:port" for IPv4 (see the dns product test).
     DNS_SERVERS: `[${dns.host}]:${dns.port}`,
     DNS_TIMEOUT_MS: '500',

@@ -22,6 +22,7 @@ const baseEnv = {
   REDIS_URL: 'redis://x',
   KEY_PEPPER: 'x'.repeat(32),
   CURSOR_SECRET: 'y'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
 };
 
 function ctx(env: Record<string, string> = {}): ExecContext {

@@ -19,6 +19,7 @@ const baseEnv = {
   REDIS_URL: 'redis://x',
   KEY_PEPPER: 'x'.repeat(32),
   CURSOR_SECRET: 'y'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
 };
 
 function ctx(opts: { contextDb?: string; resolver?: Resolver; allowPrivate?: string } = {}): ExecContext {

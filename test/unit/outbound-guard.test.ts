@@ -271,6 +271,19 @@ describe('guardedFetch', () => {
     expect(ok.body.toString()).toBe('from b');
   });
 
+  it("redirects: 'return' answers the redirect itself and never connects to its target (a webhook delivery)", async () => {
+    const before = b.hosts.length;
+    const res = await guardedFetch(a.url('/to-b'), {
+      allow: ['127.0.0.0/8'],
+      method: 'POST',
+      body: '{"x":1}',
+      redirects: 'return',
+      plainHttp: 'allow-listed-only',
+    });
+    expect(res).toMatchObject({ status: 302, redirects: 0, url: a.url('/to-b') });
+    expect(b.hosts.length).toBe(before);
+  });
+
   it('resolves relative redirects; refuses other schemes; caps the number of hops', async () => {
     const rel = await guardedFetch(a.url('/to-relative'), { allow: ['127.0.0.0/8'] });
     expect(rel.body.toString()).toBe('hello');

@@ -129,6 +129,7 @@ describe('fetches on a target’s say-so: passive ports, one failure code', () =
       REDIS_URL: 'redis://x',
       KEY_PEPPER: 'x'.repeat(32),
       CURSOR_SECRET: 'y'.repeat(32),
+      WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     });
     const ctx: CheckContext = {
       runtime: { config, log: pino({ level: 'silent' }), services: { outbound: guard } },

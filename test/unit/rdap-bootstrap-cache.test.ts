@@ -20,6 +20,7 @@ const BASE_ENV = {
   REDIS_URL: 'redis://x',
   KEY_PEPPER: 'x'.repeat(32),
   CURSOR_SECRET: 'y'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
 };
 const HOUR = 3_600_000;
 

@@ -25,6 +25,7 @@ function lookupVia(baseUrl: string) {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     RDAP_BASE_URL: baseUrl,
     ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
   });

@@ -21,6 +21,7 @@ const BASE_ENV = {
   REDIS_URL: 'redis://x',
   KEY_PEPPER: 'x'.repeat(32),
   CURSOR_SECRET: 'y'.repeat(32),
+  WEBHOOK_SECRET_KEY: 'w'.repeat(32),
   RDAP_BOOTSTRAP_URL: 'off', // never IANA's real file (the default); tests that want one set the lab's
 };
 const config = (env: Record<string, string> = {}): Config => parseConfig({ ...BASE_ENV, ...env });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   expandScan,
   planScan,
+  recheckBaseline,
   SCAN_CHECKS,
   type DnsFacts,
   type ScanInput,
@@ -109,6 +110,37 @@ describe('planScan: distance-0 work per profile', () => {
       for (const p of planScan(input(profile, profile === 'advanced')))
         expect(p.unitCost).toBe(unitCosts[p.lane as keyof typeof unitCosts]);
     }
+  });
+});
+
+describe("recheckBaseline: the baseline's names, handed in as data (CONTRACT §13)", () => {
+  const names = [
+    { name: TARGET, distance: 0 },
+    { name: `a.${TARGET}`, distance: 1 },
+    { name: `deep.b.${TARGET}`, distance: 7 },
+    { name: 'mx.thirdparty.test', distance: 1 },
+    { name: `*.${TARGET}`, distance: 1 },
+    { name: `A.${TARGET.toUpperCase()}.`, distance: 2 },
+  ];
+
+  it('every in-scope host name but the target gets its DNS task, behind its level wildcard probe, via baseline', () => {
+    const plans = recheckBaseline(input('deep'), names);
+    const dns = plans.filter((p) => p.check === SCAN_CHECKS.dns);
+    expect(dns.map((p) => p.objectKey).sort()).toEqual([`a.${TARGET}`, `a.${TARGET}`, `deep.b.${TARGET}`]);
+    for (const p of dns) {
+      expect(p.params?.via).toBe('baseline');
+      expect(p.gate?.check).toBe(SCAN_CHECKS.wildcard);
+      expect(p.unitCost).toBe(unitCosts.dns);
+      expect(p.distance).toBeLessThanOrEqual(profiles.deep.hops);
+      expect(p.distance).toBeGreaterThanOrEqual(1);
+    }
+    expect(plans.filter((p) => p.check === SCAN_CHECKS.wildcard).map((p) => p.objectKey)).toContain(`b.${TARGET}`);
+    // Out of scope and wildcard names never get a task: recorded, never probed (CONTRACT §11).
+    expect(plans.some((p) => p.objectKey === 'mx.thirdparty.test' || p.objectKey.startsWith('*'))).toBe(false);
+  });
+
+  it('a profile without recursion (quick) rechecks nothing: its baseline holds only the target', () => {
+    expect(recheckBaseline(input('quick'), names)).toEqual([]);
   });
 });
 

@@ -198,6 +198,7 @@ describe('proof of control through the lab DNS', () => {
       REDIS_URL: 'redis://x',
       KEY_PEPPER: 'x'.repeat(32),
       CURSOR_SECRET: 'y'.repeat(32),
+      WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     });
     expect(c.ACTIVE_DENY_CIDRS).toEqual([...DEFAULT_ACTIVE_DENY_CIDRS]);
     expect(c.ACTIVE_DENY_CIDRS).toEqual(

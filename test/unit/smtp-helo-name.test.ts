@@ -33,6 +33,7 @@ function configWith(extra: Record<string, string> = {}): Config {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     ...labEnv(lab.env),
     DNS_TIMEOUT_MS: '500',
     ...extra,

@@ -44,6 +44,7 @@ function config(): Config {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     ...labEnv(lab.env),
   });
 }

@@ -223,6 +223,7 @@ describe("the products' resolver never sends a special-use question", () => {
       REDIS_URL: 'redis://x',
       KEY_PEPPER: 'x'.repeat(32),
       CURSOR_SECRET: 'y'.repeat(32),
+      WEBHOOK_SECRET_KEY: 'w'.repeat(32),
       DNS_SERVERS: '[127.0.0.1]:9',
       DNS_TIMEOUT_MS: '2000',
     });
@@ -241,6 +242,7 @@ describe('ALLOW_SPECIAL_USE_DOMAINS', () => {
     REDIS_URL: 'redis://x',
     KEY_PEPPER: 'x'.repeat(32),
     CURSOR_SECRET: 'y'.repeat(32),
+    WEBHOOK_SECRET_KEY: 'w'.repeat(32),
   };
   it('is a comma list of domain suffixes, normalised; empty by default', () => {
     expect(parseConfig(base).ALLOW_SPECIAL_USE_DOMAINS).toEqual([]);

@@ -54,6 +54,7 @@ describe('passive web ports', () => {
       REDIS_URL: 'redis://x',
       KEY_PEPPER: 'x'.repeat(32),
       CURSOR_SECRET: 'y'.repeat(32),
+      WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     });
     runtime = { config, log: pino({ level: 'silent' }), services: { outbound: guard } };
   });

@@ -70,6 +70,13 @@ export function failOnOption(): Option {
   ).choices([...SEVERITIES]);
 }
 
+export function failOnNewOption(): Option {
+  return new Option(
+    '--fail-on-new <severity>',
+    'exit 1 when a finding new since the baseline is at or above this severity (implies waiting)',
+  ).choices([...SEVERITIES]);
+}
+
 /** A commander argument parser: its InvalidArgumentError is reported as a usage error. */
 export function integerArg(min: number) {
   return (v: string): number => {

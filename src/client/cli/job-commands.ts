@@ -1,24 +1,63 @@
-// `lss job show|results|findings|object|cancel`: retained jobs. Pages are read by following the
+// `lss job show|results|findings|changes|object|cancel`: retained jobs. Pages are read by following the
 // service's cursors to the end; a page set read while the job runs is reported as partial (exit 2),
 // since more may come.
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Severity } from '../types.ts';
 import { SEVERITIES } from '../../contract/tasks.ts';
-import { jobReport, readFindings, stateOutcome, waitWithProgress, withFailOn } from './job-flow.ts';
-import { renderFindings, renderObject, renderResults } from './render.ts';
-import { failOnOption, integerArg, type Action, type Context } from './context.ts';
+import {
+  jobReport,
+  readChanges,
+  readFindings,
+  stateOutcome,
+  waitWithProgress,
+  withFailOn,
+  withFailOnNew,
+} from './job-flow.ts';
+import { renderChanges, renderFindings, renderObject, renderResults } from './render.ts';
+import { failOnNewOption, failOnOption, integerArg, type Action, type Context } from './context.ts';
+import { CHANGE_KINDS, CHANGE_MARKS, type ChangeKind, type ChangeMark } from '../../contract/changes.ts';
 import type { Report } from './report.ts';
 
 interface WaitFlags {
   wait?: boolean;
   failOn?: Severity;
+  failOnNew?: Severity;
 }
 
 async function show(ctx: Context, ref: string, o: WaitFlags): Promise<Report> {
   let job = await ctx.client.getJob(ref);
-  if (o.wait || o.failOn) job = await waitWithProgress(ctx.client, ctx.term, job);
-  const findings = o.failOn ? await readFindings(ctx.client, ctx.term, ref, o.failOn) : null;
-  return jobReport(ctx.term, job, findings, o.failOn);
+  if (o.wait || o.failOn || o.failOnNew) job = await waitWithProgress(ctx.client, ctx.term, job);
+  const failOn = o.failOn ?? (o.failOnNew && job.baseline === null ? o.failOnNew : undefined);
+  const findings = failOn ? await readFindings(ctx.client, ctx.term, ref, failOn) : null;
+  const changes = o.wait || o.failOnNew ? await readChanges(ctx.client, ctx.term, job, o.failOnNew) : null;
+  return jobReport(ctx.term, job, findings, o.failOn, { changes, failOnNew: o.failOnNew });
+}
+
+interface ChangeFlags {
+  limit?: number;
+  change?: string;
+  kind?: ChangeKind;
+  wait?: boolean;
+  failOnNew?: Severity;
+}
+
+async function changes(ctx: Context, ref: string, o: ChangeFlags): Promise<Report> {
+  const marks = o.change?.split(',').map((m) => m.trim()) as ChangeMark[] | undefined;
+  const p = await ctx.client.collectChanges(ref, {
+    limit: o.limit,
+    change: marks,
+    kind: o.kind,
+    wait: o.wait || o.failOnNew !== undefined,
+  });
+  const job = o.failOnNew ? await ctx.client.getJob(ref) : null;
+  const findings =
+    job && job.baseline === null && o.failOnNew ? await readFindings(ctx.client, ctx.term, ref, o.failOnNew) : null;
+  const base = p.terminal ? 'complete' : 'partial';
+  return {
+    outcome: job ? withFailOnNew(base, job, p, findings, o.failOnNew) : base,
+    data: { changes: p },
+    human: () => renderChanges(p, ctx.term.colors),
+  };
 }
 
 export function registerJobCommands(program: Command, action: Action): void {
@@ -31,7 +70,25 @@ export function registerJobCommands(program: Command, action: Action): void {
     .description('job status: progress, lanes, coverage, credits')
     .option('--wait', 'poll until the job is terminal, with a progress bar on a terminal')
     .addOption(failOnOption())
+    .addOption(failOnNewOption())
     .action(action((ctx, ref: string, o: WaitFlags) => show(ctx, ref, o)));
+
+  job
+    .command('changes')
+    .argument('<job_ref>')
+    .description('what is new, changed, gone or resolved since the baseline (every mark but unchanged by default)')
+    .addOption(limit())
+    .addOption(
+      new Option('--change <list>', `comma list of ${CHANGE_MARKS.join(', ')}`).argParser((v) => {
+        if (!v.split(',').every((m) => (CHANGE_MARKS as readonly string[]).includes(m.trim())))
+          throw new InvalidArgumentError(`a comma list of ${CHANGE_MARKS.join(', ')} is needed`);
+        return v;
+      }),
+    )
+    .addOption(new Option('--kind <kind>', 'objects or findings only').choices([...CHANGE_KINDS]))
+    .option('--wait', 'keep reading until the job is terminal (the comparison is made when it ends)')
+    .addOption(failOnNewOption())
+    .action(action((ctx, ref: string, o: ChangeFlags) => changes(ctx, ref, o)));
 
   job
     .command('results')

@@ -4,11 +4,12 @@
 import { LssApiError } from '../errors.ts';
 import type { LssClient } from '../client.ts';
 import type { Collected } from '../page-iterator.ts';
+import type { CollectedChanges } from '../change-pages.ts';
 import type { FindingPage, JobStatus, Severity } from '../types.ts';
 import { SEVERITIES } from '../../contract/tasks.ts';
 import { EXIT_INTERRUPTED, type Outcome } from './exit-codes.ts';
 import { jobProgress } from './progress.ts';
-import { renderFindings, renderJob } from './render.ts';
+import { renderChanges, renderFindings, renderJob } from './render.ts';
 import type { Report } from './report.ts';
 import type { Terminal } from './terminal.ts';
 
@@ -41,6 +42,50 @@ export function withFailOn(
 ): Outcome {
   if (!failOn || !findings) return outcome;
   return findings.items.some((f) => atOrAbove(f.severity, failOn)) ? 'fail_on' : outcome;
+}
+
+/**
+ * --fail-on-new (CONTRACT §13, the CI gate): a finding that is new since the baseline, at or above
+ * the severity. Without a baseline every finding of the job is new (there is nothing it was
+ * already known from), so the job's findings are judged. Without finding:read the verdict cannot
+ * be given: the service left finding changes out, which must not read as "none new".
+ */
+export function withFailOnNew(
+  outcome: Outcome,
+  job: JobStatus,
+  changes: CollectedChanges | null,
+  findings: Collected<FindingPage> | null,
+  failOnNew: Severity | undefined,
+): Outcome {
+  if (!failOnNew || outcome === 'fail_on') return outcome;
+  if (job.baseline === null) return withFailOn(outcome, findings, failOnNew);
+  if (!changes) return outcome;
+  if (changes.findingsOmitted) return 'refused';
+  const hit = changes.items.some(
+    (i) => i.kind === 'finding' && i.change === 'new' && i.severity !== undefined && atOrAbove(i.severity, failOnNew),
+  );
+  return hit ? 'fail_on' : outcome;
+}
+
+/**
+ * The changes of a terminal job with a baseline (every mark but unchanged), null otherwise. With
+ * --fail-on-new and a key that lacks finding:read, says why no verdict can be given.
+ */
+export async function readChanges(
+  client: LssClient,
+  term: Terminal,
+  job: JobStatus,
+  failOnNew: Severity | undefined,
+): Promise<CollectedChanges | null> {
+  if (!job.terminal || job.baseline === null) {
+    if (failOnNew && job.terminal)
+      term.err('lss: no baseline for this job: --fail-on-new judges every finding of it as new');
+    return null;
+  }
+  const changes = await client.collectChanges(job.jobRef, { limit: 500 });
+  if (failOnNew && changes.findingsOmitted)
+    term.err('lss: --fail-on-new needs the finding:read scope: new findings cannot be judged without it');
+  return changes;
 }
 
 /** Waits with a progress bar; Ctrl-C stops waiting (not the job) and says how to look later. */
@@ -91,20 +136,26 @@ export async function readFindings(
   }
 }
 
-/** The report of a job that was waited for (or just accepted / read). */
+/** The report of a job that was waited for (or just accepted / read); its changes last. */
 export function jobReport(
   term: Terminal,
   job: JobStatus,
   findings: Collected<FindingPage> | null,
   failOn: Severity | undefined,
-  extra: { human?: () => string } = {},
+  extra: { human?: () => string; changes?: CollectedChanges | null; failOnNew?: Severity | undefined } = {},
 ): Report {
   const c = term.colors;
+  const changes = extra.changes ?? null;
   return {
-    outcome: withFailOn(jobOutcome(job), findings, failOn),
-    data: { job, ...(findings ? { findings } : {}) },
+    outcome: withFailOnNew(withFailOn(jobOutcome(job), findings, failOn), job, changes, findings, extra.failOnNew),
+    data: { job, ...(findings ? { findings } : {}), ...(changes ? { changes } : {}) },
     human: () =>
-      [renderJob(job, c), extra.human?.() ?? '', findings ? renderFindings(findings, c) : '']
+      [
+        renderJob(job, c),
+        extra.human?.() ?? '',
+        findings ? renderFindings(findings, c) : '',
+        changes ? renderChanges(changes, c) : '',
+      ]
         .filter(Boolean)
         .join('\n'),
   };

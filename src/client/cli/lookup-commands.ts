@@ -3,10 +3,10 @@
 import type { Command } from 'commander';
 import type { LookupResult } from '../client.ts';
 import type { AsyncKind, Envelope, Requests, Severity, SyncKind } from '../types.ts';
-import { jobReport, readFindings, waitWithProgress } from './job-flow.ts';
+import { jobReport, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
 import { renderEnvelope } from './render.ts';
 import type { Report } from './report.ts';
-import { failOnOption, type Action, type Context } from './context.ts';
+import { failOnNewOption, failOnOption, type Action, type Context } from './context.ts';
 
 function syncReport(ctx: Context, res: LookupResult<unknown>): Report {
   return {
@@ -23,6 +23,7 @@ async function syncLookup<K extends SyncKind>(ctx: Context, kind: K, body: Reque
 interface AsyncFlags {
   wait: boolean;
   failOn?: Severity;
+  failOnNew?: Severity;
 }
 
 async function asyncLookup<K extends AsyncKind>(
@@ -32,15 +33,18 @@ async function asyncLookup<K extends AsyncKind>(
   flags: AsyncFlags,
 ): Promise<Report> {
   const accepted = await ctx.client.submit(kind, body, { idempotencyKey: ctx.idempotencyKey });
-  if (!flags.wait && !flags.failOn) {
+  if (!flags.wait && !flags.failOn && !flags.failOnNew) {
     ctx.term.err(`lss: accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
     return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
   }
   const job = await waitWithProgress(ctx.client, ctx.term, accepted.job);
-  const findings = await readFindings(ctx.client, ctx.term, job.jobRef, flags.failOn);
+  const findings = await readFindings(ctx.client, ctx.term, job.jobRef, flags.failOn ?? flags.failOnNew);
+  const changes = await readChanges(ctx.client, ctx.term, job, flags.failOnNew);
   const envelope = job.result as Envelope | null;
   return jobReport(ctx.term, job, findings, flags.failOn, {
     human: () => (envelope ? renderEnvelope(envelope, ctx.term.colors) : ''),
+    changes,
+    failOnNew: flags.failOnNew,
   });
 }
 
@@ -94,7 +98,8 @@ export function registerLookupCommands(program: Command, action: Action): void {
       .argument(arg)
       .description(`${description}; waits for the job unless --no-wait`)
       .option('--no-wait', 'print the accepted job and return at once')
-      .addOption(failOnOption());
+      .addOption(failOnOption())
+      .addOption(failOnNewOption());
 
   asyncCommand('domain', '<name>', 'domain core lookup: delegation, registration, records (lookup.domain.v1)').action(
     action((ctx, value: string, o: AsyncFlags) => asyncLookup(ctx, 'domain', { value }, o)),

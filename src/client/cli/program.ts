@@ -6,6 +6,7 @@ import { registerJobCommands } from './job-commands.ts';
 import { registerLookupCommands } from './lookup-commands.ts';
 import { renderProducts } from './render.ts';
 import { registerScanCommand } from './scan-command.ts';
+import { registerMonitorCommands } from './monitor-commands.ts';
 
 const EPILOG = `
 Environment:
@@ -23,7 +24,7 @@ Exit codes:
 
 export function buildProgram(action: Action): Command {
   const program = new Command('lss')
-    .description('LSS client: lookups, scans and retained jobs (public API v2)')
+    .description('LSS client: lookups, scans, retained jobs and monitors (public API v2)')
     .option('--json', 'one JSON document on stdout: { outcome, exitCode, … } (docs/client.md)')
     .option('--no-color', 'no colour (NO_COLOR works too)')
     .addOption(
@@ -44,6 +45,7 @@ export function buildProgram(action: Action): Command {
   registerLookupCommands(program, action);
   registerScanCommand(program, action);
   registerJobCommands(program, action);
+  registerMonitorCommands(program, action);
   program
     .command('products')
     .description('the products and their readiness right now')

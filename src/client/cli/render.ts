@@ -2,6 +2,7 @@
 // are always printed beside the data, so a partial answer never reads as a complete one.
 import Table from 'cli-table3';
 import type { Collected } from '../page-iterator.ts';
+import type { CollectedChanges } from '../change-pages.ts';
 import type {
   Envelope,
   FindingItem,
@@ -187,6 +188,17 @@ export function renderJob(job: JobStatus, c: Colors): string {
     ['created', job.createdAt],
   );
   if (job.completedAt) rows.push(['completed', job.completedAt]);
+  if (job.baseline) {
+    rows.push(['baseline', `${job.baseline.jobRef} (${job.baseline.completedAt})`]);
+    const o = job.changes?.objects;
+    const f = job.changes?.findings;
+    rows.push([
+      'changes',
+      o && f
+        ? `objects ${o.new} new, ${o.changed} changed, ${o.gone} gone, ${o.unconfirmed} unconfirmed; findings ${f.new} new, ${f.resolved} resolved, ${f.unconfirmed} unconfirmed`
+        : c.dim('compared when the job ends'),
+    ]);
+  }
   const lanes = job.lanes.length
     ? table(
         ['lane', 'status', 'tasks', 'completed', 'partial', 'unavailable', 'timeout', 'failed', 'skipped'],
@@ -298,4 +310,46 @@ export function renderProducts(list: ProductList, c: Colors): string {
     ]),
     c,
   );
+}
+
+const CHANGE_COLOR: Record<string, keyof Colors> = {
+  new: 'cyan',
+  changed: 'yellow',
+  gone: 'magenta',
+  resolved: 'green',
+  unconfirmed: 'yellow',
+  unchanged: 'gray',
+};
+
+/**
+ * What changed since the baseline (CONTRACT §13). An unconfirmed row says why: its absence was
+ * not observed, so it is not reported gone.
+ */
+export function renderChanges(p: CollectedChanges, c: Colors): string {
+  if (!p.baseline) return c.dim('changes: no baseline (no earlier completed job of this target): nothing to compare');
+  if (!p.terminal)
+    return c.yellow(
+      `changes since ${p.baseline.jobRef}: the job has not finished; the comparison is made when it ends`,
+    );
+  const mark = (m: string) => {
+    const f = c[CHANGE_COLOR[m] ?? 'reset'];
+    return typeof f === 'function' ? f(m) : m;
+  };
+  const rows = p.items.map((i) => [
+    mark(i.change),
+    i.kind,
+    i.severity ? `${i.type} (${severity(i.severity, c)})` : i.type,
+    i.key,
+    i.changedFields?.join(', ') ?? (i.reason ? `reason: ${i.reason}` : ''),
+  ]);
+  const counts = new Map<string, number>();
+  for (const i of p.items) counts.set(i.change, (counts.get(i.change) ?? 0) + 1);
+  const summary = [...counts].map(([m, n]) => `${n} ${m}`).join(', ') || 'nothing changed';
+  return [
+    c.bold(`Changes since ${p.baseline.jobRef} (${p.baseline.completedAt}):`),
+    rows.length ? table(['change', 'kind', 'type', 'key', 'fields / reason'], rows, c) : '',
+    `${summary}${p.findingsOmitted ? c.yellow('; findings not shown: the key lacks finding:read') : ''}`,
+  ]
+    .filter(Boolean)
+    .join('\n');
 }

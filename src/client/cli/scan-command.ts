@@ -1,10 +1,10 @@
-// `lss scan <domain> --profile P --max-credits N [--active] [--wait] [--fail-on S]`: a recursive
-// scan. The credit budget is the service's to judge (scan_credit_budget_invalid names the bounds):
+// `lss scan <domain> --profile P --max-credits N [--active] [--wait] [--fail-on S] [--fail-on-new S]`:
+// a recursive scan; once it is terminal, its findings and what changed since its baseline. The credit budget is the service's to judge (scan_credit_budget_invalid names the bounds):
 // the CLI does not keep its own copy of them.
 import { Option, type Command } from 'commander';
 import type { ScanProfile, Severity } from '../types.ts';
-import { jobReport, readFindings, waitWithProgress } from './job-flow.ts';
-import { failOnOption, integerArg, type Action } from './context.ts';
+import { jobReport, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
+import { failOnNewOption, failOnOption, integerArg, type Action } from './context.ts';
 
 const PROFILES: ScanProfile[] = ['quick', 'balanced', 'deep', 'advanced'];
 
@@ -14,6 +14,7 @@ interface ScanFlags {
   active?: boolean;
   wait?: boolean;
   failOn?: Severity;
+  failOnNew?: Severity;
 }
 
 export function registerScanCommand(program: Command, action: Action): void {
@@ -26,6 +27,7 @@ export function registerScanCommand(program: Command, action: Action): void {
     .option('--active', 'active work (profile advanced only): needs workspace permission and approved target scope')
     .option('--wait', 'wait for the scan to finish, with a progress bar on a terminal')
     .addOption(failOnOption())
+    .addOption(failOnNewOption())
     .action(
       action(async (ctx, domain: string, o: ScanFlags) => {
         const body = {
@@ -34,12 +36,14 @@ export function registerScanCommand(program: Command, action: Action): void {
           options: { active: o.active === true, maxCredits: o.maxCredits },
         };
         const accepted = await ctx.client.submit('scan', body, { idempotencyKey: ctx.idempotencyKey });
-        if (!o.wait && !o.failOn) {
+        if (!o.wait && !o.failOn && !o.failOnNew) {
           ctx.term.err(`lss: scan accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
           return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
         }
         const job = await waitWithProgress(ctx.client, ctx.term, accepted.job, o.maxCredits);
-        return jobReport(ctx.term, job, await readFindings(ctx.client, ctx.term, job.jobRef, o.failOn), o.failOn);
+        const findings = await readFindings(ctx.client, ctx.term, job.jobRef, o.failOn ?? o.failOnNew);
+        const changes = await readChanges(ctx.client, ctx.term, job, o.failOnNew);
+        return jobReport(ctx.term, job, findings, o.failOn, { changes, failOnNew: o.failOnNew });
       }),
     );
 }

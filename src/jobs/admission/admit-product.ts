@@ -196,6 +196,8 @@ export class ProductAdmission<T> {
         claim: st.claim,
         ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
         ...(opts?.within ? { within: opts.within } : {}),
+        // A monitor's run answers nobody: no 202 body to build.
+        noReply: !this.#keyed,
       });
     } catch (err) {
       if (!(err instanceof CommittedElsewhere) || !deps.idempotency) throw err;
@@ -214,7 +216,7 @@ export class ProductAdmission<T> {
         st.log.warn({ err: { message: (err as Error).message } }, 'job publish deferred to the outbox relay');
       }
     }
-    this.#port.send(target, 202, JSON.stringify(accepted.body), false);
+    if (accepted.body !== null) this.#port.send(target, 202, JSON.stringify(accepted.body), false);
     return { kind: 'accepted', jobId: accepted.jobId, jobRef: accepted.jobRef };
   }
 }

@@ -39,6 +39,8 @@ import { cancelUnfinishedTasks, hasUnappliedFinished, lockTasksForApply } from '
 import { affected, inTransaction, isConnectionError, type Trx } from '../../db/transaction.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
+import { compareBeforeTerminal, finishComparison } from '../changes/comparison.ts';
+import { monitorChangeSummary, recordJobFinished } from '../monitors/monitor-events.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -64,7 +66,8 @@ export async function finalizeJob(
   for (let round = 1; ; round++) {
     // 1. The backlog, in bounded chunks.
     if (!(await settleBacklog(ctx, jobId, mode, opts))) return null;
-    // 2. Pre-terminal steps go here, one call each (none yet; change detection's comparison, §13).
+    // 2. Pre-terminal steps, one call each.
+    await compareBeforeTerminal(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job);
     // 3. The terminal transaction.
     const done = await inTransaction(ctx.db, (trx) => terminalTransaction(trx, ctx, jobId, mode, opts));
     if (done !== BACKLOG_LEFT) return done;
@@ -249,6 +252,10 @@ async function terminalTransaction(
   }
   // Whatever must exist exactly when the job is terminal is written here, one call each (the
   // change counts of §13, a monitor's event outbox row of §14), before the release.
+  await finishComparison(trx, job.id, def?.job?.changes);
+  // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this
+  // transaction has them (the counts are written above it).
+  await recordJobFinished(trx, job.id, outcome.status, monitorChangeSummary);
   await releaseRemainder(trx, job.id);
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;

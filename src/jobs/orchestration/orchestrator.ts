@@ -4,6 +4,8 @@
 // run: the consumer groups share the streams and every step is idempotent under the job row lock.
 // A lane's results stream lives in the lane's slot (its runners publish in the MULTI that acks),
 // so the orchestrator reads one results stream per lane, each on a connection of its own.
+// Every instance also runs the monitor scheduler and one webhook delivery worker (src/jobs/monitors/):
+// their claims in MySQL (FOR UPDATE SKIP LOCKED) share the due runs and events among instances.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import client from 'prom-client';
@@ -32,6 +34,15 @@ import { productCatalog } from './product-catalog.ts';
 import { Reconciler } from './reconciler.ts';
 import { purgeExpiredJobs } from './retention.ts';
 import { sweepJobs } from './sweeper.ts';
+import { LaneHealth } from '../../queue/lane-health.ts';
+import { createProductRuntime } from '../../products/kit/runtime.ts';
+import { createOutboundGuard } from '../../net/outbound-guard.ts';
+import { RateLimiter } from '../../ratelimit/limiter.ts';
+import { MonitorScheduler } from '../monitors/scheduler.ts';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../monitors/delivery-worker.ts';
+import { monitorMetrics } from '../monitors/monitor-metrics.ts';
+import { SecretBox } from '../monitors/webhook-secrets.ts';
+import { purgeMonitorHistory } from '../monitors/monitor-retention.ts';
 
 export interface OrchestratorTiming {
   relayEveryMs: number;
@@ -42,6 +53,8 @@ export interface OrchestratorTiming {
   unappliedAfterMs: number;
   sweepEveryMs: number;
   purgeEveryMs: number;
+  /** How often this orchestrator claims due monitor runs (every orchestrator does: no tick lock). */
+  monitorEveryMs: number;
 }
 
 const DEFAULT_TIMING: OrchestratorTiming = {
@@ -51,6 +64,7 @@ const DEFAULT_TIMING: OrchestratorTiming = {
   unappliedAfterMs: 5000,
   sweepEveryMs: 5000,
   purgeEveryMs: 60_000,
+  monitorEveryMs: 1000,
 };
 
 export interface OrchestratorOptions {
@@ -77,6 +91,8 @@ export interface OrchestratorOptions {
   /** Most finished tasks of one job applied in one transaction. */
   resultBatch?: number;
   metrics?: client.Registry;
+  /** Webhook delivery worker tuning (tests, benchmarks). */
+  delivery?: DeliveryWorkerOptions;
 }
 
 const DEFAULT_RESULTS_CONCURRENCY = 8192;
@@ -195,6 +211,42 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     registerCreditMetrics(opts.metrics, ctx.db);
   }
 
+  // Monitors (CONTRACT §14): the scheduler admits runs as the route would (readiness needs the
+  // lanes' liveness, so this process watches it too), and the delivery worker sends their events
+  // through this process's outbound guard.
+  const laneHealth = new LaneHealth(redis, { restartGraceMs: config.LANE_RESTART_GRACE_MS });
+  laneHealth.start();
+  const runtime = createProductRuntime(config, log, { laneHealth });
+  const monitorMeters = opts.metrics ? monitorMetrics(opts.metrics) : undefined;
+  const scheduler = new MonitorScheduler({
+    db: ctx.db,
+    redis,
+    log,
+    config,
+    runtime,
+    limiter: new RateLimiter(redis),
+    products: new Map(ctx.catalog.ids.map((id) => [id, ctx.catalog.get(id)!])),
+    ...(monitorMeters ? { metrics: monitorMeters } : {}),
+  });
+  const delivery = new DeliveryWorker(
+    {
+      db: ctx.db,
+      log,
+      config,
+      // The outbound guard's own policy (ALLOW_PRIVATE_TARGETS, vetting at every attempt, the port
+      // map), without the scanner's politeness per address (OUTBOUND_CONNECTIONS_PER_ADDRESS): a
+      // receiver asked for these deliveries, and WEBHOOK_ENDPOINT_CONCURRENCY bounds them instead.
+      guard: createOutboundGuard({
+        allow: config.ALLOW_PRIVATE_TARGETS,
+        resolver: runtime.services.resolver!,
+        portMap: config.OUTBOUND_PORT_MAP,
+      }),
+      secrets: new SecretBox(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS),
+      ...(monitorMeters ? { metrics: monitorMeters } : {}),
+    },
+    opts.delivery,
+  );
+
   const stop = new AbortController();
   const reconciler = new Reconciler(ctx, { unappliedAfterMs: timing.unappliedAfterMs });
   const periodic = async (name: string, everyMs: number, fn: () => Promise<unknown>): Promise<void> => {
@@ -208,15 +260,44 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     }
   };
 
+  // Every instance runs these: their claims (FOR UPDATE SKIP LOCKED) share the work out.
+  const everyInstance = async (name: string, everyMs: number, fn: () => Promise<unknown>): Promise<void> => {
+    while (!stop.signal.aborted) {
+      try {
+        await fn();
+      } catch (err) {
+        if (!stop.signal.aborted) log.warn({ err: errInfo(err), task: name }, 'periodic orchestrator task failed');
+      }
+      await sleep(everyMs, undefined, { signal: stop.signal }).catch(() => {});
+    }
+  };
+
   for (const c of consumers) await c.start();
   // Readiness of async products needs a live orchestrator (src/queue/lane-health.ts).
   const heartbeat = startHeartbeat(redis, queueKeys.laneAlive('orchestrator'), consumer);
+  // Monitor runs are admitted with readiness (step 9), which reads this process's lane view: the
+  // scheduler waits until the view has seen an orchestrator alive (this one's first heartbeat),
+  // or a run due at start-up would be skipped as unavailable by a view that is merely not read yet.
+  const laneViewReady = (async () => {
+    for (let i = 0; i < 100 && !stop.signal.aborted; i++) {
+      if ((await laneHealth.refresh()) && laneHealth.alive('orchestrator')) return;
+      await sleep(100, undefined, { signal: stop.signal }).catch(() => {});
+    }
+  })();
   const loops = [
     periodic('outbox-relay', timing.relayEveryMs, () => relayOutbox(ctx, { olderThanMs: timing.relayAfterMs })),
     periodic('reconciler', timing.reconcileEveryMs, () => reconciler.tick()),
     periodic('sweeper', timing.sweepEveryMs, () => sweepJobs(ctx)),
     periodic('retention', timing.purgeEveryMs, () => purgeExpiredJobs(ctx)),
+    periodic('monitor-retention', timing.purgeEveryMs, () => purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS)),
+    everyInstance('monitors', timing.monitorEveryMs, async () => {
+      await laneViewReady;
+      return scheduler.tick();
+    }),
   ];
+  // Fault tests only: an orchestrator that ends jobs (and writes their events) but never delivers,
+  // to be killed before any delivery (test/integration/monitors.test.ts).
+  if (process.env.LSS_FAULT_NO_WEBHOOK_DELIVERY !== '1') delivery.start();
   log.info({ consumer, products: ctx.catalog.ids }, 'orchestrator started');
 
   let closing: Promise<void> | undefined;
@@ -228,6 +309,9 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
         stop.abort();
         await heartbeat.stop().catch(() => {});
         await Promise.allSettled(loops);
+        await delivery.close().catch(() => {});
+        laneHealth.stop();
+        runtime.services.resolver?.close?.();
         await Promise.allSettled(consumers.map((c) => c.close()));
         if (ownRedis) await closeRedis(ownRedis);
         if (ownDb) await ownDb.close().catch(() => {});

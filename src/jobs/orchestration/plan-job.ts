@@ -14,6 +14,7 @@ import { countOpenTasks } from '../tasks/task-settlement.ts';
 import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { pendingTaskRefs, stillPending } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
+import { planRechecks, takeBaseline } from '../changes/baseline.ts';
 
 /** What to do after the plan's transaction; `finalize`: the job is done already (finalize-job.ts). */
 type PlanStep = 'enqueue_all' | 'ensure' | 'cancel' | 'nothing' | { finalize: FinalizeOptions };
@@ -54,6 +55,10 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
     return { finalize: { failure: 'plan_failed' } };
   }
   const pending = await insertPlannedTasks(trx, job, plans);
+  // The baseline is picked as the job starts (CONTRACT §13); a scan then rechecks its names.
+  const rules = def.job.changes;
+  const baseline = rules ? await takeBaseline(trx, job, rules.fingerprint) : null;
+  if (baseline) pending.push(...(await planRechecks(trx, job, def, baseline.id)));
   await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(
     trx,
   );

@@ -2,6 +2,10 @@
 // under it, in bounded batches (children first, the job row last, so a crash mid-way leaves a job
 // that the next pass finds again). Ledger entries stay: the ledger is immutable.
 //
+// A job that is the baseline of an open job (CONTRACT §13) is kept until that job has been
+// compared with it (ix_jobs_baseline_of); once compared, the comparison stands on its own: it
+// keeps the baseline's public ids and completion time, never its rows.
+//
 // The outbox has no index on job_id, so its rows are purged by age through
 // ix_outbox_unpublished (published_at, id) instead of per job.
 import { sql } from 'kysely';
@@ -11,7 +15,7 @@ import { purgeJobTasks } from '../tasks/task-repo.ts';
 import { affected } from '../../db/transaction.ts';
 
 // Tasks go last of the children, through the tasks folder (the one owner of that table).
-const CHILD_TABLES = ['relations', 'findings', 'objects'] as const;
+const CHILD_TABLES = ['relations', 'findings', 'objects', 'job_changes', 'change_runs'] as const;
 
 export async function purgeExpiredJobs(
   ctx: OrchestrationContext,
@@ -20,9 +24,10 @@ export async function purgeExpiredJobs(
   const rowBatch = opts.rowBatch ?? 5000;
   const days = ctx.config.JOB_RETENTION_DAYS;
   const jobs = await sql<{ id: number }>`
-    SELECT id FROM jobs WHERE status IN ('completed', 'partial', 'cancelled', 'failed', 'unavailable')
-      AND completed_at < NOW(3) - INTERVAL ${days} DAY AND product IN (${sql.join(ctx.catalog.ids)})
-    ORDER BY completed_at LIMIT ${opts.jobBatch ?? 100}`.execute(ctx.db);
+    SELECT j.id FROM jobs j WHERE j.status IN ('completed', 'partial', 'cancelled', 'failed', 'unavailable')
+      AND j.completed_at < NOW(3) - INTERVAL ${days} DAY AND j.product IN (${sql.join(ctx.catalog.ids)})
+      AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.baseline_job_id = j.id AND o.status IN ('queued', 'running', 'cancelling'))
+    ORDER BY j.completed_at LIMIT ${opts.jobBatch ?? 100}`.execute(ctx.db);
   const ids = jobs.rows.map((r) => Number(r.id));
   if (ids.length > 0) {
     for (const table of CHILD_TABLES) {

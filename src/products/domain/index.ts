@@ -3,6 +3,7 @@
 // into the CONTRACT §7 envelope (./assemble.ts). Price 2 = delegation 1 + registration 1 +
 // records 0; a lane that ends unavailable/timeout/skipped is not captured.
 import { z } from 'zod';
+import { domainChangeRules } from './changes.ts';
 import { domainName } from '../../contract/domain-name.ts';
 import { snapshotBootstrap } from '../../rdap/bootstrap.ts';
 import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
@@ -58,6 +59,7 @@ const job: AsyncProduct<DomainInput> = {
   plan: planDomain,
   assemble: (i, tasks) => assembleDomain(i.value, tasks),
   deadlineMs: DOMAIN_DEADLINE_MS,
+  changes: domainChangeRules,
 };
 
 export const domainProduct: ProductDefinition<DomainInput, DomainResult> = {

@@ -16,6 +16,7 @@ import type {
 } from '../../contract/tasks.ts';
 import type { Resolver } from '../../dns/types.ts';
 import type { OutboundGuard } from '../../net/outbound-guard.ts';
+import type { ChangeRules } from './change-rules.ts';
 import type { ApprovedScope } from '../../auth/approved-scopes.ts';
 import type { ScopeProofs } from '../../auth/scope-proof.ts';
 import type { PublicResolverCheck } from '../../net/public-resolver-check.ts';
@@ -164,4 +165,13 @@ export interface AsyncProduct<I> {
    */
   assemble?(input: I, tasks: TaskOutcomeView[]): AssembledOutcome;
   deadlineMs: number;
+  /** How this product's jobs are compared with their baseline (CONTRACT §13); absent: never compared. */
+  changes?: ChangeRules;
+  /**
+   * The tasks that recheck what the baseline found (a scan: its in-scope names, discovery source
+   * `baseline`), planned when the job starts, after plan(): so that what went away is observed
+   * gone rather than merely not found again. Called with the baseline's names a page at a time;
+   * budgeted and deduplicated like any plan.
+   */
+  recheck?(input: I, names: ReadonlyArray<{ name: string; distance: number }>): TaskPlan[];
 }

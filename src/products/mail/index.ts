@@ -6,6 +6,7 @@
 // The checks (./checks.ts) are imported by the lane workers only: the web and admin processes
 // never load them, nor mailauth behind them.
 import { z } from 'zod';
+import { mailChangeRules } from './changes.ts';
 import { domainName } from '../../contract/domain-name.ts';
 import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneReadiness } from '../../contract/lanes.ts';
@@ -54,6 +55,7 @@ const job: AsyncProduct<MailInput> = {
   plan: planMail,
   assemble: (i, tasks) => assembleMail(target(i), tasks),
   deadlineMs: MAIL_DEADLINE_MS,
+  changes: mailChangeRules,
 };
 
 export const mailProduct: ProductDefinition<MailInput, MailResult> = {

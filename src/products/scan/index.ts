@@ -9,7 +9,8 @@ import { ApiError } from '../../contract/errors.ts';
 import type { AsyncProduct, ProductDefinition, ProductRuntime, WorkerLiveness } from '../kit/product-contract.ts';
 import type { LaneReadiness, LaneSpec } from '../../contract/lanes.ts';
 import { suffixParts } from '../../contract/public-suffix.ts';
-import { expandScan, planScan, scanObjectCap, type ScanInput } from './rules/planner.ts';
+import { expandScan, planScan, recheckBaseline, scanObjectCap, type ScanInput } from './rules/planner.ts';
+import { scanChangeRules } from './changes.ts';
 import { profiles, scanBudgetBounds, scanProfiles } from './rules/profiles.ts';
 
 export { scanFindings } from './findings.ts';
@@ -133,6 +134,8 @@ const job: AsyncProduct<ScanInput> = {
   objectCap: scanObjectCap,
   deadlineMs: 120 * 60_000,
   deadlineFor: (i) => profiles[i.profile].deadlineMs,
+  changes: scanChangeRules,
+  recheck: recheckBaseline,
 };
 
 export const scanProduct: ProductDefinition<ScanInput> = {

@@ -3,6 +3,7 @@
 // authorized requests only, the tls_protocols check. Price 4 = http 2 + tls 2; +4 for
 // tls_protocols when authorized. A lane that ends unavailable/timeout/skipped is not captured.
 import { createHash } from 'node:crypto';
+import { webChangeRules } from './changes.ts';
 import { isIP } from 'node:net';
 import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneReadiness } from '../../contract/lanes.ts';
@@ -62,6 +63,7 @@ const job: AsyncProduct<WebInput> = {
   plan: planWeb,
   assemble: (i, tasks) => assembleWeb(normalisedUrl(i), tasks),
   deadlineMs: WEB_DEADLINE_MS,
+  changes: webChangeRules,
 };
 
 export const webProduct: ProductDefinition<WebInput, WebResult> = {

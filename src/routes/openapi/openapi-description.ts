@@ -10,6 +10,7 @@ const CLIENT_RULES = [
   'Retry connection failures, `idempotency_request_in_progress` (409), `rate_limit_exceeded` / `capability_rate_limit_exceeded` (429) and retryable 503s. Wait for `Retry-After` when it is sent (it is exact), otherwise back off exponentially with jitter. Never change the key or the request to get around a limit.',
   'A 202 means accepted, not done: poll `GET /v2/jobs/{job_ref}` every `pollAfterMs` until `terminal` is true. Terminal states are `completed`, `partial`, `cancelled`, `failed` and `unavailable`; none of the last four is a success.',
   'Read results and findings by following `page.nextCursor` verbatim; never invent offsets. `nextCursor: null` with `terminal: false` means "nothing more yet", not "no more ever".',
+  'A change is only `gone` or `resolved` when the job observed the absence; what it could not recheck is `unconfirmed` with a `reason`, never gone.',
   'Keep `status`, `coverage`, `lanes` and `limitations` with every answer and in every report built from it. A partial answer, a timeout, an unconfigured provider or a missing finding proves neither absence nor safety.',
   'Branch on `error.code`, never on `error.message`; quote `error.requestId` (also the `X-Request-Id` header) when asking for help.',
 ];
@@ -49,7 +50,7 @@ export function describeApi(products: readonly ProductDefinition[]): string {
     CLIENT_RULES.map((r, i) => `${i + 1}. ${r}`).join('\n'),
     '## Products',
     productTable(products),
-    'Retained-job routes: `GET /v2/jobs/{job_ref}` (status), `POST /v2/jobs/{job_ref}/cancel`, `GET /v2/jobs/{job_ref}/results`, `GET /v2/jobs/{job_ref}/findings` (also needs `finding:read`), `GET /v2/jobs/{job_ref}/objects/{object_id}`. `GET /v2/products` lists every product with its readiness right now.',
+    "Retained-job routes: `GET /v2/jobs/{job_ref}` (status), `POST /v2/jobs/{job_ref}/cancel`, `GET /v2/jobs/{job_ref}/results`, `GET /v2/jobs/{job_ref}/findings` (also needs `finding:read`), `GET /v2/jobs/{job_ref}/objects/{object_id}`, `GET /v2/jobs/{job_ref}/changes` (what is new, changed, gone or resolved since the baseline: the workspace's previous job of the same product and target; `baseline` and `changes` counts are on the job status). `GET /v2/products` lists every product with its readiness right now.",
     '## Error codes',
     'Every error is `{ "error": { "code", "message", "status", "retryable", "requestId", "details"? } }`.',
     errorTable(),

@@ -6,6 +6,8 @@ import { envelopeSchema } from '../../contract/envelope.ts';
 import { errorEnvelopeSchema, productListSchema } from '../../contract/schemas.ts';
 import { cancelRequestSchema, jobStatusSchema } from '../../contract/job-schemas.ts';
 import { jobPagePaths, jobPageSchemas } from '../../contract/page-schemas.ts';
+import { changePaths, changeSchemas } from '../../contract/change-schemas.ts';
+import { monitorPaths, monitorSchemas } from '../../contract/monitor-schemas.ts';
 import { describeApi } from './openapi-description.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 
@@ -212,6 +214,10 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   };
   Object.assign(paths, jobPagePaths(errorResponses));
   Object.assign(schemas, jobPageSchemas());
+  Object.assign(paths, changePaths(errorResponses));
+  Object.assign(schemas, changeSchemas());
+  Object.assign(paths, monitorPaths(errorResponses));
+  Object.assign(schemas, monitorSchemas());
   return {
     openapi: '3.1.0',
     info: { title: 'LSS Public Lookup and Scan Service', version: '2.0.0', description: describeApi(products) },

@@ -83,6 +83,7 @@ async function main(): Promise<number> {
       REDIS_KEY_PREFIX: keyPrefix,
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
       // Nothing is looked up at rest; should anything be, it stays on loopback.
       DNS_SERVERS: '127.0.0.1:9',
       // RDAP goes nowhere either (and no bootstrap file is asked for): valid in older checkouts too.

@@ -132,8 +132,12 @@ function wildcardProbe(c: Ctx, level: string, distance: number): TaskPlan | null
   return task(c, SCAN_CHECKS.wildcard, 'dns', 'dns', unitCosts.dns, level, distance);
 }
 
-/** A name to resolve: the probe of its level first, itself gated on it. `via`: how it was found. */
-function resolveName(c: Ctx, name: string, distance: number, via?: NameSource): TaskPlan[] {
+/**
+ * A name to resolve: the probe of its level first, itself gated on it. `via`: how it was found
+ * (`baseline`: it is a name of the job this one is compared with, rechecked so that its absence
+ * is observed, not guessed: CONTRACT §13).
+ */
+function resolveName(c: Ctx, name: string, distance: number, via?: NameSource | 'baseline'): TaskPlan[] {
   const level = parentLevel(name);
   const probe = wildcardProbe(c, level, distance);
   const dns = task(
@@ -179,6 +183,29 @@ export function planScan(input: ScanInput): TaskPlan[] {
       if (name !== target) plans.push(...resolveName(c, name, 1));
   }
   return plans;
+}
+
+/**
+ * The baseline's names, rechecked (discovery source `baseline`): each in-scope host name within
+ * the profile's hops gets its DNS task (and its level's wildcard probe) at its baseline distance,
+ * planned after planScan's tasks and budgeted like them, so that a budget or an object cap that
+ * stops the recheck leaves the names it did not reach unconfirmed (not_rechecked), never gone.
+ * What each name's DNS answers then leads to (web, mail…) is expanded as for any name.
+ */
+export function recheckBaseline(
+  input: ScanInput,
+  names: ReadonlyArray<{ name: string; distance: number }>,
+): TaskPlan[] {
+  const c = context(input);
+  if (c.p.hops === 0) return [];
+  const out: TaskPlan[] = [];
+  for (const n of names) {
+    const name = normalName(n.name);
+    if (name === c.target || !c.scope.inScope(name) || !isHostName(name)) continue;
+    const distance = Math.min(Math.max(1, n.distance), c.p.hops);
+    out.push(...resolveName(c, name, distance, 'baseline'));
+  }
+  return out;
 }
 
 function followDiscoveries(c: Ctx, from: number, discoveries: readonly Discovery[] | undefined): TaskPlan[] {

@@ -1,0 +1,122 @@
+// Gone only when observed (CONTRACT §13). Something the baseline had and this job does not hold
+// is `gone` (an object) or `resolved` (a finding) only when a check that would have produced it
+// ran `completed` on its subject this time; otherwise it is `unconfirmed`, with the reason of
+// the check that did not complete. Pure: the comparison gathers, per baseline object, the
+// outcomes of this job's tasks on its subjects (./compare-chunk.ts), and decides here.
+import type { UnconfirmedReason } from '../../contract/change-schemas.ts';
+import type { TaskStatus } from '../../db/schema.ts';
+
+/** How many of this job's tasks in one product lane ended one way, on the object's own subject or a related one. */
+export interface TaskTally {
+  productLane: string;
+  /** On the object's own subject (its key, or the host of its URL), not on a related object. */
+  own: boolean;
+  status: TaskStatus;
+  reason: string | null;
+  n: number;
+}
+
+export type Observation = { seen: 'absent' } | { seen: 'nothing'; reason: UnconfirmedReason };
+
+/** Reasons, the least observed first: the one reported when several lanes fell short. */
+const REASON_ORDER: readonly UnconfirmedReason[] = [
+  'not_rechecked',
+  'indeterminate',
+  'lane_unavailable',
+  'lane_partial',
+];
+
+export function worstReason(reasons: Iterable<UnconfirmedReason>): UnconfirmedReason | null {
+  let best: UnconfirmedReason | null = null;
+  for (const r of reasons) if (best === null || REASON_ORDER.indexOf(r) < REASON_ORDER.indexOf(best)) best = r;
+  return best;
+}
+
+/**
+ * Why a task with this outcome observed nothing; null when it completed. An unavailable lane
+ * whose reason is a failure of the target's side (a DNS SERVFAIL or refusal, an unreachable
+ * host) asked and got no answer: indeterminate, like a timeout. A lane that could not run on our
+ * side (not configured, failed) is lane_unavailable.
+ */
+export function reasonOfOutcome(status: string, reason: string | null): UnconfirmedReason | null {
+  switch (status) {
+    case 'completed':
+      return null;
+    case 'partial':
+      return 'lane_partial';
+    case 'timeout':
+      return 'indeterminate';
+    case 'unavailable':
+      return reason && /^dns_|unreachable|refused|timeout|reset|connection/.test(reason)
+        ? 'indeterminate'
+        : 'lane_unavailable';
+    case 'failed':
+      return 'lane_unavailable';
+    default:
+      // pending/running/waiting (never at a terminal job), skipped, cancelled, budget_exhausted
+      return 'not_rechecked';
+  }
+}
+
+/**
+ * `lanes`: the product lanes that observe it (null: any). `mode` related (a scan): a completed
+ * task on its own subject settles it; else every task on its subjects and related objects must
+ * have completed. `job` (a lookup: every task is about the one target): any completed task of an
+ * observing lane settles it.
+ */
+export function observeAbsence(
+  tallies: readonly TaskTally[],
+  lanes: readonly string[] | null,
+  mode: 'related' | 'job',
+): Observation {
+  const relevant = tallies.filter((t) => t.n > 0 && (lanes === null || lanes.includes(t.productLane)));
+  if (relevant.length === 0) return { seen: 'nothing', reason: 'not_rechecked' };
+  const completed = (t: TaskTally) => t.status === 'completed';
+  if (mode === 'job' ? relevant.some(completed) : relevant.some((t) => t.own && completed(t)))
+    return { seen: 'absent' };
+  if (mode === 'related' && relevant.every(completed)) return { seen: 'absent' };
+  const reason = worstReason(
+    relevant.map((t) => reasonOfOutcome(t.status, t.reason)).filter((r): r is UnconfirmedReason => r !== null),
+  );
+  return { seen: 'nothing', reason: reason ?? 'not_rechecked' };
+}
+
+export interface ObjectLane {
+  lane: string;
+  status: string;
+  reason?: string;
+}
+
+/**
+ * A held object: did this job's lanes examine it as the baseline's did? Each lane that completed
+ * on it in the baseline and did not complete on it now gives its reason; a lane missing from it
+ * now is listed, for the caller to ask what that lane's task on it did (a DNS task that got
+ * SERVFAIL writes no status on the name: indeterminate, not merely not rechecked).
+ */
+export function coverageGap(
+  baseLanes: readonly ObjectLane[],
+  curLanes: readonly ObjectLane[],
+): { reasons: UnconfirmedReason[]; missing: string[] } {
+  const reasons: UnconfirmedReason[] = [];
+  const missing: string[] = [];
+  for (const b of baseLanes) {
+    if (b.status !== 'completed') continue;
+    const c = curLanes.find((l) => l.lane === b.lane);
+    if (!c) missing.push(b.lane);
+    else {
+      const r = reasonOfOutcome(c.status, c.reason ?? null);
+      if (r) reasons.push(r);
+    }
+  }
+  return { reasons, missing };
+}
+
+/** Why lanes missing from a held object did not cover it: what their tasks on its own subject did. */
+export function missingLaneReason(tallies: readonly TaskTally[], lanes: readonly string[]): UnconfirmedReason {
+  const own = tallies.filter((t) => t.own && t.n > 0 && lanes.includes(t.productLane));
+  return (
+    worstReason(
+      own.map((t) => reasonOfOutcome(t.status, t.reason)).filter((r): r is UnconfirmedReason => r !== null),
+    ) ?? 'not_rechecked'
+  );
+}

@@ -1,0 +1,291 @@
+// One delivery worker per orchestrator (CONTRACT §14; STYLE.md: a dead endpoint never blocks a
+// live one). Each round it lists the monitors that have events due, shares its free slots among
+// them (round-robin, one slot each in turn; the next round starts after the last monitor served,
+// so with more monitors than slots each gets its turn), and claims that
+// many due events per monitor in one transaction (FOR UPDATE SKIP LOCKED: workers of other
+// orchestrators take other rows). Attempts run concurrently: at most WEBHOOK_CONCURRENCY in all and
+// WEBHOOK_ENDPOINT_CONCURRENCY per monitor. A monitor starts at a few slots and doubles with each
+// delivered attempt up to that (so an endpoint nobody has heard from yet cannot take dozens of
+// slots for 10 s each), and drops to 1 while its last attempt failed: an endpoint that hangs holds
+// one slot for its 10 s, not the worker. A live endpoint's events are claimed in the same round as
+// a dead one's, whatever the dead one's backlog.
+import type { Logger } from 'pino';
+import type { Config } from '../../config/config.ts';
+import type { Db } from '../../db/database.ts';
+import type { OutboundGuard } from '../../net/outbound-guard.ts';
+import { deliverOnce, type AttemptOutcome } from './deliver-attempt.ts';
+import {
+  abandonEvent,
+  claimEvents,
+  deliveryTargets,
+  disableGone,
+  monitorsWithDueEvents,
+  recordAttempt,
+  type ClaimedEvent,
+  type DeliveryTarget,
+} from './deliveries-repo.ts';
+import type { MonitorMetrics } from './monitor-metrics.ts';
+import { nextAttemptAt, retryScheduleOf, type RetrySchedule } from './retry-schedule.ts';
+import type { SecretBox } from './webhook-secrets.ts';
+
+export interface DeliveryWorkerDeps {
+  db: Db;
+  log: Logger;
+  config: Config;
+  /** The process's outbound guard: every attempt goes through it. */
+  guard: OutboundGuard;
+  secrets: SecretBox;
+  metrics?: MonitorMetrics;
+}
+
+export interface DeliveryWorkerOptions {
+  /** Pause between rounds when nothing is due. */
+  idleMs?: number;
+  /** Shortest pause between two rounds while there is work (completions are claimed for in batches). */
+  busyMs?: number;
+}
+
+interface EndpointState {
+  inFlight: number;
+  /** The monitor's last attempt here failed: one attempt at a time until one is delivered. */
+  failing: boolean;
+  /** Slots it may hold now: INITIAL_SLOTS, doubled by each delivery up to the endpoint limit. */
+  slots: number;
+}
+
+/** Monitors considered per round (each a branch of the claim statement). */
+const MONITORS_PER_ROUND = 500;
+
+/** Slots of a monitor whose endpoint this worker has not delivered to yet (or lately). */
+const INITIAL_SLOTS = 4;
+
+export class DeliveryWorker {
+  readonly #deps: DeliveryWorkerDeps;
+  readonly #schedule: RetrySchedule;
+  readonly #idleMs: number;
+  readonly #busyMs: number;
+  readonly #limit: number;
+  readonly #perEndpoint: number;
+  readonly #endpoints = new Map<number, EndpointState>();
+  readonly #stop = new AbortController();
+  readonly #running = new Set<Promise<void>>();
+  #inFlight = 0;
+  /** Where the next round's list of monitors starts (keyset): every monitor gets its turn first. */
+  #after = 0;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(deps: DeliveryWorkerDeps, opts: DeliveryWorkerOptions = {}) {
+    this.#deps = deps;
+    this.#schedule = retryScheduleOf(deps.config);
+    this.#idleMs = opts.idleMs ?? 500;
+    this.#busyMs = opts.busyMs ?? 50;
+    this.#limit = deps.config.WEBHOOK_CONCURRENCY;
+    this.#perEndpoint = deps.config.WEBHOOK_ENDPOINT_CONCURRENCY;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Stops claiming, waits for the attempts in flight (bounded by their 10 s), then returns. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#stop.abort();
+      this.#wake?.();
+      await this.#loop;
+      await Promise.allSettled([...this.#running]);
+    })();
+    return this.#closing;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      let claimed = 0;
+      try {
+        claimed = await this.round();
+      } catch (err) {
+        this.#deps.log.warn({ err: { message: (err as Error).message } }, 'webhook delivery round failed');
+      }
+      // Busy: come back soon (completions free slots); idle or full: wait to be woken or for the next round.
+      const wait = claimed > 0 && this.#inFlight < this.#limit ? this.#busyMs : this.#idleMs;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  /** One round: share the free slots among the monitors with due events and start their attempts. */
+  async round(): Promise<number> {
+    const free = this.#limit - this.#inFlight;
+    if (free <= 0) return 0;
+    const db = this.#deps.db;
+    let order = await monitorsWithDueEvents(db, this.#after, MONITORS_PER_ROUND);
+    // Past the last monitor with events due: wrap round to the first ones.
+    if (order.length < MONITORS_PER_ROUND && this.#after > 0) {
+      const seen = new Set(order);
+      const head = await monitorsWithDueEvents(db, 0, MONITORS_PER_ROUND - order.length);
+      order = [...order, ...head.filter((m) => !seen.has(m))];
+    }
+    if (order.length === 0) return 0;
+    const room = new Map<number, number>();
+    for (const m of order) {
+      const s = this.#endpoints.get(m);
+      const cap = s?.failing ? 1 : Math.min(this.#perEndpoint, s?.slots ?? INITIAL_SLOTS);
+      const r = cap - (s?.inFlight ?? 0);
+      if (r > 0) room.set(m, r);
+    }
+    const want = new Map<number, number>();
+    let left = free;
+    while (left > 0 && room.size > 0) {
+      for (const [m, r] of room) {
+        if (left === 0) break;
+        want.set(m, (want.get(m) ?? 0) + 1);
+        left--;
+        if (r === 1) room.delete(m);
+        else room.set(m, r - 1);
+      }
+    }
+    // The next round starts after the last monitor given a slot in this one.
+    // (From the start again once every monitor listed got one and none was left out of the list.)
+    const served = [...want.keys()];
+    const more = served.length < order.length || order.length === MONITORS_PER_ROUND;
+    this.#after = more ? (served.at(-1) ?? 0) : 0;
+    const events = await claimEvents(this.#deps.db, [...want]);
+    if (events.length === 0) return 0;
+    const targets = await deliveryTargets(
+      this.#deps.db,
+      events.map((e) => e.monitorId),
+    );
+    for (const ev of events) this.#start(ev, targets.get(ev.monitorId));
+    return events.length;
+  }
+
+  #start(ev: ClaimedEvent, target: DeliveryTarget | undefined): void {
+    let s = this.#endpoints.get(ev.monitorId);
+    if (!s) {
+      s = { inFlight: 0, failing: false, slots: INITIAL_SLOTS };
+      this.#endpoints.set(ev.monitorId, s);
+    }
+    s.inFlight++;
+    this.#inFlight++;
+    this.#deps.metrics?.lag.observe(Math.max(0, (Date.now() - ev.dueAt.getTime()) / 1000));
+    const p = this.#attempt(ev, target, s)
+      .catch((err: unknown) => {
+        // The claim's lease runs out and another round attempts it again.
+        this.#deps.log.warn(
+          { err: { message: (err as Error).message }, event: ev.publicId },
+          'webhook attempt not recorded',
+        );
+      })
+      .finally(() => {
+        s.inFlight--;
+        this.#inFlight--;
+        // Idle and healthy: forgotten (a later backlog starts at INITIAL_SLOTS again).
+        if (s.inFlight === 0 && !s.failing) this.#endpoints.delete(ev.monitorId);
+        this.#running.delete(p);
+        this.#wake?.();
+      });
+    this.#running.add(p);
+  }
+
+  async #attempt(ev: ClaimedEvent, target: DeliveryTarget | undefined, s: EndpointState): Promise<void> {
+    const { db, guard, secrets, metrics } = this.#deps;
+    if (!target || target.deleted || !target.url || target.disabled || !target.secret) {
+      const why =
+        !target || target.deleted ? 'monitor deleted' : target.disabled ? 'webhook disabled' : 'webhook removed';
+      await abandonEvent(db, ev, why);
+      metrics?.deliveries.inc({ status: 'failed' });
+      return;
+    }
+    const keys = [secrets.open(target.secret)];
+    if (target.prevSecret && target.prevSecretUntil && target.prevSecretUntil.getTime() > Date.now()) {
+      keys.push(secrets.open(target.prevSecret));
+    }
+    const usable = keys.filter((k): k is string => k !== null);
+    if (usable.length === 0) {
+      // Sealed under a WEBHOOK_SECRET_KEY this process does not hold: an operator's rotation error.
+      this.#deps.log.error(
+        { event: ev.publicId },
+        'webhook secret cannot be opened with WEBHOOK_SECRET_KEY(_PREVIOUS)',
+      );
+      throw new Error('webhook secret unreadable');
+    }
+    const outcome = await deliverOnce(guard, {
+      url: target.url,
+      webhookId: ev.publicId,
+      body: ev.body,
+      secrets: usable,
+      signal: this.#stop.signal,
+    });
+    await this.#record(ev, outcome, s, target.failingSince);
+  }
+
+  async #record(ev: ClaimedEvent, outcome: AttemptOutcome, s: EndpointState, failingSince: Date | null): Promise<void> {
+    const { db, metrics } = this.#deps;
+    if (outcome.kind === 'delivered') {
+      s.failing = false;
+      s.slots = Math.min(this.#perEndpoint, s.slots * 2);
+      if (
+        await recordAttempt(
+          db,
+          ev,
+          { statusCode: outcome.statusCode, error: null, nextAttemptAt: null, final: 'delivered' },
+          failingSince,
+        )
+      )
+        metrics?.deliveries.inc({ status: 'delivered' });
+      return;
+    }
+    s.failing = true;
+    s.slots = INITIAL_SLOTS;
+    if (outcome.kind === 'gone') {
+      if (
+        await recordAttempt(
+          db,
+          ev,
+          {
+            statusCode: 410,
+            error: 'the receiver answered 410 Gone: webhook disabled',
+            nextAttemptAt: null,
+            final: 'failed',
+          },
+          failingSince,
+        )
+      ) {
+        await disableGone(db, ev);
+        metrics?.deliveries.inc({ status: 'gone' });
+      }
+      return;
+    }
+    if (this.#stop.signal.aborted && outcome.statusCode === null) {
+      // Shutdown cut the attempt short: the lease runs out and another worker attempts it.
+      return;
+    }
+    const next = nextAttemptAt(
+      this.#schedule,
+      ev.attempts + 1,
+      Date.now(),
+      ev.windowStartedAt.getTime(),
+      outcome.retryAfterSeconds,
+    );
+    const recorded = await recordAttempt(
+      db,
+      ev,
+      {
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        nextAttemptAt: next === null ? null : new Date(next),
+        final: next === null ? 'failed' : null,
+      },
+      failingSince,
+    );
+    if (recorded) metrics?.deliveries.inc({ status: next === null ? 'failed' : 'retrying' });
+  }
+}

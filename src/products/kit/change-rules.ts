@@ -1,0 +1,58 @@
+// How a product's outputs are compared across jobs (CONTRACT §13), declared by the product and
+// applied by the comparison (src/jobs/changes/), which knows nothing of any product:
+//   - identity: an object is (type, normalized key), a finding is (code, its object's identity);
+//     both are the keys the product already writes, never a title or a message;
+//   - what is compared: the object's top-level projection fields, less the volatile facts
+//     (derived from the clock, or from the order in which a job happened to find things); arrays
+//     are compared as sets unless the product says their order means something;
+//   - what observes an absence: a baseline object this job does not hold is `gone` only when a
+//     check that would have produced it ran `completed` on its subject (its own key, or an object
+//     related to it in the baseline), never because nothing was seen.
+// `fingerprint` versions all of it: docs/findings.md ("Change fingerprints") writes each product's
+// down, and a job is only ever compared with a baseline made under the same fingerprint.
+import type { ObjectRef } from '../../contract/tasks.ts';
+
+export interface ChangeRules {
+  /** `<product id>/<version>`: bumped whenever identity or the compared fields change meaning. */
+  fingerprint: string;
+  /** Projection keys, at any depth, that are never compared. */
+  volatile: readonly string[];
+  /** Array keys whose order means something (every other array is compared as a set). */
+  ordered?: readonly string[];
+  /**
+   * Where the checks that observe an object ran: `related` (a scan: on the object's own key or
+   * subjects, or on an object related to it in the baseline; all of them must have completed,
+   * unless one on its own subject did) or `job` (a lookup: every task is about the one target, so
+   * any completed task of an observing lane observed it).
+   */
+  observers: 'related' | 'job';
+  /** The product lanes whose checks observe objects of this type (default: the lanes that examined it). */
+  observedBy?(type: string): readonly string[] | undefined;
+  /** The task keys an object is observed on besides its related objects (default: its own key). */
+  subjectsOf?(ref: ObjectRef): string[];
+  /** A held object that records an absence (a name that answered NXDOMAIN): compared as not held. */
+  absent?(type: string, projection: Record<string, unknown>): boolean;
+  /**
+   * The object types a subject key is written as (a scan's names: host, domain). A subject this
+   * job holds as an absent record (absent()) was observed not to exist: whatever the baseline
+   * observed on it (its URLs, web posture…) is gone with it.
+   */
+  subjectTypes?: readonly string[];
+}
+
+/**
+ * Volatile in every product: how long things took, TTLs, and counts of days from today (a
+ * certificate's `daysToExpiry`, a registration's `daysUntilExpiration`: a daily monitor would
+ * otherwise read every one as changed every day).
+ */
+export const COMMON_VOLATILE = ['ttl', 'durationMs', 'daysToExpiry', 'daysUntilExpiration'] as const;
+
+/** The host of a URL key (`https://a.example/` → a.example), or null when the key is no URL. */
+export function urlHost(key: string): string | null {
+  if (!/^https?:\/\//i.test(key)) return null;
+  try {
+    return new URL(key).hostname.toLowerCase().replace(/\.$/, '');
+  } catch {
+    return null;
+  }
+}

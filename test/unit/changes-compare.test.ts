@@ -1,0 +1,228 @@
+// The comparison's pure parts (CONTRACT §13): what counts as a changed field, when an absence
+// is observed, and the chunked merge of two sorted streams.
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { changedFields } from '../../src/jobs/changes/compare-projection.ts';
+import { mergePages } from '../../src/jobs/changes/compare-chunk.ts';
+import {
+  coverageGap,
+  missingLaneReason,
+  observeAbsence,
+  reasonOfOutcome,
+  type TaskTally,
+} from '../../src/jobs/changes/observe-absence.ts';
+import { packPosition, unpackPosition } from '../../src/jobs/changes/changes-repo.ts';
+import { groupOf, kindOfGroup, markOfGroup } from '../../src/jobs/changes/change-codes.ts';
+import { scanChangeRules } from '../../src/products/scan/changes.ts';
+import { webChangeRules } from '../../src/products/web/changes.ts';
+import { mailChangeRules } from '../../src/products/mail/changes.ts';
+import { domainChangeRules } from '../../src/products/domain/changes.ts';
+import { readFileSync } from 'node:fs';
+
+const rules = { volatile: ['ttl', 'daysToExpiry', 'foundVia'], ordered: ['chain'] };
+
+describe('changed fields', () => {
+  it('only top-level fields that differ, volatile facts (at any depth) left out', () => {
+    expect(
+      changedFields(
+        { name: 'a', records: { A: { data: ['1'], ttl: 60 } }, daysToExpiry: 80, foundVia: 'mx' },
+        { name: 'a', records: { A: { data: ['1'], ttl: 300 } }, daysToExpiry: 79, foundVia: 'link' },
+        rules,
+      ),
+    ).toEqual([]);
+    expect(
+      changedFields(
+        { name: 'a', records: { A: { data: ['1'] } } },
+        { name: 'a', records: { A: { data: ['2'] } } },
+        rules,
+      ),
+    ).toEqual(['records']);
+  });
+
+  it('arrays are sets, except the ones whose order means something', () => {
+    expect(changedFields({ sans: ['a', 'b'] }, { sans: ['b', 'a'] }, rules)).toEqual([]);
+    expect(changedFields({ hosts: [{ h: 'a' }, { h: 'b' }] }, { hosts: [{ h: 'b' }, { h: 'a' }] }, rules)).toEqual([]);
+    expect(changedFields({ chain: ['a', 'b'] }, { chain: ['b', 'a'] }, rules)).toEqual(['chain']);
+    expect(changedFields({ sans: ['a'] }, { sans: ['a', 'c'] }, rules)).toEqual(['sans']);
+  });
+
+  it('a field gone is a change only when this job covered the object as the baseline did', () => {
+    expect(changedFields({ name: 'a', records: {} }, { name: 'a' }, rules)).toEqual(['records']);
+    expect(changedFields({ name: 'a', records: {} }, { name: 'a' }, rules, true)).toEqual([]);
+    // A field that is there and differs is a change whatever the coverage.
+    expect(changedFields({ name: 'a' }, { name: 'b' }, rules, true)).toEqual(['name']);
+    expect(changedFields({ name: 'a' }, { name: 'a', added: 1 }, rules, true)).toEqual(['added']);
+  });
+});
+
+const tally = (
+  productLane: string,
+  status: TaskTally['status'],
+  own = false,
+  reason: string | null = null,
+): TaskTally => ({
+  productLane,
+  own,
+  status,
+  reason,
+  n: 1,
+});
+
+describe('gone only when observed', () => {
+  it('a completed check on the object itself observed its absence (a name that answered NXDOMAIN)', () => {
+    expect(observeAbsence([tally('dns', 'completed', true), tally('dns', 'partial')], ['dns'], 'related')).toEqual({
+      seen: 'absent',
+    });
+  });
+
+  it('SERVFAIL, timeouts and refusals are indeterminate: never gone', () => {
+    expect(observeAbsence([tally('dns', 'unavailable', true, 'dns_servfail')], ['dns'], 'related')).toEqual({
+      seen: 'nothing',
+      reason: 'indeterminate',
+    });
+    expect(observeAbsence([tally('dns', 'timeout', true, 'dns_timeout')], ['dns'], 'related')).toMatchObject({
+      reason: 'indeterminate',
+    });
+    expect(reasonOfOutcome('unavailable', 'not_configured')).toBe('lane_unavailable');
+    expect(reasonOfOutcome('failed', null)).toBe('lane_unavailable');
+    expect(reasonOfOutcome('partial', null)).toBe('lane_partial');
+  });
+
+  it('no check ran (budget, cap, cancel, never planned): not rechecked', () => {
+    expect(observeAbsence([], ['dns'], 'related')).toEqual({ seen: 'nothing', reason: 'not_rechecked' });
+    expect(observeAbsence([tally('dns', 'budget_exhausted', true)], ['dns'], 'related')).toMatchObject({
+      reason: 'not_rechecked',
+    });
+    expect(observeAbsence([tally('web', 'completed', true)], ['dns'], 'related')).toMatchObject({
+      reason: 'not_rechecked',
+    });
+  });
+
+  it('observed through related objects only when every one of their checks completed', () => {
+    // An address two names resolved to: one name's DNS timed out, so it may still resolve there.
+    expect(observeAbsence([tally('dns', 'completed'), tally('dns', 'timeout')], ['dns'], 'related')).toMatchObject({
+      seen: 'nothing',
+      reason: 'indeterminate',
+    });
+    expect(observeAbsence([tally('dns', 'completed'), tally('dns', 'completed')], ['dns'], 'related')).toEqual({
+      seen: 'absent',
+    });
+  });
+
+  it('a lookup (one target): any completed lane that examined it observed it', () => {
+    expect(observeAbsence([tally('mx', 'completed'), tally('dane', 'partial')], ['mx', 'dane'], 'job')).toEqual({
+      seen: 'absent',
+    });
+    expect(observeAbsence([tally('dkim', 'partial')], ['dkim'], 'job')).toMatchObject({ reason: 'lane_partial' });
+  });
+
+  it('a held object whose lanes did not cover it as before: the reason of the lane that fell short', () => {
+    const base = [
+      { lane: 'dns', status: 'completed' },
+      { lane: 'web', status: 'completed' },
+    ];
+    expect(coverageGap(base, base)).toEqual({ reasons: [], missing: [] });
+    expect(
+      coverageGap(base, [
+        { lane: 'dns', status: 'completed' },
+        { lane: 'web', status: 'partial' },
+      ]),
+    ).toEqual({
+      reasons: ['lane_partial'],
+      missing: [],
+    });
+    expect(coverageGap(base, [{ lane: 'web', status: 'completed' }])).toEqual({ reasons: [], missing: ['dns'] });
+    // A lane that was partial in the baseline too is no gap: the same coverage as before.
+    expect(coverageGap([{ lane: 'dkim', status: 'partial' }], [{ lane: 'dkim', status: 'partial' }]).reasons).toEqual(
+      [],
+    );
+    expect(missingLaneReason([tally('dns', 'unavailable', true, 'dns_servfail')], ['dns'])).toBe('indeterminate');
+    expect(missingLaneReason([], ['dns'])).toBe('not_rechecked');
+  });
+});
+
+describe('the merge of two sorted streams, a chunk at a time', () => {
+  const h = (s: string) => createHash('sha256').update(s).digest();
+  const sorted = (keys: string[]) =>
+    [...new Set(keys)].map((k) => ({ k, hash: h(k) })).sort((a, b) => Buffer.compare(a.hash, b.hash));
+
+  it('every identity of either side exactly once, paired when both have it, whatever the chunk size', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ maxLength: 4 }), { maxLength: 60 }),
+        fc.array(fc.string({ maxLength: 4 }), { maxLength: 60 }),
+        fc.integer({ min: 1, max: 9 }),
+        (a, b, limit) => {
+          const base = sorted(a);
+          const cur = sorted(b);
+          const seen: string[] = [];
+          let after: Buffer | null = null;
+          for (let guard = 0; guard < 1000; guard++) {
+            const page = <T extends { hash: Buffer }>(list: T[]) =>
+              list.filter((o) => after === null || Buffer.compare(o.hash, after) > 0).slice(0, limit);
+            const { pairs, boundary } = mergePages(page(base), page(cur), limit);
+            for (const p of pairs) {
+              if (p.base && p.cur) expect(p.base.k).toBe(p.cur.k);
+              seen.push(`${p.base ? 'b' : '-'}${p.cur ? 'c' : '-'}${(p.base ?? p.cur)!.k}`);
+            }
+            if (boundary === null) break;
+            after = boundary;
+          }
+          const expected = sorted([...a, ...b]).map(
+            (o) => `${base.some((x) => x.k === o.k) ? 'b' : '-'}${cur.some((x) => x.k === o.k) ? 'c' : '-'}${o.k}`,
+          );
+          expect(seen).toEqual(expected);
+        },
+      ),
+      { numRuns: 300, seed: 28 },
+    );
+  });
+});
+
+describe('storage codes', () => {
+  it('a (group, seq) position packs into the cursor and back', () => {
+    for (const p of [
+      { grp: 0, seq: 0 },
+      { grp: 13, seq: 16_777_215 },
+      { grp: 8, seq: 42 },
+    ])
+      expect(unpackPosition(packPosition(p))).toEqual(p);
+    expect(() => packPosition({ grp: 1, seq: 2 ** 24 })).toThrow();
+  });
+
+  it('groups order objects before findings, each mark in the documented order', () => {
+    expect(groupOf('object', 'new')).toBeLessThan(groupOf('object', 'gone'));
+    expect(groupOf('object', 'unchanged')).toBeLessThan(groupOf('finding', 'new'));
+    expect(kindOfGroup(groupOf('finding', 'resolved'))).toBe('finding');
+    expect(markOfGroup(groupOf('finding', 'resolved'))).toBe('resolved');
+  });
+});
+
+describe("products' rules", () => {
+  it('the scan observes a URL and its web posture on their host, an address through the names that resolved to it', () => {
+    expect(scanChangeRules.subjectsOf!({ type: 'web_posture', key: 'https://a.example.com/' })).toEqual([
+      'a.example.com',
+    ]);
+    expect(scanChangeRules.subjectsOf!({ type: 'service', key: 'a.example.com:443/tcp' })).toEqual(['a.example.com']);
+    expect(scanChangeRules.observedBy!('ip_address')).toEqual(['dns']);
+    expect(scanChangeRules.absent!('host', { exists: false })).toBe(true);
+    expect(scanChangeRules.absent!('host', { exists: true })).toBe(false);
+    expect(scanChangeRules.absent!('url', { exists: false })).toBe(false);
+  });
+
+  it('every product names a versioned fingerprint, leaves the clock out, and docs/findings.md says so', () => {
+    const md = readFileSync(new URL('../../docs/findings.md', import.meta.url), 'utf8');
+    const section = md.slice(md.indexOf('## Change fingerprints'));
+    for (const r of [scanChangeRules, webChangeRules, mailChangeRules, domainChangeRules]) {
+      expect(r.fingerprint).toMatch(/^[a-z]+\.[a-z]+\.v1\/\d+$/);
+      expect(r.volatile).toContain('daysToExpiry');
+      // The registration's count of days to its expiry moves every day.
+      expect(r.volatile).toContain('daysUntilExpiration');
+      const product = r.fingerprint.split('/')[0]!;
+      const entry = section.slice(section.indexOf(`**${product}**`)).split('\n- **')[0]!;
+      expect(entry, product).toContain(`fingerprint \`${r.fingerprint}\``);
+      for (const v of r.volatile) expect(entry, `${product} ${v}`).toContain(`\`${v}\``);
+    }
+  });
+});
