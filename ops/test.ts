@@ -52,6 +52,7 @@ const CLUSTER_SUITES = [
   'test/integration/faults.test.ts',
   'test/integration/scale-out.test.ts',
   'test/unit/streams-trim.test.ts',
+  'test/integration/lane-streams-read.test.ts',
 ];
 
 type RedisMode = 'single' | 'cluster' | 'both';
