@@ -65,6 +65,7 @@
 //   BENCH_SCAN_TIMEOUT_S (default 1800) bounds each scan; a scan not terminal by then is cancelled,
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,7 +83,7 @@ import { domainZones } from '../lab/domain-zones.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
 import { startLabRdap } from '../lab/rdap-server.ts';
 import { scanLabPart } from '../lab/scan-lab.ts';
-import { genFanout, genZoneName } from '../lab/scan-zones.ts';
+import { GEN_WEB_ADDRESSES, genFanout, genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
@@ -435,6 +436,27 @@ interface Fairness {
   lookupBusyMs: number;
   idle: TimedLookup[];
   busy: TimedLookup[];
+  /** The lab's own answer for the lookup's page, fetched directly (no service): medians idle and during the scans (ms). */
+  labIdleMs: number;
+  labBusyMs: number;
+}
+
+/**
+ * The control: the lookup's page fetched straight from the lab (its address and mapped port, the
+ * Host header), timed from the request to the last byte. The lab (DNS and 250 web servers) runs in
+ * this process and serves both scans too, so its own queueing under their load is part of what
+ * the lookup sees, and not the service's.
+ */
+function labFetch(address: string, port: number, host: string): Promise<number> {
+  const t = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: address, port, path: '/', headers: { host }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(performance.now() - t));
+    });
+    req.on('error', reject);
+    req.setTimeout(30_000, () => req.destroy(new Error('lab fetch timed out')));
+  });
 }
 
 /** Lookups timed on the idle lanes and during the scans (the median is the figure). */
@@ -510,9 +532,19 @@ async function lookupPath(databaseUrl: string, lookups: TimedLookup[]): Promise<
  * --fairness: the third workspace's lookup on the idle lanes; then two workspaces' deep scans of
  * the zone posted at once; the lookup again while both run; both scans polled to the end.
  */
-async function fairness(base: string, keys: string[], zone: string, credits: number): Promise<Fairness> {
+async function fairness(
+  base: string,
+  keys: string[],
+  zone: string,
+  credits: number,
+  labPort: number,
+): Promise<Fairness> {
   const [a, b, c] = keys as [string, string, string];
   const url = `http://h1.${zone}/`;
+  // h1's address in the generated zone (test/lab/scan-zones.ts: host i on address i mod 250).
+  const lab = () => labFetch(GEN_WEB_ADDRESSES[1 % GEN_WEB_ADDRESSES.length]!, labPort, `h1.${zone}`);
+  const labIdle: number[] = [];
+  for (let i = 0; i < LOOKUPS_EACH; i++) labIdle.push(await lab());
   await timedLookup(base, c, url); // warm: the web lane's first check loads its modules
   const idle: TimedLookup[] = [];
   for (let i = 0; i < LOOKUPS_EACH; i++) idle.push(await timedLookup(base, c, url));
@@ -544,8 +576,10 @@ async function fairness(base: string, keys: string[], zone: string, credits: num
   })();
   await sleep(3000); // both scans fanned out
   const busy: TimedLookup[] = [];
+  const labBusy: number[] = [];
   for (let i = 0; i < LOOKUPS_EACH && walls.every((w) => w === null); i++) {
     busy.push(await timedLookup(base, c, url));
+    labBusy.push(await lab());
     await sleep(500);
   }
   await polling;
@@ -554,7 +588,12 @@ async function fairness(base: string, keys: string[], zone: string, credits: num
   log(
     `fairness: scans ${walls.map((w) => fmt(w!, 1)).join(' s / ')} s; lookup ${fmt(lookupIdleMs, 0)} ms idle, ${fmt(lookupBusyMs, 0)} ms during the scans`,
   );
-  return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs, idle, busy };
+  const labIdleMs = median(labIdle);
+  const labBusyMs = median(labBusy);
+  log(
+    `fairness: the lab's own answer for that page ${fmt(labIdleMs, 0)} ms idle, ${fmt(labBusyMs, 0)} ms during the scans`,
+  );
+  return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs, idle, busy, labIdleMs, labBusyMs };
 }
 
 async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
@@ -659,7 +698,8 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     let jobRef: string;
     let fair: Fairness | null = null;
     if (FAIRNESS && run.code === 'new') {
-      fair = await fairness(base, [key, ...ctx.databases.new!.others], zone, credits);
+      const labPort = Number(/(?:^|,)80=(\d+)/.exec(ctx.lab.env.OUTBOUND_PORT_MAP ?? '')?.[1]);
+      fair = await fairness(base, [key, ...ctx.databases.new!.others], zone, credits, labPort);
       for (const [when, list] of [
         ['idle', fair.idle],
         ['during the scans', fair.busy],
@@ -960,6 +1000,9 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     );
     out.push(
       `  lookup ${fmt(r.fair.lookupIdleMs, 0)} ms on the idle lanes, ${fmt(r.fair.lookupBusyMs, 0)} ms during both scans: ${fmt(lookupRatio, 2)}× (target ≤ ${FAIR_LOOKUP_TARGET}×: ${lookupRatio <= FAIR_LOOKUP_TARGET ? 'met' : 'NOT met'})`,
+    );
+    out.push(
+      `  control: the lab's own answer for the lookup's page (fetched directly, no service) ${fmt(r.fair.labIdleMs, 0)} ms idle, ${fmt(r.fair.labBusyMs, 0)} ms during both scans (medians)`,
     );
   }
   const [a, b] = [fresh[0], fresh[fresh.length - 1]];
