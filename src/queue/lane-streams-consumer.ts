@@ -8,7 +8,7 @@
 // of any task enqueued after it, so another tenant's first check waited for the whole backlog to
 // be read. Here every read asks every job stream the runner still `wants` entries of (XREADGROUP
 // over many keys: COUNT applies per stream), so a new job's first entries are read within one
-// refresh of the job list (`refreshMs`), whatever the other jobs hold. Which entry then runs is
+// look for newly enqueued jobs (`discoverMs`), whatever the other jobs hold. Which entry then runs is
 // the runner's fair share (workers/lane-runner/run-gate.ts); the runner says through `wants` how
 // many more entries of a stream it would hold, so a process never hoards a backlog that another
 // process could run (work conserving across processes).
@@ -51,8 +51,14 @@ export interface LaneStreamsOptions {
   maxDeliveries: number;
   handle(d: LaneDelivery): Promise<Settlement>;
   deadLetter(d: LaneDelivery): Promise<Settlement>;
-  /** Longest block of one read, and how stale the list of job streams may be (ms). */
+  /** How stale the whole list of job streams may be (ms): a drained job's leaving is seen then. */
   refreshMs?: number;
+  /**
+   * How often the list is asked for the jobs enqueued since the newest one seen (a range by score:
+   * cheap whatever the jobs on the lane), and the longest pause or block of one read (ms): how soon
+   * a new job's first entries are read.
+   */
+  discoverMs?: number;
   claimEveryMs?: number;
   /** Trimming and dropping drained streams (0: never). */
   trimEveryMs?: number;
@@ -73,6 +79,12 @@ const BENIGN_READ_ERROR = /NOGROUP|UNBLOCKED|no longer exists/;
 export const MAX_KEYS_PER_READ = 128;
 /** A stream left out of reads as drained is named again at least this often. */
 const RECHECK_EMPTY_MS = 1000;
+/**
+ * The scores are the enqueuers' clocks (Date.now() of an orchestrator): the discovery asks from
+ * this long before the newest score seen, and an enqueuer whose clock lags more is seen at the
+ * next whole refresh.
+ */
+const DISCOVER_OVERLAP_MS = 1000;
 
 export class LaneStreamsConsumer {
   readonly #o: Required<LaneStreamsOptions>;
@@ -85,6 +97,9 @@ export class LaneStreamsConsumer {
   #closing: Promise<void> | undefined;
   #jobs: Array<{ job: string; stream: string; enqueuedAt: number }> = [];
   #jobsAt = 0;
+  #discoveredAt = 0;
+  /** The newest enqueue score seen. */
+  #newest = 0;
   /** Streams a read found with nothing undelivered: the enqueue score then, and when. */
   readonly #drained = new Map<string, { score: number; at: number }>();
   /** Where the next read's turn through the wanted streams starts. */
@@ -93,6 +108,7 @@ export class LaneStreamsConsumer {
   constructor(o: LaneStreamsOptions) {
     this.#o = {
       refreshMs: 100,
+      discoverMs: 25,
       claimEveryMs: Math.max(50, Math.min(Math.floor(o.visibilityMs / 3), 5000)),
       trimEveryMs: 5000,
       dropAfterMs: 2000,
@@ -176,17 +192,46 @@ export class LaneStreamsConsumer {
     });
   }
 
-  async #jobStreams(force = false): Promise<Array<{ job: string; stream: string; enqueuedAt: number }>> {
-    if (!force && Date.now() - this.#jobsAt < this.#o.refreshMs) return this.#jobs;
-    const flat = (await this.#o.redis.zrange(queueKeys.laneJobs(this.#o.lane), '0', '-1', 'WITHSCORES')) as string[];
+  #parseJobs(flat: string[]): Array<{ job: string; stream: string; enqueuedAt: number }> {
     const jobs: Array<{ job: string; stream: string; enqueuedAt: number }> = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const id = Number(flat[i]);
-      if (Number.isSafeInteger(id) && id > 0)
-        jobs.push({ job: flat[i]!, stream: streams.laneJob(this.#o.lane, id), enqueuedAt: Number(flat[i + 1]) });
+      if (Number.isSafeInteger(id) && id > 0) {
+        const enqueuedAt = Number(flat[i + 1]);
+        jobs.push({ job: flat[i]!, stream: streams.laneJob(this.#o.lane, id), enqueuedAt });
+        if (enqueuedAt > this.#newest) this.#newest = enqueuedAt;
+      }
     }
+    return jobs;
+  }
+
+  async #jobStreams(force = false): Promise<Array<{ job: string; stream: string; enqueuedAt: number }>> {
+    const now = Date.now();
+    if (!force && now - this.#jobsAt < this.#o.refreshMs) {
+      if (now - this.#discoveredAt < this.#o.discoverMs) return this.#jobs;
+      // Between whole refreshes, only the jobs enqueued lately: a new job is read within
+      // discoverMs, and what this costs Redis does not grow with the jobs already listed.
+      this.#discoveredAt = now;
+      const recent = this.#parseJobs(
+        (await this.#o.redis.zrangebyscore(
+          queueKeys.laneJobs(this.#o.lane),
+          String(this.#newest - DISCOVER_OVERLAP_MS),
+          '+inf',
+          'WITHSCORES',
+        )) as string[],
+      );
+      if (recent.length === 0) return this.#jobs;
+      const byJob = new Map(this.#jobs.map((j) => [j.job, j]));
+      for (const r of recent) byJob.set(r.job, r);
+      this.#jobs = [...byJob.values()];
+      return this.#jobs;
+    }
+    const jobs = this.#parseJobs(
+      (await this.#o.redis.zrange(queueKeys.laneJobs(this.#o.lane), '0', '-1', 'WITHSCORES')) as string[],
+    );
     this.#jobs = jobs;
-    this.#jobsAt = Date.now();
+    this.#jobsAt = now;
+    this.#discoveredAt = now;
     if (this.#drained.size > jobs.length) {
       const listed = new Set(jobs.map((j) => j.stream));
       for (const stream of this.#drained.keys()) if (!listed.has(stream)) this.#drained.delete(stream);
@@ -222,7 +267,7 @@ export class LaneStreamsConsumer {
         continue;
       }
       if (wanted.length === 0) {
-        await this.#pause(this.#o.refreshMs);
+        await this.#pause(this.#o.discoverMs);
         continue;
       }
       // This read's turn: at most MAX_KEYS_PER_READ streams from the rotating start, and COUNT
@@ -249,7 +294,7 @@ export class LaneStreamsConsumer {
                 'COUNT',
                 count,
                 'BLOCK',
-                this.#o.refreshMs,
+                this.#o.discoverMs,
                 'STREAMS',
                 ...names,
               )

@@ -4,6 +4,9 @@
 // runner has (maxInFlight); every entry of every stream is still delivered once. Before: one
 // XREADGROUP named every stream with COUNT per stream, so 300 streams of 5 entries came back in
 // one read of 1,500 entries to a runner with room for 64 (and a read's cost grew with the streams).
+// And a job enqueued while the runner runs is found by a look for newly enqueued jobs (a range by
+// score, every `discoverMs`), not only by the whole list's refresh (`refreshMs`): before, only
+// the refresh found it.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LaneStreamsConsumer, MAX_KEYS_PER_READ } from '../../src/queue/lane-streams-consumer.ts';
@@ -75,4 +78,43 @@ describe('reads over many job streams', () => {
     expect(seen.size).toBe(refs.length);
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
   }, 90_000);
+
+  it('a job enqueued after the runner started is read without waiting for the whole list to be refreshed', async () => {
+    const lane = 'mail';
+    await enqueueTasks(redis, [{ id: 1, jobId: 9001, lane }]);
+    const seen: string[] = [];
+    const consumer = new LaneStreamsConsumer({
+      redis,
+      lane,
+      consumer: 'discoverer',
+      log: pino({ level: 'silent' }),
+      maxInFlight: 16,
+      wants: () => 4,
+      visibilityMs: 60_000,
+      maxDeliveries: 5,
+      // The whole list is refreshed once a minute here: only the discovery can find the new job.
+      refreshMs: 60_000,
+      discoverMs: 20,
+      handle: async (d) => {
+        seen.push(`${d.fields.job}:${d.fields.task}`);
+        return ACK;
+      },
+      deadLetter: async () => ACK,
+    });
+    await consumer.start();
+    try {
+      const until = async (n: number) => {
+        const end = Date.now() + 15_000;
+        while (seen.length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      };
+      await until(1);
+      expect(seen).toEqual(['9001:1']);
+      // A new job after the first whole read of the list.
+      await enqueueTasks(redis, [{ id: 2, jobId: 9002, lane }]);
+      await until(2);
+      expect(seen).toEqual(['9001:1', '9002:2']);
+    } finally {
+      await consumer.close();
+    }
+  }, 60_000);
 });
