@@ -10,7 +10,8 @@
 // runner does. Printed per K: the drain wall, Redis CPU (INFO cpu, user + sys) in all and per task,
 // the most entries the consumer held at once (it may hold 2 × capacity), XREADGROUP calls and
 // Redis's own µs per call (INFO commandstats: Redis runs one command at a time, so this is also
-// how long one read holds every other client up), ZRANGE calls and µs per call.
+// how long one read holds every other client up), ZRANGE calls and µs per call (the whole list of
+// job streams) and ZRANGEBYSCORE's (the look for newly enqueued jobs between them).
 // BENCH_LANE_MIX=1: half the tasks on one job (a scan's backlog), half spread over K more.
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,6 +48,8 @@ interface Row {
   cpuS: number;
   reads: { calls: number; usec: number };
   zranges: { calls: number; usec: number };
+  /** The look for newly enqueued jobs between whole refreshes (ZRANGEBYSCORE). */
+  discovers: { calls: number; usec: number };
   /** Most entries read and not yet finished at once (the consumer's maxInFlight is 2 × capacity). */
   held: number;
 }
@@ -116,6 +119,7 @@ async function round(redis: RedisClient, admin: Redis, jobs: number): Promise<Ro
     cpuS: used(cpu1) - used(cpu0),
     reads,
     zranges: commandStats(stats, 'zrange'),
+    discovers: commandStats(stats, 'zrangebyscore'),
     held,
   };
 }
@@ -157,11 +161,11 @@ async function main(): Promise<void> {
       `One lane consumer draining ${TASKS} tasks (checks of ${CHECK_MS} ms, ${CAPACITY} at once, ${READ_AHEAD} read ahead per job; floor ${((TASKS * CHECK_MS) / CAPACITY / 1000).toFixed(2)} s) ${MIX ? 'half on one job, half spread over K more' : 'spread over K jobs'}, private redis-server`,
     );
     console.log(
-      '  jobs   wall s   Redis CPU s   CPU µs/task   held at most   XREADGROUP calls   µs/call   ZRANGE calls   µs/call',
+      '  jobs   wall s   Redis CPU s   CPU µs/task   held at most   XREADGROUP calls   µs/call   ZRANGE calls   µs/call   ZRANGEBYSCORE calls   µs/call',
     );
     for (const r of rows)
       console.log(
-        `  ${String(r.jobs).padStart(4)}   ${r.wallS.toFixed(2).padStart(6)}   ${r.cpuS.toFixed(2).padStart(11)}   ${((r.cpuS * 1e6) / TASKS).toFixed(0).padStart(11)}   ${String(r.held).padStart(13)}   ${String(r.reads.calls).padStart(16)}   ${(r.reads.usec / Math.max(1, r.reads.calls)).toFixed(0).padStart(7)}   ${String(r.zranges.calls).padStart(12)}   ${(r.zranges.usec / Math.max(1, r.zranges.calls)).toFixed(0).padStart(7)}`,
+        `  ${String(r.jobs).padStart(4)}   ${r.wallS.toFixed(2).padStart(6)}   ${r.cpuS.toFixed(2).padStart(11)}   ${((r.cpuS * 1e6) / TASKS).toFixed(0).padStart(11)}   ${String(r.held).padStart(13)}   ${String(r.reads.calls).padStart(16)}   ${(r.reads.usec / Math.max(1, r.reads.calls)).toFixed(0).padStart(7)}   ${String(r.zranges.calls).padStart(12)}   ${(r.zranges.usec / Math.max(1, r.zranges.calls)).toFixed(0).padStart(7)}   ${String(r.discovers.calls).padStart(19)}   ${(r.discovers.usec / Math.max(1, r.discovers.calls)).toFixed(0).padStart(7)}`,
       );
     admin.disconnect();
   } finally {
