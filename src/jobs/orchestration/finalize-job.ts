@@ -124,13 +124,16 @@ async function settleBacklog(
 ): Promise<boolean> {
   const begun = await inTransaction(ctx.db, async (trx) => {
     const job = await lockJob(trx, jobId);
-    if (!job || isTerminal(job.status)) return false;
+    if (!job || isTerminal(job.status)) return 'no' as const;
     const effective = effectiveMode(job, mode);
-    if (await settleRefused(trx, ctx, job, effective, opts)) return false;
+    if (await settleRefused(trx, ctx, job, effective, opts)) return 'no' as const;
     await endOpenTasks(trx, job, effective);
-    return true;
+    // Nothing finished is left unapplied (the usual case: the last batch applied it all): no chunk
+    // transaction to find that out. One finishing meanwhile is caught by the terminal transaction.
+    return (await hasUnappliedFinished(trx, job.id)) ? ('backlog' as const) : ('clear' as const);
   });
-  if (!begun) return false;
+  if (begun === 'no') return false;
+  if (begun === 'clear') return true;
   const size = ctx.resultBatch ?? DEFAULT_RESULT_BATCH;
   let afterId = 0;
   for (;;) {
