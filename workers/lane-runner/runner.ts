@@ -85,6 +85,8 @@ export class LaneRunner {
   readonly #consumer: LaneStreamsConsumer;
   /** Entries of a job stream read and not yet started (or let go): at most readAhead each. */
   readonly #waitingBy = new Map<string, number>();
+  /** Per job stream: the last entry read that has not yet taken its place at the gate (or left). */
+  readonly #inLine = new Map<string, Promise<void>>();
   #waitingAll = 0;
   /** Entries of one job stream held waiting for their turn; at most `capacity` in all. */
   readonly readAhead: number;
@@ -165,7 +167,12 @@ export class LaneRunner {
     if (n < 0) this.#consumer.wake();
   }
 
-  /** An entry counts against its stream's read-ahead from its read until its check starts or it is let go. */
+  /**
+   * An entry counts against its stream's read-ahead from its read until its check starts or it is
+   * let go. Entries of one job stream take their places at the gate in the order they were read
+   * (their tasks are loaded at once, and MySQL may answer them in any order): a job's tasks start
+   * in the order it planned them, whatever the timing of the loads.
+   */
   async #handleHeld(d: LaneDelivery): Promise<Settlement> {
     this.#hold(d.stream, 1);
     let held = true;
@@ -173,9 +180,20 @@ export class LaneRunner {
       if (held) this.#hold(d.stream, -1);
       held = false;
     };
+    const before = this.#inLine.get(d.stream);
+    let placed!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      placed = resolve;
+    });
+    this.#inLine.set(d.stream, mine);
+    const place = () => {
+      placed();
+      if (this.#inLine.get(d.stream) === mine) this.#inLine.delete(d.stream);
+    };
     try {
-      return await this.#handle(d, started);
+      return await this.#handle(d, started, before, place);
     } finally {
+      place();
       started();
     }
   }
@@ -191,7 +209,12 @@ export class LaneRunner {
     };
   }
 
-  async #handle(d: LaneDelivery, started: () => void): Promise<Settlement> {
+  async #handle(
+    d: LaneDelivery,
+    started: () => void,
+    before: Promise<void> | undefined,
+    place: () => void,
+  ): Promise<Settlement> {
     const taskId = Number(d.fields.task);
     if (!Number.isSafeInteger(taskId) || taskId <= 0) {
       this.#o.log.error({ entry: d.id, fields: d.fields }, 'malformed lane entry dropped');
@@ -216,7 +239,11 @@ export class LaneRunner {
     // A slot of the process's capacity, in the workspace's turn (run-gate.ts). Not claimed yet: a
     // shutdown that gives up on the entry leaves it pending for another runner.
     const tenant = String(task.workspaceId);
-    const entered = await this.gate.acquire(tenant, d.signal);
+    // After the entry read before it from this stream has its place (or has left).
+    if (before !== undefined) await before;
+    const entering = this.gate.acquire(tenant, d.signal); // its place is taken synchronously
+    place();
+    const entered = await entering;
     if (entered === 'aborted') return RETAIN;
     started();
     try {
