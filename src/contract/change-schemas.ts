@@ -5,10 +5,9 @@ import type { ErrorCode } from './errors.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts';
 import { SEVERITIES, type Severity } from './tasks.ts';
 import { CHANGE_KINDS, CHANGE_MARKS, UNCONFIRMED_REASONS, type ChangeMark } from './changes.ts';
+import { jsonSchema, type Json } from './json-schema.ts';
 
 export * from './changes.ts';
-
-type Json = Record<string, unknown>;
 
 // ---- Marks on result items, objects and findings ---------------------------------------------
 
@@ -134,12 +133,6 @@ export type ChangeItem = z.infer<typeof changeItemSchema>;
 export type ChangePage = z.infer<typeof changePageSchema>;
 
 // ---- OpenAPI --------------------------------------------------------------------------------
-
-function jsonSchema(schema: z.ZodType): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
 
 export function changeSchemas(): Json {
   return { ChangePage: jsonSchema(changePageSchema) };

@@ -5,8 +5,8 @@
 import { z } from 'zod';
 import type { ErrorCode } from './errors.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, resultPageQuery } from './page-schemas.ts';
-
-type Json = Record<string, unknown>;
+import { jsonSchema, type Json } from './json-schema.ts';
+import { changeCountsSchema } from './change-schemas.ts';
 
 /** The products a monitor may run: the retained jobs whose changes CONTRACT §13 compares. */
 export const MONITOR_PRODUCTS = ['scan.recursive.v1', 'lookup.domain.v1', 'lookup.mail.v1', 'lookup.web.v1'] as const;
@@ -121,22 +121,6 @@ export const deliveriesPageSchema = z.object({
   page: pageInfo,
 });
 
-const countsSchema = z.object({
-  objects: z.object({
-    new: z.number().int(),
-    changed: z.number().int(),
-    gone: z.number().int(),
-    unconfirmed: z.number().int(),
-    unchanged: z.number().int(),
-  }),
-  findings: z.object({
-    new: z.number().int(),
-    resolved: z.number().int(),
-    unconfirmed: z.number().int(),
-    unchanged: z.number().int(),
-  }),
-});
-
 /** What a webhook receives (the body; headers webhook-id, webhook-timestamp, webhook-signature). */
 export const monitorEventSchema = z.object({
   type: z.enum(['monitor.job_finished', 'monitor.run_skipped']),
@@ -146,7 +130,9 @@ export const monitorEventSchema = z.object({
     jobRef: jobRefSchema.nullable(),
     status: z.string().describe("The job's terminal status, or skipped"),
     baseline: z.object({ jobRef: jobRefSchema }).nullable(),
-    changes: countsSchema.nullable().describe('CONTRACT §13 counts; the details are on GET /v2/jobs/{job_ref}/changes'),
+    changes: changeCountsSchema
+      .nullable()
+      .describe('CONTRACT §13 counts; the details are on GET /v2/jobs/{job_ref}/changes'),
     code: z.string().optional().describe('monitor.run_skipped: why'),
   }),
 });
@@ -158,12 +144,6 @@ export type DeliveriesPage = z.infer<typeof deliveriesPageSchema>;
 export type MonitorEventBody = z.infer<typeof monitorEventSchema>;
 
 // ---- OpenAPI --------------------------------------------------------------------------------
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
 
 export function monitorSchemas(): Json {
   return {

@@ -7,8 +7,7 @@ import { laneCountsSchema } from './job-schemas.ts';
 import { SEVERITIES, type Severity } from './tasks.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts';
 import { itemMarkShape } from './change-schemas.ts';
-
-type Json = Record<string, unknown>;
+import { jsonSchema, type Json } from './json-schema.ts';
 
 export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX };
 
@@ -146,12 +145,6 @@ export type FindingPage = z.infer<typeof findingPageSchema>;
 export type ObjectDetail = z.infer<typeof objectDetailSchema>;
 
 // ---- OpenAPI --------------------------------------------------------------------------------
-
-function jsonSchema(schema: z.ZodType): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
 
 /** Component schemas, to spread into components.schemas. */
 export function jobPageSchemas(): Json {

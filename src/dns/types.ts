@@ -29,17 +29,19 @@ export type RecordType = (typeof recordTypes)[number];
  *          name or a non-global reverse zone: src/net/special-use-resolver.ts) and was cut there;
  *          nothing is known of the type beyond (indeterminate), `leftPublicDns` says where
  */
-export type QueryOutcome =
-  | 'answer'
-  | 'nodata'
-  | 'nxdomain'
-  | 'servfail'
-  | 'refused'
-  | 'formerr'
-  | 'notimp'
-  | 'timeout'
-  | 'error'
-  | 'left_public_dns';
+export const QUERY_OUTCOMES = [
+  'answer',
+  'nodata',
+  'nxdomain',
+  'servfail',
+  'refused',
+  'formerr',
+  'notimp',
+  'timeout',
+  'error',
+  'left_public_dns',
+] as const;
+export type QueryOutcome = (typeof QUERY_OUTCOMES)[number];
 
 export interface DnsRecord {
   name: string;

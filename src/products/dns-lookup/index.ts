@@ -25,6 +25,7 @@ import { indeterminateLimitation, presence } from '../../dns/presence.ts';
 import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneOutcome, LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
+import { QUERY_OUTCOMES } from '../../dns/types.ts';
 
 export const dnsTypes = [
   'A',
@@ -42,18 +43,7 @@ export const dnsInput = z.strictObject({ value: domainName });
 export type DnsInput = z.infer<typeof dnsInput>;
 
 const outcomeSchema = z
-  .enum([
-    'answer',
-    'nodata',
-    'nxdomain',
-    'servfail',
-    'refused',
-    'formerr',
-    'notimp',
-    'timeout',
-    'error',
-    'left_public_dns',
-  ])
+  .enum(QUERY_OUTCOMES)
   .describe(
     'answer | nodata (name exists, no records of the type) | nxdomain | servfail | refused | formerr | notimp; timeout and error mean no reply: nothing is known about the type; left_public_dns: the chain pointed into a special-use name or a non-global reverse zone and was cut there (limitation answer_leaves_public_dns): nothing is known beyond it',
   );

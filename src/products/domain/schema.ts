@@ -2,20 +2,10 @@
 // complete contributes null and its limitations: null never means "nothing there".
 import { z } from 'zod';
 import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
+import { QUERY_OUTCOMES } from '../../dns/types.ts';
 
 const outcome = z
-  .enum([
-    'answer',
-    'nodata',
-    'nxdomain',
-    'servfail',
-    'refused',
-    'formerr',
-    'notimp',
-    'timeout',
-    'error',
-    'left_public_dns',
-  ])
+  .enum(QUERY_OUTCOMES)
   .describe('answer | nodata | nxdomain are replies about the name; the others mean nothing is known');
 
 const queryStatus = z.object({

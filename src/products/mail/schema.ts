@@ -3,19 +3,9 @@
 // are the DNS rule of src/dns/presence.ts: absent only from NXDOMAIN/NODATA.
 import { z } from 'zod';
 import { soaRecordSchema } from '../kit/dns-record-schemas.ts';
+import { QUERY_OUTCOMES } from '../../dns/types.ts';
 
-const outcome = z.enum([
-  'answer',
-  'nodata',
-  'nxdomain',
-  'servfail',
-  'refused',
-  'formerr',
-  'notimp',
-  'timeout',
-  'error',
-  'left_public_dns',
-]);
+const outcome = z.enum(QUERY_OUTCOMES);
 const query = z.object({ outcome, rcode: z.string().nullable() });
 const presenceEnum = z.enum(['present', 'absent', 'indeterminate']);
 

@@ -10,14 +10,7 @@ import { changePaths, changeSchemas } from '../../contract/change-schemas.ts';
 import { monitorPaths, monitorSchemas } from '../../contract/monitor-schemas.ts';
 import { describeApi } from './openapi-description.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
-
-type Json = Record<string, unknown>;
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const out = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
-  delete out.$schema;
-  return out;
-}
+import { jsonSchema, type Json } from '../../contract/json-schema.ts';
 
 const AUTH: ErrorCode[] = [
   'authentication_required',
