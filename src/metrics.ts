@@ -54,3 +54,26 @@ export const creditsReserved = new client.Counter({
   labelNames: ['product'] as const,
   registers: [registry],
 });
+
+// Change detection (CONTRACT §13): each comparison of a job with its baseline, observed once, when
+// the terminal transaction finishes it. Not on the web's registry: the orchestrator compares, and
+// registers these on its own (registerChangeMetrics).
+export const changeComparisonSeconds = new client.Histogram({
+  name: 'lss_change_comparison_seconds',
+  help: "Time a job's comparison with its baseline took, every chunk of it (resumed or redone ones included)",
+  buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 120],
+  registers: [],
+});
+
+export const changeComparisonObjects = new client.Histogram({
+  name: 'lss_change_comparison_objects',
+  help: 'Objects compared per comparison (identities of either job, each once)',
+  buckets: [10, 100, 1000, 5000, 20_000, 50_000, 100_000],
+  registers: [],
+});
+
+/** The change comparison's metrics on a process's registry (once per registry). */
+export function registerChangeMetrics(r: client.Registry): void {
+  for (const m of [changeComparisonSeconds, changeComparisonObjects])
+    if (!r.getSingleMetric((m as unknown as { name: string }).name)) r.registerMetric(m);
+}

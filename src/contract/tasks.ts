@@ -64,6 +64,13 @@ export interface FindingOut {
   summary: string;
   object: ObjectRef;
   evidence?: Array<{ summary: string }>;
+  /**
+   * The part of a composed check that raised it, when one task runs several (a scan's mail task
+   * runs the mail lookup's lanes: `dmarc`, `spf`…). Stored with its sources (never shown): its
+   * absence from a later job is observed by that part's status in the task, not the whole task's
+   * (CONTRACT §13; src/jobs/changes/observe-absence.ts).
+   */
+  part?: string;
 }
 
 /** What a check returns; the lane runner persists it idempotently. */

@@ -4,7 +4,8 @@
 // tombstone) is never written again: whatever names it lands on the object it was folded into.
 // Callers hold the job row lock in the same transaction: page sequences (object_seq,
 // finding_seq via LAST_INSERT_ID) are taken in commit order, so a page reader never sees seq n+1
-// before seq n, and the existence checks below cannot race another writer.
+// before seq n, and the existence checks below cannot race another writer. Every write puts the
+// job's change comparison, if one began, back at its start (./changes/stale-run.ts).
 import { createHash } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { parseJson, type Trx } from '../db/transaction.ts';
@@ -20,6 +21,7 @@ import {
 import type { LaneStatus, SourceRef } from '../contract/lanes.ts';
 import { applyFolds } from './object-folds.ts';
 import { takeSeq } from './page-seq.ts';
+import { invalidateComparison } from './changes/stale-run.ts';
 
 /** Where an output comes from: the job, the product lane it belongs to, and its default distance. */
 export interface OutputOrigin {
@@ -62,6 +64,11 @@ const withRefs = (ev: Array<{ summary: string }> | undefined): Evidence =>
   (ev ?? []).map((e) => ({ ref: publicId('ev'), summary: String(e.summary).slice(0, 2000) }));
 
 export async function writeOutput(trx: Trx, t: OutputOrigin, out: OutputRows): Promise<void> {
+  await invalidateComparison(trx, t.jobId);
+  await writeOne(trx, t, out);
+}
+
+async function writeOne(trx: Trx, t: OutputOrigin, out: OutputRows): Promise<void> {
   const planned = planObjects(t, out);
   if (planned.size === 0) return;
   const ids = await upsertObjects(trx, t, out.status, planned);
@@ -96,12 +103,14 @@ export interface OutputItem {
  * was flushed: folds move rows that later outputs must see.
  */
 export async function writeOutputs(trx: Trx, items: readonly OutputItem[]): Promise<void> {
+  if (items.length === 0) return;
+  await invalidateComparison(trx, items[0]!.origin.jobId);
   let run: OutputItem[] = [];
   for (const item of items) {
     if (item.out.folds && item.out.folds.length > 0) {
       await writeRun(trx, run);
       run = [];
-      await writeOutput(trx, item.origin, item.out);
+      await writeOne(trx, item.origin, item.out);
     } else run.push(item);
   }
   await writeRun(trx, run);
@@ -147,7 +156,7 @@ interface KnownObject {
 
 async function writeRun(trx: Trx, items: readonly OutputItem[]): Promise<void> {
   if (items.length === 0) return;
-  if (items.length === 1) return writeOutput(trx, items[0]!.origin, items[0]!.out);
+  if (items.length === 1) return writeOne(trx, items[0]!.origin, items[0]!.out);
   const jobId = items[0]!.origin.jobId;
   const workspaceId = items[0]!.origin.workspaceId;
   const plans = items.map((it) => planObjects(it.origin, it.out));
@@ -294,10 +303,7 @@ async function writeRun(trx: Trx, items: readonly OutputItem[]): Promise<void> {
   if (keyed.size === 0) return;
   const first = await takeSeq(trx, jobId, 'finding_seq', keyed.size);
   const rows = [...keyed.values()].map(({ f, objectId, t, sources }, i) => {
-    const src = (sources.length > 0 ? sources : [{ source: t.productLane }]).map((s) => ({
-      lane: t.productLane,
-      source: s.source,
-    }));
+    const src = findingSources(sources, t.productLane, f);
     return sql`(${publicId('fnd')}, ${jobId}, ${first + i}, ${workspaceId}, ${objectId},
       ${f.code.slice(0, 64)}, ${Math.max(0, SEVERITIES.indexOf(f.severity))}, ${f.confidence}, ${f.title.slice(0, 300)},
       ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(src)})`;
@@ -457,16 +463,26 @@ async function insertFindings(
   );
   for (const e of existing.rows) keyed.delete(`${Number(e.object_id)}\n${e.code}`); // first detection wins
   if (keyed.size === 0) return;
-  const sources = (out.sources.length > 0 ? out.sources : [{ source: t.productLane }]).map((s) => ({
-    lane: t.productLane,
-    source: s.source,
-  }));
   const first = await takeSeq(trx, t.jobId, 'finding_seq', keyed.size);
   const rows = [...keyed.values()].map(
     ({ f, objectId }, i) => sql`(${publicId('fnd')}, ${t.jobId}, ${first + i}, ${t.workspaceId}, ${objectId},
     ${f.code.slice(0, 64)}, ${Math.max(0, SEVERITIES.indexOf(f.severity))}, ${f.confidence}, ${f.title.slice(0, 300)},
-    ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(sources)})`,
+    ${f.summary.slice(0, 2000)}, ${JSON.stringify(withRefs(f.evidence))}, ${JSON.stringify(findingSources(out.sources, t.productLane, f))})`,
   );
   await sql`INSERT INTO findings (public_id, job_id, seq, workspace_id, object_id, code, severity, confidence, title, summary, evidence, sources)
     VALUES ${sql.join(rows)}`.execute(trx);
+}
+
+/**
+ * A finding's stored sources: the data its task used, each under the task's product lane, and the
+ * part of the task that raised it when it names one (FindingOut.part: a scan's mail lane), which
+ * the change comparison reads and the pages do not show.
+ */
+function findingSources(sources: readonly SourceRef[], productLane: string, f: FindingOut) {
+  const part = typeof f.part === 'string' && f.part.length > 0 ? { part: f.part.slice(0, 32) } : {};
+  return (sources.length > 0 ? sources : [{ source: productLane }]).map((s) => ({
+    lane: productLane,
+    source: s.source,
+    ...part,
+  }));
 }

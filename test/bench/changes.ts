@@ -471,6 +471,7 @@ async function main(): Promise<number> {
     const secrets = {
       KEY_PEPPER: randomBytes(32).toString('base64url'),
       CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
     };
     const policy = parseConfig({
       ...process.env,

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, startHarness, type Harness } from '../helpers/harness.ts';
 import { fundedTenant, pollTerminal } from '../helpers/jobs.ts';
 import { labEnv } from '../helpers/lab-runtime.ts';
-import { startLab, type RunningLab } from '../lab/serve.ts';
+import { rdapPart, startLab, type RunningLab } from '../lab/serve.ts';
 import { scanLabPart } from '../lab/scan-lab.ts';
 import { mailLabPart } from '../lab/mail-lab.ts';
 import { CHANGES_ZONE, changesAddresses, changesLabPart, changesNames, type ChangesLab } from '../lab/changes-lab.ts';
@@ -24,7 +24,14 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
-import { runComparison } from '../../src/jobs/changes/comparison.ts';
+import { finishComparison, runComparison } from '../../src/jobs/changes/comparison.ts';
+import { groupOf } from '../../src/jobs/changes/change-codes.ts';
+import { writeOutputs } from '../../src/jobs/output-writer.ts';
+import { lockJob } from '../../src/jobs/tasks/task-rows.ts';
+import { inTransaction } from '../../src/db/transaction.ts';
+import { domainChangeRules } from '../../src/products/domain/changes.ts';
+import { registerChangeMetrics } from '../../src/metrics.ts';
+import promClient from 'prom-client';
 import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
 import { execFile } from 'node:child_process';
@@ -101,7 +108,12 @@ describe('change detection (CONTRACT §13)', () => {
 
   beforeAll(async () => {
     lab = await startLab({
-      parts: [mailLabPart, scanLabPart({ generated: [GEN] }), changesLabPart({ onReady: (l) => (changesLab = l) })],
+      parts: [
+        rdapPart,
+        mailLabPart,
+        scanLabPart({ generated: [GEN] }),
+        changesLabPart({ onReady: (l) => (changesLab = l) }),
+      ],
     });
     h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '700', CANCEL_GRACE_MS: '1000' });
     const log = pino({ level: 'silent' });
@@ -367,12 +379,133 @@ describe('change detection (CONTRACT §13)', () => {
       expect(typeof c === 'string' ? JSON.parse(c) : c).toMatchObject(job.changes);
     }, 120_000);
 
+    /** Two domain lookups of lab.test; the second's comparison, and what a late result would do to it. */
+    async function comparedPair() {
+      const t = await tenant();
+      await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const b = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const job = (
+        await sql<{ id: number; workspace_id: number; object_seq: number; finding_seq: number }>`
+          SELECT id, workspace_id, object_seq, finding_seq FROM jobs WHERE public_id = ${b.jobRef}`.execute(h.deps.db)
+      ).rows[0]!;
+      const id = Number(job.id);
+      const markOf = async (type: string, key: string) =>
+        (
+          await sql<{ grp: number; changed_fields: unknown }>`
+            SELECT grp, changed_fields FROM job_changes WHERE job_id = ${id} AND subject_type = ${type} AND subject_key = ${key}`.execute(
+            h.deps.db,
+          )
+        ).rows[0];
+      // What a late result does: rewrite an object the job already holds (no new object, no new
+      // finding: the page counters do not move), under the job row lock.
+      const rewrite = (type: string, key: string, projection: Record<string, unknown>) =>
+        inTransaction(h.deps.db, async (trx) => {
+          await lockJob(trx, id);
+          await writeOutputs(trx, [
+            {
+              origin: { jobId: id, workspaceId: Number(job.workspace_id), productLane: 'registration', distance: 0 },
+              out: {
+                status: 'completed',
+                objects: [{ type, key, projection }],
+                relations: [],
+                findings: [],
+                sources: [],
+              },
+            },
+          ]);
+        });
+      const counters = async () =>
+        (
+          await sql<{ object_seq: number; finding_seq: number }>`
+            SELECT object_seq, finding_seq FROM jobs WHERE id = ${id}`.execute(h.deps.db)
+        ).rows[0]!;
+      return { b, id, job, markOf, rewrite, counters };
+    }
+
+    it('complete, then a late result rewrites an object it passed: the terminal transaction compares again; one log line, the metrics', async () => {
+      const { b, id, job, markOf, rewrite, counters } = await comparedPair();
+      const lines: Array<Record<string, any>> = [];
+      const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+      // The orchestrator's registry gets them (registerChangeMetrics); read them as it serves them.
+      const registry = new promClient.Registry();
+      registerChangeMetrics(registry);
+      const metric = async (name: string) => {
+        const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(await registry.metrics());
+        expect(m, name).not.toBeNull();
+        return Number(m![1]);
+      };
+      const seconds0 = await metric('lss_change_comparison_seconds_count');
+      const objects0 = await metric('lss_change_comparison_objects_sum');
+
+      expect((await markOf('registration', 'lab.test'))?.grp).toBe(groupOf('object', 'unchanged'));
+      await rewrite('registration', 'lab.test', { registrar: { name: 'Another Registrar', ianaId: '1' } });
+      expect(await counters()).toEqual({ object_seq: job.object_seq, finding_seq: job.finding_seq });
+      const done = await inTransaction(h.deps.db, async (trx) => {
+        await lockJob(trx, id);
+        return finishComparison(trx, id, domainChangeRules, { log });
+      });
+      const after = await markOf('registration', 'lab.test');
+      expect(after?.grp).toBe(groupOf('object', 'changed'));
+      expect(JSON.stringify(after?.changed_fields)).toContain('registrar');
+      const row = (await sql<{ changes: unknown }>`SELECT changes FROM jobs WHERE id = ${id}`.execute(h.deps.db))
+        .rows[0]!;
+      const counts = typeof row.changes === 'string' ? JSON.parse(row.changes) : row.changes;
+      expect(counts.objects.changed).toBe(1);
+      expect(counts.objects.changed).toBe(b.changes.objects.changed + 1);
+
+      // One log line per comparison, with its counts and duration; the metrics observed it.
+      expect(done).toMatchObject({ counts });
+      expect(done!.objects).toBe(Object.values(counts.objects as Record<string, number>).reduce((a, n) => a + n, 0));
+      expect(lines.filter((l) => l.msg === 'change comparison done')).toEqual([
+        expect.objectContaining({
+          jobId: id,
+          objects: done!.objects,
+          findings: done!.findings,
+          changes: counts,
+          durationMs: expect.any(Number),
+          chunks: expect.any(Number),
+        }),
+      ]);
+      expect(await metric('lss_change_comparison_seconds_count')).toBe(seconds0 + 1);
+      expect(await metric('lss_change_comparison_objects_sum')).toBe(objects0 + done!.objects);
+    });
+
+    it('mid-way: a write rewrites an object a chunk already compared; the run starts again and sees it', async () => {
+      const { id, markOf, rewrite } = await comparedPair();
+      await sql`DELETE FROM job_changes WHERE job_id = ${id}`.execute(h.deps.db);
+      await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, counts = '{}', done = 0 WHERE job_id = ${id}`.execute(
+        h.deps.db,
+      );
+      expect(await runComparison(h.deps.db, id, domainChangeRules, { chunk: 2, maxChunks: 1 })).toBe(false);
+      const passed = (
+        await sql<{ subject_type: string; subject_key: string }>`
+          SELECT subject_type, subject_key FROM job_changes WHERE job_id = ${id} AND grp = ${groupOf('object', 'unchanged')}
+          ORDER BY seq LIMIT 1`.execute(h.deps.db)
+      ).rows[0]!;
+      expect(passed).toBeDefined();
+      await rewrite(passed.subject_type, passed.subject_key, { rewrittenLate: true });
+      expect(await runComparison(h.deps.db, id, domainChangeRules, { chunk: 2 })).toBe(true);
+      const mark = await markOf(passed.subject_type, passed.subject_key);
+      expect(mark?.grp).toBe(groupOf('object', 'changed'));
+      expect(JSON.stringify(mark?.changed_fields)).toContain('rewrittenLate');
+      // Every identity once: the rows of the first pass did not stay next to the second's.
+      const dup = await sql<{ n: number }>`
+        SELECT COUNT(*) AS n FROM (SELECT subject_type, subject_key, object_type FROM job_changes WHERE job_id = ${id}
+          GROUP BY subject_type, subject_key, object_type HAVING COUNT(*) > 1) d`.execute(h.deps.db);
+      expect(Number(dup.rows[0]!.n)).toBe(0);
+    });
+
     it('the baseline is kept while a job still has to be compared with it; its purge does not undo the comparison', async () => {
       const t = await tenant();
       const a = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
       const b = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
       expect(b.baseline.jobRef).toBe(a.jobRef);
+      // Two identical lookups a few seconds apart: nothing new, changed or gone (the lab's RDAP
+      // dates are whole UTC days: test/lab/rdap-fixtures.ts).
+      expect(b.changes.objects).toMatchObject({ new: 0, changed: 0, gone: 0 });
       const before = await changesOf(t.key, b.jobRef);
+      expect(before.find((c) => c.type === 'registration')).toMatchObject({ change: 'unchanged' });
+      expect(before.filter((c) => c.kind === 'object' && c.change !== 'unchanged')).toEqual([]);
       await sql`UPDATE jobs SET completed_at = NOW(3) - INTERVAL 400 DAY WHERE public_id = ${a.jobRef}`.execute(
         h.deps.db,
       );
@@ -386,6 +519,58 @@ describe('change detection (CONTRACT §13)', () => {
       expect(after.body).toMatchObject({ baseline: b.baseline, changes: b.changes });
       expect(await changesOf(t.key, b.jobRef)).toEqual(before);
     });
+  });
+
+  describe('a deep scan: DKIM selectors are probed, so its mail task is never more than partial', () => {
+    it("a DMARC policy fixed is resolved: observed by the mail task's dmarc lane, whatever its DKIM lane did", async () => {
+      const t = await tenant();
+      changesLab.setState(1);
+      const a = await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'deep', 2000));
+      changesLab.setState(2);
+      const b = await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'deep', 2000));
+      changesLab.setState(1);
+      expect(b.baseline.jobRef).toBe(a.jobRef);
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${b.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      // The apex's mail task: partial as a whole (DKIM), its dmarc lane completed.
+      const task = (
+        await sql<{ id: number; status: string; output: unknown }>`
+          SELECT id, status, output FROM tasks WHERE job_id = ${id} AND product_lane = 'mail' AND object_key = ${CHANGES_ZONE}`.execute(
+          h.deps.db,
+        )
+      ).rows[0]!;
+      expect(task.status).toBe('partial');
+      const output = (typeof task.output === 'string' ? JSON.parse(task.output) : task.output) as {
+        projection: { lanes: Array<{ lane: string; status: string; reason?: string }> };
+      };
+      const laneStatus = (l: string) => output.projection.lanes.find((x) => x.lane === l)?.status;
+      expect(laneStatus('dkim')).toBe('partial');
+      expect(laneStatus('dmarc')).toBe('completed');
+
+      const finding = async () =>
+        (await changesOf(t.key, b.jobRef)).find(
+          (c) => c.kind === 'finding' && c.type === 'dmarc_policy_none' && c.key === CHANGES_ZONE,
+        );
+      expect(await finding()).toMatchObject({ change: 'resolved', baselineFindingId: expect.stringMatching(/^fnd_/) });
+      expect(b.changes.findings.resolved).toBeGreaterThan(0);
+
+      // Had the dmarc lane not completed, the same disappearance is unconfirmed, with that lane's
+      // reason: the task's outcome as a whole is not what decides.
+      for (const [status, reason] of [
+        ['partial', 'lane_partial'],
+        ['timeout', 'indeterminate'],
+      ] as const) {
+        for (const l of output.projection.lanes) if (l.lane === 'dmarc') l.status = status;
+        await sql`UPDATE tasks SET output = ${JSON.stringify(output)} WHERE id = ${task.id}`.execute(h.deps.db);
+        await sql`DELETE FROM job_changes WHERE job_id = ${id}`.execute(h.deps.db);
+        await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, counts = '{}', done = 0 WHERE job_id = ${id}`.execute(
+          h.deps.db,
+        );
+        expect(await runComparison(h.deps.db, id, scanChangeRules)).toBe(true);
+        expect(await finding(), status).toMatchObject({ change: 'unconfirmed', reason });
+      }
+    }, 300_000);
   });
 
   describe('the SDK and lss', () => {

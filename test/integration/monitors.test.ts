@@ -222,6 +222,9 @@ describe('monitors on one orchestrator', () => {
       objects: { new: expect.any(Number), changed: expect.any(Number), gone: expect.any(Number) },
       findings: { new: expect.any(Number), resolved: expect.any(Number) },
     });
+    // The same lookup twice, seconds apart, of a registration that did not change: nothing new,
+    // changed or gone (the lab's RDAP dates are whole UTC days, test/lab/rdap-fixtures.ts).
+    expect(second.event.data.changes!.objects).toMatchObject({ new: 0, changed: 0, gone: 0 });
     // Both as the job row and its status have them at the job's end.
     const status = await api(h, t.key).get(`/v2/jobs/${second.event.data.jobRef}`);
     expect(status.body.baseline?.jobRef).toBe(first.event.data.jobRef);

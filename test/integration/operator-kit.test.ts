@@ -246,6 +246,9 @@ describe('operator kit', () => {
       'lss_webhook_delivery_lag_seconds_bucket',
     ])
       expect(byRole.get('orchestrator')).toContain(m);
+    // Change detection (CONTRACT §13): the orchestrator compares a job with its baseline as it ends.
+    for (const m of ['lss_change_comparison_seconds_bucket', 'lss_change_comparison_objects_bucket'])
+      expect(byRole.get('orchestrator')).toContain(m);
     expect(byRole.get('lane')).toContain('lss_task_duration_seconds_count');
     // The lane's main thread alone (the web lane's benchmark reads it per lookup).
     expect(byRole.get('lane')).toContain('lss_main_thread_cpu_seconds_total');
@@ -257,6 +260,15 @@ describe('operator kit', () => {
     expect(texts.get('orchestrator')).toMatch(/^lss_credits_captured_total 2$/m);
     expect(texts.get('orchestrator')).toMatch(/^lss_credits_reserved_open 0$/m);
     expect(scraped.get('lss_stream_oldest_pending_age_seconds')).toEqual(new Set(['stream', 'group']));
+  });
+
+  it('every lss_ metric a role exports is documented in docs/operations.md', () => {
+    const ops = read('docs/operations.md');
+    const families = new Set(
+      [...texts.values()].flatMap((t) => [...t.matchAll(/^# TYPE (lss_\w+) /gm)].map((m) => m[1]!)),
+    );
+    expect(families).toContain('lss_change_comparison_seconds');
+    expect([...families].filter((f) => !new RegExp(`\\b${f}\\b`).test(ops))).toEqual([]);
   });
 
   const dashboard = JSON.parse(read('ops/grafana-dashboard.json')) as { panels: unknown[] };

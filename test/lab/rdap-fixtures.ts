@@ -5,7 +5,11 @@
 // "anything.lab.test" is "lab.test". Fixture registrations are therefore second-level names under
 // .test ("lab-expired.test", not "expired.lab.test"); ./domain-zones.ts gives them DNS zones.
 //
-// Dates are relative to `now`, so "expires in 10 days" stays true whenever the tests run.
+// Dates are relative to `now`, so "expires in 10 days" stays true whenever the tests run, and
+// counted from the start of its UTC day: two lookups on the same day read the same registration
+// (a change comparison of two identical lookups finds nothing changed, CONTRACT §13). Every
+// relative date is a whole number of days from that midnight, so "expires in 10 days" is between
+// 9 and 10 days from now, "expired 10 days ago" between 10 and 11.
 
 import { LAB_REFUSED_ADDRESS } from './addresses.ts';
 
@@ -125,7 +129,8 @@ function domainObject(d: DomainSpec): Record<string, unknown> {
 
 /** The fixtures as served by a lab whose base URL (ending in "/") is `selfBase`. */
 export function rdapFixtures(selfBase: string, now = new Date()): Map<string, RdapFixture> {
-  const at = (days: number) => new Date(now.getTime() + days * DAY);
+  const today = Math.floor(now.getTime() / DAY) * DAY;
+  const at = (days: number) => new Date(today + days * DAY);
   const base = {
     registered: new Date('2019-03-01T12:00:00Z'),
     changed: at(-30),

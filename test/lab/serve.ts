@@ -54,7 +54,7 @@ export interface LabContext {
 
 export type LabPartFactory = (ctx: LabContext) => Promise<LabPart>;
 
-const rdapPart: LabPartFactory = async (ctx) => {
+export const rdapPart: LabPartFactory = async (ctx) => {
   const rdap = await startLabRdap({ port: ctx.fixedPorts.rdap });
   return { name: 'rdap', zones: domainZones, env: { RDAP_BASE_URL: rdap.baseUrl }, close: () => rdap.close() };
 };

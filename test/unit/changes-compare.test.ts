@@ -9,7 +9,9 @@ import {
   coverageGap,
   missingLaneReason,
   observeAbsence,
+  partTally,
   reasonOfOutcome,
+  type PartedTask,
   type TaskTally,
 } from '../../src/jobs/changes/observe-absence.ts';
 import { packPosition, unpackPosition } from '../../src/jobs/changes/changes-repo.ts';
@@ -139,6 +141,73 @@ describe('gone only when observed', () => {
     );
     expect(missingLaneReason([tally('dns', 'unavailable', true, 'dns_servfail')], ['dns'])).toBe('indeterminate');
     expect(missingLaneReason([], ['dns'])).toBe('not_rechecked');
+  });
+});
+
+describe("a finding raised by one part of a composed task (a scan's mail task)", () => {
+  // A deep scan's mail task: DKIM selectors can only be probed, so the task is at best partial;
+  // each of its lanes kept its own outcome.
+  const mailTask = (dmarc: string, reason?: string, own = true): PartedTask => ({
+    productLane: 'mail',
+    own,
+    status: 'partial',
+    reason: null,
+    parts: [
+      { lane: 'mx', status: 'completed' },
+      { lane: 'spf', status: 'completed' },
+      { lane: 'dmarc', status: dmarc, ...(reason ? { reason } : {}) },
+      { lane: 'dkim', status: 'partial' },
+    ],
+  });
+  const observePart = (tasks: PartedTask[], part: string) =>
+    observeAbsence(
+      tasks.map((t) => partTally(t, part)),
+      ['mail'],
+      'related',
+    );
+
+  it("is observed gone when that part completed on its subject, whatever the task's other parts did", () => {
+    // The task as a whole: partial, so a DMARC finding that disappeared could never be resolved.
+    expect(observeAbsence([tally('mail', 'partial', true)], ['mail'], 'related')).toEqual({
+      seen: 'nothing',
+      reason: 'lane_partial',
+    });
+    expect(observePart([mailTask('completed')], 'dmarc')).toEqual({ seen: 'absent' });
+    expect(observePart([mailTask('completed')], 'dkim')).toEqual({ seen: 'nothing', reason: 'lane_partial' });
+  });
+
+  it('stays unconfirmed with the reason of that part when it did not complete', () => {
+    expect(observePart([mailTask('partial')], 'dmarc')).toEqual({ seen: 'nothing', reason: 'lane_partial' });
+    expect(observePart([mailTask('timeout')], 'dmarc')).toEqual({ seen: 'nothing', reason: 'indeterminate' });
+    expect(observePart([mailTask('unavailable', 'dns_servfail')], 'dmarc')).toEqual({
+      seen: 'nothing',
+      reason: 'indeterminate',
+    });
+    expect(observePart([mailTask('unavailable', 'not_configured')], 'dmarc')).toMatchObject({
+      reason: 'lane_unavailable',
+    });
+    // Through related names only (an MX host's finding, observed by its domains' mail tasks): all
+    // of them must have completed that part.
+    expect(
+      observePart([mailTask('completed', undefined, false), mailTask('timeout', undefined, false)], 'dmarc'),
+    ).toEqual({ seen: 'nothing', reason: 'indeterminate' });
+    expect(
+      observePart([mailTask('completed', undefined, false), mailTask('completed', undefined, false)], 'dmarc'),
+    ).toEqual({ seen: 'absent' });
+  });
+
+  it('a part the task did not run, a task that kept no parts or did not finish: never more than the task', () => {
+    expect(partTally(mailTask('completed'), 'bimi')).toMatchObject({ status: 'skipped' });
+    expect(observePart([mailTask('completed')], 'bimi')).toEqual({ seen: 'nothing', reason: 'not_rechecked' });
+    const bare: PartedTask = { productLane: 'mail', own: true, status: 'partial', reason: null, parts: null };
+    expect(partTally(bare, 'dmarc')).toEqual({ productLane: 'mail', own: true, status: 'partial', reason: null, n: 1 });
+    const timedOut: PartedTask = { ...mailTask('completed'), status: 'timeout', reason: 'check_timeout' };
+    expect(observePart([timedOut], 'dmarc')).toEqual({ seen: 'nothing', reason: 'indeterminate' });
+    const cancelled: PartedTask = { ...mailTask('completed'), status: 'cancelled' };
+    expect(observePart([cancelled], 'dmarc')).toEqual({ seen: 'nothing', reason: 'not_rechecked' });
+    expect(partTally({ ...mailTask('completed'), parts: [{ lane: 'dmarc', status: 'bogus' }] }, 'dmarc').status).toBe(
+      'skipped',
+    );
   });
 });
 

@@ -2,7 +2,7 @@
 // counts of its comparison with that baseline. Read by the job status (GET /v2/jobs/{job_ref})
 // and by monitors for their webhook events (CONTRACT §14), which call it inside the transaction
 // that makes the job terminal: the counts are written in that same transaction
-// (./finish-comparison.ts), before anything else of it reads them, so this reads them there.
+// (finishComparison, ./comparison.ts), before anything else of it reads them, so this reads them there.
 import type { Db } from '../../db/database.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { ChangeMark, UnconfirmedReason } from '../../contract/change-schemas.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
-import { jobTallies, subjectTallies } from '../tasks/task-outcomes.ts';
+import { jobTallies, subjectPartOutcomes, subjectTallies } from '../tasks/task-outcomes.ts';
 import type { ChangeCounts } from './change-summary.ts';
 import { groupOf } from './change-codes.ts';
 import { changedFields } from './compare-projection.ts';
@@ -16,8 +16,11 @@ import {
   coverageGap,
   missingLaneReason,
   observeAbsence,
+  partTally,
   worstReason,
   type ObjectLane,
+  type Observation,
+  type PartedTask,
   type TaskTally,
 } from './observe-absence.ts';
 import { objectHash } from '../output-writer.ts';
@@ -47,6 +50,8 @@ interface Fnd {
   code: string;
   severity: number;
   lanes: string[];
+  /** The parts of its task that raised it (FindingOut.part: a scan's mail lane), if named. */
+  parts: string[];
 }
 
 interface ChangeRow {
@@ -114,14 +119,18 @@ async function readFindings(trx: Trx, jobId: number, objectIds: readonly number[
     }>`SELECT id, public_id, object_id, code, severity, sources FROM findings
       WHERE job_id = ${jobId} AND object_id IN (${sql.join(objectIds.slice(i, i + 1000))})`.execute(trx);
     for (const r of res.rows) {
-      const sources = parseJson<Array<{ lane?: unknown }>>(r.sources) ?? [];
+      const sources = parseJson<Array<{ lane?: unknown; part?: unknown }>>(r.sources) ?? [];
+      const named = (k: 'lane' | 'part') => [
+        ...new Set(sources.map((s) => s?.[k]).filter((l): l is string => typeof l === 'string')),
+      ];
       const f: Fnd = {
         id: Number(r.id),
         ref: r.public_id,
         objectId: Number(r.object_id),
         code: r.code,
         severity: Number(r.severity),
-        lanes: [...new Set(sources.map((s) => s?.lane).filter((l): l is string => typeof l === 'string'))],
+        lanes: named('lane'),
+        parts: named('part'),
       };
       const list = out.get(f.objectId);
       if (list) list.push(f);
@@ -200,14 +209,22 @@ export async function compareChunk(
   // The baseline objects whose absence (or a finding's) this job may have observed: what its
   // tasks did on their subjects, counted once for the chunk.
   const needs = new Map<number, readonly string[]>();
+  // Of those, the ones that lost a finding a part of its task raised, and that task's lanes.
+  const partNeeds = new Map<number, readonly string[]>();
+  const partLanes = new Set<string>();
   for (const p of pairs) {
     if (!p.base) continue;
     const missing = !p.cur;
-    const lostFinding = (baseFindings.get(p.base.id) ?? []).some(
+    const lost = (baseFindings.get(p.base.id) ?? []).filter(
       (f) => !(p.cur && (curFindings.get(p.cur.id) ?? []).some((c) => c.code === f.code)),
     );
     const laneGap = p.cur !== undefined && coverageGap(p.base.lanes, p.cur.lanes).missing.length > 0;
-    if (missing || lostFinding || laneGap) needs.set(p.base.id, rules.subjectsOf?.(p.base) ?? [p.base.key]);
+    if (missing || lost.length > 0 || laneGap) needs.set(p.base.id, rules.subjectsOf?.(p.base) ?? [p.base.key]);
+    const parted = lost.filter((f) => f.parts.length > 0);
+    if (parted.length > 0 && rules.observers === 'related') {
+      partNeeds.set(p.base.id, needs.get(p.base.id)!);
+      for (const f of parted) for (const l of f.lanes) partLanes.add(l);
+    }
   }
   const tallies = new Map<number, TaskTally[]>();
   if (needs.size > 0) {
@@ -222,6 +239,12 @@ export async function compareChunk(
       }
     }
   }
+  const partTasks = new Map<number, PartedTask[]>();
+  for (const t of await subjectPartOutcomes(trx, pos.jobId, pos.baselineId, partNeeds, [...partLanes])) {
+    const list = partTasks.get(t.baselineObjectId) ?? [];
+    list.push({ ...t, parts: partsOf(t.parts) });
+    partTasks.set(t.baselineObjectId, list);
+  }
   const capped = needs.size > 0 && (await capReached(trx, pos.jobId));
   const goneSubjects = await absentSubjects(
     trx,
@@ -229,10 +252,13 @@ export async function compareChunk(
     rules,
     pairs.flatMap((p) => (p.base && !p.cur ? (rules.subjectsOf?.(p.base) ?? [p.base.key]) : [])),
   );
-  const observe = (baseId: number, lanes: readonly string[] | null) => {
-    const seen = observeAbsence(tallies.get(baseId) ?? [], lanes, rules.observers);
+  const observe = (baseId: number, lanes: readonly string[] | null, parts: readonly string[] = []): Observation => {
+    const seen =
+      parts.length > 0 && partNeeds.has(baseId)
+        ? observeParts(partTasks.get(baseId) ?? [], lanes, parts, rules.observers)
+        : observeAbsence(tallies.get(baseId) ?? [], lanes, rules.observers);
     // Past the object cap a completed check may have found it and not kept it: not observed.
-    if (seen.seen === 'absent' && capped) return { seen: 'nothing' as const, reason: 'not_rechecked' as const };
+    if (seen.seen === 'absent' && capped) return { seen: 'nothing', reason: 'not_rechecked' };
     return seen;
   };
 
@@ -337,7 +363,8 @@ export async function compareChunk(
         else if (!held(p.cur) && objectMark === 'unconfirmed')
           row('unconfirmed', b, undefined, objectReason ?? 'not_rechecked');
         else {
-          const seen = observe(p.base!.id, b!.lanes.length > 0 ? b!.lanes : null);
+          // Observed by its lane's tasks; by the part of them that raised it when it names one.
+          const seen = observe(p.base!.id, b!.lanes.length > 0 ? b!.lanes : null, b!.parts);
           if (seen.seen === 'absent') row('resolved', b, undefined, null);
           else row('unconfirmed', b, undefined, seen.reason);
         }
@@ -372,6 +399,38 @@ async function absentSubjects(
       if (rules.absent(r.type, parseJson<Record<string, unknown>>(r.projection) ?? {})) out.add(r.okey);
   }
   return out;
+}
+
+/**
+ * A finding raised by parts of a composed task (a scan's mail lane): observed gone when each of
+ * those parts observed it, as each part ended in the tasks on its subjects (partTally), whatever
+ * the task's other parts did; else the least observed part's reason.
+ */
+function observeParts(
+  tasks: readonly PartedTask[],
+  lanes: readonly string[] | null,
+  parts: readonly string[],
+  mode: ChangeRules['observers'],
+): Observation {
+  const seen = parts.map((part) =>
+    observeAbsence(
+      tasks.map((t) => partTally(t, part)),
+      lanes,
+      mode,
+    ),
+  );
+  const reason = worstReason(seen.flatMap((s) => (s.seen === 'nothing' ? [s.reason] : [])));
+  return reason === null ? { seen: 'absent' } : { seen: 'nothing', reason };
+}
+
+/** A task's kept part outcomes (its output's `projection.lanes`), or null when it kept none. */
+function partsOf(raw: unknown): PartedTask['parts'] {
+  const v = parseJson<unknown>(raw);
+  if (!Array.isArray(v)) return null;
+  return v.filter(
+    (p): p is { lane: string; status: string; reason?: string } =>
+      typeof p?.lane === 'string' && typeof p?.status === 'string',
+  );
 }
 
 function laneNames(lanes: readonly ObjectLane[]): string[] | null {

@@ -11,16 +11,24 @@
 // its comparison (a few dozen objects) is made there, after them. Whatever is left when the
 // terminal transaction runs is finished inside it.
 //
-// Staleness: the run notes the job's object and finding page counters when it starts (in its
-// counts, under `seen`). A result applied after that (a task that finished as a cancel or a
-// deadline ended the job) adds objects or findings; the terminal transaction then sees the
-// counters moved and compares again, inside it. A settle cannot meet this: nothing is open.
+// Staleness: a result applied after the run began (a task that finished as a cancel or a
+// deadline ended the job, a late batch) may add, rewrite or fold objects and findings the run
+// already passed. Every writer of a job's outputs puts its run back at the start in its own
+// transaction (./stale-run.ts), so whatever step comes next (another chunk, or the terminal
+// transaction's) compares again from the first identity: the terminal transaction checks nothing,
+// it finishes the run as it finds it. A settle cannot meet this: nothing is open.
+//
+// What it cost: each chunk adds its time to the run (`work` in change_runs.counts, kept across
+// restarts and resumes); the terminal transaction observes the total and the objects compared
+// (lss_change_comparison_seconds, lss_change_comparison_objects) and logs one line.
 import { sql } from 'kysely';
+import type { Logger } from 'pino';
 import type { Db } from '../../db/database.ts';
 import { inTransaction, parseJson, type Trx } from '../../db/transaction.ts';
+import { changeComparisonObjects, changeComparisonSeconds } from '../../metrics.ts';
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import type { AsyncProduct } from '../../products/kit/product-contract.ts';
-import { countsOf, emptyCounts } from './change-summary.ts';
+import { countsOf, emptyCounts, type ChangeCounts } from './change-summary.ts';
 import { compareChunk, type RunPosition } from './compare-chunk.ts';
 
 /** Objects read from each job per chunk. */
@@ -35,61 +43,65 @@ interface RunRow {
   done: number;
 }
 
-/** The job's run, locked; created the first time (null: the job has no baseline). */
+/** What the run has cost so far, every chunk of every pass (a restart or a resume adds to it). */
+export interface RunWork {
+  ms: number;
+  chunks: number;
+}
+
+function workOf(counts: unknown): RunWork {
+  const w = parseJson<{ work?: Partial<RunWork> }>(counts)?.work;
+  return { ms: Number(w?.ms ?? 0) || 0, chunks: Number(w?.chunks ?? 0) || 0 };
+}
+
+/**
+ * The job's run, locked; created the first time (null: the job has no baseline). The creation
+ * reads the job row in share mode: a writer of the job's outputs holding it commits first, so
+ * the run starts from what it wrote (./stale-run.ts).
+ */
 async function lockRun(trx: Trx, jobId: number): Promise<RunRow | null> {
-  await sql`INSERT IGNORE INTO change_runs (job_id, baseline_job_id, counts, next_seq)
-    SELECT id, baseline_job_id, ${JSON.stringify(emptyCounts())}, 1 FROM jobs WHERE id = ${jobId} AND baseline_job_id IS NOT NULL`.execute(
-    trx,
-  );
-  const res = await sql<RunRow>`
+  const select = () =>
+    sql<RunRow>`
     SELECT job_id, baseline_job_id, after_hash, next_seq, counts, done FROM change_runs WHERE job_id = ${jobId} FOR UPDATE`.execute(
-    trx,
-  );
-  return res.rows[0] ?? null;
+      trx,
+    );
+  const found = (await select()).rows[0];
+  if (found) return found;
+  const job = await sql<{ baseline_job_id: number | null }>`
+    SELECT baseline_job_id FROM jobs WHERE id = ${jobId} LOCK IN SHARE MODE`.execute(trx);
+  const baseline = job.rows[0]?.baseline_job_id;
+  if (baseline === null || baseline === undefined) return null;
+  await sql`INSERT IGNORE INTO change_runs (job_id, baseline_job_id, counts, next_seq)
+    VALUES (${jobId}, ${baseline}, ${JSON.stringify(emptyCounts())}, 1)`.execute(trx);
+  return (await select()).rows[0] ?? null;
 }
 
-interface Seen {
-  objects: number;
-  findings: number;
-}
-
-async function pageCounters(trx: Trx, jobId: number): Promise<Seen> {
-  const res = await sql<{ object_seq: number; finding_seq: number }>`
-    SELECT object_seq, finding_seq FROM jobs WHERE id = ${jobId}`.execute(trx);
-  return { objects: Number(res.rows[0]?.object_seq ?? 0), findings: Number(res.rows[0]?.finding_seq ?? 0) };
-}
-
-function seenOf(counts: unknown): Seen | null {
-  const s = (parseJson<{ seen?: Partial<Seen> }>(counts) ?? {}).seen;
-  return s && typeof s.objects === 'number' && typeof s.findings === 'number'
-    ? { objects: s.objects, findings: s.findings }
-    : null;
-}
+/** A run at its start: nothing compared yet, or put back there by a writer (./stale-run.ts). */
+const atStart = (run: RunRow) => Number(run.done) === 0 && Number(run.next_seq) === 1 && run.after_hash === null;
 
 /** One chunk, if any is left; true when the comparison is complete (or there is none to make). */
 async function stepLocked(trx: Trx, jobId: number, rules: ChangeRules, chunk: number): Promise<boolean> {
   const run = await lockRun(trx, jobId);
   if (!run || Number(run.done) === 1) return true;
-  const seen = seenOf(run.counts) ?? (await pageCounters(trx, jobId));
+  const began = performance.now();
+  const fresh = atStart(run);
+  // From the start: whatever an earlier pass wrote is compared again (a no-op range delete when
+  // nothing was).
+  if (fresh) await sql`DELETE FROM job_changes WHERE job_id = ${jobId}`.execute(trx);
   const pos: RunPosition = {
     jobId,
     baselineId: Number(run.baseline_job_id),
     afterHash: run.after_hash ? Buffer.from(run.after_hash) : null,
     nextSeq: Number(run.next_seq),
-    counts: countsOf(run.counts),
+    counts: fresh ? emptyCounts() : countsOf(run.counts),
   };
   const out = await compareChunk(trx, pos, rules, chunk);
+  const before = workOf(run.counts);
+  const work: RunWork = { ms: before.ms + (performance.now() - began), chunks: before.chunks + 1 };
   await sql`UPDATE change_runs SET after_hash = ${out.pos.afterHash}, next_seq = ${out.pos.nextSeq},
-      counts = ${JSON.stringify({ ...out.pos.counts, seen })}, done = ${out.done ? 1 : 0}
+      counts = ${JSON.stringify({ ...out.pos.counts, work })}, done = ${out.done ? 1 : 0}
     WHERE job_id = ${jobId}`.execute(trx);
   return out.done;
-}
-
-/** Back to the start: the job's outputs moved after the run began (see the header). */
-async function resetRun(trx: Trx, jobId: number): Promise<void> {
-  await sql`DELETE FROM job_changes WHERE job_id = ${jobId}`.execute(trx);
-  await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, counts = ${JSON.stringify(emptyCounts())}, done = 0
-    WHERE job_id = ${jobId}`.execute(trx);
 }
 
 /**
@@ -129,30 +141,59 @@ export async function runComparison(
   return false;
 }
 
+/** A comparison made: what the terminal transaction observes and logs. */
+export interface ComparisonDone {
+  baselineJobId: number;
+  counts: ChangeCounts;
+  /** Identities compared (objects of either job, each once). */
+  objects: number;
+  findings: number;
+  work: RunWork;
+}
+
 /**
  * In the terminal transaction (the job row locked): whatever is left of the comparison (a lookup's
- * few objects, written with its derived findings in this same transaction; or a job ended before
- * its comparison ran), then the counts on the job row.
+ * few objects, written with its derived findings in this same transaction; a job ended before its
+ * comparison ran; or a run a late result put back at its start), then the counts on the job row.
+ * With `log`: the comparison's metrics and its one log line.
  */
 export async function finishComparison(
   trx: Trx,
   jobId: number,
   rules: ChangeRules | undefined,
-  opts: { chunk?: number } = {},
-): Promise<void> {
-  if (!rules) return;
-  const run = await lockRun(trx, jobId);
-  if (!run) return; // no baseline: changes stay null
-  const seen = seenOf(run.counts);
-  if (Number(run.done) === 1 && seen) {
-    const now = await pageCounters(trx, jobId);
-    if (now.objects !== seen.objects || now.findings !== seen.findings) await resetRun(trx, jobId);
-  }
+  opts: { chunk?: number; log?: Logger } = {},
+): Promise<ComparisonDone | null> {
+  if (!rules) return null;
   while (!(await stepLocked(trx, jobId, rules, opts.chunk ?? COMPARE_CHUNK)));
-  const res = await sql<{ counts: unknown }>`SELECT counts FROM change_runs WHERE job_id = ${jobId}`.execute(trx);
+  const res = await sql<{ baseline_job_id: number; counts: unknown }>`
+    SELECT baseline_job_id, counts FROM change_runs WHERE job_id = ${jobId}`.execute(trx);
   const row = res.rows[0];
-  if (!row) return;
-  await sql`UPDATE jobs SET changes = ${JSON.stringify(countsOf(parseJson(row.counts)))} WHERE id = ${jobId}`.execute(
-    trx,
-  );
+  if (!row) return null; // no baseline: changes stay null
+  const counts = countsOf(parseJson(row.counts));
+  await sql`UPDATE jobs SET changes = ${JSON.stringify(counts)} WHERE id = ${jobId}`.execute(trx);
+  const sum = (part: Record<string, number>) => Object.values(part).reduce((a, b) => a + b, 0);
+  const done: ComparisonDone = {
+    baselineJobId: Number(row.baseline_job_id),
+    counts,
+    objects: sum(counts.objects),
+    findings: sum(counts.findings),
+    work: workOf(row.counts),
+  };
+  if (opts.log) {
+    changeComparisonSeconds.observe(done.work.ms / 1000);
+    changeComparisonObjects.observe(done.objects);
+    opts.log.info(
+      {
+        jobId,
+        baselineJobId: done.baselineJobId,
+        objects: done.objects,
+        findings: done.findings,
+        changes: counts,
+        durationMs: Math.round(done.work.ms),
+        chunks: done.work.chunks,
+      },
+      'change comparison done',
+    );
+  }
+  return done;
 }

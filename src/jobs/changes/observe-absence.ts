@@ -120,3 +120,49 @@ export function missingLaneReason(tallies: readonly TaskTally[], lanes: readonly
     ) ?? 'not_rechecked'
   );
 }
+
+/** A task of a composed check (a scan's mail task) and the outcomes of its parts, as it kept them. */
+export interface PartedTask {
+  productLane: string;
+  own: boolean;
+  status: TaskStatus;
+  reason: string | null;
+  /** Its parts' outcomes (null: none kept: a task that produced no output, or an older one). */
+  parts: ReadonlyArray<{ lane: string; status: string; reason?: string }> | null;
+}
+
+const PART_STATUSES: ReadonlySet<string> = new Set([
+  'completed',
+  'partial',
+  'unavailable',
+  'timeout',
+  'failed',
+  'skipped',
+]);
+
+/**
+ * The tally of one part of a composed task: what observes a finding that part raised (its `part`,
+ * FindingOut). The part's own outcome when the task kept one, whatever its other parts did (a
+ * scan's mail task is partial whenever DKIM selectors are probed, yet its DMARC lane may have
+ * completed); a part the task did not run observed nothing (`skipped`); a task that kept no part
+ * outcomes, or did not end completed or partial, counts as a whole.
+ */
+export function partTally(task: PartedTask, part: string): TaskTally {
+  const whole: TaskTally = {
+    productLane: task.productLane,
+    own: task.own,
+    status: task.status,
+    reason: task.reason,
+    n: 1,
+  };
+  // Nothing kept, or the task did not end completed or partial (cancelled, never run, timed out
+  // as a whole: what its parts said before it was stopped is not what it measured): as a whole.
+  if (task.parts === null || (task.status !== 'completed' && task.status !== 'partial')) return whole;
+  const p = task.parts.find((x) => x.lane === part);
+  if (!p) return { ...whole, status: 'skipped', reason: 'part_not_run' };
+  return {
+    ...whole,
+    status: (PART_STATUSES.has(p.status) ? p.status : 'skipped') as TaskStatus,
+    reason: typeof p.reason === 'string' ? p.reason : null,
+  };
+}

@@ -255,7 +255,7 @@ async function terminalTransaction(
   }
   // Whatever must exist exactly when the job is terminal is written here, one call each (the
   // change counts of §13, a monitor's event outbox row of §14), before the release.
-  await finishComparison(trx, job.id, def?.job?.changes);
+  await finishComparison(trx, job.id, def?.job?.changes, { log: ctx.log });
   // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this
   // transaction has them (the counts are written above it).
   await recordJobFinished(trx, job.id, outcome.status, monitorChangeSummary);

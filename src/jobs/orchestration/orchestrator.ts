@@ -20,6 +20,7 @@ import { parseQueueSettings, type QueueSettings } from '../../queue/queue-settin
 import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '../../queue/stream-consumer.ts';
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
+import { registerChangeMetrics } from '../../metrics.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResults } from './apply-result.ts';
@@ -209,6 +210,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
       consumers.map((c) => ({ stream: c.stream, group: groups.orchestrator })),
     );
     registerCreditMetrics(opts.metrics, ctx.db);
+    registerChangeMetrics(opts.metrics);
   }
 
   // Monitors (CONTRACT §14): the scheduler admits runs as the route would (readiness needs the

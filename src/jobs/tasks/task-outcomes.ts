@@ -29,9 +29,7 @@ export async function subjectTallies(
   baselineId: number,
   own: ReadonlyMap<number, readonly string[]>,
 ): Promise<SubjectTally[]> {
-  const ids = [...own.keys()];
-  if (ids.length === 0) return [];
-  const ownRows = [...own].flatMap(([id, keys]) => keys.map((k) => sql`SELECT ${id} AS mid, ${k} AS skey, 1 AS own`));
+  if (own.size === 0) return [];
   const res = await sql<{
     mid: number;
     product_lane: string;
@@ -41,15 +39,7 @@ export async function subjectTallies(
     n: number;
   }>`
     SELECT s.mid, t.product_lane, s.own AS own, t.status, t.reason, COUNT(DISTINCT t.id) AS n
-    FROM (
-      ${sql.join(ownRows, sql` UNION ALL `)}
-      UNION ALL
-      SELECT r.to_object_id AS mid, o.okey AS skey, 0 AS own FROM relations r JOIN objects o ON o.id = r.from_object_id
-        WHERE r.job_id = ${baselineId} AND r.to_object_id IN (${sql.join(ids)})
-      UNION ALL
-      SELECT r.from_object_id AS mid, o.okey AS skey, 0 AS own FROM relations r JOIN objects o ON o.id = r.to_object_id
-        WHERE r.job_id = ${baselineId} AND r.from_object_id IN (${sql.join(ids)})
-    ) s
+    FROM (${subjects(baselineId, own)}) s
     JOIN tasks t ON t.job_id = ${jobId} AND t.object_key_hash = ${sha256Sql(sql`s.skey`)}
     GROUP BY s.mid, t.product_lane, t.status, t.reason, s.own`.execute(trx);
   return res.rows.map((r) => ({
@@ -59,6 +49,71 @@ export async function subjectTallies(
     status: r.status,
     reason: r.reason ?? null,
     n: Number(r.n),
+  }));
+}
+
+/**
+ * The subject keys of baseline objects: their own (own = 1), and those of the objects related to
+ * them in the baseline, either direction of `relations` (own = 0).
+ */
+function subjects(baselineId: number, own: ReadonlyMap<number, readonly string[]>) {
+  const ids = [...own.keys()];
+  const ownRows = [...own].flatMap(([id, keys]) => keys.map((k) => sql`SELECT ${id} AS mid, ${k} AS skey, 1 AS own`));
+  return sql`
+      ${sql.join(ownRows, sql` UNION ALL `)}
+      UNION ALL
+      SELECT r.to_object_id AS mid, o.okey AS skey, 0 AS own FROM relations r JOIN objects o ON o.id = r.from_object_id
+        WHERE r.job_id = ${baselineId} AND r.to_object_id IN (${sql.join(ids)})
+      UNION ALL
+      SELECT r.from_object_id AS mid, o.okey AS skey, 0 AS own FROM relations r JOIN objects o ON o.id = r.to_object_id
+        WHERE r.job_id = ${baselineId} AND r.from_object_id IN (${sql.join(ids)})`;
+}
+
+/** One task of a composed check on a subject, with the statuses of its parts as it recorded them. */
+export interface SubjectPartOutcome {
+  baselineObjectId: number;
+  productLane: string;
+  own: boolean;
+  status: TaskStatus;
+  reason: string | null;
+  /** Its output's `projection.lanes` (a scan's mail task: each mail lane's outcome); null: none kept. */
+  parts: unknown;
+}
+
+/**
+ * The tasks of `productLanes` (composed checks: a scan's mail task) on the same subjects as
+ * subjectTallies, one row per (baseline object, task, own or related), each with the part statuses its output
+ * kept (at most one entry per part: a mail task's ten lanes). Only the small `projection.lanes`
+ * leaves MySQL, never the output itself.
+ */
+export async function subjectPartOutcomes(
+  trx: Trx,
+  jobId: number,
+  baselineId: number,
+  own: ReadonlyMap<number, readonly string[]>,
+  productLanes: readonly string[],
+): Promise<SubjectPartOutcome[]> {
+  if (own.size === 0 || productLanes.length === 0) return [];
+  const res = await sql<{
+    mid: number;
+    product_lane: string;
+    own: number;
+    status: TaskStatus;
+    reason: string | null;
+    parts: unknown;
+  }>`
+    SELECT DISTINCT s.mid, s.own, t.id, t.product_lane, t.status, t.reason,
+      JSON_EXTRACT(t.output, '$.projection.lanes') AS parts
+    FROM (${subjects(baselineId, own)}) s
+    JOIN tasks t ON t.job_id = ${jobId} AND t.object_key_hash = ${sha256Sql(sql`s.skey`)}
+    WHERE t.product_lane IN (${sql.join([...productLanes])})`.execute(trx);
+  return res.rows.map((r) => ({
+    baselineObjectId: Number(r.mid),
+    productLane: r.product_lane,
+    own: Number(r.own) === 1,
+    status: r.status,
+    reason: r.reason ?? null,
+    parts: r.parts ?? null,
   }));
 }
 

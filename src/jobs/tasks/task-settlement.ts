@@ -13,6 +13,7 @@ import type { Trx } from '../../db/transaction.ts';
 import { limitationCode, limitationMessage } from './task-limitations.ts';
 import { addTaskCounters, readTaskCounters, recountTaskCounters } from './task-counters.ts';
 import { CAPTURED_TASK_STATUSES, isOpenTask, OPEN_STATUSES_SQL, type LockedJob } from './task-rows.ts';
+import { invalidateComparison } from '../changes/stale-run.ts';
 
 export interface ApplicableTask {
   id: number;
@@ -81,6 +82,9 @@ export async function settleAsNotApplied(trx: Trx, job: LockedJob, taskId: numbe
   if (!row) return false;
   await sql`UPDATE tasks SET status = 'failed', reason = 'apply_failed', output = NULL, applied_at = NOW(3)
     WHERE id = ${taskId}`.execute(trx);
+  // Its outcome changed (completed → failed) with no output to write: a comparison that already
+  // read it as completed observed an absence it did not see (CONTRACT §13).
+  await invalidateComparison(trx, job.id);
   // Applied now, with no paid work: its share of the reservation goes back (task-counters.ts).
   await addTaskCounters(trx, job.id, { unapplied: -1, plannedCost: -Number(row.unit_cost) });
   const task: ApplicableTask = {

@@ -148,8 +148,8 @@ export async function runScanMailCheck(
   const { run } = mailLaneChecks(o.mail);
   const lanes = (Object.keys(mailLanes) as MailLaneName[]).filter((l) => l !== 'dkim' || task.params.dkim === true);
   const scope = scopeOf(String(task.params.scope ?? domain));
-  const outputs = (await Promise.all(lanes.map((l) => run(l, domain, ctx)))).map((o) =>
-    placeObjects(o, task.distance ?? 0, scope.inScope),
+  const outputs = (await Promise.all(lanes.map((l) => run(l, domain, ctx)))).map((o, i) =>
+    placeObjects(withPart(o, lanes[i]!), task.distance ?? 0, scope.inScope),
   );
   // The lookup's own assembly gives the cross-lane derivations (DANE × STARTTLS…) and lane statuses.
   const views: TaskOutcomeView[] = lanes.map((l, i) => ({
@@ -181,11 +181,13 @@ export async function runScanMailCheck(
     projection: {},
     objects: d.objects,
     relations: d.relations,
-    findings: d.findings,
+    findings: d.findings.map((f) => ({ ...f, part: d.lane })),
     limitations: [],
     sources: d.sources,
   }));
-  // The mail task's status is its lanes' as the lookup reports them (dane partial without a
+  // The mail task's status is its lanes' as the lookup reports them; `lanes` in its projection
+  // keeps each one's (a disappeared finding is observed by the status of the lane that raised it:
+  // its `part`, CONTRACT §13) (dane partial without a
   // certificate…); a lane the profile does not run is there as `skipped`.
   const out = composeOutputs(
     [...outputs, ...derived],
@@ -196,6 +198,14 @@ export async function runScanMailCheck(
     ...assembled.limitations.filter((l) => !out.limitations.some((x) => x.code === l.code && x.message === l.message)),
   );
   return out;
+}
+
+/**
+ * Each finding names the mail lane that raised it: with DKIM probing (deep, advanced) the task is
+ * never more than partial, yet its DMARC lane may have completed and seen a policy fixed.
+ */
+function withPart(out: CheckOutput, lane: MailLaneName): CheckOutput {
+  return { ...out, findings: out.findings.map((f) => ({ ...f, part: lane })) };
 }
 
 export async function runScanDomainCheck(
