@@ -20,6 +20,10 @@ const SHOP = `shop.${ZONE}`;
 const HOSTS = 30;
 const WEB = labHost('scan', 201);
 const REBIND_FIRST = labHost('scan', 202);
+// Addresses the guard refuses (loopback outside LAB_ALLOW, as a private range would be): were the
+// guard to regress, a connection would reach this machine, never anything beyond it.
+const OUTSIDE_1 = '127.200.0.7';
+const OUTSIDE_2 = '127.200.0.8';
 
 const soa = (origin: string) => ({
   name: '@',
@@ -51,8 +55,8 @@ const zones: Zone[] = [
       { name: '@', type: 'MX', data: { preference: 20, exchange: `mx.${ZONE}` } },
       { name: 'mx', type: 'A', data: WEB },
       { name: 'alias', type: 'CNAME', data: 'db.svc.cluster.local' },
-      { name: 'priv', type: 'A', data: '10.0.0.7' },
-      { name: 'mixed', type: 'A', data: '10.0.0.8' },
+      { name: 'priv', type: 'A', data: OUTSIDE_1 },
+      { name: 'mixed', type: 'A', data: OUTSIDE_2 },
       { name: 'mixed', type: 'A', data: WEB },
       { name: 'rebind', type: 'A', data: REBIND_FIRST },
     ],
@@ -178,8 +182,8 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
     expect(alias).toMatchObject({ status: 'unavailable', reason: 'answer_leaves_public_dns' });
 
     for (const [name, refused, allowed] of [
-      ['priv', ['10.0.0.7'], []],
-      ['mixed', ['10.0.0.8'], [WEB]],
+      ['priv', [OUTSIDE_1], []],
+      ['mixed', [OUTSIDE_2], [WEB]],
     ] as const) {
       const out = await runScanDnsCheck(
         { objectKey: `${name}.${ZONE}`, params: { target: ZONE, scope: ZONE }, distance: 1 },
@@ -190,7 +194,7 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
       expect(f.addresses, name).toEqual(allowed);
       expect(out.objects.find((o) => o.key === refused[0])?.projection, name).toMatchObject({
         outboundRefused: true,
-        range: 'private',
+        range: 'loopback',
       });
       expect(
         out.limitations.map((l) => l.code),

@@ -277,7 +277,7 @@ describe('the whole public suffix list: another owner under the same private suf
 
 describe('what resolves into space the outbound guard refuses is a fact, not a lead', () => {
   it('a name whose addresses are refused (private, loopback…) gets no web and no active task', async () => {
-    for (const refused of [['10.0.0.7'], ['10.0.0.7', '93.184.215.14']]) {
+    for (const refused of [['127.200.0.7'], ['127.200.0.7', '127.0.3.201']]) {
       const plans = await expandScan(
         input('advanced', true),
         finishedDns(`api.${TARGET}`, 1, { addresses: refused.slice(1), refusedAddresses: refused.slice(0, 1) }),
