@@ -49,11 +49,17 @@ import type { ProductRuntime as Runtime } from '../../src/products/kit/product-c
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
 /**
- * DNS answers kept per process for the checks of one job (src/dns/answer-cache.ts): a host's dns
- * task and its web task ask A and AAAA once. Bounded; answers for their TTL (at most 5 min),
- * NODATA/NXDOMAIN for a minute, indeterminate ones never.
+ * DNS answers kept per process for the checks of one job (src/dns/answer-cache.ts): the checks of
+ * a job that run in this process ask a question once (the zone's own names for every dns task of a
+ * scan, a web check's http and tls parts, its redirect hops). Bounded; answers for their TTL (at
+ * most 5 min), NODATA/NXDOMAIN for a minute, indeterminate ones never. The web lane keeps fewer:
+ * its checks ask about their own host, so what they share is held while they run (checks at once ×
+ * a check's few questions), and 20,000 answers kept for minutes held ~11 MB of lane-web's heap at
+ * the end of a 20,000-host scan for no later asker.
  */
-const ANSWER_CACHE = { maxEntries: 20_000, maxTtlS: 300, negativeTtlS: 60 };
+export function answerCacheFor(lane: LaneName): { maxEntries: number; maxTtlS: number; negativeTtlS: number } {
+  return { maxEntries: lane === 'web' ? 4096 : 20_000, maxTtlS: 300, negativeTtlS: 60 };
+}
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
 
@@ -90,7 +96,7 @@ export class LaneRunner {
   #waitingAll = 0;
   /** Entries of one job stream held waiting for their turn; at most `capacity` in all. */
   readonly readAhead: number;
-  readonly answers = new AnswerCache(ANSWER_CACHE);
+  readonly answers: AnswerCache;
   /** Checks running at once in this process; its limit follows the event-loop lag (LANE_LAG_TARGET_MS). */
   readonly gate: RunGate;
   readonly #lagLimit: LagLimit | null;
@@ -101,6 +107,7 @@ export class LaneRunner {
   constructor(o: LaneRunnerOptions) {
     this.#o = o;
     this.lane = o.lane;
+    this.answers = new AnswerCache(answerCacheFor(o.lane));
     this.consumer = o.consumer ?? consumerName(`lane-${o.lane}`);
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
