@@ -56,7 +56,9 @@
 //   idle time. Each lookup's path is printed from the database's own timestamps (job created →
 //   each task planned, claimed by a lane, done, applied → job terminal → seen by the poll).
 //   BENCH_CPU_PROF=<dir> (BENCH_CPU_PROF_ROLES=orchestrator,lane-web; default every role): each
-//   such role writes a V8 CPU profile there when it stops.
+//   such role writes a V8 CPU profile there when it stops. BENCH_LANE_POOL_THREADS sets every
+//   lane's LANE_POOL_THREADS (default: the service's 2; 0 parses inline): what the parse threads
+//   cost in RSS (docs/products/scan.md, "Memory").
 //
 //   Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a
 //   throwaway database lss_benchscan_<time>_<hex> and Redis prefix lssbench:<same>:, and removes
@@ -614,7 +616,8 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     WEB_CONCURRENCY: '1',
     SHUTDOWN_TIMEOUT_MS: '5000',
     LANE_CONCURRENCY: undefined,
-    LANE_POOL_THREADS: undefined,
+    // BENCH_LANE_POOL_THREADS: the lanes' parse threads (0 parses inline: what the pool threads cost in RSS).
+    LANE_POOL_THREADS: process.env.BENCH_LANE_POOL_THREADS,
     LANE_VISIBILITY_MS: undefined,
     // Each role runs its Procfile command, Node options (heap sizing) included. BENCH_NODE_OPTIONS
     // adds options through NODE_OPTIONS; BENCH_PROCFILE_NODE_OPTIONS=0 drops the Procfile's, e.g.
@@ -876,7 +879,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     `  processes: web (src/server.ts, WEB_CONCURRENCY=1: primary + 1 worker), orchestrator, lane-${LANES.join(', lane-')} (workers/lane.ts;`,
   );
   out.push(
-    `  LANE_CONCURRENCY ${CAPACITY}, LANE_POOL_THREADS 2); one workspace; the lab in this process; latency: ${WITH_LATENCY ? `DNS +${LATENCY.dnsMs} ms, pages +${LATENCY.pageMs} ms` : 'none'}.`,
+    `  LANE_CONCURRENCY ${CAPACITY}, LANE_POOL_THREADS ${process.env.BENCH_LANE_POOL_THREADS ?? 2}); one workspace; the lab in this process; latency: ${WITH_LATENCY ? `DNS +${LATENCY.dnsMs} ms, pages +${LATENCY.pageMs} ms` : 'none'}.`,
   );
   const nodeOptions =
     procfileRoleArgs('lane-web')
