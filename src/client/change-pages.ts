@@ -4,6 +4,7 @@
 // again until the job is terminal. The end is `nextCursor: null` on a terminal job.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LssTransportError } from './errors.ts';
+import { gatherPages } from './page-iterator.ts';
 import type { ChangeKind, ChangeMark, ChangePage } from './types.ts';
 
 export interface ChangePageOptions {
@@ -60,13 +61,7 @@ export interface CollectedChanges {
 }
 
 export async function collectChangePages(pages: AsyncIterable<ChangePage>): Promise<CollectedChanges> {
-  let last: ChangePage | undefined;
-  const items: ChangePage['items'] = [];
-  for await (const page of pages) {
-    items.push(...page.items);
-    last = page;
-  }
-  if (!last) throw new Error('no page was read');
+  const { last, items } = await gatherPages(pages);
   return {
     jobRef: last.jobRef,
     jobStatus: last.jobStatus,

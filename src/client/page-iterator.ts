@@ -73,7 +73,10 @@ export interface Collected<P extends AnyPage> {
   nextCursor: string | null;
 }
 
-export async function collectPages<P extends AnyPage>(pages: AsyncIterable<P>): Promise<Collected<P>> {
+/** Every page's items in order, and the last page read (its status and cursor speak for the whole). */
+export async function gatherPages<P extends { items: readonly unknown[] }>(
+  pages: AsyncIterable<P>,
+): Promise<{ last: P; items: P['items'][number][] }> {
   let last: P | undefined;
   const items: P['items'][number][] = [];
   for await (const page of pages) {
@@ -81,6 +84,11 @@ export async function collectPages<P extends AnyPage>(pages: AsyncIterable<P>): 
     last = page;
   }
   if (!last) throw new Error('no page was read');
+  return { last, items };
+}
+
+export async function collectPages<P extends AnyPage>(pages: AsyncIterable<P>): Promise<Collected<P>> {
+  const { last, items } = await gatherPages(pages);
   return {
     jobRef: last.jobRef,
     jobStatus: last.jobStatus,
