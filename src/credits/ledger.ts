@@ -104,6 +104,12 @@ export interface CaptureRequest {
   workspaceId: number;
   jobId: number;
   tasks: ReadonlyArray<{ taskId: number; amount: number }>;
+  /**
+   * The job row as this transaction locked it (SELECT … FOR UPDATE) and has not changed its
+   * credits since: given, the capture does not read it again (one round trip fewer under the job
+   * row lock for every batch of results, issue 32). Absent, it locks and reads the row itself.
+   */
+  lockedJob?: { publicId: string; reserved: number; captured: number; settled: boolean };
 }
 
 /**
@@ -115,16 +121,24 @@ export interface CaptureRequest {
 export async function captureTasks(trx: Transaction<Database>, c: CaptureRequest): Promise<number> {
   const wanted = c.tasks.filter((t) => t.amount > 0);
   if (wanted.length === 0) return 0;
-  const job = await sql<{
-    public_id: string;
-    credits_reserved: number;
-    credits_captured: number;
-    settled_at: Date | null;
-  }>`
+  const row = c.lockedJob
+    ? {
+        public_id: c.lockedJob.publicId,
+        credits_reserved: c.lockedJob.reserved,
+        credits_captured: c.lockedJob.captured,
+        settled_at: c.lockedJob.settled ? new Date(0) : null,
+      }
+    : (
+        await sql<{
+          public_id: string;
+          credits_reserved: number;
+          credits_captured: number;
+          settled_at: Date | null;
+        }>`
     SELECT public_id, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${c.jobId} FOR UPDATE`.execute(
-    trx,
-  );
-  const row = job.rows[0];
+          trx,
+        )
+      ).rows[0];
   if (!row || row.settled_at) return 0;
   const keyOf = (taskId: number) => `cap:${row.public_id}:${taskId}`;
   const known = await sql<{ dedupe_key: string }>`

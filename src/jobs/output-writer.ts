@@ -20,7 +20,7 @@ import {
 } from '../contract/tasks.ts';
 import type { LaneStatus, SourceRef } from '../contract/lanes.ts';
 import { applyFolds } from './object-folds.ts';
-import { takeSeq } from './page-seq.ts';
+import { objectRoom, takeSeq } from './page-seq.ts';
 import { invalidateComparison } from './changes/stale-run.ts';
 
 /** Where an output comes from: the job, the product lane it belongs to, and its default distance. */
@@ -174,10 +174,8 @@ async function writeRun(trx: Trx, items: readonly OutputItem[]): Promise<void> {
       evidence: parseJson<Evidence>(r.evidence) ?? [],
       dirty: false,
     });
-  const capRow = await sql<{ object_seq: number; object_cap: number | null }>`
-    SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
-  const cap = capRow.rows[0]?.object_cap ?? null;
-  let room = cap === null ? Number.POSITIVE_INFINITY : Math.max(0, Number(cap) - Number(capRow.rows[0]!.object_seq));
+  const { objectSeq, objectCap: cap } = await objectRoom(trx, jobId);
+  let room = cap === null ? Number.POSITIVE_INFINITY : Math.max(0, cap - objectSeq);
   let capDropped = 0;
   const created: KnownObject[] = [];
 
@@ -424,13 +422,9 @@ async function withinCap(
   fresh: Array<[string, PlannedObject]>,
 ): Promise<Array<[string, PlannedObject]>> {
   if (fresh.length === 0) return fresh;
-  const res = await sql<{
-    object_seq: number;
-    object_cap: number | null;
-  }>`SELECT object_seq, object_cap FROM jobs WHERE id = ${jobId}`.execute(trx);
-  const cap = res.rows[0]?.object_cap;
-  if (cap === null || cap === undefined) return fresh;
-  const room = Math.max(0, Number(cap) - Number(res.rows[0]!.object_seq));
+  const { objectSeq, objectCap: cap } = await objectRoom(trx, jobId);
+  if (cap === null) return fresh;
+  const room = Math.max(0, cap - objectSeq);
   if (fresh.length <= room) return fresh;
   const rank = (p: PlannedObject) => (p.checked ? 0 : p.own ? 1 : 2);
   const kept = [...fresh].sort((a, b) => rank(a[1]) - rank(b[1])).slice(0, room);

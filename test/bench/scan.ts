@@ -68,7 +68,7 @@
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -160,6 +160,43 @@ function readStatus(pid: number): ProcStatus | null {
   } catch {
     return null; // gone
   }
+}
+
+// CPU time (user + system, seconds) of a process and its descendants (the web role's workers,
+// lane pool threads are threads of their process): read at the POST and when the job is terminal,
+// the scan's CPU per process, a figure far steadier than the wall on a shared 2-core machine.
+const CLK_TCK = 100; // USER_HZ on Linux
+function cpuSeconds(pid: number): number {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
+  let ticks = 0;
+  for (const p of tree) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      // Fields after the command (which may hold spaces) start after its closing parenthesis.
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // gone
+    }
+  }
+  return ticks / CLK_TCK;
+}
+
+/** The machine's MariaDB and Redis servers (by process name), whose CPU the scan also spends. */
+function serverPids(): Array<{ label: string; pid: number }> {
+  const out: Array<{ label: string; pid: number }> = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const comm = readFileSync(`/proc/${d}/comm`, 'utf8').trim();
+      if (comm === 'mariadbd' || comm === 'mysqld') out.push({ label: `MariaDB (${comm} ${d})`, pid: Number(d) });
+      else if (comm === 'redis-server') out.push({ label: `Redis (redis-server ${d})`, pid: Number(d) });
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 interface ProcRow {
@@ -381,6 +418,8 @@ interface SizeResult extends Run {
   limitations: Array<{ code: string; occurrences: number }>;
   ledger: JobView['ledger'];
   rows: ProcRow[];
+  /** CPU seconds from the POST to the job terminal, per process (the bench's own: the lab and the bench). */
+  cpu: Array<{ label: string; s: number }>;
   labRss: { idleKb: number; peakKb: number };
   heaps: Array<{ role: string; idle: Heap | null; end: Heap | null; rssEndKb: number | null }>;
   logs: Array<{ name: string; errors: number; warns: number; other: number; samples: string[]; exit: number | null }>;
@@ -697,6 +736,12 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
 
     const zone = genZoneName(n);
     log(`${label}: POST /v2/scans deep ${zone} (fanout ${genFanout(n)}), maxCredits ${credits}`);
+    const cpuOf = [
+      ...started.map((st) => ({ label: st.role, pid: st.proc.child.pid! })),
+      ...serverPids(),
+      { label: 'this process (the lab, the bench)', pid: process.pid },
+    ];
+    const cpuAtPost = cpuOf.map((c) => (c.pid === process.pid ? process.cpuUsage() : cpuSeconds(c.pid)));
     let t0 = performance.now();
     let jobRef: string;
     let fair: Fairness | null = null;
@@ -748,6 +793,14 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       }
       await sleep(POLL_MS);
     }
+    const cpu = cpuOf.map((c, i) => {
+      const before = cpuAtPost[i]!;
+      const sNow =
+        typeof before === 'number'
+          ? cpuSeconds(c.pid) - before
+          : ((u) => (u.user + u.system) / 1e6)(process.cpuUsage(before));
+      return { label: c.label, s: sNow };
+    });
     if (fair) wallS = fair.wallsS[0]!;
     log(`${label}: ${view.status} after ${fmt(wallS, 1)} s; paging the results`);
 
@@ -840,6 +893,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       limitations: view.coverage.limitations.map((l) => ({ code: l.code, occurrences: occurrences(l.message) })),
       ledger: view.ledger,
       rows: [...sampler.rows.values()],
+      cpu,
       labRss: self,
       heaps: started.map((st) => ({
         role: st.role,
@@ -1049,6 +1103,39 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
       out.push(
         `    orchestrator: ${b.tasks.count} result batches, ${fmt(b.tasks.sumS / b.tasks.count, 1)} tasks each on average, ${fmt((b.seconds.sumS / b.seconds.count) * 1000, 0)} ms each, ${fmt(b.seconds.sumS, 1)} s under job row locks in all`,
       );
+  }
+
+  out.push('');
+  out.push(
+    "CPU seconds from the POST to the job terminal, per process (user + system; MariaDB and Redis are the machine's, shared with anything else running)",
+  );
+  {
+    const labels = [...new Set(results.flatMap((r) => r.cpu.map((c) => c.label.replace(/ \(\S+ \d+\)$/, ''))))];
+    const cell = (r: SizeResult, label: string) => {
+      const c = r.cpu.find((x) => x.label.replace(/ \(\S+ \d+\)$/, '') === label);
+      return c ? fmt(c.s, 2) : '—';
+    };
+    out.push(
+      ...table(
+        ['process', ...results.map((r) => r.label)],
+        [
+          ...labels.map((l) => [l, ...results.map((r) => cell(r, l))]),
+          [
+            'all of these',
+            ...results.map((r) =>
+              fmt(
+                r.cpu.reduce((a, c) => a + c.s, 0),
+                2,
+              ),
+            ),
+          ],
+          [
+            'per 1,000 tasks run',
+            ...results.map((r) => fmt((r.cpu.reduce((a, c) => a + c.s, 0) * 1000) / Math.max(1, r.ran), 2)),
+          ],
+        ],
+      ),
+    );
   }
 
   out.push('');

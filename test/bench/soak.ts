@@ -58,7 +58,7 @@
 // stays on 127.0.0.0/8.
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -289,6 +289,85 @@ function treeRssKb(pid: number): number {
   const tree = [pid];
   for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
   return tree.reduce((s, p) => s + rssKb(p), 0);
+}
+
+// The memory of a role's processes by kind (smaps_rollup), and the web role's V8 figures (its
+// primary aggregates its workers' default metrics: sums over the workers).
+function smapsKb(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const line of readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').split('\n')) {
+      const m = /^(Rss|Anonymous|Pss_Anon|Pss_File|Shared_Clean|Private_Clean|Private_Dirty):\s+(\d+) kB/.exec(line);
+      if (m) out[m[1]!] = Number(m[2]);
+    }
+  } catch {
+    // the process ended between the listing and the read
+  }
+  return out;
+}
+
+function threadCount(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    return 0;
+  }
+}
+
+// The anonymous mappings holding more than 2 MB: a malloc arena, a thread's stack and V8's pages
+// each have their own, so a step in RSS can be placed.
+function bigAnonMaps(pid: number): Array<[string, number, number]> {
+  const out: Array<[string, number, number]> = [];
+  try {
+    let range = '';
+    let anon = false;
+    let size = 0;
+    for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+      const head = /^([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+      if (head) {
+        range = head[1]!;
+        anon = head[2] === '0' && (head[3] === '' || head[3] === '[heap]');
+        continue;
+      }
+      const m = /^(Size|Rss):\s+(\d+) kB/.exec(line);
+      if (!m || !anon) continue;
+      if (m[1] === 'Size') size = Number(m[2]);
+      else {
+        const rss = Number(m[2]);
+        if (rss > 2048) out.push([range, size, rss]);
+        // and the rest by mapping size, summed: [`<=256`, kB in mappings of at most 256 kB, count]
+        const bucket = size <= 256 ? '<=256k' : size <= 2048 ? '<=2m' : size <= 65536 ? '<=64m' : '>64m';
+        const b = out.find((x) => x[0] === bucket);
+        if (b) {
+          b[1] += 1;
+          b[2] += rss;
+        } else out.push([bucket, 1, rss]);
+      }
+    }
+  } catch {
+    // ended meanwhile
+  }
+  return out;
+}
+
+async function webMemory(pid: number, metricsPort: number): Promise<Record<string, unknown>> {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
+  const procs = tree.map((p) => ({ pid: p, threads: threadCount(p), ...smapsKb(p), anonMaps: bigAnonMaps(p) }));
+  const v8: Record<string, number> = {};
+  try {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(2000) });
+    for (const line of (await res.text()).split('\n')) {
+      const m =
+        /^(nodejs_heap_size_used_bytes|nodejs_heap_size_total_bytes|nodejs_external_memory_bytes|process_resident_memory_bytes|nodejs_heap_space_size_(?:used|total)_bytes\{space="(?:old|code|large_object|new)"\}) ([0-9.e+]+)$/.exec(
+          line,
+        );
+      if (m) v8[m[1]!] = Math.round(Number(m[2]) / 1024);
+    }
+  } catch {
+    // the metrics port did not answer in time: the smaps figures stand alone
+  }
+  return { procs, v8Kb: v8 };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -658,6 +737,19 @@ async function main(): Promise<number> {
         if (p?.running()) rss.push({ t, role, kb: treeRssKb(p.child.pid!) });
       }
     }, 1000);
+    // BENCH_SOAK_MEMORY_TRACE=<file>: every 5 s, the web role's memory by kind (each process's
+    // anonymous and file-backed RSS, and its workers' V8 heap and external memory from /metrics),
+    // as JSON lines: what an RSS step after a fault is made of.
+    const traceFile = process.env.BENCH_SOAK_MEMORY_TRACE;
+    const traceTimer = traceFile
+      ? setInterval(() => {
+          const p = procs.get('web');
+          if (!p?.running()) return;
+          void webMemory(p.child.pid!, webMetricsPort).then((m) =>
+            appendFileSync(traceFile, `${JSON.stringify({ t: now(), ...m })}\n`),
+          );
+        }, 5000)
+      : undefined;
 
     // ---- faults
     const faults: Fault[] = [];
@@ -787,6 +879,7 @@ async function main(): Promise<number> {
     await loadLoop;
     await faultLoop;
     clearInterval(rssTimer);
+    if (traceTimer) clearInterval(traceTimer);
     log(`load stopped; draining (at most ${DRAIN_S} s) for ${jobs.filter((j) => !j.terminal).length} open jobs`);
     const drainEnd = Date.now() + DRAIN_S * 1000;
     while (Date.now() < drainEnd && jobs.some((j) => !j.terminal)) await sleep(500);

@@ -30,6 +30,7 @@ import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import type { AsyncProduct } from '../../products/kit/product-contract.ts';
 import { countsOf, emptyCounts, type ChangeCounts } from './change-summary.ts';
 import { compareChunk, type RunPosition } from './compare-chunk.ts';
+import { noteChangeRun } from '../locked-job-row.ts';
 
 /** Objects read from each job per chunk. */
 export const COMPARE_CHUNK = 500;
@@ -66,13 +67,18 @@ async function lockRun(trx: Trx, jobId: number): Promise<RunRow | null> {
       trx,
     );
   const found = (await select()).rows[0];
-  if (found) return found;
+  if (found) {
+    noteChangeRun(trx, jobId);
+    return found;
+  }
   const job = await sql<{ baseline_job_id: number | null }>`
     SELECT baseline_job_id FROM jobs WHERE id = ${jobId} LOCK IN SHARE MODE`.execute(trx);
   const baseline = job.rows[0]?.baseline_job_id;
   if (baseline === null || baseline === undefined) return null;
   await sql`INSERT IGNORE INTO change_runs (job_id, baseline_job_id, counts, next_seq)
     VALUES (${jobId}, ${baseline}, ${JSON.stringify(emptyCounts())}, 1)`.execute(trx);
+  // A writer of the job's outputs later in this transaction must put the run back at its start.
+  noteChangeRun(trx, jobId);
   return (await select()).rows[0] ?? null;
 }
 

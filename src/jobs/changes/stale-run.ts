@@ -11,8 +11,12 @@
 // which matches nothing unless the job has a run that already compared something.
 import { sql } from 'kysely';
 import type { Trx } from '../../db/transaction.ts';
+import { mayHaveChangeRun } from '../locked-job-row.ts';
 
 export async function invalidateComparison(trx: Trx, jobId: number): Promise<void> {
+  // Nothing to reset when this transaction's job lock found no run (none can begin meanwhile):
+  // a running job's batches of results skip the statement (../locked-job-row.ts).
+  if (!mayHaveChangeRun(trx, jobId)) return;
   await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, done = 0
     WHERE job_id = ${jobId} AND (done = 1 OR next_seq > 1 OR after_hash IS NOT NULL)`.execute(trx);
 }

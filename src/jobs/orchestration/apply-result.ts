@@ -45,7 +45,7 @@ export async function applyTaskResults(
     const job = await lockJob(trx, jobId);
     if (!job || isTerminal(job.status)) return { next: [] };
     const rows = await lockTasksForApply(trx, job.id, ids);
-    const { settled: applied, capture } = await settleAndWrite(trx, job, rows);
+    const { settled: applied, capture } = await settleAndWrite(trx, job, rows, { rowsLocked: true });
     if (applied.length === 0) return { next: [] };
     if (job.status === 'queued') {
       await captureTasks(trx, capture);

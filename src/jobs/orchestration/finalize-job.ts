@@ -184,7 +184,9 @@ async function settleChunkOneByOne(
       const settled = await inTransaction(ctx.db, async (trx) => {
         const job = await lockJob(trx, jobId);
         if (!job || isTerminal(job.status)) return false;
-        const { capture } = await settleAndWrite(trx, job, await lockTasksForApply(trx, job.id, [id]));
+        const { capture } = await settleAndWrite(trx, job, await lockTasksForApply(trx, job.id, [id]), {
+          rowsLocked: true,
+        });
         await captureTasks(trx, capture);
         return true;
       });

@@ -20,14 +20,16 @@ export interface SettleableTask extends ApplicableTask {
 
 /**
  * Caller holds the job row lock. Returns the tasks settled now (repeats excluded), in order, and
- * what to capture for them (captureTasks, last before the commit).
+ * what to capture for them (captureTasks, last before the commit). `rowsLocked`: the caller read
+ * the tasks' rows FOR UPDATE in this transaction (settleTasks).
  */
 export async function settleAndWrite<T extends SettleableTask>(
   trx: Trx,
   job: LockedJob,
   tasks: readonly T[],
+  opts: { rowsLocked?: boolean } = {},
 ): Promise<{ settled: T[]; capture: CaptureRequest }> {
-  const { settled, capture } = await settleTasks(trx, job, tasks);
+  const { settled, capture } = await settleTasks(trx, job, tasks, opts);
   await writeOutputs(
     trx,
     settled.flatMap((t) =>

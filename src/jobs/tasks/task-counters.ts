@@ -18,23 +18,17 @@
 import { sql } from 'kysely';
 import type { Trx } from '../../db/transaction.ts';
 import { BUDGETED_STATUSES_SQL, OPEN_STATUSES_SQL } from './task-rows.ts';
+import { forgetTaskCounters, keptTaskCounters, taskCountersOf, type TaskCounters } from '../locked-job-row.ts';
 
-export interface TaskCounters {
-  plannedCost: number;
-  unapplied: number;
-  budgetStopped: boolean;
-}
+export type { TaskCounters };
 
 /** Caller holds the job row lock. */
 export async function readTaskCounters(trx: Trx, jobId: number): Promise<TaskCounters> {
+  const kept = keptTaskCounters(trx, jobId);
+  if (kept) return { ...kept };
   const res = await sql<{ tasks_planned_cost: number; tasks_unapplied: number; budget_stopped: number }>`
     SELECT tasks_planned_cost, tasks_unapplied, budget_stopped FROM jobs WHERE id = ${jobId}`.execute(trx);
-  const r = res.rows[0];
-  return {
-    plannedCost: Number(r?.tasks_planned_cost ?? 0),
-    unapplied: Number(r?.tasks_unapplied ?? 0),
-    budgetStopped: Number(r?.budget_stopped ?? 0) === 1,
-  };
+  return taskCountersOf(res.rows[0] ?? {});
 }
 
 /** Caller holds the job row lock. Adds to the counters (negative: takes away). */
@@ -49,6 +43,12 @@ export async function addTaskCounters(
   await sql`UPDATE jobs SET tasks_planned_cost = tasks_planned_cost + ${cost},
       tasks_unapplied = tasks_unapplied + ${n}, budget_stopped = GREATEST(budget_stopped, ${d.budgetStopped ? 1 : 0})
     WHERE id = ${jobId}`.execute(trx);
+  const kept = keptTaskCounters(trx, jobId);
+  if (kept) {
+    kept.plannedCost += cost;
+    kept.unapplied += n;
+    kept.budgetStopped ||= d.budgetStopped === true;
+  }
 }
 
 /**
@@ -64,4 +64,5 @@ export async function recountTaskCounters(trx: Trx, jobId: number): Promise<void
         AND (t.applied_at IS NULL OR t.status IN (${OPEN_STATUSES_SQL}))),
       budget_stopped = EXISTS (SELECT 1 FROM tasks t WHERE t.job_id = j.id AND t.status = 'budget_exhausted')
     WHERE j.id = ${jobId}`.execute(trx);
+  forgetTaskCounters(trx, jobId); // read again when next asked
 }

@@ -4,6 +4,7 @@ import type { JobStatus, TaskStatus } from '../../db/schema.ts';
 import type { CheckOutput, TaskOutcomeView, TaskPlan } from '../../contract/tasks.ts';
 import { isLaneName } from '../../queue/streams.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
+import { rememberLockedRow } from '../locked-job-row.ts';
 
 /** Work not finished: running, queued, or held until its gate finishes. */
 export const OPEN_TASK_STATUSES: readonly TaskStatus[] = ['pending', 'running', 'waiting'];
@@ -123,15 +124,23 @@ export interface LockedJob {
   request_id: string;
   credits_reserved: number;
   credits_captured: number;
+  /** The job's public id (capture dedupe keys are made of it: credits/ledger.ts). */
+  public_id: string;
+  /** Its remainder was released (the terminal transition's ledger step ran). */
+  settled: boolean;
 }
 
 /** Every transaction that touches a job's rows starts here: the job row lock orders them. */
 export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null> {
   const res = await sql<Record<string, unknown>>`
-    SELECT id, workspace_id, product, status, input, request_id, credits_reserved, credits_captured
+    SELECT id, public_id, workspace_id, product, status, input, request_id, credits_reserved, credits_captured, settled_at,
+      tasks_planned_cost, tasks_unapplied, budget_stopped, object_seq, finding_seq, object_cap,
+      EXISTS (SELECT 1 FROM change_runs c WHERE c.job_id = jobs.id) AS change_run
     FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
   const r = res.rows[0];
   if (!r) return null;
+  // The task counters and page positions come with the lock: this transaction does not ask again.
+  rememberLockedRow(trx, jobId, r);
   return {
     id: Number(r.id),
     workspace_id: Number(r.workspace_id),
@@ -141,5 +150,7 @@ export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null
     request_id: String(r.request_id),
     credits_reserved: Number(r.credits_reserved),
     credits_captured: Number(r.credits_captured),
+    public_id: String(r.public_id),
+    settled: r.settled_at !== null && r.settled_at !== undefined,
   };
 }

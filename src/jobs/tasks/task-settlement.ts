@@ -37,14 +37,34 @@ export async function settleTasks<T extends ApplicableTask>(
   trx: Trx,
   job: LockedJob,
   tasks: readonly T[],
+  opts: { rowsLocked?: boolean } = {},
 ): Promise<{ settled: T[]; capture: CaptureRequest }> {
-  const none = { workspaceId: job.workspace_id, jobId: job.id, tasks: [] };
+  const none = {
+    workspaceId: job.workspace_id,
+    jobId: job.id,
+    tasks: [],
+    // The capture is the transaction's only writer of the job's credits, and comes last.
+    lockedJob: {
+      publicId: job.public_id,
+      reserved: job.credits_reserved,
+      captured: job.credits_captured,
+      settled: job.settled,
+    },
+  };
   const candidates = tasks.filter((t) => !t.applied_at && !isOpenTask(t.status));
   if (candidates.length === 0) return { settled: [], capture: none };
   const ids = [...new Set(candidates.map((t) => t.id))];
-  const res = await sql<{ id: number }>`SELECT id FROM tasks WHERE id IN (${sql.join(ids)})
-    AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL}) FOR UPDATE`.execute(trx);
-  const eligible = new Set(res.rows.map((r) => Number(r.id)));
+  // With `rowsLocked`, the caller read these rows FOR UPDATE in this transaction (their status
+  // and applied_at are current: lockTasksForApply), so reading them again would only cost a
+  // round trip under the job row lock. Otherwise they are locked and re-read here.
+  const eligible = opts.rowsLocked
+    ? new Set(ids)
+    : new Set(
+        (
+          await sql<{ id: number }>`SELECT id FROM tasks WHERE id IN (${sql.join(ids)})
+    AND applied_at IS NULL AND status NOT IN (${OPEN_STATUSES_SQL}) FOR UPDATE`.execute(trx)
+        ).rows.map((r) => Number(r.id)),
+      );
   const settled: T[] = [];
   for (const t of candidates) {
     if (!eligible.delete(t.id)) continue; // applied already, or a duplicate in this batch
