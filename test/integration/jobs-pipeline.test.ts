@@ -1435,6 +1435,56 @@ describe('batched application', () => {
     expect(await r.redis.xlen(results)).toBe(entries.length);
   });
 
+  it('the reconciler does not re-publish a notice applied and acknowledged while it read the streams', async () => {
+    const r = await rig();
+    let raced = false;
+    let ackRace: () => Promise<void> = async () => {};
+    // The orchestrator's batch commits and acknowledges its notice between the reconciler's read of
+    // the unapplied tasks and its read of the results stream (the first stream command it sends).
+    const redis = new Proxy(r.redis, {
+      get(target, prop) {
+        if (prop === 'xinfo')
+          return async (...args: unknown[]) => {
+            if (!raced) {
+              raced = true;
+              await ackRace();
+            }
+            return (target.xinfo as (...a: unknown[]) => Promise<unknown>)(...args);
+          };
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const ctx: OrchestrationContext = {
+      db: dbh.db,
+      redis,
+      log: silent,
+      config: r.config,
+      settings: parseQueueSettings(process.env, r.settings),
+      catalog: productCatalog([r.product]),
+      checkTimeoutMs: () => 30_000,
+    };
+    const jobId = await accept(r, { tasks: [{ cost: 1 }] }, 1, { publish: false });
+    await planJob(ctx, jobId);
+    const [id] = (await planned(jobId, 1)).map((t) => Number(t.id));
+    await finishByHand([id!]);
+    const results = streams.laneResults('dns');
+    await r.redis.xgroup('CREATE', results, groups.orchestrator, '0', 'MKSTREAM');
+    const entry = await publishTaskResult(r.redis, 'dns', id!, jobId);
+    await r.redis.xreadgroup('GROUP', groups.orchestrator, 'batcher', 'COUNT', 1, 'STREAMS', results, '>');
+    ackRace = async () => {
+      await applyTaskResults(ctx, jobId, [id!]);
+      await r.redis.xack(results, groups.orchestrator, entry!);
+    };
+    await sleep(20);
+    const reconciler = new Reconciler(ctx, { unappliedAfterMs: 0 });
+    expect(await reconciler.republishUnapplied()).toBe(0);
+    expect(raced).toBe(true);
+    expect(await r.redis.xlen(results)).toBe(1); // the one notice, no duplicate
+    const [task] = await tasks(jobId);
+    expect(task!.applied_at).not.toBeNull();
+  });
+
   /** A finished task whose output MySQL refuses to write (a finding's confidence longer than its column). */
   const poison = (id: number) => {
     const out = okOutput('poison.example.test');

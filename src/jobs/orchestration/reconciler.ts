@@ -22,6 +22,7 @@ import {
   resetRunningTask,
   stalePendingTasks,
   stillPending,
+  stillUnapplied,
   unappliedFinishedTasks,
 } from '../tasks/task-repo.ts';
 
@@ -100,6 +101,7 @@ export class Reconciler {
   async republishUnapplied(): Promise<number> {
     const rows = await unappliedFinishedTasks(this.#ctx.db, this.#ctx.catalog.ids, this.#opts.unappliedAfterMs * 1000);
     const queued = new Map<LaneName, Set<number> | null>();
+    const lost: Array<{ id: number; jobId: number; lane: LaneName }> = [];
     let n = 0;
     for (const r of rows) {
       if (!isLaneName(r.lane)) continue; // a lane this build does not know: nothing could read its notice
@@ -115,7 +117,14 @@ export class Reconciler {
       }
       const held = queued.get(r.lane);
       if (held === null || held?.has(r.id)) continue;
-      await publishTaskResult(this.#ctx.redis, r.lane, r.id, r.jobId);
+      lost.push({ id: r.id, jobId: r.jobId, lane: r.lane });
+    }
+    // Read after the streams: a notice applied and acknowledged since the first read is in no
+    // stream any more, and its task is applied now (the batch commits before it acknowledges).
+    const unapplied = await stillUnapplied(this.#ctx.db, lost.map((t) => t.id));
+    for (const t of lost) {
+      if (!unapplied.has(t.id)) continue;
+      await publishTaskResult(this.#ctx.redis, t.lane, t.id, t.jobId);
       n++;
     }
     if (n > 0) this.#ctx.log.warn({ tasks: n }, 'reconciler re-published lost result notices');

@@ -155,6 +155,18 @@ export async function unappliedFinishedTasks(
   return rows.rows.map((r) => ({ id: Number(r.id), jobId: Number(r.job_id), lane: r.lane }));
 }
 
+/**
+ * Of these finished tasks, those still unapplied now. The reconciler asks again after reading the
+ * results streams: a batch that committed and acknowledged its notices between its first read
+ * and the streams' read would otherwise look lost (a duplicate notice, and a false warning).
+ */
+export async function stillUnapplied(db: Db, taskIds: readonly number[]): Promise<Set<number>> {
+  if (taskIds.length === 0) return new Set();
+  const rows = await sql<{ id: number }>`
+    SELECT id FROM tasks WHERE id IN (${sql.join(taskIds)}) AND applied_at IS NULL`.execute(db);
+  return new Set(rows.rows.map((r) => Number(r.id)));
+}
+
 /** Running jobs started more than `olderThanUs` ago with no open and no unapplied task. */
 export async function idleRunningJobs(db: Db, products: readonly string[], olderThanUs: number): Promise<number[]> {
   const rows = await sql<{ id: number }>`
