@@ -59,6 +59,10 @@
 //   such role writes a V8 CPU profile there when it stops. BENCH_LANE_POOL_THREADS sets every
 //   lane's LANE_POOL_THREADS (default: the service's 2; 0 parses inline): what the parse threads
 //   cost in RSS (docs/products/scan.md, "Memory").
+//   CPU: each process's user + system seconds (its threads and children) from the POST to the job
+//   terminal, and the machine's MariaDB and Redis servers' and this process's (the lab and the
+//   bench): whether the two cores were the bound, and which process spent them. Steadier than the
+//   wall on a shared machine; a change's CPU per 1,000 tasks is the figure to compare.
 //
 //   Like the other benchmarks it makes MySQL and Redis available (ops/services.ts), uses a
 //   throwaway database lss_benchscan_<time>_<hex> and Redis prefix lssbench:<same>:, and removes
