@@ -121,7 +121,10 @@ export class Reconciler {
     }
     // Read after the streams: a notice applied and acknowledged since the first read is in no
     // stream any more, and its task is applied now (the batch commits before it acknowledges).
-    const unapplied = await stillUnapplied(this.#ctx.db, lost.map((t) => t.id));
+    const unapplied = await stillUnapplied(
+      this.#ctx.db,
+      lost.map((t) => t.id),
+    );
     for (const t of lost) {
       if (!unapplied.has(t.id)) continue;
       await publishTaskResult(this.#ctx.redis, t.lane, t.id, t.jobId);
