@@ -5,9 +5,10 @@
 // the job row lock write these columns, and only through those modules, so within the lock the
 // values kept here are the row's, and a batch of results reads them without asking MySQL again:
 // three round trips fewer under the lock every batch (the expansion's budget, whether the job is
-// done, and the object cap's room; issue 32). The lock read also says whether the job has a change
-// comparison run (one more: ./changes/stale-run.ts has nothing to reset while there is none). Keyed by the transaction object: a retried
-// transaction is a new one and starts with nothing kept.
+// done, and the object cap's room; issue 32). The lock read also says whether the job has a
+// change comparison run (one more: ./changes/stale-run.ts has nothing to reset while there is
+// none). Keyed by the transaction object: a retried transaction is a new one and starts with
+// nothing kept.
 import type { Trx } from '../db/transaction.ts';
 
 export interface TaskCounters {
