@@ -178,20 +178,31 @@ export async function captureTasks(trx: Transaction<Database>, c: CaptureRequest
 export async function releaseRemainder(
   trx: Transaction<Database>,
   jobId: number,
-): Promise<{ reserved: number; captured: number; released: number } | null> {
-  const res = await sql<{
-    public_id: string;
-    workspace_id: number;
-    api_key_id: number;
+  /**
+   * The job row as this transaction read it with its lock, when nothing in the transaction changed
+   * its credits since (the terminal transaction: finalize-job.ts): given, it is not read again.
+   */
+  lockedJob?: {
+    publicId: string;
+    workspaceId: number;
+    apiKeyId: number;
     month: string;
-    credits_reserved: number;
-    credits_captured: number;
-    settled_at: Date | null;
-  }>`
-    SELECT public_id, workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(
-    trx,
-  );
-  const job = res.rows[0];
+    reserved: number;
+    captured: number;
+    settled: boolean;
+  },
+): Promise<{ reserved: number; captured: number; released: number } | null> {
+  const job = lockedJob
+    ? {
+        public_id: lockedJob.publicId,
+        workspace_id: lockedJob.workspaceId,
+        api_key_id: lockedJob.apiKeyId,
+        month: lockedJob.month,
+        credits_reserved: lockedJob.reserved,
+        credits_captured: lockedJob.captured,
+        settled_at: lockedJob.settled ? new Date(0) : null,
+      }
+    : await lockForRelease(trx, jobId);
   if (!job || job.settled_at) return null;
   const reserved = Number(job.credits_reserved);
   const captured = Number(job.credits_captured);
@@ -212,6 +223,23 @@ export async function releaseRemainder(
     // An existing release entry means the balance was already settled: settle the job row too.
   }
   return { reserved, captured, released };
+}
+
+/** The job row's credit columns, locked (the job row first in the lock order). */
+async function lockForRelease(trx: Transaction<Database>, jobId: number) {
+  const res = await sql<{
+    public_id: string;
+    workspace_id: number;
+    api_key_id: number;
+    month: string;
+    credits_reserved: number;
+    credits_captured: number;
+    settled_at: Date | null;
+  }>`
+    SELECT public_id, workspace_id, api_key_id, month, credits_reserved, credits_captured, settled_at FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(
+    trx,
+  );
+  return res.rows[0];
 }
 
 export interface Balance {

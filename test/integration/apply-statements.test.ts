@@ -22,6 +22,7 @@ import type { Database } from '../../src/db/schema.ts';
 import type { Trx } from '../../src/db/transaction.ts';
 import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
+import { finalizeJob } from '../../src/jobs/orchestration/finalize-job.ts';
 import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
 import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
 import { recountTaskCounters } from '../../src/jobs/tasks/task-counters.ts';
@@ -75,55 +76,71 @@ function output(key: string): CheckOutput {
   };
 }
 
+/** The orchestration context over a kysely that logs every statement into `statements`. */
+function countingContext(productId: string, statements: string[]): OrchestrationContext {
+  const counted = new Kysely<Database>({
+    dialect: new MysqlDialect({ pool: dbh.pool }),
+    log: (e) => {
+      if (e.level === 'query') statements.push(e.query.sql.replace(/\s+/g, ' ').trim());
+    },
+  });
+  return {
+    db: counted,
+    redis,
+    log: pino({ level: 'silent' }),
+    config,
+    settings: parseQueueSettings(process.env),
+    catalog: productCatalog([backlogProduct(productId)]),
+    checkTimeoutMs: () => 30_000,
+  };
+}
+
+/** A running job of `productId` with `done` completed tasks (and `running` still running); their ids. */
+async function runningJob(
+  productId: string,
+  done: number,
+  running: number,
+): Promise<{ jobId: number; completed: number[] }> {
+  const { jobId } = await acceptJob(dbh.db, {
+    principal,
+    product: productId,
+    target: { type: 'domain_name', value: 'example.test' },
+    profile: null,
+    input: {},
+    price: 40,
+    deadlineMs: 600_000,
+    requestId: `req_${randomBytes(8).toString('hex')}`,
+    claim: undefined,
+    objectCap: 10_000,
+  });
+  await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${jobId}`.execute(dbh.db);
+  for (let i = 0; i < done; i++) {
+    const key = `h${i}.example.test`;
+    await sql`INSERT INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, unit_cost, status,
+        output, finished_at) VALUES (${jobId}, ${principal.workspaceId}, ${key}, 'test.probe', 'dns', 'probe', 2,
+        'completed', ${JSON.stringify(output(key))}, NOW(3))`.execute(dbh.db);
+  }
+  for (let i = 0; i < running; i++) {
+    await sql`INSERT INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, unit_cost, status)
+      VALUES (${jobId}, ${principal.workspaceId}, ${`later${i}.example.test`}, 'test.probe', 'dns', 'probe', 2,
+        'running')`.execute(dbh.db);
+  }
+  await recountTaskCounters(dbh.db as unknown as Trx, jobId);
+  const completed = (
+    await sql<{
+      id: number;
+    }>`SELECT id FROM tasks WHERE job_id = ${jobId} AND status = 'completed' ORDER BY id`.execute(dbh.db)
+  ).rows.map((r) => Number(r.id));
+  return { jobId, completed };
+}
+
 describe('a batch of results of a running job', () => {
   it('reads the job row once and its task rows once, and writes everything it must', async () => {
     const productId = `test.statements.${randomBytes(3).toString('hex')}`;
     const statements: string[] = [];
-    const counted = new Kysely<Database>({
-      dialect: new MysqlDialect({ pool: dbh.pool }),
-      log: (e) => {
-        if (e.level === 'query') statements.push(e.query.sql.replace(/\s+/g, ' ').trim());
-      },
-    });
-    const ctx: OrchestrationContext = {
-      db: counted,
-      redis,
-      log: pino({ level: 'silent' }),
-      config,
-      settings: parseQueueSettings(process.env),
-      catalog: productCatalog([backlogProduct(productId)]),
-      checkTimeoutMs: () => 30_000,
-    };
-    const { jobId } = await acceptJob(dbh.db, {
-      principal,
-      product: productId,
-      target: { type: 'domain_name', value: 'example.test' },
-      profile: null,
-      input: {},
-      price: 40,
-      deadlineMs: 600_000,
-      requestId: `req_${randomBytes(8).toString('hex')}`,
-      claim: undefined,
-      objectCap: 10_000,
-    });
-    await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${jobId}`.execute(dbh.db);
-    const keys = Array.from({ length: 8 }, (_, i) => `h${i}.example.test`);
-    for (const key of keys) {
-      await sql`INSERT INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, unit_cost, status,
-          output, finished_at) VALUES (${jobId}, ${principal.workspaceId}, ${key}, 'test.probe', 'dns', 'probe', 2,
-          'completed', ${JSON.stringify(output(key))}, NOW(3))`.execute(dbh.db);
-    }
+    const ctx = countingContext(productId, statements);
     // One task still running: the job is not done after the batch (the usual batch of a scan).
-    await sql`INSERT INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, unit_cost, status)
-      VALUES (${jobId}, ${principal.workspaceId}, 'later.example.test', 'test.probe', 'dns', 'probe', 2, 'running')`.execute(
-      dbh.db,
-    );
-    await recountTaskCounters(dbh.db as unknown as Trx, jobId);
-    const ids = (
-      await sql<{
-        id: number;
-      }>`SELECT id FROM tasks WHERE job_id = ${jobId} AND status = 'completed' ORDER BY id`.execute(dbh.db)
-    ).rows.map((r) => Number(r.id));
+    const { jobId, completed: ids } = await runningJob(productId, 8, 1);
 
     await applyTaskResults(ctx, jobId, ids);
 
@@ -172,5 +189,97 @@ describe('a batch of results of a running job', () => {
     expect(Number(again.credits_captured)).toBe(16);
     expect(Number(again.tasks_unapplied)).toBe(1);
     expect(Number(again.object_seq)).toBe(9);
+  });
+});
+
+describe('the last batch of results of a job', () => {
+  it('finalizes the job without settling the backlog again, and settles it exactly', async () => {
+    const productId = `test.statements.${randomBytes(3).toString('hex')}`;
+    const statements: string[] = [];
+    const ctx = countingContext(productId, statements);
+    const { jobId, completed: ids } = await runningJob(productId, 8, 0);
+    const before = await dbh.db
+      .selectFrom('credit_accounts')
+      .select(['reserved'])
+      .where('workspace_id', '=', principal.workspaceId)
+      .executeTakeFirstOrThrow();
+
+    await applyTaskResults(ctx, jobId, ids);
+
+    const locks = statements.filter((s) => /^select .* from jobs where id = \? for update$/i.test(s));
+    const begins = statements.filter((s) => /^begin$|^start transaction/i.test(s));
+    const openCounts = statements.filter((s) =>
+      /^select count\(\*\).* from tasks where job_id = \? and status in/i.test(s),
+    );
+    const detail = statements.join('\n');
+    // Two transactions: the batch (which found the job done) and the terminal one (before: a third
+    // between them, step 1 of finalize-job.ts, finding again that nothing was left to settle).
+    expect(begins.length, detail).toBe(2);
+    // The job row locked once by each (before: 4, the release in credits/ledger.ts locking it
+    // again, and a fifth plain read of credits_captured).
+    expect(locks.length, detail).toBe(2);
+    expect(
+      statements.filter((s) => /^select credits_captured/i.test(s)),
+      detail,
+    ).toEqual([]);
+    // The open tasks counted once by the terminal transaction (before: 4 times over the two).
+    expect(openCounts.length, detail).toBe(1);
+    // In all, the batch and the job's end, begin and commit included (before: 44).
+    expect(statements.length, detail).toBeLessThanOrEqual(35);
+
+    // What the job's end must still be: terminal, every task captured once, the rest released once.
+    const job = await dbh.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
+    expect(job.status).toBe('completed');
+    expect(job.completed_at).not.toBeNull();
+    expect(job.settled_at).not.toBeNull();
+    expect(Number(job.credits_captured)).toBe(16);
+    expect(Number(job.credits_released)).toBe(24);
+    const entries = await sql<{
+      kind: string;
+      n: number;
+      total: number;
+    }>`SELECT kind, COUNT(*) AS n, SUM(amount) AS total
+      FROM credit_entries WHERE job_id = ${jobId} GROUP BY kind ORDER BY kind`.execute(dbh.db);
+    expect(entries.rows.map((r) => [r.kind, Number(r.n), Number(r.total)])).toEqual([
+      ['capture', 8, 16],
+      ['release', 1, 24],
+    ]);
+    const after = await dbh.db
+      .selectFrom('credit_accounts')
+      .select(['reserved'])
+      .where('workspace_id', '=', principal.workspaceId)
+      .executeTakeFirstOrThrow();
+    expect(Number(after.reserved)).toBe(Number(before.reserved) - 40);
+
+    // A redelivered last batch, and a finalize from another path (the reconciler's): no change.
+    await applyTaskResults(ctx, jobId, ids);
+    expect(await finalizeJob(ctx, jobId, 'settle')).toBeNull();
+    const again = await dbh.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
+    expect(again.status).toBe('completed');
+    expect(Number(again.credits_released)).toBe(24);
+    const release = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM credit_entries WHERE job_id = ${jobId}
+      AND kind = 'release'`.execute(dbh.db);
+    expect(Number(release.rows[0]!.n)).toBe(1);
+  });
+
+  it('still settles a result that finished after the batch found the job done', async () => {
+    // A caller says nothing is left to settle, but finished tasks are unapplied (written here
+    // directly: a result that finished after the batch looked, or a caller that was wrong): the
+    // terminal transaction sees them, and step 1 settles them after all, each captured once.
+    const productId = `test.statements.${randomBytes(3).toString('hex')}`;
+    const ctx = countingContext(productId, []);
+    const { jobId } = await runningJob(productId, 2, 0);
+    await sql`INSERT INTO tasks (job_id, workspace_id, object_key, check_name, lane, product_lane, unit_cost, status,
+        output, finished_at) VALUES (${jobId}, ${principal.workspaceId}, 'late.example.test', 'test.probe', 'dns',
+        'probe', 2, 'completed', ${JSON.stringify(output('late.example.test'))}, NOW(3))`.execute(dbh.db);
+    await recountTaskCounters(dbh.db as unknown as Trx, jobId);
+
+    expect(await finalizeJob(ctx, jobId, 'settle', { nothingToSettle: true })).toBe('completed');
+
+    const job = await dbh.db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
+    expect(Number(job.credits_captured)).toBe(6);
+    const unapplied = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
+      AND applied_at IS NULL`.execute(dbh.db);
+    expect(Number(unapplied.rows[0]!.n)).toBe(0);
   });
 });

@@ -36,6 +36,6 @@ export async function giveUpApplying(
   });
   if (!after) return false;
   ctx.log.error({ jobId, taskId, err: errInfo(err) }, 'task result could not be applied: settled without it');
-  if (after.finalize) await finalizeJob(ctx, jobId, after.finalize);
+  if (after.finalize) await finalizeJob(ctx, jobId, after.finalize, { nothingToSettle: true });
   return true;
 }

@@ -65,7 +65,8 @@ export async function applyTaskResults(
     return { next: [...released, ...expanded] };
   });
   if (after.next.length > 0) await enqueueTasks(ctx.redis, after.next);
-  if (after.finalize) await finalizeJob(ctx, jobId, after.finalize);
+  // Done: this transaction just found nothing left to settle under the lock (doneMode).
+  if (after.finalize) await finalizeJob(ctx, jobId, after.finalize, { nothingToSettle: true });
 }
 
 /**

@@ -10,7 +10,9 @@
 //      grow behind the chunks. The whole backlog in one transaction (every output in memory at
 //      once) took an orchestrator past its 128 MB heap at 1,500 tasks of 19 KB, and every retry
 //      path repeated it (issue 31). A chunk that fails is settled again one task at a time, and
-//      a result that cannot be written alone is settled without it (apply-failure.ts).
+//      a result that cannot be written alone is settled without it (apply-failure.ts). After the
+//      last batch of results, whose transaction found nothing left to settle, the first round
+//      skips this step (FinalizeOptions.nothingToSettle): the terminal transaction checks again.
 //   2. Pre-terminal steps: bounded, resumable work that needs every result settled and must be
 //      done before the job is terminal, each one call between the backlog and the terminal
 //      transaction (change detection, CONTRACT §13, compares the job with its baseline there).
@@ -45,6 +47,14 @@ import { monitorChangeSummary, recordJobFinished } from '../monitors/monitor-eve
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
   failure?: string;
+  /**
+   * The caller's transaction, under the job row lock, just found nothing left to settle: nothing
+   * open, nothing finished and unapplied (the last batch of results: apply-result.ts). Step 1's
+   * transaction would only find that again, so the first round goes straight to the terminal
+   * transaction, which checks both again under its own lock and sends a result that arrived in
+   * between back to step 1. Honoured for a `settle` only (a cancel may leave a backlog).
+   */
+  nothingToSettle?: boolean;
 }
 
 /** The terminal transaction found finished tasks left unapplied: settle them first (step 1). */
@@ -65,7 +75,8 @@ export async function finalizeJob(
 ): Promise<TerminalStatus | null> {
   for (let round = 1; ; round++) {
     // 1. The backlog, in bounded chunks.
-    if (!(await settleBacklog(ctx, jobId, mode, opts))) return null;
+    const settledAlready = round === 1 && mode === 'settle' && opts.nothingToSettle === true;
+    if (!settledAlready && !(await settleBacklog(ctx, jobId, mode, opts))) return null;
     // 2. Pre-terminal steps, one call each.
     await compareBeforeTerminal(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job);
     // 3. The terminal transaction.
@@ -84,31 +95,30 @@ function effectiveMode(job: LockedJob, mode: FinalizeMode): FinalizeMode {
 }
 
 /**
- * A settle is only due when nothing is open. A caller that decided so before taking the lock (the
- * reconciler's idle sweep) may be stale by now: refuse rather than cancel live work.
+ * Under the job row lock, before anything is settled: what is open may not stay open. A settle is
+ * only due when nothing is open; a caller that decided so before taking the lock (the reconciler's
+ * idle sweep) may be stale by now: refuse rather than cancel live work. After a cancel, a deadline
+ * or a job-level failure, what is left will not run: its tasks end here. A runner still executing
+ * one of these loses its compare-and-set and writes nothing, so no finished task can join the
+ * backlog after this. Returns false when the settle is refused. One count of the open tasks
+ * either way.
  */
-async function settleRefused(
+async function closeOpenTasks(
   trx: Trx,
   ctx: OrchestrationContext,
   job: LockedJob,
   mode: FinalizeMode,
   opts: FinalizeOptions,
 ): Promise<boolean> {
-  if (mode !== 'settle' || opts.failure || (await countOpenTasks(trx, job.id)) === 0) return false;
-  ctx.log.warn({ jobId: job.id }, 'settle refused: the job has open tasks');
-  return true;
-}
-
-/**
- * Nothing is open on a normal settle; after a cancel, a deadline or a job-level failure, what is
- * left will not run. A runner still executing one of these loses its compare-and-set and writes
- * nothing, so no finished task can join the backlog after this.
- */
-async function endOpenTasks(trx: Trx, job: LockedJob, mode: FinalizeMode): Promise<void> {
-  if ((await countOpenTasks(trx, job.id)) === 0) return;
+  if ((await countOpenTasks(trx, job.id)) === 0) return true;
+  if (mode === 'settle' && !opts.failure) {
+    ctx.log.warn({ jobId: job.id }, 'settle refused: the job has open tasks');
+    return false;
+  }
   await cancelUnfinishedTasks(trx, job.id, mode === 'deadline' ? 'deadline_exceeded' : 'job_cancelled', {
     includeRunning: true,
   });
+  return true;
 }
 
 /**
@@ -125,9 +135,7 @@ async function settleBacklog(
   const begun = await inTransaction(ctx.db, async (trx) => {
     const job = await lockJob(trx, jobId);
     if (!job || isTerminal(job.status)) return 'no' as const;
-    const effective = effectiveMode(job, mode);
-    if (await settleRefused(trx, ctx, job, effective, opts)) return 'no' as const;
-    await endOpenTasks(trx, job, effective);
+    if (!(await closeOpenTasks(trx, ctx, job, effectiveMode(job, mode), opts))) return 'no' as const;
     // Nothing finished is left unapplied (the usual case: the last batch applied it all): no chunk
     // transaction to find that out. One finishing meanwhile is caught by the terminal transaction.
     return (await hasUnappliedFinished(trx, job.id)) ? ('backlog' as const) : ('clear' as const);
@@ -218,17 +226,15 @@ async function terminalTransaction(
   const job = await lockJob(trx, jobId);
   if (!job || isTerminal(job.status)) return null;
   const effective = effectiveMode(job, mode);
-  if (await settleRefused(trx, ctx, job, effective, opts)) return null;
   // Open again since step 1: a batch applied meanwhile may have planned more (a deadline on a
   // running scan). They will not run either.
-  await endOpenTasks(trx, job, effective);
+  if (!(await closeOpenTasks(trx, ctx, job, effective, opts))) return null;
   if (await hasUnappliedFinished(trx, job.id)) return BACKLOG_LEFT;
   const def = ctx.catalog.get(job.product);
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of
   // tasks, so it is decided from their statuses and the limitations counted as they were applied.
   const assembles = Boolean(def?.job?.assemble);
   const tasks = await selectTasks(trx, job.id, { withOutput: assembles });
-  const captured = await sql<{ c: number }>`SELECT credits_captured AS c FROM jobs WHERE id = ${job.id}`.execute(trx);
   const outcome = decideOutcome({
     def,
     productId: job.product,
@@ -237,7 +243,8 @@ async function terminalTransaction(
     tasks,
     ...(assembles ? {} : { recordedLimitations: await recordedLimitations(trx, job.id) }),
     mode: effective,
-    charged: Number(captured.rows[0]?.c ?? 0),
+    // As the lock read it: nothing in this transaction captures (captures are step 1's and the batches').
+    charged: job.credits_captured,
     ...(opts.failure ? { failure: opts.failure } : {}),
   });
   const done =
@@ -261,7 +268,16 @@ async function terminalTransaction(
   // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this
   // transaction has them (the counts are written above it).
   await recordJobFinished(trx, job.id, outcome.status, monitorChangeSummary);
-  await releaseRemainder(trx, job.id);
+  // The lock read's credits are current: nothing in this transaction captured.
+  await releaseRemainder(trx, job.id, {
+    publicId: job.public_id,
+    workspaceId: job.workspace_id,
+    apiKeyId: job.api_key_id,
+    month: job.month,
+    reserved: job.credits_reserved,
+    captured: job.credits_captured,
+    settled: job.settled,
+  });
   ctx.log.info({ jobId: job.id, status: outcome.status, mode: effective }, 'job finalized');
   return outcome.status;
 }

@@ -128,12 +128,16 @@ export interface LockedJob {
   public_id: string;
   /** Its remainder was released (the terminal transition's ledger step ran). */
   settled: boolean;
+  /** The key and month its reservation counted against (the release gives them back). */
+  api_key_id: number;
+  month: string;
 }
 
 /** Every transaction that touches a job's rows starts here: the job row lock orders them. */
 export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null> {
   const res = await sql<Record<string, unknown>>`
-    SELECT id, public_id, workspace_id, product, status, input, request_id, credits_reserved, credits_captured, settled_at,
+    SELECT id, public_id, workspace_id, api_key_id, month, product, status, input, request_id, credits_reserved,
+      credits_captured, settled_at,
       tasks_planned_cost, tasks_unapplied, budget_stopped, object_seq, finding_seq, object_cap,
       EXISTS (SELECT 1 FROM change_runs c WHERE c.job_id = jobs.id) AS change_run
     FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
@@ -152,5 +156,7 @@ export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null
     credits_captured: Number(r.credits_captured),
     public_id: String(r.public_id),
     settled: r.settled_at !== null && r.settled_at !== undefined,
+    api_key_id: Number(r.api_key_id),
+    month: String(r.month),
   };
 }
