@@ -3,9 +3,16 @@
 // directly), so the product only has to be known to the orchestration catalog. The outputs are
 // large (about 19 KB of JSON each, the size a mail or web task reaches) so that holding a few
 // thousand of them at once is what an orchestrator's heap cannot afford.
+import { pino } from 'pino';
 import { z } from 'zod';
+import type { Config } from '../../src/config/config.ts';
 import type { CheckOutput } from '../../src/contract/tasks.ts';
+import type { Db } from '../../src/db/database.ts';
+import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
+import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
 import type { ProductDefinition } from '../../src/products/kit/product-contract.ts';
+import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
+import type { RedisClient } from '../../src/redis/client.ts';
 
 export function backlogProduct(id: string): ProductDefinition {
   return {
@@ -26,6 +33,24 @@ export function backlogProduct(id: string): ProductDefinition {
       plan: () => [],
       deadlineMs: 600_000,
     },
+  };
+}
+
+/** An orchestrator's context knowing only the backlog product `productId` (silent logs). */
+export function backlogContext(o: {
+  db: Db;
+  redis: RedisClient;
+  config: Config;
+  productId: string;
+}): OrchestrationContext {
+  return {
+    db: o.db,
+    redis: o.redis,
+    log: pino({ level: 'silent' }),
+    config: o.config,
+    settings: parseQueueSettings(process.env),
+    catalog: productCatalog([backlogProduct(o.productId)]),
+    checkTimeoutMs: () => 30_000,
   };
 }
 

@@ -5,15 +5,11 @@
 //
 // Environment: DATABASE_URL, BACKLOG_JOB_ID, BACKLOG_PRODUCT (the test product's id), and what
 // parseConfig needs (the test run's). The cancel op and finalize use MySQL only: no Redis here.
-import { pino } from 'pino';
 import { parseConfig } from '../../src/config/config.ts';
 import { createDb } from '../../src/db/database.ts';
 import { cancelJob } from '../../src/jobs/orchestration/cancel-job.ts';
-import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
-import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
-import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
-import { backlogProduct } from './backlog-product.ts';
+import { backlogContext } from './backlog-product.ts';
 
 const jobId = Number(process.env.BACKLOG_JOB_ID);
 const config = parseConfig({ ...process.env, LOG_LEVEL: 'silent' });
@@ -23,15 +19,12 @@ const sample = () => {
   peak = Math.max(peak, process.memoryUsage().heapUsed);
 };
 const timer = setInterval(sample, 5);
-const ctx: OrchestrationContext = {
+const ctx = backlogContext({
   db: dbh.db,
   redis: undefined as unknown as RedisClient,
-  log: pino({ level: 'silent' }),
   config,
-  settings: parseQueueSettings(process.env),
-  catalog: productCatalog([backlogProduct(String(process.env.BACKLOG_PRODUCT))]),
-  checkTimeoutMs: () => 30_000,
-};
+  productId: String(process.env.BACKLOG_PRODUCT),
+});
 await cancelJob(ctx, jobId);
 sample();
 clearInterval(timer);

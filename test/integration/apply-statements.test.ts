@@ -9,7 +9,6 @@
 // objects, relations and findings written, the counters right.
 import { randomBytes } from 'node:crypto';
 import { Kysely, MysqlDialect, sql } from 'kysely';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
@@ -24,11 +23,9 @@ import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
 import { finalizeJob } from '../../src/jobs/orchestration/finalize-job.ts';
 import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
-import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
 import { recountTaskCounters } from '../../src/jobs/tasks/task-counters.ts';
-import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
-import { backlogProduct } from '../helpers/backlog-product.ts';
+import { backlogContext } from '../helpers/backlog-product.ts';
 import { testPrefix, testRedis } from '../helpers/redis.ts';
 
 let config: Config;
@@ -84,15 +81,7 @@ function countingContext(productId: string, statements: string[]): Orchestration
       if (e.level === 'query') statements.push(e.query.sql.replace(/\s+/g, ' ').trim());
     },
   });
-  return {
-    db: counted,
-    redis,
-    log: pino({ level: 'silent' }),
-    config,
-    settings: parseQueueSettings(process.env),
-    catalog: productCatalog([backlogProduct(productId)]),
-    checkTimeoutMs: () => 30_000,
-  };
+  return backlogContext({ db: counted, redis, config, productId });
 }
 
 /** A running job of `productId` with `done` completed tasks (and `running` still running); their ids. */

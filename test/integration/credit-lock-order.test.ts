@@ -11,7 +11,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { createConnection, type Connection } from 'mysql2/promise';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Authenticator } from '../../src/auth/authenticator.ts';
 import type { Principal } from '../../src/auth/principal.ts';
@@ -23,12 +22,9 @@ import { createDb, type DbHandle } from '../../src/db/database.ts';
 import type { Trx } from '../../src/db/transaction.ts';
 import { acceptJob } from '../../src/jobs/jobs-repo.ts';
 import { applyTaskResults } from '../../src/jobs/orchestration/apply-result.ts';
-import type { OrchestrationContext } from '../../src/jobs/orchestration/context.ts';
-import { productCatalog } from '../../src/jobs/orchestration/product-catalog.ts';
 import { recountTaskCounters } from '../../src/jobs/tasks/task-counters.ts';
-import { parseQueueSettings } from '../../src/queue/queue-settings.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
-import { backlogProduct } from '../helpers/backlog-product.ts';
+import { backlogContext } from '../helpers/backlog-product.ts';
 import { expectSettledJob } from '../helpers/ledger.ts';
 import { testPrefix, testRedis } from '../helpers/redis.ts';
 
@@ -108,15 +104,7 @@ async function waitsOn(probe: Connection, holder: string): Promise<boolean> {
 describe('the workspace credit row during a batch of results', () => {
   it('is not locked before the batch commits: an admission of the same workspace does not wait behind it', async () => {
     const productId = `test.lockorder.${randomBytes(3).toString('hex')}`;
-    const ctx: OrchestrationContext = {
-      db: dbh.db,
-      redis,
-      log: pino({ level: 'silent' }),
-      config,
-      settings: parseQueueSettings(process.env),
-      catalog: productCatalog([backlogProduct(productId)]),
-      checkTimeoutMs: () => 30_000,
-    };
+    const ctx = backlogContext({ db: dbh.db, redis, config, productId });
     const admit = (price: number) =>
       acceptJob(dbh.db, {
         principal,
