@@ -1,5 +1,6 @@
 // The http lane's I/O: both chains (from http:// and from https:// on the URL's host and path),
-// then a CORS preflight on the final URL, all through the outbound guard. As the Observatory
+// and a CORS preflight on the primary chain's final URL as soon as that is known, all through the
+// outbound guard. As the Observatory
 // does, a chain whose certificate does not verify is read again without verification and marked
 // `verified: false`, so a broken certificate does not hide the headers (the tls lane reports the
 // certificate itself). Nothing here decides anything: it records what happened.
@@ -148,16 +149,35 @@ export async function collectWebEvidence(input: URL, guard: OutboundGuard, o: Co
   const explicitPort = input.port !== '';
   const httpStart = variant('http:');
   const httpsStart = variant('https:');
-  const [http, https] = await Promise.all([
+  const httpChain = Promise.resolve(
     explicitPort && input.protocol !== 'http:'
       ? notAttempted(httpStart, 'explicit_port')
       : readChain(guard, httpStart, o),
+  );
+  const httpsChain = Promise.resolve(
     explicitPort && input.protocol !== 'https:'
       ? notAttempted(httpsStart, 'explicit_port')
       : readChain(guard, httpsStart, o),
-  ]);
-  const primary = https.outcome === 'response' ? 'https' : http.outcome === 'response' ? 'http' : null;
-  const chain = primary === 'https' ? https : primary === 'http' ? http : null;
-  const pf = chain ? await preflight(guard, chain.hops.at(-1)!.url, chain.verified !== false, o) : null;
-  return { url: input.href, host: input.hostname.replace(/^\[(.*)\]$/, '$1'), http, https, primary, preflight: pf };
+  );
+  // The primary chain is https when it answered, else http. The preflight goes to its last URL and
+  // starts the moment that is known: an https answer does not wait for the http chain, which is
+  // usually the longer one (http:// → a redirect → https://), so the preflight's round trip runs
+  // beside it instead of after it (issue 32: no serial waits inside a task).
+  const primaryChain = httpsChain.then(async (https) => {
+    if (https.outcome === 'response') return { primary: 'https' as const, chain: https };
+    const http = await httpChain;
+    return http.outcome === 'response' ? { primary: 'http' as const, chain: http } : null;
+  });
+  const preflighted = primaryChain.then((p) =>
+    p ? preflight(guard, p.chain.hops.at(-1)!.url, p.chain.verified !== false, o) : null,
+  );
+  const [http, https, p, pf] = await Promise.all([httpChain, httpsChain, primaryChain, preflighted]);
+  return {
+    url: input.href,
+    host: input.hostname.replace(/^\[(.*)\]$/, '$1'),
+    http,
+    https,
+    primary: p?.primary ?? null,
+    preflight: pf,
+  };
 }
