@@ -58,18 +58,23 @@ function heldGuard(log: string[], pending: Pending[]): OutboundGuard {
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** Starts collecting the evidence of `url` with every request held: the log, the held requests, the result. */
+function collect(url: string) {
+  const log: string[] = [];
+  const pending: Pending[] = [];
+  const done = collectWebEvidence(new URL(url), heldGuard(log, pending), {
+    fetchTimeoutMs: 5000,
+    signal: new AbortController().signal,
+  });
+  return { log, pending, done };
+}
 const find = (pending: Pending[], method: string, scheme: string) =>
   pending.find((p) => p.method === method && p.url.startsWith(scheme));
 
 describe('the web check collects its evidence', () => {
   it('starts the preflight when the https chain answers, while the http chain is still out', async () => {
-    const log: string[] = [];
-    const pending: Pending[] = [];
-    const ac = new AbortController();
-    const done = collectWebEvidence(new URL('https://site.test/'), heldGuard(log, pending), {
-      fetchTimeoutMs: 5000,
-      signal: ac.signal,
-    });
+    const { log, pending, done } = collect('https://site.test/');
     await tick();
     find(pending, 'GET', 'https:')!.answer();
     await tick();
@@ -85,13 +90,7 @@ describe('the web check collects its evidence', () => {
   });
 
   it('waits for the http chain when https did not answer, and preflights the http URL', async () => {
-    const log: string[] = [];
-    const pending: Pending[] = [];
-    const ac = new AbortController();
-    const done = collectWebEvidence(new URL('http://site.test/'), heldGuard(log, pending), {
-      fetchTimeoutMs: 5000,
-      signal: ac.signal,
-    });
+    const { pending, done } = collect('http://site.test/');
     await tick();
     find(pending, 'GET', 'https:')!.fail();
     await tick();
@@ -106,13 +105,7 @@ describe('the web check collects its evidence', () => {
   });
 
   it('sends no preflight when neither chain answered', async () => {
-    const log: string[] = [];
-    const pending: Pending[] = [];
-    const ac = new AbortController();
-    const done = collectWebEvidence(new URL('https://site.test/'), heldGuard(log, pending), {
-      fetchTimeoutMs: 5000,
-      signal: ac.signal,
-    });
+    const { log, pending, done } = collect('https://site.test/');
     await tick();
     find(pending, 'GET', 'http:')!.fail();
     find(pending, 'GET', 'https:')!.fail();
