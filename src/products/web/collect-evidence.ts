@@ -1,9 +1,9 @@
 // The http lane's I/O: both chains (from http:// and from https:// on the URL's host and path),
 // and a CORS preflight on the primary chain's final URL as soon as that is known, all through the
-// outbound guard. As the Observatory
-// does, a chain whose certificate does not verify is read again without verification and marked
-// `verified: false`, so a broken certificate does not hide the headers (the tls lane reports the
-// certificate itself). Nothing here decides anything: it records what happened.
+// outbound guard. As the Observatory does, a chain whose certificate does not verify is read again
+// without verification and marked `verified: false`, so a broken certificate does not hide the
+// headers (the tls lane reports the certificate itself). Nothing here decides anything: it records
+// what happened.
 import {
   OutboundFetchError,
   OutboundRefusedError,
