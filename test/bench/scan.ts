@@ -419,7 +419,7 @@ interface SizeResult extends Run {
   objectTypes: Map<string, number>;
   inScope: number;
   findings: number;
-  limitations: Array<{ code: string; occurrences: number }>;
+  limitations: Array<{ code: string; occurrences: number; message: string }>;
   ledger: JobView['ledger'];
   rows: ProcRow[];
   /** CPU seconds from the POST to the job terminal, per process (the bench's own: the lab and the bench). */
@@ -894,7 +894,11 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       objectTypes,
       inScope,
       findings: view.progress.findings,
-      limitations: view.coverage.limitations.map((l) => ({ code: l.code, occurrences: occurrences(l.message) })),
+      limitations: view.coverage.limitations.map((l) => ({
+        code: l.code,
+        occurrences: occurrences(l.message),
+        message: l.message,
+      })),
       ledger: view.ledger,
       rows: [...sampler.rows.values()],
       cpu,
@@ -1027,6 +1031,11 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     out.push(
       `    limitations: ${r.limitations.map((l) => `${l.code}${l.occurrences > 1 ? ` ×${l.occurrences}` : ''}`).join(', ') || '—'}`,
     );
+    // A chain that failed on many hosts of the lab (which serves every page) is the bench's or the
+    // service's problem, not the zone's: its first message says how it failed.
+    for (const l of r.limitations)
+      if (/^https?_chain_(failed|timeout)$/.test(l.code) && l.occurrences >= 10)
+        out.push(`    ${l.code} ×${l.occurrences}, e.g.: ${l.message.slice(0, 240)}`);
     out.push(
       `    floor: ${r.floor.names} names in ${fmt(r.floor.dnsS, 2)} s + ${r.floor.pages} pages in ${fmt(r.floor.httpS, 2)} s${r.floor.dnsFailures + r.floor.httpFailures > 0 ? ` (${r.floor.dnsFailures} names, ${r.floor.httpFailures} pages failed)` : ''}; every host covered: ${r.covered === r.zoneNames ? 'yes' : `NO (${r.zoneNames - r.covered} missing)`}`,
     );
