@@ -22,7 +22,17 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Nod
   }
   // No restart grace unless a test asks for it: test files share the run's key prefix, and a lane
   // another file stopped a moment ago must not count as restarting here.
-  return { ...process.env, LOG_LEVEL: 'silent', AUTH_CACHE_TTL_MS: '0', LANE_RESTART_GRACE_MS: '0', ...overrides };
+  // No per-zone DNS backoff unless a test asks for it (dead-zone.test.ts): the tests' DNS timeouts
+  // are short, and on a loaded machine a few late lab answers in a row backed the lab zone off for
+  // the rest of a file (scan.test.ts failed so, issue 31's backoff being per process).
+  return {
+    ...process.env,
+    LOG_LEVEL: 'silent',
+    AUTH_CACHE_TTL_MS: '0',
+    LANE_RESTART_GRACE_MS: '0',
+    DNS_ZONE_BACKOFF_MS: '0',
+    ...overrides,
+  };
 }
 
 export interface Harness {

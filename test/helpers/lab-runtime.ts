@@ -21,6 +21,8 @@ export function runtimeFor(env: Record<string, string>, extra: Record<string, st
     RDAP_BOOTSTRAP_URL: 'off', // never IANA's real file: the lab's RDAP_BASE_URL, or the snapshot
     ...labEnv(env),
     DNS_TIMEOUT_MS: '500',
+    // As in harness.ts testEnv: a short timeout on a loaded machine must not back the lab zone off.
+    DNS_ZONE_BACKOFF_MS: '0',
     ...extra,
   });
   return createProductRuntime(config, pino({ level: 'silent' }));

@@ -17,7 +17,8 @@ let a: Tenant;
 let b: Tenant;
 
 beforeAll(async () => {
-  stack = await startServiceStack({ DNS_TIMEOUT_MS: '400' });
+  // The service's default per-zone backoff (the test harness turns it off for every other file).
+  stack = await startServiceStack({ DNS_TIMEOUT_MS: '400', DNS_ZONE_BACKOFF_MS: '10000' });
   a = await stack.tenant({ credits: 1000 });
   b = await stack.tenant({ credits: 1000 });
 });

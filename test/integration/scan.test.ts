@@ -136,14 +136,11 @@ describe('scan.recursive.v1', () => {
       ],
     });
     // SCOPE_PROOF_CACHE_SECONDS=0: a verified scope's record is asked at every use (admission, each active task).
-    // DNS_ZONE_BACKOFF_MS=0: the per-zone backoff (tested in dead-zone.test.ts) is per process, and
-    // this file's scans share one: on a loaded machine a few of the lab's answers came later than
-    // the 700 ms below, the lab zone was backed off, and a later scan of it was answered "not
-    // asked" for 10 s and found nothing (an honest partial, but not what that test is about; seen
-    // in a full run, reproduced with two busy loops beside the file).
+    // No per-zone DNS backoff (the harness's default, testEnv): this file's scans share one
+    // process, and on a loaded machine a few of the lab's answers came later than the 700 ms below,
+    // the lab zone was backed off, and a later scan of it found nothing (seen in a full run).
     h = await startHarness({
       ...labEnv(lab.env),
-      DNS_ZONE_BACKOFF_MS: '0',
       DNS_TIMEOUT_MS: '700',
       CANCEL_GRACE_MS: '1000',
       SCOPE_PROOF_CACHE_SECONDS: '0',
