@@ -26,6 +26,7 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { publishJob, streams } from '../../src/queue/streams.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import type { CheckSpec, ProductDefinition } from '../../src/products/kit/product-contract.ts';
+import type { QueueSettings } from '../../src/queue/queue-settings.ts';
 import { checkTimeoutMs } from '../../workers/lane-runner/registry.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import { hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
@@ -149,6 +150,31 @@ async function accept(letter: 'a' | 'b', n: number): Promise<number> {
   return accepted.jobId;
 }
 
+/** A lane worker (as one lane process) whose checks report as worker `w`. */
+function startWorker(w: number, withSettings: Partial<QueueSettings>): Promise<LaneWorkerHandle> {
+  const spec = fairCheck(w);
+  return startLaneWorker('dns', {
+    config,
+    log: silent,
+    db: dbh.db,
+    redis,
+    settings: withSettings,
+    blockMs: 50,
+    checks: (name) => (name === CHECK ? spec : undefined),
+  });
+}
+
+async function untilCompleted(jobIds: number[]): Promise<void> {
+  for (const jobId of jobIds)
+    await until(
+      `job ${jobId} completed`,
+      async () =>
+        (await dbh.db.selectFrom('jobs').select('status').where('id', '=', jobId).executeTakeFirstOrThrow()).status ===
+        'completed',
+      60_000,
+    );
+}
+
 const count = (w: number, letter: string) => [...running[w]!.values()].filter((l) => l === letter).length;
 const total = (letter: string) => count(0, letter) + count(1, letter);
 
@@ -173,20 +199,7 @@ beforeAll(async () => {
     checkTimeoutMs,
     timing: { relayEveryMs: 200, relayAfterMs: 2000, reconcileEveryMs: 1000, sweepEveryMs: 1000 },
   });
-  for (const w of [0, 1]) {
-    const spec = fairCheck(w);
-    workers.push(
-      await startLaneWorker('dns', {
-        config,
-        log: silent,
-        db: dbh.db,
-        redis,
-        settings,
-        blockMs: 50,
-        checks: (name) => (name === CHECK ? spec : undefined),
-      }),
-    );
-  }
+  for (const w of [0, 1]) workers.push(await startWorker(w, settings));
 });
 
 afterAll(async () => {
@@ -243,14 +256,7 @@ describe("the lane's capacity: work conserving, max-min fair between workspaces,
 
     // Let both finish.
     for (const letter of ['a', 'b']) for (let i = 0; i < 40; i++) open(`${letter}${i}`);
-    for (const jobId of [aJob, bJob])
-      await until(
-        `job ${jobId} terminal`,
-        async () =>
-          (await dbh.db.selectFrom('jobs').select('status').where('id', '=', jobId).executeTakeFirstOrThrow())
-            .status === 'completed',
-        60_000,
-      );
+    await untilCompleted([aJob, bJob]);
   }, 120_000);
 
   it('light workspaces first (LANE_HEAVY_LIMIT=2, one process): the light check starts at once; the heavy one refills only under the cap until it ends', async () => {
@@ -258,18 +264,7 @@ describe("the lane's capacity: work conserving, max-min fair between workspaces,
     // The first test opened a0… and b0…: these jobs' checks have the same keys.
     opened.clear();
     starts.length = 0;
-    const spec = fairCheck(0);
-    workers.push(
-      await startLaneWorker('dns', {
-        config,
-        log: silent,
-        db: dbh.db,
-        redis,
-        settings: { ...settings, LANE_HEAVY_LIMIT: 2 },
-        blockMs: 50,
-        checks: (name) => (name === CHECK ? spec : undefined),
-      }),
-    );
+    workers.push(await startWorker(0, { ...settings, LANE_HEAVY_LIMIT: 2 }));
     const aJob = await accept('a', 20);
     await until('a on every slot', () => count(0, 'a') === PER_PROCESS);
     // b asks for one check: it is light, and starts over the full limit without waiting for a slot.
@@ -290,13 +285,6 @@ describe("the lane's capacity: work conserving, max-min fair between workspaces,
     await until('a on every slot again', () => count(0, 'a') === PER_PROCESS);
     expect(starts.slice(startsAtCap).every((st) => st.key.startsWith('a'))).toBe(true);
     for (let i = 0; i < 20; i++) open(`a${i}`);
-    for (const jobId of [aJob, bJob])
-      await until(
-        `job ${jobId} terminal`,
-        async () =>
-          (await dbh.db.selectFrom('jobs').select('status').where('id', '=', jobId).executeTakeFirstOrThrow())
-            .status === 'completed',
-        60_000,
-      );
+    await untilCompleted([aJob, bJob]);
   }, 120_000);
 });
