@@ -24,9 +24,6 @@ export const queueSettingsSchema = z.object({
   LANE_CONCURRENCY_FLOOR: int(1, 10_000, 64).describe(
     'The fewest checks at once the lag target may bring a lane process down to (at most LANE_CONCURRENCY): enough to keep checks that wait on the network in flight',
   ),
-  LANE_HEAVY_LIMIT: int(0, 10_000, 0).describe(
-    'While a light workspace (at most 4 checks running or waiting in the process: a lookup) has a check in a lane process, the most checks the other workspaces hold there at once (0 = no such cap)',
-  ),
 });
 
 export type QueueSettings = Readonly<z.infer<typeof queueSettingsSchema>>;

@@ -6,7 +6,7 @@ import { LagLimit } from '../../workers/lane-runner/lag-limit.ts';
 
 /** A window whose loop was busy (utilization 0.8) unless told otherwise. */
 const win = (lagP99Ms: number, limited: boolean, utilization = 0.8) => ({ lagP99Ms, limited, utilization });
-import { LIGHT_CHECKS, RunGate } from '../../workers/lane-runner/run-gate.ts';
+import { RunGate } from '../../workers/lane-runner/run-gate.ts';
 
 describe('LagLimit: AIMD between the floor and LANE_CONCURRENCY', () => {
   it('starts at the ceiling, shrinks by a quarter per window over the target, never under the floor', () => {
@@ -153,106 +153,5 @@ describe('RunGate: the capacity shared max-min fairly between workspaces', () =>
     expect(await g.acquire('c', ac.signal)).toBe('aborted');
     g.release('a');
     expect(g.running).toBe(0);
-  });
-});
-
-describe('RunGate with the heavy cap (LANE_HEAVY_LIMIT): light workspaces first', () => {
-  const live = () => new AbortController().signal;
-  const flush = async () => {
-    for (let i = 0; i < 5; i++) await Promise.resolve();
-  };
-  /** `n` checks of `t` at the gate; the array counts those admitted so far. */
-  const queue = (g: RunGate, t: string, n: number, signal = live()) => {
-    const admitted: number[] = [];
-    for (let i = 0; i < n; i++) void g.acquire(t, signal).then((r) => r === 'admitted' && admitted.push(i));
-    return admitted;
-  };
-
-  it('with no light workspace the cap holds nothing back: one heavy workspace alone uses the whole capacity', async () => {
-    const g = new RunGate(32, { heavyLimit: 4 });
-    const a = queue(g, 'a', 40);
-    await flush();
-    expect([a.length, g.running, g.waiting]).toEqual([32, 32, 8]);
-    // Not over the limit either: the slots over it are for light workspaces only.
-    g.release('a');
-    await flush();
-    expect([a.length, g.running]).toEqual([33, 32]);
-  });
-
-  it('a light workspace that arrives at a full capacity starts at once; heavy ones refill only under the cap until it leaves', async () => {
-    const g = new RunGate(32, { heavyLimit: 4 });
-    const a = queue(g, 'a', 100);
-    const b = queue(g, 'b', 100);
-    await flush();
-    // b's first checks came while it was light (the limit full): they took the slots over it. They
-    // end; b is heavy now, and the limit is full: nothing starts.
-    expect([g.runningFor('a'), g.runningFor('b'), g.running]).toEqual([32, LIGHT_CHECKS, 32 + LIGHT_CHECKS]);
-    for (let i = 0; i < LIGHT_CHECKS; i++) g.release('b');
-    await flush();
-    expect([g.runningFor('b'), g.running]).toEqual([0, 32]);
-    const lookup = queue(g, 'c', 2);
-    await flush();
-    // Over the limit by the light workspace's own checks: nothing had to end first.
-    expect([lookup.length, g.running]).toEqual([2, 34]);
-    // 28 of a's checks end: none is replaced while the heavy ones hold 4 or more.
-    for (let i = 0; i < 28; i++) g.release('a');
-    await flush();
-    expect([g.runningFor('a'), g.runningFor('b'), g.running]).toEqual([4, 0, 6]);
-    // One more ends: one heavy check may start, and it is b's (max-min between the heavy ones).
-    g.release('a');
-    await flush();
-    expect([g.runningFor('a'), g.runningFor('b'), a.length + b.length]).toEqual([3, 1, 33 + LIGHT_CHECKS]);
-    // The light workspace's checks end: the heavy ones take the whole capacity again, evenly.
-    g.release('c');
-    g.release('c');
-    await flush();
-    expect([g.runningFor('a'), g.runningFor('b'), g.running]).toEqual([16, 16, 32]);
-  });
-
-  it(`a workspace with more than ${LIGHT_CHECKS} checks here is heavy: flooding does not hold the others back`, async () => {
-    const g = new RunGate(16, { heavyLimit: 2 });
-    queue(g, 'a', 50);
-    await flush();
-    queue(g, 'flood', LIGHT_CHECKS + 1);
-    await flush();
-    expect(g.isLight('flood')).toBe(false);
-    // Its first checks came while it was still light and took the slots over the limit (never more
-    // than LIGHT_CHECKS in all); the last one waits, and nothing holds a back now.
-    expect([g.runningFor('flood'), g.waitingFor('flood'), g.running]).toEqual([LIGHT_CHECKS, 1, 16 + LIGHT_CHECKS]);
-    for (let i = 0; i < 8; i++) g.release('a');
-    await flush();
-    // The freed slots are shared max-min (the flood holds its 5, a takes the rest); no cap applies.
-    expect([g.runningFor('flood'), g.runningFor('a'), g.running]).toEqual([5, 11, 16]);
-  });
-
-  it(`light workspaces together never hold more than ${LIGHT_CHECKS} slots over the limit`, async () => {
-    const g = new RunGate(8, { heavyLimit: 2 });
-    queue(g, 'a', 20);
-    await flush();
-    const lights = ['l1', 'l2', 'l3', 'l4', 'l5', 'l6'].map((t) => queue(g, t, 1));
-    await flush();
-    expect(g.running).toBe(8 + LIGHT_CHECKS);
-    expect(lights.filter((l) => l.length === 1)).toHaveLength(LIGHT_CHECKS);
-    // A heavy check ends: the slot goes to a light workspace still waiting, not back to a.
-    g.release('a');
-    await flush();
-    expect([g.runningFor('a'), lights.filter((l) => l.length === 1).length]).toEqual([7, 5]);
-  });
-
-  it('a light workspace whose wait is aborted stops holding the heavy ones back', async () => {
-    const g = new RunGate(4, { heavyLimit: 1 });
-    const a = queue(g, 'a', 10);
-    await flush();
-    queue(g, 'b', LIGHT_CHECKS); // the reserve over the limit, all in use
-    const ac = new AbortController();
-    queue(g, 'c', 1, ac.signal);
-    await flush();
-    expect([g.running, g.waitingFor('c')]).toEqual([4 + LIGHT_CHECKS, 1]);
-    ac.abort();
-    for (let i = 0; i < LIGHT_CHECKS; i++) g.release('b');
-    for (let i = 0; i < 3; i++) g.release('a');
-    await flush();
-    // No light workspace left, waiting or running: a refills to the whole limit.
-    expect([g.runningFor('c'), g.runningFor('a'), a.length]).toEqual([0, 4, 7]);
   });
 });

@@ -13,29 +13,10 @@
 // and shares its own capacity this way, so a workspace's share of the lane is its share of each
 // process, summed. No Redis round trip per check (the redis-semaphore permits this replaces polled
 // Redis per check and capped a workspace at a fixed 8 however idle the lane was).
-// Light workspaces first (issue 32, the lookup during two scans; LANE_HEAVY_LIMIT, 0 = off, the
-// default): a workspace with at most LIGHT_CHECKS checks running or waiting in the process (a
-// lookup, a monitor's run, a scan's last few) is light; the others are heavy. While a light
-// workspace has a check here, heavy workspaces together start no new check while they hold
-// `heavyLimit` or more, and light ones may start LIGHT_CHECKS checks over the limit (shared by all
-// of them). Why: max-min already gives a light workspace every slot it asks for, but each step of
-// its check (a DNS answer, a connect, a parse) then waits its turn in an event loop crowded by the
-// heavy workspaces' checks. A workspace that sends many checks at once is heavy, so no workspace
-// keeps the others throttled by flooding. Off by default: the gain measured beside two scans on 2
-// cores was small (docs/operations.md, "Light workspaces first"), and steady light traffic would
-// hold scans at the cap. With it on, each grant looks at every workspace present (a short list).
 // A check waits here without a deadline: it holds no task row and no slot while it waits; a
 // shutdown aborts the wait (the entry stays pending for another runner).
 
 export type GateEntry = 'admitted' | 'aborted';
-
-/** At most this many checks running or waiting in the process make a workspace light. */
-export const LIGHT_CHECKS = 4;
-
-export interface RunGateOptions {
-  /** While a light workspace has a check here, the most checks heavy workspaces hold (0 = no cap). */
-  heavyLimit?: number;
-}
 
 interface Waiter {
   grant(): void;
@@ -55,11 +36,8 @@ export class RunGate {
   /** Whether the limit held a check back since the last look. */
   #held = false;
 
-  readonly #heavyLimit: number;
-
-  constructor(limit: number, o: RunGateOptions = {}) {
+  constructor(limit: number) {
     this.#limit = Math.max(1, limit);
-    this.#heavyLimit = Math.max(0, o.heavyLimit ?? 0);
   }
 
   get limit(): number {
@@ -76,27 +54,6 @@ export class RunGate {
 
   runningFor(tenant: string): number {
     return this.#tenants.get(tenant) ?? 0;
-  }
-
-  /** Whether a workspace asks for little here (see the header): nothing at all counts as light. */
-  isLight(tenant: string): boolean {
-    return this.runningFor(tenant) + this.waitingFor(tenant) <= LIGHT_CHECKS;
-  }
-
-  /**
-   * With the heavy cap on and a light workspace present: the checks heavy workspaces hold now.
-   * Otherwise null (heavy workspaces are not held back).
-   */
-  #heavyRunning(): number | null {
-    if (this.#heavyLimit === 0) return null;
-    let light = false;
-    let heavy = 0;
-    for (const [tenant, n] of this.#tenants) {
-      if (this.isLight(tenant)) light = true;
-      else heavy += n;
-    }
-    if (!light) for (const tenant of this.#queues.keys()) if (this.isLight(tenant)) light = true;
-    return light ? heavy : null;
   }
 
   waitingFor(tenant: string): number {
@@ -119,14 +76,12 @@ export class RunGate {
   /** A slot for a check of `tenant`; `aborted` when `signal` ends the wait first. */
   acquire(tenant: string, signal: AbortSignal): Promise<GateEntry> {
     if (signal.aborted) return Promise.resolve('aborted');
-    // Without the heavy cap, waiters exist only while the capacity is in use, so a free slot is
-    // this check's. With it, #grant decides (a heavy check may be held back beside a light one).
-    if (this.#running < this.#limit && this.#waiting === 0 && this.#heavyLimit === 0) {
+    // Waiters exist only while the capacity is in use, so a free slot is this check's.
+    if (this.#running < this.#limit && this.#waiting === 0) {
       this.#admit(tenant);
       return Promise.resolve('admitted');
     }
-    // The lag controller's "limited": the capacity, not the heavy cap, kept it waiting.
-    if (this.#running >= this.#limit) this.#held = true;
+    this.#held = true;
     return new Promise<GateEntry>((resolve) => {
       const onAbort = () => {
         const q = this.#queues.get(tenant);
@@ -178,20 +133,11 @@ export class RunGate {
   }
 
   #grant(): void {
-    // With the heavy cap on, light workspaces also have LIGHT_CHECKS slots over the limit (shared):
-    // a lookup that arrives while the capacity is full starts at once instead of waiting for a
-    // running check to end. Bounded: only light workspaces use them.
-    const reserve = this.#heavyLimit > 0 ? LIGHT_CHECKS : 0;
-    while (this.#running < this.#limit + reserve && this.#waiting > 0) {
-      // Beside a light workspace, a heavy one is passed over once heavy ones hold their cap; and
-      // the slots over the limit are for light ones only.
-      const heavyRunning = this.#heavyRunning();
-      const heavyHeld = this.#running >= this.#limit || (heavyRunning !== null && heavyRunning >= this.#heavyLimit);
+    while (this.#running < this.#limit && this.#waiting > 0) {
       let chosen: string | undefined;
       let fewest = Number.POSITIVE_INFINITY;
       let oldest = Number.POSITIVE_INFINITY;
       for (const tenant of this.#queues.keys()) {
-        if (heavyHeld && !this.isLight(tenant)) continue;
         const n = this.runningFor(tenant);
         const at = this.#admittedAt.get(tenant) ?? -1;
         if (n < fewest || (n === fewest && at < oldest)) {
@@ -200,12 +146,11 @@ export class RunGate {
           chosen = tenant;
         }
       }
-      if (chosen === undefined) return; // only heavy workspaces wait, and they are held back
-      const q = this.#queues.get(chosen)!;
+      const q = this.#queues.get(chosen!)!;
       const waiter = q.shift()!;
-      if (q.length === 0) this.#queues.delete(chosen);
+      if (q.length === 0) this.#queues.delete(chosen!);
       this.#waiting--;
-      this.#admit(chosen);
+      this.#admit(chosen!);
       waiter.grant();
     }
   }

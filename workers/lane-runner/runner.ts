@@ -112,7 +112,7 @@ export class LaneRunner {
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
     const s = o.settings;
-    this.gate = new RunGate(s.LANE_CONCURRENCY, { heavyLimit: s.LANE_HEAVY_LIMIT });
+    this.gate = new RunGate(s.LANE_CONCURRENCY);
     this.readAhead = Math.max(4, Math.ceil(s.LANE_CONCURRENCY / 8));
     this.#lagLimit =
       s.LANE_LAG_TARGET_MS > 0
