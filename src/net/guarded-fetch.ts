@@ -24,6 +24,7 @@ import {
   type FetchPhase,
   type HopRecord,
 } from './outbound-errors.ts';
+import { noteIfLocal } from './local-failures.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { urlPort } from './passive-ports.ts';
@@ -216,6 +217,7 @@ function classify(
   deadline: AbortSignal,
   progress: Progress,
 ): OutboundRefusedError | OutboundFetchError {
+  noteIfLocal(err); // this process's shortage, not the target's fact (./local-failures.ts)
   if (err instanceof OutboundRefusedError || err instanceof OutboundFetchError) return err;
   if (callerSignal?.aborted)
     return new OutboundFetchError('aborted', 'outbound request aborted by the caller', { cause: err });

@@ -20,6 +20,7 @@ import type { Resolver } from '../dns/types.ts';
 import type { GuardedFetchOptions, GuardedResponse, SharedHops } from './guarded-fetch.ts';
 import { hostResolverOver, type HostResolver } from './host-resolver.ts';
 import { OutboundFetchError, errorText } from './outbound-errors.ts';
+import { noteIfLocal } from './local-failures.ts';
 import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { PASSIVE_PORTS } from './passive-ports.ts';
@@ -62,6 +63,7 @@ export interface TcpTarget {
 }
 
 function connectFailure(err: unknown, signal: AbortSignal | undefined, timedOut: boolean): OutboundFetchError {
+  noteIfLocal(err); // this process's shortage, not the target's fact (./local-failures.ts)
   if (err instanceof OutboundFetchError) return err;
   if (signal?.aborted) return new OutboundFetchError('aborted', 'connection aborted by the caller', { cause: err });
   if (timedOut) return new OutboundFetchError('timeout', 'connection timed out', { cause: err });

@@ -6,6 +6,8 @@
 //   - a workspace that arrives behind another's backlog takes every slot that frees until it holds
 //     its share (half of each process), then each freed slot goes to whoever holds fewer, so both
 //     keep an equal share while both have work;
+// And the runner's answer to a check that met this process's resource limits (EMFILE: noted as the
+// outbound guard notes it, src/net/local-failures.ts): nothing recorded, the task runs again.
 // Each check blocks on its own gate until the test opens it, and reports which worker runs it:
 // assertions are on states and start orders, never on durations.
 import { randomBytes } from 'node:crypto';
@@ -24,6 +26,8 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { publishJob, streams } from '../../src/queue/streams.ts';
 import type { RedisClient } from '../../src/redis/client.ts';
 import type { CheckSpec, ProductDefinition } from '../../src/products/kit/product-contract.ts';
+import { noteIfLocal } from '../../src/net/local-failures.ts';
+import type { QueueSettings } from '../../src/queue/queue-settings.ts';
 import { checkTimeoutMs } from '../../workers/lane-runner/registry.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import { hasRedis, testPrefix, testRedis } from '../helpers/redis.ts';
@@ -39,6 +43,9 @@ const opened = new Set<string>();
 const running: Array<Map<string, string>> = [new Map(), new Map()];
 /** Every start, in order: worker and task key. */
 const starts: Array<{ worker: number; key: string }> = [];
+
+/** Task key → how many more of its runs meet EMFILE (as the guard would note a connect failing so). */
+const localFailRuns = new Map<string, number>();
 
 function open(key: string): void {
   opened.add(key);
@@ -63,18 +70,26 @@ function fairCheck(worker: number): CheckSpec {
       } finally {
         running[worker]!.delete(key);
       }
-      return {
-        status: 'completed',
-        projection: {},
-        objects: [],
-        relations: [],
-        findings: [],
-        limitations: [],
-        sources: [],
-      };
+      const shortages = localFailRuns.get(key) ?? 0;
+      if (shortages > 0) {
+        localFailRuns.set(key, shortages - 1);
+        // What a port check would make of a connect that failed so: "closed", the target's fact.
+        noteIfLocal(Object.assign(new Error('connect EMFILE'), { code: 'EMFILE' }));
+        return { ...EMPTY_OUTPUT, projection: { state: 'closed' } };
+      }
+      return { ...EMPTY_OUTPUT, projection: { state: 'open' } };
     },
   };
 }
+
+const EMPTY_OUTPUT = {
+  status: 'completed' as const,
+  objects: [],
+  relations: [],
+  findings: [],
+  limitations: [],
+  sources: [],
+};
 
 const product: ProductDefinition<{ letter: string; n: number }> = {
   id: `test.fair.${randomBytes(2).toString('hex')}`,
@@ -103,6 +118,13 @@ const product: ProductDefinition<{ letter: string; n: number }> = {
       })),
     deadlineMs: 120_000,
   },
+};
+
+const settings = {
+  LANE_CONCURRENCY: PER_PROCESS,
+  LANE_LAG_TARGET_MS: 0, // a fixed capacity: the lag controller is tested on its own
+  LANE_POOL_THREADS: 0,
+  LANE_VISIBILITY_MS: 30_000,
 };
 
 let dbh: DbHandle;
@@ -140,6 +162,20 @@ async function accept(letter: 'a' | 'b', n: number): Promise<number> {
   return accepted.jobId;
 }
 
+/** A lane worker (as one lane process) whose checks report as worker `w`. */
+function startWorker(w: number, withSettings: Partial<QueueSettings>): Promise<LaneWorkerHandle> {
+  const spec = fairCheck(w);
+  return startLaneWorker('dns', {
+    config,
+    log: silent,
+    db: dbh.db,
+    redis,
+    settings: withSettings,
+    blockMs: 50,
+    checks: (name) => (name === CHECK ? spec : undefined),
+  });
+}
+
 const count = (w: number, letter: string) => [...running[w]!.values()].filter((l) => l === letter).length;
 const total = (letter: string) => count(0, letter) + count(1, letter);
 
@@ -154,12 +190,6 @@ beforeAll(async () => {
     tenants[letter] = (await new Authenticator(dbh.db, config.KEY_PEPPER, 0).verify(key.key))!;
     await grantCredits(dbh.db, tenants[letter].workspaceId, 1000, `grant:${ws.workspaceId}`);
   }
-  const settings = {
-    LANE_CONCURRENCY: PER_PROCESS,
-    LANE_LAG_TARGET_MS: 0, // a fixed capacity: the lag controller is tested on its own
-    LANE_POOL_THREADS: 0,
-    LANE_VISIBILITY_MS: 30_000,
-  };
   orchestrator = await startOrchestrator({
     config,
     log: silent,
@@ -170,20 +200,7 @@ beforeAll(async () => {
     checkTimeoutMs,
     timing: { relayEveryMs: 200, relayAfterMs: 2000, reconcileEveryMs: 1000, sweepEveryMs: 1000 },
   });
-  for (const w of [0, 1]) {
-    const spec = fairCheck(w);
-    workers.push(
-      await startLaneWorker('dns', {
-        config,
-        log: silent,
-        db: dbh.db,
-        redis,
-        settings,
-        blockMs: 50,
-        checks: (name) => (name === CHECK ? spec : undefined),
-      }),
-    );
-  }
+  for (const w of [0, 1]) workers.push(await startWorker(w, settings));
 });
 
 afterAll(async () => {
@@ -249,4 +266,37 @@ describe("the lane's capacity: work conserving, max-min fair between workspaces,
         60_000,
       );
   }, 120_000);
+});
+
+describe("a check that met this process's resource limits (EMFILE)", () => {
+  it("records nothing: the task goes back and runs again, and only a run without the shortage is its outcome; one that lasts ends dead-lettered, never as the target's fact", async () => {
+    for (const w of workers.splice(0)) await w.close();
+    // Entries given back are delivered again after 300 ms here; the third delivery is the last.
+    workers.push(await startWorker(0, { ...settings, LANE_VISIBILITY_MS: 300, LANE_MAX_DELIVERIES: 3 }));
+    opened.add('a0');
+    opened.add('b0');
+    localFailRuns.set('a0', 1); // its first run only
+    localFailRuns.set('b0', 99); // every run
+    const aJob = await accept('a', 1);
+    const bJob = await accept('b', 1);
+    const terminal = async (jobId: number) =>
+      (await dbh.db.selectFrom('jobs').select('status').where('id', '=', jobId).executeTakeFirstOrThrow()).status;
+    for (const jobId of [aJob, bJob])
+      await until(`job ${jobId} terminal`, async () =>
+        ['completed', 'partial', 'failed'].includes(await terminal(jobId)),
+      );
+    const taskOf = (jobId: number) =>
+      dbh.db
+        .selectFrom('tasks')
+        .select(['status', 'reason', 'attempts', 'output'])
+        .where('job_id', '=', jobId)
+        .executeTakeFirstOrThrow();
+    const a = await taskOf(aJob);
+    expect([a.status, a.attempts, await terminal(aJob)]).toEqual(['completed', 2, 'completed']);
+    const out = typeof a.output === 'string' ? JSON.parse(a.output) : a.output;
+    expect(out.projection).toEqual({ state: 'open' });
+    const b = await taskOf(bJob);
+    expect([b.status, b.reason, b.attempts, b.output]).toEqual(['failed', 'dead_lettered', 3, null]);
+    expect(await terminal(bJob)).not.toBe('completed');
+  }, 60_000);
 });

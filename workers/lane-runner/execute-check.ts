@@ -1,6 +1,7 @@
 // Runs one check under its timeout. The outcome is always a task status: a check that throws is
 // `failed` / internal_error (the message is logged, never stored: it may hold internals), one that
-// overruns is `timeout`. Only a shutdown interrupts without an outcome.
+// overruns is `timeout`. Only a shutdown interrupts without an outcome, and a connection that
+// failed for want of this process's resources (local_failure: the runner gives the task back).
 //
 // The check's pool tasks run under the check's signal, so its timeout (or a shutdown) also stops
 // the thread parsing for it. A pool task past its own deadline (workers/pool/parse-pool.ts) ends
@@ -18,6 +19,7 @@ import type { Limitation } from '../../src/contract/lanes.ts';
 import { PoolDeadlineExceeded } from '../pool/pool-deadline.ts';
 import { boundStoredOutput } from '../../src/products/kit/stored-output.ts';
 import { answerCutLimitation, collectAnswerCuts } from '../../src/net/special-use-resolver.ts';
+import { collectLocalFailures } from '../../src/net/local-failures.ts';
 
 /** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
 export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;
@@ -26,7 +28,9 @@ export const PARSE_DEADLINE_EXCEEDED = 'parse_deadline_exceeded';
 
 export type CheckResult =
   | { kind: 'done'; status: TaskStatus; reason: string | null; output: CheckOutput | null; durationMs: number }
-  | { kind: 'interrupted' };
+  | { kind: 'interrupted' }
+  /** A connection failed for want of this process's resources (src/net/local-failures.ts): no outcome. */
+  | { kind: 'local_failure'; codes: string[] };
 
 class CheckTimeout extends Error {}
 class Interrupted extends Error {}
@@ -60,15 +64,23 @@ export async function executeCheck(
   try {
     // DNS answers cut where they left public DNS while the check ran (its own questions and its
     // guard's host lookups): one limitation on its output (src/net/special-use-resolver.ts).
-    const { value: raw, cuts } = await Promise.race([
-      collectAnswerCuts(() =>
-        spec.run(
-          { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
-          { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+    // Connections that failed for want of this process's resources (EMFILE…) while it ran: whatever
+    // the check made of them (a chain that failed, a port that did not answer) blames the target
+    // for our shortage, so it is not its outcome (src/net/local-failures.ts).
+    const settled = await Promise.race([
+      collectLocalFailures(() =>
+        collectAnswerCuts(() =>
+          spec.run(
+            { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
+            { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+          ),
         ),
       ),
       aborted,
     ]);
+    if (settled.codes.length > 0) return { kind: 'local_failure', codes: settled.codes };
+    if (!settled.ok) throw settled.error;
+    const { value: raw, cuts } = settled.value;
     const cut = answerCutLimitation(cuts);
     if (deadline) return deadlineResult(deadline, withLimitation(normalizeOutput(raw), cut), durationMs());
     const output = withLimitation(normalizeOutput(raw), cut);

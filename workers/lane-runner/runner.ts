@@ -276,7 +276,15 @@ export class LaneRunner {
         : {}),
     };
     const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
-    if (result.kind === 'interrupted') {
+    if (result.kind === 'local_failure')
+      // Our shortage (EMFILE…), not the target's fact: nothing is recorded; the entry stays pending
+      // and is delivered again after LANE_VISIBILITY_MS, and after LANE_MAX_DELIVERIES the task fails
+      // as dead-lettered, which the job's coverage reports.
+      this.#o.log.warn(
+        { lane: this.lane, check: spec.name, taskId: task.id, attempt, codes: result.codes },
+        "check hit this process's resource limits: its outcome is not recorded, the task goes back for another attempt",
+      );
+    if (result.kind === 'interrupted' || result.kind === 'local_failure') {
       await releaseTask(this.#o.db, task.id, attempt);
       return RETAIN;
     }

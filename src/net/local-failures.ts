@@ -1,0 +1,49 @@
+// Failures of this process, not of the target. A connection that could not be opened because this
+// process ran out of file descriptors (EMFILE), the machine out of them (ENFILE) or of local ports
+// or buffers (EADDRNOTAVAIL, ENOBUFS, ENOMEM) says nothing about the target: nothing was sent to
+// it. Left to the checks, such a failure reads as the target's fact ("connection failed", an
+// https chain that failed, a port that did not answer): a finding or a limitation that blames
+// the target for our own shortage, and for an active port check, a port reported as not open
+// that we never tried. So the outbound guard notes every such failure in the work it runs in
+// (the lane's check, through an AsyncLocalStorage like the DNS answer cuts of
+// special-use-resolver.ts), and the lane does not record that check's result: the task is given
+// back for another attempt, and after LANE_MAX_DELIVERIES it fails as ours (dead_lettered), which
+// the job's coverage reports (workers/lane-runner/execute-check.ts, runner.ts).
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** errno codes that describe this machine's resources, never the peer. */
+export const LOCAL_ERRNOS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL', 'ENOBUFS', 'ENOMEM']);
+
+/** The local errno behind `err` (it, or a cause up to four deep), or null. */
+export function localErrno(err: unknown): string | null {
+  for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 5; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && LOCAL_ERRNOS.has(code)) return code;
+  }
+  return null;
+}
+
+const failuresOfTheWork = new AsyncLocalStorage<Set<string>>();
+
+/** Notes `err` in the work it happened in when it is a failure of this process; returns its code. */
+export function noteIfLocal(err: unknown): string | null {
+  const code = localErrno(err);
+  if (code) failuresOfTheWork.getStore()?.add(code);
+  return code;
+}
+
+/**
+ * Runs `work` and returns, with its outcome, the local errno codes the outbound guard met while it
+ * ran. The work's error is returned rather than thrown, so the caller sees the codes either way.
+ */
+export async function collectLocalFailures<T>(
+  work: () => Promise<T>,
+): Promise<{ ok: true; value: T; codes: string[] } | { ok: false; error: unknown; codes: string[] }> {
+  const codes = new Set<string>();
+  try {
+    const value = await failuresOfTheWork.run(codes, work);
+    return { ok: true, value, codes: [...codes] };
+  } catch (error) {
+    return { ok: false, error, codes: [...codes] };
+  }
+}
