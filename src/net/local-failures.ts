@@ -1,7 +1,8 @@
 // Failures of this process, not of the target. A connection that could not be opened because this
-// process ran out of file descriptors (EMFILE), the machine out of them (ENFILE) or of local ports
-// or buffers (EADDRNOTAVAIL, ENOBUFS, ENOMEM) says nothing about the target: nothing was sent to
-// it. Left to the checks, such a failure reads as the target's fact ("connection failed", an
+// process ran out of file descriptors (EMFILE), the machine out of them (ENFILE) or of buffers or
+// memory (ENOBUFS, ENOMEM) says nothing about the target: nothing was sent to it. EADDRNOTAVAIL is
+// left out although exhausted local ports give it: a host without working IPv6 may answer a
+// connect to a target's IPv6 address with it too, and that is a fact of the path to the target. Left to the checks, such a failure reads as the target's fact ("connection failed", an
 // https chain that failed, a port that did not answer): a finding or a limitation that blames
 // the target for our own shortage, and for an active port check, a port reported as not open
 // that we never tried. So the outbound guard notes every such failure in the work it runs in
@@ -12,7 +13,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** errno codes that describe this machine's resources, never the peer. */
-export const LOCAL_ERRNOS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EADDRNOTAVAIL', 'ENOBUFS', 'ENOMEM']);
+export const LOCAL_ERRNOS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM']);
 
 /** The local errno behind `err` (it, or a cause up to four deep), or null. */
 export function localErrno(err: unknown): string | null {

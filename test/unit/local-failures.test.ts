@@ -15,9 +15,10 @@ const errno = (code: string) => Object.assign(new Error(code), { code });
 describe('local errno codes', () => {
   it("are found on the error or a cause up to four deep; a peer's refusal or reset is not one", () => {
     expect(localErrno(errno('EMFILE'))).toBe('EMFILE');
-    const wrapped = new Error('fetch failed', { cause: new Error('connect', { cause: errno('EADDRNOTAVAIL') }) });
-    expect(localErrno(wrapped)).toBe('EADDRNOTAVAIL');
-    for (const peer of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET'])
+    const wrapped = new Error('fetch failed', { cause: new Error('connect', { cause: errno('ENFILE') }) });
+    expect(localErrno(wrapped)).toBe('ENFILE');
+    // EADDRNOTAVAIL too: a host without working IPv6 may give it for a target's IPv6 address.
+    for (const peer of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET', 'EADDRNOTAVAIL'])
       expect(localErrno(errno(peer))).toBeNull();
     expect(localErrno('EMFILE')).toBeNull();
     expect(localErrno(null)).toBeNull();
