@@ -2,10 +2,11 @@
 // process ran out of file descriptors (EMFILE), the machine out of them (ENFILE) or of buffers or
 // memory (ENOBUFS, ENOMEM) says nothing about the target: nothing was sent to it. EADDRNOTAVAIL is
 // left out although exhausted local ports give it: a host without working IPv6 may answer a
-// connect to a target's IPv6 address with it too, and that is a fact of the path to the target. Left to the checks, such a failure reads as the target's fact ("connection failed", an
-// https chain that failed, a port that did not answer): a finding or a limitation that blames
-// the target for our own shortage, and for an active port check, a port reported as not open
-// that we never tried. So the outbound guard notes every such failure in the work it runs in
+// connect to a target's IPv6 address with it too, and that is a fact of the path to the target.
+// Left to the checks, such a failure reads as the target's fact ("connection failed", an https
+// chain that failed, a port that did not answer): a finding or a limitation that blames the target
+// for our own shortage, and for an active port check, a port reported as not open that we never
+// tried. So the outbound guard notes every such failure in the work it runs in
 // (the lane's check, through an AsyncLocalStorage like the DNS answer cuts of
 // special-use-resolver.ts), and the lane does not record that check's result: the task is given
 // back for another attempt, and after LANE_MAX_DELIVERIES it fails as ours (dead_lettered), which
