@@ -202,7 +202,8 @@ async function vitestPass(
   const vitest = await runNode(
     binEntry('vitest', 'vitest'),
     ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args],
-    { env, tee: true },
+    // Piped to be read, it is no terminal: colours as before when this one is.
+    { env: process.stdout.isTTY && !env.NO_COLOR ? { FORCE_COLOR: '1', ...env } : env, tee: true },
   );
   const result: PassResult = {
     name,
