@@ -46,7 +46,7 @@
 //   captured, nothing reserved at the end, each job's captures once per task and its remainder
 //   released once); each role's RSS, mean of the first vs the last minute (target: within 10 %);
 //   the 503s grouped by the cause the web role logged; tenant isolation, measured before the soak
-//   with no fault: 3 × BENCH_SOAK_BASELINE_S (default 60) in slices of BENCH_SOAK_SLICE_S (10)
+//   with no fault: 3 × BENCH_SOAK_BASELINE_S (default 240) in slices of BENCH_SOAK_SLICE_S (10)
 //   taking turns between the main tenant alone, the second tenant beside it asking names under a
 //   zone that answers (the control), and the second tenant asking names under the dead zone, the
 //   first 2.5 s of each slice left out (target: the main tenant's DNS p99 with the dead-zone tenant
@@ -54,7 +54,8 @@
 //   alone vs the control, what the second tenant's load costs, and the control vs the dead zone,
 //   what the zone being dead adds), the main tenant alone vs the whole soak outside the fault
 //   windows (every fault's aftermath included: reported, not judged), and what the dead-zone tenant
-//   got. A warm-up (BENCH_SOAK_WARMUP_S, default 20) with load runs before the slices and is
+//   got; each p99 change with its 90 % bootstrap interval, and each process's CPU per condition.
+//   A warm-up (BENCH_SOAK_WARMUP_S, default 20) with load runs before the slices and is
 //   not counted. BENCH_SOAK_MINUTES (default 10) is the measured length. Exit 1 when a target is
 //   missed.
 //
@@ -95,6 +96,7 @@ import { webUrl } from '../lab/web-hosts.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { labNames, zoneApex, type Zone } from '../lab/zones.ts';
 import { childrenOf, fmt, percentile, procfileRoleArgs } from './bench-kit.ts';
+import { percentileChange } from './p99-interval.ts';
 
 const log = (msg: string) => process.stderr.write(`[soak] ${msg}\n`);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -106,7 +108,7 @@ const num = (name: string, def: number) => {
 };
 const MINUTES = num('BENCH_SOAK_MINUTES', 10);
 const WARMUP_S = num('BENCH_SOAK_WARMUP_S', 20);
-const BASELINE_S = num('BENCH_SOAK_BASELINE_S', 60);
+const BASELINE_S = num('BENCH_SOAK_BASELINE_S', 240);
 const RATE = num('BENCH_SOAK_RATE', 6);
 const JOBS_PER_S = num('BENCH_SOAK_JOBS_PER_S', 1);
 const DEAD_RATE = num('BENCH_SOAK_DEAD_RATE', 50);
@@ -123,7 +125,10 @@ const BASELINE_MS = BASELINE_S * 1000;
 // the machine's drift; the first GUARD_MS of each slice are left out (the previous slice's requests
 // finishing, a dead zone's trial question waiting out its 2 s). A stretch after a stretch (two
 // runs of this soak: the control costing +0 % then +61 %, the dead zone +86 % then -11 % against
-// it) measured mostly which minute was noisier.
+// it) measured mostly which minute was noisier. 240 s a condition: 1,080 DNS lookups, a p99 their
+// 11th largest; at 60 s (270, the 3rd largest) two runs of the same code gave -11 % and +32 %, and
+// a run at 240 s put the 90 % interval of the DNS change at about ±18 % (−16.9 %, −30.1 % … +5.0 %)
+// and that of all the main tenant's requests at ±5 %.
 const SLICE_MS = num('BENCH_SOAK_SLICE_S', 10) * 1000;
 const MIX_MS = (DEAD_RATE > 0 ? 3 : 1) * BASELINE_MS;
 const GUARD_MS = Math.min(2500, SLICE_MS / 2);
@@ -311,6 +316,53 @@ function rssKb(pid: number): number {
   }
 }
 
+/** A process's CPU time so far, in clock ticks (utime + stime of all its threads, /proc/<pid>/stat). */
+function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command's closing parenthesis: field 3 (state) onwards; utime and stime are 14 and 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU ticks so far per part of the machine the bench runs: each role's process tree, the bench
+ * process itself (the load generator and the lab), and the bench's other children by name (its
+ * MariaDB, its redis-server).
+ */
+function cpuTicksByPart(rolePids: ReadonlyMap<string, number>): Map<string, number> {
+  const tree = (pid: number) => {
+    const t = [pid];
+    for (let i = 0; i < t.length; i++) t.push(...childrenOf(t[i]!));
+    return t;
+  };
+  const out = new Map<string, number>();
+  const seen = new Set<number>();
+  for (const [role, pid] of rolePids) {
+    const t = tree(pid);
+    for (const p of t) seen.add(p);
+    out.set(
+      role,
+      t.reduce((sum, p) => sum + cpuTicks(p), 0),
+    );
+  }
+  out.set('bench (load, lab)', cpuTicks(process.pid));
+  for (const child of childrenOf(process.pid)) {
+    if (seen.has(child)) continue;
+    let name: string;
+    try {
+      name = readFileSync(`/proc/${child}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    out.set(name, (out.get(name) ?? 0) + tree(child).reduce((sum, p) => sum + cpuTicks(p), 0));
+  }
+  return out;
+}
+
 function treeRssKb(pid: number): number {
   const tree = [pid];
   for (let i = 0; i < tree.length; i++) tree.push(...childrenOf(tree[i]!));
@@ -385,7 +437,7 @@ async function webMemory(pid: number, metricsPort: number): Promise<Record<strin
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(2000) });
     for (const line of (await res.text()).split('\n')) {
       const m =
-        /^(nodejs_heap_size_used_bytes|nodejs_heap_size_total_bytes|nodejs_external_memory_bytes|process_resident_memory_bytes|nodejs_heap_space_size_(?:used|total)_bytes\{space="(?:old|code|large_object|new)"\}) ([0-9.e+]+)$/.exec(
+        /^(nodejs_heap_size_used_bytes|nodejs_heap_size_total_bytes|nodejs_external_memory_bytes|process_resident_memory_bytes|nodejs_heap_space_size_(?:used|total)_bytes\{space="[a-z_]+"\}) ([0-9.e+]+)$/.exec(
           line,
         );
       if (m) v8[m[1]!] = Math.round(Number(m[2]) / 1024);
@@ -674,7 +726,8 @@ async function main(): Promise<number> {
     /** The dead-zone tenant's answers (not part of the main tenant's targets). */
     const deadSamples: Sample[] = [];
     const jobs: JobTrack[] = [];
-    const now = () => Date.now() - clock0;
+    // Fractional milliseconds: a p99 of 12 ms read in whole milliseconds moves 8 % by rounding alone.
+    const now = () => performance.timeOrigin + performance.now() - clock0;
     let sending = true;
     let polling = true;
     const pollers: Promise<void>[] = [];
@@ -752,6 +805,30 @@ async function main(): Promise<number> {
         await sleep(10);
       }
     })();
+
+    // ---- CPU by isolation condition: each second of the slices past their guard is charged to
+    // its condition, per part: what the second tenant's requests cost each process.
+    const cpuBy = new Map<Condition, { seconds: number; ticks: Map<string, number> }>();
+    let cpuLast: { t: number; ticks: Map<string, number> } | null = null;
+    const cpuTimer = setInterval(() => {
+      const t = now();
+      if (t > 0) return clearInterval(cpuTimer);
+      const ticks = cpuTicksByPart(new Map([...procs].map(([role, p]) => [role, p.child.pid!])));
+      const last = cpuLast;
+      cpuLast = { t, ticks };
+      if (!last || last.t < -MIX_MS) return;
+      const from = sliceAt(last.t);
+      const to = sliceAt(t - 1);
+      if (from.guard || from.condition !== to.condition) return;
+      const acc = cpuBy.get(from.condition) ?? { seconds: 0, ticks: new Map<string, number>() };
+      acc.seconds += (t - last.t) / 1000;
+      for (const [part, n] of ticks) {
+        const d = n - (last.ticks.get(part) ?? n);
+        if (d >= 0) acc.ticks.set(part, (acc.ticks.get(part) ?? 0) + d);
+      }
+      cpuBy.set(from.condition, acc);
+    }, 1000);
+    closers.push(async () => clearInterval(cpuTimer));
 
     // ---- warm-up, the isolation slices (no faults), then the clock
     log(
@@ -933,6 +1010,7 @@ async function main(): Promise<number> {
     const report = buildReport({
       samples,
       deadSamples,
+      cpuBy,
       jobs,
       faults,
       rss,
@@ -959,6 +1037,8 @@ async function main(): Promise<number> {
 interface ReportInput {
   samples: Sample[];
   deadSamples: Sample[];
+  /** CPU ticks (1/100 s) per part in the isolation slices, per condition, and the seconds measured. */
+  cpuBy: Map<Condition, { seconds: number; ticks: Map<string, number> }>;
   jobs: JobTrack[];
   faults: Fault[];
   rss: Array<{ t: number; role: Role; kb: number }>;
@@ -1147,21 +1227,31 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   // Tenant isolation: the main tenant's latency without and with the second tenant beside it.
   const latencies = (xs: Sample[]) => xs.map((s) => s.answered - s.sent).sort((a, b) => a - b);
   const ok2xx = (s: Sample) => s.status >= 200 && s.status < 300;
-  /** Per product, the main tenant's 2xx latencies in two stretches: rows, JSON and DNS's p99 change. */
+  const pct = (v: number) => `${v >= 0 ? '+' : ''}${fmt(v * 100, 1)} %`;
+  const said = (c: { change: number; low: number; high: number } | null) =>
+    c === null ? '—' : `${pct(c.change)} (90 % interval ${pct(c.low)} … ${pct(c.high)})`;
+  /**
+   * Per product and for all of them together, the main tenant's 2xx latencies in two stretches:
+   * rows, JSON, and DNS's p99 change with its 90 % bootstrap interval (test/bench/p99-interval.ts).
+   */
   const compare = (as: Sample[], bs: Sample[]) => {
     const rows: string[][] = [];
     const json: Record<string, unknown> = {};
-    let dns: number | null = null;
-    for (const p of products) {
-      const a = latencies(as.filter((s) => s.product === p));
-      const b = latencies(bs.filter((s) => s.product === p));
+    let dns: { change: number; low: number; high: number } | null = null;
+    const sets: Array<[string, (s: Sample) => boolean]> = [
+      ...products.map((p): [string, (s: Sample) => boolean] => [p, (s) => s.product === p]),
+      ['all', () => true],
+    ];
+    for (const [p, pick] of sets) {
+      const a = latencies(as.filter(pick));
+      const b = latencies(bs.filter(pick));
       const a99 = a.length ? percentile(a, 99) : null;
       const b99 = b.length ? percentile(b, 99) : null;
-      const change = a99 && b99 !== null ? (b99 - a99) / a99 : null;
+      const change = percentileChange(a, b);
       if (p === 'dns') dns = change;
       const a50 = a.length ? percentile(a, 50) : null;
       const b50 = b.length ? percentile(b, 50) : null;
-      json[p] = { a: { n: a.length, p50: a50, p99: a99 }, b: { n: b.length, p50: b50, p99: b99 }, change };
+      json[p] = { a: { n: a.length, p50: a50, p99: a99 }, b: { n: b.length, p50: b50, p99: b99 }, ...change };
       const f = (v: number | null) => (v === null ? '—' : fmt(v, 1));
       rows.push([
         p,
@@ -1171,7 +1261,8 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
         String(b.length),
         f(b50),
         f(b99),
-        change === null ? '—' : `${change >= 0 ? '+' : ''}${fmt(change * 100, 1)} %`,
+        change === null ? '—' : pct(change.change),
+        change === null ? '—' : `${pct(change.low)} … ${pct(change.high)}`,
       ]);
     }
     return { rows, json, dns };
@@ -1187,7 +1278,17 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   const control = inSlices('control', ok2xx);
   const deadSlices = inSlices('dead', ok2xx);
   const during = measured.filter((s) => ok2xx(s) && !inWindow(s.sent) && !inWindow(s.answered));
-  const head = (a: string, b: string) => ['product', `${a} n`, 'p50', 'p99', `${b} n`, 'p50', 'p99', 'p99 change'];
+  const head = (a: string, b: string) => [
+    'product',
+    `${a} n`,
+    'p50',
+    'p99',
+    `${b} n`,
+    'p50',
+    'p99',
+    'p99 change',
+    '90 % interval',
+  ];
   const slicesSaid = `${MIX_MS / 1000} s before the soak, in ${SLICE_MS / 1000} s slices taking turns (${CONDITIONS.join(', ')}), the first ${GUARD_MS / 1000} s of each left out, no fault`;
   out.push(
     `Tenant isolation: the main tenant's latency (2xx, ms) in the slices without the second tenant vs during the soak, outside the fault windows`,
@@ -1202,7 +1303,9 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   const dead503 =
     inSlices('dead', (s) => s.status === 503).length + inSlices('control', (s) => s.status === 503).length;
   const solo = compare(baseline, deadSlices);
+  let cpuJson: Record<string, unknown> = {};
   const dnsSoloChange = solo.dns;
+  const allSoloChange = percentileChange(latencies(baseline), latencies(deadSlices));
   const own = compare(control, deadSlices);
   const dnsOwnChange = own.dns;
   const load = compare(baseline, control);
@@ -1222,8 +1325,39 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
       return `${xs.length} lookups, ${xs.filter(ok2xx).length} × 2xx, p50 ${lat.length ? fmt(percentile(lat, 50), 0) : '—'} ms, p99 ${lat.length ? fmt(percentile(lat, 99), 0) : '—'} ms`;
     };
     out.push(`  the second tenant in the slices: control ${second('control')}; dead zone ${second('dead')}`);
+    // What each condition cost each process, in % of one core (the same slices, past their guard).
+    const parts = [...new Set([...r.cpuBy.values()].flatMap((c) => [...c.ticks.keys()]))];
+    const share = (c: Condition, part: string) => {
+      const acc = r.cpuBy.get(c);
+      return acc && acc.seconds > 0 ? ((acc.ticks.get(part) ?? 0) / 100 / acc.seconds) * 100 : null;
+    };
+    const cpuRows = [...parts, 'all'].map((part) =>
+      [
+        part,
+        ...CONDITIONS.map((c) =>
+          part === 'all' ? parts.reduce((sum, x) => sum + (share(c, x) ?? 0), 0) : share(c, part),
+        ),
+      ].map((v, i) => (i === 0 ? String(v) : v === null ? '—' : `${fmt(v as number, 1)} %`)),
+    );
+    out.push(`  CPU in the slices, % of one core (${os.availableParallelism()} cores):`);
+    out.push(
+      ...table(
+        ['process', ...CONDITIONS.map((c) => (c === 'none' ? 'alone' : c === 'dead' ? 'dead zone' : c))],
+        cpuRows,
+      ).map((l) => `  ${l}`),
+    );
+    cpuJson = Object.fromEntries(
+      CONDITIONS.map((c) => [
+        c,
+        {
+          seconds: r.cpuBy.get(c)?.seconds ?? 0,
+          percentOfCore: Object.fromEntries(parts.map((x) => [x, share(c, x)])),
+        },
+      ]),
+    );
   }
   const isoJson: Record<string, unknown> = {
+    cpu: cpuJson,
     soak: whole.json,
     deadZone: solo.json,
     control: load.json,
@@ -1242,7 +1376,12 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   out.push('');
   const isolationOk =
     DEAD_RATE === 0 ||
-    (dnsSoloChange !== null && dnsSoloChange <= ISOLATION_TARGET && dead503 === 0 && main503.length === 0);
+    (dnsSoloChange !== null &&
+      dnsSoloChange.change <= ISOLATION_TARGET &&
+      allSoloChange !== null &&
+      allSoloChange.change <= ISOLATION_TARGET &&
+      dead503 === 0 &&
+      main503.length === 0);
 
   const jobsOk = open.length === 0;
   const ledgerOk = r.ledger.problems.length === 0;
@@ -1256,15 +1395,15 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   out.push(`  other 5xx (not 503): ${unexplained.length}`);
   out.push(`  no 5xx outside the fault windows: ${outside5xx.length === 0 ? 'met' : `NOT met (${outside5xx.length})`}`);
   out.push(
-    `  the dead-zone tenant beside: the main tenant's DNS p99 within ${ISOLATION_TARGET * 100} % of it alone (interleaved slices, no fault), and no 503 outside the fault windows: ${
+    `  the dead-zone tenant beside: the main tenant's DNS p99, and the p99 of all its requests, within ${ISOLATION_TARGET * 100} % of it alone (interleaved slices, no fault), and no 503 outside the fault windows: ${
       DEAD_RATE === 0 ? 'not run' : isolationOk ? 'met' : 'NOT met'
-    } (p99 change ${dnsSoloChange === null ? '—' : `${fmt(dnsSoloChange * 100, 1)} %`}; outside the fault windows, faults' aftermath included, ${dnsChange === null ? '—' : `${fmt(dnsChange * 100, 1)} %`}; ${main503.length} × 503)`,
+    } (DNS p99 change ${said(dnsSoloChange)}, all ${said(allSoloChange)}; outside the fault windows, faults' aftermath included, DNS ${dnsChange === null ? '—' : pct(dnsChange.change)}; ${main503.length} × 503)`,
   );
   if (DEAD_RATE > 0)
     out.push(
-      `  (reported, not judged) the zone being dead, against the same tenant's lookups of a zone that answers: the main tenant's DNS p99 ${
-        dnsOwnChange === null ? '—' : `${dnsOwnChange >= 0 ? '+' : ''}${fmt(dnsOwnChange * 100, 1)} %`
-      }; that load itself against the main tenant alone: ${load.dns === null ? '—' : `${load.dns >= 0 ? '+' : ''}${fmt(load.dns * 100, 1)} %`}`,
+      `  (reported, not judged) the zone being dead, against the same tenant's lookups of a zone that answers: the main tenant's DNS p99 ${said(
+        dnsOwnChange,
+      )}; that load itself against the main tenant alone: ${said(load.dns)}`,
     );
   out.push(`  exit codes after SIGTERM: ${r.exits.join(', ')}`);
   out.push(

@@ -1,0 +1,66 @@
+// How sure a change of a high percentile between two sets of latencies is: a percentile bootstrap.
+// A p99 of a few hundred samples is their third largest, and two such figures taken minutes apart
+// on one machine differed by ±30 % with nothing changed (docs/operations.md, "Soak"): a target of
+// 10 % needs the interval beside the point figure, or the figure says nothing.
+
+/** The p-th percentile (nearest rank) of ascending values. */
+function nearestRank(sorted: ArrayLike<number>, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** mulberry32: a small seeded generator, so that a report's interval is the same for the same samples. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function resampledPercentile(xs: readonly number[], p: number, rnd: () => number, buf: Float64Array): number {
+  for (let i = 0; i < xs.length; i++) buf[i] = xs[Math.floor(rnd() * xs.length)]!;
+  buf.sort();
+  return nearestRank(buf, p);
+}
+
+export interface PercentileChange {
+  /** (b − a) / a of the p-th percentiles, as measured. */
+  change: number;
+  /** The central `level` interval of that change over `rounds` resamples of both sets. */
+  low: number;
+  high: number;
+}
+
+/**
+ * The relative change of the p-th percentile from `a` to `b` and its bootstrap interval: both sets
+ * resampled with replacement `rounds` times, the change taken each time, the central `level` of
+ * those changes kept. Null when either set is empty or a's percentile is 0.
+ */
+export function percentileChange(
+  a: readonly number[],
+  b: readonly number[],
+  { p = 99, rounds = 1000, level = 0.9, seed = 1 }: { p?: number; rounds?: number; level?: number; seed?: number } = {},
+): PercentileChange | null {
+  if (a.length === 0 || b.length === 0) return null;
+  const sa = Float64Array.from(a).sort();
+  const sb = Float64Array.from(b).sort();
+  const pa = nearestRank(sa, p);
+  if (pa === 0) return null;
+  const change = (nearestRank(sb, p) - pa) / pa;
+  const rnd = seeded(seed);
+  const bufA = new Float64Array(a.length);
+  const bufB = new Float64Array(b.length);
+  const changes = new Float64Array(rounds);
+  let n = 0;
+  for (let r = 0; r < rounds; r++) {
+    const ra = resampledPercentile(a, p, rnd, bufA);
+    if (ra === 0) continue;
+    changes[n++] = (resampledPercentile(b, p, rnd, bufB) - ra) / ra;
+  }
+  const kept = changes.subarray(0, n).sort();
+  const tail = ((1 - level) / 2) * 100;
+  return { change, low: nearestRank(kept, tail), high: nearestRank(kept, 100 - tail) };
+}
