@@ -6,7 +6,7 @@ const layers = [
   // (dns/, rdap/), the products and the platform all use it, and it imports nothing of ours.
   ['vocabulary', '^src/(contract|config|resilience)/'],
   ['protocols', '^src/(dns|net|rdap|smtp)/'],
-  ['platform', '^src/(db|redis|queue|credits|idempotency|ratelimit|auth)/|^src/(log|metrics)\\.ts$'],
+  ['platform', '^src/(db|redis|queue|credits|idempotency|ratelimit|auth)/|^src/(log|metrics|memory-reclaim)\\.ts$'],
   ['products', '^src/products/'],
   ['jobs', '^src/jobs/'],
   ['edges', '^src/(http|routes|admin|client)/|^src/(app|server|bootstrap)\\.ts$|^workers/'],

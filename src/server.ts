@@ -16,6 +16,7 @@ import {
   type StartupFailure,
 } from './http/startup-failure.ts';
 import { registry } from './metrics.ts';
+import { startReclaimer } from './memory-reclaim.ts';
 import { observeBreakers } from './resilience/breaker-observer.ts';
 
 const config = loadConfigOrExit();
@@ -144,6 +145,8 @@ async function runWorker(cfg: Config): Promise<void> {
     listening = true;
     log.info({ port: (server.address() as AddressInfo).port }, 'web worker listening');
   });
+  // The heap pages a burst leaves behind (src/memory-reclaim.ts; needs the Procfile's --expose-gc).
+  const reclaimer = startReclaimer(log);
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -156,6 +159,7 @@ async function runWorker(cfg: Config): Promise<void> {
         server.closeIdleConnections();
       });
       clearTimeout(force);
+      reclaimer.stop();
       await deps.close();
       process.exit(0);
     })();
