@@ -2,11 +2,7 @@
 // A p99 of a few hundred samples is their third largest, and two such figures taken minutes apart
 // on one machine differed by ±30 % with nothing changed (docs/operations.md, "Soak"): a target of
 // 10 % needs the interval beside the point figure, or the figure says nothing.
-
-/** The p-th percentile (nearest rank) of ascending values. */
-function nearestRank(sorted: ArrayLike<number>, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
+import { percentile as nearestRank } from './bench-kit.ts';
 
 /** mulberry32: a small seeded generator, so that a report's interval is the same for the same samples. */
 function seeded(seed: number): () => number {

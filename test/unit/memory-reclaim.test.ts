@@ -4,8 +4,12 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readProcfile } from '../../ops/procfile.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
+const webArgs = readProcfile(root).find((r) => r.name === 'web')!.args;
+/** The web role's heap options, as the Procfile gives them (so this test follows a change there). */
+const heapFlags = webArgs.filter((a) => a.startsWith('--max-') || a.startsWith('--v8-pool-size'));
 interface Out {
   exposed: boolean;
   start: number;
@@ -15,21 +19,20 @@ interface Out {
   afterReclaim: number;
 }
 function run(flags: string[]): Out {
-  const out = execFileSync(
-    process.execPath,
-    [
-      ...flags,
-      '--max-semi-space-size=16',
-      '--max-old-space-size=128',
-      '--v8-pool-size=1',
-      'test/helpers/reclaim-child.ts',
-    ],
-    { cwd: root, encoding: 'utf8', timeout: 60_000 },
-  );
+  const out = execFileSync(process.execPath, [...flags, ...heapFlags, 'test/helpers/reclaim-child.ts'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return JSON.parse(out.trim().split('\n').pop()!) as Out;
 }
 
 describe('memory reclaim', () => {
+  it('the web role runs with --expose-gc (without it the reclaim does nothing)', () => {
+    expect(webArgs).toContain('--expose-gc');
+    expect(heapFlags.some((a) => a.startsWith('--max-semi-space-size'))).toBe(true);
+  });
+
   it('gives back the pages an ordinary collection keeps after a burst', () => {
     const r = run(['--expose-gc']);
     expect(r.exposed).toBe(true);
