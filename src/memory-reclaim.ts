@@ -11,8 +11,10 @@
 // the pool, and native memory) against the lowest it has seen since its last reclaim; when that
 // has grown by `thresholdBytes` and no reclaim ran for `minIntervalMs`, it asks V8 for a
 // last-resort collection, which releases the pool. It needs `--expose-gc` (the Procfile gives it
-// to the web role only); without it nothing happens. Bounded cost: one pause (tens of ms) a
-// minute at most, and only after a burst. (At most one every 5 minutes was tried first: in a
+// to the web role only); without it nothing happens. Bounded cost: one pause a minute at most,
+// and only after a burst; but not a small one: 33 ms for the stand-alone burst, 186-237 ms on
+// average (up to 500 ms) in full soaks on 2 busy cores, as it is at least two atomic full
+// collections (docs/operations.md). `lss_memory_reclaim_pause_seconds` shows it. (At most one every 5 minutes was tried first: in a
 // MySQL-only soak a worker stepped up again at the next restart, 1.5 minutes after its reclaim,
 // and kept that step while the interval held it back.)
 import v8 from 'node:v8';
@@ -30,6 +32,14 @@ const reclaims = new client.Counter({
 const reclaimedBytes = new client.Counter({
   name: 'lss_memory_reclaimed_bytes_total',
   help: 'Resident memory given back by those collections (RSS before minus after)',
+  registers: [registry],
+});
+// The collection is synchronous: every request on that worker waits for it, so its pause is a
+// latency an operator must be able to see beside what it gave back.
+const reclaimPause = new client.Histogram({
+  name: 'lss_memory_reclaim_pause_seconds',
+  help: 'Pause of each of those collections (the worker serves nothing meanwhile)',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2],
   registers: [registry],
 });
 
@@ -73,7 +83,8 @@ export function startReclaimer(
     const before = process.memoryUsage.rss();
     const t0 = performance.now();
     gc({ type: 'major', flavor: 'last-resort', execution: 'sync' });
-    const pauseMs = Math.round(performance.now() - t0);
+    const pause = performance.now() - t0;
+    const pauseMs = Math.round(pause);
     const after = process.memoryUsage.rss();
     const given = Math.max(0, before - after);
     // What is left is the new baseline: native memory that grew under load is no burst's, and a
@@ -81,6 +92,7 @@ export function startReclaimer(
     floor = slackBytes();
     reclaims.inc();
     reclaimedBytes.inc(given);
+    reclaimPause.observe(pause / 1000);
     log.info(
       { rssBeforeMb: Math.round(before / 2 ** 20), rssAfterMb: Math.round(after / 2 ** 20), pauseMs },
       'gave back heap pages kept after a burst',

@@ -448,6 +448,39 @@ async function webMemory(pid: number, metricsPort: number): Promise<Record<strin
   return { procs, v8Kb: v8 };
 }
 
+/** What the web workers' reclaim did (src/memory-reclaim.ts), from the web role's /metrics. */
+interface ReclaimFigures {
+  count: number;
+  givenMb: number;
+  pauseSumMs: number;
+  /** The smallest histogram bucket that holds every pause: an upper bound of the longest. */
+  pauseMaxMsAtMost: number | null;
+}
+
+async function reclaimFigures(metricsPort: number): Promise<ReclaimFigures | null> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(2000) });
+    const values = new Map<string, number>();
+    const buckets: Array<[number, number]> = [];
+    for (const line of (await res.text()).split('\n')) {
+      const b = /^lss_memory_reclaim_pause_seconds_bucket\{le="([0-9.e+]+)"\} ([0-9.e+]+)$/.exec(line);
+      if (b) buckets.push([Number(b[1]), Number(b[2])]);
+      const m = /^(lss_memory_reclaim[a-z_]*) ([0-9.e+]+)$/.exec(line);
+      if (m) values.set(m[1]!, Number(m[2]));
+    }
+    const count = values.get('lss_memory_reclaims_total') ?? 0;
+    const top = buckets.sort((x, y) => x[0] - y[0]).find(([, n]) => n >= count);
+    return {
+      count,
+      givenMb: (values.get('lss_memory_reclaimed_bytes_total') ?? 0) / 2 ** 20,
+      pauseSumMs: (values.get('lss_memory_reclaim_pause_seconds_sum') ?? 0) * 1000,
+      pauseMaxMsAtMost: count === 0 ? null : top ? top[0] * 1000 : null,
+    };
+  } catch {
+    return null; // the metrics port did not answer: the report says so
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The ledger's guarantees, as a list of problems (test/helpers/ledger.ts asserts the same with
 // vitest's expect, which a benchmark cannot use)
@@ -836,6 +869,22 @@ async function main(): Promise<number> {
     );
     // The warm-up and the isolation slices get negative times.
     clock0 = Date.now() + WARMUP_S * 1000 + MIX_MS;
+    // BENCH_SOAK_MEMORY_TRACE=<file>: every 5 s, the web role's memory by kind (each process's
+    // anonymous and file-backed RSS, and its workers' V8 heap and external memory from /metrics),
+    // as JSON lines: what an RSS step after a fault is made of. It starts with the warm-up: the web
+    // primary's heap grew by 10-27 MB over its first 80 s of scrapes every 5 s (it gathers its
+    // workers' metrics to answer), which, started at t = 0, read as growth in the first minute.
+    const traceFile = process.env.BENCH_SOAK_MEMORY_TRACE;
+    const traceTimer = traceFile
+      ? setInterval(() => {
+          const p = procs.get('web');
+          if (!p?.running()) return;
+          void webMemory(p.child.pid!, webMetricsPort).then((m) =>
+            appendFileSync(traceFile, `${JSON.stringify({ t: now(), ...m })}\n`),
+          );
+        }, 5000)
+      : undefined;
+    if (traceTimer) closers.push(async () => clearInterval(traceTimer));
     await sleep(WARMUP_S * 1000 + MIX_MS);
     log(
       `soak ${MINUTES} min, the dead-zone tenant at ${DEAD_RATE}/s, ${SCHEDULE.length} faults (${FAULTS.join(', ')} × ${FAULT_ROUNDS}) every ${FAULT_EVERY_S} s`,
@@ -850,19 +899,6 @@ async function main(): Promise<number> {
         if (p?.running()) rss.push({ t, role, kb: treeRssKb(p.child.pid!) });
       }
     }, 1000);
-    // BENCH_SOAK_MEMORY_TRACE=<file>: every 5 s, the web role's memory by kind (each process's
-    // anonymous and file-backed RSS, and its workers' V8 heap and external memory from /metrics),
-    // as JSON lines: what an RSS step after a fault is made of.
-    const traceFile = process.env.BENCH_SOAK_MEMORY_TRACE;
-    const traceTimer = traceFile
-      ? setInterval(() => {
-          const p = procs.get('web');
-          if (!p?.running()) return;
-          void webMemory(p.child.pid!, webMetricsPort).then((m) =>
-            appendFileSync(traceFile, `${JSON.stringify({ t: now(), ...m })}\n`),
-          );
-        }, 5000)
-      : undefined;
 
     // ---- faults
     const faults: Fault[] = [];
@@ -1005,6 +1041,7 @@ async function main(): Promise<number> {
     const ledger = await ledgerProblems(auditDb.db, wsId);
 
     // ---- stop the roles (SIGTERM) and report
+    const reclaim = await reclaimFigures(webMetricsPort);
     await Promise.all([...procs.values()].map((p) => p.stop('SIGTERM', 10_000)));
     const exits = [...procs.entries()].map(([role, p]) => `${role} ${p.child.exitCode ?? p.child.signalCode}`);
     const report = buildReport({
@@ -1019,6 +1056,7 @@ async function main(): Promise<number> {
       ledger,
       exits,
       loadAtStart,
+      reclaim,
     });
     process.stdout.write(report.text);
     const file = process.env.BENCH_SOAK_REPORT || path.join(os.tmpdir(), `lss-soak-${suffix}.json`);
@@ -1047,6 +1085,7 @@ interface ReportInput {
   ledger: { problems: string[]; summary: string };
   exits: string[];
   loadAtStart: number[];
+  reclaim: ReclaimFigures | null;
 }
 
 const s1 = (ms: number | null) => (ms === null ? '—' : fmt(ms / 1000, 1));
@@ -1198,6 +1237,14 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
     ]);
   }
   out.push(...table(['role', 'first min', 'last min', 'change', ''], rssRows));
+  const rc = r.reclaim;
+  out.push(
+    rc === null
+      ? "  the web workers' reclaim: its metrics did not answer"
+      : `  the web workers' reclaim (src/memory-reclaim.ts), whole run: ${rc.count} collections, ${fmt(rc.givenMb, 1)} MB given back, pauses ${fmt(rc.pauseSumMs, 1)} ms in all${
+          rc.pauseMaxMsAtMost === null ? '' : `, the longest at most ${fmt(rc.pauseMaxMsAtMost, 0)} ms`
+        }`,
+  );
   out.push('');
 
   // 503 causes
@@ -1439,6 +1486,7 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
       jobs: { accepted: r.jobs.length, byStatus: Object.fromEntries(byStatus), open: open.map((j) => j.jobRef) },
       ledger: r.ledger,
       rss: rssJson,
+      reclaim: r.reclaim,
       causes: Object.fromEntries(causes),
       isolation: { products: isoJson, main503OutsideFaults: main503.length, deadZone: Object.fromEntries(deadBy) },
       targets: {

@@ -17,6 +17,8 @@ interface Out {
   afterGc: number;
   given: number | null;
   afterReclaim: number;
+  pauses: number;
+  pauseS: number;
 }
 function run(flags: string[]): Out {
   const out = execFileSync(process.execPath, [...flags, ...heapFlags, 'test/helpers/reclaim-child.ts'], {
@@ -41,11 +43,16 @@ describe('memory reclaim', () => {
     // The reclaimer's collection gives most of them back.
     expect(r.given).not.toBeNull();
     expect(r.afterGc - r.afterReclaim).toBeGreaterThan(20);
+    // Its pause is observed once, and is a real collection's (not zero, well under a second).
+    expect(r.pauses).toBe(1);
+    expect(r.pauseS).toBeGreaterThan(0);
+    expect(r.pauseS).toBeLessThan(1);
   });
 
   it('does nothing without --expose-gc', () => {
     const r = run([]);
     expect(r.exposed).toBe(false);
     expect(r.given).toBeNull();
+    expect(r.pauses).toBe(0);
   });
 });
