@@ -14,9 +14,9 @@
 // to the web role only); without it nothing happens. Bounded cost: one pause a minute at most,
 // and only after a burst; but not a small one: 33 ms for the stand-alone burst, 186-237 ms on
 // average (up to 500 ms) in full soaks on 2 busy cores, as it is at least two atomic full
-// collections (docs/operations.md). `lss_memory_reclaim_pause_seconds` shows it. (At most one every 5 minutes was tried first: in a
-// MySQL-only soak a worker stepped up again at the next restart, 1.5 minutes after its reclaim,
-// and kept that step while the interval held it back.)
+// collections (docs/operations.md); `lss_memory_reclaim_pause_seconds` shows it. (At most one
+// every 5 minutes was tried first: in a MySQL-only soak a worker stepped up again at the next
+// restart, 1.5 minutes after its reclaim, and kept that step while the interval held it back.)
 import v8 from 'node:v8';
 import client from 'prom-client';
 import type { Logger } from 'pino';
