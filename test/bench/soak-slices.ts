@@ -1,0 +1,24 @@
+// The soak's isolation slices (test/bench/soak.ts): which condition holds at a soak time before
+// t = 0. Its own module because two threads need the same answer: the soak's, which charges its
+// samples and CPU to a condition, and the second tenant's (test/bench/soak-tenant.ts), which
+// decides what to send.
+
+export type Condition = 'none' | 'control' | 'dead';
+
+export interface SliceClock {
+  /** The length of the slices in all, before t = 0. */
+  mixMs: number;
+  sliceMs: number;
+  conditions: readonly Condition[];
+  /** The first part of each slice left out (the previous slice's requests finishing). */
+  guardMs: number;
+}
+
+/** The slice's condition at soak time t (before t = 0), and whether t is in its guard. */
+export function sliceAt(clock: SliceClock, t: number): { condition: Condition; guard: boolean } {
+  const into = t + clock.mixMs;
+  return {
+    condition: clock.conditions[Math.floor(into / clock.sliceMs) % clock.conditions.length]!,
+    guard: into % clock.sliceMs < clock.guardMs,
+  };
+}
