@@ -9,7 +9,9 @@ import { readProcfile } from '../../ops/procfile.ts';
 const root = path.resolve(import.meta.dirname, '../..');
 const webArgs = readProcfile(root).find((r) => r.name === 'web')!.args;
 /** The web role's heap options, as the Procfile gives them (so this test follows a change there). */
-const heapFlags = webArgs.filter((a) => a.startsWith('--max-') || a.startsWith('--v8-pool-size'));
+const heapFlags = webArgs.filter(
+  (a) => a.startsWith('--max-') || a.startsWith('--min-') || a.startsWith('--v8-pool-size'),
+);
 interface Out {
   exposed: boolean;
   start: number;
