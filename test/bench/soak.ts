@@ -9,9 +9,10 @@
 //   request has its own Idempotency-Key; reads of the job status are counted as `job-read`. This
 //   is the main tenant. A second tenant (workspace) sends DNS lookups of random names under a
 //   zone whose server never answers, BENCH_SOAK_DEAD_RATE per second (default 50), for the whole
-//   measured soak (not the warm-up), and in the isolation slices before it (below), from a worker
-//   thread of its own (test/bench/soak-tenant.ts). In those slices the main tenant's DNS lookups
-//   run at BENCH_SOAK_SLICE_DNS_RATE in all (default 24/s), for a p99 of more samples.
+//   measured soak (not the warm-up), and in the isolation slices before it (below), from a process
+//   of its own at the lowest CPU priority (test/bench/soak-tenant.ts). In those slices the main
+//   tenant's DNS lookups run at BENCH_SOAK_SLICE_DNS_RATE in all (default 24/s), for a p99 of
+//   more samples.
 //
 //   Processes: the Procfile roles `web` (WEB_CONCURRENCY=BENCH_SOAK_WEB_CONCURRENCY, default 2),
 //   `orchestrator`, `lane-domain`, `lane-web`, each its own OS process with its Procfile command,
@@ -64,6 +65,7 @@
 // It uses a database lss_benchsoak_<time>_<hex> on its own MariaDB, and removes that server (its
 // datadir included) and every child process at the end, on an error and on Ctrl-C. All traffic
 // stays on 127.0.0.0/8.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -73,7 +75,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { sql } from 'kysely';
-import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { createDatabase, runTimestamp, startBenchMariadb, type BenchMariadb } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
@@ -863,30 +864,38 @@ async function main(): Promise<number> {
     );
     // The warm-up and the isolation slices get negative times.
     clock0 = Date.now() + WARMUP_S * 1000 + MIX_MS;
-    // The second tenant, on a thread of its own (test/bench/soak-tenant.ts says why).
+    // The second tenant, in a process of its own at the lowest priority (soak-tenant.ts says why).
     const tenant =
       DEAD_RATE > 0
-        ? new Worker(new URL('./soak-tenant.ts', import.meta.url), {
-            workerData: {
-              base,
-              apiKey: deadKey,
-              path: PRODUCTS.dns.path,
-              ratePerS: DEAD_RATE,
-              clock0,
-              slices: SLICES,
-              controlZone: labNames.apex,
-              deadZone: DEAD_ZONE,
-              requestTimeoutMs: REQUEST_TIMEOUT_MS,
-            } satisfies TenantOptions,
+        ? spawn(process.execPath, [path.join(import.meta.dirname, 'soak-tenant.ts')], {
+            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+            env: {
+              ...process.env,
+              SOAK_TENANT: JSON.stringify({
+                base,
+                apiKey: deadKey,
+                path: PRODUCTS.dns.path,
+                ratePerS: DEAD_RATE,
+                clock0,
+                slices: SLICES,
+                controlZone: labNames.apex,
+                deadZone: DEAD_ZONE,
+                requestTimeoutMs: REQUEST_TIMEOUT_MS,
+              } satisfies TenantOptions),
+            },
           })
         : null;
+    if (tenant) os.setPriority(tenant.pid!, 19);
     const tenantSamples = tenant
       ? new Promise<TenantSample[]>((resolve, reject) => {
-          tenant.once('message', resolve);
+          tenant.once('message', (m) => resolve(m as TenantSample[]));
           tenant.once('error', reject);
+          tenant.once('exit', (code) => reject(new Error(`the second tenant's process exited (${code})`)));
         })
       : Promise.resolve([]);
-    if (tenant) closers.push(async () => void (await tenant.terminate()));
+    // Awaited after the soak; until then an early exit must not be an unhandled rejection.
+    tenantSamples.catch(() => undefined);
+    if (tenant) closers.push(async () => void tenant.kill('SIGKILL'));
     // BENCH_SOAK_MEMORY_TRACE=<file>: every 5 s, the web role's memory by kind (each process's
     // anonymous and file-backed RSS, and its workers' V8 heap and external memory from /metrics),
     // as JSON lines: what an RSS step after a fault is made of. It starts with the warm-up: the web
@@ -1043,7 +1052,7 @@ async function main(): Promise<number> {
       }
     }
     sending = false;
-    tenant?.postMessage('stop');
+    tenant?.send('stop');
     await loadLoop;
     deadSamples = await tenantSamples;
     await faultLoop;
