@@ -17,6 +17,9 @@
 // collections (docs/operations.md); `lss_memory_reclaim_pause_seconds` shows it. (At most one
 // every 5 minutes was tried first: in a MySQL-only soak a worker stepped up again at the next
 // restart, 1.5 minutes after its reclaim, and kept that step while the interval held it back.)
+// The web role's young generation is fixed at its size (--min-semi-space-size=16): a last-resort
+// collection otherwise shrinks it to its minimum and it regrows over the next minute or two, about
+// 28 MB a worker that looked given back and was not (docs/operations.md, "Memory after a burst").
 import v8 from 'node:v8';
 import client from 'prom-client';
 import type { Logger } from 'pino';
