@@ -1,6 +1,6 @@
 // The soak's isolation slices (test/bench/soak.ts): which condition holds at a soak time before
-// t = 0. Its own module because two threads need the same answer: the soak's, which charges its
-// samples and CPU to a condition, and the second tenant's (test/bench/soak-tenant.ts), which
+// t = 0. Its own module because two processes need the same answer: the soak, which charges its
+// samples and CPU to a condition, and the second tenant (test/bench/soak-tenant.ts), which
 // decides what to send.
 
 export type Condition = 'none' | 'control' | 'dead';

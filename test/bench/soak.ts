@@ -131,7 +131,7 @@ const BASELINE_MS = BASELINE_S * 1000;
 // the machine's drift; the first GUARD_MS of each slice are left out (the previous slice's requests
 // finishing, a dead zone's trial question waiting out its 2 s). A stretch after a stretch (two
 // runs of this soak: the control costing +0 % then +61 %, the dead zone +86 % then -11 % against
-// it) measured mostly which minute was noisier. 240 s a condition: 1,080 DNS lookups, a p99 their
+// it) measured mostly which minute was noisier. 240 s a condition at 6/s: 1,080 DNS lookups, a p99 their
 // 11th largest; at 60 s (270, the 3rd largest) two runs of the same code gave -11 % and +32 %, and
 // a run at 240 s put the 90 % interval of the DNS change at about ±18 % (−16.9 %, −30.1 % … +5.0 %)
 // and that of all the main tenant's requests at ±5 %.
