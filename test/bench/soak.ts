@@ -59,6 +59,7 @@
 //   what the zone being dead adds), the main tenant alone vs the whole soak outside the fault
 //   windows (every fault's aftermath included: reported, not judged), and what the dead-zone tenant
 //   got; each p99 change with its 90 % bootstrap interval, and each process's CPU per condition.
+//   BENCH_SOAK_SAMPLES=<file> writes every request (both tenants) as JSON lines.
 //   A warm-up (BENCH_SOAK_WARMUP_S, default 20) with load runs before the slices and is
 //   not counted. BENCH_SOAK_MINUTES (default 10) is the measured length. Exit 1 when a target is
 //   missed.
@@ -1114,6 +1115,14 @@ async function main(): Promise<number> {
     writeFileSync(file, JSON.stringify(report.json, null, 2));
     writeFileSync(`${file}.logs.txt`, group.report(20_000));
     log(`JSON report: ${file}; the roles' last log lines: ${file}.logs.txt`);
+    // BENCH_SOAK_SAMPLES=<file>: every request of both tenants, one JSON line each (times in ms
+    // from t = 0, the slices negative), to find where a tail came from.
+    const samplesFile = process.env.BENCH_SOAK_SAMPLES;
+    if (samplesFile) {
+      const line = (tenant: string) => (s: Sample) => JSON.stringify({ tenant, ...s });
+      writeFileSync(samplesFile, `${[...samples.map(line('main')), ...deadSamples.map(line('second'))].join('\n')}\n`);
+      log(`samples: ${samplesFile}`);
+    }
     return report.ok ? 0 : 1;
   } finally {
     await cleanup();
