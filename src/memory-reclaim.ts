@@ -47,104 +47,52 @@ const reclaimPause = new client.Histogram({
 });
 
 export interface ReclaimOptions {
-  /**
-   * Growth that triggers a reclaim, of both what the process holds beyond the V8 heap (over the
-   * lowest seen since the last reclaim) and its RSS (over the lowest seen once settled).
-   */
+  /** Growth of RSS beyond the V8 heap over the lowest seen that triggers a reclaim. */
   thresholdBytes: number;
   /** At most one reclaim per this long. */
   minIntervalMs: number;
-  /**
-   * How long after the start or a reclaim the RSS is left to regrow to its working level before
-   * its floor is taken. A reclaim empties the page pool below what steady traffic keeps (in the
-   * soak a worker went 166 → 152 MB and was back at 165 MB within a minute); a floor taken at that
-   * low point made steady traffic alone look like a burst, and the reclaim fired every few minutes
-   * with nothing to give back but what the next minute took again, each time a pause of 100-500 ms.
-   */
-  settleMs: number;
 }
 
-export const RECLAIM_DEFAULTS: ReclaimOptions = {
-  thresholdBytes: 16 * 2 ** 20,
-  minIntervalMs: 60_000,
-  settleMs: 60_000,
-};
+export const RECLAIM_DEFAULTS: ReclaimOptions = { thresholdBytes: 16 * 2 ** 20, minIntervalMs: 60_000 };
 
-/** The process's RSS and the V8 heap's physical size, in bytes. */
-export interface MemoryReading {
-  rss: number;
-  heap: number;
+/** What the process holds beyond the V8 heap: RSS minus the heap's physical size. */
+function slackBytes(): number {
+  return process.memoryUsage.rss() - v8.getHeapStatistics().total_physical_size;
 }
-
-const readMemory = (): MemoryReading => ({
-  rss: process.memoryUsage.rss(),
-  heap: v8.getHeapStatistics().total_physical_size,
-});
 
 export interface Reclaimer {
   /** Looks once; reclaims when due. Returns the RSS given back, or null when it did not run. */
-  check(): number | null;
+  check(now?: number): number | null;
   stop(): void;
 }
 
-export interface ReclaimerSeams {
-  /** Checks on an unref'd timer this often; 0: tests call `check` themselves. */
-  everyMs?: number;
-  /** Tests give readings, a collector and a clock of their own; the process's and V8's by default. */
-  read?: () => MemoryReading;
-  collect?: () => void;
-  clock?: () => number;
-}
-
-/** A watcher of one process's kept heap pages. */
+/**
+ * A watcher of one process's kept heap pages. `everyMs` > 0 checks on an unref'd timer; tests
+ * call `check` themselves.
+ */
 export function startReclaimer(
   log: Pick<Logger, 'info'>,
-  {
-    everyMs = 10_000,
-    read = readMemory,
-    collect,
-    clock = Date.now,
-    ...options
-  }: Partial<ReclaimOptions> & ReclaimerSeams = {},
+  { everyMs = 10_000, ...options }: Partial<ReclaimOptions> & { everyMs?: number } = {},
 ): Reclaimer {
-  const { thresholdBytes, minIntervalMs, settleMs } = { ...RECLAIM_DEFAULTS, ...options };
-  const exposed = (globalThis as { gc?: Gc }).gc;
-  const gc = collect ?? (exposed ? () => exposed({ type: 'major', flavor: 'last-resort', execution: 'sync' }) : null);
-  const first = read();
-  let slackFloor = first.rss - first.heap;
-  let settledAt = clock() + settleMs;
-  let rssFloor = settleMs === 0 ? first.rss : Number.POSITIVE_INFINITY;
+  const { thresholdBytes, minIntervalMs } = { ...RECLAIM_DEFAULTS, ...options };
+  const gc = (globalThis as { gc?: Gc }).gc;
+  let floor = slackBytes();
   let last = Number.NEGATIVE_INFINITY;
-  const check = (): number | null => {
-    const now = clock();
-    const { rss, heap } = read();
-    slackFloor = Math.min(slackFloor, rss - heap);
-    if (now >= settledAt) rssFloor = Math.min(rssFloor, rss);
-    // Both must have grown: the slack says the growth is pages V8 keeps (what a last-resort
-    // collection gives back), the RSS that the process really holds more than at its working
-    // level (slack also grows while the heap shrinks into the pool at a flat RSS).
-    if (
-      !gc ||
-      rss - heap - slackFloor < thresholdBytes ||
-      rss - rssFloor < thresholdBytes ||
-      now - last < minIntervalMs
-    )
-      return null;
+  const check = (now = Date.now()): number | null => {
+    const slack = slackBytes();
+    floor = Math.min(floor, slack);
+    if (!gc || slack - floor < thresholdBytes || now - last < minIntervalMs) return null;
     last = now;
-    const before = rss;
+    const before = process.memoryUsage.rss();
     const t0 = performance.now();
-    gc();
+    gc({ type: 'major', flavor: 'last-resort', execution: 'sync' });
     const pause = performance.now() - t0;
     const pauseMs = Math.round(pause);
-    const afterReading = read();
-    const after = afterReading.rss;
+    const after = process.memoryUsage.rss();
     const given = Math.max(0, before - after);
     // What is left is the new baseline: native memory that grew under load is no burst's, and a
-    // reclaim that gave nothing back must not run again every interval. The RSS floor is taken
-    // again once the process has regrown to its working level.
-    slackFloor = after - afterReading.heap;
-    rssFloor = Number.POSITIVE_INFINITY;
-    settledAt = now + settleMs;
+    // reclaim that gave nothing back must not run again every interval.
+    floor = slackBytes();
     reclaims.inc();
     reclaimedBytes.inc(given);
     reclaimPause.observe(pause / 1000);

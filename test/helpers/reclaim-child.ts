@@ -5,15 +5,7 @@ import { registry } from '../../src/metrics.ts';
 
 const mb = () => Math.round(process.memoryUsage.rss() / 2 ** 20);
 const gc = (globalThis as { gc?: (o?: unknown) => void }).gc;
-const reclaimer = startReclaimer(
-  { info: () => {} },
-  {
-    everyMs: 0,
-    thresholdBytes: 8 * 2 ** 20,
-    minIntervalMs: 0,
-    settleMs: 0,
-  },
-);
+const reclaimer = startReclaimer({ info: () => {} }, { everyMs: 0, thresholdBytes: 8 * 2 ** 20, minIntervalMs: 0 });
 const start = mb();
 // About 60 MB of small objects held across several scavenges (so they are promoted), as requests
 // held in flight through a fault are.
