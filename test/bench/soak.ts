@@ -58,7 +58,8 @@
 //   alone vs the control, what the second tenant's load costs, and the control vs the dead zone,
 //   what the zone being dead adds), the main tenant alone vs the whole soak outside the fault
 //   windows (every fault's aftermath included: reported, not judged), and what the dead-zone tenant
-//   got; each p99 change with its 90 % bootstrap interval, and each process's CPU per condition.
+//   got; each p99 change with its 90 % bootstrap interval (in the slices, whole slices resampled:
+//   test/bench/p99-interval.ts says why), and each process's CPU per condition.
 //   BENCH_SOAK_SAMPLES=<file> writes every request (both tenants) as JSON lines.
 //   A warm-up (BENCH_SOAK_WARMUP_S, default 20) with load runs before the slices and is
 //   not counted. BENCH_SOAK_MINUTES (default 10) is the measured length. Exit 1 when a target is
@@ -102,7 +103,7 @@ import { webUrl } from '../lab/web-hosts.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { labNames, zoneApex, type Zone } from '../lab/zones.ts';
 import { childrenOf, fmt, percentile, procfileRoleArgs } from './bench-kit.ts';
-import { percentileChange } from './p99-interval.ts';
+import { blockPercentileChange, percentileChange } from './p99-interval.ts';
 import { type Condition, type SliceClock, sliceAt as sliceOf } from './soak-slices.ts';
 import type { TenantOptions, TenantSample } from './soak-tenant.ts';
 
@@ -1337,6 +1338,17 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
 
   // Tenant isolation: the main tenant's latency without and with the second tenant beside it.
   const latencies = (xs: Sample[]) => xs.map((s) => s.answered - s.sent).sort((a, b) => a - b);
+  /** The latencies grouped by block (the isolation slice each was sent in). */
+  const blocks = (xs: Sample[], blockOf: (s: Sample) => number) => {
+    const by = new Map<number, number[]>();
+    for (const s of xs) {
+      const k = blockOf(s);
+      const b = by.get(k);
+      if (b) b.push(s.answered - s.sent);
+      else by.set(k, [s.answered - s.sent]);
+    }
+    return [...by.values()];
+  };
   const ok2xx = (s: Sample) => s.status >= 200 && s.status < 300;
   const pct = (v: number) => `${v >= 0 ? '+' : ''}${fmt(v * 100, 1)} %`;
   const said = (c: { change: number; low: number; high: number } | null) =>
@@ -1345,7 +1357,7 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
    * Per product and for all of them together, the main tenant's 2xx latencies in two stretches:
    * rows, JSON, and DNS's p99 change with its 90 % bootstrap interval (test/bench/p99-interval.ts).
    */
-  const compare = (as: Sample[], bs: Sample[]) => {
+  const compare = (as: Sample[], bs: Sample[], blockOf?: (s: Sample) => number) => {
     const rows: string[][] = [];
     const json: Record<string, unknown> = {};
     let dns: { change: number; low: number; high: number } | null = null;
@@ -1358,7 +1370,9 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
       const b = latencies(bs.filter(pick));
       const a99 = a.length ? percentile(a, 99) : null;
       const b99 = b.length ? percentile(b, 99) : null;
-      const change = percentileChange(a, b);
+      const change = blockOf
+        ? blockPercentileChange(blocks(as.filter(pick), blockOf), blocks(bs.filter(pick), blockOf))
+        : percentileChange(a, b);
       if (p === 'dns') dns = change;
       const a50 = a.length ? percentile(a, 50) : null;
       const b50 = b.length ? percentile(b, 50) : null;
@@ -1378,6 +1392,8 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
     }
     return { rows, json, dns };
   };
+  /** The isolation slice a sample was sent in (its block for the interval: p99-interval.ts says why). */
+  const sliceIndex = (s: Sample) => Math.floor((s.sent + MIX_MS) / SLICE_MS);
   /** The main tenant's samples sent in the isolation slices of a condition, past each slice's guard. */
   const inSlices = (c: Condition, pred: (s: Sample) => boolean) =>
     r.samples.filter((s) => {
@@ -1413,13 +1429,13 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   // interleaved slices with no fault (the table above also holds every fault's aftermath).
   const dead503 =
     inSlices('dead', (s) => s.status === 503).length + inSlices('control', (s) => s.status === 503).length;
-  const solo = compare(baseline, deadSlices);
+  const solo = compare(baseline, deadSlices, sliceIndex);
   let cpuJson: Record<string, unknown> = {};
   const dnsSoloChange = solo.dns;
-  const allSoloChange = percentileChange(latencies(baseline), latencies(deadSlices));
-  const own = compare(control, deadSlices);
+  const allSoloChange = blockPercentileChange(blocks(baseline, sliceIndex), blocks(deadSlices, sliceIndex));
+  const own = compare(control, deadSlices, sliceIndex);
   const dnsOwnChange = own.dns;
-  const load = compare(baseline, control);
+  const load = compare(baseline, control, sliceIndex);
   if (DEAD_RATE > 0) {
     out.push(`  alone vs the dead-zone tenant beside (${slicesSaid}): the isolation target`);
     out.push(...table(head('alone', 'dead-zone'), solo.rows).map((l) => `  ${l}`));

@@ -1,7 +1,7 @@
 // The soak's interval for a p99 change (test/bench/p99-interval.ts): it must hold 0 when nothing
 // changed, leave it out when the tail moved, and be the same for the same samples.
 import { describe, expect, it } from 'vitest';
-import { percentileChange } from '../bench/p99-interval.ts';
+import { blockPercentileChange, percentileChange } from '../bench/p99-interval.ts';
 
 /** Latencies with a long tail, as a service's: mostly 2-8 ms, one in 40 between 10 and 40 ms. */
 function tailed(n: number, seed: number, scale = 1): number[] {
@@ -40,5 +40,46 @@ describe('percentileChange', () => {
     expect(percentileChange(a, b)).toEqual(percentileChange(a, b));
     expect(percentileChange([], b)).toBeNull();
     expect(percentileChange(a, [])).toBeNull();
+  });
+});
+
+describe('blockPercentileChange', () => {
+  /** 72 blocks of 60 latencies (tailed), in `hiccups` of which every latency is 5 times as long. */
+  function blocks(seed: number, hiccups: number): number[][] {
+    const all = tailed(72 * 60, seed);
+    return Array.from({ length: 72 }, (_, i) => all.slice(i * 60, (i + 1) * 60).map((x) => (i < hiccups ? x * 5 : x)));
+  }
+
+  it('gives the point change of the samples taken together', () => {
+    const a = blocks(7, 0);
+    const b = blocks(99, 0);
+    expect(blockPercentileChange(a, b)!.change).toBeCloseTo(percentileChange(a.flat(), b.flat())!.change, 10);
+  });
+
+  it('is wider than the sample bootstrap when the tail comes in clusters, and holds 0 for the same machine', () => {
+    // The same distribution on both sides, each with two hiccup blocks: the tail is the clusters'.
+    const a = blocks(7, 2);
+    const b = blocks(99, 2);
+    const byBlock = blockPercentileChange(a, b)!;
+    const bySample = percentileChange(a.flat(), b.flat())!;
+    expect(byBlock.high - byBlock.low).toBeGreaterThan(1.5 * (bySample.high - bySample.low));
+    expect(byBlock.low).toBeLessThanOrEqual(0);
+    expect(byBlock.high).toBeGreaterThanOrEqual(0);
+  });
+
+  it('still leaves 0 out when every latency is twice as long', () => {
+    const a = blocks(7, 0);
+    const b = blocks(99, 0).map((xs) => xs.map((x) => x * 2));
+    const r = blockPercentileChange(a, b)!;
+    expect(r.change).toBeGreaterThan(0.5);
+    expect(r.low).toBeGreaterThan(0);
+  });
+
+  it('is the same for the same blocks, and null without any sample', () => {
+    const a = blocks(11, 1);
+    const b = blocks(12, 1);
+    expect(blockPercentileChange(a, b)).toEqual(blockPercentileChange(a, b));
+    expect(blockPercentileChange([], b)).toBeNull();
+    expect(blockPercentileChange(a, [[], []])).toBeNull();
   });
 });
