@@ -14,11 +14,13 @@ export interface SliceClock {
   guardMs: number;
 }
 
-/** The slice's condition at soak time t (before t = 0), and whether t is in its guard. */
-export function sliceAt(clock: SliceClock, t: number): { condition: Condition; guard: boolean } {
+/** The slice at soak time t (before t = 0): its index from the first, its condition, and whether t is in its guard. */
+export function sliceAt(clock: SliceClock, t: number): { index: number; condition: Condition; guard: boolean } {
   const into = t + clock.mixMs;
+  const index = Math.floor(into / clock.sliceMs);
   return {
-    condition: clock.conditions[Math.floor(into / clock.sliceMs) % clock.conditions.length]!,
+    index,
+    condition: clock.conditions[index % clock.conditions.length]!,
     guard: into % clock.sliceMs < clock.guardMs,
   };
 }

@@ -1339,28 +1339,22 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   // Tenant isolation: the main tenant's latency without and with the second tenant beside it.
   const latencies = (xs: Sample[]) => xs.map((s) => s.answered - s.sent).sort((a, b) => a - b);
   /** The latencies grouped by block (the isolation slice each was sent in). */
-  const blocks = (xs: Sample[], blockOf: (s: Sample) => number) => {
-    const by = new Map<number, number[]>();
-    for (const s of xs) {
-      const k = blockOf(s);
-      const b = by.get(k);
-      if (b) b.push(s.answered - s.sent);
-      else by.set(k, [s.answered - s.sent]);
-    }
-    return [...by.values()];
-  };
+  const blocks = (xs: Sample[], blockOf: (s: Sample) => number) =>
+    [...Map.groupBy(xs, blockOf).values()].map((g) => g.map((s) => s.answered - s.sent));
   const ok2xx = (s: Sample) => s.status >= 200 && s.status < 300;
   const pct = (v: number) => `${v >= 0 ? '+' : ''}${fmt(v * 100, 1)} %`;
   const said = (c: { change: number; low: number; high: number } | null) =>
     c === null ? '—' : `${pct(c.change)} (90 % interval ${pct(c.low)} … ${pct(c.high)})`;
   /**
    * Per product and for all of them together, the main tenant's 2xx latencies in two stretches:
-   * rows, JSON, and DNS's p99 change with its 90 % bootstrap interval (test/bench/p99-interval.ts).
+   * rows, JSON, and the p99 change of DNS and of all with its 90 % bootstrap interval
+   * (test/bench/p99-interval.ts; by block when `blockOf` is given).
    */
   const compare = (as: Sample[], bs: Sample[], blockOf?: (s: Sample) => number) => {
     const rows: string[][] = [];
     const json: Record<string, unknown> = {};
     let dns: { change: number; low: number; high: number } | null = null;
+    let all: { change: number; low: number; high: number } | null = null;
     const sets: Array<[string, (s: Sample) => boolean]> = [
       ...products.map((p): [string, (s: Sample) => boolean] => [p, (s) => s.product === p]),
       ['all', () => true],
@@ -1374,6 +1368,7 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
         ? blockPercentileChange(blocks(as.filter(pick), blockOf), blocks(bs.filter(pick), blockOf))
         : percentileChange(a, b);
       if (p === 'dns') dns = change;
+      if (p === 'all') all = change;
       const a50 = a.length ? percentile(a, 50) : null;
       const b50 = b.length ? percentile(b, 50) : null;
       json[p] = { a: { n: a.length, p50: a50, p99: a99 }, b: { n: b.length, p50: b50, p99: b99 }, ...change };
@@ -1390,10 +1385,10 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
         change === null ? '—' : `${pct(change.low)} … ${pct(change.high)}`,
       ]);
     }
-    return { rows, json, dns };
+    return { rows, json, dns, all };
   };
   /** The isolation slice a sample was sent in (its block for the interval: p99-interval.ts says why). */
-  const sliceIndex = (s: Sample) => Math.floor((s.sent + MIX_MS) / SLICE_MS);
+  const sliceIndex = (s: Sample) => sliceAt(s.sent).index;
   /** The main tenant's samples sent in the isolation slices of a condition, past each slice's guard. */
   const inSlices = (c: Condition, pred: (s: Sample) => boolean) =>
     r.samples.filter((s) => {
@@ -1432,7 +1427,7 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
   const solo = compare(baseline, deadSlices, sliceIndex);
   let cpuJson: Record<string, unknown> = {};
   const dnsSoloChange = solo.dns;
-  const allSoloChange = blockPercentileChange(blocks(baseline, sliceIndex), blocks(deadSlices, sliceIndex));
+  const allSoloChange = solo.all;
   const own = compare(control, deadSlices, sliceIndex);
   const dnsOwnChange = own.dns;
   const load = compare(baseline, control, sliceIndex);

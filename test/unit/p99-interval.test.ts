@@ -82,4 +82,12 @@ describe('blockPercentileChange', () => {
     expect(blockPercentileChange([], b)).toBeNull();
     expect(blockPercentileChange(a, [[], []])).toBeNull();
   });
+
+  it('claims no interval from a single block', () => {
+    const a = blocks(7, 0);
+    const one = blockPercentileChange(a.slice(0, 1), a.slice(1, 2))!;
+    expect(one.low).toBe(-Infinity);
+    expect(one.high).toBe(Infinity);
+    expect(Number.isFinite(one.change)).toBe(true);
+  });
 });
