@@ -7,8 +7,9 @@
 // also runs the lab's servers; with this tenant's 50 requests a second on that same event loop
 // (sending, parsing the replies, the garbage of both) the main tenant's replies waited behind
 // them there, in the bench, and the isolation figure charged that wait to the service. Why the
-// lowest priority (nice 19, set by the soak): a real tenant's client runs on its own machine; here
-// it shares the service's two cores, and its CPU (about 4 % of a core at 50/s) is no cost of the
+// lowest priority (SCHED_IDLE where `chrt` can set it, else nice 19; the soak's idlePriority says
+// why nice 19 alone is not enough): a real tenant's client runs on its own machine; here it shares
+// the service's two cores, and its CPU (about 3-4 % of a core at 50/s) is no cost of the
 // service's. It still gets every idle cycle, so its rate holds; it yields to the roles when they
 // are runnable.
 import { randomBytes } from 'node:crypto';
