@@ -1487,6 +1487,29 @@ function buildReport(r: ReportInput): { text: string; json: unknown; ok: boolean
       return `${xs.length} lookups, ${xs.filter(ok2xx).length} × 2xx, p50 ${lat.length ? fmt(percentile(lat, 50), 0) : '—'} ms, p99 ${lat.length ? fmt(percentile(lat, 99), 0) : '—'} ms`;
     };
     out.push(`  the second tenant in the slices: control ${second('control')}; dead zone ${second('dead')}`);
+    // The first dead-zone slice is the ramp's (left out above) and the zone's first contact: for
+    // its first 2 s every question about it really goes out and waits (no backoff yet). Reported
+    // on its own, whole slice, so that leaving the ramp out hides nothing: the lookups that ask
+    // the resolver (dns, ip's PTR) beside those that do not (mac, phone).
+    const firstDead = CONDITIONS.indexOf('dead');
+    const inFirst = (products: readonly string[]) =>
+      latencies(
+        r.samples.filter(
+          (s) =>
+            ok2xx(s) &&
+            s.sent >= -MIX_MS &&
+            s.sent < 0 &&
+            sliceAt(s.sent).index === firstDead &&
+            products.includes(s.product),
+        ),
+      );
+    const contactSaid = (lat: number[]) =>
+      lat.length === 0
+        ? 'none'
+        : `${lat.length}, p50 ${fmt(percentile(lat, 50), 1)} ms, p99 ${fmt(percentile(lat, 99), 1)} ms, max ${fmt(lat[lat.length - 1]!, 1)} ms`;
+    out.push(
+      `  first contact (the first dead-zone slice, whole, a ramp slice left out above; reported, not judged): the main tenant's lookups that ask the resolver (dns, ip) ${contactSaid(inFirst(['dns', 'ip']))}; those that do not (mac, phone) ${contactSaid(inFirst(['mac', 'phone']))}`,
+    );
     // What each condition cost each process, in % of one core (the same slices, past their guard).
     const parts = [...new Set([...r.cpuBy.values()].flatMap((c) => [...c.ticks.keys()]))];
     const share = (c: Condition, part: string) => {
