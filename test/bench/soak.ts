@@ -53,8 +53,9 @@
 //   with no fault: 3 × BENCH_SOAK_BASELINE_S (default 240) in slices of BENCH_SOAK_SLICE_S (10)
 //   taking turns between the main tenant alone, the second tenant beside it asking names under a
 //   zone that answers (the control), and the second tenant asking names under the dead zone, the
-//   first round of slices and the first 2.5 s of each left out (target: the main tenant's DNS p99 with the dead-zone tenant
-//   within 10 % of its p99 alone, no 503 in those slices nor outside the fault windows; reported:
+//   first round of slices and the first 2.5 s of each left out (target: the main tenant's DNS p99
+//   with the dead-zone tenant within 10 % of its p99 alone, no 503 in those slices nor outside the
+//   fault windows; reported:
 //   alone vs the control, what the second tenant's load costs, and the control vs the dead zone,
 //   what the zone being dead adds), the main tenant alone vs the whole soak outside the fault
 //   windows (every fault's aftermath included: reported, not judged), and what the dead-zone tenant
@@ -204,6 +205,9 @@ const RECOVERY_TARGET_MS = 5000;
 const RSS_TARGET = 0.1;
 const REQUEST_TIMEOUT_MS = 30_000;
 
+/** The policy the second tenant's client ran under (the report says it). */
+let tenantPolicyUsed = 'none (no second tenant)';
+
 /**
  * The second tenant's client command: under SCHED_IDLE (util-linux `chrt --idle 0`, which execs the
  * command, so every thread it starts inherits the policy) where the machine allows it, else as is
@@ -213,9 +217,6 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * closest this machine comes to the client's own machine. Its requests, and what they cost the
  * roles, Redis and the lab, are the same either way.
  */
-/** The policy the second tenant's client ran under (the report says it). */
-let tenantPolicyUsed = 'none (no second tenant)';
-
 function idlePriority(argv: string[]): { argv: string[]; policy: 'SCHED_IDLE' | 'nice 19' } {
   // BENCH_SOAK_TENANT_POLICY=nice: nice 19 as before SCHED_IDLE (to measure what the policy changes).
   if (TENANT_POLICY === 'nice') return { argv, policy: 'nice 19' };
@@ -920,34 +921,34 @@ async function main(): Promise<number> {
     // The warm-up and the isolation slices get negative times.
     clock0 = Date.now() + WARMUP_S * 1000 + MIX_MS;
     // The second tenant, in a process of its own at the lowest priority (soak-tenant.ts says why).
-    const tenantCommand = idlePriority([process.execPath, path.join(import.meta.dirname, 'soak-tenant.ts')]);
-    if (DEAD_RATE > 0) {
+    const tenantCommand =
+      DEAD_RATE > 0 ? idlePriority([process.execPath, path.join(import.meta.dirname, 'soak-tenant.ts')]) : null;
+    if (tenantCommand) {
       tenantPolicyUsed = tenantCommand.policy;
       log(`the second tenant's client: ${tenantCommand.policy}`);
     }
-    const tenant =
-      DEAD_RATE > 0
-        ? spawn(tenantCommand.argv[0]!, tenantCommand.argv.slice(1), {
-            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-            env: {
-              ...process.env,
-              SOAK_TENANT: JSON.stringify({
-                base,
-                apiKey: deadKey,
-                path: PRODUCTS.dns.path,
-                ratePerS: DEAD_RATE,
-                clock0,
-                slices: SLICES,
-                controlZone: labNames.apex,
-                deadZone: DEAD_ZONE,
-                requestTimeoutMs: REQUEST_TIMEOUT_MS,
-              } satisfies TenantOptions),
-            },
-          })
-        : null;
+    const tenant = tenantCommand
+      ? spawn(tenantCommand.argv[0]!, tenantCommand.argv.slice(1), {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          env: {
+            ...process.env,
+            SOAK_TENANT: JSON.stringify({
+              base,
+              apiKey: deadKey,
+              path: PRODUCTS.dns.path,
+              ratePerS: DEAD_RATE,
+              clock0,
+              slices: SLICES,
+              controlZone: labNames.apex,
+              deadZone: DEAD_ZONE,
+              requestTimeoutMs: REQUEST_TIMEOUT_MS,
+            } satisfies TenantOptions),
+          },
+        })
+      : null;
     if (tenant) {
       // SCHED_IDLE ignores nice; under chrt this is a no-op, without it the fallback.
-      if (tenantCommand.policy !== 'SCHED_IDLE') os.setPriority(tenant.pid!, 19);
+      if (tenantCommand?.policy !== 'SCHED_IDLE') os.setPriority(tenant.pid!, 19);
       tenantPid = tenant.pid;
     }
     const tenantSamples = tenant
