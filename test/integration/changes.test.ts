@@ -227,6 +227,50 @@ describe('change detection (CONTRACT §13)', () => {
       expect(changes.scan!.filter((c) => c.change === 'gone').map((c) => c.key)).not.toContain(changesNames.flaky);
     });
 
+    it('scan, issue 44 item 1: an absence is observed only by the check that produces it, on its subject, completed', () => {
+      // An alias into a zone whose servers fail (SERVFAIL, REFUSED): the CNAME was observed (changed);
+      // the address set was not resolved, so the old address is not known gone.
+      for (const [name, address] of [
+        [changesNames.aliased, changesAddresses.aliased],
+        [changesNames.refusing, changesAddresses.refusing],
+      ] as const) {
+        expect(mark('scan', 'object', 'host', name), name).toMatchObject({ change: 'changed' });
+        expect(mark('scan', 'object', 'host', name)?.changedFields, name).toEqual(['records']);
+        expect(mark('scan', 'object', 'ip_address', address), address).toMatchObject({
+          change: 'unconfirmed',
+          reason: 'indeterminate',
+        });
+      }
+      // deep is a level (a.deep is under it): its wildcard probe, keyed by deep's name, completed on
+      // random labels while deep's own DNS task got SERVFAIL and wrote nothing. The probe observed
+      // nothing about deep: unconfirmed, never gone.
+      expect(mark('scan', 'object', 'host', changesNames.deep)).toMatchObject({
+        change: 'unconfirmed',
+        reason: 'indeterminate',
+      });
+      expect(mark('scan', 'object', 'ip_address', changesAddresses.deep)).toMatchObject({
+        change: 'unconfirmed',
+        reason: 'indeterminate',
+      });
+      expect(mark('scan', 'object', 'host', changesNames.underDeep)?.change).toBe('unchanged');
+      const gone = changes.scan!.filter((c) => c.change === 'gone' || c.change === 'resolved').map((c) => c.key);
+      for (const key of [changesNames.deep, changesAddresses.deep, changesAddresses.aliased, changesAddresses.refusing])
+        expect(gone).not.toContain(key);
+    });
+
+    it('scan, issue 44 item 2: a question that went unanswered is a gap, not a change', () => {
+      // dual's AAAA questions were dropped in state 2, its A answered as before.
+      const dual = mark('scan', 'object', 'host', changesNames.dual);
+      expect(dual).toMatchObject({ change: 'unconfirmed', reason: 'lane_partial' });
+      expect(dual?.changedFields).toBeUndefined();
+      expect(mark('scan', 'object', 'ip_address', changesAddresses.dual)?.change).not.toMatch(/^(changed|gone)$/);
+      // Its IPv6 address: its name's AAAA question got no answer, so it is not known gone.
+      expect(mark('scan', 'object', 'ip_address', changesAddresses.dualV6Key)).toMatchObject({
+        change: 'unconfirmed',
+        reason: 'indeterminate',
+      });
+    });
+
     it('mail lookup: the DMARC and SPF records changed; p=none resolved', () => {
       expect(mark('mail', 'object', 'mail_posture', CHANGES_ZONE)?.change).toBe('changed');
       expect(mark('mail', 'object', 'mail_posture', CHANGES_ZONE)?.changedFields).toEqual(

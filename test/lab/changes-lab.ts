@@ -9,19 +9,27 @@
 //   removed.changes.test  A .13                   NXDOMAIN              (removed)
 //   flaky.changes.test    A .16                   SERVFAIL              (its DNS fails: never "gone")
 //   added.changes.test    NXDOMAIN                A .17                 (appears)
+//   aliased.changes.test  A .18                   CNAME into servfail.changes-broken.test, whose
+//                                                 servers answer SERVFAIL (the address: never "gone")
+//   refusing.changes.test A .19                   CNAME into refused.changes-broken.test (REFUSED)
+//   dual.changes.test     A .20, AAAA ::ffff:.20  the same; its AAAA questions go unanswered
+//                                                 (a gap: neither "changed" nor "gone")
+//   deep.changes.test     A .21; a.deep.changes.test A .22: deep is a level (its wildcard probe
+//                                                 runs); in state 2 deep's own questions all SERVFAIL
 //   https://changes.test/ every security header   no X-Content-Type-Options
 //
 // Names are found from the apex's SPF `a:` terms (a balanced scan's `spf` source), so the removed
 // and the failing names are only asked again because the second scan rechecks its baseline's
 // names (an SPF record naming a SERVFAIL name would leave the mail posture's SPF lane partial,
-// and with it everything that lane observes: unconfirmed, rightly, but not what this lab shows). The MX is the
+// and with it everything that lane observes: unconfirmed, rightly, but not what this lab shows);
+// the same goes for the names whose DNS fails in state 2. The MX is the
 // mail lab's mx1.good-mail.test (STARTTLS, DANE): the mail posture's lanes complete there.
 // Addresses are 127.0.6.x (test/lab/addresses.ts); only the apex serves HTTP(S).
 import http from 'node:http';
 import https from 'node:https';
 import { labHost } from './addresses.ts';
 import type { LabContext, LabPart, LabPartFactory } from './serve.ts';
-import type { Zone, ZoneRecord } from './zones.ts';
+import { zoneApex, type Zone, type ZoneRecord } from './zones.ts';
 
 export const CHANGES_ZONE = 'changes.test';
 export type ChangesState = 1 | 2;
@@ -34,7 +42,19 @@ export const changesAddresses = {
   movesAfter: labHost('changes', 15),
   flaky: labHost('changes', 16),
   added: labHost('changes', 17),
+  aliased: labHost('changes', 18),
+  refusing: labHost('changes', 19),
+  dual: labHost('changes', 20),
+  /** dual's AAAA: IPv4-mapped, so the lab's one rule (loopback only) holds for it too. */
+  dualV6: `::ffff:${labHost('changes', 20)}`,
+  /** The same, as an object's key (RFC 5952). */
+  dualV6Key: '::ffff:7f00:614',
+  deep: labHost('changes', 21),
+  underDeep: labHost('changes', 22),
 } as const;
+
+/** The zone a state-2 alias points into: its servers fail (SERVFAIL, or REFUSED below `refused`). */
+export const CHANGES_BROKEN_ZONE = 'changes-broken.test';
 
 export const changesNames = {
   stays: `stays.${CHANGES_ZONE}`,
@@ -42,6 +62,11 @@ export const changesNames = {
   removed: `removed.${CHANGES_ZONE}`,
   flaky: `flaky.${CHANGES_ZONE}`,
   added: `added.${CHANGES_ZONE}`,
+  aliased: `aliased.${CHANGES_ZONE}`,
+  refusing: `refusing.${CHANGES_ZONE}`,
+  dual: `dual.${CHANGES_ZONE}`,
+  deep: `deep.${CHANGES_ZONE}`,
+  underDeep: `a.deep.${CHANGES_ZONE}`,
 } as const;
 
 export interface ChangesLab {
@@ -60,7 +85,11 @@ const HEADERS: Record<string, string> = {
 
 export function changesZone(state: ChangesState): Zone {
   const n = changesNames;
-  const spfNames = state === 1 ? [n.stays, n.moves, n.flaky, n.removed] : [n.stays, n.moves, n.added];
+  // a.deep.changes.test makes deep.changes.test a level: its wildcard probe runs, keyed by deep's name.
+  const spfNames =
+    state === 1
+      ? [n.stays, n.moves, n.flaky, n.removed, n.aliased, n.refusing, n.dual, n.deep, n.underDeep]
+      : [n.stays, n.moves, n.added];
   const records: ZoneRecord[] = [
     {
       name: '@',
@@ -88,13 +117,49 @@ export function changesZone(state: ChangesState): Zone {
     { name: 'moves', type: 'A', data: state === 1 ? changesAddresses.movesBefore : changesAddresses.movesAfter },
     { name: 'flaky', type: 'A', data: changesAddresses.flaky },
     ...(state === 1
+      ? [
+          { name: 'aliased', type: 'A', data: changesAddresses.aliased },
+          { name: 'refusing', type: 'A', data: changesAddresses.refusing },
+        ]
+      : [
+          { name: 'aliased', type: 'CNAME', data: `servfail.${CHANGES_BROKEN_ZONE}` },
+          { name: 'refusing', type: 'CNAME', data: `refused.${CHANGES_BROKEN_ZONE}` },
+        ]),
+    { name: 'dual', type: 'A', data: changesAddresses.dual },
+    { name: 'dual', type: 'AAAA', data: changesAddresses.dualV6 },
+    { name: 'deep', type: 'A', data: changesAddresses.deep },
+    { name: 'a.deep', type: 'A', data: changesAddresses.underDeep },
+    ...(state === 1
       ? [{ name: 'removed', type: 'A', data: changesAddresses.removed }]
       : [{ name: 'added', type: 'A', data: changesAddresses.added }]),
   ];
   return {
     origin: CHANGES_ZONE,
     records,
-    behaviours: state === 2 ? [{ name: 'flaky', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }] : [],
+    behaviours:
+      state === 2
+        ? [
+            { name: 'flaky', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+            { name: 'dual', types: ['AAAA'], behaviour: { kind: 'silent' } },
+            { name: 'deep', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+          ]
+        : [],
+  };
+}
+
+/** The zone the state-2 aliases lead into: every name under it fails (REFUSED under `refused`). */
+export function changesBrokenZone(): Zone {
+  return {
+    origin: CHANGES_BROKEN_ZONE,
+    records: [
+      ...zoneApex(CHANGES_BROKEN_ZONE),
+      { name: 'servfail', type: 'A', data: changesAddresses.aliased },
+      { name: 'refused', type: 'A', data: changesAddresses.refusing },
+    ],
+    behaviours: [
+      { name: 'refused', subtree: true, behaviour: { kind: 'rcode', rcode: 'REFUSED' } },
+      { name: 'servfail', subtree: true, behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+    ],
   };
 }
 
@@ -137,7 +202,7 @@ export function changesLabPart(opts: { onReady?(lab: ChangesLab): void } = {}): 
     opts.onReady?.(lab);
     return {
       name: 'changes',
-      zones: [changesZone(1)],
+      zones: [changesZone(1), changesBrokenZone()],
       attachDns: (dns) => {
         setZone = dns.setZone;
       },

@@ -152,7 +152,12 @@ class LabZones {
     return wild ? wild.map((r) => ({ ...r, name })) : null;
   }
 
-  resolve(qname: string, qtype: string): Resolution {
+  /**
+   * `transport`: a CNAME target whose zone answers an error rcode (a broken subzone's behaviour)
+   * ends the chain with that rcode and the aliases so far, as a recursive resolver answers a
+   * chain into a zone whose servers fail (RFC 6604: the rcode is the last target's).
+   */
+  resolve(qname: string, qtype: string, transport?: Transport): Resolution {
     const answers: packet.Answer[] = [];
     const seen = new Set<string>();
     let name = qname;
@@ -160,6 +165,8 @@ class LabZones {
       seen.add(name);
       const z = this.zoneFor(name);
       if (!z) return { rcode: RCODES.NOERROR, answers, authorities: [] }; // chain leaves the lab
+      const along = name !== qname && transport ? behaviourFor(z, name, qtype, transport) : null;
+      if (along?.kind === 'rcode') return { rcode: RCODES[along.rcode], answers, authorities: [] };
       const rrs = this.lookup(z, name);
       if (rrs === null) return { rcode: RCODES.NXDOMAIN, answers, authorities: [z.soa] };
       const ofType = rrs.filter((r) => r.type === qtype || qtype === 'ANY');
@@ -284,7 +291,7 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
     return { send: packet.encode({ ...base, flags, answers: [zone.soa, ...records, zone.soa] }) };
   }
 
-  const r = zones.resolve(qname, q.type);
+  const r = zones.resolve(qname, q.type, transport);
   const full = {
     ...base,
     id: behaviour?.kind === 'wrong-id' ? (id + 1) & 0xffff : id,

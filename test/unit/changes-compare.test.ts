@@ -56,6 +56,53 @@ describe('changed fields', () => {
     expect(changedFields({ name: 'a' }, { name: 'b' }, rules, true)).toEqual(['name']);
     expect(changedFields({ name: 'a' }, { name: 'a', added: 1 }, rules, true)).toEqual(['added']);
   });
+
+  it('a failed outcome is a gap, never data: only what both jobs observed is compared (issue 44, item 2)', () => {
+    const scan = scanChangeRules;
+    const answer = (data: string[]) => ({ outcome: 'answer', rcode: 'NOERROR', data });
+    const baseline = {
+      name: 'dual.example',
+      exists: true,
+      wildcard: 'real',
+      records: { A: answer(['192.0.2.1']), AAAA: answer(['2001:db8::1']), TXT: { outcome: 'nodata', data: [] } },
+    };
+    // The AAAA question timed out this time (and the wildcard comparison could not be made): not changed.
+    const timedOut = {
+      ...baseline,
+      wildcard: 'unknown',
+      records: { ...baseline.records, AAAA: { outcome: 'timeout', rcode: null, data: [] } },
+    };
+    expect(changedFields(baseline, timedOut, scan)).toEqual([]);
+    // Either way round: a baseline that could not look is no data to differ from.
+    expect(changedFields(timedOut, baseline, scan)).toEqual([]);
+    // What both observed and differs is a change, beside a gap.
+    const moved = { ...timedOut, records: { ...timedOut.records, A: answer(['192.0.2.2']) } };
+    expect(changedFields(baseline, moved, scan)).toEqual(['records']);
+    // An alias whose target's servers fail: the CNAME was observed (changed), the addresses were not.
+    const aliased = {
+      ...baseline,
+      records: {
+        ...baseline.records,
+        A: { outcome: 'servfail', rcode: 'SERVFAIL', data: [] },
+        AAAA: { outcome: 'servfail', rcode: 'SERVFAIL', data: [] },
+        CNAME: answer(['x.broken.example']),
+      },
+    };
+    expect(
+      changedFields(
+        { ...baseline, records: { ...baseline.records, CNAME: { outcome: 'nodata', data: [] } } },
+        aliased,
+        scan,
+      ),
+    ).toEqual(['records']);
+    expect(
+      changedFields(
+        baseline,
+        { ...baseline, records: { ...baseline.records, AAAA: { outcome: 'refused', data: [] } } },
+        scan,
+      ),
+    ).toEqual([]);
+  });
 });
 
 const tally = (
@@ -278,6 +325,13 @@ describe("products' rules", () => {
     expect(scanChangeRules.absent!('host', { exists: false })).toBe(true);
     expect(scanChangeRules.absent!('host', { exists: true })).toBe(false);
     expect(scanChangeRules.absent!('url', { exists: false })).toBe(false);
+    // Of the dns lane, only a name's own DNS task observes it: a level's wildcard probe, keyed by
+    // the same name, asks random names under it (issue 44, item 1).
+    expect(scanChangeRules.observingChecks!('dns')).toEqual(['scan.dns']);
+    expect(scanChangeRules.observingChecks!('web')).toBeUndefined();
+    // An address: by the address part of those tasks.
+    expect(scanChangeRules.partOf!('ip_address')).toBe('addresses');
+    expect(scanChangeRules.partOf!('host')).toBeUndefined();
   });
 
   it('every product names a versioned fingerprint, leaves the clock out, and docs/findings.md says so', () => {

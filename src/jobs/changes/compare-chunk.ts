@@ -212,6 +212,7 @@ export async function compareChunk(
   // Of those, the ones that lost a finding a part of its task raised, and that task's lanes.
   const partNeeds = new Map<number, readonly string[]>();
   const partLanes = new Set<string>();
+  const objectLanes = (o: Obj) => rules.observedBy?.(o.type) ?? laneNames(o.lanes);
   for (const p of pairs) {
     if (!p.base) continue;
     const missing = !p.cur;
@@ -225,14 +226,25 @@ export async function compareChunk(
       partNeeds.set(p.base.id, needs.get(p.base.id)!);
       for (const f of parted) for (const l of f.lanes) partLanes.add(l);
     }
+    // An object observed by a part of its checks' tasks (a scan's address: their address questions).
+    if (missing && rules.partOf?.(p.base.type) && rules.observers === 'related') {
+      partNeeds.set(p.base.id, needs.get(p.base.id)!);
+      for (const l of objectLanes(p.base) ?? []) partLanes.add(l);
+    }
   }
+  // Of a lane's tasks on a subject, only the checks that observe what their key names count.
+  const observing = (t: { productLane: string; check: string }) => {
+    const checks = rules.observingChecks?.(t.productLane);
+    return checks === undefined || checks.includes(t.check);
+  };
   const tallies = new Map<number, TaskTally[]>();
   if (needs.size > 0) {
     if (rules.observers === 'job') {
-      const all = (await jobTallies(trx, pos.jobId)).map((t) => ({ ...t, own: false }));
+      const all = (await jobTallies(trx, pos.jobId)).filter(observing).map((t) => ({ ...t, own: false }));
       for (const id of needs.keys()) tallies.set(id, all);
     } else {
       for (const t of await subjectTallies(trx, pos.jobId, pos.baselineId, needs)) {
+        if (!observing(t)) continue;
         const list = tallies.get(t.baselineObjectId) ?? [];
         list.push(t);
         tallies.set(t.baselineObjectId, list);
@@ -241,6 +253,7 @@ export async function compareChunk(
   }
   const partTasks = new Map<number, PartedTask[]>();
   for (const t of await subjectPartOutcomes(trx, pos.jobId, pos.baselineId, partNeeds, [...partLanes])) {
+    if (!observing(t)) continue;
     const list = partTasks.get(t.baselineObjectId) ?? [];
     list.push({ ...t, parts: partsOf(t.parts) });
     partTasks.set(t.baselineObjectId, list);
@@ -310,11 +323,18 @@ export async function compareChunk(
       objectReason = gap;
     } else if (p.cur) {
       objectMark = 'new';
+    } else if (!held(p.base)) {
+      // The baseline recorded its absence (an NXDOMAIN name) and this job holds nothing of it:
+      // never gone again. Still absent when this job observed that; else not known.
+      const part = rules.partOf?.(p.base!.type);
+      const seen = observe(p.base!.id, objectLanes(p.base!), part ? [part] : []);
+      objectMark = seen.seen === 'absent' ? 'unchanged' : 'unconfirmed';
+      objectReason = seen.seen === 'absent' ? null : seen.reason;
     } else if ((rules.subjectsOf?.(p.base!) ?? [p.base!.key]).some((k) => goneSubjects.has(k))) {
       objectMark = 'gone'; // what it was observed on does not exist any more (an NXDOMAIN name)
     } else {
-      const lanes = rules.observedBy?.(p.base!.type) ?? laneNames(p.base!.lanes);
-      const seen = observe(p.base!.id, lanes);
+      const part = rules.partOf?.(p.base!.type);
+      const seen = observe(p.base!.id, objectLanes(p.base!), part ? [part] : []);
       objectMark = seen.seen === 'absent' ? 'gone' : 'unconfirmed';
       objectReason = seen.seen === 'absent' ? null : seen.reason;
     }

@@ -2,10 +2,32 @@
 // values differ once the volatile facts are dropped (at any depth) and every array that is a set
 // is put in one order. A field the baseline had and this job lacks counts only when the lanes
 // that examined the object this time covered what the baseline's did: a field missing because a
-// check did not complete is missing coverage, never a change.
+// check did not complete is missing coverage, never a change. Likewise a value either job holds
+// as a failed observation (rules.gap: a DNS question that timed out, whatever the other job's
+// answer was): both sides lose that key before they are compared, so `changed` means an observed
+// value differs, never that one job could not look.
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
 
-type Rules = Pick<ChangeRules, 'volatile' | 'ordered'>;
+type Rules = Pick<ChangeRules, 'volatile' | 'ordered' | 'gap'>;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Both values without the keys, at any depth of objects both hold, where either holds a gap
+ * (rules.gap). Arrays are left whole: an element is no observation of its own.
+ */
+export function withoutGaps(a: unknown, b: unknown, rules: Rules): [unknown, unknown] {
+  if (!rules.gap || !isObject(a) || !isObject(b)) return [a, b];
+  const outA: Record<string, unknown> = {};
+  const outB: Record<string, unknown> = {};
+  for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    if (rules.gap(k, a[k]) || rules.gap(k, b[k])) continue;
+    const [x, y] = withoutGaps(a[k], b[k], rules);
+    if (Object.hasOwn(a, k)) outA[k] = x;
+    if (Object.hasOwn(b, k)) outB[k] = y;
+  }
+  return [outA, outB];
+}
 
 /** A value in canonical form: volatile keys dropped, object keys sorted, set-like arrays sorted. */
 export function canonical(v: unknown, rules: Rules, key = ''): unknown {
@@ -44,8 +66,10 @@ export function changedFields(
     if (rules.volatile.includes(k)) continue;
     const inCur = Object.hasOwn(cur, k) && cur[k] !== undefined;
     if (!inCur && partial) continue;
-    const a = JSON.stringify(canonical(base[k], rules, k));
-    const b = JSON.stringify(canonical(cur[k], rules, k));
+    if (rules.gap?.(k, base[k]) || rules.gap?.(k, cur[k])) continue;
+    const [x, y] = withoutGaps(base[k], cur[k], rules);
+    const a = JSON.stringify(canonical(x, rules, k));
+    const b = JSON.stringify(canonical(y, rules, k));
     if (a !== b) out.push(k);
   }
   return out.sort();

@@ -10,6 +10,8 @@ export interface SubjectTally {
   /** The baseline object the subject belongs to (own subjects) or is related to. */
   baselineObjectId: number;
   productLane: string;
+  /** The task's check: of a lane's checks, only some observe what their key names (ChangeRules.observingChecks). */
+  check: string;
   own: boolean;
   status: TaskStatus;
   reason: string | null;
@@ -33,18 +35,20 @@ export async function subjectTallies(
   const res = await sql<{
     mid: number;
     product_lane: string;
+    check_name: string;
     own: number;
     status: TaskStatus;
     reason: string | null;
     n: number;
   }>`
-    SELECT s.mid, t.product_lane, s.own AS own, t.status, t.reason, COUNT(DISTINCT t.id) AS n
+    SELECT s.mid, t.product_lane, t.check_name, s.own AS own, t.status, t.reason, COUNT(DISTINCT t.id) AS n
     FROM (${subjects(baselineId, own)}) s
     JOIN tasks t ON t.job_id = ${jobId} AND t.object_key_hash = ${sha256Sql(sql`s.skey`)}
-    GROUP BY s.mid, t.product_lane, t.status, t.reason, s.own`.execute(trx);
+    GROUP BY s.mid, t.product_lane, t.check_name, t.status, t.reason, s.own`.execute(trx);
   return res.rows.map((r) => ({
     baselineObjectId: Number(r.mid),
     productLane: r.product_lane,
+    check: r.check_name,
     own: Number(r.own) === 1,
     status: r.status,
     reason: r.reason ?? null,
@@ -73,6 +77,7 @@ function subjects(baselineId: number, own: ReadonlyMap<number, readonly string[]
 export interface SubjectPartOutcome {
   baselineObjectId: number;
   productLane: string;
+  check: string;
   own: boolean;
   status: TaskStatus;
   reason: string | null;
@@ -97,12 +102,13 @@ export async function subjectPartOutcomes(
   const res = await sql<{
     mid: number;
     product_lane: string;
+    check_name: string;
     own: number;
     status: TaskStatus;
     reason: string | null;
     parts: unknown;
   }>`
-    SELECT DISTINCT s.mid, s.own, t.id, t.product_lane, t.status, t.reason,
+    SELECT DISTINCT s.mid, s.own, t.id, t.product_lane, t.check_name, t.status, t.reason,
       JSON_EXTRACT(t.output, '$.projection.lanes') AS parts
     FROM (${subjects(baselineId, own)}) s
     JOIN tasks t ON t.job_id = ${jobId} AND t.object_key_hash = ${sha256Sql(sql`s.skey`)}
@@ -110,6 +116,7 @@ export async function subjectPartOutcomes(
   return res.rows.map((r) => ({
     baselineObjectId: Number(r.mid),
     productLane: r.product_lane,
+    check: r.check_name,
     own: Number(r.own) === 1,
     status: r.status,
     reason: r.reason ?? null,
@@ -121,12 +128,19 @@ export async function subjectPartOutcomes(
 export async function jobTallies(
   trx: Trx,
   jobId: number,
-): Promise<Array<{ productLane: string; status: TaskStatus; reason: string | null; n: number }>> {
-  const res = await sql<{ product_lane: string; status: TaskStatus; reason: string | null; n: number }>`
-    SELECT product_lane, status, reason, COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
-    GROUP BY product_lane, status, reason`.execute(trx);
+): Promise<Array<{ productLane: string; check: string; status: TaskStatus; reason: string | null; n: number }>> {
+  const res = await sql<{
+    product_lane: string;
+    check_name: string;
+    status: TaskStatus;
+    reason: string | null;
+    n: number;
+  }>`
+    SELECT product_lane, check_name, status, reason, COUNT(*) AS n FROM tasks WHERE job_id = ${jobId}
+    GROUP BY product_lane, check_name, status, reason`.execute(trx);
   return res.rows.map((r) => ({
     productLane: r.product_lane,
+    check: r.check_name,
     status: r.status,
     reason: r.reason ?? null,
     n: Number(r.n),

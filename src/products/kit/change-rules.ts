@@ -28,6 +28,27 @@ export interface ChangeRules {
   observers: 'related' | 'job';
   /** The product lanes whose checks observe objects of this type (default: the lanes that examined it). */
   observedBy?(type: string): readonly string[] | undefined;
+  /**
+   * The checks of a product lane whose tasks observe what their key names (default: every check
+   * of the lane). An absence is observed only by the check that produces the object or relation,
+   * on that subject: a task keyed by the same name that looks at something else (a scan's
+   * wildcard probe, keyed by its level, asks random names under it) observes nothing about it.
+   */
+  observingChecks?(productLane: string): readonly string[] | undefined;
+  /**
+   * The part of its observing tasks that observes an object of this type (a scan's address: the
+   * A and AAAA questions of the DNS tasks of the names that resolved to it), as those tasks keep
+   * their parts' outcomes (`projection.lanes`): the object is gone only when that part completed,
+   * whatever the task's other questions did, and never when it did not (a CNAME whose target's
+   * servers failed is no completed resolution of the address set).
+   */
+  partOf?(type: string): string | undefined;
+  /**
+   * A value that records an observation that failed (a DNS question that got no answer), at any
+   * depth of a projection: a gap, never data. Where either job holds one, that key is compared
+   * as observed by neither (CONTRACT §13: `changed` only when an observed value differs).
+   */
+  gap?(key: string, value: unknown): boolean;
   /** The task keys an object is observed on besides its related objects (default: its own key). */
   subjectsOf?(ref: ObjectRef): string[];
   /** A held object that records an absence (a name that answered NXDOMAIN): compared as not held. */
@@ -55,4 +76,17 @@ export function urlHost(key: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** DNS outcomes that observed something: an answer, an authoritative denial (src/dns/presence.ts). */
+const DETERMINATE_OUTCOMES: ReadonlySet<string> = new Set(['answer', 'nodata', 'nxdomain']);
+
+/**
+ * A DNS question as products keep it (`{ outcome, rcode, data }`) whose outcome is indeterminate
+ * (SERVFAIL, REFUSED, a timeout…): a gap (ChangeRules.gap), whatever data it holds.
+ */
+export function dnsQuestionGap(value: unknown): boolean {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
+  const outcome = (value as { outcome?: unknown }).outcome;
+  return typeof outcome === 'string' && !DETERMINATE_OUTCOMES.has(outcome);
 }

@@ -7,8 +7,16 @@
 //   - a name is observed gone by its own DNS task, completed (an authoritative NXDOMAIN, or its
 //     names only answering as its level's wildcard); an address by the DNS tasks of the names
 //     that resolved to it; a URL, web posture or certificate by the web tasks of its host(s); the
-//     mail posture by the mail task of its domain; the registration by the domain task.
-import { COMMON_VOLATILE, urlHost, type ChangeRules } from '../kit/change-rules.ts';
+//     mail posture by the mail task of its domain; the registration by the domain task;
+//   - of the dns lane, only the names' own DNS tasks observe them: a level's wildcard probe is
+//     keyed by the level's name but asks random names under it (it completes while the level's
+//     own resolution fails); an address is gone from a name only when that name's A and AAAA
+//     questions were answered (the DNS task's `addresses` part), whatever its other questions did;
+//   - gaps: a DNS question kept with an indeterminate outcome (SERVFAIL, a timeout…), and a wildcard
+//     comparison that could not be made (`wildcard: "unknown"`), are compared as observed by
+//     neither job.
+import { COMMON_VOLATILE, dnsQuestionGap, urlHost, type ChangeRules } from '../kit/change-rules.ts';
+import { SCAN_CHECKS } from './rules/check-names.ts';
 
 const OBSERVED_BY: Record<string, readonly string[]> = {
   ip_address: ['dns'],
@@ -20,11 +28,17 @@ const OBSERVED_BY: Record<string, readonly string[]> = {
   service: ['active'],
 };
 
+/** The part of a scan DNS task that resolved its name's addresses (./checks/dns-check.ts). */
+export const ADDRESS_PART = 'addresses';
+
 export const scanChangeRules: ChangeRules = {
   fingerprint: 'scan.recursive.v1/1',
   volatile: [...COMMON_VOLATILE, 'foundVia', 'foundFrom'],
   observers: 'related',
   observedBy: (type) => OBSERVED_BY[type],
+  observingChecks: (lane) => (lane === 'dns' ? [SCAN_CHECKS.dns] : undefined),
+  partOf: (type) => (type === 'ip_address' ? ADDRESS_PART : undefined),
+  gap: (key, value) => (key === 'wildcard' && value === 'unknown') || dnsQuestionGap(value),
   subjectsOf: (ref) => {
     if (ref.type === 'url' || ref.type === 'web_posture') {
       const host = urlHost(ref.key);

@@ -43,10 +43,11 @@ import {
   type WildcardType,
 } from '../rules/wildcard.ts';
 import { isHostName, isServiceName, normalName, parentLevel, scopeOf } from '../rules/names.ts';
-import type { Discovery, DnsFacts } from '../rules/planner.ts';
+import type { Discovery, DnsFacts, TaskPart } from '../rules/planner.ts';
 import type { NameSource } from '../rules/profiles.ts';
 import { scanFinding } from '../findings.ts';
 import { capped } from './compose.ts';
+import { ADDRESS_PART } from '../changes.ts';
 import { classifyAddress, isAllowedTarget } from '../../../net/address-policy.ts';
 import { specialUseOf, specialUsePolicy } from '../../../net/special-use.ts';
 
@@ -325,6 +326,7 @@ export async function runScanDnsCheck(
     hasMx: recordsOf(by.MX!).length > 0,
     cnameTargets: chain.targets.slice(0, CNAME_RUNAWAY),
     discoveries,
+    lanes: [addressPart(by.A!, by.AAAA!)],
   };
   const records = Object.fromEntries(
     types.map((t) => [t, { outcome: by[t]!.outcome, rcode: by[t]!.rcode, data: recordsOf(by[t]!).map((r) => r.data) }]),
@@ -356,6 +358,18 @@ export async function runScanDnsCheck(
     sources: [DNS_SOURCE],
     ...(folds.length > 0 ? { folds } : {}),
   };
+}
+
+/**
+ * How the name's address set was resolved, kept as a part of the task (as a mail task keeps its
+ * lanes': CONTRACT §13): completed only when its A and AAAA questions both got an answer or an
+ * authoritative denial. A CNAME whose target's servers fail answers the alias and SERVFAILs the
+ * addresses: the task is partial, its address set unknown, and no address it had is gone.
+ */
+function addressPart(a: QueryResult, aaaa: QueryResult): TaskPart {
+  const unknown = [a, aaaa].filter((r) => presence(r) === 'indeterminate');
+  if (unknown.length === 0) return { lane: ADDRESS_PART, status: 'completed' };
+  return { lane: ADDRESS_PART, ...failureOf(unknown) };
 }
 
 /** The one object of a wildcard level, with what its random names answered. */

@@ -64,6 +64,18 @@ export interface DnsFacts {
   hasMx: boolean;
   cnameTargets: string[];
   discoveries: Discovery[];
+  /**
+   * The outcomes of the task's parts (change detection reads them: CONTRACT §13): `addresses`,
+   * whether its A and AAAA questions were answered. Absent from a task that did not resolve.
+   */
+  lanes?: TaskPart[];
+}
+
+/** One part of a task and how it ended (a lane status and its reason). */
+export interface TaskPart {
+  lane: string;
+  status: string;
+  reason?: string;
 }
 
 /** What the web check reports for expansion. */
