@@ -151,6 +151,8 @@ export interface JobsTable {
   baseline_completed_at: Generated<Date | null>;
   /** The change counts (CONTRACT §13), written with the terminal status. */
   changes: ColumnType<unknown, string | null | undefined, string | null>;
+  /** Migration 020: why an ended job may never be a baseline ('deadline', 'purging'); null: it may. */
+  baseline_unfit: Generated<string | null>;
 }
 
 export interface OutboxTable {

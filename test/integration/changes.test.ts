@@ -24,15 +24,16 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
-import { finishComparison, runComparison } from '../../src/jobs/changes/comparison.ts';
+import { comparisonPending, finishComparison, runComparison } from '../../src/jobs/changes/comparison.ts';
+import { finalizeJob } from '../../src/jobs/orchestration/finalize-job.ts';
 import { groupOf } from '../../src/jobs/changes/change-codes.ts';
 import { writeOutputs } from '../../src/jobs/output-writer.ts';
 import { lockJob } from '../../src/jobs/tasks/task-rows.ts';
-import { inTransaction } from '../../src/db/transaction.ts';
+import { inTransaction, type Trx } from '../../src/db/transaction.ts';
 import { domainChangeRules } from '../../src/products/domain/changes.ts';
 import { registerChangeMetrics } from '../../src/metrics.ts';
 import promClient from 'prom-client';
-import { purgeExpiredJobs } from '../../src/jobs/orchestration/retention.ts';
+import { claimExpiredJobs, purgeExpiredJobs, purgeJobs } from '../../src/jobs/orchestration/retention.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
 import { execFile } from 'node:child_process';
 import type { AddressInfo, Server } from 'node:net';
@@ -313,6 +314,35 @@ describe('change detection (CONTRACT §13)', () => {
       for (const i of firstItems) expect(i.change).toBeNull();
     });
 
+    it('issue 44 item 12: a name the baseline recorded absent, which this job does not hold, is not gone again', async () => {
+      // A third scan, still state 2: its baseline (the second) holds removed.changes.test as absent
+      // (NXDOMAIN); the third's own DNS task on it completed (NXDOMAIN again).
+      const third = await run(key, '/v2/scans', scanBody(CHANGES_ZONE, 'balanced', 500));
+      expect(third.baseline.jobRef).toBe(second.scan!.jobRef);
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${third.jobRef}`.execute(h.deps.db)).rows[0]!
+          .id,
+      );
+      const removed = async () =>
+        (await changesOf(key, third.jobRef)).find(
+          (c) => c.kind === 'object' && c.type === 'host' && c.key === changesNames.removed,
+        );
+      expect(await removed()).toMatchObject({ change: 'unchanged' });
+      // The job does not hold it (as when a name is folded into its level's wildcard): the absence
+      // the baseline recorded is no object that went.
+      await sql`UPDATE objects o JOIN (SELECT MIN(id) AS id FROM objects WHERE job_id = ${id}) f
+        SET o.folded_into = f.id WHERE o.job_id = ${id} AND o.type = 'host' AND o.okey = ${changesNames.removed}`.execute(
+        h.deps.db,
+      );
+      await sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, counts = '{}', done = 0 WHERE job_id = ${id}`.execute(
+        h.deps.db,
+      );
+      expect(await runComparison(h.deps.db, id, scanChangeRules)).toBe(true);
+      const mark = await removed();
+      expect(mark).toMatchObject({ change: 'unchanged', objectId: null });
+      expect(mark?.baselineObjectId).toMatch(/^obj_/);
+    }, 120_000);
+
     it('pages: limit 1 walks the same list; filters; the cursor is bound to the route and filters; scopes; tenancy', async () => {
       const ref = second.scan!.jobRef as string;
       const all = await changesOf(key, ref, '');
@@ -385,6 +415,101 @@ describe('change detection (CONTRACT §13)', () => {
   });
 
   describe('a comparison is stored with the job', () => {
+    it('issue 44 item 11: the terminal transaction never compares a scan under the job row lock; a run put back sends the finalize to step 2', async () => {
+      const t = await tenant();
+      changesLab.setState(1);
+      await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'quick', 20));
+      changesLab.setState(2);
+      const job = await run(t.key, '/v2/scans', scanBody(CHANGES_ZONE, 'quick', 20));
+      changesLab.setState(1);
+      expect(job.baseline).not.toBeNull();
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${job.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      const rows = async () =>
+        (
+          await sql<Record<string, unknown>>`
+            SELECT grp, subject_type, subject_key, object_ref, baseline_object_ref, reason FROM job_changes WHERE job_id = ${id}`.execute(
+            h.deps.db,
+          )
+        ).rows
+          .map((r) => JSON.stringify(r))
+          .sort();
+      const whole = await rows();
+      // As a late result leaves it (./stale-run.ts): the job not terminal, its run back at its start.
+      // started_at now: the reconciler leaves a running job alone for its first seconds.
+      const reopen = (trx: Trx) =>
+        sql`UPDATE jobs SET status = 'running', completed_at = NULL, started_at = NOW(3) WHERE id = ${id}`
+          .execute(trx)
+          .then(() =>
+            sql`UPDATE change_runs SET after_hash = NULL, next_seq = 1, done = 0 WHERE job_id = ${id}`.execute(trx),
+          );
+      // Under the job row lock, the terminal transaction's calls: nothing is compared there.
+      const ROLLBACK = new Error('rollback');
+      const seen = await inTransaction(h.deps.db, async (trx) => {
+        await lockJob(trx, id);
+        await reopen(trx);
+        const pending = await comparisonPending(trx, id, scanChangeRules);
+        const done = await finishComparison(trx, id, scanChangeRules);
+        const runRow = (
+          await sql<{
+            next_seq: number;
+            done: number;
+          }>`SELECT next_seq, done FROM change_runs WHERE job_id = ${id}`.execute(trx)
+        ).rows[0]!;
+        throw Object.assign(ROLLBACK, {
+          seen: { pending, done, nextSeq: Number(runRow.next_seq), runDone: Number(runRow.done) },
+        });
+      }).catch((err) => (err === ROLLBACK ? (err as Error & { seen: unknown }).seen : Promise.reject(err)));
+      expect(seen).toEqual({ pending: true, done: null, nextSeq: 1, runDone: 0 });
+      // The finalize: back to step 2 (outside the lock), then the terminal transaction finds it complete.
+      await inTransaction(h.deps.db, async (trx) => {
+        await lockJob(trx, id);
+        await reopen(trx);
+      });
+      await finalizeJob(orchestrator.context, id, 'settle');
+      const after = (
+        await sql<{ status: string; changes: unknown }>`SELECT status, changes FROM jobs WHERE id = ${id}`.execute(
+          h.deps.db,
+        )
+      ).rows[0]!;
+      expect(after.status).toBe(job.status);
+      expect(typeof after.changes === 'string' ? JSON.parse(after.changes) : after.changes).toEqual(job.changes);
+      expect(await rows()).toEqual(whole);
+      const runRow = (await sql<{ done: number }>`SELECT done FROM change_runs WHERE job_id = ${id}`.execute(h.deps.db))
+        .rows[0]!;
+      expect(Number(runRow.done)).toBe(1);
+    }, 120_000);
+
+    it('issue 44 item 7: a job past retention is never taken as a baseline, nor one retention has claimed', async () => {
+      const t = await tenant();
+      const domain = () => run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const old = await domain();
+      await sql`UPDATE jobs SET completed_at = NOW(3) - INTERVAL ${h.config.JOB_RETENTION_DAYS + 1} DAY WHERE public_id = ${old.jobRef}`.execute(
+        h.deps.db,
+      );
+      expect((await domain()).baseline).toBeNull();
+      // Within retention by this orchestrator's clock, past it by a retention pass's (a pass that
+      // began as the job ended its window): once claimed, it is nobody's baseline.
+      const t2 = await tenant();
+      const a = await run(t2.key, '/v2/lookups/domain', { value: 'lab.test' });
+      await sql`UPDATE jobs SET completed_at = NOW(3) - INTERVAL 3 DAY WHERE public_id = ${a.jobRef}`.execute(
+        h.deps.db,
+      );
+      const shortRetention = {
+        ...orchestrator.context,
+        config: { ...orchestrator.context.config, JOB_RETENTION_DAYS: 2 },
+      };
+      const aId = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${a.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      expect(await claimExpiredJobs(shortRetention, { jobBatch: 1000 })).toContain(aId);
+      const b = await run(t2.key, '/v2/lookups/domain', { value: 'lab.test' });
+      expect(b.baseline).toBeNull();
+      await purgeJobs(shortRetention, [aId]);
+      expect((await client(h.app, t2.key).get(`/v2/jobs/${a.jobRef}`)).status).toBe(404);
+    });
+
     it('interrupted between chunks, it resumes where it stopped and ends with the same marks', async () => {
       const t = await tenant();
       changesLab.setState(1);
@@ -486,7 +611,7 @@ describe('change detection (CONTRACT §13)', () => {
       expect(await counters()).toEqual({ object_seq: job.object_seq, finding_seq: job.finding_seq });
       const done = await inTransaction(h.deps.db, async (trx) => {
         await lockJob(trx, id);
-        return finishComparison(trx, id, domainChangeRules, { log });
+        return finishComparison(trx, id, domainChangeRules, { log, inPlace: true });
       });
       const after = await markOf('registration', 'lab.test');
       expect(after?.grp).toBe(groupOf('object', 'changed'));
@@ -726,6 +851,23 @@ describe('change detection (CONTRACT §13)', () => {
       expect(d4.baseline).toBeNull();
       const d5 = await domain(t.key);
       expect(d5.baseline?.jobRef).toBe(d4.jobRef);
+    });
+
+    it('issue 44 item 12: a job its deadline ended (partial) is never a baseline', async () => {
+      const t = await tenant();
+      const d1 = await domain(t.key);
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${d1.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      // As the deadline sweeper finds it: running, its tasks done (started now: the reconciler waits).
+      await sql`UPDATE jobs SET status = 'running', completed_at = NULL, started_at = NOW(3) WHERE id = ${id}`.execute(
+        h.deps.db,
+      );
+      expect(await finalizeJob(orchestrator.context, id, 'deadline')).toBe('partial');
+      const d2 = await domain(t.key);
+      expect(d2.baseline).toBeNull();
+      const d3 = await domain(t.key);
+      expect(d3.baseline?.jobRef).toBe(d2.jobRef);
     });
 
     it('two jobs that start at once do not take each other', async () => {

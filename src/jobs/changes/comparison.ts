@@ -7,16 +7,20 @@
 //
 // Where it runs (src/jobs/orchestration/finalize-job.ts): as a pre-terminal step, once every
 // result is settled (compareBeforeTerminal), for products whose outputs are all written by then
-// (a scan). A lookup writes what it derived across lanes in the terminal transaction itself, so
-// its comparison (a few dozen objects) is made there, after them. Whatever is left when the
-// terminal transaction runs is finished inside it.
+// (a scan), never under the job row lock: the terminal transaction holds that lock, and a 20,000-
+// object comparison inside it would hold every writer of the job (and its transaction would hold
+// every row it writes) for as long as the comparison takes. The terminal transaction only reads
+// that the run is complete (comparisonPending) and writes its counts; a run that is not (a late
+// result put it back at its start after step 2) sends the finalize back to step 2. A lookup
+// writes what it derived across lanes in the terminal transaction itself, so its comparison (a
+// few dozen objects, its one target's) is made there, after them (`inPlace`).
 //
 // Staleness: a result applied after the run began (a task that finished as a cancel or a
 // deadline ended the job, a late batch) may add, rewrite or fold objects and findings the run
 // already passed. Every writer of a job's outputs puts its run back at the start in its own
-// transaction (./stale-run.ts), so whatever step comes next (another chunk, or the terminal
-// transaction's) compares again from the first identity: the terminal transaction checks nothing,
-// it finishes the run as it finds it. A settle cannot meet this: nothing is open.
+// transaction (./stale-run.ts), so whatever step comes next (another chunk, or the lookup's
+// terminal transaction) compares again from the first identity. A settle cannot meet this:
+// nothing is open.
 //
 // What it cost: each chunk adds its time to the run (`work` in change_runs.counts, kept across
 // restarts and resumes); the terminal transaction observes the total and the objects compared
@@ -158,19 +162,39 @@ export interface ComparisonDone {
 }
 
 /**
- * In the terminal transaction (the job row locked): whatever is left of the comparison (a lookup's
- * few objects, written with its derived findings in this same transaction; a job ended before its
- * comparison ran; or a run a late result put back at its start), then the counts on the job row.
- * With `log`: the comparison's metrics and its one log line.
+ * In the terminal transaction, the job row locked, before the terminal status is written: true
+ * when the job has a comparison to make and it is not complete (never made, or put back at its
+ * start by a late result). The caller then lets go of the lock and makes it (runComparison): the
+ * lock is never held across a comparison. Lock-free reads: every writer that could put the run
+ * back needs the job row lock this transaction holds.
+ */
+export async function comparisonPending(trx: Trx, jobId: number, rules: ChangeRules | undefined): Promise<boolean> {
+  if (!rules) return false;
+  const res = await sql<{ baseline_job_id: number | null; done: number | null }>`
+    SELECT j.baseline_job_id, r.done FROM jobs j LEFT JOIN change_runs r ON r.job_id = j.id WHERE j.id = ${jobId}`.execute(
+    trx,
+  );
+  const row = res.rows[0];
+  if (!row || row.baseline_job_id === null) return false;
+  return Number(row.done ?? 0) !== 1;
+}
+
+/**
+ * In the terminal transaction (the job row locked): the counts of the complete comparison on the
+ * job row. `inPlace` (a lookup: its few objects, written with its derived findings in this same
+ * transaction): whatever is left of the comparison is made here first; else (the default) a run
+ * that is not complete is left alone and null returned: the caller checked comparisonPending
+ * before its terminal write. With `log`: the comparison's metrics and its one log line.
  */
 export async function finishComparison(
   trx: Trx,
   jobId: number,
   rules: ChangeRules | undefined,
-  opts: { chunk?: number; log?: Logger } = {},
+  opts: { chunk?: number; log?: Logger; inPlace?: boolean } = {},
 ): Promise<ComparisonDone | null> {
   if (!rules) return null;
-  while (!(await stepLocked(trx, jobId, rules, opts.chunk ?? COMPARE_CHUNK)));
+  if (opts.inPlace) while (!(await stepLocked(trx, jobId, rules, opts.chunk ?? COMPARE_CHUNK)));
+  else if (await comparisonPending(trx, jobId, rules)) return null;
   const res = await sql<{ baseline_job_id: number; counts: unknown }>`
     SELECT baseline_job_id, counts FROM change_runs WHERE job_id = ${jobId}`.execute(trx);
   const row = res.rows[0];

@@ -27,7 +27,9 @@
 // Only the winner of the terminal compare-and-set releases; releaseRemainder is itself keyed by
 // job, so a second release is a no-op. A crash between steps leaves a non-terminal job whose
 // remaining steps the reconciler (a cancelling job, a running one with nothing left) or the
-// sweeper (its deadline) runs again: each step is idempotent.
+// sweeper (its deadline) runs again: each step is idempotent. The terminal transaction never makes
+// a scan's comparison: one a late result put back at its start sends the finalize back to step 2
+// (COMPARISON_LEFT), so the job row lock is never held across it.
 import { sql } from 'kysely';
 import { captureTasks, releaseRemainder } from '../../credits/ledger.ts';
 import { isTerminal } from '../job-view.ts';
@@ -41,7 +43,7 @@ import { cancelUnfinishedTasks, hasUnappliedFinished, lockTasksForApply } from '
 import { affected, inTransaction, isConnectionError, type Trx } from '../../db/transaction.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
-import { compareBeforeTerminal, finishComparison } from '../changes/comparison.ts';
+import { compareBeforeTerminal, comparisonPending, finishComparison } from '../changes/comparison.ts';
 import { monitorChangeSummary, recordJobFinished } from '../monitors/monitor-events.ts';
 
 export interface FinalizeOptions {
@@ -59,6 +61,8 @@ export interface FinalizeOptions {
 
 /** The terminal transaction found finished tasks left unapplied: settle them first (step 1). */
 const BACKLOG_LEFT = Symbol('backlog left');
+/** It found the change comparison not complete (a late result put it back at its start): step 2 first. */
+const COMPARISON_LEFT = Symbol('comparison left');
 /** Rounds of steps 1–3 before giving up for now (the reconciler or the sweeper comes back). */
 const MAX_ROUNDS = 5;
 
@@ -81,9 +85,12 @@ export async function finalizeJob(
     await compareBeforeTerminal(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job);
     // 3. The terminal transaction.
     const done = await inTransaction(ctx.db, (trx) => terminalTransaction(trx, ctx, jobId, mode, opts));
-    if (done !== BACKLOG_LEFT) return done;
+    if (done !== BACKLOG_LEFT && done !== COMPARISON_LEFT) return done;
     if (round >= MAX_ROUNDS) {
-      ctx.log.warn({ jobId, rounds: round }, 'finalize: results keep arriving unapplied; left for the next pass');
+      ctx.log.warn(
+        { jobId, rounds: round, left: done === BACKLOG_LEFT ? 'results' : 'comparison' },
+        'finalize: results keep arriving unapplied (or putting the comparison back); left for the next pass',
+      );
       return null;
     }
   }
@@ -222,7 +229,7 @@ async function terminalTransaction(
   jobId: number,
   mode: FinalizeMode,
   opts: FinalizeOptions,
-): Promise<TerminalStatus | null | typeof BACKLOG_LEFT> {
+): Promise<TerminalStatus | null | typeof BACKLOG_LEFT | typeof COMPARISON_LEFT> {
   const job = await lockJob(trx, jobId);
   if (!job || isTerminal(job.status)) return null;
   const effective = effectiveMode(job, mode);
@@ -234,6 +241,9 @@ async function terminalTransaction(
   // A lookup assembles its envelope from its few tasks' outputs; a scan may have thousands of
   // tasks, so it is decided from their statuses and the limitations counted as they were applied.
   const assembles = Boolean(def?.job?.assemble);
+  // The comparison is made before this transaction (step 2), never under its lock; a lookup's few
+  // objects are compared here, after what it derives (finishComparison's inPlace).
+  if (!assembles && (await comparisonPending(trx, job.id, def?.job?.changes))) return COMPARISON_LEFT;
   const tasks = await selectTasks(trx, job.id, { withOutput: assembles });
   const outcome = decideOutcome({
     def,
@@ -247,9 +257,11 @@ async function terminalTransaction(
     charged: job.credits_captured,
     ...(opts.failure ? { failure: opts.failure } : {}),
   });
+  // A job its deadline ended saw only part of its target: never a baseline (CONTRACT §13).
+  const unfit = effective === 'deadline' ? 'deadline' : null;
   const done =
     await sql`UPDATE jobs SET status = ${outcome.status}, result = ${outcome.result ? JSON.stringify(outcome.result) : null},
-      coverage = ${JSON.stringify(outcome.coverage)}, completed_at = NOW(3)
+      coverage = ${JSON.stringify(outcome.coverage)}, completed_at = NOW(3), baseline_unfit = ${unfit}
     WHERE id = ${job.id} AND status IN ('queued', 'running', 'cancelling')`.execute(trx);
   if (affected(done) !== 1) return null;
   // What the product derived across lanes, in the same transaction as the terminal status: a
@@ -264,7 +276,7 @@ async function terminalTransaction(
   }
   // Whatever must exist exactly when the job is terminal is written here, one call each (the
   // change counts of §13, a monitor's event outbox row of §14), before the release.
-  await finishComparison(trx, job.id, def?.job?.changes, { log: ctx.log });
+  await finishComparison(trx, job.id, def?.job?.changes, { log: ctx.log, inPlace: assembles });
   // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this
   // transaction has them (the counts are written above it).
   await recordJobFinished(trx, job.id, outcome.status, monitorChangeSummary);

@@ -57,7 +57,9 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   const pending = await insertPlannedTasks(trx, job, plans);
   // The baseline is picked as the job starts (CONTRACT §13); a scan then rechecks its names.
   const rules = def.job.changes;
-  const baseline = rules ? await takeBaseline(trx, job, rules.fingerprint) : null;
+  const baseline = rules
+    ? await takeBaseline(trx, job, rules.fingerprint, { retentionDays: ctx.config.JOB_RETENTION_DAYS })
+    : null;
   if (baseline) pending.push(...(await planRechecks(trx, job, def, baseline.id)));
   await sql`UPDATE jobs SET status = 'running', started_at = NOW(3) WHERE id = ${job.id} AND status = 'queued'`.execute(
     trx,
