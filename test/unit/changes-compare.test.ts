@@ -64,7 +64,7 @@ describe('changed fields', () => {
       name: 'dual.example',
       exists: true,
       wildcard: 'real',
-      records: { A: answer(['192.0.2.1']), AAAA: answer(['2001:db8::1']), TXT: { outcome: 'nodata', data: [] } },
+      records: { A: answer(['127.0.6.1']), AAAA: answer(['::ffff:7f00:601']), TXT: { outcome: 'nodata', data: [] } },
     };
     // The AAAA question timed out this time (and the wildcard comparison could not be made): not changed.
     const timedOut = {
@@ -76,7 +76,7 @@ describe('changed fields', () => {
     // Either way round: a baseline that could not look is no data to differ from.
     expect(changedFields(timedOut, baseline, scan)).toEqual([]);
     // What both observed and differs is a change, beside a gap.
-    const moved = { ...timedOut, records: { ...timedOut.records, A: answer(['192.0.2.2']) } };
+    const moved = { ...timedOut, records: { ...timedOut.records, A: answer(['127.0.6.2']) } };
     expect(changedFields(baseline, moved, scan)).toEqual(['records']);
     // An alias whose target's servers fail: the CNAME was observed (changed), the addresses were not.
     const aliased = {
@@ -100,6 +100,19 @@ describe('changed fields', () => {
         baseline,
         { ...baseline, records: { ...baseline.records, AAAA: { outcome: 'refused', data: [] } } },
         scan,
+      ),
+    ).toEqual([]);
+    // The domain lookup keeps its questions the same way ({ outcome, rcode, answers }).
+    const rows = (outcome: string, data: string[]) => ({
+      outcome,
+      rcode: outcome === 'timeout' ? null : 'NOERROR',
+      answers: data.map((d) => ({ type: 'AAAA', data: d })),
+    });
+    expect(
+      changedFields(
+        { name: 'a.example', records: { AAAA: rows('answer', ['::ffff:7f00:601']) } },
+        { name: 'a.example', records: { AAAA: rows('timeout', []) } },
+        domainChangeRules,
       ),
     ).toEqual([]);
   });

@@ -17,6 +17,7 @@ import type { DnsFacts } from '../../src/products/scan/rules/planner.ts';
 
 const ZONE = 'scope-lab.test';
 const SHOP = `shop.${ZONE}`;
+const PARTS = 'parts-lab.test';
 const HOSTS = 30;
 const WEB = labHost('scan', 201);
 const REBIND_FIRST = labHost('scan', 202);
@@ -71,6 +72,19 @@ const zones: Zone[] = [
       { name: '@', type: 'NS', data: `ns1.${ZONE}` },
       { name: 'ns1', type: 'A', data: '127.0.0.1' },
     ],
+  },
+  {
+    // A name that answers, and an alias into a subzone whose servers fail (issue 44 item 1).
+    origin: PARTS,
+    records: [
+      soa(PARTS),
+      { name: '@', type: 'NS', data: `ns1.${PARTS}` },
+      { name: 'ns1', type: 'A', data: '127.0.0.1' },
+      { name: 'answers', type: 'A', data: WEB },
+      { name: 'alias', type: 'CNAME', data: `x.dead.${PARTS}` },
+      { name: 'x.dead', type: 'A', data: WEB },
+    ],
+    behaviours: [{ name: 'dead', subtree: true, behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   },
 ];
 
@@ -153,6 +167,23 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
     );
     expect(probe).toMatchObject({ status: 'unavailable', reason: 'target_not_allowed' });
     expect(connections).toBe(0);
+  });
+
+  it("keeps its address set's outcome as a part: an alias into a failing zone resolved no address (issue 44 item 1)", async () => {
+    // Each name its own target: no wildcard probe to compare with (else `wildcard_unknown`).
+    const run = (name: string) =>
+      runScanDnsCheck({ objectKey: name, params: { target: name, scope: PARTS }, distance: 0 }, ctx());
+    const answers = await run(`answers.${PARTS}`);
+    expect(answers.status).toBe('completed');
+    expect((answers.projection as unknown as DnsFacts).lanes).toEqual([{ lane: 'addresses', status: 'completed' }]);
+    // The CNAME is answered, the addresses at its end are not (SERVFAIL): partial, and its
+    // address part says why, so no address the name had reads as gone.
+    const alias = await run(`alias.${PARTS}`);
+    const facts = alias.projection as unknown as DnsFacts;
+    expect(alias.status).toBe('partial');
+    expect(facts.cnameTargets).toEqual([`x.dead.${PARTS}`]);
+    expect(facts.addresses).toEqual([]);
+    expect(facts.lanes).toEqual([{ lane: 'addresses', status: 'unavailable', reason: 'dns_servfail' }]);
   });
 
   it('special-use names a record points at are facts, never discoveries; refused addresses are kept out of the plan', async () => {

@@ -2,10 +2,13 @@
 // of the domain lookup: the domain, its name servers, MX names, addresses and registration, each (type, normalized key) as the checks write them. Every task of a lookup is
 // about its one target, so an object missing from this job is observed gone when a lane that
 // examined it in the baseline ran completed this time. Not compared: the common volatile facts.
-import { COMMON_VOLATILE, type ChangeRules } from '../kit/change-rules.ts';
+// Gaps: a DNS question kept with an indeterminate outcome (its records' `{ outcome, rcode,
+// answers }`), in either job, is compared as observed by neither.
+import { COMMON_VOLATILE, dnsQuestionGap, type ChangeRules } from '../kit/change-rules.ts';
 
 export const domainChangeRules: ChangeRules = {
   fingerprint: 'lookup.domain.v1/1',
   volatile: [...COMMON_VOLATILE],
   observers: 'job',
+  gap: (_key, value) => dnsQuestionGap(value),
 };
