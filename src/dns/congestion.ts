@@ -127,6 +127,14 @@ export interface CongestionStats {
   cuts: { zone: number; server: number };
 }
 
+/** Every live instance of the process, for its metrics (./congestion-metrics.ts). */
+const live = new Set<DnsCongestion>();
+
+/** The process's congestion controllers (one per stub resolver) that are not closed. */
+export function liveCongestion(): ReadonlySet<DnsCongestion> {
+  return live;
+}
+
 export class DnsCongestion {
   readonly #o: Required<CongestionOptions>;
   readonly #servers: Window[] = [];
@@ -150,6 +158,12 @@ export class DnsCongestion {
       maxZones: Math.max(16, o.maxZones ?? 10_000),
       now: o.now ?? (() => performance.now()),
     };
+    live.add(this);
+  }
+
+  /** Leaves the metrics (its resolver closed); questions still work. */
+  close(): void {
+    live.delete(this);
   }
 
   /** The window of a zone now (its initial one when untracked): tests, metrics. */

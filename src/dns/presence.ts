@@ -41,6 +41,8 @@ export function outcomeText(r: QueryResult): string {
     return `not asked: our questions to ${r.congested} waited in our own queue (congestion window) too long`;
   if (r.leftPublicDns && r.outcome === 'left_public_dns')
     return `the answer left public DNS after ${r.leftPublicDns.name} (${r.leftPublicDns.why}) and was cut there`;
+  if (r.rateLimited && r.outcome === 'timeout')
+    return `no reply before the deadline, while ${r.rateLimited} answered other questions (rate limiting)`;
   if (r.outcome === 'timeout') return 'no reply before the deadline';
   if (r.outcome === 'error') return 'no usable reply';
   return r.rcode ?? r.outcome;

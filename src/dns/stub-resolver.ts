@@ -31,8 +31,9 @@
 // deadline starts when it is sent, so time queued here is never a target's timeout. One that
 // cannot be sent within DNS_QUEUE_WAIT_MS is given back unasked (`congested`, retryable). A zone
 // that answers some of its questions is rate limiting: its timeouts shrink its window and never
-// count towards its backoff (only those of questions sent after its last answer do), and the
-// silence that makes the breaker verify is silence since the question was sent.
+// count towards its backoff (only those of questions sent after its last answer do; a question it
+// dropped is sent again, `dropResends` times, behind its cut window), and the silence that makes
+// the breaker verify is silence since the question was sent.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOptions, QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
@@ -70,6 +71,11 @@ export interface StubResolverOptions {
    * at once, as before issue 48 (default: windows of 256 per zone, 1024 per server, a 10 s queue wait).
    */
   congestion?: CongestionOptions | false;
+  /**
+   * Times a question that a zone dropped while it answered others (rate limiting) is sent again,
+   * each time behind the zone's cut window with a deadline of its own (default 2).
+   */
+  dropResends?: number;
   /** Attempts per query when there are fewer servers than this (default 2). */
   minAttempts?: number;
   /** While down, how often the servers are asked directly (default 1000 ms, ±20 %). */
@@ -127,6 +133,7 @@ export class StubResolver implements Resolver {
   private readonly backoff: ZoneBackoff | null;
   /** The congestion windows and the queue behind them (null: none). */
   readonly congestion: DnsCongestion | null;
+  private readonly dropResends: number;
 
   constructor(opts: StubResolverOptions) {
     this.servers = [...opts.servers];
@@ -134,6 +141,7 @@ export class StubResolver implements Resolver {
     this.minAttempts = opts.minAttempts ?? 2;
     this.silenceMs = opts.silenceMs ?? 1000;
     this.backoff = opts.zoneBackoff === false ? null : new ZoneBackoff(opts.zoneBackoff ?? {});
+    this.dropResends = Math.max(0, opts.dropResends ?? 2);
     this.congestion =
       opts.congestion === false
         ? null
@@ -172,6 +180,7 @@ export class StubResolver implements Resolver {
   /** Stops the probe timer for good (a process shutting down, a test done with it). */
   close(): void {
     this.breaker.stop();
+    this.congestion?.close();
   }
 
   /** The breaker's probe: the root's NS through the usual attempt schedule; any reply will do. */
@@ -193,29 +202,58 @@ export class StubResolver implements Resolver {
     const before = this.backoff?.checkUntil(qname) ?? null;
     if (before && !before.trial) return backedOffResult(qname, type, before, started);
 
+    // A question a zone that rate-limits dropped (it answered others meanwhile) is asked again, as
+    // a new question behind the window that has just been cut: its silence says nothing of the name.
+    let trial = before?.trial ?? false;
+    for (let resends = 0; ; resends++) {
+      const asked = await this.#sendOnce(qname, type, opts, started, trial);
+      const r = asked.result;
+      if (!r.rateLimited) return r;
+      if (resends >= this.dropResends || this.breaker.state !== 'closed') {
+        // Dropped every time it was sent: a name that keeps timing out while its zone answers
+        // (a CNAME into a dead zone, through a resolver) still backs off, that name alone.
+        if (asked.fullBudget) this.backoff?.timedOut(qname, { zoneAnswered: true });
+        return r;
+      }
+      trial = false;
+    }
+  }
+
+  /** One sending of the question: a place in the windows, then the attempt schedule from the send. */
+  async #sendOnce(
+    qname: string,
+    type: RecordType,
+    opts: QueryOptions,
+    started: number,
+    trial: boolean,
+  ): Promise<{ result: QueryResult; fullBudget: boolean }> {
     // A place in the windows of the question's zone and server; the deadline starts once it is sent.
     const first = this.preferred % this.servers.length;
     const zone = this.congestion ? zoneOf(qname) : '';
+    const queuedAt = performance.now();
     const permit = this.congestion ? await this.congestion.acquire(opts.tenant ?? '', zone, first, opts.signal) : null;
     if (permit === 'aborted') opts.signal!.throwIfAborted();
     if (permit === null && this.congestion) {
-      return { ...empty(qname, type, 'error', started), congested: zone || qname, retryAfterMs: 1000 };
+      return {
+        result: { ...empty(qname, type, 'error', started), congested: zone || qname, retryAfterMs: 1000 },
+        fullBudget: false,
+      };
     }
     const held = permit === 'aborted' ? null : permit;
     // It may have waited while its zone was backed off (unless it is the trial of that backoff).
-    if (held && !before?.trial && held.sentAt - started > 1) {
+    if (held && !trial && held.sentAt - queuedAt > 1) {
       const late = this.backoff?.checkUntil(qname) ?? null;
       if (late && !late.trial) {
         held.release('other');
-        return backedOffResult(qname, type, late, started);
+        return { result: backedOffResult(qname, type, late, started), fullBudget: false };
       }
     }
     const sentAt = held?.sentAt ?? performance.now();
     let signalled: QuestionEnd = 'other';
     try {
-      const result = await this.#ask(qname, type, opts, first, started, sentAt, held);
-      signalled = result.signal;
-      return result.result;
+      const asked = await this.#ask(qname, type, opts, first, started, sentAt, held);
+      signalled = asked.signal;
+      return { result: asked.result, fullBudget: Math.max(1, opts.timeoutMs ?? this.timeoutMs) >= this.timeoutMs };
     } finally {
       held?.release(signalled);
     }
@@ -250,14 +288,21 @@ export class StubResolver implements Resolver {
       // The target's fact, not the resolver's: it feeds the zone's window and backoff, never the
       // breaker's count. Only total silence from the servers makes the breaker ask them its own
       // question. A shorter budget than the usual one says less about the zone: it does not count
-      // towards the backoff, nor does the timeout of a question sent before the zone's last answer
-      // (a zone that answers some and drops others is rate limiting, not dead).
+      // towards the backoff; the timeout of a question sent before the zone's last answer counts
+      // for the name only (a zone that answers some and drops others is rate limiting, not dead).
       const silent = this.lastHeardAt <= sentAt;
-      if (this.breaker.state === 'closed' && budget >= this.timeoutMs && !permit?.zoneAnsweredSince())
-        this.backoff?.timedOut(qname);
+      const zoneAnswered = permit?.zoneAnsweredSince() ?? false;
+      // A drop by a zone that answers (rate limiting) is counted by query(), if it is sent again in vain.
+      if (this.breaker.state === 'closed' && budget >= this.timeoutMs && !zoneAnswered) this.backoff?.timedOut(qname);
       const now = performance.now();
       if (silent && now - this.lastHeardAt >= this.silenceMs) void this.breaker.verify();
-      return { result: empty(qname, type, 'timeout', started), signal: silent ? 'silent_timeout' : 'timeout' };
+      const result = empty(qname, type, 'timeout', started);
+      // Dropped by a zone that answered other questions meanwhile (rate limiting): query() sends it
+      // again behind the window this timeout has just cut.
+      return {
+        result: zoneAnswered ? { ...result, rateLimited: zoneOf(qname) || qname } : result,
+        signal: silent ? 'silent_timeout' : 'timeout',
+      };
     }
     if (end.kind === 'error') {
       if (end.unreachable) this.breaker.failure();

@@ -75,6 +75,12 @@ export interface QueryResult {
    */
   congested?: string;
   /**
+   * Set on a timeout when the question's zone (named here) answered other questions each time it
+   * was sent: dropped by a zone that rate-limits (src/dns/congestion.ts), not its silence; the stub
+   * resolver sent it again behind the zone's cut window before giving up.
+   */
+  rateLimited?: string;
+  /**
    * Set when the question was never sent (`zoneBackoff`, `congested`): it may be asked again after
    * this many ms. A local outcome, retryable (workers/lane-runner/not-asked-retry.ts).
    */

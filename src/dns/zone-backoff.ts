@@ -27,9 +27,10 @@
 //
 // A zone that answers some questions and drops others is rate limiting, not dead (issue 48: NSD's
 // default RRL drops what exceeds ~200 replies a second, and the drops were read as a dead zone):
-// the stub resolver counts here only timeouts of questions sent after the zone's last answer
-// (./congestion.ts remembers it), so a zone that keeps answering some is slowed down by its
-// window, never backed off; only a zone that answers none of a run of questions is.
+// a timeout of a question sent before the zone's last answer (./congestion.ts remembers it) counts
+// for its name only, never for its zone, so a zone that keeps answering some is slowed down by its
+// window, never backed off; only a zone that answers none of a run of questions is (and one dead
+// name in a busy zone still backs off that name).
 import { suffixParts } from '../contract/public-suffix.ts';
 
 export interface ZoneBackoffOptions {
@@ -135,11 +136,16 @@ export class ZoneBackoff {
     this.#entries.clear();
   }
 
-  /** A question about `name` was sent and got no reply before its deadline. */
-  timedOut(name: string): void {
+  /**
+   * A question about `name` was sent and got no reply before its deadline. With `zoneAnswered`
+   * (its zone answered other questions since it was sent: a zone that rate-limits, not a dead one)
+   * it counts for the name alone, never for its zone.
+   */
+  timedOut(name: string, o: { zoneAnswered?: boolean } = {}): void {
     const now = this.#now();
     const n = lower(name);
     for (const [key, , isZone] of keysOf(n)) {
+      if (isZone && o.zoneAnswered) continue;
       let e = this.#live(key, now);
       if (!e) e = { stalls: 0, names: isZone ? new Set() : null, touched: now, until: 0 };
       e.stalls++;

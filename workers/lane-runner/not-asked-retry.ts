@@ -3,7 +3,9 @@
 // when its name or zone is backed off (`zoneBackoff`) or when it waited DNS_QUEUE_WAIT_MS behind a
 // full congestion window (`congested`), with `retryAfterMs`: how long until asking may be worth it.
 // A check that took such an answer as it is would report the question `timeout`, the target's
-// silence, although nothing was asked. So here, within the check's own signal (its timeout):
+// silence, although nothing was asked. (A question a zone that rate-limits dropped was asked: the
+// stub resolver itself sends it again behind the zone's cut window.) So here, within the check's
+// own signal (its timeout):
 //   - such a question is asked again after its `retryAfterMs` (at most `maxWaitMs`), at most
 //     `retries` times (DNS_NOT_ASKED_RETRIES), each one counted (`retried`);
 //   - one still congested after that is our shortage, not the target's fact: it is noted as a
@@ -45,11 +47,9 @@ export function retryingNotAsked(resolver: Resolver, o: NotAskedRetryOptions, ta
       for (let i = 0; i < o.retries && r.retryAfterMs !== undefined; i++) {
         tally.retried++;
         o.onRetry?.(r.congested ? 'congestion' : 'zone_backoff');
-        await sleep(
-          Math.min(maxWait, Math.max(0, r.retryAfterMs)),
-          undefined,
-          opts?.signal ? { signal: opts.signal } : {},
-        );
+        // A few ms past the wait: a timer may fire a hair before the backoff's own clock says it is over.
+        const wait = Math.min(maxWait, Math.max(0, r.retryAfterMs) + 5);
+        await sleep(wait, undefined, opts?.signal ? { signal: opts.signal } : {});
         r = await resolver.query(name, type, opts);
       }
       if (r.congested) noteLocalFailure(DNS_NOT_ASKED);
