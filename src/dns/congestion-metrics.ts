@@ -37,7 +37,7 @@ export function registerDnsCongestionMetrics(registry: client.Registry): void {
     registers: [registry],
     collect() {
       this.reset();
-      for (const s of stats()) s.serverWindows.forEach((w, i) => this.set({ server: String(i) }, w));
+      for (const s of stats()) for (const [i, w] of s.serverWindows.entries()) this.set({ server: String(i) }, w);
     },
   });
   new client.Gauge({
