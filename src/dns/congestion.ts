@@ -10,7 +10,8 @@
 //     sent before the last cut does not cut again, so a burst of drops is one signal. A zone's
 //     losses are its questions that timed out, that were answered only after their retransmission,
 //     or that came back SERVFAIL. A server's losses are only timeouts during which the server sent
-//     nothing at all: one zone's drops must never shrink everyone's upstream.
+//     nothing at all, and it grows back by one per answer after them: one zone's drops must never
+//     shrink everyone's upstream.
 //   - A question beyond either window waits here, in our process. Its deadline starts when it is
 //     sent (the stub resolver starts its timer after acquire()), so time queued here is never a
 //     target's timeout. A waiter that cannot be sent within `queueWaitMs` is given back unasked
@@ -72,10 +73,13 @@ class Window {
   lastCutAt = Number.NEGATIVE_INFINITY;
   lastReplyAt = Number.NEGATIVE_INFINITY;
   readonly max: number;
-  constructor(initial: number, max: number) {
+  /** A server's window: after a cut it grows back by one per answer (it was silent, not slow). */
+  readonly #regrowFast: boolean;
+  constructor(initial: number, max: number, regrowFast = false) {
     this.max = max;
     this.cwnd = initial;
     this.ssthresh = max;
+    this.#regrowFast = regrowFast;
   }
   get size(): number {
     return Math.max(1, Math.floor(this.cwnd));
@@ -90,8 +94,8 @@ class Window {
   /** A loss of a question sent at `sentAt`; true when it cut the window. */
   lost(sentAt: number, now: number): boolean {
     if (sentAt < this.lastCutAt) return false; // the same round's loss: already cut for it
-    this.ssthresh = Math.max(1, this.cwnd / 2);
-    this.cwnd = this.ssthresh;
+    this.cwnd = Math.max(1, this.cwnd / 2);
+    if (!this.#regrowFast) this.ssthresh = this.cwnd;
     this.lastCutAt = now;
     return true;
   }
@@ -356,10 +360,11 @@ export class DnsCongestion {
   #server(i: number): Window {
     let w = this.#servers[i];
     if (!w) {
-      w = new Window(Math.min(this.#o.initialWindow, this.#o.serverWindowMax), this.#o.serverWindowMax);
-      // A server has no slow start of its own: its first losses set it (a zone's window is what
-      // a zone's rate limiting meets first).
-      w.cwnd = this.#o.serverWindowMax;
+      // A server starts at its cap (a zone's window is what a zone's rate limiting meets first), and
+      // after a cut (a round in which it sent nothing at all) grows back by one per answer: a
+      // quiet process asking only a dead zone may see that, and must not hold the next tenant's
+      // questions at a window of 1 for thousands of answers.
+      w = new Window(this.#o.serverWindowMax, this.#o.serverWindowMax, true);
       this.#servers[i] = w;
     }
     return w;

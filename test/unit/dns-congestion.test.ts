@@ -61,6 +61,13 @@ describe('AIMD windows', () => {
     now += 1000;
     p.release('silent_timeout');
     expect(c.serverWindow(0)).toBe(500);
+    // A server grows back by one per answer (it was silent, not slow).
+    for (let i = 0; i < 3; i++) {
+      const q = (await c.acquire('t', 'z.example', 0)) as Permit;
+      now++;
+      q.release('answer');
+    }
+    expect(c.serverWindow(0)).toBe(503);
   });
 
   it('remembers whether the zone answered since a question was sent (rate limiting, not death)', async () => {
