@@ -14,6 +14,8 @@ import {
   retryingNotAsked,
   type RetryTally,
 } from '../../workers/lane-runner/not-asked-retry.ts';
+import { failureOf } from '../../src/products/kit/dns-replies.ts';
+import type { QueryResult } from '../../src/dns/types.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { labNames as n } from '../lab/zones.ts';
 
@@ -78,5 +80,25 @@ describe('never-sent questions are asked again, within a budget', () => {
     expect(text).toMatch(/lss_dns_questions_in_flight 1/);
     expect(text).toMatch(/lss_dns_server_window\{server="0"\} 64/);
     expect((await holder).outcome).toBe('timeout');
+  });
+});
+
+describe("a check's status when none of its questions was answered", () => {
+  const base: QueryResult = {
+    name: 'a.example',
+    type: 'A',
+    outcome: 'timeout',
+    rcode: null,
+    answers: [],
+    flags: { aa: false, ad: false, tc: false, ra: false },
+    transport: null,
+    durationMs: 0,
+  };
+  it('never reads questions that were not sent as the target timing out', () => {
+    expect(failureOf([base, base])).toEqual({ status: 'timeout', reason: 'dns_timeout' });
+    const backedOff = { ...base, zoneBackoff: 'example', retryAfterMs: 100 };
+    expect(failureOf([backedOff, backedOff])).toEqual({ status: 'timeout', reason: 'dns_zone_backed_off' });
+    const congested: QueryResult = { ...base, outcome: 'error', congested: 'example', retryAfterMs: 1000 };
+    expect(failureOf([base, congested])).toEqual({ status: 'unavailable', reason: 'dns_not_asked' });
   });
 });
