@@ -183,11 +183,41 @@ export class StubResolver implements Resolver {
     this.congestion?.close();
   }
 
-  /** The breaker's probe: the root's NS through the usual attempt schedule; any reply will do. */
+  /**
+   * The breaker's probe: the root's NS through the usual attempt schedule over UDP for half the
+   * budget, then over TCP; any reply will do. TCP because a server that limits its replies to us
+   * (NSD's and BIND's response rate limiting, issue 48: a quiet process's probe dropped while the
+   * lane processes' questions use up our address's rate) limits only UDP: it answers, so it is
+   * not down. A server that answers nothing, or refuses TCP, fails the probe as before.
+   */
   private async probe(budget: number, signal: AbortSignal): Promise<boolean> {
-    const end = await this.race('.', 'NS', budget, signal, this.preferred % Math.max(1, this.servers.length));
-    if (end.kind !== 'reply') return false;
-    this.preferred = end.server;
+    const first = this.preferred % Math.max(1, this.servers.length);
+    const udpOver = new AbortController();
+    const half = setTimeout(() => udpOver.abort(QUERY_OVER), budget / 2);
+    const onAbort = () => udpOver.abort(QUERY_OVER);
+    signal.addEventListener('abort', onAbort, { once: true });
+    let end: RaceEnd;
+    try {
+      end = await this.race('.', 'NS', budget / 2, udpOver.signal, first);
+    } finally {
+      clearTimeout(half);
+      signal.removeEventListener('abort', onAbort);
+      udpOver.abort(QUERY_OVER);
+    }
+    if (end.kind === 'reply') {
+      this.preferred = end.server;
+      return true;
+    }
+    if (signal.aborted || this.servers.length === 0) return false;
+    const id = randomInt(0, 0x10000);
+    const tcp = await tcpExchange(
+      this.servers[first]!,
+      buildQuery(id, '.', 'NS'),
+      (buf) => acceptReply(buf, id, '.', 'NS'),
+      signal,
+    );
+    if (tcp.kind !== 'reply') return false;
+    this.lastHeardAt = performance.now();
     return true;
   }
 

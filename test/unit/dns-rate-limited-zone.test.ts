@@ -5,6 +5,8 @@
 // nothing (stalled.test). Before the congestion windows (src/dns/congestion.ts) every question of
 // a burst went out at once, the server dropped most of them, their timeouts backed the zone off,
 // and the rest of the burst answered `timeout` without being asked.
+import dgram from 'node:dgram';
+import * as packet from 'dns-packet';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
 import { onBreakerTransition } from '../../src/resilience/breaker.ts';
@@ -85,6 +87,35 @@ describe('a zone that rate-limits is slowed down to, never backed off as dead', 
     // The other zones are asked as usual, and the resolver is ready.
     expect((await resolver.query(n.apex, 'A')).outcome).toBe('answer');
     expect(resolver.readiness()).toBe('ready');
+  });
+});
+
+describe('the resolver breaker and a server that rate-limits', () => {
+  it("a quiet process whose questions and probes are dropped (our address's rate used up by others) stays ready: the server answers its probe over TCP", async () => {
+    lab = await startLabDns({ zones: [rrlZone], rateLimit: { responsesPerSecond: 5 } });
+    // Other processes of ours (the lanes) use up the address's rate: a query every millisecond.
+    const flood = dgram.createSocket('udp4');
+    const query = packet.encode({ type: 'query', id: 1, questions: [{ type: 'A', name: `h1.${ZONE}` }] });
+    const timer = setInterval(() => flood.send(query, lab!.port, lab!.host), 1);
+    const opened: string[] = [];
+    const stopWatching = onBreakerTransition((t) => {
+      if (t.name === 'resolver' && t.to !== 'closed') opened.push(t.to);
+    });
+    try {
+      resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 300, silenceMs: 200 });
+      // Questions until one is dropped in silence and the breaker verifies the server.
+      for (let i = 0; i < 10 && resolver.verifications === 0; i++) await resolver.query(`h${i}.${ZONE}`, 'A');
+      expect(resolver.verifications).toBeGreaterThanOrEqual(1);
+      // The verification's UDP went unanswered too; over TCP the server answered: not down.
+      await new Promise((r) => setTimeout(r, 400));
+      expect(resolver.readiness()).toBe('ready');
+      expect(opened).toEqual([]);
+      expect(lab.limited.dropped).toBeGreaterThan(0);
+    } finally {
+      clearInterval(timer);
+      stopWatching();
+      await new Promise<void>((r) => flood.close(() => r()));
+    }
   });
 });
 
