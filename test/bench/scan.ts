@@ -71,8 +71,9 @@
 //   The rate-limited zone (issue 48): BENCH_SCAN_DNS_RRL=<replies/s> (e.g. 200, NSD's default) makes
 //   the lab DNS server drop the UDP replies beyond that rate to one client, as NSD's and BIND's
 //   response rate limiting do (test/lab/dns-server.ts `rateLimit`; the floor meets it too). The
-//   report adds, per scan, the DNS questions the lanes asked again (dns_questions_retried) and the
-//   questions left indeterminate (dns_indeterminate occurrences); target: every host covered.
+//   report adds, per scan, the tasks whose DNS questions were asked again (dns_questions_retried)
+//   and those with a question left indeterminate (dns_indeterminate); target: every host covered
+//   and resolved (no dns task `timeout`).
 //   BENCH_SCAN_TIMEOUT_S (default 1800) bounds each scan; a scan not terminal by then is cancelled,
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
@@ -1035,7 +1036,7 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     const occurrences = (c: string) => r.limitations.find((x) => x.code === c)?.occurrences ?? 0;
     if (DNS_RRL)
       out.push(
-        `    rate-limited zone (${DNS_RRL} replies/s): dns tasks with questions retried ${occurrences('dns_questions_retried')}; questions left indeterminate ${occurrences('dns_indeterminate')}`,
+        `    rate-limited zone (${DNS_RRL} replies/s): dns tasks with questions retried ${occurrences('dns_questions_retried')}; tasks with questions left indeterminate ${occurrences('dns_indeterminate')}`,
       );
     out.push(
       `    budget_exhausted in limitations: ${has('budget_exhausted')}; object_cap_reached: ${has('object_cap_reached')}; credits captured ${r.ledger?.captured ?? '—'} of ${r.credits} reserved, released ${r.ledger?.released ?? '—'}`,
