@@ -50,6 +50,15 @@ describe('never-sent questions are asked again, within a budget', () => {
     expect(r.outcome).toBe('timeout');
     expect(retriedLimitation(tally)).toMatchObject({ code: 'dns_questions_retried' });
     expect(retriedLimitation({ retried: 0 })).toBeNull();
+    // No retry is waited for that the check's deadline would not leave time for.
+    const late: RetryTally = { retried: 0 };
+    const hurried = retryingNotAsked(
+      resolver,
+      { retries: 2, deadlineAt: performance.now() + 100, reserveMs: 150 },
+      late,
+    );
+    expect((await hurried.query(`z.${n.stalled}`, 'A')).zoneBackoff).toBe(n.stalled);
+    expect(late.retried).toBe(0);
   });
 
   it('a question still congested after its retries is a local failure of the work (the task is given back), never a timeout', async () => {

@@ -7,7 +7,8 @@
 // stub resolver itself sends it again behind the zone's cut window.) So here, within the check's
 // own signal (its timeout):
 //   - such a question is asked again after its `retryAfterMs` (at most `maxWaitMs`), at most
-//     `retries` times (DNS_NOT_ASKED_RETRIES), each one counted (`retried`);
+//     `retries` times (DNS_NOT_ASKED_RETRIES) and only while the check's deadline leaves time for
+//     it (a retry must never become the check's own timeout), each one counted (`retried`);
 //   - one still congested after that is our shortage, not the target's fact: it is noted as a
 //     local failure (src/net/local-failures.ts), so the lane gives the task back instead of
 //     recording it, as for EMFILE (workers/lane-runner/execute-check.ts);
@@ -24,6 +25,13 @@ export interface NotAskedRetryOptions {
   retries: number;
   /** The longest wait before a retry, whatever the answer says (default 15 s). */
   maxWaitMs?: number;
+  /**
+   * The check's deadline (performance.now() ms) and the time a retried question needs before it
+   * (`reserveMs`): no retry is waited for that would leave less, so a retry never turns into the
+   * check's own timeout.
+   */
+  deadlineAt?: number;
+  reserveMs?: number;
   /** Called once per retry (a metric). */
   onRetry?: (why: 'zone_backoff' | 'congestion') => void;
 }
@@ -45,10 +53,11 @@ export function retryingNotAsked(resolver: Resolver, o: NotAskedRetryOptions, ta
     async query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult> {
       let r = await resolver.query(name, type, opts);
       for (let i = 0; i < o.retries && r.retryAfterMs !== undefined; i++) {
+        const wait = Math.min(maxWait, Math.max(0, r.retryAfterMs) + 5);
+        if (o.deadlineAt !== undefined && performance.now() + wait + (o.reserveMs ?? 0) > o.deadlineAt) break;
         tally.retried++;
         o.onRetry?.(r.congested ? 'congestion' : 'zone_backoff');
-        // A few ms past the wait: a timer may fire a hair before the backoff's own clock says it is over.
-        const wait = Math.min(maxWait, Math.max(0, r.retryAfterMs) + 5);
+        // (A few ms past the wait: a timer may fire a hair before the backoff's own clock says it is over.)
         await sleep(wait, undefined, opts?.signal ? { signal: opts.signal } : {});
         r = await resolver.query(name, type, opts);
       }

@@ -282,7 +282,7 @@ export class LaneRunner {
     const tenant = String(task.workspaceId);
     const retries: RetryTally = { retried: 0 };
     const ctx = {
-      runtime: this.#jobRuntime(task, retries),
+      runtime: this.#jobRuntime(task, retries, performance.now() + spec.timeoutMs),
       ...(pool
         ? {
             runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
@@ -320,7 +320,7 @@ export class LaneRunner {
    * workspace and job), and the outbound guards asking through them and taking their politeness
    * slots per address as the task's workspace (shared max-min between workspaces: address-slots.ts).
    */
-  #jobRuntime(task: { workspaceId: number; jobId: number }, retries: RetryTally): Runtime {
+  #jobRuntime(task: { workspaceId: number; jobId: number }, retries: RetryTally, deadlineAt: number): Runtime {
     const base = this.#o.runtime;
     const tenant = String(task.workspaceId);
     // The workspace's questions share the resolver's congestion windows max-min with other
@@ -332,6 +332,9 @@ export class LaneRunner {
           asTenant(base.services.resolver, tenant),
           {
             retries: base.config.DNS_NOT_ASKED_RETRIES,
+            // A retried question may queue, be sent and be dropped and sent again: room for two deadlines.
+            deadlineAt,
+            reserveMs: 2 * base.config.DNS_TIMEOUT_MS,
             ...(counter ? { onRetry: (why) => counter.inc({ lane, why }) } : {}),
           },
           retries,
