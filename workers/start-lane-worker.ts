@@ -9,6 +9,7 @@ import { createProductRuntime } from '../src/products/kit/runtime.ts';
 import { laneDefaults, parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
+import { registerDnsCongestionMetrics } from '../src/dns/congestion-metrics.ts';
 import { groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner/runner.ts';
@@ -74,6 +75,16 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [metrics],
   });
+  // The resolver's congestion windows, and the questions a check asked again (issue 48).
+  registerDnsCongestionMetrics(metrics);
+  const dnsRetried =
+    (metrics.getSingleMetric('lss_dns_questions_retried_total') as client.Counter<'lane' | 'why'> | undefined) ??
+    new client.Counter({
+      name: 'lss_dns_questions_retried_total',
+      help: 'DNS questions a lane check asked again because they were not sent (zone backed off, congestion), by lane and why',
+      labelNames: ['lane', 'why'] as const,
+      registers: [metrics],
+    });
   // The lane's job streams, summed under the lane's name (they come and go with the jobs).
   registerStreamGauges(metrics, redis, [
     {
@@ -102,6 +113,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     runtime: createProductRuntime(config, log),
     pool,
     taskDuration,
+    dnsRetried,
     drainTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
     ...(opts.checks ? { checks: opts.checks } : {}),
     ...(opts.consumer ? { consumer: opts.consumer } : {}),

@@ -182,6 +182,40 @@ export const configSchema = z
       .describe(
         'How long a name or zone whose DNS questions kept timing out is not asked again (its questions answer timeout at once; src/dns/zone-backoff.ts); 0 = never back off',
       ),
+    DNS_ZONE_WINDOW_MAX: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(256)
+      .describe(
+        "Cap of a zone's congestion window: DNS questions in flight to one zone per process (AIMD, src/dns/congestion.ts)",
+      ),
+    DNS_SERVER_WINDOW_MAX: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(1024)
+      .describe("Cap of a DNS_SERVERS server's congestion window: DNS questions in flight to it per process"),
+    DNS_QUEUE_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe(
+        'How long a DNS question may wait in our process behind a full congestion window before it is given back unasked (a local, retryable outcome; its deadline starts when it is sent)',
+      ),
+    DNS_NOT_ASKED_RETRIES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(10)
+      .default(2)
+      .describe(
+        "Times a lane check's DNS question that was not sent (zone backed off, congestion) is asked again after the wait it names (questions_retried)",
+      ),
     DNS_RESOLVER_VALIDATES: bool
       .default(false)
       .describe(

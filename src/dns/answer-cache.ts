@@ -10,7 +10,7 @@
 //   - Concurrent askers of one question share its one query (the first asker's signal does not
 //     bind the others: the question runs unbound and each asker's own signal ends its own wait).
 //   - Bounded: at most maxEntries answers in the process, least recently used dropped first.
-import type { QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
+import type { QueryOptions, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
 
 export interface AnswerCacheOptions {
   maxEntries: number;
@@ -58,7 +58,7 @@ export class AnswerCache {
     resolver: Resolver,
     name: string,
     type: RecordType,
-    opts: { signal?: AbortSignal; timeoutMs?: number } | undefined,
+    opts: QueryOptions | undefined,
   ): Promise<QueryResult> {
     const key = `${scope}\u0000${type}\u0000${name.toLowerCase().replace(/\.$/, '')}`;
     const now = this.#o.now();

@@ -37,8 +37,12 @@ export function isDeterminate(r: QueryResult): boolean {
 export function outcomeText(r: QueryResult): string {
   if (r.notAsked) return `not asked (${r.notAsked})`;
   if (r.zoneBackoff) return `not asked: ${r.zoneBackoff} did not answer its recent questions in time`;
+  if (r.congested)
+    return `not asked: our questions to ${r.congested} waited in our own queue (congestion window) too long`;
   if (r.leftPublicDns && r.outcome === 'left_public_dns')
     return `the answer left public DNS after ${r.leftPublicDns.name} (${r.leftPublicDns.why}) and was cut there`;
+  if (r.rateLimited && r.outcome === 'timeout')
+    return `no reply before the deadline, while ${r.rateLimited} answered other questions (rate limiting)`;
   if (r.outcome === 'timeout') return 'no reply before the deadline';
   if (r.outcome === 'error') return 'no usable reply';
   return r.rcode ?? r.outcome;

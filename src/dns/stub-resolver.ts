@@ -25,14 +25,24 @@
 //
 // Timeouts feed the per-zone backoff instead (./zone-backoff.ts): a name or zone whose questions
 // keep timing out is not asked for a short while; its questions answer `timeout` at once.
+//
+// Questions in flight are bounded per server and per zone by AIMD windows (./congestion.ts, issue
+// 48): a question beyond them waits in our process, shared max-min fair between tenants, and its
+// deadline starts when it is sent, so time queued here is never a target's timeout. One that
+// cannot be sent within DNS_QUEUE_WAIT_MS is given back unasked (`congested`, retryable). A zone
+// that answers some of its questions is rate limiting: its timeouts shrink its window and never
+// count towards its backoff (only those of questions sent after its last answer do; a question it
+// dropped is sent again, `dropResends` times, behind its cut window), and the silence that makes
+// the breaker verify is silence since the question was sent.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
-import type { QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
+import type { QueryOptions, QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
 import type { DnsServer } from '../config/dns-servers.ts';
 import { Breaker, type BreakerClock } from '../resilience/breaker.ts';
 import { resolveServers } from './system-servers.ts';
 import { tcpExchange, udpExchange, type Exchange } from './transport.ts';
-import { ZoneBackoff, type ZoneBackoffOptions } from './zone-backoff.ts';
+import { ZoneBackoff, zoneOf, type ZoneBackoffOptions } from './zone-backoff.ts';
+import { DnsCongestion, type CongestionOptions, type QuestionEnd } from './congestion.ts';
 import {
   acceptReply,
   answerRecords,
@@ -56,6 +66,16 @@ export interface StubResolverOptions {
   silenceMs?: number;
   /** The per-zone backoff's settings (./zone-backoff.ts), or false for none (tests, benches). */
   zoneBackoff?: ZoneBackoffOptions | false;
+  /**
+   * The congestion windows' settings (./congestion.ts), or false for none: every question is sent
+   * at once, as before issue 48 (default: windows of 256 per zone, 1024 per server, a 10 s queue wait).
+   */
+  congestion?: CongestionOptions | false;
+  /**
+   * Times a question that a zone dropped while it answered others (rate limiting) is sent again,
+   * each time behind the zone's cut window with a deadline of its own (default 2).
+   */
+  dropResends?: number;
   /** Attempts per query when there are fewer servers than this (default 2). */
   minAttempts?: number;
   /** While down, how often the servers are asked directly (default 1000 ms, ±20 %). */
@@ -69,7 +89,8 @@ type Attempt =
   | { kind: 'failed'; unreachable: boolean }
   | { kind: 'aborted' };
 type RaceEnd =
-  | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number }
+  /** `retransmitted`: the reply came after a second transmission had started (one was lost or late). */
+  | { kind: 'reply'; reply: Reply; transport: 'udp' | 'tcp'; server: number; retransmitted: boolean }
   | { kind: 'timeout' }
   /** Every attempt failed outright; `unreachable` when each failed at the socket level. */
   | { kind: 'error'; unreachable: boolean };
@@ -110,6 +131,9 @@ export class StubResolver implements Resolver {
   /** When a server's reply (any, a truncated one included) was last accepted; performance.now(). */
   private lastHeardAt = Number.NEGATIVE_INFINITY;
   private readonly backoff: ZoneBackoff | null;
+  /** The congestion windows and the queue behind them (null: none). */
+  readonly congestion: DnsCongestion | null;
+  private readonly dropResends: number;
 
   constructor(opts: StubResolverOptions) {
     this.servers = [...opts.servers];
@@ -117,6 +141,11 @@ export class StubResolver implements Resolver {
     this.minAttempts = opts.minAttempts ?? 2;
     this.silenceMs = opts.silenceMs ?? 1000;
     this.backoff = opts.zoneBackoff === false ? null : new ZoneBackoff(opts.zoneBackoff ?? {});
+    this.dropResends = Math.max(0, opts.dropResends ?? 2);
+    this.congestion =
+      opts.congestion === false
+        ? null
+        : new DnsCongestion(opts.congestion ?? { zoneWindowMax: 256, serverWindowMax: 1024, queueWaitMs: 10_000 });
     const probeTimeoutMs = Math.min(this.timeoutMs, 1000);
     this.breaker = new Breaker({
       name: 'resolver',
@@ -151,21 +180,48 @@ export class StubResolver implements Resolver {
   /** Stops the probe timer for good (a process shutting down, a test done with it). */
   close(): void {
     this.breaker.stop();
+    this.congestion?.close();
   }
 
-  /** The breaker's probe: the root's NS through the usual attempt schedule; any reply will do. */
+  /**
+   * The breaker's probe: the root's NS through the usual attempt schedule over UDP for half the
+   * budget, then over TCP; any reply will do. TCP because a server that limits its replies to us
+   * (NSD's and BIND's response rate limiting, issue 48: a quiet process's probe dropped while the
+   * lane processes' questions use up our address's rate) limits only UDP: it answers, so it is
+   * not down. A server that answers nothing, or refuses TCP, fails the probe as before.
+   */
   private async probe(budget: number, signal: AbortSignal): Promise<boolean> {
-    const end = await this.race('.', 'NS', budget, signal);
-    if (end.kind !== 'reply') return false;
-    this.preferred = end.server;
+    const first = this.preferred % Math.max(1, this.servers.length);
+    const udpOver = new AbortController();
+    const half = setTimeout(() => udpOver.abort(QUERY_OVER), budget / 2);
+    const onAbort = () => udpOver.abort(QUERY_OVER);
+    signal.addEventListener('abort', onAbort, { once: true });
+    let end: RaceEnd;
+    try {
+      end = await this.race('.', 'NS', budget / 2, udpOver.signal, first);
+    } finally {
+      clearTimeout(half);
+      signal.removeEventListener('abort', onAbort);
+      udpOver.abort(QUERY_OVER);
+    }
+    if (end.kind === 'reply') {
+      this.preferred = end.server;
+      return true;
+    }
+    if (signal.aborted || this.servers.length === 0) return false;
+    const id = randomInt(0, 0x10000);
+    const tcp = await tcpExchange(
+      this.servers[first]!,
+      buildQuery(id, '.', 'NS'),
+      (buf) => acceptReply(buf, id, '.', 'NS'),
+      signal,
+    );
+    if (tcp.kind !== 'reply') return false;
+    this.lastHeardAt = performance.now();
     return true;
   }
 
-  async query(
-    name: string,
-    type: RecordType,
-    opts: { signal?: AbortSignal; timeoutMs?: number } = {},
-  ): Promise<QueryResult> {
+  async query(name: string, type: RecordType, opts: QueryOptions = {}): Promise<QueryResult> {
     const started = performance.now();
     const qname = name.length > 1 && name.endsWith('.') ? name.slice(0, -1) : name; // "." is the root
     opts.signal?.throwIfAborted();
@@ -173,9 +229,75 @@ export class StubResolver implements Resolver {
     // not count against the servers' reachability.
     if (this.servers.length === 0 || !encodableName(qname)) return empty(qname, type, 'error', started);
     // A name or zone that kept timing out is not asked for a while: indeterminate at once.
-    const backedOff = this.backoff?.check(qname);
-    if (backedOff) return { ...empty(qname, type, 'timeout', started), zoneBackoff: backedOff };
+    const before = this.backoff?.checkUntil(qname) ?? null;
+    if (before && !before.trial) return backedOffResult(qname, type, before, started);
 
+    // A question a zone that rate-limits dropped (it answered others meanwhile) is asked again, as
+    // a new question behind the window that has just been cut: its silence says nothing of the name.
+    let trial = before?.trial ?? false;
+    for (let resends = 0; ; resends++) {
+      const asked = await this.#sendOnce(qname, type, opts, started, trial);
+      const r = asked.result;
+      if (!r.rateLimited) return r;
+      if (resends >= this.dropResends || this.breaker.state !== 'closed') {
+        // Dropped every time it was sent: a name that keeps timing out while its zone answers
+        // (a CNAME into a dead zone, through a resolver) still backs off, that name alone.
+        if (asked.fullBudget) this.backoff?.timedOut(qname, { zoneAnswered: true });
+        return r;
+      }
+      trial = false;
+    }
+  }
+
+  /** One sending of the question: a place in the windows, then the attempt schedule from the send. */
+  async #sendOnce(
+    qname: string,
+    type: RecordType,
+    opts: QueryOptions,
+    started: number,
+    trial: boolean,
+  ): Promise<{ result: QueryResult; fullBudget: boolean }> {
+    // A place in the windows of the question's zone and server; the deadline starts once it is sent.
+    const first = this.preferred % this.servers.length;
+    const zone = this.congestion ? zoneOf(qname) : '';
+    const queuedAt = performance.now();
+    const permit = this.congestion ? await this.congestion.acquire(opts.tenant ?? '', zone, first, opts.signal) : null;
+    if (permit === 'aborted') opts.signal!.throwIfAborted();
+    if (permit === null && this.congestion) {
+      return {
+        result: { ...empty(qname, type, 'error', started), congested: zone || qname, retryAfterMs: 1000 },
+        fullBudget: false,
+      };
+    }
+    const held = permit === 'aborted' ? null : permit;
+    // It may have waited while its zone was backed off (unless it is the trial of that backoff).
+    if (held && !trial && held.sentAt - queuedAt > 1) {
+      const late = this.backoff?.checkUntil(qname) ?? null;
+      if (late && !late.trial) {
+        held.release('other');
+        return { result: backedOffResult(qname, type, late, started), fullBudget: false };
+      }
+    }
+    const sentAt = held?.sentAt ?? performance.now();
+    let signalled: QuestionEnd = 'other';
+    try {
+      const asked = await this.#ask(qname, type, opts, first, started, sentAt, held);
+      signalled = asked.signal;
+      return { result: asked.result, fullBudget: Math.max(1, opts.timeoutMs ?? this.timeoutMs) >= this.timeoutMs };
+    } finally {
+      held?.release(signalled);
+    }
+  }
+
+  async #ask(
+    qname: string,
+    type: RecordType,
+    opts: QueryOptions,
+    first: number,
+    started: number,
+    sentAt: number,
+    permit: { zoneAnsweredSince(): boolean } | null,
+  ): Promise<{ result: QueryResult; signal: QuestionEnd }> {
     const budget = Math.max(1, opts.timeoutMs ?? this.timeoutMs);
     const stop = new AbortController();
     const deadline = setTimeout(() => stop.abort(QUERY_OVER), budget);
@@ -183,7 +305,7 @@ export class StubResolver implements Resolver {
     opts.signal?.addEventListener('abort', onCallerAbort, { once: true });
     let end: RaceEnd;
     try {
-      end = await this.race(qname, type, budget, stop.signal);
+      end = await this.race(qname, type, budget, stop.signal, first);
     } finally {
       clearTimeout(deadline);
       opts.signal?.removeEventListener('abort', onCallerAbort);
@@ -193,17 +315,28 @@ export class StubResolver implements Resolver {
     opts.signal?.throwIfAborted();
 
     if (end.kind === 'timeout') {
-      // The target's fact, not the resolver's: it feeds the zone's backoff, never the breaker's
-      // count. Only total silence from the servers makes the breaker ask them its own question.
-      // A shorter budget than the usual one says less about the zone: it does not count.
-      if (this.breaker.state === 'closed' && budget >= this.timeoutMs) this.backoff?.timedOut(qname);
+      // The target's fact, not the resolver's: it feeds the zone's window and backoff, never the
+      // breaker's count. Only total silence from the servers makes the breaker ask them its own
+      // question. A shorter budget than the usual one says less about the zone: it does not count
+      // towards the backoff; the timeout of a question sent before the zone's last answer counts
+      // for the name only (a zone that answers some and drops others is rate limiting, not dead).
+      const silent = this.lastHeardAt <= sentAt;
+      const zoneAnswered = permit?.zoneAnsweredSince() ?? false;
+      // A drop by a zone that answers (rate limiting) is counted by query(), if it is sent again in vain.
+      if (this.breaker.state === 'closed' && budget >= this.timeoutMs && !zoneAnswered) this.backoff?.timedOut(qname);
       const now = performance.now();
-      if (this.lastHeardAt <= started && now - this.lastHeardAt >= this.silenceMs) void this.breaker.verify();
-      return empty(qname, type, 'timeout', started);
+      if (silent && now - this.lastHeardAt >= this.silenceMs) void this.breaker.verify();
+      const result = empty(qname, type, 'timeout', started);
+      // Dropped by a zone that answered other questions meanwhile (rate limiting): query() sends it
+      // again behind the window this timeout has just cut.
+      return {
+        result: zoneAnswered ? { ...result, rateLimited: zoneOf(qname) || qname } : result,
+        signal: silent ? 'silent_timeout' : 'timeout',
+      };
     }
     if (end.kind === 'error') {
       if (end.unreachable) this.breaker.failure();
-      return empty(qname, type, 'error', started);
+      return { result: empty(qname, type, 'error', started), signal: 'other' };
     }
     this.breaker.success();
     this.backoff?.replied(qname);
@@ -211,24 +344,27 @@ export class StubResolver implements Resolver {
     const { reply } = end;
     const rcode = replyRcode(reply);
     const answers = answerRecords(reply, qname, type);
+    const outcome = outcomeOf(rcode, answers);
     return {
-      name: qname,
-      type,
-      outcome: outcomeOf(rcode, answers),
-      rcode: rcodeName(rcode),
-      answers,
-      flags: { aa: reply.flag_aa, ad: reply.flag_ad, tc: reply.flag_tc, ra: reply.flag_ra },
-      transport: end.transport,
-      durationMs: elapsed(started),
+      result: {
+        name: qname,
+        type,
+        outcome,
+        rcode: rcodeName(rcode),
+        answers,
+        flags: { aa: reply.flag_aa, ad: reply.flag_ad, tc: reply.flag_tc, ra: reply.flag_ra },
+        transport: end.transport,
+        durationMs: elapsed(started),
+      },
+      signal: outcome === 'servfail' ? 'servfail' : end.retransmitted ? 'answer_after_loss' : 'answer',
     };
   }
 
   /** Runs the attempt schedule until a reply, the deadline (timeout) or every attempt failing (error). */
-  private race(qname: string, type: RecordType, budget: number, signal: AbortSignal): Promise<RaceEnd> {
+  private race(qname: string, type: RecordType, budget: number, signal: AbortSignal, first: number): Promise<RaceEnd> {
     const n = this.servers.length;
     const attempts = Math.max(this.minAttempts, n);
     const slotMs = budget / attempts;
-    const first = this.preferred % n;
     return new Promise((resolve) => {
       let launched = 0;
       let pending = 0;
@@ -256,7 +392,7 @@ export class StubResolver implements Resolver {
         pending++;
         void this.attempt(server, qname, type, signal).then((a) => {
           pending--;
-          if (a.kind === 'reply') finish(a);
+          if (a.kind === 'reply') finish({ ...a, retransmitted: launched > 1 });
           else if (a.kind === 'failed') {
             unreachable &&= a.unreachable;
             launch();
@@ -302,6 +438,16 @@ function empty(name: string, type: RecordType, outcome: QueryOutcome, started: n
   };
 }
 
+/** A question not sent because its name or zone is backed off: `timeout` at once, retryable later. */
+function backedOffResult(
+  name: string,
+  type: RecordType,
+  b: { label: string; remainingMs: number },
+  started: number,
+): QueryResult {
+  return { ...empty(name, type, 'timeout', started), zoneBackoff: b.label, retryAfterMs: Math.ceil(b.remainingMs) };
+}
+
 function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 1000) / 1000;
 }
@@ -311,5 +457,10 @@ export function createResolver(config: Config): StubResolver {
     servers: resolveServers(config.DNS_SERVERS),
     timeoutMs: config.DNS_TIMEOUT_MS,
     zoneBackoff: config.DNS_ZONE_BACKOFF_MS > 0 ? { backoffMs: config.DNS_ZONE_BACKOFF_MS } : false,
+    congestion: {
+      zoneWindowMax: config.DNS_ZONE_WINDOW_MAX,
+      serverWindowMax: config.DNS_SERVER_WINDOW_MAX,
+      queueWaitMs: config.DNS_QUEUE_WAIT_MS,
+    },
   });
 }

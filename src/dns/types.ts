@@ -69,6 +69,23 @@ export interface QueryResult {
    */
   zoneBackoff?: string;
   /**
+   * Set when the question was never sent because it waited longer than the queue wait
+   * (DNS_QUEUE_WAIT_MS) behind the congestion window of the zone named here (src/dns/congestion.ts);
+   * outcome is 'error'. Our own congestion, never the target's fact.
+   */
+  congested?: string;
+  /**
+   * Set on a timeout when the question's zone (named here) answered other questions each time it
+   * was sent: dropped by a zone that rate-limits (src/dns/congestion.ts), not its silence; the stub
+   * resolver sent it again behind the zone's cut window before giving up.
+   */
+  rateLimited?: string;
+  /**
+   * Set when the question was never sent (`zoneBackoff`, `congested`): it may be asked again after
+   * this many ms. A local outcome, retryable (workers/lane-runner/not-asked-retry.ts).
+   */
+  retryAfterMs?: number;
+  /**
    * Set when records were cut from the reply because its chain left public DNS: `name` is the
    * public name whose record pointed out, `why` the kind of name it pointed into (never the name).
    */
@@ -81,8 +98,16 @@ export interface QueryResult {
  */
 export type ResolverHealth = 'ready' | 'unconfigured' | 'down';
 
+export interface QueryOptions {
+  signal?: AbortSignal;
+  /** The question's own deadline from when it is sent (default DNS_TIMEOUT_MS). */
+  timeoutMs?: number;
+  /** Whose question it is (a workspace): waiting questions are shared max-min fair between tenants. */
+  tenant?: string;
+}
+
 export interface Resolver {
-  query(name: string, type: RecordType, opts?: { signal?: AbortSignal; timeoutMs?: number }): Promise<QueryResult>;
+  query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult>;
   /**
    * ready when servers are configured and the recent queries did not all fail to reach them; once
    * down, ready again within about a second of a server answering, queried or not.

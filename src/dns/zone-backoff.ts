@@ -24,6 +24,13 @@
 // `maxEntries` keys (the least recently touched go first), so a tenant cycling through random
 // zones costs bounded memory. When the resolver's breaker opens (the resolver itself is down),
 // the table is cleared and timeouts are not counted until it closes: they said nothing of zones.
+//
+// A zone that answers some questions and drops others is rate limiting, not dead (issue 48: NSD's
+// default RRL drops what exceeds ~200 replies a second, and the drops were read as a dead zone):
+// a timeout of a question sent before the zone's last answer (./congestion.ts remembers it) counts
+// for its name only, never for its zone, so a zone that keeps answering some is slowed down by its
+// window, never backed off; only a zone that answers none of a run of questions is (and one dead
+// name in a busy zone still backs off that name).
 import { suffixParts } from '../contract/public-suffix.ts';
 
 export interface ZoneBackoffOptions {
@@ -82,17 +89,28 @@ export class ZoneBackoff {
    * sent), or null. A backoff that has ended lets this question through as its trial.
    */
   check(name: string): string | null {
+    const c = this.checkUntil(name);
+    return c && !c.trial ? c.label : null;
+  }
+
+  /**
+   * check(), saying also how long the backoff still lasts (a retry's wait), or that this question
+   * is the trial of a backoff that has just ended (it must be sent, whatever it waits for first).
+   */
+  checkUntil(name: string): { trial: false; label: string; remainingMs: number } | { trial: true } | null {
     if (this.#entries.size === 0) return null; // the usual case: no parsing at all
     const now = this.#now();
     const n = lower(name);
+    let trial = false;
     for (const [key, label] of keysOf(n)) {
       const e = this.#live(key, now);
       if (!e || e.until === 0) continue;
-      if (now < e.until) return label;
+      if (now < e.until) return { trial: false, label, remainingMs: e.until - now };
       // Over: this question is the trial; the others wait for its outcome.
       e.until = now + this.#backoffMs;
+      trial = true;
     }
-    return null;
+    return trial ? { trial: true } : null;
   }
 
   /** A reply of any rcode about `name`: the name and its zone answer. */
@@ -118,11 +136,16 @@ export class ZoneBackoff {
     this.#entries.clear();
   }
 
-  /** A question about `name` was sent and got no reply before its deadline. */
-  timedOut(name: string): void {
+  /**
+   * A question about `name` was sent and got no reply before its deadline. With `zoneAnswered`
+   * (its zone answered other questions since it was sent: a zone that rate-limits, not a dead one)
+   * it counts for the name alone, never for its zone.
+   */
+  timedOut(name: string, o: { zoneAnswered?: boolean } = {}): void {
     const now = this.#now();
     const n = lower(name);
     for (const [key, , isZone] of keysOf(n)) {
+      if (isZone && o.zoneAnswered) continue;
       let e = this.#live(key, now);
       if (!e) e = { stalls: 0, names: isZone ? new Set() : null, touched: now, until: 0 };
       e.stalls++;
@@ -138,6 +161,17 @@ export class ZoneBackoff {
       this.#entries.delete(oldest);
     }
   }
+}
+
+/**
+ * The zone of a name as the backoff and the congestion windows see it: its parent (the name itself
+ * when it is a registrable domain), never above its registrable domain; '' for a public suffix.
+ */
+export function zoneOf(name: string): string {
+  const n = lower(name);
+  const registrable = suffixParts(n).registrable;
+  if (!registrable) return '';
+  return n === registrable ? registrable : n.slice(n.indexOf('.') + 1);
 }
 
 /**

@@ -35,6 +35,14 @@ export function noteIfLocal(err: unknown): string | null {
 }
 
 /**
+ * Notes a failure of this process that is no errno (a DNS question never sent: our congestion,
+ * workers/lane-runner/not-asked-retry.ts) in the work it happened in.
+ */
+export function noteLocalFailure(code: string): void {
+  failuresOfTheWork.getStore()?.add(code);
+}
+
+/**
  * Runs `work` and returns, with its outcome, the local errno codes the outbound guard met while it
  * ran. The work's error is returned rather than thrown, so the caller sees the codes either way.
  */

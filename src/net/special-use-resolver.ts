@@ -27,7 +27,7 @@
 // (a product that asks about that name is refused as a question, above).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Limitation } from '../contract/lanes.ts';
-import type { DnsRecord, QueryResult, RecordType, Resolver } from '../dns/types.ts';
+import type { DnsRecord, QueryOptions, QueryResult, RecordType, Resolver } from '../dns/types.ts';
 import { specialUseOf, type SpecialUse, type SpecialUsePolicy } from './special-use.ts';
 
 /** One reply cut where it left public DNS. */
@@ -155,11 +155,7 @@ export function refuseSpecialUse(resolver: Resolver, policy: SpecialUsePolicy): 
   return {
     readiness: () => resolver.readiness(),
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
-    async query(
-      name: string,
-      type: RecordType,
-      opts?: { signal?: AbortSignal; timeoutMs?: number },
-    ): Promise<QueryResult> {
+    async query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult> {
       const refused = specialUseOf(name, policy);
       if (!refused) {
         const { result, cut } = cutAtPublicBoundary(await resolver.query(name, type, opts), policy);

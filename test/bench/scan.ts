@@ -68,6 +68,12 @@
 //   throwaway database lss_benchscan_<time>_<hex> and Redis prefix lssbench:<same>:, and removes
 //   both at the end, on an error and on Ctrl-C. Every connection goes to 127.0.0.0/8: the lab DNS
 //   answers every name, RDAP_BASE_URL is the lab's, well-known ports are mapped to lab ports.
+//   The rate-limited zone (issue 48): BENCH_SCAN_DNS_RRL=<replies/s> (e.g. 200, NSD's default) makes
+//   the lab DNS server drop the UDP replies beyond that rate to one client, as NSD's and BIND's
+//   response rate limiting do (test/lab/dns-server.ts `rateLimit`; the floor meets it too). The
+//   report adds, per scan, the tasks whose DNS questions were asked again (dns_questions_retried)
+//   and those with a question left indeterminate (dns_indeterminate); target: every host covered
+//   and resolved (no dns task `timeout`).
 //   BENCH_SCAN_TIMEOUT_S (default 1800) bounds each scan; a scan not terminal by then is cancelled,
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
@@ -128,6 +134,8 @@ const LATENCY = (() => {
 })();
 const WITH_LATENCY = LATENCY.dnsMs > 0 || LATENCY.pageMs > 0;
 const FAIRNESS = process.argv.includes('--fairness');
+/** BENCH_SCAN_DNS_RRL=<replies/s>: the lab DNS server rate-limits like NSD's RRL (issue 48). */
+const DNS_RRL = process.env.BENCH_SCAN_DNS_RRL ? Number(process.env.BENCH_SCAN_DNS_RRL) : null;
 /** The lane's capacity (LANE_CONCURRENCY's default) the report divides check time by. */
 const CAPACITY = Number(process.env.LANE_CONCURRENCY ?? 256);
 const FLOOR_RATIO_TARGET = WITH_LATENCY ? 3 : 30;
@@ -1025,6 +1033,11 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     out.push(
       `    objects by type: ${types || '—'} (${r.inScope} in scope); findings ${r.findings}; ${r.pages} result pages`,
     );
+    const occurrences = (c: string) => r.limitations.find((x) => x.code === c)?.occurrences ?? 0;
+    if (DNS_RRL)
+      out.push(
+        `    rate-limited zone (${DNS_RRL} replies/s): dns tasks with questions retried ${occurrences('dns_questions_retried')}; tasks with questions left indeterminate ${occurrences('dns_indeterminate')}`,
+      );
     out.push(
       `    budget_exhausted in limitations: ${has('budget_exhausted')}; object_cap_reached: ${has('object_cap_reached')}; credits captured ${r.ledger?.captured ?? '—'} of ${r.credits} reserved, released ${r.ledger?.released ?? '—'}`,
     );
@@ -1282,6 +1295,7 @@ async function main(): Promise<number> {
     lab = await startLab({
       parts: [rdapPart, webLabPart(), mailLabPart, scanLabPart({ generated: [...SIZES], pageDelayMs: LATENCY.pageMs })],
       dnsDelayMs: LATENCY.dnsMs,
+      ...(DNS_RRL ? { dnsRateLimit: { responsesPerSecond: DNS_RRL } } : {}),
     });
     log(
       `database ${dbName}; Redis ${redisUrl} prefix ${basePrefix}; lab DNS ${lab.env.DNS_SERVERS}, parts ${lab.parts.join(', ')}`,

@@ -31,6 +31,8 @@ export interface LabDns {
   withdraw(name: string, type?: string): void;
   /** Questions received so far (UDP and TCP), by "<name> <type>" in lower case. */
   readonly asked: Map<string, number>;
+  /** UDP replies the rate limit dropped (`rateLimit`), and those it sent truncated instead (slip). */
+  readonly limited: { dropped: number; slipped: number };
   close(): Promise<void>;
 }
 
@@ -40,6 +42,14 @@ export interface LabDnsOptions {
   zones?: Zone[];
   /** Every reply this much later (ms): the latency lab (test/bench/scan.ts --latency). */
   replyDelayMs?: number;
+  /**
+   * Response rate limiting as NSD and BIND do it by default (RRL): at most `responsesPerSecond`
+   * UDP replies a second to one client address (a token bucket holding one second's worth); the
+   * replies beyond it are dropped, or with `slip` every slip-th of them is sent truncated (TC=1,
+   * no answer) so a real client retries over TCP, which is not limited. Default slip 0: every
+   * excess reply dropped, the harshest case.
+   */
+  rateLimit?: { responsesPerSecond: number; slip?: number };
 }
 
 /** "<name> <type>" of a query, for LabDns.asked ('' when it does not decode). */
@@ -354,12 +364,25 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     });
   };
 
+  const limited = { dropped: 0, slipped: 0 };
+  const rrl = opts.rateLimit ? rateLimiter(opts.rateLimit.responsesPerSecond) : null;
+  const slip = Math.max(0, Math.floor(opts.rateLimit?.slip ?? 0));
   const { udp, tcp, port } = await bindBoth(host, opts.port ?? 0, onConnection);
   udp.on('message', (msg, rinfo) => {
     count(msg);
     const action = respond(zones, msg, 'udp', rebinds);
-    const bytes = action.send;
-    if (bytes) later(action.delayMs, () => udp.send(bytes, rinfo.port, rinfo.address));
+    let bytes = action.send;
+    if (bytes && rrl && !rrl(rinfo.address)) {
+      limited.dropped++;
+      if (slip > 0 && limited.dropped % slip === 0) {
+        limited.slipped++;
+        bytes = truncated(bytes);
+      } else bytes = null;
+    }
+    if (bytes) {
+      const reply = bytes;
+      later(action.delayMs, () => udp.send(reply, rinfo.port, rinfo.address));
+    }
   });
 
   const address = net.isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
@@ -381,6 +404,7 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       else zones.published.delete(owner);
     },
     asked,
+    limited,
     close: async () => {
       if (closed) return;
       closed = true;
@@ -392,6 +416,40 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
       ]);
     },
   };
+}
+
+/**
+ * A token bucket per client address: `perSecond` tokens a second, at most one second's worth
+ * held; a reply takes one. Returns whether the reply may be sent.
+ */
+function rateLimiter(perSecond: number): (client: string) => boolean {
+  const rate = Math.max(1, perSecond);
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return (client) => {
+    const now = performance.now();
+    const b = buckets.get(client) ?? { tokens: rate, at: now };
+    b.tokens = Math.min(rate, b.tokens + ((now - b.at) * rate) / 1000);
+    b.at = now;
+    buckets.set(client, b);
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  };
+}
+
+/** The reply cut to its header and question with TC=1 (RRL's "slip"); the bytes as they were if they do not decode. */
+function truncated(reply: Buffer): Buffer {
+  try {
+    const r = packet.decode(reply);
+    return packet.encode({
+      type: 'response',
+      id: r.id ?? 0,
+      flags: (r.flags ?? 0) | packet.TRUNCATED_RESPONSE,
+      questions: r.questions ?? [],
+    });
+  } catch {
+    return reply;
+  }
 }
 
 /** UDP and TCP on the same port; with port 0, retry until the UDP port is also free for TCP. */

@@ -15,7 +15,7 @@
 import type net from 'node:net';
 import { LAB_ALLOW, LAB_SPECIAL_USE } from './addresses.ts';
 import { loadLabCa, type LabCa } from './ca.ts';
-import { startLabDns, type LabDns } from './dns-server.ts';
+import { startLabDns, type LabDns, type LabDnsOptions } from './dns-server.ts';
 import { domainZones } from './domain-zones.ts';
 import { mailLabPart } from './mail-lab.ts';
 import { listenOnHosts } from './multi-host.ts';
@@ -78,6 +78,8 @@ export async function startLab(
     parts?: LabPartFactory[];
     /** Every DNS reply this much later (ms): the latency lab. */
     dnsDelayMs?: number;
+    /** The lab DNS server rate-limits its replies as NSD's RRL does (./dns-server.ts `rateLimit`). */
+    dnsRateLimit?: LabDnsOptions['rateLimit'];
   } = {},
 ): Promise<RunningLab> {
   const ca = await loadLabCa();
@@ -101,9 +103,10 @@ export async function startLab(
     // another server starts before this one closes, so the kernel cannot offer the same port.
     const taken = new Set(portMap.values());
     const replyDelayMs = opts.dnsDelayMs;
-    let dns = await startLabDns({ port: opts.dnsPort, zones, replyDelayMs });
+    const rateLimit = opts.dnsRateLimit ? { rateLimit: opts.dnsRateLimit } : {};
+    let dns = await startLabDns({ port: opts.dnsPort, zones, replyDelayMs, ...rateLimit });
     for (let i = 0; opts.dnsPort === undefined && taken.has(dns.port) && i < 20; i++) {
-      const next = await startLabDns({ zones, replyDelayMs });
+      const next = await startLabDns({ zones, replyDelayMs, ...rateLimit });
       await dns.close();
       dns = next;
     }

@@ -44,7 +44,19 @@ import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 import { AnswerCache } from '../../src/dns/answer-cache.ts';
 import { notingCuts } from '../../src/net/special-use-resolver.ts';
+import type { QueryOptions, RecordType, Resolver } from '../../src/dns/types.ts';
+import { retriedLimitation, retryingNotAsked, type RetryTally } from './not-asked-retry.ts';
 import type { ProductRuntime as Runtime } from '../../src/products/kit/product-contract.ts';
+
+/** `resolver` asking every question on behalf of `tenant` (a workspace). */
+function asTenant(resolver: Resolver, tenant: string): Resolver {
+  return {
+    ...resolver,
+    readiness: () => resolver.readiness(),
+    retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+    query: (name: string, type: RecordType, opts?: QueryOptions) => resolver.query(name, type, { ...opts, tenant }),
+  };
+}
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
@@ -75,6 +87,8 @@ export interface LaneRunnerOptions {
   consumer?: string;
   drainTimeoutMs?: number;
   taskDuration?: client.Histogram<'lane' | 'outcome'>;
+  /** DNS questions a check asked again because they were not sent (not-asked-retry.ts), by why. */
+  dnsRetried?: client.Counter<'lane' | 'why'>;
   /** Test knob: how stale the list of job streams may be, and the longest read block (ms). */
   blockMs?: number;
   heartbeatEveryMs?: number;
@@ -266,8 +280,9 @@ export class LaneRunner {
     const pool = this.#o.pool;
     // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
     const tenant = String(task.workspaceId);
+    const retries: RetryTally = { retried: 0 };
     const ctx = {
-      runtime: this.#jobRuntime(task),
+      runtime: this.#jobRuntime(task, retries, performance.now() + spec.timeoutMs),
       ...(pool
         ? {
             runInPool: <T>(name: string, payload: unknown, o: { signal: AbortSignal }) =>
@@ -275,7 +290,13 @@ export class LaneRunner {
           }
         : {}),
     };
-    const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
+    const ran = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
+    // The questions asked again because they were not sent at first: the job's coverage counts them.
+    const retried = retriedLimitation(retries);
+    const result =
+      retried && ran.kind === 'done' && ran.output
+        ? { ...ran, output: { ...ran.output, limitations: [...ran.output.limitations, retried] } }
+        : ran;
     if (result.kind === 'local_failure')
       // Our shortage (EMFILE…), not the target's fact: nothing is recorded; the entry stays pending
       // and is delivered again after LANE_VISIBILITY_MS, and after LANE_MAX_DELIVERIES the task fails
@@ -299,10 +320,26 @@ export class LaneRunner {
    * workspace and job), and the outbound guards asking through them and taking their politeness
    * slots per address as the task's workspace (shared max-min between workspaces: address-slots.ts).
    */
-  #jobRuntime(task: { workspaceId: number; jobId: number }): Runtime {
+  #jobRuntime(task: { workspaceId: number; jobId: number }, retries: RetryTally, deadlineAt: number): Runtime {
     const base = this.#o.runtime;
     const tenant = String(task.workspaceId);
-    const resolver = base.services.resolver;
+    // The workspace's questions share the resolver's congestion windows max-min with other
+    // workspaces' (src/dns/congestion.ts); those never sent are asked again (not-asked-retry.ts).
+    const lane = this.lane;
+    const counter = this.#o.dnsRetried;
+    const resolver = base.services.resolver
+      ? retryingNotAsked(
+          asTenant(base.services.resolver, tenant),
+          {
+            retries: base.config.DNS_NOT_ASKED_RETRIES,
+            // A retried question may queue, be sent and be dropped and sent again: room for two deadlines.
+            deadlineAt,
+            reserveMs: 2 * base.config.DNS_TIMEOUT_MS,
+            ...(counter ? { onRetry: (why) => counter.inc({ lane, why }) } : {}),
+          },
+          retries,
+        )
+      : undefined;
     const active = base.services.activeOutbound?.forTenant(tenant);
     const withActive = active ? { activeOutbound: active } : {};
     if (!resolver) {

@@ -23,6 +23,9 @@ export function failureOf(results: QueryResult[]): {
   status: Extract<LaneStatus, 'timeout' | 'unavailable'>;
   reason: string;
 } {
+  // Never sent (src/dns/congestion.ts, zone-backoff.ts): our outcome, not the target's silence.
+  if (results.some((r) => r.congested)) return { status: 'unavailable', reason: 'dns_not_asked' };
+  if (results.every((r) => r.zoneBackoff)) return { status: 'timeout', reason: 'dns_zone_backed_off' };
   if (results.every((r) => r.outcome === 'timeout')) return { status: 'timeout', reason: 'dns_timeout' };
   // Every answer led out of public DNS and was cut (src/net/special-use-resolver.ts).
   if (results.every((r) => r.outcome === 'left_public_dns'))
