@@ -83,7 +83,9 @@ function severityTable(counts: Record<Severity, number>): string {
   return `<table class="sev"><tbody>${SEVERITY_ORDER.map(
     (s) =>
       `<tr><th scope="row"><span class="sv sv-${s}">${s}</span></th><td class="num">${counts[s]}</td>
-<td><span class="bar thin"><span class="seg sv-${s}" style="width:${((counts[s] / max) * 100).toFixed(2)}%"></span></span></td></tr>`,
+<td><span class="bar thin">${
+        counts[s] > 0 ? `<span class="seg sv-${s}" style="width:${((counts[s] / max) * 100).toFixed(2)}%"></span>` : ''
+      }</span></td></tr>`,
   ).join('')}</tbody></table>`;
 }
 
