@@ -3,8 +3,15 @@
 // pages), CSV that no cell of a hostile TXT can turn into a formula, SARIF valid against the
 // OASIS schema, and the admission: scopes per what, terminal jobs only, another tenant's job,
 // bad queries. The lab's real scan and its report in Chromium are in exports-lab.test.ts.
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import supertest from 'supertest';
+import { LssClient } from '../../src/client/client.ts';
+import { LssApiError } from '../../src/client/errors.ts';
+import { root } from '../helpers/processes.ts';
 import { client, createTenant, startHarness, type Harness, type Tenant } from '../helpers/harness.ts';
 import { createKey, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { HOSTILE_TXT, insertSyntheticJob, type SyntheticJob, type SyntheticOwner } from '../helpers/synthetic-job.ts';
@@ -62,7 +69,13 @@ describe('exports and the report', () => {
     running = await insertSyntheticJob(h.deps.db, owner, { objects: 3, status: 'running' });
     // The scan-only key's workspace is another tenant: give it its own terminal job.
   }, 120_000);
-  afterAll(() => h?.close());
+  let server: http.Server;
+  let base: string;
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await h?.close();
+  });
 
   async function pages(key: string, path: string): Promise<unknown[]> {
     const out: unknown[] = [];
@@ -176,5 +189,63 @@ describe('exports and the report', () => {
     expect(omitted.status).toBe(200);
     expect(omitted.body as string).toContain('Findings omitted');
     expect(omitted.body as string).not.toContain(HOSTILE_TXT.replaceAll('"', '&quot;'));
+  });
+
+  describe('the SDK and lss', () => {
+    beforeAll(async () => {
+      server = http.createServer(h.app);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+
+    it('exportJob streams the file; a running job is refused with job_not_terminal', async () => {
+      const sdk = new LssClient({ apiKey: full.key, baseUrl: base });
+      const stream = await sdk.exportJob(job.ref, 'jsonl');
+      let chunks = 0;
+      let text = '';
+      for await (const c of stream) {
+        chunks += 1;
+        text += c.toString('utf8');
+      }
+      expect(chunks).toBeGreaterThan(1);
+      expect(text.trimEnd().split('\n')).toHaveLength(job.findings);
+      const objects = await sdk.exportJob(job.ref, 'csv', { what: 'objects' });
+      let csv = '';
+      for await (const c of objects) csv += c.toString('utf8');
+      expect(csv.split('\r\n').length - 2).toBe(job.objects);
+      const refused = await sdk.exportJob(running.ref, 'sarif').catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LssApiError);
+      expect((refused as LssApiError).code).toBe('job_not_terminal');
+      expect(await sdk.jobReport(job.ref)).toContain('<!doctype html>');
+    });
+
+    const lss = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [path.join(root, 'src/client/cli/main.ts'), ...args],
+          { cwd: root, env: { ...process.env, LSS_API_KEY: full.key, LSS_BASE_URL: base }, maxBuffer: 64 << 20 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+        );
+      });
+
+    it('lss job export writes the file to stdout; lss job report the page; refusals exit 3', async () => {
+      const sarif = await lss(['job', 'export', job.ref, '--format', 'sarif']);
+      expect(sarif.code, sarif.stderr).toBe(0);
+      expect(JSON.parse(sarif.stdout).runs[0].results).toHaveLength(job.findings);
+      const csv = await lss(['job', 'export', job.ref, '--format', 'csv', '--what', 'objects']);
+      expect(csv.code, csv.stderr).toBe(0);
+      expect(csv.stdout.startsWith(`${OBJECT_COLUMNS.join(',')}\r\n`)).toBe(true);
+      const report = await lss(['job', 'report', job.ref]);
+      expect(report.code, report.stderr).toBe(0);
+      expect(report.stdout).toContain('Coverage per lane');
+      const refused = await lss(['job', 'export', running.ref, '--format', 'jsonl']);
+      expect(refused.code).toBe(3);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain('job_not_terminal');
+      const usage = await lss(['job', 'export', job.ref]);
+      expect(usage.code).toBe(64);
+    });
   });
 });
