@@ -96,7 +96,8 @@ export async function insertSyntheticJob(db: Db, owner: SyntheticOwner, spec: Sy
           { lane: 'dns', status: 'completed' },
           { lane: 'web', status: i % 7 === 0 ? 'timeout' : 'completed' },
         ]),
-        evidence: JSON.stringify([{ summary: i === 0 ? HOSTILE_TXT : `A ${key} 127.0.0.1` }]),
+        // The lane writer stores a random ev_ ref with each summary (output-writer.ts): so do we.
+        evidence: JSON.stringify([{ ref: publicId('ev'), summary: i === 0 ? HOSTILE_TXT : `A ${key} 127.0.0.1` }]),
       };
     });
     await db.insertInto('objects').values(objects).execute();
@@ -126,7 +127,7 @@ export async function insertSyntheticJob(db: Db, owner: SyntheticOwner, spec: Sy
           confidence: kind.confidence,
           title: kind.title,
           summary: i === 0 && k === 0 ? HOSTILE_TXT : `${kind.title} on ${o.okey}`,
-          evidence: JSON.stringify([{ summary: i === 0 ? HOSTILE_TXT : `seen on ${o.okey}` }]),
+          evidence: JSON.stringify([{ ref: publicId('ev'), summary: i === 0 ? HOSTILE_TXT : `seen on ${o.okey}` }]),
           sources: JSON.stringify([{ lane: 'dns', source: 'direct' }]),
         });
       }

@@ -166,7 +166,8 @@ describe('SARIF writer', () => {
   it('locates a URL by its address, a host by https://host/, names and addresses logically; every path relative', () => {
     const { log } = sarif(job(), entries);
     const [env, spf, , ip, http] = log.runs[0].results;
-    expect(env.locations[0].properties.url).toBe('https://www.example.test/.env');
+    expect(env.properties.url).toBe('https://www.example.test/.env');
+    expect(env.locations[0].logicalLocations[0].fullyQualifiedName).toBe('https://www.example.test/.env');
     expect(env.locations[0].physicalLocation.artifactLocation.uri).toBe('www.example.test/.env');
     expect(http.locations[0].physicalLocation.artifactLocation.uri).toBe('www.example.test_8080/a');
     expect(spf.locations[0].logicalLocations[0].fullyQualifiedName).toBe('example.test');

@@ -5,14 +5,15 @@
 // host, or a logical location for names, addresses and certificates; each is also written as a
 // repository-relative path, because GitHub code scanning accepts only relative or file: URIs
 // (an https: artifact URI fails the upload) and DefectDojo reads the first location's path.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FindingSubject } from './export-items.ts';
 
 /** SARIF partialFingerprints key; DefectDojo reads `<name>/v<n>` as a versioned fingerprint. */
 export const FINGERPRINT_KEY = 'lssFindingIdentity/v1';
 
 export function findingFingerprint(code: string, subject: FindingSubject): string {
-  return createHash('sha256').update(`${code}\n${subject.type}\n${subject.key}`).digest('hex');
+  // One-shot hash: a Hash object per finding was most of a SARIF result's cost.
+  return hash('sha256', `${code}\n${subject.type}\n${subject.key}`, 'hex');
 }
 
 export interface FindingLocation {

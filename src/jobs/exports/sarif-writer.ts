@@ -156,8 +156,7 @@ export function sarifResult(entry: FindingEntry): string {
       {
         // The whole artifact: a page or a name has no lines; line 1 is the validators' whole-file form.
         physicalLocation: { artifactLocation: { uri: where.path }, region: { startLine: 1 } },
-        logicalLocations: [{ name: subject.key, fullyQualifiedName: where.logicalName, kind: where.logicalKind }],
-        ...(where.url ? { properties: { url: where.url } } : {}),
+        logicalLocations: [{ fullyQualifiedName: where.logicalName, kind: where.logicalKind }],
       },
     ],
     partialFingerprints: { [FINGERPRINT_KEY]: findingFingerprint(item.code, subject) },
@@ -181,7 +180,6 @@ export function sarifResult(entry: FindingEntry): string {
       ...(where.url ? { url: where.url } : {}),
       severity: item.severity,
       confidence: item.confidence,
-      title: item.title,
       detectedAt: item.detectedAt,
       change: item.change ?? null,
       ...(evidence.length > 0 ? { evidence } : {}),
