@@ -248,4 +248,61 @@ describe('exports and the report', () => {
       expect(usage.code).toBe(64);
     });
   });
+
+  it('respects backpressure: a client that stops reading stops the export, which holds a page or two meanwhile', async () => {
+    // ~16 MB of SARIF: more than loopback's socket buffers take, so the writer must wait.
+    const big = await insertSyntheticJob(h.deps.db, await ownerOf(h, full), { objects: 20_000 });
+    let response: http.ServerResponse | undefined;
+    const s = http.createServer(h.app);
+    s.on('request', (_req, res) => {
+      response = res;
+    });
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = s.address() as AddressInfo;
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+        http
+          .get(
+            {
+              host: '127.0.0.1',
+              port,
+              path: `/v2/jobs/${big.ref}/export?format=sarif`,
+              headers: { authorization: `Bearer ${full.key}` },
+            },
+            resolve,
+          )
+          .on('error', reject),
+      );
+      expect(res.statusCode).toBe(200);
+      res.pause();
+      // Wait until the server has filled what the socket takes and stopped.
+      let before = -1;
+      for (let i = 0; i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        const written = response!.socket?.bytesWritten ?? 0;
+        if (written === before && response!.writableNeedDrain) break;
+        before = written;
+      }
+      expect(response!.writableNeedDrain).toBe(true);
+      expect(response!.writableFinished).toBe(false);
+      // What waits in the process: about one chunk (a page of ~1,000 results), not the rest of the file.
+      expect(response!.writableLength).toBeLessThan(4 * 2 ** 20);
+      const stalledAt = response!.socket!.bytesWritten;
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(response!.socket!.bytesWritten).toBe(stalledAt);
+      // Reading again finishes it, whole.
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.resume();
+      await new Promise((resolve) => res.on('end', resolve));
+      expect(stalledAt).toBeLessThan(Buffer.byteLength(body));
+      expect(JSON.parse(body).runs[0].results).toHaveLength(big.findings);
+    } finally {
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    }
+  }, 120_000);
 });
