@@ -14,6 +14,8 @@ import { mountProductRoutes } from './routes/product-routes.ts';
 import { mountJobRoutes } from './routes/jobs.ts';
 import { mountJobPageRoutes } from './routes/job-pages.ts';
 import { mountJobChangeRoutes } from './routes/job-changes.ts';
+import { mountJobExportRoutes } from './routes/job-exports.ts';
+import { mountFindingsDocsRoute } from './routes/findings-docs.ts';
 import { mountDocsRoutes } from './routes/docs.ts';
 import { mountMonitorRoutes } from './routes/monitors.ts';
 import { state } from './http/context.ts';
@@ -84,8 +86,10 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountJobRoutes(app, deps);
   mountJobPageRoutes(app, deps);
   mountJobChangeRoutes(app, deps);
+  mountJobExportRoutes(app, deps);
   mountMonitorRoutes(app, deps);
   mountDocsRoutes(app);
+  mountFindingsDocsRoute(app);
 
   const allowed = new Map<string, string>([
     ['/v2/openapi.json', 'GET'],
@@ -96,7 +100,8 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   for (const p of deps.products) allowed.set(p.path, 'POST');
   allowed.set('/v2/jobs/:job_ref', 'GET');
   allowed.set('/v2/jobs/:job_ref/cancel', 'POST');
-  for (const p of ['results', 'findings', 'objects/:object_id']) allowed.set(`/v2/jobs/:job_ref/${p}`, 'GET');
+  for (const p of ['results', 'findings', 'objects/:object_id', 'export', 'report'])
+    allowed.set(`/v2/jobs/:job_ref/${p}`, 'GET');
   allowed.set('/v2/monitors', 'GET, POST');
   allowed.set('/v2/monitors/:monitor_id', 'GET, PATCH, DELETE');
   allowed.set('/v2/monitors/:monitor_id/deliveries', 'GET');

@@ -2,6 +2,8 @@
 // rules. Every answer keeps what the service said about coverage: a lookup result carries
 // `status`, `coverage`, `lanes` and `limitations` and says `complete: false` when partial; a job
 // outcome carries its terminal state. Nothing is flattened into success or absence.
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { LssPartialError } from './errors.ts';
 import { HttpTransport, type RetryEvent } from './http-transport.ts';
 import { jobOutcome, pollUntilTerminal, type JobOutcome, type WaitOptions } from './job-polling.ts';
@@ -16,6 +18,8 @@ import { defaultRetrySettings, type RetrySettings } from './retry-policy.ts';
 import { apiPaths, productRoutes } from './routes.ts';
 import type {
   AsyncKind,
+  ExportFormat,
+  ExportSubject,
   ChangeItem,
   ChangePage,
   DeliveriesPage,
@@ -267,6 +271,32 @@ export class LssClient {
         signal: opts.signal,
       })
     ).body;
+  }
+
+  // ---- Exports and the report (CONTRACT §17) ------------------------------------------------
+
+  /**
+   * A terminal job's findings (default) or objects as SARIF, CSV or JSONL: the response body as a
+   * Node stream, never held whole (pipe it to a file). Refused with job_not_terminal (409) while
+   * the job runs; findings need finding:read. A body cut short errors the stream.
+   */
+  async exportJob(
+    jobRef: string,
+    format: ExportFormat,
+    opts: { what?: ExportSubject | undefined; signal?: AbortSignal | undefined } = {},
+  ): Promise<Readable> {
+    const reply = await this.#http.stream(apiPaths.export(jobRef), {
+      expect: [200],
+      query: { format, what: opts.what },
+      signal: opts.signal,
+    });
+    return Readable.fromWeb(reply.body as NodeReadableStream<Uint8Array>);
+  }
+
+  /** The job's report: one self-contained HTML page (no script), as text. */
+  async jobReport(jobRef: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<string> {
+    const reply = await this.#http.stream(apiPaths.report(jobRef), { expect: [200], signal: opts.signal });
+    return new Response(reply.body).text();
   }
 
   async products(opts: { signal?: AbortSignal } = {}): Promise<ProductList> {

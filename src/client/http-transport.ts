@@ -53,6 +53,14 @@ type Attempt =
   | { ok: true; status: number; text: string; headers: Headers }
   | { ok: false; failure: Failure; cause: unknown };
 
+/** A success whose body is still to be read (HttpTransport.stream). */
+export interface StreamReply {
+  status: number;
+  headers: Headers;
+  body: ReadableStream<Uint8Array>;
+  requestId: string | undefined;
+}
+
 export function newIdempotencyKey(): string {
   return `lss-${randomUUID()}`;
 }
@@ -106,65 +114,21 @@ export class HttpTransport {
     for (let retries = 0; ; retries++) {
       const attempt = await this.#attempt(method, url, headers, body, opts.signal);
       const attempts = retries + 1;
-      let failure: Failure;
-      let error: () => LssError;
       if (attempt.ok) {
         const parsed = parseJson(attempt.text);
-        const requestId = attempt.headers.get('x-request-id') ?? undefined;
         // 204 No Content (a DELETE) is the one success without a body.
         if (opts.expect.includes(attempt.status) && (parsed !== undefined || attempt.status === 204)) {
           return {
             status: attempt.status,
             body: parsed as T,
-            requestId,
+            requestId: attempt.headers.get('x-request-id') ?? undefined,
             replayed: attempt.headers.get('idempotent-replayed') === 'true',
             idempotencyKey,
             attempts,
           };
         }
-        const retryAfterMs = parseRetryAfter(attempt.headers.get('retry-after'));
-        if (isErrorEnvelope(parsed)) {
-          const e = parsed.error;
-          failure = { kind: 'reply', status: attempt.status, code: e.code, retryable: e.retryable, retryAfterMs };
-          error = () =>
-            new LssApiError({
-              code: e.code as ErrorCode,
-              message: e.message,
-              status: attempt.status,
-              retryable: e.retryable,
-              requestId: e.requestId ?? requestId,
-              details: e.details,
-              retryAfterMs,
-              attempts,
-            });
-        } else {
-          failure = { kind: 'reply', status: attempt.status, retryAfterMs };
-          error = () =>
-            new LssTransportError({
-              code: 'unexpected_response',
-              message: `${method} ${path} answered ${attempt.status} without the contract's body`,
-              status: attempt.status,
-              retryable: attempt.status >= 500,
-              requestId,
-              retryAfterMs,
-              attempts,
-            });
-        }
-      } else {
-        failure = attempt.failure;
-        const timeout = failure.kind === 'timeout';
-        error = () =>
-          new LssTransportError({
-            code: timeout ? 'request_timeout' : 'connection_failed',
-            message: timeout
-              ? `${method} ${path}: no reply within ${this.#opts.timeoutMs} ms`
-              : `${method} ${path}: ${describeCause(attempt.cause)}`,
-            status: 0,
-            retryable: true,
-            attempts,
-            cause: attempt.cause,
-          });
       }
+      const { failure, error } = this.#classify(method, path, attempt, attempts);
       const decision = decideRetry(failure, retries, this.#opts.retry);
       if (!decision.retry) throw error();
       this.#opts.onRetry?.({
@@ -181,6 +145,124 @@ export class HttpTransport {
         status: failure.kind === 'reply' ? failure.status : 0,
         requestId: attempt.ok ? (attempt.headers.get('x-request-id') ?? undefined) : undefined,
         idempotencyKey,
+      });
+      await pause(decision.delayMs, opts.signal);
+    }
+  }
+
+  /** Why an attempt failed: what the retry policy decides on, and the error if it is not retried. */
+  #classify(
+    method: string,
+    path: string,
+    attempt: Attempt,
+    attempts: number,
+  ): { failure: Failure; error: () => LssError } {
+    if (attempt.ok) {
+      const parsed = parseJson(attempt.text);
+      const requestId = attempt.headers.get('x-request-id') ?? undefined;
+      const retryAfterMs = parseRetryAfter(attempt.headers.get('retry-after'));
+      if (isErrorEnvelope(parsed)) {
+        const e = parsed.error;
+        return {
+          failure: { kind: 'reply', status: attempt.status, code: e.code, retryable: e.retryable, retryAfterMs },
+          error: () =>
+            new LssApiError({
+              code: e.code as ErrorCode,
+              message: e.message,
+              status: attempt.status,
+              retryable: e.retryable,
+              requestId: e.requestId ?? requestId,
+              details: e.details,
+              retryAfterMs,
+              attempts,
+            }),
+        };
+      }
+      return {
+        failure: { kind: 'reply', status: attempt.status, retryAfterMs },
+        error: () =>
+          new LssTransportError({
+            code: 'unexpected_response',
+            message: `${method} ${path} answered ${attempt.status} without the contract's body`,
+            status: attempt.status,
+            retryable: attempt.status >= 500,
+            requestId,
+            retryAfterMs,
+            attempts,
+          }),
+      };
+    }
+    const failure = attempt.failure;
+    const timeout = failure.kind === 'timeout';
+    return {
+      failure,
+      error: () =>
+        new LssTransportError({
+          code: timeout ? 'request_timeout' : 'connection_failed',
+          message: timeout
+            ? `${method} ${path}: no reply within ${this.#opts.timeoutMs} ms`
+            : `${method} ${path}: ${describeCause(attempt.cause)}`,
+          status: 0,
+          retryable: true,
+          attempts,
+          cause: attempt.cause,
+        }),
+    };
+  }
+
+  /**
+   * A GET whose success body is handed over as a stream, not read (exports: a file of any size).
+   * Retried as call() is until a success's headers arrive; from then on the body is the caller's,
+   * and a body cut short errors the stream (never retried halfway: the bytes already read are the
+   * caller's). The timeout covers the wait for the headers, not the download.
+   */
+  async stream(path: string, opts: Omit<CallOptions, 'body' | 'idempotencyKey'>): Promise<StreamReply> {
+    const url = new URL(this.#opts.baseUrl + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers = { authorization: `Bearer ${this.#apiKey}`, 'user-agent': this.#opts.userAgent };
+    for (let retries = 0; ; retries++) {
+      throwIfAborted(opts.signal);
+      const timer = new AbortController();
+      const timeout = setTimeout(() => timer.abort(), this.#opts.timeoutMs);
+      let attempt: Attempt;
+      try {
+        const res = await fetch(url, {
+          headers,
+          redirect: 'error',
+          signal: opts.signal ? AbortSignal.any([opts.signal, timer.signal]) : timer.signal,
+        });
+        clearTimeout(timeout);
+        if (opts.expect.includes(res.status) && res.body) {
+          return {
+            status: res.status,
+            headers: res.headers,
+            body: res.body,
+            requestId: res.headers.get('x-request-id') ?? undefined,
+          };
+        }
+        attempt = { ok: true, status: res.status, text: await res.text(), headers: res.headers };
+      } catch (cause) {
+        clearTimeout(timeout);
+        throwIfAborted(opts.signal);
+        attempt = { ok: false, failure: timer.signal.aborted ? { kind: 'timeout' } : { kind: 'connection' }, cause };
+      }
+      const { failure, error } = this.#classify('GET', path, attempt, retries + 1);
+      const decision = decideRetry(failure, retries, this.#opts.retry);
+      if (!decision.retry) throw error();
+      this.#opts.onRetry?.({
+        method: 'GET',
+        path,
+        attempt: retries + 1,
+        delayMs: decision.delayMs,
+        reason:
+          failure.kind === 'reply'
+            ? (failure.code ?? `http_${failure.status}`)
+            : failure.kind === 'timeout'
+              ? 'request_timeout'
+              : 'connection_failed',
+        status: failure.kind === 'reply' ? failure.status : 0,
+        requestId: attempt.ok ? (attempt.headers.get('x-request-id') ?? undefined) : undefined,
+        idempotencyKey: undefined,
       });
       await pause(decision.delayMs, opts.signal);
     }

@@ -52,6 +52,8 @@ export const apiPaths = {
   results: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/results`,
   findings: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/findings`,
   changes: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/changes`,
+  export: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/export`,
+  report: (ref: string) => `/v2/jobs/${encodeURIComponent(ref)}/report`,
   object: (ref: string, objectId: string) =>
     `/v2/jobs/${encodeURIComponent(ref)}/objects/${encodeURIComponent(objectId)}`,
   products: () => '/v2/products',
@@ -70,6 +72,8 @@ export const jobOperationIds = [
   'listJobFindings',
   'getJobObject',
   'listJobChanges',
+  'exportJob',
+  'getJobReport',
   'listProducts',
 ] as const;
 

@@ -24,6 +24,7 @@ import type {
   patchMonitorBody,
 } from '../contract/monitor-schemas.ts';
 import type { Severity } from '../contract/tasks.ts';
+import type { ExportFormat, ExportSubject } from '../contract/export-schemas.ts';
 import type { macInput, macResult } from '../products/mac/index.ts';
 import type { phoneInput, phoneResult } from '../products/phone/index.ts';
 import type { ipInput, ipResult } from '../products/ip/index.ts';
@@ -31,7 +32,7 @@ import type { dnsInput, dnsResult } from '../products/dns-lookup/index.ts';
 import type { domainInput } from '../products/domain/index.ts';
 import type { domainResult } from '../products/domain/schema.ts';
 
-export type { ChangeKind, ChangeMark, ErrorCode, Severity, UnconfirmedReason };
+export type { ChangeKind, ChangeMark, ErrorCode, ExportFormat, ExportSubject, Severity, UnconfirmedReason };
 
 export type JobStatus = z.output<typeof jobStatusSchema>;
 export type JobState = JobStatus['status'];

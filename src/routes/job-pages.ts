@@ -272,7 +272,7 @@ function laneList(raw: unknown): ResultItem['lanes'] {
   return out;
 }
 
-function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs, mark?: ItemMark): ResultItem {
+export function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs, mark?: ItemMark): ResultItem {
   const projection = parseJson(r.projection);
   return {
     objectId: r.public_id,
@@ -290,7 +290,7 @@ function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs, mark?: ItemMark): R
   };
 }
 
-function findingItem(r: FindingRow, evidenceRef: EvidenceRefs, mark?: ItemMark): FindingItem {
+export function findingItem(r: FindingRow, evidenceRef: EvidenceRefs, mark?: ItemMark): FindingItem {
   const sources = parseJson(r.sources);
   return {
     findingId: r.public_id,

@@ -71,6 +71,8 @@ describe('client SDK drift', () => {
       apiPaths.results('{job_ref}'),
       apiPaths.findings('{job_ref}'),
       apiPaths.object('{job_ref}', '{object_id}'),
+      apiPaths.export('{job_ref}'),
+      apiPaths.report('{job_ref}'),
       apiPaths.products(),
       apiPaths.monitors(),
       apiPaths.monitor('{monitor_id}'),

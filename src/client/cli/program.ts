@@ -7,6 +7,7 @@ import { registerLookupCommands } from './lookup-commands.ts';
 import { renderProducts } from './render.ts';
 import { registerScanCommand } from './scan-command.ts';
 import { registerMonitorCommands } from './monitor-commands.ts';
+import { registerExportCommands } from './export-commands.ts';
 
 const EPILOG = `
 Environment:
@@ -45,6 +46,7 @@ export function buildProgram(action: Action): Command {
   registerLookupCommands(program, action);
   registerScanCommand(program, action);
   registerJobCommands(program, action);
+  registerExportCommands(program.commands.find((c) => c.name() === 'job')!, action);
   registerMonitorCommands(program, action);
   program
     .command('products')
