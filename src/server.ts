@@ -123,6 +123,15 @@ async function runWorker(cfg: Config): Promise<void> {
   // Before createDeps: the breakers it builds (resolver, RDAP, IP context, MySQL, Redis, lanes)
   // report from their first move.
   observeBreakers({ registry, log });
+  // The connection budget against the server's limit, once for the role: by its first worker
+  // (the primary holds no MySQL client), beside the imports and dependencies so that the start
+  // takes no longer for it (src/db/connection-budget-check.ts).
+  const budgetRefusal: Promise<string | null> =
+    cluster.worker?.id === 1
+      ? import('./db/connection-budget-check.ts')
+          .then((m) => m.startupConnectionCheck(cfg, 'web', connectionShare(cfg, 'web'), log))
+          .catch(() => null)
+      : Promise.resolve(null);
   // Imported here, not at the top: the primary only forks and aggregates metrics, and would
   // otherwise carry the whole app (products, MySQL, Redis, Express) for nothing (~55 MB).
   const { createDeps } = await import('./bootstrap.ts');
@@ -134,15 +143,10 @@ async function runWorker(cfg: Config): Promise<void> {
   } catch (err) {
     return startupFailed(startupFailureLine(err));
   }
-  // The connection budget against the server's limit, once for the role: by its first worker,
-  // over the pool it has (the primary holds no MySQL client: src/db/connection-budget-check.ts).
-  if (cluster.worker?.id === 1) {
-    const { checkConnectionBudget } = await import('./db/connection-budget-check.ts');
-    const refusal = await checkConnectionBudget(deps.db, cfg, 'web', connectionShare(cfg, 'web'), log);
-    if (refusal) {
-      await deps.close().catch(() => {});
-      return startupFailed(refusal, 78);
-    }
+  const refusal = await budgetRefusal;
+  if (refusal) {
+    await deps.close().catch(() => {});
+    return startupFailed(refusal, 78);
   }
   let draining = false;
   let listening = false;

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
+import { createConnection, type Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, startBenchMariadb, type BenchMariadb } from '../../ops/services.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
@@ -133,6 +134,51 @@ describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
     expect(await lane.stop('SIGTERM')).toBe(0);
   }, 90_000);
 
+  it('a connection the server refuses (1040) is retried until one comes free; past the wait it fails as ours', async () => {
+    // Every connection the server has left, taken (root may take one more than max_connections).
+    const hogs: Connection[] = [];
+    let refusal: { code?: string } | undefined;
+    const handles: DbHandle[] = [];
+    try {
+      while (hogs.length <= MAX_CONNECTIONS + 1) {
+        try {
+          hogs.push(await createConnection({ uri: dbUrl }));
+        } catch (err) {
+          refusal = err as { code?: string };
+          break;
+        }
+      }
+      expect(refusal?.code).toBe('ER_CON_COUNT_ERROR');
+      const waiting = createDb(dbUrl, { connectionLimit: 2, waitMs: 20_000 });
+      handles.push(waiting);
+      const statement = sql<{ one: number }>`SELECT 1 AS one`.execute(waiting.db);
+      await until(
+        'the statement retried the refusal',
+        async () => (waiting.stats.refused.get('ER_CON_COUNT_ERROR') ?? 0) >= 2,
+        10_000,
+        20,
+      );
+      // Counted as waiting between its attempts (lss_db_connections_waiting).
+      await until('the statement counted as waiting', async () => waiting.stats.waiting() === 1, 5000, 5);
+      await hogs.pop()!.end();
+      expect((await statement).rows).toEqual([{ one: 1 }]);
+
+      // None comes free: the wait ends as our shortage, the server's refusal its cause.
+      const starved = createDb(dbUrl, { connectionLimit: 1, waitMs: 600 });
+      handles.push(starved);
+      const err = await sql`SELECT 1`.execute(starved.db).then(
+        () => null,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      expect(err?.code).toBe('POOL_WAIT_TIMEOUT');
+      expect((err?.cause as { code?: string } | undefined)?.code).toBe('ER_CON_COUNT_ERROR');
+      expect(starved.stats.waitTimeouts).toBe(1);
+    } finally {
+      await Promise.all(hogs.map((c) => c.end().catch(() => {})));
+      await Promise.all(handles.map((hd) => hd.close()));
+    }
+  }, 60_000);
+
   it(`the roles within DATABASE_MAX_CONNECTIONS=${MAX_CONNECTIONS}: a burst of ${JOBS} lookups all completed, no connection refused`, async () => {
     const env = roleEnv({
       ...budgetEnv,
@@ -144,6 +190,8 @@ describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
       LANE_CONCURRENCY: '32',
       DNS_TIMEOUT_MS: '5000',
     });
+    // The peak from here on (the refusal test above took every connection).
+    await sql`FLUSH STATUS`.execute(probe.db);
     const refusedBefore = await status('Connection_errors_max_connections');
     h = await startHarness(env);
     const redis = h.deps.redis;
