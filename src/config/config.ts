@@ -444,7 +444,7 @@ export const configSchema = z
     ctx.addIssue({
       code: 'custom',
       path: ['DATABASE_MAX_CONNECTIONS'],
-      message: `less DATABASE_RESERVED_CONNECTIONS cannot give every process its least pool (a web worker 2, an orchestrator 4, a lane process 2): ${describePlan(plan)}. Raise the budget (and the server's max_connections) or count fewer processes (WEB_PROCESSES, WEB_CONCURRENCY, ORCHESTRATOR_PROCESSES, LANE_PROCESSES)`,
+      message: `less DATABASE_RESERVED_CONNECTIONS cannot give every process its least pool (a web worker 2, an orchestrator 10, a lane process 2): ${describePlan(plan)}. Raise the budget (and the server's max_connections) or count fewer processes (WEB_PROCESSES, WEB_CONCURRENCY, ORCHESTRATOR_PROCESSES, LANE_PROCESSES)`,
     });
   })
   .refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {

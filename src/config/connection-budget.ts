@@ -17,8 +17,12 @@ type Kind = 'web' | 'orchestrator' | 'lane';
 
 /** What one process of a kind can use (a web process: per Express worker). */
 export const CONNECTION_ASK: Readonly<Record<Kind, number>> = { web: 20, orchestrator: 10, lane: 50 };
-/** The least a process of a kind works with: the orchestrator applies results beside its periodic work. */
-export const CONNECTION_FLOOR: Readonly<Record<Kind, number>> = { web: 2, orchestrator: 4, lane: 2 };
+/**
+ * The least a process of a kind works with. The orchestrator is never scaled down: its few
+ * processes apply every result (up to 6 batches at once beside plans, finalizing and periodic
+ * work), while a lane's task takes a connection for three short statements only.
+ */
+export const CONNECTION_FLOOR: Readonly<Record<Kind, number>> = { web: 2, orchestrator: 10, lane: 2 };
 
 /** The settings the plan reads (a subset of Config, so tests and tools may pass just these). */
 export interface BudgetSettings {

@@ -55,8 +55,8 @@ describe('connectionPlan', () => {
     // The Procfile's roles, 2 web workers: 300 asked (issue 48: "over 300 against 151").
     const p = connectionPlan(oneOfEach());
     expect(p.available).toBe(141);
-    expect(p.share).toEqual({ web: 9, orchestrator: 4, lane: 23 });
-    expect(p.used).toBe(2 * 9 + 4 + 5 * 23);
+    expect(p.share).toEqual({ web: 9, orchestrator: 10, lane: 22 });
+    expect(p.used).toBe(2 * 9 + 10 + 5 * 22);
     expect(p.used + p.reserved).toBeLessThanOrEqual(151);
   });
 
@@ -81,10 +81,10 @@ describe('connectionPlan', () => {
     const tight = connectionPlan(oneOfEach({ DATABASE_MAX_CONNECTIONS: 30, DATABASE_RESERVED_CONNECTIONS: 4 }));
     // The floors lift the web workers and the orchestrator above their proportion: the lanes get
     // what is left within the budget, not their proportion of it.
-    expect(tight.share).toEqual({ web: 2, orchestrator: 4, lane: 3 });
-    expect(tight.used).toBe(23);
+    expect(tight.share).toEqual({ web: 2, orchestrator: 10, lane: 2 });
+    expect(tight.used).toBe(24);
     expect(tight.fits).toBe(true);
-    const tooSmall = connectionPlan(oneOfEach({ DATABASE_MAX_CONNECTIONS: 20, DATABASE_RESERVED_CONNECTIONS: 4 }));
+    const tooSmall = connectionPlan(oneOfEach({ DATABASE_MAX_CONNECTIONS: 27, DATABASE_RESERVED_CONNECTIONS: 4 }));
     expect(tooSmall.fits).toBe(false);
   });
 
@@ -99,16 +99,16 @@ describe('connectionPlan', () => {
       }),
     );
     expect(p.pools).toEqual({ web: 2, orchestrator: 1, lane: 2 });
-    expect(p.share).toEqual({ web: 3, orchestrator: 4, lane: 8 });
+    expect(p.share).toEqual({ web: 2, orchestrator: 10, lane: 6 });
     expect(p.used).toBe(26);
   });
 
   it('connectionShare is the line of the plan for the role', () => {
     const s = oneOfEach();
     expect(connectionShare(s, 'web')).toBe(9);
-    expect(connectionShare(s, 'orchestrator')).toBe(4);
-    expect(connectionShare(s, 'lane-dns')).toBe(23);
-    expect(connectionShare(s, 'lane-web')).toBe(23);
+    expect(connectionShare(s, 'orchestrator')).toBe(10);
+    expect(connectionShare(s, 'lane-dns')).toBe(22);
+    expect(connectionShare(s, 'lane-web')).toBe(22);
   });
 });
 
@@ -146,7 +146,7 @@ describe('the budget in the config', () => {
     }
     expect(problems).toEqual([
       expect.stringMatching(
-        /^DATABASE_MAX_CONNECTIONS: .*web workers 16×2 .*= 46, 10 reserved, of DATABASE_MAX_CONNECTIONS=40/,
+        /^DATABASE_MAX_CONNECTIONS: .*web workers 16×2 .*= 52, 10 reserved, of DATABASE_MAX_CONNECTIONS=40/,
       ),
     ]);
   });
