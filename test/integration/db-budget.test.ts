@@ -7,7 +7,9 @@
 // connection at all (its own counter, Connection_errors_max_connections). Before the budget the
 // same processes asked for 150 connections (20 + 20 + 10 + 2 × 50) and MariaDB answered 1040.
 // And the start-up check: a budget above what the server allows is a warning line, or exit 78
-// with DATABASE_BUDGET_STRICT=true.
+// with DATABASE_BUDGET_STRICT=true; with every connection of the server taken, a statement waits
+// and retries the refusal (1040) until one frees, past DATABASE_CONNECTION_WAIT_MS it fails as
+// ours (POOL_WAIT_TIMEOUT), and a lane's task waits it out: completed at its first attempt.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +22,13 @@ import { workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { queueKeys } from '../../src/queue/streams.ts';
-import { createTenant, startHarness, type Harness } from '../helpers/harness.ts';
+import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
+import { pino } from 'pino';
+import { parseConfig } from '../../src/config/config.ts';
+import { startOrchestrator } from '../../src/jobs/orchestration/orchestrator.ts';
+import { startLaneWorker } from '../../workers/start-lane-worker.ts';
+import { testEnv } from '../helpers/harness.ts';
+import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import { freePort, ProcessGroup, until, type Proc } from '../helpers/processes.ts';
 import { testPrefix } from '../helpers/redis.ts';
 import { rdapNames } from '../lab/rdap-fixtures.ts';
@@ -179,6 +187,79 @@ describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
     }
   }, 60_000);
 
+  it('a lane whose statements find no connection waits: the task completes at its first attempt once the server has room', async () => {
+    const env = {
+      ...lab.env,
+      DATABASE_URL: dbUrl,
+      REDIS_KEY_PREFIX: testPrefix('budget-lane'),
+      DNS_TIMEOUT_MS: '5000',
+    };
+    const log = pino({ level: 'silent' });
+    const hogs: Connection[] = [];
+    const own = await startHarness(env);
+    const orchestrator = await startOrchestrator({
+      config: own.config,
+      log,
+      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+    });
+    // The lane gives up on a connection after 300 ms: what it then meets is its runner's retry.
+    const laneConfig = parseConfig(testEnv({ ...env, DATABASE_CONNECTION_WAIT_MS: '300' }));
+    const lane = await startLaneWorker('domain', { config: laneConfig, log, blockMs: 200 });
+    try {
+      const t = await createTenant(own, { limits: GENEROUS });
+      await grantCredits(
+        own.deps.db,
+        await workspaceInternalId(own.deps.db, t.workspaceId),
+        100,
+        `grant:lane:${t.workspaceId}`,
+      );
+      await (own.deps.runtime.services.laneHealth as LaneHealth).refresh();
+      // The app and the orchestrator keep a few connections open; the lane has none yet.
+      const warm = (db: typeof own.deps.db) =>
+        Promise.all(Array.from({ length: 4 }, () => sql`SELECT SLEEP(0.05)`.execute(db)));
+      await Promise.all([warm(own.deps.db), warm(orchestrator.context.db)]);
+      while (hogs.length <= MAX_CONNECTIONS + 1) {
+        const c = await createConnection({ uri: dbUrl }).catch(() => null);
+        if (!c) break;
+        hogs.push(c);
+      }
+      const accepted = await client(own.app, t.key).post('/v2/lookups/domain', { value: rdapNames.registered });
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+      await until(
+        'the lane retried statements that found no connection',
+        async () => lane.runner.dbShortages >= 2,
+        30_000,
+        50,
+      );
+      await Promise.all(hogs.splice(0).map((c) => c.end()));
+      const job = await until(
+        'the job terminal',
+        async () => {
+          const row = await probe.db
+            .selectFrom('jobs')
+            .select(['id', 'status'])
+            .where('public_id', '=', accepted.body.jobRef)
+            .executeTakeFirst();
+          return row && TERMINAL.includes(row.status) ? row : null;
+        },
+        60_000,
+        200,
+      );
+      expect(job.status).toBe('completed');
+      const tasks = await probe.db
+        .selectFrom('tasks')
+        .select(['status', 'attempts'])
+        .where('job_id', '=', job.id)
+        .execute();
+      expect(tasks.map((x) => [x.status, x.attempts])).toEqual(tasks.map(() => ['completed', 1]));
+    } finally {
+      await Promise.all(hogs.map((c) => c.end().catch(() => {})));
+      await lane.close();
+      await orchestrator.close();
+      await own.close();
+    }
+  }, 120_000);
+
   it(`the roles within DATABASE_MAX_CONNECTIONS=${MAX_CONNECTIONS}: a burst of ${JOBS} lookups all completed, no connection refused`, async () => {
     const env = roleEnv({
       ...budgetEnv,
@@ -259,7 +340,12 @@ describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
     const jobs = await until(
       `${JOBS} jobs terminal`,
       async () => {
-        const rows = await probe.db.selectFrom('jobs').select(['public_id', 'status']).execute();
+        // This burst's jobs only (the test above left one of its own in the database).
+        const rows = await probe.db
+          .selectFrom('jobs')
+          .select(['id', 'public_id', 'status'])
+          .where('public_id', 'in', refs)
+          .execute();
         return rows.length === JOBS && rows.every((r) => TERMINAL.includes(r.status)) ? rows : null;
       },
       120_000,
@@ -268,6 +354,11 @@ describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
     const tasks = await probe.db
       .selectFrom('tasks')
       .select(['check_name', 'object_key', 'status', 'reason', 'attempts'])
+      .where(
+        'job_id',
+        'in',
+        jobs.map((j) => j.id),
+      )
       .execute();
     // The server refused nobody, and never held more than its limit.
     const refused = (await status('Connection_errors_max_connections')) - refusedBefore;
