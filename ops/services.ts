@@ -170,7 +170,13 @@ export interface BenchMariadb {
  * private one on 3307 that test runs share. Its datadir is `dir` (created and initialised), its
  * port `port`; root connects without a password from 127.0.0.1.
  */
-export async function startBenchMariadb(opts: { dir: string; port: number; log?: Log }): Promise<BenchMariadb> {
+export async function startBenchMariadb(opts: {
+  dir: string;
+  port: number;
+  log?: Log;
+  /** The server's max_connections (default the suite's TEST_MAX_CONNECTIONS): a test of the connection budget sets it low. */
+  maxConnections?: number;
+}): Promise<BenchMariadb> {
   const log = opts.log ?? defaultLog;
   const mariadbd = await which('mariadbd');
   const installDb = await which('mariadb-install-db');
@@ -189,7 +195,9 @@ export async function startBenchMariadb(opts: { dir: string; port: number; log?:
   await fs.mkdir(dir, { recursive: true });
   await initMariadbDatadir(installDb, dataDir, path.join(dir, 'install.log'), user, log);
   const url = `mysql://root@127.0.0.1:${opts.port}`;
-  const args = mariadbServerArgs({ dataDir, port: opts.port, socket, pidFile: path.join(dir, 'mysql.pid'), user });
+  const args = mariadbServerArgs({ dataDir, port: opts.port, socket, pidFile: path.join(dir, 'mysql.pid'), user }).map(
+    (a) => (opts.maxConnections && a.startsWith('--max-connections=') ? `--max-connections=${opts.maxConnections}` : a),
+  );
   let child: ReturnType<typeof spawn> | null = null;
   let exited: Promise<void> = Promise.resolve();
 

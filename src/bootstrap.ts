@@ -1,7 +1,10 @@
 // Builds the process-wide dependencies of the API from validated config, and closes them in order.
 import type { Logger } from 'pino';
 import type { Config } from './config/config.ts';
+import { connectionShare } from './config/connection-budget.ts';
 import { createDb } from './db/database.ts';
+import { observePool } from './db/pool-metrics.ts';
+import { registry } from './metrics.ts';
 import { listMigrations } from './db/migrations.ts';
 import { closeRedis, createRedis, redisTarget } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
@@ -19,7 +22,12 @@ export interface Deps extends AppDeps {
 }
 
 export async function createDeps(config: Config, log: Logger): Promise<Deps> {
-  const dbHandle = createDb(config.DATABASE_URL, { connectionLimit: 20 });
+  // This worker's share of the deployment's connection budget (src/config/connection-budget.ts).
+  const dbHandle = createDb(config.DATABASE_URL, {
+    connectionLimit: connectionShare(config, 'web'),
+    waitMs: config.DATABASE_CONNECTION_WAIT_MS,
+  });
+  const unobservePool = observePool(registry, 'web', dbHandle.stats);
   // Writes coalesced per event-loop turn rather than ioredis' auto-pipelining: `npm run bench`
   // measured 12-16 % more admission throughput and a third of the full GCs (client.ts says why).
   const redis = createRedis(redisTarget(config), config.REDIS_KEY_PREFIX, {
@@ -58,6 +66,7 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
         dependencies.stop();
         runtime.services.resolver?.close?.();
         await closeRedis(redis);
+        unobservePool();
         await dbHandle.close().catch(() => {});
       })();
       return closing;

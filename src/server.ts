@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 import { loadConfigOrExit, type Config } from './config/config.ts';
+import { connectionShare } from './config/connection-budget.ts';
 import { createLogger } from './log.ts';
 import {
   isStartupFailure,
@@ -28,30 +29,30 @@ else await runWorker(config);
 async function runPrimary(cfg: Config): Promise<void> {
   let stopping = false;
   const listening = new Set<number>();
-  /** Ends the role on a start-up failure: the line once, every worker stopped, exit 1. */
-  const fail = (line: string) => {
+  /** Ends the role on a start-up failure: the line once, every worker stopped, exit 1 (or 78). */
+  const fail = (line: string, code = 1) => {
     if (stopping) return;
     stopping = true;
     // However this process ends from here, it ends with 1. A worker leaves cluster.workers on the
     // later of its 'exit' and its 'disconnect', so the last 'exit' may still see it listed; with
     // the metrics port failed, nothing else holds the loop and the process would end by itself
     // with 0 (seen once in the suite: a start-up failure reported as a clean exit).
-    process.exitCode = 1;
+    process.exitCode = code;
     process.stderr.write(`${line}\n`);
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
     const exit = () => {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(code);
     };
     cluster.on('exit', exit);
     cluster.on('disconnect', exit);
-    setTimeout(() => process.exit(1), 3000).unref();
+    setTimeout(() => process.exit(code), 3000).unref();
     exit();
   };
   const fork = () => cluster.fork();
   for (let i = 0; i < cfg.WEB_CONCURRENCY; i++) fork();
   cluster.on('listening', (worker) => listening.add(worker.id));
   cluster.on('message', (_worker, msg) => {
-    if (isStartupFailure(msg)) fail(msg.line);
+    if (isStartupFailure(msg)) fail(msg.line, msg.exitCode);
   });
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
@@ -122,6 +123,15 @@ async function runWorker(cfg: Config): Promise<void> {
   // Before createDeps: the breakers it builds (resolver, RDAP, IP context, MySQL, Redis, lanes)
   // report from their first move.
   observeBreakers({ registry, log });
+  // The connection budget against the server's limit, once for the role: by its first worker
+  // (the primary holds no MySQL client), beside the imports and dependencies so that the start
+  // takes no longer for it (src/db/connection-budget-check.ts).
+  const budgetRefusal: Promise<string | null> =
+    cluster.worker?.id === 1
+      ? import('./db/connection-budget-check.ts')
+          .then((m) => m.startupConnectionCheck(cfg, 'web', connectionShare(cfg, 'web'), log))
+          .catch(() => null)
+      : Promise.resolve(null);
   // Imported here, not at the top: the primary only forks and aggregates metrics, and would
   // otherwise carry the whole app (products, MySQL, Redis, Express) for nothing (~55 MB).
   const { createDeps } = await import('./bootstrap.ts');
@@ -132,6 +142,11 @@ async function runWorker(cfg: Config): Promise<void> {
     deps = await createDeps(cfg, log);
   } catch (err) {
     return startupFailed(startupFailureLine(err));
+  }
+  const refusal = await budgetRefusal;
+  if (refusal) {
+    await deps.close().catch(() => {});
+    return startupFailed(refusal, 78);
   }
   let draining = false;
   let listening = false;
@@ -170,11 +185,11 @@ async function runWorker(cfg: Config): Promise<void> {
 }
 
 /** Tells the primary why this worker cannot start (it prints the line once), then exits. */
-function startupFailed(line: string): void {
-  const msg: StartupFailure = { type: 'lss:startup-failed', line };
-  if (process.send) process.send(msg, () => process.exit(1));
+function startupFailed(line: string, exitCode = 1): void {
+  const msg: StartupFailure = { type: 'lss:startup-failed', line, exitCode };
+  if (process.send) process.send(msg, () => process.exit(exitCode));
   else {
     process.stderr.write(`${line}\n`);
-    process.exit(1);
+    process.exit(exitCode);
   }
 }

@@ -6,7 +6,9 @@ import { LANES, isLaneName } from '../src/queue/streams.ts';
 import { observeBreakers } from '../src/resilience/breaker-observer.ts';
 import { installShutdown } from './process-lifecycle.ts';
 import { serveMetrics } from './metrics-server.ts';
-import { startLaneWorker } from './start-lane-worker.ts';
+import { laneConnectionLimit, startLaneWorker } from './start-lane-worker.ts';
+import { startupConnectionCheck } from '../src/db/connection-budget-check.ts';
+import { laneDefaults, parseQueueSettings } from '../src/queue/queue-settings.ts';
 
 const lane = process.argv[2] ?? '';
 if (!isLaneName(lane)) {
@@ -15,6 +17,12 @@ if (!isLaneName(lane)) {
 }
 const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL, { role: `lane-${lane}` });
+const pool = laneConnectionLimit(config, lane, parseQueueSettings(process.env, laneDefaults(lane)));
+const refusal = await startupConnectionCheck(config, `lane-${lane}`, pool, log);
+if (refusal) {
+  process.stderr.write(`${refusal}\n`);
+  process.exit(78); // EX_CONFIG
+}
 const metrics = new client.Registry();
 // Before the worker starts: its resolver's and RDAP client's breakers report from their first move.
 observeBreakers({ registry: metrics, log });

@@ -4,7 +4,9 @@
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../src/config/config.ts';
+import { connectionShare } from '../src/config/connection-budget.ts';
 import { createDb, type Db } from '../src/db/database.ts';
+import { observePool } from '../src/db/pool-metrics.ts';
 import { createProductRuntime } from '../src/products/kit/runtime.ts';
 import { laneDefaults, parseQueueSettings, type QueueSettings } from '../src/queue/queue-settings.ts';
 import { errInfo } from '../src/queue/stream-consumer.ts';
@@ -56,18 +58,30 @@ export interface LaneWorkerHandle {
   close(): Promise<void>;
 }
 
+/** A lane process's pool: its share of the budget, at most what its checks can use at once. */
+export function laneConnectionLimit(config: Config, lane: LaneName, settings: QueueSettings): number {
+  return Math.min(connectionShare(config, `lane-${lane}`), settings.LANE_CONCURRENCY + 2);
+}
+
 export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): Promise<LaneWorkerHandle> {
   const { config } = opts;
   const log = opts.log.child({ lane });
   const settings = parseQueueSettings(process.env, { ...laneDefaults(lane), ...opts.settings });
+  // The lane's share of the deployment's connection budget (src/config/connection-budget.ts), and
+  // no more than its checks can use at once. Its tasks' statements wait for a connection of it:
+  // outside the checks' timeouts (a check never touches MySQL), retried while the server refuses.
   const ownDb = opts.db
     ? undefined
-    : createDb(config.DATABASE_URL, { connectionLimit: Math.min(settings.LANE_CONCURRENCY + 2, 50) });
+    : createDb(config.DATABASE_URL, {
+        connectionLimit: laneConnectionLimit(config, lane, settings),
+        waitMs: config.DATABASE_CONNECTION_WAIT_MS,
+      });
   const ownRedis = opts.redis ? undefined : createRedis(redisTarget(config), config.REDIS_KEY_PREFIX);
   ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
   const redis = opts.redis ?? ownRedis!;
   await redisReady(redis);
   const metrics = opts.metrics ?? new client.Registry();
+  const unobservePool = ownDb ? observePool(metrics, `lane-${lane}`, ownDb.stats) : () => {};
   const taskDuration = new client.Histogram({
     name: 'lss_task_duration_seconds',
     help: 'Lane task run time by lane and outcome (task status)',
@@ -148,6 +162,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
         await runner.close().catch((err) => log.warn({ err: errInfo(err) }, 'runner close failed'));
         await pool.destroy().catch((err) => log.warn({ err: errInfo(err) }, 'pool destroy failed'));
         if (ownRedis) await closeRedis(ownRedis);
+        unobservePool();
         if (ownDb) await ownDb.close().catch(() => {});
       })();
       return closing;

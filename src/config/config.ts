@@ -7,6 +7,7 @@ import ipaddr from 'ipaddr.js';
 import { parseServer } from './dns-servers.ts';
 import { parsePortMap } from './port-map.ts';
 import { parseClusterNodes } from './redis-cluster-nodes.ts';
+import { connectionPlan, describePlan, parseLaneProcesses } from './connection-budget.ts';
 import { normalizeDomainName } from '../contract/domain-name.ts';
 
 const bool = z
@@ -124,6 +125,62 @@ export const configSchema = z
       .string()
       .regex(/^mysql:\/\//, 'must be a mysql:// URL')
       .describe('MySQL/MariaDB connection URL (mysql://user:pass@host:port/db)'),
+    // One budget of connections for the whole deployment (src/config/connection-budget.ts).
+    DATABASE_MAX_CONNECTIONS: z.coerce
+      .number()
+      .int()
+      .min(2)
+      .max(100_000)
+      .default(151)
+      .describe(
+        "Connections the whole deployment may open to MySQL, split across every role's processes (default: MySQL's and MariaDB's own max_connections, 151); checked against the server at start",
+      ),
+    DATABASE_RESERVED_CONNECTIONS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(10_000)
+      .default(10)
+      .describe('Of DATABASE_MAX_CONNECTIONS, left to no role: operators, the admin CLI, the release step, monitoring'),
+    DATABASE_BUDGET_STRICT: bool
+      .default(false)
+      .describe(
+        "A process whose connection budget does not fit the server's limit exits 78 at start instead of warning",
+      ),
+    DATABASE_CONNECTION_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(600_000)
+      .default(15_000)
+      .describe(
+        'How long a statement waits for a connection of its pool (all in use, or the server refusing new ones) before it fails as ours: a request 503, a lane task retried',
+      ),
+    WEB_PROCESSES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(1)
+      .describe('web role processes in the deployment (each runs WEB_CONCURRENCY workers): for the connection budget'),
+    ORCHESTRATOR_PROCESSES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(1)
+      .describe('orchestrator processes in the deployment: for the connection budget'),
+    LANE_PROCESSES: z
+      .string()
+      .default('1')
+      .refine(
+        (s) => parseLaneProcesses(s) !== null,
+        'must be a count for every lane role (2) or a comma list lane=count with an optional count for the others (1,web=3,active=0)',
+      )
+      .transform((s) => parseLaneProcesses(s)!)
+      .describe(
+        'Processes of each lane role in the deployment, for the connection budget: a count for every lane, or lane=count entries (1,web=3,active=0)',
+      ),
     REDIS_URL: z
       .string()
       .regex(/^rediss?:\/\//, 'must be a redis:// URL')
@@ -415,6 +472,15 @@ export const configSchema = z
       when: () => true,
     },
   )
+  .superRefine((c, ctx) => {
+    const plan = connectionPlan(c);
+    if (plan.fits) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['DATABASE_MAX_CONNECTIONS'],
+      message: `less DATABASE_RESERVED_CONNECTIONS cannot give every process its least pool (a web worker 2, an orchestrator 10, a lane process 2): ${describePlan(plan)}. Raise the budget (and the server's max_connections) or count fewer processes (WEB_PROCESSES, WEB_CONCURRENCY, ORCHESTRATOR_PROCESSES, LANE_PROCESSES)`,
+    });
+  })
   .refine((c) => c.REDIS_URL !== undefined || c.REDIS_CLUSTER_NODES !== undefined, {
     message: 'set REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster)',
     path: ['REDIS_URL'],

@@ -10,6 +10,7 @@
 // callers that are idempotent (they are). It is retried at once, with bounded, jittered
 // exponential backoff, instead of surfacing as a 503 or waiting for a stream redelivery.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CONNECTION_SHORTAGE_CODES } from '../resilience/dependency-errors.ts';
 import type { Transaction } from 'kysely';
 import type { Db } from './database.ts';
 import type { Database } from './schema.ts';
@@ -39,7 +40,8 @@ const CONNECTION_CODES = new Set([
   'EPIPE',
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CON_COUNT_ERROR',
+  // No connection for us (too many connections, the account's limit, the pool's wait run out).
+  ...CONNECTION_SHORTAGE_CODES,
   'ER_SERVER_SHUTDOWN',
   'ER_CONNECTION_KILLED',
   'ER_QUERY_INTERRUPTED',

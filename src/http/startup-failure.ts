@@ -7,6 +7,8 @@
 export interface StartupFailure {
   type: 'lss:startup-failed';
   line: string;
+  /** The role's exit code (default 1; 78 for a configuration the start found wrong). */
+  exitCode?: number;
 }
 
 export function isStartupFailure(msg: unknown): msg is StartupFailure {

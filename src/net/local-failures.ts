@@ -11,7 +11,15 @@
 // special-use-resolver.ts), and the lane does not record that check's result: the task is given
 // back for another attempt, and after LANE_MAX_DELIVERIES it fails as ours (dead_lettered), which
 // the job's coverage reports (workers/lane-runner/execute-check.ts, runner.ts).
+// The same holds for our own database connections (DESIGN.md, "Congestion is ours"): a connection
+// MySQL refused (1040 too many connections, the account's limit) or one our pool could not give in
+// time is our shortage of the connection budget, never the task's outcome. The lane runner retries
+// such a statement with backoff while it holds the task's entry (no delivery or attempt is spent)
+// and gives the entry back at shutdown (runner.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { connectionShortage } from '../resilience/dependency-errors.ts';
+
+export { connectionShortage };
 
 /** errno codes that describe this machine's resources, never the peer. */
 export const LOCAL_ERRNOS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM']);
@@ -56,4 +64,9 @@ export async function collectLocalFailures<T>(
   } catch (error) {
     return { ok: false, error, codes: [...codes] };
   }
+}
+
+/** This process's failure behind `err`, if it is one: a local errno or a database connection shortage. */
+export function localFailure(err: unknown): string | null {
+  return localErrno(err) ?? connectionShortage(err);
 }

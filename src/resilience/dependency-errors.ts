@@ -17,7 +17,27 @@ export function dependencyCause(err: unknown): string {
   return `${which}: ${e?.code ?? e?.name ?? 'error'}${e?.message ? ` (${e.message.slice(0, 160)})` : ''}`;
 }
 
+/**
+ * MySQL had no connection for us: the server refused one (1040 too many connections; 1203/1226 the
+ * account's max_user_connections) or none of our pool's came free within DATABASE_CONNECTION_WAIT_MS
+ * (src/db/database.ts). Our shortage of a budget of our own, never a fact of a target or a request:
+ * a request answers 503, a lane task is retried (src/net/local-failures.ts).
+ */
+export const CONNECTION_SHORTAGE_CODES: ReadonlySet<string> = new Set([
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_USER_LIMIT_REACHED',
+  'POOL_WAIT_TIMEOUT',
+]);
+
+/** The shortage code of `err` (CONNECTION_SHORTAGE_CODES), or null. */
+export function connectionShortage(err: unknown): string | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECTION_SHORTAGE_CODES.has(code) ? code : null;
+}
+
 const CONNECTION_CODES = new Set([
+  ...CONNECTION_SHORTAGE_CODES,
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -25,7 +45,6 @@ const CONNECTION_CODES = new Set([
   'EHOSTUNREACH',
   'ENOTFOUND',
   'PROTOCOL_CONNECTION_LOST',
-  'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
   'ER_LOCK_WAIT_TIMEOUT',
   'POOL_CLOSED',

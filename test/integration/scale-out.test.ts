@@ -115,10 +115,13 @@ describe(`2 web, 3 lane and 2 orchestrator processes on ${onCluster() ? 'a Redis
       REDIS_KEY_PREFIX: testPrefix('scale'),
       LANE_VISIBILITY_MS: '1500',
       LANE_POOL_THREADS: '0',
-      // 8 tasks per lane process (4 workspaces x 8 permits cover all three): its MySQL pool stays
-      // at 10 connections, so 7 processes fit the shared server's max_connections with the
-      // other test files running.
+      // 8 tasks per lane process (4 workspaces x 8 permits cover all three).
       LANE_CONCURRENCY: '8',
+      // The deployment, for the connection budget (DATABASE_MAX_CONNECTIONS, default 151): the two
+      // web processes and this test's app, two orchestrators, three lane-domain processes.
+      WEB_PROCESSES: '3',
+      ORCHESTRATOR_PROCESSES: '2',
+      LANE_PROCESSES: '0,domain=3',
       SHUTDOWN_TIMEOUT_MS: '3000',
       // A lease left by the killed web process blocks its key's retries this long at most.
       IDEMPOTENCY_LOCK_MS: '2000',

@@ -14,6 +14,9 @@
 // new job's entries are at hand when its workspace's turn comes.
 // A crash anywhere leaves the entry pending (reclaimed by XAUTOCLAIM) or the task row in a state
 // the next delivery or the reconciler completes; no step runs twice with effect.
+// A statement that finds no database connection (the budget spent, the server refusing) is retried
+// with backoff while the runner holds the entry (src/db/retry-shortage.ts): the entry stays ours
+// and counts no delivery, the task spends no attempt; a shutdown gives the entry back pending.
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../../src/redis/client.ts';
 import type { Logger } from 'pino';
@@ -41,6 +44,7 @@ import {
 } from '../../src/jobs/tasks/lane-task-repo.ts';
 import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
+import { retryWhileShort } from '../../src/db/retry-shortage.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 import { AnswerCache } from '../../src/dns/answer-cache.ts';
 import { notingCuts } from '../../src/net/special-use-resolver.ts';
@@ -72,6 +76,8 @@ const TAKEOVER_GRACE_MS = 5000;
 export function answerCacheFor(lane: LaneName): { maxEntries: number; maxTtlS: number; negativeTtlS: number } {
   return { maxEntries: lane === 'web' ? 4096 : 20_000, maxTtlS: 300, negativeTtlS: 60 };
 }
+/** At most one log line per this long about statements waiting for a database connection. */
+const SHORTAGE_LOG_EVERY_MS = 5000;
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
 
@@ -117,6 +123,9 @@ export class LaneRunner {
   #lagWatch: LagWatch | undefined;
   #heartbeat: Heartbeat | undefined;
   #closing: Promise<void> | undefined;
+  /** Statements retried for want of a database connection (tests, the log line). */
+  dbShortages = 0;
+  #shortageLoggedAt = 0;
 
   constructor(o: LaneRunnerOptions) {
     this.#o = o;
@@ -241,14 +250,16 @@ export class LaneRunner {
       this.#o.log.error({ entry: d.id, fields: d.fields }, 'malformed lane entry dropped');
       return ACK;
     }
-    const task = await loadLaneTask(this.#o.db, taskId);
+    const task = await this.#stmt(d, () => loadLaneTask(this.#o.db, taskId));
     if (!task) return ACK; // purged with its job
     if (!isOpenTask(task.status)) return this.#publish(task);
     const spec = this.#checks(task.check);
     const takeoverAfterMs = (spec?.timeoutMs ?? 0) + TAKEOVER_GRACE_MS;
     if (task.jobStatus === 'cancelling' || isTerminal(task.jobStatus)) {
       // A running task of a cancelling job belongs to a live runner, which may still finish it.
-      return (await cancelTask(this.#o.db, task.id, takeoverAfterMs)) ? this.#publish(task) : this.#leaveToOwner(task);
+      return (await this.#stmt(d, () => cancelTask(this.#o.db, task.id, takeoverAfterMs)))
+        ? this.#publish(task)
+        : this.#leaveToOwner(task);
     }
     if (!spec || spec.lane !== this.lane) {
       // Probably a rolling deploy: leave it for a runner that knows the check. Repeated
@@ -275,7 +286,7 @@ export class LaneRunner {
   }
 
   async #run(d: LaneDelivery, task: LaneTask, spec: CheckSpec, takeoverAfterMs: number): Promise<Settlement> {
-    const attempt = await claimTask(this.#o.db, task, takeoverAfterMs);
+    const attempt = await this.#stmt(d, () => claimTask(this.#o.db, task, takeoverAfterMs));
     if (attempt === null) return this.#leaveToOwner(task);
     const pool = this.#o.pool;
     // The pool serves workspaces in turn; the check's signal (executeCheck) stops its tasks.
@@ -306,13 +317,30 @@ export class LaneRunner {
         "check hit this process's resource limits: its outcome is not recorded, the task goes back for another attempt",
       );
     if (result.kind === 'interrupted' || result.kind === 'local_failure') {
-      await releaseTask(this.#o.db, task.id, attempt);
+      await this.#stmt(d, () => releaseTask(this.#o.db, task.id, attempt));
       return RETAIN;
     }
     this.#o.taskDuration?.observe({ lane: this.lane, outcome: result.status }, result.durationMs / 1000);
-    await persistOutcome(this.#o.db, { ...task, attempt }, result);
+    await this.#stmt(d, () => persistOutcome(this.#o.db, { ...task, attempt }, result));
     // Published whether or not this run won: the notice is idempotent and the winner's may be lost.
     return this.#publish(task);
+  }
+
+  /** One statement of an entry's handling, a shortage of connections waited out (retry-shortage.ts). */
+  #stmt<T>(d: LaneDelivery, work: () => Promise<T>): Promise<T> {
+    return retryWhileShort(work, {
+      signal: d.signal,
+      onShortage: (code) => {
+        this.dbShortages++;
+        const now = Date.now();
+        if (now - this.#shortageLoggedAt < SHORTAGE_LOG_EVERY_MS) return;
+        this.#shortageLoggedAt = now;
+        this.#o.log.warn(
+          { lane: this.lane, code, retried: this.dbShortages },
+          'no database connection for a task statement: retried with backoff (our shortage, never the task outcome; DATABASE_MAX_CONNECTIONS)',
+        );
+      },
+    });
   }
 
   /**
@@ -380,7 +408,9 @@ export class LaneRunner {
 
   async #deadLetter(d: LaneDelivery, loaded?: LaneTask): Promise<Settlement> {
     const taskId = Number(d.fields.task);
-    const task = loaded ?? (Number.isSafeInteger(taskId) && taskId > 0 ? await loadLaneTask(this.#o.db, taskId) : null);
+    const task =
+      loaded ??
+      (Number.isSafeInteger(taskId) && taskId > 0 ? await this.#stmt(d, () => loadLaneTask(this.#o.db, taskId)) : null);
     // Deliveries also pile up while MySQL is unreachable (every handler fails before the task
     // starts). A task that never started is not poison: give it a fresh entry rather than fail it
     // the moment MySQL returns. A job that never gets it started ends at its deadline (sweeper).
@@ -392,7 +422,7 @@ export class LaneRunner {
       return this.#requeue(d, task);
     }
     // The durable record first: the task fails with a reason the job's coverage reports.
-    const failed = task ? await deadLetterTask(this.#o.db, task.id) : false;
+    const failed = task ? await this.#stmt(d, () => deadLetterTask(this.#o.db, task.id)) : false;
     this.#o.log.error(
       { lane: this.lane, entry: d.id, taskId: task?.id, deliveries: d.deliveries, attempts: task?.attempts, failed },
       'task dead-lettered',

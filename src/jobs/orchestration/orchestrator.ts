@@ -10,7 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../../config/config.ts';
+import { connectionShare } from '../../config/connection-budget.ts';
 import { createDb, type Db } from '../../db/database.ts';
+import { observePool } from '../../db/pool-metrics.ts';
 import { isConnectionError } from '../../db/transaction.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../../redis/client.ts';
@@ -97,8 +99,10 @@ export interface OrchestratorOptions {
 }
 
 const DEFAULT_RESULTS_CONCURRENCY = 8192;
-/** Below the MySQL pool (10): plans, finalizing and the periodic tasks keep connections. */
+/** Below the MySQL pool (10 at most): plans, finalizing and the periodic tasks keep connections. */
 const DEFAULT_APPLY_CONCURRENCY = 6;
+/** Connections of the pool left to plans, finalizing and the periodic tasks beside the batches. */
+const POOL_KEPT_FROM_BATCHES = 4;
 /** Notices read per XREADGROUP of a results stream: the read-ahead fills in a few round trips. */
 const RESULTS_READ_COUNT = 512;
 
@@ -111,7 +115,12 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   const { config, log } = opts;
   const timing = { ...DEFAULT_TIMING, ...opts.timing };
   const settings = parseQueueSettings(process.env, opts.settings);
-  const ownDb = opts.db ? undefined : createDb(config.DATABASE_URL, { connectionLimit: 10 });
+  // The orchestrator's share of the deployment's connection budget (src/config/connection-budget.ts).
+  const poolSize = connectionShare(config, 'orchestrator');
+  const ownDb = opts.db
+    ? undefined
+    : createDb(config.DATABASE_URL, { connectionLimit: poolSize, waitMs: config.DATABASE_CONNECTION_WAIT_MS });
+  const unobservePool = ownDb && opts.metrics ? observePool(opts.metrics, 'orchestrator', ownDb.stats) : () => {};
   const ownRedis = opts.redis ? undefined : createRedis(redisTarget(config), config.REDIS_KEY_PREFIX);
   ownRedis?.on('error', (err) => log.warn({ err: errInfo(err) }, 'redis error'));
   const redis = opts.redis ?? ownRedis!;
@@ -187,7 +196,11 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     },
     {
       maxBatch: opts.resultBatch ?? DEFAULT_RESULT_BATCH,
-      maxConcurrent: opts.applyConcurrency ?? DEFAULT_APPLY_CONCURRENCY,
+      maxConcurrent:
+        opts.applyConcurrency ??
+        (ownDb
+          ? Math.max(1, Math.min(DEFAULT_APPLY_CONCURRENCY, poolSize - POOL_KEPT_FROM_BATCHES))
+          : DEFAULT_APPLY_CONCURRENCY),
     },
   );
   const resultsInFlight = opts.resultsConcurrency ?? DEFAULT_RESULTS_CONCURRENCY;
@@ -316,6 +329,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
         runtime.services.resolver?.close?.();
         await Promise.allSettled(consumers.map((c) => c.close()));
         if (ownRedis) await closeRedis(ownRedis);
+        unobservePool();
         if (ownDb) await ownDb.close().catch(() => {});
       })();
       return closing;
