@@ -43,11 +43,14 @@ export interface DbOptions {
 }
 
 const RETRY_FIRST_MS = 25;
+
+/** See getConnection: a pooled connection's later 'error' events, already reported once. */
+const ignoreLateError = (): void => {};
 const RETRY_MAX_MS = 1000;
 
 /** mysql2's pool keeps its connections in queues with a length; these are not in its types. */
 interface PoolQueues {
-  _allConnections: { length: number };
+  _allConnections: { length: number; get(i: number): PoolConnection };
   _freeConnections: { length: number };
   _connectionQueue: { length: number };
 }
@@ -108,6 +111,7 @@ export function createDb(url: string, opts: DbOptions = {}): DbHandle {
       );
     }, waitMs);
     const attempt = (n: number) => {
+      const before = queues._allConnections.length;
       pool.getConnection((err, conn) => {
         if (settled) {
           // Given up on: a connection that arrives later goes back to the pool.
@@ -127,6 +131,14 @@ export function createDb(url: string, opts: DbOptions = {}): DbHandle {
           if (!settled) attempt(n + 1);
         }, delay);
       });
+      // A connection the pool opens for this call is pushed before its handshake ends. mysql2's
+      // PoolConnection listens for 'error' only once; a refused handshake (1040) can emit twice
+      // (the error packet, then the socket's own error), and a second emission with no listener
+      // is an uncaught exception that would kill the role over our own shortage. The refusal
+      // itself reaches the callback above.
+      if (queues._allConnections.length > before) {
+        queues._allConnections.get(queues._allConnections.length - 1).on('error', ignoreLateError);
+      }
     };
     attempt(0);
   };
