@@ -16,6 +16,8 @@ import { mountJobPageRoutes } from './routes/job-pages.ts';
 import { mountJobChangeRoutes } from './routes/job-changes.ts';
 import { mountDocsRoutes } from './routes/docs.ts';
 import { mountMonitorRoutes } from './routes/monitors.ts';
+import { mountSuppressionRoutes } from './routes/suppressions.ts';
+import { mountInventoryRoutes } from './routes/inventory.ts';
 import { state } from './http/context.ts';
 import { sequence } from './http/sequence.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
@@ -85,6 +87,8 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountJobPageRoutes(app, deps);
   mountJobChangeRoutes(app, deps);
   mountMonitorRoutes(app, deps);
+  mountSuppressionRoutes(app, deps);
+  mountInventoryRoutes(app, deps);
   mountDocsRoutes(app);
 
   const allowed = new Map<string, string>([

@@ -76,6 +76,7 @@ export const errorRegistry = {
   method_not_allowed: extension(405, 'The route does not support this method.'),
   internal_error: extension(500, 'An internal error occurred.'),
   monitor_not_found: extension(404, 'The monitor does not exist in the authorized tenant scope.'),
+  suppression_not_found: extension(404, 'The suppression does not exist in the authorized tenant scope.'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorRegistry;
