@@ -20,6 +20,11 @@ import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orche
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
 import type { LaneHealth } from '../../src/queue/lane-health.ts';
 import type { LaneName } from '../../src/queue/streams.ts';
+import { LssClient } from '../../src/client/client.ts';
+import { root } from '../helpers/processes.ts';
+import { execFile } from 'node:child_process';
+import type { AddressInfo, Server } from 'node:net';
+import path from 'node:path';
 
 const GENEROUS = {
   app: { perMinute: 100_000, burst: 10_000 },
@@ -423,6 +428,85 @@ describe('the estate (CONTRACT §15-16)', () => {
       expect(row(other, 'host', changesNames.removed)).toBeUndefined();
       expect(row(other, 'host', changesNames.flaky)).toBeUndefined();
       expect(row(other, 'host', changesNames.stays)?.lastJobRef).not.toBe(scans[1]!.jobRef);
+    });
+
+    describe('the SDK and lss', () => {
+      let server: Server;
+      let baseUrl: string;
+      const lss = (...args: string[]) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          const env = Object.fromEntries(
+            Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
+          );
+          execFile(
+            process.execPath,
+            [path.join(root, 'src/client/cli/main.ts'), ...args],
+            { cwd: root, env: { ...env, LSS_API_KEY: key, LSS_BASE_URL: baseUrl }, timeout: 120_000 },
+            (err, stdout, stderr) =>
+              resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+          );
+        });
+      beforeAll(async () => {
+        server = await new Promise<Server>((resolve) => {
+          const srv = h.app.listen(0, '127.0.0.1', () => resolve(srv));
+        });
+        baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      });
+      afterAll(async () => {
+        await new Promise((r) => server?.close(r));
+      });
+
+      it('the SDK pages the inventory with its filters', async () => {
+        const sdk = new LssClient({ apiKey: key, baseUrl });
+        const gone: string[] = [];
+        for await (const r of sdk.inventory({ state: 'gone', type: 'host', limit: 1 })) gone.push(r.key);
+        expect(gone).toContain(changesNames.removed);
+        const open: string[] = [];
+        for await (const f of sdk.inventoryFindings({ q: CHANGES_ZONE })) open.push(f.code);
+        expect(open).toContain('web_nosniff_missing');
+      });
+
+      it('lss suppress add|list|show|delete and lss inventory [findings]', async () => {
+        const add = await lss(
+          '--json',
+          'suppress',
+          'add',
+          'web_nosniff_missing',
+          '--key',
+          `*.${CHANGES_ZONE}`,
+          '--reason',
+          'accepted_risk',
+          '--expires',
+          '30d',
+          '--note',
+          'cdn sets it',
+        );
+        expect(add.code, add.stderr).toBe(0);
+        const made = JSON.parse(add.stdout).suppression;
+        expect(made).toMatchObject({ code: 'web_nosniff_missing', key: `*.${CHANGES_ZONE}`, active: true });
+        const list = await lss('--json', 'suppress', 'list', '--active');
+        expect(JSON.parse(list.stdout).suppressions.map((x: { suppressionId: string }) => x.suppressionId)).toContain(
+          made.suppressionId,
+        );
+        const show = await lss('suppress', 'show', made.suppressionId);
+        expect(show.code).toBe(0);
+        expect(show.stdout).toContain('created');
+        expect((await lss('--json', 'suppress', 'delete', made.suppressionId)).code).toBe(0);
+        const after = JSON.parse((await lss('--json', 'suppress', 'show', made.suppressionId)).stdout).suppression;
+        expect(after.revokedAt).not.toBeNull();
+        const missing = await lss('--json', 'suppress', 'show', 'sup_00000000000000000000000000');
+        expect(missing.code).toBe(3);
+        const inv = await lss('--json', 'inventory', '--q', CHANGES_ZONE, '--state', 'unconfirmed', '--type', 'host');
+        expect(inv.code, inv.stderr).toBe(0);
+        expect(JSON.parse(inv.stdout).inventory.map((r: { key: string }) => r.key)).toEqual([changesNames.flaky]);
+        const human = await lss('inventory', '--q', CHANGES_ZONE);
+        expect(human.stdout).toContain(changesNames.removed);
+        const findings = await lss('--json', 'inventory', 'findings', '--code', 'web_nosniff_missing');
+        const listed = JSON.parse(findings.stdout).findings as Array<{ code: string; objectKey: string }>;
+        expect(listed.length).toBeGreaterThan(0);
+        for (const f of listed)
+          expect(f).toMatchObject({ code: 'web_nosniff_missing', objectKey: `https://${CHANGES_ZONE}/` });
+      });
     });
   });
 });
