@@ -18,6 +18,8 @@ import { mountJobExportRoutes } from './routes/job-exports.ts';
 import { mountFindingsDocsRoute } from './routes/findings-docs.ts';
 import { mountDocsRoutes } from './routes/docs.ts';
 import { mountMonitorRoutes } from './routes/monitors.ts';
+import { mountSuppressionRoutes } from './routes/suppressions.ts';
+import { mountInventoryRoutes } from './routes/inventory.ts';
 import { state } from './http/context.ts';
 import { sequence } from './http/sequence.ts';
 import { replaceUndecodableSegments } from './http/undecodable-path.ts';
@@ -88,6 +90,8 @@ export function createApp(deps: AppDeps, opts: { isDraining?: () => boolean } = 
   mountJobChangeRoutes(app, deps);
   mountJobExportRoutes(app, deps);
   mountMonitorRoutes(app, deps);
+  mountSuppressionRoutes(app, deps);
+  mountInventoryRoutes(app, deps);
   mountDocsRoutes(app);
   mountFindingsDocsRoute(app);
 

@@ -28,6 +28,16 @@ import type {
   MonitorList,
   MonitorPatch,
   MonitorRequest,
+  InventoryFinding,
+  InventoryFindingsOptions,
+  InventoryFindingsPage,
+  InventoryItem,
+  InventoryOptions,
+  InventoryPage,
+  Suppression,
+  SuppressionList,
+  SuppressionPatch,
+  SuppressionRequest,
   Envelope,
   FindingItem,
   FindingPage,
@@ -94,6 +104,8 @@ export interface Accepted {
 export interface FindingPageOptions extends PageOptions {
   /** Minimum severity. */
   severity?: Severity | undefined;
+  /** CONTRACT §15: include (default), exclude or only the suppressed findings. */
+  suppressed?: 'include' | 'exclude' | 'only' | undefined;
 }
 
 export interface MonitorCreated {
@@ -215,7 +227,7 @@ export class LssClient {
       (cursor) =>
         this.#page<FindingPage>(
           apiPaths.findings(jobRef),
-          { limit: opts.limit, cursor, severity: opts.severity },
+          { limit: opts.limit, cursor, severity: opts.severity, suppressed: opts.suppressed },
           opts.signal,
         ),
       opts,
@@ -393,6 +405,86 @@ export class LssClient {
         ...writeOpts(opts),
       })
     ).body;
+  }
+
+  // ---- Suppressions and the inventory (CONTRACT §15-16) -------------------------------------
+
+  /** A finding accepted on purpose: marked (never hidden) on every job that ends from now on. */
+  async createSuppression(
+    body: SuppressionRequest,
+    opts: WriteOptions = {},
+  ): Promise<{ suppression: Suppression; replayed: boolean }> {
+    const reply = await this.#http.call<Suppression>('POST', apiPaths.suppressions(), {
+      expect: [201],
+      body,
+      ...writeOpts(opts),
+    });
+    return { suppression: reply.body, replayed: reply.replayed };
+  }
+
+  async getSuppression(id: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<Suppression> {
+    return (await this.#http.call<Suppression>('GET', apiPaths.suppression(id), { expect: [200], signal: opts.signal }))
+      .body;
+  }
+
+  /** Note and expiry; a revoked suppression cannot be changed. */
+  async updateSuppression(
+    id: string,
+    patch: SuppressionPatch,
+    opts: { signal?: AbortSignal | undefined } = {},
+  ): Promise<Suppression> {
+    return (
+      await this.#http.call<Suppression>('PATCH', apiPaths.suppression(id), {
+        expect: [200],
+        body: patch,
+        signal: opts.signal,
+      })
+    ).body;
+  }
+
+  /** Revoked: applied to no job that ends after it, still listed with revokedAt. */
+  async deleteSuppression(id: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<void> {
+    await this.#http.call<undefined>('DELETE', apiPaths.suppression(id), { expect: [204], signal: opts.signal });
+  }
+
+  /** Every suppression of the workspace (active: only active ones, or only revoked and expired ones). */
+  async *suppressions(opts: ListOptions & { active?: boolean | undefined } = {}): AsyncGenerator<Suppression> {
+    let cursor: string | undefined;
+    do {
+      const page: SuppressionList = await this.#page<SuppressionList>(
+        apiPaths.suppressions(),
+        { limit: opts.limit, cursor, active: opts.active === undefined ? undefined : String(opts.active) },
+        opts.signal,
+      );
+      yield* page.items;
+      cursor = page.page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** The estate: one row per identity the workspace's jobs have seen, following the cursors. */
+  async *inventory(opts: InventoryOptions = {}): AsyncGenerator<InventoryItem> {
+    const { signal, ...query } = opts;
+    let cursor: string | undefined;
+    do {
+      const page: InventoryPage = await this.#page<InventoryPage>(apiPaths.inventory(), { ...query, cursor }, signal);
+      yield* page.items;
+      cursor = page.page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** Open findings across the estate, one per finding identity. */
+  async *inventoryFindings(opts: InventoryFindingsOptions = {}): AsyncGenerator<InventoryFinding> {
+    const { signal, ...query } = opts;
+    let cursor: string | undefined;
+    do {
+      const page: InventoryFindingsPage = await this.#page<InventoryFindingsPage>(
+        apiPaths.inventoryFindings(),
+        { ...query, cursor },
+        signal,
+      );
+      yield* page.items;
+      cursor = page.page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
   }
 
   async #page<P>(

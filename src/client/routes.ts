@@ -62,6 +62,10 @@ export const apiPaths = {
   deliveries: (id: string) => `/v2/monitors/${encodeURIComponent(id)}/deliveries`,
   redeliver: (id: string, eventId: string) =>
     `/v2/monitors/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(eventId)}/redeliver`,
+  suppressions: () => '/v2/suppressions',
+  suppression: (id: string) => `/v2/suppressions/${encodeURIComponent(id)}`,
+  inventory: () => '/v2/inventory',
+  inventoryFindings: () => '/v2/inventory/findings',
 } as const;
 
 /** The OpenAPI operationIds the SDK implements besides the product routes (checked for drift). */
@@ -86,4 +90,15 @@ export const monitorOperationIds = [
   'deleteMonitor',
   'listMonitorDeliveries',
   'redeliverMonitorEvent',
+] as const;
+
+/** The suppression and inventory operations the SDK implements (CONTRACT §15-16; checked for drift). */
+export const estateOperationIds = [
+  'createSuppression',
+  'listSuppressions',
+  'getSuppression',
+  'updateSuppression',
+  'deleteSuppression',
+  'listInventory',
+  'listInventoryFindings',
 ] as const;

@@ -25,6 +25,20 @@ import type {
 } from '../contract/monitor-schemas.ts';
 import type { Severity } from '../contract/tasks.ts';
 import type { ExportFormat, ExportSubject } from '../contract/export-schemas.ts';
+import type {
+  createSuppressionBody,
+  patchSuppressionBody,
+  suppressionListSchema,
+  suppressionSchema,
+} from '../contract/suppression-schemas.ts';
+import type {
+  inventoryFindingSchema,
+  inventoryFindingsPageSchema,
+  inventoryFindingsQuery,
+  inventoryItemSchema,
+  inventoryPageSchema,
+  inventoryQuery,
+} from '../contract/inventory-schemas.ts';
 import type { macInput, macResult } from '../products/mac/index.ts';
 import type { phoneInput, phoneResult } from '../products/phone/index.ts';
 import type { ipInput, ipResult } from '../products/ip/index.ts';
@@ -130,3 +144,20 @@ export interface Results {
 export type SyncKind = 'mac' | 'phone' | 'ip' | 'dns';
 export type AsyncKind = 'domain' | 'mail' | 'web' | 'scan';
 export type ProductKind = SyncKind | AsyncKind;
+
+// ---- Suppressions and the inventory (CONTRACT §15-16) ---------------------------------------
+export type SuppressionRequest = z.input<typeof createSuppressionBody>;
+export type SuppressionPatch = z.input<typeof patchSuppressionBody>;
+export type Suppression = z.output<typeof suppressionSchema>;
+export type SuppressionList = z.output<typeof suppressionListSchema>;
+export type InventoryItem = z.output<typeof inventoryItemSchema>;
+export type InventoryFinding = z.output<typeof inventoryFindingSchema>;
+export type InventoryPage = z.output<typeof inventoryPageSchema>;
+export type InventoryFindingsPage = z.output<typeof inventoryFindingsPageSchema>;
+type Query<Q> = { [K in Exclude<keyof Q, 'cursor' | 'limit'>]?: Q[K] | undefined };
+export type InventoryOptions = Query<z.output<typeof inventoryQuery>> & ListSignal;
+export type InventoryFindingsOptions = Query<z.output<typeof inventoryFindingsQuery>> & ListSignal;
+interface ListSignal {
+  limit?: number | undefined;
+  signal?: AbortSignal | undefined;
+}

@@ -415,6 +415,20 @@ export const configSchema = z
       .default(3600)
       .describe('The shortest schedule a monitor may ask for (CONTRACT §14: 3600; tests set it low)'),
     MONITORS_PER_WORKSPACE: z.coerce.number().int().min(1).max(100_000).default(100),
+    SUPPRESSIONS_PER_WORKSPACE: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(1000)
+      .describe('Active suppressions one workspace may hold (CONTRACT §15: 1,000)'),
+    INVENTORY_RETENTION_DAYS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(36_500)
+      .default(400)
+      .describe('Inventory rows not seen for this many days are dropped (CONTRACT §16: 400)'),
     MONITOR_STARTS_PER_SECOND: z.coerce
       .number()
       .int()

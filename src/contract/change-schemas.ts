@@ -6,6 +6,7 @@ import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts'
 import { SEVERITIES, type Severity } from './tasks.ts';
 import { CHANGE_KINDS, CHANGE_MARKS, UNCONFIRMED_REASONS, type ChangeMark } from './changes.ts';
 import { jsonSchema, type Json } from './json-schema.ts';
+import { suppressedMarkSchema } from './suppression-schemas.ts';
 
 export * from './changes.ts';
 
@@ -16,7 +17,8 @@ export const changeMarkSchema = z
   .enum(CHANGE_MARKS)
   .nullable()
   .describe(
-    'What this item is next to the baseline (CONTRACT §13): new, changed or unchanged; unconfirmed (with a ' +
+    'What this item is next to the baseline (CONTRACT §13): new, changed or unchanged; resurfaced (a finding ' +
+      'suppressed in the baseline and open now, CONTRACT §15); unconfirmed (with a ' +
       'reason) when what observed it in the baseline did not complete this time; gone for an object that records ' +
       'an observed absence (a name that now answers NXDOMAIN). null without a baseline, and until the job is terminal.',
   );
@@ -40,12 +42,18 @@ export const changeCountsSchema = z.object({
     unconfirmed: z.number().int(),
     unchanged: z.number().int(),
   }),
-  findings: z.object({
-    new: z.number().int(),
-    resolved: z.number().int(),
-    unconfirmed: z.number().int(),
-    unchanged: z.number().int(),
-  }),
+  findings: z
+    .object({
+      new: z.number().int().describe('New and open (a suppressed new finding counts as suppressed)'),
+      resolved: z.number().int(),
+      unconfirmed: z.number().int(),
+      unchanged: z.number().int().describe('Unchanged and open'),
+      resurfaced: z.number().int().describe('Suppressed in the baseline, open now (CONTRACT §15)'),
+      suppressed: z.number().int().describe("The job's findings a suppression covered when it ended"),
+    })
+    .describe(
+      "Each of the job's findings counts once (new, unchanged, resurfaced or suppressed); resolved and unconfirmed count the baseline's findings the job does not hold.",
+    ),
 });
 
 export const baselineSchema = z
@@ -106,6 +114,9 @@ export const changeItemSchema = z.object({
   severity: z.enum(SEVERITIES as [Severity, ...Severity[]]).optional(),
   changedFields: z.array(z.string()).optional(),
   reason: z.enum(UNCONFIRMED_REASONS).optional(),
+  suppressed: suppressedMarkSchema
+    .optional()
+    .describe("Findings: this job's finding's suppression when it ended (CONTRACT §15); null when open or not held."),
 });
 
 export const changePageSchema = z.object({

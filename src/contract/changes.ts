@@ -1,14 +1,25 @@
 // Change detection (CONTRACT §13): the vocabulary of marks and reasons every layer speaks (and
 // the client, which loads no schema library for it). Constants and types only.
 
-/** Every mark, in the order the changes route lists them (objects, then findings, each in this order). */
-export const CHANGE_MARKS = ['new', 'changed', 'gone', 'resolved', 'unconfirmed', 'unchanged'] as const;
+/**
+ * Every mark, in the order the changes route lists them (objects, then findings, each in this order).
+ * `resurfaced` (CONTRACT §15): a finding suppressed in the baseline and open now (its suppression
+ * expired or was revoked); set by the job's terminal work on a pair the comparison marked unchanged.
+ */
+export const CHANGE_MARKS = ['new', 'changed', 'gone', 'resolved', 'unconfirmed', 'unchanged', 'resurfaced'] as const;
 export type ChangeMark = (typeof CHANGE_MARKS)[number];
 /** The marks an item of each kind can carry. */
 export const OBJECT_MARKS: readonly ChangeMark[] = ['new', 'changed', 'gone', 'unconfirmed', 'unchanged'];
-export const FINDING_MARKS: readonly ChangeMark[] = ['new', 'resolved', 'unconfirmed', 'unchanged'];
+export const FINDING_MARKS: readonly ChangeMark[] = ['new', 'resolved', 'unconfirmed', 'unchanged', 'resurfaced'];
 /** The changes route's default filter: every mark but unchanged. */
-export const DEFAULT_CHANGE_FILTER: readonly ChangeMark[] = ['new', 'changed', 'gone', 'resolved', 'unconfirmed'];
+export const DEFAULT_CHANGE_FILTER: readonly ChangeMark[] = [
+  'new',
+  'changed',
+  'gone',
+  'resolved',
+  'unconfirmed',
+  'resurfaced',
+];
 
 export const CHANGE_KINDS = ['object', 'finding'] as const;
 export type ChangeKind = (typeof CHANGE_KINDS)[number];

@@ -77,6 +77,7 @@ export const errorRegistry = {
   internal_error: extension(500, 'An internal error occurred.'),
   monitor_not_found: extension(404, 'The monitor does not exist in the authorized tenant scope.'),
   job_not_terminal: extension(409, 'The job has not finished: exports and reports are made of terminal jobs only.'),
+  suppression_not_found: extension(404, 'The suppression does not exist in the authorized tenant scope.'),
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorRegistry;

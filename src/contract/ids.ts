@@ -34,8 +34,10 @@ function random16(): Uint8Array {
   return out;
 }
 
-export function publicId(prefix: 'job' | 'obj' | 'fnd' | 'ev' | 'req' | 'ws' | 'app' | 'key' | 'mon' | 'msg'): string {
+export function publicId(
+  prefix: 'job' | 'obj' | 'fnd' | 'ev' | 'req' | 'ws' | 'app' | 'key' | 'mon' | 'msg' | 'sup',
+): string {
   return `${prefix}_${base32Crockford128(random16())}`;
 }
 
-export const PUBLIC_ID_RE = /^(job|obj|fnd|ev|req|ws|app|key|mon|msg)_[0-9A-HJKMNP-TV-Z]{26}$/;
+export const PUBLIC_ID_RE = /^(job|obj|fnd|ev|req|ws|app|key|mon|msg|sup)_[0-9A-HJKMNP-TV-Z]{26}$/;

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { limitationSchema } from './envelope.ts';
 import { jobChangesShape } from './change-schemas.ts';
+import { findingsSummarySchema } from './suppression-schemas.ts';
 
 /** Per product lane: its task count and how they ended (the job status and every page carry it). */
 export const laneCountsSchema = z.array(
@@ -65,6 +66,7 @@ export const jobStatusSchema = z.object({
     .nullable(),
   result: z.record(z.string(), z.unknown()).nullable(),
   ...jobChangesShape,
+  findingsSummary: findingsSummarySchema,
   pollAfterMs: z.number().int(),
   links: z.object({ self: z.string(), results: z.string(), findings: z.string(), changes: z.string() }),
 });

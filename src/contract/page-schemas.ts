@@ -8,6 +8,7 @@ import { SEVERITIES, type Severity } from './tasks.ts';
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, limitParam } from './page-limit.ts';
 import { itemMarkShape } from './change-schemas.ts';
 import { jsonSchema, type Json } from './json-schema.ts';
+import { SUPPRESSED_FILTERS, suppressedMarkSchema } from './suppression-schemas.ts';
 
 export { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX };
 
@@ -19,6 +20,8 @@ export const resultPageQuery = z.object({
 
 export const findingPageQuery = resultPageQuery.extend({
   severity: z.enum(SEVERITIES as [Severity, ...Severity[]]).optional(),
+  /** CONTRACT §15: include (default: nothing disappears unasked), exclude or only the suppressed. */
+  suppressed: z.enum(SUPPRESSED_FILTERS).optional(),
 });
 
 // ---- Bodies ---------------------------------------------------------------------------------
@@ -96,6 +99,7 @@ export const findingItemSchema = z.object({
   sources: z.array(z.object({ lane: z.string(), source: z.string() })),
   detectedAt: z.string(),
   ...itemMarkShape,
+  suppressed: suppressedMarkSchema,
 });
 
 function pageSchema<T extends z.ZodType>(item: T) {
@@ -136,6 +140,9 @@ export const objectDetailSchema = resultItemSchema.extend({
     }),
   ),
   findings: z.array(z.string()),
+  suppressedFindings: z
+    .array(z.object({ findingId: z.string() }).extend({ ...suppressedMarkSchema.unwrap().shape }))
+    .describe('Of `findings`, those a suppression covered when the job ended (CONTRACT §15); the others are open.'),
 });
 
 export type ResultItem = z.infer<typeof resultItemSchema>;
@@ -225,6 +232,15 @@ export function jobPagePaths(errorResponses: (codes: ErrorCode[]) => Json): Json
             required: false,
             description: 'Minimum severity.',
             schema: { type: 'string', enum: [...SEVERITIES] },
+          },
+          {
+            name: 'suppressed',
+            in: 'query',
+            required: false,
+            description:
+              'include (default: every finding, each with its `suppressed` mark), exclude (the open ones) or only ' +
+              '(the suppressed ones). Marks are made when the job ends.',
+            schema: { type: 'string', enum: [...SUPPRESSED_FILTERS] },
           },
         ],
         responses: { ...ok('A page of findings', 'FindingPage'), ...errorResponses(PAGE_ERRORS) },

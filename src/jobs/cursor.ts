@@ -8,7 +8,8 @@
 //   iv     = 12 random bytes
 //   plain  = w u64 ‖ j u64 ‖ r u8 ‖ s u32 ‖ e u32 ‖ len(f) u8 ‖ f (utf8)
 //            w workspace id, j job id, r route (1 results, 2 findings, 3 changes, 10 monitors,
-//            11 deliveries), s last seq (changes: group × 2^24 + seq),
+//            11 deliveries, 12 suppressions, 13 inventory, 14 inventory findings), s last seq
+//            (changes: group × 2^24 + seq; suppressions and the inventory: the last row's id),
 //            e expiry (epoch seconds), f filter fingerprint ('' or the min severity)
 //   tag    = AES-256-GCM tag (16 bytes)
 //
@@ -23,7 +24,15 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, ti
 import { base32Crockford128 } from '../contract/ids.ts';
 
 /** The monitor routes (§14) use the same cursors: `jobId` is then the monitor's id (0 for the list). */
-export type CursorRoute = 'results' | 'findings' | 'changes' | 'monitors' | 'deliveries';
+export type CursorRoute =
+  | 'results'
+  | 'findings'
+  | 'changes'
+  | 'monitors'
+  | 'deliveries'
+  | 'suppressions'
+  | 'inventory'
+  | 'inventory_findings';
 
 export interface CursorScope {
   workspaceId: number;
@@ -62,7 +71,16 @@ const IV_LEN = 12;
 const TAG_LEN = 16;
 const FIXED_PLAIN_LEN = 8 + 8 + 1 + 4 + 4 + 1;
 const MAX_FILTER_LEN = 64;
-const ROUTE_CODES: Record<CursorRoute, number> = { results: 1, findings: 2, changes: 3, monitors: 10, deliveries: 11 };
+const ROUTE_CODES: Record<CursorRoute, number> = {
+  results: 1,
+  findings: 2,
+  changes: 3,
+  monitors: 10,
+  deliveries: 11,
+  suppressions: 12,
+  inventory: 13,
+  inventory_findings: 14,
+};
 const SALT = Buffer.from('lss-cursor', 'utf8');
 const B64URL = /^[A-Za-z0-9_-]+$/;
 

@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES, type JobStatus } from '../db/schema.ts';
 import { OPEN_TASK_STATUSES, isOpenTask } from './tasks/task-rows.ts';
 import { taskTallies } from './tasks/task-repo.ts';
 import { readChangeSummary } from './changes/change-summary.ts';
+import { readFindingsSummary } from './suppressions/job-suppressions.ts';
 
 export interface JobRow {
   id: number;
@@ -144,6 +145,8 @@ export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
   const { lanes: laneList, queued, done, openWorkerLanes } = await laneCounts(db, job.id);
   const changes = await readChangeSummary(db, job.id);
   const terminal = isTerminal(job.status);
+  // Written with the terminal status (CONTRACT §15): a running job has none yet, and is not asked.
+  const findingsSummary = terminal ? await readFindingsSummary(db, job.id) : null;
   const waiting = !terminal && liveness ? waitingFor(job, openWorkerLanes, liveness) : [];
   const activeScope = parseJson(job.active_scope);
   const coverage = {
@@ -186,6 +189,7 @@ export async function jobView(db: Db, job: JobRow, liveness?: WorkerStates) {
     result: parseJson(job.result) ?? null,
     baseline: changes.baseline,
     changes: changes.changes,
+    findingsSummary,
     pollAfterMs: terminal ? 0 : waiting.length > 0 ? WAITING_POLL_MS : 1000,
     links: {
       self: `/v2/jobs/${job.public_id}`,

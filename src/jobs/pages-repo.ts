@@ -5,6 +5,7 @@
 // while the job runs never skip or repeat. Every query is scoped by job (and the job was found
 // within the caller's workspace); objects are also matched on workspace_id. A tombstone (an
 // object folded into another, src/jobs/object-folds.ts) is no object: no read returns it.
+import type { Expression, SqlBool } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { SEVERITIES, type Severity } from '../contract/tasks.ts';
 
@@ -83,6 +84,8 @@ export async function findingPage(
   afterSeq: number,
   limit: number,
   minSeverity: Severity | undefined,
+  /** A further condition on `findings as f` (CONTRACT §15's suppressed=exclude|only). */
+  where?: Expression<SqlBool>,
 ): Promise<Page<FindingRow>> {
   let q = db
     .selectFrom('findings as f')
@@ -104,6 +107,7 @@ export async function findingPage(
     .where('f.job_id', '=', jobId)
     .where('f.seq', '>', afterSeq);
   if (minSeverity && severityRank(minSeverity) > 0) q = q.where('f.severity', '>=', severityRank(minSeverity));
+  if (where) q = q.where(where);
   const rows = (await q
     .orderBy('f.seq', 'asc')
     .limit(limit + 1)
@@ -177,4 +181,20 @@ export async function objectFindingIds(db: Db, jobId: number, objectId: number):
     .orderBy('seq', 'asc')
     .execute();
   return rows.map((r) => r.public_id);
+}
+
+/** The object's findings, internal id beside the public one (the route marks them: CONTRACT §15). */
+export async function objectFindings(
+  db: Db,
+  jobId: number,
+  objectId: number,
+): Promise<Array<{ id: number; publicId: string }>> {
+  const rows = await db
+    .selectFrom('findings')
+    .select(['id', 'public_id'])
+    .where('object_id', '=', objectId)
+    .where('job_id', '=', jobId)
+    .orderBy('seq', 'asc')
+    .execute();
+  return rows.map((r) => ({ id: Number(r.id), publicId: r.public_id }));
 }

@@ -21,6 +21,7 @@ import {
   type UnconfirmedReason,
 } from '../contract/change-schemas.ts';
 import { findJob, isTerminal } from '../jobs/job-view.ts';
+import { suppressedByRef } from '../jobs/suppressions/job-suppressions.ts';
 import { createCursorCodec, type CursorCodec, type CursorScope } from '../jobs/cursor.ts';
 import { severityName } from '../jobs/pages-repo.ts';
 import { groupOf, kindOfGroup, markOfGroup } from '../jobs/changes/change-codes.ts';
@@ -90,7 +91,18 @@ export function mountJobChangeRoutes(app: Express, deps: AppDeps, opts: JobChang
         nextCursor = cursors.encode({ ...scope, lastSeq: packPosition(after) });
       } else if (baseline && groups.length > 0) {
         const page = await changePage(deps.db, job.id, groups, after, query.limit);
-        items = page.rows.map(changeItem);
+        // Finding items carry their finding's suppression as the job's end made it (CONTRACT §15).
+        const sup = await suppressedByRef(
+          deps.db,
+          job.id,
+          page.rows.flatMap((r) => (r.finding_ref ? [r.finding_ref] : [])),
+        );
+        items = page.rows.map((r) => {
+          const item = changeItem(r);
+          return item.kind === 'finding'
+            ? { ...item, suppressed: (r.finding_ref ? sup.get(r.finding_ref) : undefined) ?? null }
+            : item;
+        });
         const last = page.rows.at(-1);
         if (page.hasMore && last) nextCursor = cursors.encode({ ...scope, lastSeq: packPosition(last) });
       }

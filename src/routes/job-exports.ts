@@ -143,7 +143,7 @@ function helpBase(req: Request): string {
 
 function entries(batch: FindingBatch, evidenceRef: EvidenceRefs): FindingEntry[] {
   return batch.rows.map((r) => ({
-    item: findingItem(r, evidenceRef, batch.marks?.get(Number(r.id))),
+    item: findingItem(r, evidenceRef, batch.marks?.get(Number(r.id)), batch.suppressed.get(Number(r.id)) ?? null),
     subject: batch.subjects.get(Number(r.id)) ?? { type: 'unknown', key: '' },
   }));
 }

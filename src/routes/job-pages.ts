@@ -25,7 +25,7 @@ import { createCursorCodec, createEvidenceRefs, type CursorCodec, type CursorRou
 import {
   findObject,
   findingPage,
-  objectFindingIds,
+  objectFindings,
   objectPage,
   objectRelations,
   severityName,
@@ -35,6 +35,8 @@ import {
 import type { Limitation } from '../contract/lanes.ts';
 import { findingMarks, objectMarks, type ItemMark } from '../jobs/changes/changes-repo.ts';
 import type { Severity } from '../contract/tasks.ts';
+import type { SuppressedMark } from '../contract/suppression-schemas.ts';
+import { suppressedById, suppressedCondition } from '../jobs/suppressions/job-suppressions.ts';
 
 type EvidenceRefs = (owner: string, index: number) => string;
 
@@ -98,9 +100,14 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
       const job = await requireJob(deps, workspaceId, req);
       // 'info' filters nothing: the same view as no filter, so it shares its cursors.
       const minSeverity: Severity | undefined = query.severity === 'info' ? undefined : query.severity;
-      const scope = { workspaceId, jobId: job.id, route: 'findings' as const, filter: minSeverity ?? '' };
+      // include is the default view: its cursors are the unfiltered ones.
+      const suppressed = query.suppressed === 'include' ? undefined : query.suppressed;
+      const filter = `${minSeverity ?? ''}${suppressed ? `|${suppressed}` : ''}`;
+      const scope = { workspaceId, jobId: job.id, route: 'findings' as const, filter };
       const after = startSeq(cursors, query.cursor, scope);
-      const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity);
+      const page = await findingPage(deps.db, job.id, after, query.limit, minSeverity, suppressedCondition(suppressed));
+      const ids = page.rows.map((r) => Number(r.id));
+      const sup = isTerminal(job.status) ? await suppressedById(deps.db, job.id, ids) : null;
       const marks = compared(job)
         ? await findingMarks(
             deps.db,
@@ -111,7 +118,9 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
       const body: FindingPage = {
         ...pageHead(job),
         lanes: (await laneCounts(deps.db, job.id)).lanes,
-        items: page.rows.map((r) => findingItem(r, evidenceRef, marks?.get(Number(r.id)))),
+        items: page.rows.map((r) =>
+          findingItem(r, evidenceRef, marks?.get(Number(r.id)), sup?.get(Number(r.id)) ?? null),
+        ),
         page: { limit: query.limit, nextCursor: nextCursor(cursors, job, page, scope, after) },
       };
       res.json(body);
@@ -130,13 +139,24 @@ export function mountJobPageRoutes(app: Express, deps: AppDeps, opts: JobPageOpt
       if (!obj) throw new ApiError('object_not_found');
       const [relations, findings] = await Promise.all([
         objectRelations(deps.db, job.id, obj.id),
-        objectFindingIds(deps.db, job.id, obj.id),
+        objectFindings(deps.db, job.id, obj.id),
       ]);
       const marks = compared(job) ? await objectMarks(deps.db, job.id, [Number(obj.id)]) : null;
+      const sup = isTerminal(job.status)
+        ? await suppressedById(
+            deps.db,
+            job.id,
+            findings.map((f) => f.id),
+          )
+        : new Map();
       const body: ObjectDetail = {
         ...resultItem(obj, evidenceRef, marks?.get(Number(obj.id))),
         relations: relations as ObjectDetail['relations'],
-        findings,
+        findings: findings.map((f) => f.publicId),
+        suppressedFindings: findings.flatMap((f) => {
+          const m = sup.get(f.id);
+          return m ? [{ findingId: f.publicId, ...m }] : [];
+        }),
       };
       res.json(body);
     },
@@ -290,7 +310,12 @@ export function resultItem(r: ObjectRow, evidenceRef: EvidenceRefs, mark?: ItemM
   };
 }
 
-export function findingItem(r: FindingRow, evidenceRef: EvidenceRefs, mark?: ItemMark): FindingItem {
+export function findingItem(
+  r: FindingRow,
+  evidenceRef: EvidenceRefs,
+  mark: ItemMark | undefined,
+  suppressed: SuppressedMark,
+): FindingItem {
   const sources = parseJson(r.sources);
   return {
     findingId: r.public_id,
@@ -308,5 +333,6 @@ export function findingItem(r: FindingRow, evidenceRef: EvidenceRefs, mark?: Ite
       : [],
     detectedAt: iso(r.detected_at),
     ...markFields(mark),
+    suppressed,
   };
 }

@@ -553,6 +553,7 @@ describe('job pages, findings and objects', () => {
         sources: [{ lane: 'mail', source: 'dns' }],
         detectedAt: expect.any(String),
         change: null,
+        suppressed: null,
       });
       expect(res.body.page.nextCursor).toBeNull();
     });
@@ -626,6 +627,7 @@ describe('job pages, findings and objects', () => {
           { relation: 'mx_of', direction: 'incoming', objectId: mx.publicId },
         ],
         findings: [f1, f2],
+        suppressedFindings: [],
       });
       expect(res.body.type).toBe('domain');
       expect(res.body.evidence).toHaveLength(2);

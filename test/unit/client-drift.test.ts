@@ -6,7 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { buildOpenApi } from '../../src/routes/openapi/openapi.ts';
 import { errorRegistry, errorCodes } from '../../src/contract/errors.ts';
 import { products } from '../../src/products/registry.ts';
-import { apiPaths, jobOperationIds, monitorOperationIds, productRoutes } from '../../src/client/routes.ts';
+import {
+  apiPaths,
+  jobOperationIds,
+  monitorOperationIds,
+  estateOperationIds,
+  productRoutes,
+} from '../../src/client/routes.ts';
 import { decideRetry, defaultRetrySettings, parseRetryAfter, backoffDelay } from '../../src/client/retry-policy.ts';
 import type { ProductKind, Requests } from '../../src/client/types.ts';
 
@@ -63,7 +69,7 @@ describe('client SDK drift', () => {
     );
     const productOps = new Set(products.map((p) => p.id));
     expect(ops.filter((o) => !productOps.has(o) && o !== 'openapi').sort()).toEqual(
-      [...jobOperationIds, ...monitorOperationIds].sort(),
+      [...jobOperationIds, ...monitorOperationIds, ...estateOperationIds].sort(),
     );
     const templates = [
       apiPaths.status('{job_ref}'),

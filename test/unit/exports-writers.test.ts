@@ -82,6 +82,7 @@ function finding(over: Partial<ExportFinding> = {}, subject = { type: 'host', ke
       sources: [{ lane: 'http', source: 'direct' }],
       detectedAt: '2026-12-01T10:02:00.000Z',
       change: null,
+      suppressed: null,
       ...over,
     },
     subject,

@@ -77,6 +77,13 @@ export function failOnNewOption(): Option {
   ).choices([...SEVERITIES]);
 }
 
+export function failOnOpenOption(): Option {
+  return new Option(
+    '--fail-on-open <severity>',
+    'exit 1 when an open (unsuppressed) finding is at or above this severity (implies waiting)',
+  ).choices([...SEVERITIES]);
+}
+
 /** A commander argument parser: its InvalidArgumentError is reported as a usage error. */
 export function integerArg(min: number) {
   return (v: string): number => {

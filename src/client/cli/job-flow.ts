@@ -58,13 +58,36 @@ export function withFailOnNew(
   failOnNew: Severity | undefined,
 ): Outcome {
   if (!failOnNew || outcome === 'fail_on') return outcome;
-  if (job.baseline === null) return withFailOn(outcome, findings, failOnNew);
+  if (job.baseline === null) return withFailOnOpen(outcome, findings, failOnNew);
   if (!changes) return outcome;
   if (changes.findingsOmitted) return 'refused';
+  // CONTRACT §15: a suppressed finding is not new to the gate; a resurfaced one (its suppression
+  // expired or was revoked since the baseline) is.
   const hit = changes.items.some(
-    (i) => i.kind === 'finding' && i.change === 'new' && i.severity !== undefined && atOrAbove(i.severity, failOnNew),
+    (i) =>
+      i.kind === 'finding' &&
+      (i.change === 'new' || i.change === 'resurfaced') &&
+      !i.suppressed &&
+      i.severity !== undefined &&
+      atOrAbove(i.severity, failOnNew),
   );
   return hit ? 'fail_on' : outcome;
+}
+
+/** --fail-on-open (CONTRACT §15): an open (unsuppressed) finding at or above the severity. */
+export function withFailOnOpen(
+  outcome: Outcome,
+  findings: Collected<FindingPage> | null,
+  failOnOpen: Severity | undefined,
+): Outcome {
+  if (!failOnOpen || !findings || outcome === 'fail_on') return outcome;
+  return findings.items.some((f) => !f.suppressed && atOrAbove(f.severity, failOnOpen)) ? 'fail_on' : outcome;
+}
+
+/** The lowest of the severities the gates ask for: the findings to read for all of them. */
+export function lowestSeverity(...gates: Array<Severity | undefined>): Severity | undefined {
+  const set = gates.filter((g): g is Severity => g !== undefined);
+  return set.reduce<Severity | undefined>((low, g) => (low === undefined || atOrAbove(low, g) ? g : low), undefined);
 }
 
 /**
@@ -142,12 +165,18 @@ export function jobReport(
   job: JobStatus,
   findings: Collected<FindingPage> | null,
   failOn: Severity | undefined,
-  extra: { human?: () => string; changes?: CollectedChanges | null; failOnNew?: Severity | undefined } = {},
+  extra: {
+    human?: () => string;
+    changes?: CollectedChanges | null;
+    failOnNew?: Severity | undefined;
+    failOnOpen?: Severity | undefined;
+  } = {},
 ): Report {
   const c = term.colors;
   const changes = extra.changes ?? null;
+  const gated = withFailOnNew(withFailOn(jobOutcome(job), findings, failOn), job, changes, findings, extra.failOnNew);
   return {
-    outcome: withFailOnNew(withFailOn(jobOutcome(job), findings, failOn), job, changes, findings, extra.failOnNew),
+    outcome: withFailOnOpen(gated, findings, extra.failOnOpen),
     data: { job, ...(findings ? { findings } : {}), ...(changes ? { changes } : {}) },
     human: () =>
       [

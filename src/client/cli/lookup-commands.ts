@@ -3,10 +3,10 @@
 import type { Command } from 'commander';
 import type { LookupResult } from '../client.ts';
 import type { AsyncKind, Envelope, Requests, Severity, SyncKind } from '../types.ts';
-import { jobReport, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
+import { jobReport, lowestSeverity, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
 import { renderEnvelope } from './render.ts';
 import type { Report } from './report.ts';
-import { failOnNewOption, failOnOption, type Action, type Context } from './context.ts';
+import { failOnNewOption, failOnOpenOption, failOnOption, type Action, type Context } from './context.ts';
 
 function syncReport(ctx: Context, res: LookupResult<unknown>): Report {
   return {
@@ -24,6 +24,7 @@ interface AsyncFlags {
   wait: boolean;
   failOn?: Severity;
   failOnNew?: Severity;
+  failOnOpen?: Severity;
 }
 
 async function asyncLookup<K extends AsyncKind>(
@@ -33,18 +34,24 @@ async function asyncLookup<K extends AsyncKind>(
   flags: AsyncFlags,
 ): Promise<Report> {
   const accepted = await ctx.client.submit(kind, body, { idempotencyKey: ctx.idempotencyKey });
-  if (!flags.wait && !flags.failOn && !flags.failOnNew) {
+  if (!flags.wait && !flags.failOn && !flags.failOnNew && !flags.failOnOpen) {
     ctx.term.err(`lss: accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
     return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
   }
   const job = await waitWithProgress(ctx.client, ctx.term, accepted.job);
-  const findings = await readFindings(ctx.client, ctx.term, job.jobRef, flags.failOn ?? flags.failOnNew);
+  const findings = await readFindings(
+    ctx.client,
+    ctx.term,
+    job.jobRef,
+    lowestSeverity(flags.failOn, flags.failOnNew, flags.failOnOpen),
+  );
   const changes = await readChanges(ctx.client, ctx.term, job, flags.failOnNew);
   const envelope = job.result as Envelope | null;
   return jobReport(ctx.term, job, findings, flags.failOn, {
     human: () => (envelope ? renderEnvelope(envelope, ctx.term.colors) : ''),
     changes,
     failOnNew: flags.failOnNew,
+    failOnOpen: flags.failOnOpen,
   });
 }
 
@@ -99,7 +106,8 @@ export function registerLookupCommands(program: Command, action: Action): void {
       .description(`${description}; waits for the job unless --no-wait`)
       .option('--no-wait', 'print the accepted job and return at once')
       .addOption(failOnOption())
-      .addOption(failOnNewOption());
+      .addOption(failOnNewOption())
+      .addOption(failOnOpenOption());
 
   asyncCommand('domain', '<name>', 'domain core lookup: delegation, registration, records (lookup.domain.v1)').action(
     action((ctx, value: string, o: AsyncFlags) => asyncLookup(ctx, 'domain', { value }, o)),

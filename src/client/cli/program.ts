@@ -8,6 +8,7 @@ import { renderProducts } from './render.ts';
 import { registerScanCommand } from './scan-command.ts';
 import { registerMonitorCommands } from './monitor-commands.ts';
 import { registerExportCommands } from './export-commands.ts';
+import { registerEstateCommands } from './estate-commands.ts';
 
 const EPILOG = `
 Environment:
@@ -17,7 +18,8 @@ Environment:
 
 Exit codes:
   0   complete (or accepted / still running, when not waiting)
-  1   --fail-on: a finding at or above the severity
+  1   --fail-on: a finding at or above the severity (--fail-on-new: a new or resurfaced one,
+      --fail-on-open: an unsuppressed one)
   2   partial: coverage incomplete, a partial or cancelled job, a page set of a running job
   3   refused by the service (4xx error)
   4   service error: 5xx, no reply, a failed or unavailable job
@@ -48,6 +50,7 @@ export function buildProgram(action: Action): Command {
   registerJobCommands(program, action);
   registerExportCommands(program.commands.find((c) => c.name() === 'job')!, action);
   registerMonitorCommands(program, action);
+  registerEstateCommands(program, action);
   program
     .command('products')
     .description('the products and their readiness right now')

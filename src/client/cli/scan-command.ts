@@ -3,8 +3,8 @@
 // the CLI does not keep its own copy of them.
 import { Option, type Command } from 'commander';
 import type { ScanProfile, Severity } from '../types.ts';
-import { jobReport, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
-import { failOnNewOption, failOnOption, integerArg, type Action } from './context.ts';
+import { jobReport, lowestSeverity, readChanges, readFindings, waitWithProgress } from './job-flow.ts';
+import { failOnNewOption, failOnOpenOption, failOnOption, integerArg, type Action } from './context.ts';
 
 const PROFILES: ScanProfile[] = ['quick', 'balanced', 'deep', 'advanced'];
 
@@ -15,6 +15,7 @@ interface ScanFlags {
   wait?: boolean;
   failOn?: Severity;
   failOnNew?: Severity;
+  failOnOpen?: Severity;
 }
 
 export function registerScanCommand(program: Command, action: Action): void {
@@ -28,6 +29,7 @@ export function registerScanCommand(program: Command, action: Action): void {
     .option('--wait', 'wait for the scan to finish, with a progress bar on a terminal')
     .addOption(failOnOption())
     .addOption(failOnNewOption())
+    .addOption(failOnOpenOption())
     .action(
       action(async (ctx, domain: string, o: ScanFlags) => {
         const body = {
@@ -36,14 +38,19 @@ export function registerScanCommand(program: Command, action: Action): void {
           options: { active: o.active === true, maxCredits: o.maxCredits },
         };
         const accepted = await ctx.client.submit('scan', body, { idempotencyKey: ctx.idempotencyKey });
-        if (!o.wait && !o.failOn && !o.failOnNew) {
+        if (!o.wait && !o.failOn && !o.failOnNew && !o.failOnOpen) {
           ctx.term.err(`lss: scan accepted; follow it with: lss job show ${accepted.jobRef} --wait`);
           return { ...jobReport(ctx.term, accepted.job, null, undefined), outcome: 'accepted' };
         }
         const job = await waitWithProgress(ctx.client, ctx.term, accepted.job, o.maxCredits);
-        const findings = await readFindings(ctx.client, ctx.term, job.jobRef, o.failOn ?? o.failOnNew);
+        const gate = lowestSeverity(o.failOn, o.failOnNew, o.failOnOpen);
+        const findings = await readFindings(ctx.client, ctx.term, job.jobRef, gate);
         const changes = await readChanges(ctx.client, ctx.term, job, o.failOnNew);
-        return jobReport(ctx.term, job, findings, o.failOn, { changes, failOnNew: o.failOnNew });
+        return jobReport(ctx.term, job, findings, o.failOn, {
+          changes,
+          failOnNew: o.failOnNew,
+          failOnOpen: o.failOnOpen,
+        });
       }),
     );
 }

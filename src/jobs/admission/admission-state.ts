@@ -21,7 +21,9 @@ export type AdmissionStep =
   | 'execution'
   | 'job_read'
   | 'cancel'
-  | 'monitor';
+  | 'monitor'
+  | 'suppression'
+  | 'inventory';
 
 export interface AdmissionState {
   requestId: string;

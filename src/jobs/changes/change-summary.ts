@@ -8,7 +8,18 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 
 export interface ChangeCounts {
   objects: { new: number; changed: number; gone: number; unconfirmed: number; unchanged: number };
-  findings: { new: number; resolved: number; unconfirmed: number; unchanged: number };
+  /**
+   * resurfaced and suppressed (CONTRACT §15) are set by the job's terminal work after the
+   * comparison (src/jobs/suppressions/apply-suppressions.ts): each of the job's findings counts once.
+   */
+  findings: {
+    new: number;
+    resolved: number;
+    unconfirmed: number;
+    unchanged: number;
+    resurfaced: number;
+    suppressed: number;
+  };
 }
 
 export interface ChangeSummary {
@@ -21,7 +32,7 @@ export interface ChangeSummary {
 export function emptyCounts(): ChangeCounts {
   return {
     objects: { new: 0, changed: 0, gone: 0, unconfirmed: 0, unchanged: 0 },
-    findings: { new: 0, resolved: 0, unconfirmed: 0, unchanged: 0 },
+    findings: { new: 0, resolved: 0, unconfirmed: 0, unchanged: 0, resurfaced: 0, suppressed: 0 },
   };
 }
 

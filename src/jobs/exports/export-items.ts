@@ -13,8 +13,8 @@ export interface FindingSuppression {
   expiresAt: string | null;
 }
 
-/** A finding page item; `suppressed` is absent where suppressions (§15) are not applied: read as null. */
-export type ExportFinding = FindingItem & { suppressed?: FindingSuppression | null };
+/** A finding page item, with its `suppressed` mark (§15: null when open). */
+export type ExportFinding = FindingItem;
 
 export interface FindingSubject {
   type: string;

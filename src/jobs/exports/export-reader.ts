@@ -10,6 +10,8 @@ import { findingPage, objectPage, severityName, type FindingRow, type ObjectRow 
 import { findingMarks, objectMarks, type ItemMark } from '../changes/changes-repo.ts';
 import type { JobRow } from '../job-view.ts';
 import type { FindingSubject } from './export-items.ts';
+import { suppressedById } from '../suppressions/job-suppressions.ts';
+import type { SuppressedMark } from '../../contract/suppression-schemas.ts';
 
 /** Twice the pages' largest limit: fewer round trips, and a page is still small (about 1 MB of text). */
 export const EXPORT_PAGE_SIZE = 1000;
@@ -23,6 +25,8 @@ export interface ObjectBatch {
 export interface FindingBatch {
   rows: FindingRow[];
   marks: Map<number, ItemMark> | null;
+  /** By finding row id: the suppression its job's terminal work matched (CONTRACT §15); absent: open. */
+  suppressed: Map<number, NonNullable<SuppressedMark>>;
   /** By finding row id: the object it is about. */
   subjects: Map<number, FindingSubject>;
 }
@@ -68,11 +72,12 @@ async function* readAhead<B extends { rows: unknown[] }>(
 
 async function withContext(db: Db, job: JobRow, rows: FindingRow[]): Promise<FindingBatch> {
   const ids = rows.map((r) => Number(r.id));
-  const [marks, subjects] = await Promise.all([
+  const [marks, suppressed, subjects] = await Promise.all([
     job.baseline_ref ? findingMarks(db, job.id, ids) : Promise.resolve(null),
+    suppressedById(db, job.id, ids),
     findingSubjects(db, job.id, ids),
   ]);
-  return { rows, marks, subjects };
+  return { rows, marks, suppressed, subjects };
 }
 
 /** The objects these findings are about, by finding id (primary keys both ways). */

@@ -45,6 +45,7 @@ import { errInfo } from '../../queue/stream-consumer.ts';
 import type { LaneStatus } from '../../contract/lanes.ts';
 import { compareBeforeTerminal, comparisonPending, finishComparison } from '../changes/comparison.ts';
 import { monitorChangeSummary, recordJobFinished } from '../monitors/monitor-events.ts';
+import { recordEstate } from '../inventory/record-estate.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -277,6 +278,14 @@ async function terminalTransaction(
   // Whatever must exist exactly when the job is terminal is written here, one call each (the
   // change counts of §13, a monitor's event outbox row of §14), before the release.
   await finishComparison(trx, job.id, def?.job?.changes, { log: ctx.log, inPlace: assembles });
+  // The estate (CONTRACT §15-16): suppressions applied and the counts split by them, the
+  // inventory updated from the comparison; before the monitor's event, which carries the counts.
+  await recordEstate(
+    trx,
+    { id: job.id, workspaceId: job.workspace_id, product: job.product, publicId: job.public_id },
+    def?.job?.changes,
+    ctx.log,
+  );
   // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this
   // transaction has them (the counts are written above it).
   await recordJobFinished(trx, job.id, outcome.status, monitorChangeSummary);

@@ -23,6 +23,8 @@ import { ACK, StreamConsumer, errInfo, type Delivery, type Settlement } from '..
 import { registerStreamGauges } from '../../queue/stream-metrics.ts';
 import { registerCreditMetrics } from '../../credits/credit-metrics.ts';
 import { registerChangeMetrics } from '../../metrics.ts';
+import { registerEstateMetrics } from '../inventory/estate-metrics.ts';
+import { purgeInventory } from '../inventory/inventory-repo.ts';
 import { LANES, groups, isJobOp, queueKeys, streams } from '../../queue/streams.ts';
 import { tryTickLock } from '../../queue/tick-lock.ts';
 import { applyTaskResults } from './apply-result.ts';
@@ -224,6 +226,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     );
     registerCreditMetrics(opts.metrics, ctx.db);
     registerChangeMetrics(opts.metrics);
+    registerEstateMetrics(opts.metrics, ctx.db);
   }
 
   // Monitors (CONTRACT §14): the scheduler admits runs as the route would (readiness needs the
@@ -304,6 +307,7 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     periodic('reconciler', timing.reconcileEveryMs, () => reconciler.tick()),
     periodic('sweeper', timing.sweepEveryMs, () => sweepJobs(ctx)),
     periodic('retention', timing.purgeEveryMs, () => purgeExpiredJobs(ctx)),
+    periodic('inventory-retention', timing.purgeEveryMs, () => purgeInventory(ctx.db, config.INVENTORY_RETENTION_DAYS)),
     periodic('monitor-retention', timing.purgeEveryMs, () => purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS)),
     everyInstance('monitors', timing.monitorEveryMs, async () => {
       await laneViewReady;

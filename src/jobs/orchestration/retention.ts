@@ -19,7 +19,7 @@ import { purgeJobTasks } from '../tasks/task-repo.ts';
 import { affected, inTransaction } from '../../db/transaction.ts';
 
 // Tasks go last of the children, through the tasks folder (the one owner of that table).
-const CHILD_TABLES = ['relations', 'findings', 'objects', 'job_changes', 'change_runs'] as const;
+const CHILD_TABLES = ['relations', 'findings', 'objects', 'job_changes', 'change_runs', 'job_suppressions'] as const;
 
 export async function purgeExpiredJobs(
   ctx: OrchestrationContext,

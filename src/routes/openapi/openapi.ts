@@ -9,6 +9,8 @@ import { jobPagePaths, jobPageSchemas } from '../../contract/page-schemas.ts';
 import { changePaths, changeSchemas } from '../../contract/change-schemas.ts';
 import { monitorPaths, monitorSchemas } from '../../contract/monitor-schemas.ts';
 import { exportPaths } from '../../contract/export-schemas.ts';
+import { suppressionPaths, suppressionSchemas } from '../../contract/suppression-schemas.ts';
+import { inventoryPaths, inventorySchemas } from '../../contract/inventory-schemas.ts';
 import { describeApi } from './openapi-description.ts';
 import type { ProductDefinition } from '../../products/kit/product-contract.ts';
 import { jsonSchema, type Json } from '../../contract/json-schema.ts';
@@ -213,6 +215,10 @@ export function buildOpenApi(products: readonly ProductDefinition[]): Json {
   Object.assign(paths, monitorPaths(errorResponses));
   Object.assign(schemas, monitorSchemas());
   Object.assign(paths, exportPaths(errorResponses));
+  Object.assign(paths, suppressionPaths(errorResponses));
+  Object.assign(schemas, suppressionSchemas());
+  Object.assign(paths, inventoryPaths(errorResponses));
+  Object.assign(schemas, inventorySchemas());
   return {
     openapi: '3.1.0',
     info: { title: 'LSS Public Lookup and Scan Service', version: '2.0.0', description: describeApi(products) },
