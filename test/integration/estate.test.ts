@@ -543,7 +543,11 @@ describe('the estate (CONTRACT §15-16)', () => {
         expect(missing.code).toBe(3);
         const inv = await lss('--json', 'inventory', '--q', CHANGES_ZONE, '--state', 'unconfirmed', '--type', 'host');
         expect(inv.code, inv.stderr).toBe(0);
-        expect(JSON.parse(inv.stdout).inventory.map((r: { key: string }) => r.key)).toEqual([changesNames.flaky]);
+        // deep's own questions SERVFAIL in state 2 (the changes lab's level case): unconfirmed as flaky.
+        expect(JSON.parse(inv.stdout).inventory.map((r: { key: string }) => r.key)).toEqual([
+          changesNames.deep,
+          changesNames.flaky,
+        ]);
         const human = await lss('inventory', '--q', CHANGES_ZONE);
         expect(human.stdout).toContain(changesNames.removed);
         const findings = await lss('--json', 'inventory', 'findings', '--code', 'web_nosniff_missing');
