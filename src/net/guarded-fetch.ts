@@ -85,6 +85,12 @@ export interface GuardedFetchOptions {
    */
   allowedPorts?: readonly number[];
   /**
+   * Active work's scope: a hop (the first included) whose host this refuses is refused with
+   * out_of_scope before it is resolved or connected, so an authorized lookup's redirect cannot
+   * carry it to another owner's host. Absent: every host (passive work; its ports are bounded).
+   */
+  inScope?: (host: string) => boolean;
+  /**
    * 'unreachable': every failure to get a response head from a hop (connection refused or reset,
    * a connect or headers timeout, a TLS handshake that failed for another reason than the
    * certificate) is one kind, `unreachable` (OutboundGuard.fetchReferenced). Default 'detailed'.
@@ -270,6 +276,8 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
     let current = acceptUrl(typeof url === 'string' ? url : url.href);
     for (let hop = 0; ; hop++) {
       signal.throwIfAborted();
+      if (opts.inScope && !opts.inScope(bareHost(current)))
+        throw new OutboundRefusedError('out_of_scope', bareHost(current), null, 'outside the authorized scope');
       if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       progress.phase = 'dns';
