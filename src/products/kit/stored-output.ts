@@ -88,8 +88,15 @@ function boundObject(o: Record<string, unknown>, lim: Limits, any: () => void): 
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
-/** A projection within `maxBytes`: the field caps, tighter while it is over, then omitted. */
-function boundProjection(p: Record<string, unknown>, maxBytes: number, onCut: () => void): Record<string, unknown> {
+/**
+ * A projection within `maxBytes`: the field caps, tighter while it is over, then omitted. An
+ * inline reply's result is bounded the same way (./inline-output.ts).
+ */
+export function boundProjection(
+  p: Record<string, unknown>,
+  maxBytes: number,
+  onCut: () => void,
+): Record<string, unknown> {
   // The common case costs one walk and one serialisation.
   for (const lim of TIGHTER) {
     let cut = false;
