@@ -5,6 +5,10 @@
 // that turns out valid gives its unit back, so real clients are never slowed by this. Over the
 // allowance, the request is refused with Retry-After before the read.
 //
+// Only ids that were issued get this far (key-id-index.ts refuses the others without a read), and
+// the authenticator keys the allowance by address and key id: failures on one id never refuse a
+// read of another's key.
+//
 // Per process: with N web workers a client may get N times the allowance (docs/api.md says so).
 // The table holds at most `addresses` entries, least recently used first out.
 //
