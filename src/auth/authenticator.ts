@@ -17,7 +17,7 @@ import { hash } from 'node:crypto';
 import { hashApiKey, isWellFormedApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 import type { Db } from '../db/database.ts';
-import { FailureLimiter, RecentlyValidKeys } from './failure-limiter.ts';
+import { FailureLimiter, RecentlyValidKeys, clientBlock } from './failure-limiter.ts';
 import { findPrincipalByKeyHash } from './keys-repo.ts';
 import { keyIdOf, type KeyIdIndex } from './key-id-index.ts';
 
@@ -120,7 +120,9 @@ export class Authenticator {
         : clientOrLazy;
     // With the index, an address's allowance is per issued id: reads of ids that exist are
     // bounded, and someone else's failures on other ids never refuse this key's read.
-    const bucket = client === undefined ? undefined : this.#ids ? `${client}|${keyIdOf(key)}` : client;
+    // An IPv6 client by its /64 (clientBlock): a network's own addresses are one client.
+    const block = client === undefined ? undefined : clientBlock(client);
+    const bucket = block === undefined ? undefined : this.#ids ? `${block}|${keyIdOf(key)}` : block;
     let pending = this.#inflight.get(cacheKey);
     if (!pending) {
       // Only the request that makes the read pays for it; concurrent identical ones share it.
