@@ -57,8 +57,22 @@ const TAKEOVER_GRACE_MS = 5000;
  * a check's few questions), and 20,000 answers kept for minutes held ~11 MB of lane-web's heap at
  * the end of a 20,000-host scan for no later asker.
  */
-export function answerCacheFor(lane: LaneName): { maxEntries: number; maxTtlS: number; negativeTtlS: number } {
-  return { maxEntries: lane === 'web' ? 4096 : 20_000, maxTtlS: 300, negativeTtlS: 60 };
+export function answerCacheFor(lane: LaneName): {
+  maxEntries: number;
+  maxBytes: number;
+  maxEntryBytes: number;
+  maxTtlS: number;
+  negativeTtlS: number;
+} {
+  // Bounded by bytes as well as entries (issue 45): an answer over 4 KiB (a target's large TXT
+  // set) is not kept, and all kept answers together stay under 1 MiB (web) or 8 MiB.
+  return {
+    maxEntries: lane === 'web' ? 4096 : 20_000,
+    maxBytes: (lane === 'web' ? 1 : 8) * 1024 * 1024,
+    maxEntryBytes: 4096,
+    maxTtlS: 300,
+    negativeTtlS: 60,
+  };
 }
 /** The lag controller's window: long enough for 25 samples at 10 ms, short enough to react within a burst. */
 const LAG_WINDOW_MS = 250;
