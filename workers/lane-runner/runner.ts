@@ -43,8 +43,18 @@ import { LagLimit, watchLag, type LagWatch } from './lag-limit.ts';
 import { RunGate } from './run-gate.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import { activeAuthorizationGone } from '../../src/auth/keys-repo.ts';
+import { notRun } from '../../src/products/kit/dns-replies.ts';
 import { notingCuts } from '../../src/net/special-use-resolver.ts';
 import type { ProductRuntime as Runtime } from '../../src/products/kit/product-contract.ts';
+
+/** The limitation (and lane reason) of active work stopped because its authorization was withdrawn. */
+export const AUTHORIZATION_REVOKED = 'authorization_revoked';
+
+/** Active work: the active lane's tasks, and an authorized web lookup's. */
+export function isActiveTask(task: { lane: string; params: Record<string, unknown> }): boolean {
+  return task.lane === 'active' || task.params.authorized === true;
+}
 
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
@@ -289,7 +299,35 @@ export class LaneRunner {
           }
         : {}),
     };
-    const result = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
+    // Active work re-checks its authorization before it sends anything: a revoked scope, a
+    // withdrawn capability or a new responsible-use version stops the tasks already queued.
+    const gone = isActiveTask(task)
+      ? await activeAuthorizationGone(
+          this.#o.db,
+          task.workspaceId,
+          typeof task.params.approvedScope === 'string' ? task.params.approvedScope : null,
+          this.#o.runtime.config.RESPONSIBLE_USE_VERSION,
+        )
+      : null;
+    const result: Awaited<ReturnType<typeof executeCheck>> = gone
+      ? {
+          kind: 'done',
+          status: 'unavailable',
+          reason: AUTHORIZATION_REVOKED,
+          output: notRun(
+            'unavailable',
+            AUTHORIZATION_REVOKED,
+            [
+              {
+                code: AUTHORIZATION_REVOKED,
+                message: `Active work stopped: ${gone}. Nothing was sent to ${task.objectKey}.`,
+              },
+            ],
+            [],
+          ),
+          durationMs: 0,
+        }
+      : await executeCheck(spec, task, ctx, d.signal, this.#o.log);
     if (result.kind === 'local_failure')
       // Our shortage (EMFILE…), not the target's fact: nothing is recorded; the entry stays pending
       // and is delivered again after LANE_VISIBILITY_MS, and after LANE_MAX_DELIVERIES the task fails
