@@ -141,8 +141,9 @@ export class KeyIdIndex {
     return top.length === 2 ? Number(top[1]) : 0;
   }
 
+  /** TIME of the node that holds the index (a Redis Cluster's nodes keep their own clocks). */
   async #redisTime(): Promise<number> {
-    const [s, us] = await this.#redis.time();
+    const [s, us] = (await this.#redis.eval("return redis.call('TIME')", 1, KEYS.scanned)) as [string, string];
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
   }
 }
