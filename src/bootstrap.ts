@@ -8,6 +8,7 @@ import { registry } from './metrics.ts';
 import { listMigrations } from './db/migrations.ts';
 import { closeRedis, createRedis, redisTarget } from './redis/client.ts';
 import { Authenticator } from './auth/authenticator.ts';
+import { KeyIdIndex } from './auth/key-id-index.ts';
 import { RateLimiter } from './ratelimit/limiter.ts';
 import { Idempotency } from './idempotency/idempotency.ts';
 import { IdempotencyLeases } from './idempotency/lease.ts';
@@ -42,13 +43,19 @@ export async function createDeps(config: Config, log: Logger): Promise<Deps> {
   laneHealth.start();
   const dependencies = createDependencyBreakers(dbHandle.db, redis);
   const runtime = createProductRuntime(config, log, { laneHealth });
+  // Issued key ids, rebuilt from MySQL when Redis lost them: unknown ids are refused without a read.
+  // Not awaited: a dependency down at start is /readyz's to report; a miss catches up later.
+  const keyIds = new KeyIdIndex(dbHandle.db, redis);
+  keyIds
+    .start()
+    .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'key id index not built at start'));
   let closing: Promise<void> | undefined;
   return {
     config,
     log,
     db: dbHandle.db,
     redis,
-    auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS),
+    auth: new Authenticator(dbHandle.db, config.KEY_PEPPER, config.AUTH_CACHE_TTL_MS, { keyIds }),
     limiter: new RateLimiter(redis),
     idempotency: new Idempotency(
       dbHandle.db,

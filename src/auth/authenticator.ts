@@ -8,12 +8,18 @@
 // reads for unknown keys are limited per client address before they happen (failure-limiter.ts),
 // except for keys this process found valid recently: an address may be shared with, or spoofed by,
 // the client flooding it, and a real key must not be locked out by someone else's failures.
+//
+// Before any of that, the key's public id (its first 8 random characters) must be one that was
+// issued (key-id-index.ts, an index shared by every worker through Redis): a key whose id never
+// was is refused without a read and without spending its address's allowance, so a flood of
+// random keys throttles nobody, and the address limiter only bounds reads of ids that exist.
 import { hash } from 'node:crypto';
 import { hashApiKey, isWellFormedApiKey } from './api-key.ts';
 import type { Principal } from './principal.ts';
 import type { Db } from '../db/database.ts';
-import { FailureLimiter, RecentlyValidKeys } from './failure-limiter.ts';
+import { FailureLimiter, RecentlyValidKeys, clientBlock } from './failure-limiter.ts';
 import { findPrincipalByKeyHash } from './keys-repo.ts';
+import { keyIdOf, type KeyIdIndex } from './key-id-index.ts';
 
 interface Entry {
   principal: Principal;
@@ -49,18 +55,21 @@ export class Authenticator {
   readonly #failures: FailureLimiter;
   /** Keys found valid recently: never throttled by the per-address limit (failure-limiter.ts). */
   readonly #valid: RecentlyValidKeys;
+  /** Issued key ids (null: every well-formed key may need a read, as before the index). */
+  readonly #ids: KeyIdIndex | null;
 
   constructor(
     db: Db,
     pepper: string,
     ttlMs: number,
-    opts: { failures?: FailureLimiter; recentlyValid?: RecentlyValidKeys } = {},
+    opts: { failures?: FailureLimiter; recentlyValid?: RecentlyValidKeys; keyIds?: KeyIdIndex } = {},
   ) {
     this.#db = db;
     this.#pepper = pepper;
     this.#ttlMs = ttlMs;
     this.#failures = opts.failures ?? new FailureLimiter();
     this.#valid = opts.recentlyValid ?? new RecentlyValidKeys();
+    this.#ids = opts.keyIds ?? null;
   }
 
   /**
@@ -96,6 +105,11 @@ export class Authenticator {
       this.#unknown.delete(cacheKey);
     }
     if (!isWellFormedApiKey(key)) return null;
+    // An id never issued: refused without a read, and no address is charged for it.
+    if (this.#ids && !(await this.#ids.issued(keyIdOf(key)))) {
+      remember(this.#unknown, cacheKey, now + NEGATIVE_CACHE.ttlMs, NEGATIVE_CACHE.entries);
+      return null;
+    }
     // The client's address (req.ip: proxy-addr over X-Forwarded-For as far as TRUST_PROXY goes)
     // is worked out only here, where a read may be made; a key found valid recently is not
     // counted against any address.
@@ -104,22 +118,27 @@ export class Authenticator {
       : typeof clientOrLazy === 'function'
         ? clientOrLazy()
         : clientOrLazy;
+    // With the index, an address's allowance is per issued id: reads of ids that exist are
+    // bounded, and someone else's failures on other ids never refuse this key's read.
+    // An IPv6 client by its /64 (clientBlock): a network's own addresses are one client.
+    const block = client === undefined ? undefined : clientBlock(client);
+    const bucket = block === undefined ? undefined : this.#ids ? `${block}|${keyIdOf(key)}` : block;
     let pending = this.#inflight.get(cacheKey);
     if (!pending) {
       // Only the request that makes the read pays for it; concurrent identical ones share it.
       if (client !== undefined) {
-        const allowance = this.#failures.take(client, now);
+        const allowance = this.#failures.take(bucket!, now);
         if (!allowance.allowed) throw new AuthThrottledError(allowance.retryAfterSeconds);
       }
       pending = findPrincipalByKeyHash(this.#db, hashApiKey(key, this.#pepper))
         .then(
           (principal) => {
-            if (principal && client !== undefined) this.#failures.refund(client);
+            if (principal && client !== undefined) this.#failures.refund(bucket!);
             return principal;
           },
           (err: unknown) => {
             // The database could not say: not a failed authentication.
-            if (client !== undefined) this.#failures.refund(client);
+            if (client !== undefined) this.#failures.refund(bucket!);
             throw err;
           },
         )

@@ -5,6 +5,10 @@
 // that turns out valid gives its unit back, so real clients are never slowed by this. Over the
 // allowance, the request is refused with Retry-After before the read.
 //
+// Only ids that were issued get this far (key-id-index.ts refuses the others without a read), and
+// the authenticator keys the allowance by address and key id: failures on one id never refuse a
+// read of another's key.
+//
 // Per process: with N web workers a client may get N times the allowance (docs/api.md says so).
 // The table holds at most `addresses` entries, least recently used first out.
 //
@@ -15,6 +19,31 @@
 // used to make reads for unknown keys; a key found revoked leaves it.
 
 export const AUTH_FAILURES = { burst: 10, perMinute: 20, addresses: 50_000 } as const;
+
+/**
+ * The client an address stands for: an IPv4 address (also written IPv4-mapped, ::ffff:a.b.c.d)
+ * as it is, an IPv6 address by its /64, the smallest block a network is given. Keyed by /128,
+ * one client owning a /64 had 2^64 fresh allowances, and rotating through them flushed the table
+ * (at most AUTH_FAILURES.addresses entries) of everyone else's history too.
+ */
+export function clientBlock(address: string): string {
+  const a = address
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '');
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) return mapped[1]!;
+  if (!a.includes(':')) return a;
+  const [head = '', tail] = a.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail === undefined ? [] : tail ? tail.split(':') : [];
+  // An embedded IPv4 tail counts as two groups.
+  const groups = [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
 
 /** Keys found valid: remembered this long after their last verification, this many at most. */
 export const RECENTLY_VALID = { entries: 50_000, ttlMs: 24 * 60 * 60_000 } as const;

@@ -73,3 +73,34 @@ export async function approvedScopesOf(db: Db, workspaceId: number): Promise<App
     token: r.proof === 'verified' ? (r.token ?? null) : null,
   }));
 }
+
+/**
+ * Whether a workspace may still run active work under `scope` now (issue 45: revoking stops work
+ * in flight): the active capability, the current responsible-use acceptance and, when named, the
+ * approved scope (verified or an operator's override alike) must all still hold. Null when they
+ * do; otherwise what was withdrawn, in words. One indexed read of each.
+ */
+export async function activeAuthorizationGone(
+  db: Db,
+  workspaceId: number,
+  scope: string | null,
+  policyVersion: string,
+): Promise<string | null> {
+  const ws = await db
+    .selectFrom('workspaces')
+    .select(['active_capability', 'responsible_use_version'])
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+  if (!ws) return 'the workspace is gone';
+  if (ws.active_capability !== 1) return 'the workspace no longer has the active capability';
+  if (ws.responsible_use_version !== policyVersion)
+    return `the responsible-use policy ${policyVersion} has not been accepted`;
+  if (scope === null) return null;
+  const row = await db
+    .selectFrom('workspace_target_scopes')
+    .select('suffix')
+    .where('workspace_id', '=', workspaceId)
+    .where('suffix', '=', scope)
+    .executeTakeFirst();
+  return row ? null : `the approved scope ${scope} was revoked`;
+}

@@ -15,7 +15,16 @@
 //                  admission answers 503 service_unavailable with Retry-After, a lane task ends
 //                  unavailable with proof_indeterminate. Not cached: the next request asks again.
 // Only `present` is cached, per process, so a removal takes effect within the cache time.
+//
+// What counts as the record (issue 45): a TXT answer proves control only when its owner is
+// `_lss-challenge.<scope>` itself or a name reached from it through CNAMEs that all stay inside
+// the scope's registrable domain: a dangling `*.victim.example CNAME x.expired.example` must not
+// let whoever registers expired.example prove victim.example. And a random sibling
+// (`_lss-nonce-<random>.<scope>`) that answers TXT too means a wildcard answers for every name
+// there: not a proof of anything published for us (missing; indeterminate if the sibling's
+// question is).
 import { randomBytes } from 'node:crypto';
+import { suffixParts } from '../contract/public-suffix.ts';
 import { outcomeText, presence } from '../dns/presence.ts';
 import type { Resolver } from '../dns/types.ts';
 
@@ -60,17 +69,45 @@ export async function askProof(
       detail: `TXT ${name}: ${outcomeText(reply)}; whether it holds the token is unknown`,
     };
   if (p === 'absent') return { state: 'missing', name, detail: `${name} has no TXT record (${outcomeText(reply)})` };
+  const owner = suffixParts(domain).registrable ?? domain;
+  const inside = (n: unknown) => {
+    const h = String(n).toLowerCase().replace(/\.$/, '');
+    return h === owner || h.endsWith(`.${owner}`);
+  };
+  const away = reply.answers.find((a) => a.type === 'CNAME' && !inside(a.data));
+  if (away)
+    return {
+      state: 'missing',
+      name,
+      detail: `${name} is reached through a CNAME to ${String(away.data)}, outside ${owner}: not a proof of control of ${domain}`,
+    };
   // A TXT record is one or more character strings: the value is their concatenation (RFC 7208 §3.3 style).
   const values = reply.answers
-    .filter((a) => a.type === 'TXT')
+    .filter((a) => a.type === 'TXT' && inside(a.name))
     .map((a) => (Array.isArray(a.data) ? a.data.map(String).join('') : String(a.data)).trim());
-  return values.includes(token)
-    ? { state: 'present', name, detail: `${name} holds the token` }
-    : {
-        state: 'missing',
-        name,
-        detail: `${name} has ${values.length} TXT record(s), none of them this workspace's token`,
-      };
+  if (!values.includes(token))
+    return {
+      state: 'missing',
+      name,
+      detail: `${name} has ${values.length} TXT record(s), none of them this workspace's token`,
+    };
+  // The token is there: is it there for every name (a wildcard)? Ask a sibling nobody published.
+  const sibling = `_lss-nonce-${randomBytes(8).toString('hex')}.${domain}`;
+  const other = await resolver.query(sibling, 'TXT', signal ? { signal } : {});
+  const seen = presence(other);
+  if (seen === 'indeterminate')
+    return {
+      state: 'indeterminate',
+      name,
+      detail: `TXT ${sibling} (the wildcard check): ${outcomeText(other)}; whether the token is published for ${name} alone is unknown`,
+    };
+  if (seen === 'present' && other.answers.some((a) => a.type === 'TXT'))
+    return {
+      state: 'missing',
+      name,
+      detail: `a random name beside ${name} answers TXT too: a wildcard, not a record published for this challenge`,
+    };
+  return { state: 'present', name, detail: `${name} holds the token` };
 }
 
 /**

@@ -10,8 +10,8 @@ export type {
   MonitorCreated,
   WriteOptions,
 } from './client.ts';
-export { LssWebhookError, verifyWebhook } from './webhooks.ts';
-export type { VerifyOptions, WebhookErrorReason, WebhookHeaders } from './webhooks.ts';
+export { LssWebhookError, verifyWebhook, verifyWebhookRequest } from './webhooks.ts';
+export type { VerifiedWebhook, VerifyOptions, WebhookErrorReason, WebhookHeaders } from './webhooks.ts';
 export { LssApiError, LssError, LssPartialError, LssTransportError } from './errors.ts';
 export type { ClientErrorCode } from './errors.ts';
 export type { RetryEvent } from './http-transport.ts';

@@ -49,6 +49,19 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** A verified request: its event, and the webhook-id to de-duplicate by. */
+export interface VerifiedWebhook {
+  /**
+   * The same on every delivery attempt of one event, and on a captured request replayed within
+   * the tolerance (which verifies, being the same bytes): keep the ids seen for the tolerance
+   * window and answer 2xx without acting again on one already seen.
+   */
+  webhookId: string;
+  /** webhook-timestamp, unix seconds. */
+  timestamp: number;
+  event: MonitorEvent;
+}
+
 /** Verifies a webhook request and returns its event; throws LssWebhookError otherwise. */
 export function verifyWebhook(
   secret: string,
@@ -56,6 +69,16 @@ export function verifyWebhook(
   body: string | Uint8Array,
   opts: VerifyOptions = {},
 ): MonitorEvent {
+  return verifyWebhookRequest(secret, headers, body, opts).event;
+}
+
+/** verifyWebhook, with the webhook-id receivers de-duplicate by (a replay within the tolerance verifies). */
+export function verifyWebhookRequest(
+  secret: string,
+  headers: WebhookHeaders,
+  body: string | Uint8Array,
+  opts: VerifyOptions = {},
+): VerifiedWebhook {
   const id = header(headers, 'webhook-id');
   const ts = header(headers, 'webhook-timestamp');
   const sigs = header(headers, 'webhook-signature');
@@ -83,7 +106,7 @@ export function verifyWebhook(
   }
   if (!ok) throw new LssWebhookError('bad_signature', 'no webhook-signature matches the secret');
   try {
-    return JSON.parse(raw.toString('utf8')) as MonitorEvent;
+    return { webhookId: id, timestamp: Number(ts), event: JSON.parse(raw.toString('utf8')) as MonitorEvent };
   } catch {
     throw new LssWebhookError('bad_body', 'the body is not JSON');
   }

@@ -289,6 +289,16 @@ export const configSchema = z
       .describe(
         `CIDRs active work never connects to, whatever the approval or ALLOW_PRIVATE_TARGETS (default: cloud metadata and link-local, ${DEFAULT_ACTIVE_DENY_CIDRS.join(',')}); setting it replaces the default`,
       ),
+    NAT64_PREFIXES: list(
+      cidr.refine((s) => {
+        const [a, bits] = ipaddr.parseCIDR(s.trim());
+        return a.kind() === 'ipv6' && [32, 40, 48, 56, 64, 96].includes(bits);
+      }, 'an IPv6 prefix of length 32, 40, 48, 56, 64 or 96 (RFC 6052)'),
+    )
+      .default([])
+      .describe(
+        "Network-specific NAT64 prefixes of this deployment's DNS64 (RFC 6052: /32, /40, /48, /56, /64 or /96), comma list: an address inside one is judged by the IPv4 address it embeds, like 64:ff9b::/96 always is (default: none)",
+      ),
     SCOPE_PROOF_CACHE_SECONDS: z.coerce
       .number()
       .int()

@@ -59,6 +59,14 @@ export interface Envelope {
   completedAt: string;
 }
 
+/**
+ * The most an inline reply (a lookup answered in the request) may be, as JSON: the products cut
+ * their answers to it (src/products/kit/inline-output.ts), and idempotency never keeps a larger
+ * reply for replay (src/idempotency/finish-lease.lua). A zero-credit reply is kept in Redis for
+ * IDEMPOTENCY_TTL_HOURS, so its size is what a tenant may make the service hold for free.
+ */
+export const INLINE_REPLY_MAX_BYTES = 128 * 1024;
+
 const NOT_APPLICABLE = new Set(['skipped']);
 
 /** What the envelope needs of a product: its id and how it echoes its input (a ProductDefinition is one). */

@@ -9,11 +9,19 @@
 //     so an indeterminate answer never turns into absence by being remembered.
 //   - Concurrent askers of one question share its one query (the first asker's signal does not
 //     bind the others: the question runs unbound and each asker's own signal ends its own wait).
-//   - Bounded: at most maxEntries answers in the process, least recently used dropped first.
+//   - Bounded: at most maxEntries answers and maxBytes of answer data in the process, least
+//     recently used dropped first; an answer over maxEntryBytes (a target's 64 KiB TXT set) is
+//     never kept, so a few large answers cannot fill a lane's heap under an entry count that
+//     assumed small ones. Sizes are estimated from the records' text, walked once and no further
+//     than the entry cap.
 import type { QueryOptions, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
 
 export interface AnswerCacheOptions {
   maxEntries: number;
+  /** Estimated bytes of all kept answers together. */
+  maxBytes?: number;
+  /** An answer estimated larger than this is not kept. */
+  maxEntryBytes?: number;
   /** The longest an answer is kept, whatever its TTL (s). */
   maxTtlS: number;
   /** How long NODATA / NXDOMAIN is kept (s): the reply's SOA minimum is not in a QueryResult. */
@@ -26,22 +34,61 @@ const DETERMINATE = new Set(['answer', 'nodata', 'nxdomain']);
 interface Entry {
   result: QueryResult;
   expiresAt: number;
+  bytes: number;
+}
+
+/** Defaults: the byte bounds of a cache whose caller named only an entry count. */
+export const ANSWER_CACHE_BYTES = { maxBytes: 8 * 1024 * 1024, maxEntryBytes: 4096 } as const;
+
+/** What a value holds, in bytes of text (strings by length, numbers 8), counted no further than `limit`. */
+function sizeOf(v: unknown, limit: number): number {
+  let total = 0;
+  const stack: unknown[] = [v];
+  while (stack.length > 0 && total <= limit) {
+    const x = stack.pop();
+    if (typeof x === 'string') total += x.length;
+    else if (typeof x === 'number' || typeof x === 'boolean') total += 8;
+    else if (Array.isArray(x)) {
+      total += 8;
+      for (const y of x) stack.push(y);
+    } else if (x !== null && typeof x === 'object') {
+      total += 16;
+      for (const y of Object.values(x)) stack.push(y);
+    }
+  }
+  return total;
+}
+
+/** An answer's estimated size: its records' names and data, plus a fixed overhead. */
+function answerBytes(r: QueryResult, limit: number): number {
+  let total = 64;
+  for (const a of r.answers) {
+    total += 32 + a.name.length + sizeOf(a.data, limit - total);
+    if (total > limit) return total;
+  }
+  return total;
 }
 
 export class AnswerCache {
   readonly #o: Required<AnswerCacheOptions>;
   /** Map order is recency: a hit moves its entry to the end. */
   readonly #entries = new Map<string, Entry>();
+  #bytes = 0;
   readonly #inFlight = new Map<string, Promise<QueryResult>>();
   hits = 0;
   misses = 0;
 
   constructor(o: AnswerCacheOptions) {
-    this.#o = { now: () => Date.now(), ...o };
+    this.#o = { now: () => Date.now(), ...ANSWER_CACHE_BYTES, ...o };
   }
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** Estimated bytes of the answers kept now. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** `resolver` as seen from one scope (a job): its answers are kept for that scope only. */
@@ -69,7 +116,7 @@ export class AnswerCache {
       this.hits++;
       return hit.result;
     }
-    if (hit) this.#entries.delete(key);
+    if (hit) this.#drop(key, hit);
     let pending = this.#inFlight.get(key);
     if (!pending) {
       this.misses++;
@@ -91,12 +138,22 @@ export class AnswerCache {
         ? Math.min(this.#o.maxTtlS, ...r.answers.map((a) => (Number.isFinite(a.ttl) ? a.ttl : 0)))
         : this.#o.negativeTtlS;
     if (!(ttl > 0)) return;
-    while (this.#entries.size >= this.#o.maxEntries) {
-      const oldest = this.#entries.keys().next();
+    const bytes = answerBytes(r, this.#o.maxEntryBytes);
+    if (bytes > this.#o.maxEntryBytes) return;
+    const earlier = this.#entries.get(key);
+    if (earlier) this.#drop(key, earlier);
+    while (this.#entries.size >= this.#o.maxEntries || this.#bytes + bytes > this.#o.maxBytes) {
+      const oldest = this.#entries.entries().next();
       if (oldest.done) break;
-      this.#entries.delete(oldest.value);
+      this.#drop(oldest.value[0], oldest.value[1]);
     }
-    this.#entries.set(key, { result: r, expiresAt: this.#o.now() + ttl * 1000 });
+    this.#entries.set(key, { result: r, expiresAt: this.#o.now() + ttl * 1000, bytes });
+    this.#bytes += bytes;
+  }
+
+  #drop(key: string, e: Entry): void {
+    this.#entries.delete(key);
+    this.#bytes -= e.bytes;
   }
 }
 

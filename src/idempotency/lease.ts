@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { afterWrite, type RedisClient } from '../redis/client.ts';
 import { RateLimiter, type ScriptTail } from '../ratelimit/limiter.ts';
 import { applicationTag } from '../redis/hash-tags.ts';
+import { INLINE_REPLY_MAX_BYTES } from '../contract/envelope.ts';
 
 const FINISH = readFileSync(new URL('./finish-lease.lua', import.meta.url), 'utf8');
 
@@ -143,7 +144,8 @@ export class IdempotencyLeases {
   async finish(lease: IdempotencyClaim, committed: boolean, reply?: StoredReply): Promise<boolean> {
     const run = (this.#redis as unknown as { finishLease: Script }).finishLease.bind(this.#redis);
     const args: Array<string | number> = [lease.fingerprint, lease.token, committed ? this.#markerMs : 0];
-    if (committed && reply) args.push(encodeReply(reply));
+    // "<status>\n" and the body: a body over INLINE_REPLY_MAX_BYTES is never kept.
+    if (committed && reply) args.push(encodeReply(reply), INLINE_REPLY_MAX_BYTES + 4);
     const held = await run(2, ...this.#keys(lease.applicationId, lease.apiKeyId, lease.key, lease.keyHash), ...args);
     return Number(held) === 1;
   }

@@ -87,13 +87,32 @@ export function parseAddress(ip: string): Addr | null {
   }
 }
 
-/** The IPv4 address an IPv6 address stands for (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d). */
+/**
+ * The deployment's network-specific NAT64 prefixes (NAT64_PREFIXES), set once at start
+ * (kit/runtime.ts): a DNS64 that synthesizes AAAA records under one of them turns every IPv4
+ * address, private ones included, into an IPv6 address the table above would call public.
+ */
+let nat64Prefixes: Array<[ipaddr.IPv6, number]> = [];
+
+export function setNat64Prefixes(cidrs: readonly string[]): void {
+  nat64Prefixes = cidrs.map((c) => ipaddr.parseCIDR(c.trim()) as [ipaddr.IPv6, number]);
+}
+
+/** RFC 6052 §2.2: where the IPv4 octets sit for each prefix length (bits 64-71, octet 8, are skipped). */
+function nat64Decode(b: number[], bits: number): ipaddr.IPv4 {
+  const at = bits / 8;
+  const octets = [...b.slice(at, 8), ...b.slice(9)].slice(0, 4);
+  return new ipaddr.IPv4(bits === 96 ? b.slice(12) : octets);
+}
+
+/** The IPv4 address an IPv6 address stands for (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::a.b.c.d or NAT64_PREFIXES). */
 function embeddedV4(a: ipaddr.IPv6): ipaddr.IPv4 | null {
   if (a.isIPv4MappedAddress()) return a.toIPv4Address();
   if (a.match(NAT64, NAT64_BITS)) {
     const b = a.toByteArray();
     return new ipaddr.IPv4(b.slice(12));
   }
+  for (const [net, bits] of nat64Prefixes) if (a.match(net, bits)) return nat64Decode(a.toByteArray(), bits);
   return null;
 }
 

@@ -85,6 +85,18 @@ export interface GuardedFetchOptions {
    */
   allowedPorts?: readonly number[];
   /**
+   * Active work's scope: a hop (the first included) whose host this refuses is refused with
+   * out_of_scope before it is resolved or connected, so an authorized lookup's redirect cannot
+   * carry it to another owner's host. Absent: every host (passive work; its ports are bounded).
+   */
+  inScope?: (host: string) => boolean;
+  /**
+   * With allowedPorts: the first URL's origin (a server the operator configured, such as RDAP)
+   * may use any port, and so may a redirect back to that same origin; every other hop stays on
+   * allowedPorts (a registry's redirect names someone else's server).
+   */
+  firstOriginAnyPort?: boolean;
+  /**
    * 'unreachable': every failure to get a response head from a hop (connection refused or reset,
    * a connect or headers timeout, a TLS handshake that failed for another reason than the
    * certificate) is one kind, `unreachable` (OutboundGuard.fetchReferenced). Default 'detailed'.
@@ -268,9 +280,16 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
   const progress: Progress = { phase: 'total' };
   try {
     let current = acceptUrl(typeof url === 'string' ? url : url.href);
+    const firstOrigin = current.origin;
     for (let hop = 0; ; hop++) {
       signal.throwIfAborted();
-      if (opts.allowedPorts && !opts.allowedPorts.includes(urlPort(current)))
+      if (opts.inScope && !opts.inScope(bareHost(current)))
+        throw new OutboundRefusedError('out_of_scope', bareHost(current), null, 'outside the authorized scope');
+      if (
+        opts.allowedPorts &&
+        !opts.allowedPorts.includes(urlPort(current)) &&
+        !(opts.firstOriginAnyPort && current.origin === firstOrigin)
+      )
         throw new OutboundRefusedError('port_not_allowed', bareHost(current), null, `port ${urlPort(current)}`);
       progress.phase = 'dns';
       const addresses = await resolveVetted(bareHost(current), opts.allow, opts.resolver, signal, opts.deny);

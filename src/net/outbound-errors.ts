@@ -10,7 +10,12 @@ export type RefusalReason =
   | 'credentials_not_allowed'
   | 'url_not_allowed'
   /** A hop to a port outside the passive ones (./passive-ports.ts) of a fetch that is not active work. */
-  | 'port_not_allowed';
+  | 'port_not_allowed'
+  /**
+   * A hop of active work to a host outside the scope it was authorized for (an authorized web
+   * lookup's redirect to another owner's name): refused before it is resolved.
+   */
+  | 'out_of_scope';
 
 /** One response of a redirect chain, as the guard saw it (src/net/outbound-guard.ts). */
 export interface HopRecord {

@@ -230,9 +230,13 @@ export interface OutboundGuard {
    * HTTP(S) through the guard. Every hop, redirects included, stays on the passive ports
    * (./passive-ports.ts: 80, 443, 8080, 8443) and another is refused before anything is resolved
    * or connected (port_not_allowed), unless `ports: 'any'`: only for active work the request
-   * authorized, or a server the operator configured (RDAP).
+   * authorized. `ports: 'configured'`: a server the operator configured (RDAP) on any port, and
+   * redirects back to its own origin; a redirect elsewhere stays on the passive ports.
    */
-  fetch(url: string | URL, opts?: FetchOptions & { ports?: 'passive' | 'any' }): Promise<GuardedResponse>;
+  fetch(
+    url: string | URL,
+    opts?: FetchOptions & { ports?: 'passive' | 'any' | 'configured' },
+  ): Promise<GuardedResponse>;
   /**
    * A fetch of a URL the target's own data names (a BIMI logo or mark certificate, an MTA-STS
    * policy): always the passive ports, and every failure to get an answer from a hop is one kind,
@@ -268,7 +272,15 @@ export interface OutboundGuard {
 /** What a caller of OutboundGuard.fetch chooses (the guard binds the rest, ports included). */
 export type FetchOptions = Omit<
   GuardedFetchOptions,
-  'allow' | 'deny' | 'resolver' | 'portMap' | 'sharedHops' | 'allowedPorts' | 'reachFailures' | 'slots'
+  | 'allow'
+  | 'deny'
+  | 'resolver'
+  | 'portMap'
+  | 'sharedHops'
+  | 'allowedPorts'
+  | 'firstOriginAnyPort'
+  | 'reachFailures'
+  | 'slots'
 >;
 
 export interface OutboundGuardOptions {
@@ -331,6 +343,7 @@ function guardOver(
       return guardedFetch(url, {
         ...rest,
         ...(ports === 'passive' ? { allowedPorts: PASSIVE_PORTS } : {}),
+        ...(ports === 'configured' ? { allowedPorts: PASSIVE_PORTS, firstOriginAnyPort: true } : {}),
         allow,
         deny,
         resolver,

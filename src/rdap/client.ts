@@ -172,8 +172,9 @@ export async function lookupDomain(name: string, opts: RdapLookupOptions): Promi
   let res;
   try {
     res = await opts.guard.fetch(url, {
-      // An RDAP server is the operator's or IANA's, never the target's word: any port.
-      ports: 'any',
+      // The RDAP server is the operator's or IANA's: any port. A redirect elsewhere (a registry
+      // sending us to a registrar's server) is someone else's word: the passive ports only.
+      ports: 'configured',
       timeoutMs: opts.timeoutMs ?? 15_000,
       signal: opts.signal,
       headers: { accept: 'application/rdap+json, application/json;q=0.9' },

@@ -98,8 +98,10 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
   };
   const view = (
     row: Parameters<typeof monitorView>[0],
-    extra: { secret?: string; lastRuns?: Awaited<ReturnType<typeof lastRuns>> } = {},
+    extra: { secret?: string; lastRuns?: Awaited<ReturnType<typeof lastRuns>>; fullUrl?: boolean } = {},
   ) => monitorView(row, { failingAfterSeconds, ...extra });
+  /** A reader's key (no scan:create) sees the webhook URL without its query (monitor-view.ts). */
+  const fullUrlFor = (res: Parameters<typeof state>[0]) => state(res).principal?.scopes.has('scan:create') === true;
 
   /** The product's own request body, validated as on its route (issues under request.…). */
   const productRequest = (def: ProductDefinition, request: unknown): unknown => {
@@ -211,7 +213,7 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
     const rows = await listMonitors(deps.db, scope.workspaceId, after, query.limit + 1);
     const items = rows.slice(0, query.limit);
     const body: MonitorList = {
-      items: items.map((m) => view(m)),
+      items: items.map((m) => view(m, { fullUrl: fullUrlFor(res) })),
       page: {
         limit: query.limit,
         nextCursor: rows.length > query.limit ? cursors.encode({ ...scope, lastSeq: items.at(-1)!.id }) : null,
@@ -227,7 +229,7 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
     async (req, res) => {
       state(res).step = 'monitor';
       const m = await monitorOf(req, res);
-      res.json(view(m, { lastRuns: await lastRuns(deps.db, m.id, LAST_RUNS) }));
+      res.json(view(m, { lastRuns: await lastRuns(deps.db, m.id, LAST_RUNS), fullUrl: fullUrlFor(res) }));
     },
   );
 

@@ -8,6 +8,10 @@
 // count or an address list, never `true`), and a key seen valid recently is never throttled by the
 // per-address limit. The tests play the PaaS router's part: it appends the address it saw to
 // X-Forwarded-For, after whatever the client sent.
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Express } from 'express';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult } from 'kysely';
@@ -16,7 +20,9 @@ import { Authenticator } from '../../src/auth/authenticator.ts';
 import { AUTH_FAILURES } from '../../src/auth/failure-limiter.ts';
 import { createApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/config.ts';
-import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
+import { KeyIdIndex } from '../../src/auth/key-id-index.ts';
+import { client, createTenant, startHarness, testEnv, type Harness } from '../helpers/harness.ts';
+import { freePort } from '../helpers/processes.ts';
 
 const MAC = { path: '/v2/lookups/mac', body: { value: 'F4:F5:E8:12:34:56' } };
 
@@ -144,5 +150,173 @@ describe("behind one proxy (TRUST_PROXY=1, as behind Heroku's router)", () => {
     expect(reads.count - before).toBe(1);
     // And a key never seen valid from that address is still throttled: the rule spares known keys only.
     expect((await viaRouter(a, generateApiKey().key, '127.0.0.42', '127.0.0.42')).status).toBe(429);
+  }, 60_000);
+});
+
+// Issue 45 item 3: a fuzz of invalid keys from 127.0.0.1 was followed by 429 "Too many failed
+// authentications from this client address" for a valid key of another workspace on its first
+// uses (the cache of recently valid keys is per process and empty after a deploy). A key's public
+// id (its first 8 random characters) must be one that was issued (src/auth/key-id-index.ts): an
+// id never issued is refused without a read and spends no address's allowance; the allowance
+// bounds reads of ids that exist.
+
+/** A well-formed key (checksum right) whose first 8 random characters are `id`. */
+function keyWithId(id: string): string {
+  const rest = generateApiKey().key.slice(4 + id.length, 4 + 32);
+  const body = `lsk_${id}${rest}`;
+  let n = crc32(body);
+  let sum = '';
+  for (let i = 0; i < 6; i++) {
+    sum = BASE62[n % 62]! + sum;
+    n = Math.floor(n / 62);
+  }
+  return `${body}_${sum}`;
+}
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+describe('issued key ids: a flood of never-issued keys throttles nobody (issue 45 item 3)', () => {
+  it('never-issued ids: 401 without a read and no 429; a never-seen valid key then works at once', async () => {
+    const idReads = new KeyReads();
+    // As deployed (bootstrap.ts), with no key cache: every valid key's use is a read.
+    const a = createApp({
+      ...h.deps,
+      auth: new Authenticator(h.deps.db.withPlugin(idReads), h.config.KEY_PEPPER, 0, {
+        keyIds: new KeyIdIndex(h.deps.db, h.deps.redis),
+      }),
+    });
+    const statuses = new Map<number, number>();
+    for (let batch = 0; batch < 10; batch++) {
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, () => client(a, generateApiKey().key).post(MAC.path, MAC.body)),
+      );
+      for (const r of replies) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 401: 500 });
+    expect(idReads.count).toBe(0);
+    // A key created after the flood (never seen by this process), of another workspace.
+    const other = await createTenant(h);
+    for (let i = 0; i < 3; i++) expect((await client(a, other.key).post(MAC.path, MAC.body)).status).toBe(200);
+    expect(idReads.count).toBe(3);
+  }, 60_000);
+
+  it("an issued id with a wrong rest costs reads, bounded per address and id; another id's valid key is not refused", async () => {
+    const idReads = new KeyReads();
+    const a = createApp({
+      ...h.deps,
+      auth: new Authenticator(h.deps.db.withPlugin(idReads), h.config.KEY_PEPPER, 0, {
+        keyIds: new KeyIdIndex(h.deps.db, h.deps.redis),
+      }),
+    });
+    const target = await createTenant(h);
+    const id = target.key.slice(4, 12);
+    const statuses: number[] = [];
+    for (let batch = 0; batch < 3; batch++) {
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, () => client(a, keyWithId(id)).post(MAC.path, MAC.body)),
+      );
+      statuses.push(...replies.map((r) => r.status));
+    }
+    expect(idReads.count).toBeLessThanOrEqual(AUTH_FAILURES.burst + 2);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(60 - AUTH_FAILURES.burst - 2);
+    // From the same exhausted address: a valid key of another id is read and served.
+    const other = await createTenant(h);
+    expect((await client(a, other.key).post(MAC.path, MAC.body)).status).toBe(200);
+  }, 60_000);
+
+  it('the index is shared through Redis and rebuilt from MySQL when Redis lost it', async () => {
+    const t = await createTenant(h);
+    const first = new KeyIdIndex(h.deps.db, h.deps.redis);
+    expect(await first.issued(t.key.slice(4, 12))).toBe(true);
+    await h.deps.redis.del('{lss:auth}:key-ids', '{lss:auth}:key-ids:scanned');
+    const restarted = new KeyIdIndex(h.deps.db, h.deps.redis);
+    await restarted.start();
+    expect(restarted.size).toBeGreaterThan(0);
+    expect(await restarted.issued(t.key.slice(4, 12))).toBe(true);
+    expect(await restarted.issued('zzzzzzzz')).toBe(false);
+  }, 30_000);
+});
+
+/** One request on its own connection: the cluster primary hands each connection to the next worker. */
+function post(port: number, key: string): Promise<number> {
+  const body = JSON.stringify(MAC.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: MAC.path,
+        agent: false,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'idempotency-key': `k-${Math.random().toString(36).slice(2)}`,
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', reject);
+    req.setTimeout(30_000, () => req.destroy(new Error('request timed out')));
+    req.end(body);
+  });
+}
+
+describe('the web role as deployed (2 workers): a flood, then a never-seen valid key through every worker', () => {
+  let child: ChildProcess | undefined;
+  let port = 0;
+  let stdout = '';
+  beforeAll(async () => {
+    port = await freePort();
+    let metricsPort: number;
+    do metricsPort = await freePort();
+    while (metricsPort === port);
+    const env = testEnv({
+      WEB_CONCURRENCY: '2',
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+      LOG_LEVEL: 'info',
+    });
+    child = spawn(process.execPath, ['src/server.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const deadline = Date.now() + 90_000;
+    while ((stdout.match(/web worker listening/g) ?? []).length < 2) {
+      if (Date.now() > deadline) throw new Error(`web role did not start\n${stdout.slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 100_000);
+  afterAll(() => {
+    if (child?.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+
+  it('no 429 for the valid key on its first uses, on either worker', async () => {
+    const flood: number[] = [];
+    for (let batch = 0; batch < 6; batch++)
+      flood.push(...(await Promise.all(Array.from({ length: 40 }, () => post(port, generateApiKey().key)))));
+    expect(flood.every((s) => s === 401 || s === 429)).toBe(true);
+    const victim = await createTenant(h, {
+      limits: {
+        app: { perMinute: 100_000, burst: 10_000 },
+        products: { 'lookup.mac.v1': { perMinute: 100_000, perHour: 1_000_000 } },
+      },
+    });
+    const mine: number[] = [];
+    for (let i = 0; i < 6; i++) mine.push(await post(port, victim.key));
+    expect(mine).toEqual([200, 200, 200, 200, 200, 200]);
   }, 60_000);
 });

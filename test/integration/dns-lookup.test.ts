@@ -4,6 +4,9 @@ import { client, createTenant, startHarness, type Harness, type Tenant } from '.
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { LAB_SPECIAL_USE } from '../lab/addresses.ts';
 import { LEAK, PRIVATE_ONLY } from '../lab/private-zones.ts';
+import { HUGE_TXT } from '../lab/zones.ts';
+import { INLINE_REPLY_MAX_BYTES } from '../../src/contract/envelope.ts';
+import { DNS_TYPE_CAPS } from '../../src/products/dns-lookup/index.ts';
 
 describe('POST /v2/lookups/dns', () => {
   let lab: LabDns;
@@ -110,6 +113,54 @@ describe('POST /v2/lookups/dns', () => {
     const res = await client(h.app, t.key).post('/v2/lookups/dns', { value: 'Bücher.lab.test' });
     expect(res.status).toBe(200);
     expect(res.body.input.value).toBe('xn--bcher-kva.lab.test');
+  });
+
+  it('a 52 KB TXT set: the reply is cut to the caps, says so, and is what idempotency keeps (issue 45 item 2)', async () => {
+    const key = `huge-txt-${Date.now()}`;
+    const res = await client(h.app, t.key).post(
+      '/v2/lookups/dns',
+      { value: HUGE_TXT.name },
+      { 'Idempotency-Key': key },
+    );
+    expect(res.status).toBe(200);
+    expect(Buffer.byteLength(res.text)).toBeLessThanOrEqual(INLINE_REPLY_MAX_BYTES);
+    const txt = res.body.result.records.TXT;
+    expect(txt.outcome).toBe('answer');
+    expect(txt.truncated).toEqual(['answers']);
+    expect(txt.answers.length).toBeGreaterThan(0);
+    expect(txt.answers.length + txt.omittedAnswers).toBe(HUGE_TXT.records);
+    expect(Buffer.byteLength(JSON.stringify(txt.answers))).toBeLessThanOrEqual(DNS_TYPE_CAPS.bytes);
+    expect(res.body.limitations.map((l: { code: string }) => l.code)).toContain('output_truncated');
+    // A cut answer is never a complete one.
+    expect(res.body).toMatchObject({ status: 'partial', coverage: { complete: false } });
+    expect(res.body.lanes.find((l: { lane: string }) => l.lane === 'record_types')).toMatchObject({
+      status: 'partial',
+      reason: 'answers_truncated',
+    });
+    // The bounded reply is what is kept and replayed.
+    const replay = await client(h.app, t.key).post(
+      '/v2/lookups/dns',
+      { value: HUGE_TXT.name },
+      { 'Idempotency-Key': key },
+    );
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(res.text);
+  });
+
+  it('idempotency never keeps a reply larger than an inline reply may be (finish-lease.lua)', async () => {
+    const leases = h.deps.idempotency!.leases;
+    const claim = (key: string) => ({
+      applicationId: 990_001,
+      apiKeyId: 990_001,
+      key,
+      fingerprint: 'a'.repeat(64),
+      token: 't',
+    });
+    const fits = { status: 200, body: `"${'x'.repeat(INLINE_REPLY_MAX_BYTES - 2)}"` };
+    await leases.finish(claim('fits'), true, fits);
+    expect(await leases.storedReply(990_001, 990_001, 'fits')).toEqual(fits);
+    await leases.finish(claim('over'), true, { status: 200, body: `"${'x'.repeat(INLINE_REPLY_MAX_BYTES)}"` });
+    expect(await leases.storedReply(990_001, 990_001, 'over')).toBeNull();
   });
 });
 

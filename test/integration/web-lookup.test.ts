@@ -11,7 +11,7 @@ import { assertMatchesSchema } from '../helpers/contract-check.ts';
 import { labEnv } from '../helpers/lab-runtime.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
 import { webLabPart, type WebLab } from '../lab/web-lab.ts';
-import { WEB_ZONE, webUrl } from '../lab/web-hosts.ts';
+import { WEB_ZONE, webLabAddress, webUrl } from '../lab/web-hosts.ts';
 import { balance } from '../../src/credits/ledger.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -44,7 +44,13 @@ describe('lookup.web.v1 as a job', () => {
 
   beforeAll(async () => {
     lab = await startLab({ parts: [webLabPart({ onReady: (w) => (web = w) })] });
-    h = await startHarness({ ...labEnv(lab.env), DNS_TIMEOUT_MS: '500', CANCEL_GRACE_MS: '1000' });
+    h = await startHarness({
+      ...labEnv(lab.env),
+      DNS_TIMEOUT_MS: '500',
+      CANCEL_GRACE_MS: '1000',
+      // The `denied` lab host: active work never connects to it (issue 45).
+      ACTIVE_DENY_CIDRS: `169.254.0.0/16,${webLabAddress('denied')}/32`,
+    });
     const log = pino({ level: 'silent' });
     orchestrator = await startOrchestrator({
       config: h.config,
@@ -260,6 +266,48 @@ describe('lookup.web.v1 as a job', () => {
       });
       expect(done.body.result.result.tls.certificate).not.toBeNull();
       expect(done.body.ledger).toMatchObject({ reserved: 8, captured: 6, released: 2 });
+    });
+  });
+
+  describe('authorized: every hop inside the approved scope, through the active guard (issue 45)', () => {
+    const activeTenant = (scope: string) =>
+      tenant(20, { acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, active: true, approveScopes: [scope] });
+
+    it('a redirect out of the approved scope stops the chain: nothing is sent to the other host', async () => {
+      const t = await activeTenant(`escape.${WEB_ZONE}`);
+      const before = web.requests.length;
+      const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('escape'), authorized: true });
+      expect(accepted.status).toBe(202);
+      const done = await pollTerminal(t.key, accepted.body.jobRef);
+      const seen = web.requests.slice(before);
+      // Inside the scope the chain is followed (/ → /landing); the hop to strict.weblab.test (443)
+      // and the http chain's hop to its port 6379 are refused before they are resolved.
+      expect(seen.some((r) => r.host === `escape.${WEB_ZONE}` && r.path === '/landing')).toBe(true);
+      expect(seen.filter((r) => r.host.startsWith(`strict.${WEB_ZONE}`) || r.path === '/from-escape')).toEqual([]);
+      expect(seen.every((r) => r.address === webLabAddress('escape'))).toBe(true);
+      const http = done.body.result.lanes.find((l: { lane: string }) => l.lane === 'http');
+      expect(http).toMatchObject({ status: 'unavailable', reason: 'out_of_scope' });
+      const limitations = done.body.result.limitations.map((l: { code: string }) => l.code);
+      expect(limitations).toContain('redirect_out_of_scope');
+      const findings = await client(h.app, t.key).get(`/v2/jobs/${accepted.body.jobRef}/findings`);
+      const outOfScope = findings.body.items.filter((f: { code: string }) => f.code === 'web_redirect_out_of_scope');
+      expect(outOfScope.length).toBeGreaterThan(0);
+      expect(JSON.stringify(outOfScope)).toContain(`strict.${WEB_ZONE}`);
+    });
+
+    it('ACTIVE_DENY_CIDRS holds for every lane of an authorized lookup; a passive one still reads the host', async () => {
+      const t = await activeTenant(WEB_ZONE);
+      const before = web.requests.length;
+      const accepted = await client(h.app, t.key).post(WEB, { url: webUrl('denied'), authorized: true });
+      const done = await pollTerminal(t.key, accepted.body.jobRef);
+      expect(web.requests.slice(before).filter((r) => r.address === webLabAddress('denied'))).toEqual([]);
+      for (const lane of ['http', 'tls', 'tls_protocols'])
+        expect(done.body.result.lanes.find((l: { lane: string }) => l.lane === lane).status, lane).toBe('unavailable');
+      // The deny list is active work's: the same host looked up passively is read.
+      const passive = await client(h.app, t.key).post(WEB, { url: webUrl('denied') });
+      const read = await pollTerminal(t.key, passive.body.jobRef);
+      expect(read.body.result.lanes.find((l: { lane: string }) => l.lane === 'http').status).toBe('completed');
+      expect(web.requests.slice(before).some((r) => r.address === webLabAddress('denied'))).toBe(true);
     });
   });
 

@@ -180,7 +180,7 @@ export function rdapFixtures(selfBase: string, now = new Date()): Map<string, Rd
     // the guard. Never a non-loopback address: a regressed guard would really connect to it.
     [
       n.redirectOutsideAllowlist,
-      { kind: 'redirect', location: `http://${LAB_REFUSED_ADDRESS}:9/domain/${n.redirectOutsideAllowlist}` },
+      { kind: 'redirect', location: `http://${LAB_REFUSED_ADDRESS}/domain/${n.redirectOutsideAllowlist}` },
     ],
     [n.slow, { kind: 'hang' }],
     [

@@ -320,6 +320,23 @@ export const webHosts: WebHostSpec[] = [
     http: 'to_https',
     https: { handler: page({ ...BASE_HEADERS, 'content-security-policy': HOSTILE_CSP_HEADER }, HOSTILE_CSP_BODY) },
   },
+  // Issue 45: a page of an approved scope (the tenant approves escape.weblab.test alone) whose
+  // redirects leave it: https goes to /landing (inside: followed), then to another owner's host;
+  // http goes to another host's port 6379. An authorized lookup stops at the scope's edge.
+  {
+    label: 'escape',
+    n: 35,
+    http: redirect(() => `http://${name('strict')}:6379/`, 302),
+    https: {
+      handler: (req, res) =>
+        req.url === '/landing'
+          ? redirect(() => `https://${name('strict')}/from-escape`, 302)(req, res)
+          : redirect(() => '/landing', 302)(req, res),
+    },
+  },
+  // Issue 45: an approved host whose address the lab's ACTIVE_DENY_CIDRS lists: active work
+  // (an authorized lookup) never connects to it, a passive lookup does.
+  { label: 'denied', n: 36, http: 'to_https', https: { handler: page(BASE_HEADERS) } },
 ];
 
 export const webLabNames = Object.fromEntries(webHosts.map((h) => [h.label, name(h.label)])) as Record<string, string>;

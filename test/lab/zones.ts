@@ -95,6 +95,16 @@ function expandV6(ip: string): string[] {
 
 const LONG_TXT = `lab-long-txt ${'x'.repeat(300)}`; // > 255 octets: two character-strings
 
+/**
+ * Issue 45: a 52 KB TXT set (200 records of one 255-octet string, mostly control bytes, which JSON
+ * writes as six characters each: ~300 KB of answer). One TCP reply holds it (52.6 KB < 64 KiB).
+ */
+export const HUGE_TXT = { name: 'hugetxt.lab.test', records: 200, octets: 255 } as const;
+const hugeTxt = (i: number) => {
+  const head = `huge-${String(i).padStart(3, '0')} `;
+  return head + '\u0001\u0002\u0007'.repeat(100).slice(0, HUGE_TXT.octets - head.length);
+};
+
 /** The ordinary zone plus one name per answer shape the resolver must handle. */
 export const labTest: Zone = {
   origin: 'lab.test',
@@ -130,6 +140,8 @@ export const labTest: Zone = {
     // Wildcard: anything.wild.lab.test answers, wild.lab.test itself is an empty non-terminal.
     { name: '*.wild', type: 'A', data: '127.0.0.30' },
     { name: '*.wild', type: 'TXT', data: ['wildcard'] },
+    // A TXT set far larger than an inline reply may be (issue 45).
+    ...Array.from({ length: HUGE_TXT.records }, (_, i) => ({ name: 'hugetxt', type: 'TXT', data: [hugeTxt(i)] })),
     // Hostile and broken servers, one dedicated name each.
     { name: 'badid', type: 'A', data: '127.0.0.40' },
     { name: 'garbage', type: 'A', data: '127.0.0.41' },

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/auth/api-key.ts';
 import { AuthThrottledError, Authenticator, NEGATIVE_CACHE } from '../../src/auth/authenticator.ts';
-import { AUTH_FAILURES, FailureLimiter, RecentlyValidKeys } from '../../src/auth/failure-limiter.ts';
+import { AUTH_FAILURES, FailureLimiter, RecentlyValidKeys, clientBlock } from '../../src/auth/failure-limiter.ts';
 import type { Db } from '../../src/db/database.ts';
 
 const PEPPER = 'pepper-0123456789abcdefghijklmnopqrstuvwxyz';
@@ -116,6 +116,34 @@ describe('Authenticator caches', () => {
     const auth = new Authenticator(db, PEPPER, 0); // every verify reads
     for (let round = 0; round < 3; round++)
       for (const k of keys) expect(await auth.verify(k, '203.0.113.9')).not.toBeNull();
+  });
+});
+
+describe('client addresses: IPv6 by its /64 (issue 45 item 6)', () => {
+  it('clientBlock: IPv4 as it is (mapped too), IPv6 by its /64 however it is written', () => {
+    expect(clientBlock('198.51.100.7')).toBe('198.51.100.7');
+    expect(clientBlock('::ffff:198.51.100.7')).toBe('198.51.100.7');
+    expect(clientBlock('2001:db8:0:1::1')).toBe('2001:db8:0:1::/64');
+    expect(clientBlock('2001:DB8:0000:0001:ffff:1:2:3')).toBe('2001:db8:0:1::/64');
+    expect(clientBlock('[2001:db8::1%eth0]')).toBe('2001:db8:0:0::/64');
+    expect(clientBlock('::1')).toBe('0:0:0:0::/64');
+  });
+
+  it('rotating addresses inside one /64 gets no fresh allowance; another /64 is not affected', async () => {
+    const { db, reads } = fakeDb([]);
+    const auth = new Authenticator(db, PEPPER, 0);
+    let refused = 0;
+    for (let i = 1; i <= 200; i++) {
+      try {
+        await auth.verify(generateApiKey().key, `2001:db8:0:1::${i.toString(16)}`);
+      } catch (err) {
+        expect(err).toBeInstanceOf(AuthThrottledError);
+        refused++;
+      }
+    }
+    expect(reads()).toBeLessThanOrEqual(AUTH_FAILURES.burst + 1);
+    expect(refused).toBeGreaterThanOrEqual(200 - AUTH_FAILURES.burst - 1);
+    expect(await auth.verify(generateApiKey().key, '2001:db8:0:2::1')).toBeNull();
   });
 });
 

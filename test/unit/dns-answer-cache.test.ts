@@ -20,6 +20,19 @@ const zone: Zone = {
     },
     { name: 'www', type: 'A', data: '127.0.0.90', ttl: 120 },
     { name: 'short', type: 'A', data: '127.0.0.91', ttl: 1 },
+    // Issue 45 item 7: a 20 KB TXT set (never kept) and three small ones of ~1 KB.
+    ...Array.from({ length: 80 }, (_, i) => ({
+      name: 'bigtxt',
+      type: 'TXT',
+      data: [`${i} ${'b'.repeat(250)}`],
+      ttl: 120,
+    })),
+    ...['t1', 't2', 't3'].map((name) => ({
+      name,
+      type: 'TXT',
+      data: Array.from({ length: 4 }, () => 't'.repeat(250)),
+      ttl: 120,
+    })),
   ],
   behaviours: [
     { name: 'broken', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
@@ -75,6 +88,31 @@ describe('AnswerCache: DNS answers shared by the checks of one job', () => {
     clock += 61_000;
     await job.query('gone.cache.lab.test', 'A');
     expect(asked('gone.cache.lab.test A')).toBe(2);
+  });
+
+  it('counts bytes, not only entries: an answer over maxEntryBytes is never kept, and the total stays under maxBytes (issue 45 item 7)', async () => {
+    const c = new AnswerCache({
+      maxEntries: 100,
+      maxBytes: 2500,
+      maxEntryBytes: 4096,
+      maxTtlS: 300,
+      negativeTtlS: 60,
+      now: () => clock,
+    });
+    const job = c.scoped('ws1:14', resolver);
+    const big = asked('bigtxt.cache.lab.test TXT');
+    await job.query('bigtxt.cache.lab.test', 'TXT');
+    const once = asked('bigtxt.cache.lab.test TXT') - big; // over UDP (truncated), then TCP
+    await job.query('bigtxt.cache.lab.test', 'TXT');
+    expect(asked('bigtxt.cache.lab.test TXT')).toBe(big + 2 * once);
+    expect(c.size).toBe(0);
+    for (const n of ['t1', 't2', 't3']) await job.query(`${n}.cache.lab.test`, 'TXT');
+    expect(c.bytes).toBeLessThanOrEqual(2500);
+    expect(c.size).toBe(2); // the first of three ~1 KB answers made room for the third
+    const t1 = asked('t1.cache.lab.test TXT');
+    await job.query('t1.cache.lab.test', 'TXT');
+    expect(asked('t1.cache.lab.test TXT')).toBe(t1 + 1);
+    await job.query('t3.cache.lab.test', 'TXT');
   });
 
   it('holds at most maxEntries answers, the least recently used dropped first', async () => {

@@ -1,7 +1,7 @@
 // The public projection of a monitor (CONTRACT §14): the webhook's state as its row says it, the
 // secret only when handed in (the reply that created it), no internal id.
 import { describe, expect, it } from 'vitest';
-import { monitorView } from '../../src/jobs/monitors/monitor-view.ts';
+import { monitorView, withoutQuery } from '../../src/jobs/monitors/monitor-view.ts';
 import type { MonitorRow } from '../../src/jobs/monitors/monitors-repo.ts';
 
 const NOW = Date.parse('2026-11-28T12:00:00.000Z');
@@ -29,6 +29,20 @@ const row = (over: Partial<MonitorRow> = {}): MonitorRow => ({
 const day = 86_400;
 
 describe('monitorView', () => {
+  it('a reader (no scan:create) sees scheme, host and path, the query as ?… (issue 45 item 11)', () => {
+    const withToken = row({ webhook_url: 'https://hooks.example.test:8443/lss/in?token=s3cr3t&x=1' });
+    expect(monitorView(withToken, { failingAfterSeconds: day, now: NOW, fullUrl: false }).webhook?.url).toBe(
+      'https://hooks.example.test:8443/lss/in?…',
+    );
+    expect(monitorView(withToken, { failingAfterSeconds: day, now: NOW }).webhook?.url).toBe(
+      'https://hooks.example.test:8443/lss/in?token=s3cr3t&x=1',
+    );
+    expect(withoutQuery('https://hooks.example.test/lss')).toBe('https://hooks.example.test/lss');
+    expect(
+      JSON.stringify(monitorView(withToken, { failingAfterSeconds: day, now: NOW, fullUrl: false })),
+    ).not.toContain('s3cr3t');
+  });
+
   it('is active, then failing once no attempt was delivered for 24 h, and disabled after a 410', () => {
     expect(monitorView(row(), { failingAfterSeconds: day, now: NOW }).webhook).toEqual({
       url: 'https://hooks.example.test/lss',

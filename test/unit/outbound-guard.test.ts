@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyAddress, isAllowedTarget } from '../../src/net/address-policy.ts';
+import { classifyAddress, isAllowedTarget, setNat64Prefixes } from '../../src/net/address-policy.ts';
 import { checkUrl } from '../../src/net/url-policy.ts';
 import {
   createOutboundGuard,
@@ -205,6 +205,33 @@ async function failure(p: Promise<unknown>): Promise<OutboundFetchError> {
   expect(err).toBeInstanceOf(OutboundFetchError);
   return err as OutboundFetchError;
 }
+
+describe('NAT64_PREFIXES: network-specific prefixes are judged by the IPv4 address they embed (issue 45 item 10)', () => {
+  it('every RFC 6052 prefix length decodes; without the setting the address is judged as itself', () => {
+    // Documentation prefixes only (no real network here): unset, they are 'documentation'.
+    // 10.0.0.5 = 0a 00 00 05 and 169.254.169.254 = a9 fe a9 fe, placed as RFC 6052 §2.2 says.
+    const cases: Array<[string, string, string]> = [
+      ['2001:db8::/32', '2001:db8:a00:5::', 'private'],
+      ['2001:db8:100::/40', '2001:db8:10a:0:5::', 'private'],
+      ['2001:db8:122::/48', '2001:db8:122:a00:5::', 'private'],
+      ['2001:db8:122:300::/56', '2001:db8:122:30a:0:5::', 'private'],
+      ['2001:db8:122:344::/64', '2001:db8:122:344:a:5::', 'private'],
+      ['2001:db8:122:344::/96', '2001:db8:122:344::a9fe:a9fe', 'metadata'],
+    ];
+    try {
+      for (const [prefix, address, range] of cases) {
+        setNat64Prefixes([]);
+        expect(classifyAddress(address), `${address} unset`).toBe('documentation');
+        setNat64Prefixes([prefix]);
+        expect(classifyAddress(address), `${address} under ${prefix}`).toBe(range);
+      }
+      setNat64Prefixes(['2001:db8:122:344::/96']);
+      expect(classifyAddress('2001:db8:122:344::808:808')).toBe('public');
+    } finally {
+      setNat64Prefixes([]);
+    }
+  });
+});
 
 describe('checkUrl: URL forms refused before anything is resolved (pure data)', () => {
   const refused: Array<[string, string]> = [

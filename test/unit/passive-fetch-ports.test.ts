@@ -104,6 +104,18 @@ describe('fetches on a target’s say-so: passive ports, one failure code', () =
     expect(sshConnections).toBe(before);
   });
 
+  it("ports 'configured' (RDAP): the configured server's port, and redirects to its origin; elsewhere passive only (issue 45 item 9)", async () => {
+    const guard = guardFor([]);
+    const before = sshConnections;
+    // The configured server (pagePort, not a passive port) redirects to another port: refused.
+    const err = await guard
+      .fetch(`http://127.0.0.1:${pagePort}/`, { timeoutMs: 3000, ports: 'configured' })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'OutboundRefusedError', reason: 'port_not_allowed' });
+    expect((err as OutboundRefusedError).hops.map((h) => h.status)).toEqual([302]);
+    expect(sshConnections).toBe(before);
+  });
+
   it('on a passive port, open to something else, closed and silent are one failure: unreachable', async () => {
     const kinds = await Promise.all(
       [sshPort, closedPort, stallPort].map(async (port) => {

@@ -23,10 +23,28 @@ const FLAKY = `flaky.${ZONE}`;
 const HOST = labHost('scan', 211);
 const TOKEN = 'lss-0123456789abcdef0123456789abcdef01234567';
 
+/** Issue 45: another owner's zone, where a dangling wildcard CNAME of ZONE points. */
+const OTHER_OWNER = 'other-owner.test';
+
 const zones: Zone[] = [
   {
+    origin: OTHER_OWNER,
+    records: [...zoneApex(OTHER_OWNER), { name: 'x', type: 'TXT', data: [TOKEN] }],
+  },
+  {
     origin: ZONE,
-    records: [...zoneApex(ZONE), { name: '@', type: 'A', data: HOST }, { name: 'www', type: 'A', data: HOST }],
+    records: [
+      ...zoneApex(ZONE),
+      { name: '@', type: 'A', data: HOST },
+      { name: 'www', type: 'A', data: HOST },
+      // Issue 45: a wildcard CNAME into another owner's zone (whoever holds it answers the challenge),
+      { name: '*.wild', type: 'CNAME', data: `x.${OTHER_OWNER}` },
+      // a wildcard TXT that holds the token for every name,
+      { name: '*.wildtxt', type: 'TXT', data: [TOKEN] },
+      // and a CNAME that stays inside the registrable domain (a proof).
+      { name: '_lss-challenge.inside', type: 'CNAME', data: `tok.${ZONE}` },
+      { name: 'tok', type: 'TXT', data: [TOKEN] },
+    ],
     behaviours: [{ name: `_lss-challenge.flaky`, behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   },
 ];
@@ -113,6 +131,18 @@ describe('proof of control through the lab DNS', () => {
     expect(flaky.detail).toContain('SERVFAIL');
   });
 
+  it("the record must be the challenge name itself, not a wildcard and not another owner's (issue 45 item 5)", async () => {
+    const resolver = rt.services.resolver!;
+    const viaOther = await askProof(resolver, `wild.${ZONE}`, TOKEN);
+    expect(viaOther.state).toBe('missing');
+    expect(viaOther.detail).toContain(OTHER_OWNER);
+    const wildcard = await askProof(resolver, `wildtxt.${ZONE}`, TOKEN);
+    expect(wildcard.state).toBe('missing');
+    expect(wildcard.detail).toContain('wildcard');
+    // Inside the scope's registrable domain a CNAME may lead to the record.
+    expect((await askProof(resolver, `inside.${ZONE}`, TOKEN)).state).toBe('present');
+  });
+
   it('a found token is reused for the cache time; missing and indeterminate answers are asked again', async () => {
     let questions = 0;
     const inner = rt.services.resolver!;
@@ -132,10 +162,10 @@ describe('proof of control through the lab DNS', () => {
     lab.dns.withdraw(challengeName(ZONE));
     // Within the cache time the removal is not seen yet: that is the documented bound (at most an hour).
     expect((await cached.check(ZONE, TOKEN)).state).toBe('present');
-    expect(questions).toBe(3);
+    expect(questions).toBe(4); // the challenge and its wildcard check
     await cached.check(FLAKY, TOKEN);
     await cached.check(FLAKY, TOKEN);
-    expect(questions).toBe(5);
+    expect(questions).toBe(6);
     // With no cache, the removal is seen at once.
     lab.dns.publish(challengeName(ZONE), 'TXT', [[TOKEN]]);
     const uncached = new ScopeProofs(counting, { cacheSeconds: 0 });

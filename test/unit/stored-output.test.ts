@@ -91,6 +91,48 @@ describe('stored output caps', () => {
       for (const ev of f.evidence ?? []) expect(ev.summary.length).toBeLessThanOrEqual(STORED_CAPS.fieldChars);
   });
 
+  it('counts are capped too: objects, relations, findings, limitations; what names a dropped object goes with it (issue 45 item 8)', () => {
+    const obj = (i: number) => ({
+      type: 'host',
+      key: `h${i}.example.test`,
+      distance: 1,
+      projection: { name: `h${i}` },
+    });
+    const ref = (i: number) => ({ type: 'host', key: `h${i}.example.test` });
+    const out: CheckOutput = {
+      status: 'completed',
+      projection: { names: 3000 },
+      objects: Array.from({ length: 3000 }, (_, i) => obj(i)),
+      relations: Array.from({ length: 6000 }, (_, i) => ({
+        from: ref(i % 3000),
+        relation: 'discovered_from' as const,
+        to: ref(0),
+      })),
+      findings: Array.from({ length: 1500 }, (_, i) => ({
+        code: 'scan_x',
+        severity: 'info' as const,
+        confidence: 'firm' as const,
+        title: 't',
+        summary: 's',
+        object: ref(i * 2),
+      })),
+      limitations: Array.from({ length: 150 }, (_, i) => ({ code: `l${i}`, message: 'm' })),
+      sources: [],
+    };
+    const b = boundStoredOutput(out);
+    expect(b.objects.length).toBe(STORED_CAPS.objects);
+    expect(b.relations.length).toBeLessThanOrEqual(STORED_CAPS.relations);
+    expect(b.findings.length).toBeLessThanOrEqual(STORED_CAPS.findings);
+    expect(b.limitations.length).toBeLessThanOrEqual(STORED_CAPS.limitations);
+    const keys = new Set(b.objects.map((o) => o.key));
+    expect(b.relations.every((r) => keys.has(r.from.key) && keys.has(r.to.key))).toBe(true);
+    expect(b.findings.every((f) => keys.has(f.object.key))).toBe(true);
+    expect(b.projection.truncated).toEqual(expect.arrayContaining(['objects', 'relations', 'findings', 'limitations']));
+    expect(b.projection.omitted).toMatchObject({ objects: 1000 });
+    expect(b.limitations.map((l) => l.code)).toContain(OUTPUT_TRUNCATED);
+    expect(boundStoredOutput(b)).toEqual(b);
+  });
+
   it('an output within the caps is stored as it is, with no limitation added', () => {
     const out: CheckOutput = {
       status: 'completed',

@@ -12,7 +12,7 @@ import type { CheckOutput, TaskOutcomeView } from '../../src/contract/tasks.ts';
 import type { ProductRuntime } from '../../src/products/kit/product-contract.ts';
 import { startLab, type RunningLab } from '../lab/serve.ts';
 import { webLabPart, type WebLab } from '../lab/web-lab.ts';
-import { webUrl } from '../lab/web-hosts.ts';
+import { WEB_ZONE, webUrl } from '../lab/web-hosts.ts';
 
 const FETCH_MS = 1500;
 const HANDSHAKE_MS = 1000;
@@ -32,20 +32,26 @@ afterAll(async () => {
   await lab?.close();
 });
 
+/** `escape` is run as an authorized lookup whose approved scope is that host alone (issue 45). */
+const paramsOf = (label: string): Record<string, unknown> =>
+  label === 'escape'
+    ? { url: webUrl(label), authorized: true, approvedScope: `escape.${WEB_ZONE}` }
+    : { url: webUrl(label) };
+
 const outputs = new Map<string, Promise<CheckOutput>>();
 /** Each (check, host) runs once per file; the fixture table reads the same outputs. */
 function run(name: 'web.http' | 'web.tls' | 'web.tls_protocols', label: string, runtime = rt): Promise<CheckOutput> {
   const key = `${name} ${label}`;
   if (runtime !== rt)
     return check(name).run(
-      { objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } },
+      { objectKey: webUrl(label), target: webUrl(label), params: paramsOf(label) },
       { runtime, signal: new AbortController().signal },
     );
   if (!outputs.has(key))
     outputs.set(
       key,
       check(name).run(
-        { objectKey: webUrl(label), target: webUrl(label), params: { url: webUrl(label) } },
+        { objectKey: webUrl(label), target: webUrl(label), params: paramsOf(label) },
         { runtime, signal: new AbortController().signal },
       ),
     );
@@ -60,6 +66,7 @@ const FIXTURES: Record<WebFindingCode, ['web.http' | 'web.tls' | 'web.tls_protoc
   web_redirect_to_http: ['web.http', 'downgrade', 'strict'],
   web_redirect_to_disallowed_address: ['web.http', 'refusedhop', 'strict'],
   web_redirect_loop: ['web.http', 'loop', 'chain7'],
+  web_redirect_out_of_scope: ['web.http', 'escape', 'strict'],
   web_hsts_missing: ['web.http', 'none', 'strict'],
   web_hsts_weak: ['web.http', 'badhsts', 'strict'],
   web_csp_missing: ['web.http', 'none', 'reportonly'],

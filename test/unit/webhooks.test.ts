@@ -8,7 +8,7 @@ import {
   retryAfterSeconds,
   retryScheduleOf,
 } from '../../src/jobs/monitors/retry-schedule.ts';
-import { LssWebhookError, verifyWebhook } from '../../src/client/webhooks.ts';
+import { LssWebhookError, verifyWebhook, verifyWebhookRequest } from '../../src/client/webhooks.ts';
 
 // The Standard Webhooks specification's own example (standard-webhooks/standard-webhooks, spec).
 const VECTOR = {
@@ -71,6 +71,14 @@ describe('verifyWebhook', () => {
     }
     return 'accepted';
   };
+
+  it('verifyWebhookRequest returns the webhook-id to de-duplicate by: a captured request replays within the tolerance (issue 45 item 12)', () => {
+    const first = verifyWebhookRequest(VECTOR.secret, headers, VECTOR.body, { now });
+    expect(first).toEqual({ webhookId: VECTOR.id, timestamp: VECTOR.timestamp, event: { test: 2432232314 } });
+    // The same bytes a minute later still verify: only the id tells the receiver it is a replay.
+    const replay = verifyWebhookRequest(VECTOR.secret, headers, VECTOR.body, { now: now + 60_000 });
+    expect(replay.webhookId).toBe(first.webhookId);
+  });
 
   it('accepts the example, from a plain record, a fetch Headers or mixed-case names, body as text or bytes', () => {
     expect(verifyWebhook(VECTOR.secret, headers, VECTOR.body, { now })).toEqual({ test: 2432232314 });

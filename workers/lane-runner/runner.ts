@@ -47,6 +47,8 @@ import { RunGate } from './run-gate.ts';
 import { retryWhileShort } from '../../src/db/retry-shortage.ts';
 import type { ParsePool } from '../pool/parse-pool.ts';
 import { AnswerCache } from '../../src/dns/answer-cache.ts';
+import { activeAuthorizationGone } from '../../src/auth/keys-repo.ts';
+import { notRun } from '../../src/products/kit/dns-replies.ts';
 import { notingCuts } from '../../src/net/special-use-resolver.ts';
 import type { QueryOptions, RecordType, Resolver } from '../../src/dns/types.ts';
 import { retriedLimitation, retryingNotAsked, type RetryTally } from './not-asked-retry.ts';
@@ -62,6 +64,14 @@ function asTenant(resolver: Resolver, tenant: string): Resolver {
   };
 }
 
+/** The limitation (and lane reason) of active work stopped because its authorization was withdrawn. */
+export const AUTHORIZATION_REVOKED = 'authorization_revoked';
+
+/** Active work: the active lane's tasks, and an authorized web lookup's. */
+export function isActiveTask(task: { lane: string; params: Record<string, unknown> }): boolean {
+  return task.lane === 'active' || task.params.authorized === true;
+}
+
 /** A run is presumed dead once it is older than its check's timeout plus this. */
 const TAKEOVER_GRACE_MS = 5000;
 /**
@@ -73,8 +83,22 @@ const TAKEOVER_GRACE_MS = 5000;
  * a check's few questions), and 20,000 answers kept for minutes held ~11 MB of lane-web's heap at
  * the end of a 20,000-host scan for no later asker.
  */
-export function answerCacheFor(lane: LaneName): { maxEntries: number; maxTtlS: number; negativeTtlS: number } {
-  return { maxEntries: lane === 'web' ? 4096 : 20_000, maxTtlS: 300, negativeTtlS: 60 };
+export function answerCacheFor(lane: LaneName): {
+  maxEntries: number;
+  maxBytes: number;
+  maxEntryBytes: number;
+  maxTtlS: number;
+  negativeTtlS: number;
+} {
+  // Bounded by bytes as well as entries (issue 45): an answer over 4 KiB (a target's large TXT
+  // set) is not kept, and all kept answers together stay under 1 MiB (web) or 8 MiB.
+  return {
+    maxEntries: lane === 'web' ? 4096 : 20_000,
+    maxBytes: (lane === 'web' ? 1 : 8) * 1024 * 1024,
+    maxEntryBytes: 4096,
+    maxTtlS: 300,
+    negativeTtlS: 60,
+  };
 }
 /** At most one log line per this long about statements waiting for a database connection. */
 const SHORTAGE_LOG_EVERY_MS = 5000;
@@ -301,7 +325,35 @@ export class LaneRunner {
           }
         : {}),
     };
-    const ran = await executeCheck(spec, task, ctx, d.signal, this.#o.log);
+    // Active work re-checks its authorization before it sends anything: a revoked scope, a
+    // withdrawn capability or a new responsible-use version stops the tasks already queued.
+    const gone = isActiveTask(task)
+      ? await activeAuthorizationGone(
+          this.#o.db,
+          task.workspaceId,
+          typeof task.params.approvedScope === 'string' ? task.params.approvedScope : null,
+          this.#o.runtime.config.RESPONSIBLE_USE_VERSION,
+        )
+      : null;
+    const ran: Awaited<ReturnType<typeof executeCheck>> = gone
+      ? {
+          kind: 'done',
+          status: 'unavailable',
+          reason: AUTHORIZATION_REVOKED,
+          output: notRun(
+            'unavailable',
+            AUTHORIZATION_REVOKED,
+            [
+              {
+                code: AUTHORIZATION_REVOKED,
+                message: `Active work stopped: ${gone}. Nothing was sent to ${task.objectKey}.`,
+              },
+            ],
+            [],
+          ),
+          durationMs: 0,
+        }
+      : await executeCheck(spec, task, ctx, d.signal, this.#o.log);
     // The questions asked again because they were not sent at first: the job's coverage counts them.
     const retried = retriedLimitation(retries);
     const result =

@@ -15,6 +15,7 @@ import type { Idempotency } from '../../idempotency/idempotency.ts';
 import type { RateLimiter } from '../../ratelimit/limiter.ts';
 import type { RedisClient } from '../../redis/client.ts';
 import type { ProductDefinition, ProductRuntime } from '../../products/kit/product-contract.ts';
+import { boundInlineEnvelope } from '../../products/kit/inline-output.ts';
 import { admissionOutcomes, creditsReserved, laneOutcomes, productExecutions } from '../../metrics.ts';
 import { publishJob } from '../../queue/streams.ts';
 import { answerCutLimitation, collectAnswerCuts } from '../../net/special-use-resolver.ts';
@@ -26,6 +27,7 @@ import { Deadlines } from './deadlines.ts';
 import {
   answerCommittedElsewhere,
   commitReply,
+  SerializedBody,
   decideIdempotency,
   endClaim,
   requireIdempotencyKey,
@@ -162,9 +164,10 @@ export class ProductAdmission<T> {
       const cut = answerCutLimitation(cuts);
       if (cut) outcome.limitations.push(cut);
       for (const l of outcome.lanes) laneOutcomes.inc({ product: def.id, lane: l.lane, status: l.status });
-      const envelope = buildEnvelope(def, st.input, outcome, st.requestId);
+      // At most INLINE_REPLY_MAX_BYTES, whatever the target answered: it is kept for replay.
+      const { envelope, text } = boundInlineEnvelope(buildEnvelope(def, st.input, outcome, st.requestId));
       productExecutions.inc({ product: def.id, status: envelope.status });
-      await commitReply(deps.idempotency, st, 200, envelope, 'redis', target, this.#port);
+      await commitReply(deps.idempotency, st, 200, new SerializedBody(text), 'redis', target, this.#port);
     } finally {
       inlineDeadlines.end(ac);
       st.execution = undefined;

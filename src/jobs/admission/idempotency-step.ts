@@ -49,6 +49,14 @@ export function sendReplay<T>(target: T, port: AdmissionPort<T>, reply: StoredRe
   port.send(target, reply.status, reply.body, true);
 }
 
+/** A reply body already serialised (an inline envelope, bounded as text: kit/inline-output.ts). */
+export class SerializedBody {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 /** Keeps the reply for replay (where `store` says), ends the lease, and sends it. */
 export async function commitReply<T>(
   idempotency: Idempotency | undefined,
@@ -60,7 +68,7 @@ export async function commitReply<T>(
   port: AdmissionPort<T>,
 ): Promise<void> {
   const claim = st.claim;
-  const text = JSON.stringify(body);
+  const text = body instanceof SerializedBody ? body.text : JSON.stringify(body);
   if (claim && idempotency) {
     st.claim = undefined;
     if (store === 'redis') {

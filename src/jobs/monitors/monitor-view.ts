@@ -10,6 +10,11 @@ export interface MonitorViewOptions {
   lastRuns?: RunRecord[];
   /** A webhook failing this long is marked `failing` (CONTRACT §14: 24 h). */
   failingAfterSeconds: number;
+  /**
+   * The webhook URL in full (default): for keys that may change the monitor (scan:create). A
+   * reader's key sees its scheme, host and path, the query as `?…` (tokens often ride there).
+   */
+  fullUrl?: boolean;
   now?: number;
 }
 
@@ -20,7 +25,7 @@ export function monitorView(m: MonitorRow, opts: MonitorViewOptions): MonitorVie
     const failing =
       m.webhook_failing_since !== null && now - m.webhook_failing_since.getTime() >= opts.failingAfterSeconds * 1000;
     webhook = {
-      url: m.webhook_url,
+      url: opts.fullUrl === false ? withoutQuery(m.webhook_url) : m.webhook_url,
       status: m.webhook_disabled ? 'disabled' : failing ? 'failing' : 'active',
       disabled: m.webhook_disabled === 'gone' ? 'gone' : null,
       failingSince: m.webhook_failing_since?.toISOString() ?? null,
@@ -62,4 +67,14 @@ export function deliveryView(d: DeliveryRow): DeliveryView {
     lastError: d.lastError,
     nextAttemptAt: d.status === 'pending' ? (d.nextAttemptAt?.toISOString() ?? null) : null,
   };
+}
+
+/** scheme://host[:port]/path, and `?…` when the URL had a query (its fragment never leaves). */
+export function withoutQuery(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+  } catch {
+    return url.replace(/[?#].*$/s, '?…');
+  }
 }

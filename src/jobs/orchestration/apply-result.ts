@@ -23,7 +23,7 @@ import { isValidPlan, lockJob, type LockedJob } from '../tasks/task-rows.ts';
 import { jobOfTask, lockTasksForApply, type TaskToApply } from '../tasks/task-repo.ts';
 import { inTransaction, type Trx } from '../../db/transaction.ts';
 import { settleAndWrite } from './settle-outputs.ts';
-import { approvedScopesOf } from '../../auth/keys-repo.ts';
+import { activeAuthorizationGone, approvedScopesOf } from '../../auth/keys-repo.ts';
 import type { ApprovedScope } from '../../auth/approved-scopes.ts';
 
 /** One task's notice, applied alone (tests; the orchestrator batches through applyTaskResults). */
@@ -97,7 +97,15 @@ async function expand(
   const def = ctx.catalog.get(job.product);
   if (!def?.job?.expand) return [];
   let scopes: Promise<ApprovedScope[]> | undefined;
-  const services = { approvedScopes: () => (scopes ??= approvedScopesOf(trx, job.workspace_id)) };
+  // Active work planned from here needs the workspace's authorization as it is now: a withdrawn
+  // capability or acceptance leaves no approved scope to plan in (issue 45: revoking stops work in
+  // flight; the lane re-checks what is already queued, workers/lane-runner/runner.ts).
+  const services = {
+    approvedScopes: () =>
+      (scopes ??= activeAuthorizationGone(trx, job.workspace_id, null, ctx.config.RESPONSIBLE_USE_VERSION).then(
+        (gone) => (gone ? [] : approvedScopesOf(trx, job.workspace_id)),
+      )),
+  };
   const plans: TaskPlan[] = [];
   for (const t of tasks) {
     try {

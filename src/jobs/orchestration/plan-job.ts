@@ -3,6 +3,7 @@
 // only tasks whose stream entry was lost.
 import { sql } from 'kysely';
 import type { TaskPlan } from '../../contract/tasks.ts';
+import type { PlanContext } from '../../products/kit/product-contract.ts';
 import { enqueueTasks, ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { errInfo } from '../../queue/stream-consumer.ts';
 import { cancelJob } from './cancel-job.ts';
@@ -46,7 +47,7 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   }
   let plans: TaskPlan[];
   try {
-    plans = dedupePlans(def.job.plan(job.input));
+    plans = dedupePlans(def.job.plan(job.input, { activeScope: await activeScopeOf(trx, job.id) }));
     for (const p of plans)
       if (!isValidPlan(p))
         throw new Error(`invalid task plan ${JSON.stringify({ check: p.check, lane: p.lane, unitCost: p.unitCost })}`);
@@ -66,4 +67,15 @@ async function planQueued(trx: Trx, ctx: OrchestrationContext, job: LockedJob): 
   );
   if (pending.length === 0 && (await countOpenTasks(trx, job.id)) === 0) return { finalize: {} };
   return 'enqueue_all';
+}
+
+/** The approved scope an active job was admitted under (jobs.active_scope), null for passive work. */
+async function activeScopeOf(trx: Trx, jobId: number): Promise<PlanContext['activeScope']> {
+  const r = await sql<{ active_scope: unknown }>`SELECT active_scope FROM jobs WHERE id = ${jobId}`.execute(trx);
+  const raw = r.rows[0]?.active_scope;
+  const v = typeof raw === 'string' ? (JSON.parse(raw) as unknown) : raw;
+  if (!v || typeof v !== 'object') return null;
+  const { domain, proof } = v as { domain?: unknown; proof?: unknown };
+  if (typeof domain !== 'string' || (proof !== 'verified' && proof !== 'operator_override')) return null;
+  return { domain, proof };
 }

@@ -26,6 +26,7 @@ import type { ExecContext, ProductDefinition, ProductRuntime } from '../kit/prod
 import type { LaneOutcome, LaneSpec, Limitation, SyncOutcome } from '../../contract/lanes.ts';
 import { laneOutcome } from '../../contract/lanes.ts';
 import { QUERY_OUTCOMES } from '../../dns/types.ts';
+import { OUTPUT_TRUNCATED } from '../kit/stored-output.ts';
 
 export const dnsTypes = [
   'A',
@@ -38,6 +39,13 @@ export const dnsTypes = [
   'SOA',
 ] as const satisfies readonly RecordType[];
 type DnsType = (typeof dnsTypes)[number];
+
+/**
+ * One type's answers in the reply: at most this many, and this many bytes of JSON (a TXT set of
+ * 64 KiB whose control bytes are written \u00XX is six times that). Eight types at most 12 KiB
+ * each keep the reply under INLINE_REPLY_MAX_BYTES with room for the rest of the envelope.
+ */
+export const DNS_TYPE_CAPS = { answers: 100, bytes: 12 * 1024 } as const;
 
 export const dnsInput = z.strictObject({ value: domainName });
 export type DnsInput = z.infer<typeof dnsInput>;
@@ -67,6 +75,13 @@ function typeResult<T extends z.ZodType>(data: T) {
     ),
     authoritative: z.boolean().describe('AA flag of the reply'),
     authenticatedData: z.boolean().describe('AD flag as the resolver set it; not validated locally'),
+    truncated: z
+      .array(z.literal('answers'))
+      .optional()
+      .describe(
+        `Present when the answers were cut to the caps of one type (${DNS_TYPE_CAPS.answers} answers, ${DNS_TYPE_CAPS.bytes / 1024} KiB of JSON): the first ones are listed, omittedAnswers says how many are not (limitation output_truncated)`,
+      ),
+    omittedAnswers: z.number().int().optional().describe('How many answers of the reply are not listed'),
   });
 }
 
@@ -102,6 +117,11 @@ const lanes = {
   },
 } satisfies Record<string, LaneSpec>;
 
+const TYPE_TRUNCATED: Limitation = {
+  code: OUTPUT_TRUNCATED,
+  message: `Some record types had more answers than a reply lists (${DNS_TYPE_CAPS.answers} answers or ${DNS_TYPE_CAPS.bytes / 1024} KiB of JSON per type): each such type lists its first answers, marked "truncated" with omittedAnswers.`,
+};
+
 function resolverOf(runtime: ProductRuntime): Resolver | undefined {
   return runtime.services.resolver;
 }
@@ -109,13 +129,24 @@ function resolverOf(runtime: ProductRuntime): Resolver | undefined {
 const replied = (r: QueryResult) => r.outcome !== 'timeout' && r.outcome !== 'error';
 
 function rows(r: QueryResult): TypeRows {
+  const answers: Array<TypeRows['answers'][number]> = [];
+  let bytes = 0;
+  for (const a of r.answers) {
+    const row = { name: a.name, type: a.type, ttl: a.ttl, data: a.data as never };
+    if (answers.length >= DNS_TYPE_CAPS.answers) break;
+    bytes += Buffer.byteLength(JSON.stringify(row)) + 1;
+    if (bytes > DNS_TYPE_CAPS.bytes) break;
+    answers.push(row);
+  }
+  const omitted = r.answers.length - answers.length;
   return {
     outcome: r.outcome,
     rcode: r.rcode,
-    answers: r.answers.map((a) => ({ name: a.name, type: a.type, ttl: a.ttl, data: a.data as never })),
+    answers,
     authoritative: r.flags.aa,
     authenticatedData: r.flags.ad,
-  };
+    ...(omitted > 0 ? { truncated: ['answers' as const], omittedAnswers: omitted } : {}),
+  } as TypeRows;
 }
 
 const AD_LIMITATION: Limitation = {
@@ -166,6 +197,13 @@ async function execute(input: DnsInput, ctx: ExecContext): Promise<SyncOutcome<D
   }
 
   const records = Object.fromEntries(results.map((r) => [r.type, rows(r)])) as DnsResult['records'];
+  // A type whose answers were cut is not all listed: record_types is partial (coverage incomplete).
+  if (Object.values(records).some((t) => t.truncated)) {
+    limitations.push(TYPE_TRUNCATED);
+    const types = outcomes[1]!;
+    if (types.status === 'completed')
+      outcomes[1] = laneOutcome(lanes.recordTypes, 'partial', { durationMs, reason: 'answers_truncated' });
+  }
   return {
     result: { name, records, dnssecValidation: 'not_validated_locally' },
     lanes: outcomes,

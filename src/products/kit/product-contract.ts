@@ -137,6 +137,12 @@ export interface ExpandContext {
   approvedScopes(): Promise<ApprovedScope[]>;
 }
 
+/** What admission decided about a job that its plan needs. */
+export interface PlanContext {
+  /** The approved scope active work was admitted under (jobs.active_scope); null for passive work. */
+  activeScope: { domain: string; proof: 'verified' | 'operator_override' } | null;
+}
+
 export interface AsyncProduct<I> {
   /** The worker lanes that run this product's checks; readiness needs a live consumer on each. */
   workerLanes: WorkerLane[];
@@ -157,7 +163,8 @@ export interface AsyncProduct<I> {
   deadlineFor?(input: I): number;
   target(input: I): { type: string; value: string };
   profile?(input: I): string | null;
-  plan(input: I): TaskPlan[];
+  /** `job`: what the job was admitted under (an active job's approved scope: its tasks stay inside it). */
+  plan(input: I, job?: PlanContext): TaskPlan[];
   /**
    * Builds the job's result envelope body from the finished tasks (lookups). Pure. It may adjust
    * a lane's reported status from what other lanes found (e.g. dane is partial when no

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import { createResolver } from '../../dns/stub-resolver.ts';
 import { createOutboundGuard } from '../../net/outbound-guard.ts';
+import { setNat64Prefixes } from '../../net/address-policy.ts';
 import { specialUsePolicy } from '../../net/special-use.ts';
 import { refuseSpecialUse } from '../../net/special-use-resolver.ts';
 import { publicResolverCheck } from '../../net/public-resolver-check.ts';
@@ -22,6 +23,8 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     },
   });
   // The one outbound guard of the process: every lane's HTTP, TCP and TLS goes through it.
+  // The deployment's NAT64 prefixes: an address under one is judged by the IPv4 address it embeds.
+  setNat64Prefixes(config.NAT64_PREFIXES);
   const outbound = createOutboundGuard({
     allow: config.ALLOW_PRIVATE_TARGETS,
     resolver,

@@ -8,6 +8,9 @@
 //   - every string of the projection, of each object's projection, of each finding (title,
 //     summary, evidence) and of each limitation message: at most STORED_CAPS.fieldChars;
 //   - every list in them: at most STORED_CAPS.listItems items;
+//   - how many objects, relations, findings and limitations a check returns: at most
+//     STORED_CAPS.objects, .relations, .findings, .limitations (the cut lists named in the
+//     projection's `truncated`, with `omitted` counts);
 //   - the projection as a whole: at most STORED_CAPS.projectionBytes of JSON, and each object's
 //     projection at most STORED_CAPS.objectProjectionBytes. Past it the field caps tighten in
 //     steps (TIGHTER below) until it fits; as a last resort the projection is replaced by
@@ -26,7 +29,53 @@ export const STORED_CAPS = {
   listItems: 1000,
   projectionBytes: 256 * 1024,
   objectProjectionBytes: 64 * 1024,
+  /**
+   * How many of each a check may return (issue 45): the objects first (a relation, finding or
+   * fold that names a dropped object goes with it), then the rest in their order. What was cut is
+   * listed in the projection's `truncated` (`objects`, `relations`, `findings`, `limitations`)
+   * with `omitted: { <list>: n }`.
+   */
+  objects: 2000,
+  relations: 4000,
+  findings: 1000,
+  limitations: 100,
 } as const;
+
+type Counted = 'objects' | 'relations' | 'findings' | 'limitations';
+
+/** The output's lists within the count caps; what was cut, per list. */
+function boundCounts(output: CheckOutput): { output: CheckOutput; omitted: Partial<Record<Counted, number>> } {
+  const omitted: Partial<Record<Counted, number>> = {};
+  const over = (k: Counted) => output[k].length > STORED_CAPS[k];
+  if (!over('objects') && !over('relations') && !over('findings') && !over('limitations')) return { output, omitted };
+  const refOf = (r: { type: string; key: string }) => `${r.type}\u0000${r.key}`;
+  const objects = output.objects.slice(0, STORED_CAPS.objects);
+  let dropped: Set<string> | null = null;
+  if (objects.length < output.objects.length) {
+    omitted.objects = output.objects.length - objects.length;
+    dropped = new Set(output.objects.slice(STORED_CAPS.objects).map(refOf));
+  }
+  const kept = (r: { type: string; key: string }) => dropped === null || !dropped.has(refOf(r));
+  const capped = <T>(k: Counted, list: T[], keep: (x: T) => boolean): T[] => {
+    const out = list.filter(keep);
+    // A cut list of limitations leaves room for output_truncated, which says so.
+    const cap = k === 'limitations' ? STORED_CAPS[k] - 1 : STORED_CAPS[k];
+    const cut = out.length > STORED_CAPS[k] ? out.slice(0, cap) : out;
+    if (cut.length < list.length) omitted[k] = list.length - cut.length;
+    return cut;
+  };
+  return {
+    output: {
+      ...output,
+      objects,
+      relations: capped('relations', output.relations, (r) => kept(r.from) && kept(r.to)),
+      findings: capped('findings', output.findings, (f) => kept(f.object)),
+      limitations: capped('limitations', output.limitations, () => true),
+      ...(output.folds ? { folds: output.folds.filter((f) => kept(f.object) && kept(f.into)) } : {}),
+    },
+    omitted,
+  };
+}
 
 /** The field caps tried in turn while a projection is over its byte cap. */
 const TIGHTER: ReadonlyArray<{ chars: number; items: number }> = [
@@ -88,8 +137,15 @@ function boundObject(o: Record<string, unknown>, lim: Limits, any: () => void): 
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
-/** A projection within `maxBytes`: the field caps, tighter while it is over, then omitted. */
-function boundProjection(p: Record<string, unknown>, maxBytes: number, onCut: () => void): Record<string, unknown> {
+/**
+ * A projection within `maxBytes`: the field caps, tighter while it is over, then omitted. An
+ * inline reply's result is bounded the same way (./inline-output.ts).
+ */
+export function boundProjection(
+  p: Record<string, unknown>,
+  maxBytes: number,
+  onCut: () => void,
+): Record<string, unknown> {
   // The common case costs one walk and one serialisation.
   for (const lim of TIGHTER) {
     let cut = false;
@@ -106,8 +162,11 @@ function boundProjection(p: Record<string, unknown>, maxBytes: number, onCut: ()
 }
 
 /** The output as it may be stored: every field and every projection within STORED_CAPS. */
-export function boundStoredOutput(output: CheckOutput): CheckOutput {
-  let cut = false;
+export function boundStoredOutput(whole: CheckOutput): CheckOutput {
+  const counted = boundCounts(whole);
+  const output = counted.output;
+  const cutLists = Object.keys(counted.omitted);
+  let cut = cutLists.length > 0;
   const onCut = () => {
     cut = true;
   };
@@ -117,7 +176,12 @@ export function boundStoredOutput(output: CheckOutput): CheckOutput {
     cut = true;
     return s.slice(0, field.chars);
   };
-  const projection = boundProjection(output.projection, STORED_CAPS.projectionBytes, onCut);
+  const bounded = boundProjection(output.projection, STORED_CAPS.projectionBytes, onCut);
+  const marks = Array.isArray(bounded.truncated) ? (bounded.truncated as string[]) : [];
+  const projection =
+    cutLists.length === 0
+      ? bounded
+      : { ...bounded, truncated: [...new Set([...marks, ...cutLists])], omitted: counted.omitted };
   const objects = output.objects.map((o) =>
     o.projection && typeof o.projection === 'object'
       ? { ...o, projection: boundProjection(o.projection, STORED_CAPS.objectProjectionBytes, onCut) }

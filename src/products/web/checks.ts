@@ -30,6 +30,16 @@ export interface WebCheckOptions {
 const urlOf = (task: { objectKey: string; params: Record<string, unknown> }) =>
   typeof task.params.url === 'string' ? task.params.url : task.objectKey;
 
+/**
+ * The scope an authorized task's connections stay in: the approved scope the job was admitted
+ * under, or (a task planned before it was recorded) the URL's own host and the names below it.
+ */
+function authorizedScope(task: { objectKey: string; params: Record<string, unknown> }): { authorizedScope?: string } {
+  if (task.params.authorized !== true) return {};
+  const scope = task.params.approvedScope;
+  return { authorizedScope: typeof scope === 'string' ? scope : new URL(urlOf(task)).hostname };
+}
+
 export function createWebChecks(o: WebCheckOptions = {}): CheckSpec[] {
   const fetchTimeoutMs = o.fetchTimeoutMs ?? 12_000;
   const handshakeTimeoutMs = o.handshakeTimeoutMs ?? 8000;
@@ -45,15 +55,20 @@ export function createWebChecks(o: WebCheckOptions = {}): CheckSpec[] {
       lane: 'web',
       // Two chains in parallel (each possibly read twice, verified then not) + the preflight.
       timeoutMs: 3 * fetchTimeoutMs + 10_000,
-      // A passive lookup (not authorized) stays on the guard's passive ports, redirects included.
-      run: (task, ctx) =>
-        runHttpCheck(urlOf(task), ctx, { ...phases, ports: task.params.authorized === true ? 'any' : 'passive' }),
+      // A passive lookup (not authorized) stays on the guard's passive ports, redirects included;
+      // an authorized one may use any port, on hosts inside its approved scope only.
+      run: (task, ctx) => runHttpCheck(urlOf(task), ctx, { ...phases, ...authorizedScope(task) }),
     },
     {
       name: WEB_CHECKS.tls,
       lane: 'web',
       timeoutMs: 2 * handshakeTimeoutMs + 10_000, // a modern handshake, maybe a legacy one, DNS
-      run: (task, ctx) => runTlsCheck(urlOf(task), ctx, { handshakeTimeoutMs, ...(o.now ? { now: o.now } : {}) }),
+      run: (task, ctx) =>
+        runTlsCheck(urlOf(task), ctx, {
+          handshakeTimeoutMs,
+          active: task.params.authorized === true,
+          ...(o.now ? { now: o.now } : {}),
+        }),
     },
     {
       name: WEB_CHECKS.tlsProtocols,

@@ -24,6 +24,8 @@ export interface CollectOptions {
    * an authorized lookup, whose URL and redirects may use any port.
    */
   ports?: 'passive' | 'any';
+  /** Active work's scope: a hop to a host it refuses is refused (out_of_scope), nothing connected. */
+  inScope?: (host: string) => boolean;
   signal: AbortSignal;
 }
 
@@ -66,6 +68,7 @@ async function readChain(guard: OutboundGuard, start: string, o: CollectOptions)
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
       ...(o.bodyIdleTimeoutMs ? { bodyIdleTimeoutMs: o.bodyIdleTimeoutMs } : {}),
       ports: o.ports ?? 'passive',
+      ...(o.inScope ? { inScope: o.inScope } : {}),
     });
   const hasHttps = (hops: { url: string }[]) => hops.some((h) => h.url.startsWith('https:'));
   let verified: boolean | null = true;
@@ -111,6 +114,7 @@ async function preflight(
   try {
     const res = await guard.fetch(url, {
       ports: o.ports ?? 'passive',
+      ...(o.inScope ? { inScope: o.inScope } : {}),
       method: 'OPTIONS',
       signal: o.signal,
       timeoutMs: o.fetchTimeoutMs,

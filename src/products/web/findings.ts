@@ -41,6 +41,13 @@ export const webFindings = {
     'Redirect to a private or reserved address',
     'A redirect Location leads to a host whose address is loopback, private, link-local, metadata or otherwise reserved. The hop was refused by the outbound guard and never fetched. Not raised when the input URL itself is refused (that is a lane status).',
   ),
+  web_redirect_out_of_scope: k(
+    'web_redirect_out_of_scope',
+    'info',
+    'confirmed',
+    'Redirect out of the approved scope',
+    'An authorized lookup (active work) met a redirect to a host outside the approved scope it runs under. The hop was refused before it was resolved: nothing was sent to that host, and the chain stopped there (limitation redirect_out_of_scope).',
+  ),
   web_redirect_loop: k(
     'web_redirect_loop',
     'low',

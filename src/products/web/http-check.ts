@@ -6,9 +6,17 @@ import { collectWebEvidence, type CollectOptions } from './collect-evidence.ts';
 import type { ChainEvidence, WebEvidence } from './evidence.ts';
 import { webFinding } from './findings.ts';
 import { HSTS_SIX_MONTHS } from './header-checks.ts';
+import { inApprovedScope } from '../../auth/approved-scopes.ts';
 import { MAX_META_CSP, MAX_META_CSP_CHARS } from './html-meta.ts';
 
-export interface HttpCheckOptions extends Omit<CollectOptions, 'signal'> {}
+export interface HttpCheckOptions extends Omit<CollectOptions, 'signal' | 'ports' | 'inScope'> {
+  /**
+   * An authorized lookup's approved scope: active work, so the active guard (ACTIVE_DENY_CIDRS
+   * refused), any port, and every hop's host inside this scope (a redirect out of it stops the
+   * chain: redirect_out_of_scope). Absent: passive, every hop on the passive ports.
+   */
+  authorizedScope?: string;
+}
 
 const SOURCE = { source: 'http_fetch' };
 const ref = (type: string, key: string): ObjectRef => ({ type, key });
@@ -102,7 +110,9 @@ function mergeFindings(findings: FindingOut[]): FindingOut[] {
 }
 
 export async function runHttpCheck(target: string, ctx: CheckContext, opts: HttpCheckOptions): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound;
+  const { authorizedScope, ...phases } = opts;
+  const active = authorizedScope !== undefined;
+  const guard = active ? ctx.runtime.services.activeOutbound : ctx.runtime.services.outbound;
   if (!guard) {
     return {
       status: 'unavailable',
@@ -117,7 +127,14 @@ export async function runHttpCheck(target: string, ctx: CheckContext, opts: Http
   }
   const input = new URL(target);
   // Both chains, their redirects and the preflight mostly ask for one host: DNS once per host.
-  const evidence = await collectWebEvidence(input, guard.forCheck(ctx.signal), { ...opts, signal: ctx.signal });
+  const scope: Pick<CollectOptions, 'ports' | 'inScope'> = active
+    ? { ports: 'any', inScope: (host) => inApprovedScope(host, [authorizedScope]) }
+    : { ports: 'passive' };
+  const evidence = await collectWebEvidence(input, guard.forCheck(ctx.signal), {
+    ...phases,
+    ...scope,
+    signal: ctx.signal,
+  });
   const assessment = evidence.primary
     ? ctx.runInPool
       ? await ctx.runInPool<WebAssessment | null>('assessWebEvidence', evidence)
@@ -199,6 +216,22 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
           ],
         ),
       );
+    }
+    if (chain.outcome === 'refused' && chain.hops.length > 0 && chain.failure?.reason === 'out_of_scope') {
+      const last = chain.hops.at(-1)!;
+      const to = last.next ?? last.location;
+      findings.push(
+        webFinding(
+          'web_redirect_out_of_scope',
+          ref('url', last.url),
+          `${last.url} redirects to ${to}, outside the approved scope this lookup was authorized for; the hop was not fetched.`,
+          [`${last.status} Location: ${last.location}`, `refused: ${chain.failure.host} is outside the approved scope`],
+        ),
+      );
+      limitations.push({
+        code: 'redirect_out_of_scope',
+        message: `The chain from ${chain.start} stopped at a redirect to ${to}: ${chain.failure.host} is outside the approved scope, so nothing was sent to it. What it would have shown is unknown.`,
+      });
     }
     if (chain.outcome === 'refused' || chain.outcome === 'failed') {
       const scheme = chain.start.startsWith('https:') ? 'https' : 'http';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { webChangeRules } from './changes.ts';
 import { isIP } from 'node:net';
-import type { AsyncProduct, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
+import type { AsyncProduct, PlanContext, ProductDefinition, ProductRuntime } from '../kit/product-contract.ts';
 import type { LaneReadiness } from '../../contract/lanes.ts';
 import type { TaskPlan } from '../../contract/tasks.ts';
 import { assembleWeb, webLanes } from './assemble.ts';
@@ -30,8 +30,10 @@ export function urlTaskKey(url: string): string {
   return url.length <= 512 ? url : `sha256:${createHash('sha256').update(url).digest('hex')}`;
 }
 
-export function planWeb(input: WebInput): TaskPlan[] {
+export function planWeb(input: WebInput, job?: PlanContext): TaskPlan[] {
   const url = normalisedUrl(input);
+  // An authorized lookup's hops stay inside the scope it was admitted under (web/checks.ts).
+  const scope = input.authorized && job?.activeScope ? { approvedScope: job.activeScope.domain } : {};
   const task = (check: string, spec: { lane: string; required: boolean }, unitCost: number): TaskPlan => ({
     check,
     lane: 'web',
@@ -40,8 +42,8 @@ export function planWeb(input: WebInput): TaskPlan[] {
     unitCost,
     objectKey: urlTaskKey(url),
     distance: 0,
-    // A passive lookup's redirects stay on the passive ports (web/checks.ts).
-    params: { url, authorized: input.authorized },
+    // A passive lookup's redirects stay on the passive ports, an authorized one's in its scope (web/checks.ts).
+    params: { url, authorized: input.authorized, ...scope },
   });
   const plans = [
     task(WEB_CHECKS.http, webLanes.http, WEB_UNIT_COSTS.http),

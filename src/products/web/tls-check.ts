@@ -20,6 +20,8 @@ import { addressObjects, notRun, resolveTlsTarget, type TlsTarget } from './tls-
 
 export interface TlsCheckOptions {
   handshakeTimeoutMs: number;
+  /** An authorized lookup: active work, so the active guard (ACTIVE_DENY_CIDRS refused). */
+  active?: boolean;
   now?: () => Date;
 }
 
@@ -117,7 +119,7 @@ function failureOf(err: unknown): { status: CheckOutput['status']; reason: strin
 }
 
 export async function runTlsCheck(target: string, ctx: CheckContext, opts: TlsCheckOptions): Promise<CheckOutput> {
-  const guard = ctx.runtime.services.outbound;
+  const guard = opts.active ? ctx.runtime.services.activeOutbound : ctx.runtime.services.outbound;
   const resolved = await resolveTlsTarget(target, guard, 'tls', ctx.signal);
   if (!('addresses' in resolved)) return resolved;
   const t = resolved;

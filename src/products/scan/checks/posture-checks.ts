@@ -38,8 +38,9 @@ export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: Post
   const sourceCap = Number(task.params.sourceCap ?? 50);
   const distance = task.distance ?? 0;
   const [http, tls] = await Promise.all([
-    // A scan's web check is passive in every profile: redirects stay on the web's own ports.
-    runHttpCheck(url, ctx, { ...webPhases(o.web), ports: 'passive' }),
+    // A scan's web check is passive in every profile (no authorizedScope): redirects stay on the
+    // web's own ports.
+    runHttpCheck(url, ctx, webPhases(o.web)),
     runTlsCheck(url, ctx, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
   ]);
 
