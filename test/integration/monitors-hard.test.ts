@@ -199,14 +199,17 @@ describe('monitors driven round by round (no orchestrator)', () => {
     return res.body as { monitorId: string; webhook: { secret: string } | null };
   };
 
-  const worker = () =>
-    new DeliveryWorker({
-      db: h.deps.db,
-      log,
-      config: h.config,
-      guard: h.deps.runtime.services.outbound as OutboundGuard,
-      secrets: box,
-    });
+  const worker = (endpointIdleMs?: number) =>
+    new DeliveryWorker(
+      {
+        db: h.deps.db,
+        log,
+        config: h.config,
+        guard: h.deps.runtime.services.outbound as OutboundGuard,
+        secrets: box,
+      },
+      endpointIdleMs === undefined ? {} : { endpointIdleMs },
+    );
 
   it('rotation: needs an Idempotency-Key, a retry returns the same secret, and a second rotation within the overlap is refused (rotation_overlap)', async () => {
     const t = await fundedTenant(h, 0, { limits: GENEROUS });
@@ -457,16 +460,19 @@ describe('monitors driven round by round (no orchestrator)', () => {
       await dueEvent(h, r);
       await dueEvent(h, r);
     }
-    const w = worker();
+    const w = worker(200);
     try {
       // WEBHOOK_ENDPOINT_CONCURRENCY=2: two attempts at the endpoint, whatever the five monitors' ten events.
       expect(await w.round()).toBe(2);
       expect(await w.round()).toBe(0);
       await until('both attempts at the receiver', async () => receiver.received('/hang').length === 2);
+      expect(w.endpointsRemembered).toBe(1);
     } finally {
       await w.close();
     }
     expect(receiver.received('/hang')).toHaveLength(2);
+    // Idle past endpointIdleMs (200 ms here; a minute by default): forgotten.
+    await new Promise((r) => setTimeout(r, 300));
     expect(w.endpointsRemembered).toBe(0);
   }, 30_000);
 

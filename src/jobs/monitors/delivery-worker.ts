@@ -10,8 +10,10 @@
 // (so an endpoint nobody has heard from yet cannot take dozens of slots for 10 s each), and drops
 // to 1 while its last attempt failed: an endpoint that hangs holds one slot for its 10 s, not the
 // worker. A live endpoint's events are claimed in the same round as a dead one's, whatever the
-// dead one's backlog. What the worker remembers of an endpoint is dropped once it is idle and
-// healthy, or idle for ENDPOINT_IDLE_MS while failing: its map holds the endpoints in use.
+// dead one's backlog. What the worker remembers of an endpoint is dropped once it has been idle a
+// minute (ten while failing): its map holds the endpoints in use, and an endpoint between two
+// bursts of a backlog keeps the slots its deliveries earned (forgotten at each idle moment, a busy
+// endpoint whose attempts all ended together fell back to 4 slots: bench:monitors (B)).
 import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/database.ts';
@@ -47,6 +49,8 @@ export interface DeliveryWorkerOptions {
   idleMs?: number;
   /** Shortest pause between two rounds while there is work (completions are claimed for in batches). */
   busyMs?: number;
+  /** A healthy endpoint idle this long is forgotten (a failing one after ten times as long). */
+  endpointIdleMs?: number;
 }
 
 interface EndpointState {
@@ -59,8 +63,8 @@ interface EndpointState {
   lastUsed: number;
 }
 
-/** A failing endpoint with nothing in flight is forgotten after this (it starts at 1 slot again only while remembered). */
-const ENDPOINT_IDLE_MS = 10 * 60_000;
+/** A healthy endpoint with nothing in flight is forgotten after this; a failing one after ten times as long. */
+const ENDPOINT_IDLE_MS = 60_000;
 
 /**
  * The endpoint a monitor delivers to: its URL's host and port. A monitor without a usable URL is
@@ -93,6 +97,7 @@ export class DeliveryWorker {
   readonly #busyMs: number;
   readonly #limit: number;
   readonly #perEndpoint: number;
+  readonly #endpointIdleMs: number;
   readonly #endpoints = new Map<string, EndpointState>();
   readonly #stop = new AbortController();
   readonly #running = new Set<Promise<void>>();
@@ -108,6 +113,7 @@ export class DeliveryWorker {
     this.#schedule = retryScheduleOf(deps.config);
     this.#idleMs = opts.idleMs ?? 500;
     this.#busyMs = opts.busyMs ?? 50;
+    this.#endpointIdleMs = opts.endpointIdleMs ?? ENDPOINT_IDLE_MS;
     this.#limit = deps.config.WEBHOOK_CONCURRENCY;
     this.#perEndpoint = deps.config.WEBHOOK_ENDPOINT_CONCURRENCY;
   }
@@ -206,16 +212,18 @@ export class DeliveryWorker {
     return events.length;
   }
 
-  /** Failing endpoints idle for ENDPOINT_IDLE_MS are forgotten (healthy ones are as soon as they are idle). */
+  /** Endpoints idle for endpointIdleMs are forgotten (failing ones after ten times as long). */
   #forgetIdle(): void {
     const now = performance.now();
     for (const [e, s] of this.#endpoints) {
-      if (s.inFlight === 0 && now - s.lastUsed > ENDPOINT_IDLE_MS) this.#endpoints.delete(e);
+      const idleMs = s.failing ? this.#endpointIdleMs * 10 : this.#endpointIdleMs;
+      if (s.inFlight === 0 && now - s.lastUsed >= idleMs) this.#endpoints.delete(e);
     }
   }
 
-  /** Endpoints this worker remembers (tests: idle ones are dropped). */
+  /** Endpoints this worker remembers, idle ones forgotten first (tests). */
   get endpointsRemembered(): number {
+    this.#forgetIdle();
     return this.#endpoints.size;
   }
 
@@ -240,8 +248,6 @@ export class DeliveryWorker {
         s.inFlight--;
         s.lastUsed = performance.now();
         this.#inFlight--;
-        // Idle and healthy: forgotten (a later backlog starts at INITIAL_SLOTS again).
-        if (s.inFlight === 0 && !s.failing) this.#endpoints.delete(endpoint);
         this.#running.delete(p);
         this.#wake?.();
       });
