@@ -32,6 +32,7 @@ import { MonitorScheduler } from '../../src/jobs/monitors/scheduler.ts';
 import { SecretBox, generateSecret } from '../../src/jobs/monitors/webhook-secrets.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
+import type { LaneHealth } from '../../src/queue/lane-health.ts';
 
 const log = pino({ level: 'silent' });
 const GENEROUS = {
@@ -584,4 +585,55 @@ describe('a run refused for a retryable reason (an orchestrator)', () => {
     expect(Math.abs(m.next_run_at!.getTime() - (startedAt + 3600_000))).toBeLessThan(2000);
     expect(m.next_run_at!.getTime() - (started[0]!.due_at.getTime() + 3600_000)).toBeGreaterThan(1000);
   }, 90_000);
+
+  it('monitors created together under a product limit all run: the refused ones are deferred past its Retry-After, and their phases spread', async () => {
+    lane ??= await startLaneWorker('domain', { config: h.config, log, blockMs: 200 });
+    await until('the domain lane alive', async () => {
+      const health = h.deps.runtime.services.laneHealth as LaneHealth;
+      await health.refresh();
+      return health.alive('domain');
+    });
+    // 6 a minute, the whole minute's quota at once: six start at the due time, the other two
+    // are refused (capability_rate_limit_exceeded, Retry-After ~10 s) and deferred.
+    const t = await fundedTenant(h, 100, {
+      limits: { ...GENEROUS, products: { 'lookup.domain.v1': { perMinute: 6, perHour: 1000 } } },
+    });
+    const refs: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const res = await api(h, t.key).post('/v2/monitors', {
+        product: 'lookup.domain.v1',
+        request: { value: rdapNames.registered },
+        schedule: { intervalSeconds: 3600 },
+        paused: true,
+      });
+      refs.push(res.body.monitorId);
+    }
+    // The orchestrator's own view of the lane catches up (its heartbeat reads are periodic).
+    await new Promise((r) => setTimeout(r, 3000));
+    // Resumed in one statement: all due at the same instant.
+    await sql`UPDATE monitors SET paused = 0, next_run_at = NOW(3) WHERE public_id IN (${sql.join(refs)})`.execute(
+      h.deps.db,
+    );
+    const runs = async () =>
+      (
+        await sql<{ outcome: string; code: string | null; deferrals: number; next_run_at: Date }>`
+        SELECT r.outcome, r.code, r.deferrals, m.next_run_at FROM monitor_runs r JOIN monitors m ON m.id = r.monitor_id
+        WHERE m.public_id IN (${sql.join(refs)})`.execute(h.deps.db)
+      ).rows;
+    const done = await until(
+      'every run started',
+      async () => {
+        const r = await runs();
+        return r.length === 8 && r.every((x) => x.outcome !== 'claimed') ? r : null;
+      },
+      100_000,
+      500,
+    );
+    expect(done.map((r) => [r.outcome, r.code])).toEqual(Array(8).fill(['started', null]));
+    const deferred = done.filter((r) => Number(r.deferrals) > 0);
+    expect(deferred.length).toBeGreaterThanOrEqual(2);
+    // The deferred monitors' next runs are due later than the others': their phases moved apart.
+    const onTime = done.filter((r) => Number(r.deferrals) === 0).map((r) => r.next_run_at.getTime());
+    for (const r of deferred) expect(r.next_run_at.getTime()).toBeGreaterThan(Math.max(...onTime) + 5000);
+  }, 120_000);
 });
