@@ -295,20 +295,27 @@ describe('monitors driven round by round (no orchestrator)', () => {
         const rows = await Promise.all([fresh, closing, copiedEvent].map((ref) => eventRow(h, ref)));
         return rows.every((e) => e.attempts >= 1);
       });
+      for (const ref of [fresh, copiedEvent]) {
+        const e = await eventRow(h, ref);
+        expect(e).toMatchObject({ status: 'pending', attempts: 1, last_error: 'secret_unreadable', claim_token: null });
+        expect(e.next_attempt_at!.getTime()).toBeGreaterThan(Date.now() - 5000);
+      }
+      // Its 24 h window (600 s here) was over: failed, never claimed again.
+      expect(await eventRow(h, closing)).toMatchObject({
+        status: 'failed',
+        last_error: 'secret_unreadable',
+        next_attempt_at: null,
+      });
+      // An unreadable secret is the monitor's fault, not the endpoint's: a monitor with a readable
+      // one posting there still gets the endpoint's two slots, not a failing endpoint's one.
+      const healthy = await row(h, (await create(t.key, { webhook: { url: receiver.url('/readable') } })).monitorId);
+      await onlyDue(h, [healthy.id]);
+      await dueEvent(h, healthy);
+      await dueEvent(h, healthy);
+      expect(await w.round()).toBe(2);
     } finally {
       await w.close();
     }
-    for (const ref of [fresh, copiedEvent]) {
-      const e = await eventRow(h, ref);
-      expect(e).toMatchObject({ status: 'pending', attempts: 1, last_error: 'secret_unreadable', claim_token: null });
-      expect(e.next_attempt_at!.getTime()).toBeGreaterThan(Date.now() - 5000);
-    }
-    // Its 24 h window (600 s here) was over: failed, never claimed again.
-    expect(await eventRow(h, closing)).toMatchObject({
-      status: 'failed',
-      last_error: 'secret_unreadable',
-      next_attempt_at: null,
-    });
     expect(receiver.received('/unreadable')).toHaveLength(0);
     expect(receiver.received('/copied')).toHaveLength(0);
   }, 30_000);

@@ -323,8 +323,12 @@ export class DeliveryWorker {
       // another worker attempts it.
       return;
     }
-    s.failing = true;
-    s.slots = INITIAL_SLOTS;
+    if (!sentNothing) {
+      // The endpoint failed. (A secret that does not open is the monitor's, not the endpoint's:
+      // the other monitors posting there keep their slots.)
+      s.failing = true;
+      s.slots = INITIAL_SLOTS;
+    }
     if (outcome.kind === 'gone') {
       if (
         await recordAttempt(
