@@ -59,7 +59,7 @@ interface EndpointState {
   failing: boolean;
   /** Slots it may hold now: INITIAL_SLOTS, doubled by each delivery up to the endpoint limit. */
   slots: number;
-  /** When its last attempt ended (performance.now()): a failing endpoint idle long is forgotten. */
+  /** When its last attempt ended (performance.now()): an endpoint idle long is forgotten. */
   lastUsed: number;
 }
 
@@ -166,8 +166,8 @@ export class DeliveryWorker {
       const head = await monitorsWithDueEvents(db, 0, MONITORS_PER_ROUND - order.length);
       order = [...order, ...head.filter((m) => !seen.has(m))];
     }
-    if (order.length === 0) return 0;
     this.#forgetIdle();
+    if (order.length === 0) return 0;
     const urls = await webhookUrls(db, order);
     const endpointOfMonitor = new Map(order.map((m) => [m, endpointOf(m, urls.get(m))]));
     // Room per endpoint, shared by the monitors that post to it.
