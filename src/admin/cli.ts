@@ -27,6 +27,8 @@ import { balance, grantCredits } from '../credits/ledger.ts';
 import { randomUUID } from 'node:crypto';
 import { productById } from '../products/registry.ts';
 import type { Db } from '../db/database.ts';
+import { rekeyWebhookSecrets } from '../jobs/monitors/rekey-secrets.ts';
+import { SecretBox } from '../jobs/monitors/webhook-secrets.ts';
 
 async function showWithBalance(db: Db, wsPublic: string) {
   const ws = await showWorkspace(db, wsPublic);
@@ -47,7 +49,9 @@ const USAGE = `usage: npm run admin -- <command> [options]
   scope revoke --workspace W --domain D
   scope list --workspace W
   limits set --workspace W [--application A] [--app-per-minute N] [--app-burst N]
-             [--product ID --per-minute N --per-hour N]`;
+             [--product ID --per-minute N --per-hour N]
+  webhooks rekey                          (re-seals every webhook secret under WEBHOOK_SECRET_KEY,
+                                           opening old ones with WEBHOOK_SECRET_KEY_PREVIOUS)`;
 
 const options = {
   name: { type: 'string' },
@@ -208,6 +212,11 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
             : undefined,
         });
       }
+      case 'webhooks rekey':
+        return await rekeyWebhookSecrets(
+          db,
+          new SecretBox(config.WEBHOOK_SECRET_KEY, config.WEBHOOK_SECRET_KEY_PREVIOUS),
+        );
       default:
         throw new UsageError(USAGE);
     }

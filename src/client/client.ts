@@ -5,7 +5,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { LssPartialError } from './errors.ts';
-import { HttpTransport, type RetryEvent } from './http-transport.ts';
+import { HttpTransport, newIdempotencyKey, type RetryEvent } from './http-transport.ts';
 import { jobOutcome, pollUntilTerminal, type JobOutcome, type WaitOptions } from './job-polling.ts';
 import { collectPages, iteratePages, type Collected, type PageOptions } from './page-iterator.ts';
 import {
@@ -339,16 +339,17 @@ export class LssClient {
       .body;
   }
 
-  /** Schedule, pause/resume, webhook URL (re-enables a disabled one), rotateSecret (the new secret in webhook.secret, once). */
-  async updateMonitor(
-    monitorId: string,
-    patch: MonitorPatch,
-    opts: { signal?: AbortSignal | undefined } = {},
-  ): Promise<Monitor> {
+  /**
+   * Schedule, pause/resume, webhook URL (re-enables a disabled one), rotateSecret (the new secret in
+   * webhook.secret, once). Sent with an Idempotency-Key (one per call, the same on its retries), so a
+   * rotation whose reply was lost returns the same secret when retried.
+   */
+  async updateMonitor(monitorId: string, patch: MonitorPatch, opts: WriteOptions = {}): Promise<Monitor> {
     return (
       await this.#http.call<Monitor>('PATCH', apiPaths.monitor(monitorId), {
         expect: [200],
         body: patch,
+        idempotencyKey: opts.idempotencyKey ?? newIdempotencyKey(),
         signal: opts.signal,
       })
     ).body;

@@ -93,7 +93,8 @@ export class HttpTransport {
   }
 
   async call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions): Promise<Reply<T>> {
-    const idempotencyKey = method === 'POST' ? (opts.idempotencyKey ?? newIdempotencyKey()) : undefined;
+    // Every POST carries a key; a PATCH when its caller gives one (a secret rotation must: CONTRACT §14).
+    const idempotencyKey = method === 'POST' ? (opts.idempotencyKey ?? newIdempotencyKey()) : opts.idempotencyKey;
     const url = new URL(this.#opts.baseUrl + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = {
@@ -108,6 +109,7 @@ export class HttpTransport {
       body = JSON.stringify(opts.body ?? {});
     } else if (method === 'PATCH') {
       headers['content-type'] = 'application/json';
+      if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
       body = JSON.stringify(opts.body ?? {});
     }
 

@@ -461,7 +461,9 @@ export const configSchema = z
       .min(1)
       .max(1024)
       .default(32)
-      .describe("Deliveries in flight at once to one monitor's webhook per orchestrator (1 while it is failing)"),
+      .describe(
+        'Deliveries in flight at once to one webhook endpoint (host and port, whatever monitors share it) per orchestrator (1 while it is failing)',
+      ),
     WEBHOOK_RETRY_SCHEDULE_SECONDS: list(z.string().regex(/^\d{1,5}$/, 'must be whole seconds'))
       .transform((xs) => xs.map(Number))
       .refine((xs) => xs.length > 0 && xs.every((x) => x >= 1 && x <= 86_400), 'each delay must be 1 to 86400 seconds')

@@ -90,6 +90,12 @@ export const monitorSchema = z.object({
   request: z.record(z.string(), z.unknown()),
   schedule: z.object({ intervalSeconds: z.number().int() }),
   paused: z.boolean(),
+  pausedReason: z
+    .enum(['key_revoked'])
+    .nullable()
+    .describe(
+      'Why the service paused it (key_revoked: the key it runs as was revoked; resuming it binds it to the resuming key); null when its owner paused it, or while it runs',
+    ),
   nextRunAt: z.string().nullable().describe('null while paused'),
   createdAt: z.string(),
   webhook: webhookViewSchema.nullable(),
@@ -201,6 +207,12 @@ const idempotencyHeader = {
   description: '1-255 visible ASCII characters (0x21-0x7E), scoped to the API key, kept 24 h.',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
 };
+/** A PATCH honours a key and needs one to rotate the webhook secret (the replay returns the same secret). */
+const patchIdempotencyHeader = {
+  ...idempotencyHeader,
+  required: false,
+  description: `${idempotencyHeader.description} Required with webhook.rotateSecret: a retry with the same key returns the same new secret.`,
+};
 const json = (description: string, name: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } },
@@ -249,14 +261,14 @@ export function monitorPaths(errorResponses: (codes: ErrorCode[]) => Json): Json
         operationId: 'updateMonitor',
         summary: 'Change the schedule, pause or resume, change the webhook URL or rotate its secret',
         ...write,
-        parameters: [monitorIdParam],
+        parameters: [monitorIdParam, patchIdempotencyHeader],
         requestBody: {
           required: true,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/PatchMonitorRequest' } } },
         },
         responses: {
           '200': json('The monitor', 'Monitor'),
-          ...errorResponses([...AUTH, ...BODY, 'monitor_not_found']),
+          ...errorResponses([...AUTH, ...BODY, ...IDEMPOTENT, 'monitor_not_found']),
         },
       },
       delete: {

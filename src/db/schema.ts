@@ -263,6 +263,8 @@ export interface MonitorsTable {
   request: Json;
   interval_seconds: number;
   paused: Generated<number>;
+  /** Why the service paused it ('key_revoked'); null when its owner did (migration 022). */
+  paused_reason: string | null;
   next_run_at: Date | null;
   last_job_id: number | null;
   webhook_url: string | null;
@@ -286,6 +288,9 @@ export interface MonitorRunsTable {
   code: string | null;
   job_id: number | null;
   claimed_at: Generated<Date>;
+  /** While claimed: when any orchestrator may take it (lease end, or a deferred run's retry; migration 022). */
+  reclaim_at: Date | null;
+  deferrals: Generated<number>;
   run_at: Date | null;
 }
 

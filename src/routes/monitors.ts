@@ -19,6 +19,8 @@ import {
   type PatchMonitorBody,
 } from '../contract/monitor-schemas.ts';
 import type { AppDeps } from '../http/deps.ts';
+import type { Db } from '../db/database.ts';
+import type { Trx } from '../db/transaction.ts';
 import { authenticate } from '../http/authenticate.ts';
 import { admitWrite, rateLimit } from '../http/rate-limit.ts';
 import { commitReply, requireIdempotencyKey, claimIdempotency } from '../http/idempotency.ts';
@@ -30,6 +32,7 @@ import {
   answerCommittedElsewhere,
   decideIdempotency,
   endClaim,
+  requireIdempotencyKey as requireKey,
   sendReplay,
 } from '../jobs/admission/idempotency-step.ts';
 import { checkProductInput } from '../jobs/admission/input-validation.ts';
@@ -43,7 +46,9 @@ import {
   listMonitors,
   MonitorCapReached,
   MonitorCommittedElsewhere,
+  RotationOverlap,
   type MonitorChange,
+  type MonitorRow,
 } from '../jobs/monitors/monitors-repo.ts';
 import { deliveriesPage, redeliver } from '../jobs/monitors/deliveries-repo.ts';
 import { deliveryView, monitorView } from '../jobs/monitors/monitor-view.ts';
@@ -61,8 +66,9 @@ function invalid(reason: string, message: string, path: string): ApiError {
 }
 
 /**
- * A create's reply is kept for replay with its secret sealed (WEBHOOK_SECRET_KEY), never in clear;
- * a replay opens it again, so a client that lost the first answer still gets its secret.
+ * A create's or a rotation's reply is kept for replay with its secret sealed (WEBHOOK_SECRET_KEY,
+ * bound to the monitor), never in clear; a replay opens it again, so a client that lost the first
+ * answer still gets its secret.
  */
 function unsealingPort(box: SecretBox): AdmissionPort<Response> {
   return {
@@ -72,7 +78,7 @@ function unsealingPort(box: SecretBox): AdmissionPort<Response> {
       const body = JSON.parse(text) as { webhook?: { secret?: string } | null };
       const sealed = body.webhook?.secret;
       if (sealed !== undefined) {
-        const secret = box.openText(sealed);
+        const secret = box.openText(sealed, String((body as { monitorId?: unknown }).monitorId));
         if (secret) body.webhook!.secret = secret;
         else delete body.webhook!.secret;
       }
@@ -167,12 +173,13 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
       s.step = 'monitor';
       const secret = url ? generateSecret() : null;
       const p = s.principal!;
+      const ref = publicId('mon');
       let row;
       try {
         row = await createMonitor(
           deps.db,
           {
-            publicId: publicId('mon'),
+            publicId: ref,
             workspaceId: p.workspaceId,
             apiKeyId: p.keyId,
             product: def.id,
@@ -180,10 +187,13 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
             intervalSeconds: seconds,
             paused: body.paused,
             webhookUrl: url,
-            webhookSecret: secret ? box.seal(secret) : null,
+            webhookSecret: secret ? box.seal(secret, ref) : null,
           },
           deps.config.MONITORS_PER_WORKSPACE,
-          (r) => ({ status: 201, stored: JSON.stringify(view(r, secret ? { secret: box.sealText(secret) } : {})) }),
+          (r) => ({
+            status: 201,
+            stored: JSON.stringify(view(r, secret ? { secret: box.sealText(secret, r.public_id) } : {})),
+          }),
           s.claim,
           deps.config.IDEMPOTENCY_TTL_HOURS,
         );
@@ -233,42 +243,83 @@ export function mountMonitorRoutes(app: Express, deps: AppDeps): void {
     },
   );
 
+  // A PATCH honours an Idempotency-Key (a replay answers the stored reply) and one that rotates the
+  // secret requires it: a rotation retried after its reply was lost must return the secret it made,
+  // not make another and push the one receivers hold out of the overlap.
   app.patch(
     '/v2/monitors/:monitor_id',
     authenticate(deps.auth, ['scan:create']),
     readBody,
-    rateLimit(deps.limiter),
+    admitWrite(deps.limiter, deps.idempotency.leases),
     reportBodyError,
     validateBody(patchMonitorBody),
     async (req, res) => {
       const s = state(res);
-      s.step = 'monitor';
       const body = s.input as PatchMonitorBody;
+      if (body.webhook?.rotateSecret) requireKey(s);
       const change: MonitorChange = {};
       if (body.schedule) change.intervalSeconds = interval(body.schedule.intervalSeconds);
       if (body.paused !== undefined) change.paused = body.paused;
+      if (body.paused === false) change.resumeAsKeyId = s.principal!.keyId;
       let secret: string | undefined;
       if (body.webhook === null) change.webhookUrl = null;
       else if (body.webhook?.url !== undefined) change.webhookUrl = await webhookUrl(body.webhook.url);
-      const row = await changeMonitor(deps.db, s.principal!.workspaceId, String(req.params.monitor_id), (m) => {
-        const hasWebhook = m.webhook_url !== null && change.webhookUrl !== null;
-        const adding = m.webhook_url === null && typeof change.webhookUrl === 'string';
-        if (body.webhook?.rotateSecret && !hasWebhook && !adding) {
+      if (s.idempotencyKey) {
+        const pending = decideIdempotency(deps.idempotency, s, 'mysql', req.method, req.path);
+        const decision = pending instanceof Promise ? await pending : pending;
+        if (decision.kind === 'replay') return sendReplay(res, createPort, decision.reply);
+      }
+      s.step = 'monitor';
+      const reply = async (r: MonitorRow, db: Db | Trx, secretText?: string) =>
+        view(r, { ...(secretText ? { secret: secretText } : {}), lastRuns: await lastRuns(db, r.id, LAST_RUNS) });
+      let row: MonitorRow | null;
+      try {
+        row = await changeMonitor(
+          deps.db,
+          s.principal!.workspaceId,
+          String(req.params.monitor_id),
+          (m) => {
+            const hasWebhook = m.webhook_url !== null && change.webhookUrl !== null;
+            const adding = m.webhook_url === null && typeof change.webhookUrl === 'string';
+            if (body.webhook?.rotateSecret && !hasWebhook && !adding) {
+              throw invalid(
+                'no_webhook',
+                'the monitor has no webhook whose secret could be rotated',
+                'webhook.rotateSecret',
+              );
+            }
+            if (adding || body.webhook?.rotateSecret) {
+              secret = generateSecret();
+              change.webhookSecret = box.seal(secret, m.public_id);
+              if (!adding) change.rotatedUntil = new Date(Date.now() + ROTATION_OVERLAP_MS);
+            }
+            return change;
+          },
+          s.claim
+            ? {
+                claim: s.claim,
+                ttlHours: deps.config.IDEMPOTENCY_TTL_HOURS,
+                reply: async (r, trx) => ({
+                  status: 200,
+                  stored: JSON.stringify(await reply(r, trx, secret ? box.sealText(secret, r.public_id) : undefined)),
+                }),
+              }
+            : undefined,
+        );
+      } catch (err) {
+        if (err instanceof RotationOverlap) {
           throw invalid(
-            'no_webhook',
-            'the monitor has no webhook whose secret could be rotated',
+            'rotation_overlap',
+            `the previous secret signs beside the current one until ${err.until.toISOString()}: rotate again after that (or remove the webhook and add it again)`,
             'webhook.rotateSecret',
           );
         }
-        if (adding || body.webhook?.rotateSecret) {
-          secret = generateSecret();
-          change.webhookSecret = box.seal(secret);
-          if (!adding) change.rotatedUntil = new Date(Date.now() + ROTATION_OVERLAP_MS);
-        }
-        return change;
-      });
+        if (!(err instanceof MonitorCommittedElsewhere)) throw err;
+        return answerCommittedElsewhere(deps.idempotency, s, res, createPort);
+      }
       if (!row) throw new ApiError('monitor_not_found');
-      res.json(view(row, { ...(secret ? { secret } : {}), lastRuns: await lastRuns(deps.db, row.id, LAST_RUNS) }));
+      await endClaim(deps.idempotency, s, true);
+      expressPort.send(res, 200, JSON.stringify(await reply(row, deps.db, secret)), false);
     },
   );
 

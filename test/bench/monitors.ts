@@ -19,6 +19,15 @@
 //       behind a dead endpoint's backlog of BENCH_DEAD (10,000) events (a listener that accepts
 //       TCP and never answers: every attempt waits its 10 s); the live drain rate with the
 //       backlog over the rate alone. Target ≥ 0.9.
+//   (D) the delivery worker's "which monitors have events due" (every 500 ms per orchestrator,
+//       src/jobs/monitors/deliveries-repo.ts) with BENCH_IDLE_MONITORS (100,000) idle monitors and
+//       BENCH_IDLE_EVENTS (1,000,000) delivered events (made by INSERT … SELECT in SQL), nothing
+//       due: its EXPLAIN and its time, median and p99 of BENCH_IDLE_QUERIES (200), beside the
+//       same question asked as before issue 44 (the monitor-led index: a loose scan of every
+//       monitor that has events). Target: ≤ 5 ms.
+// (B) measures the worker, not one endpoint's limit: its monitors all post to one receiver, so the
+// bench sets WEBHOOK_ENDPOINT_CONCURRENCY to BENCH_ENDPOINT_CONCURRENCY (256; the service's default
+// 32 bounds one endpoint to 32 ÷ its latency, 160 events/s at 200 ms).
 // Develop with small sizes (BENCH_MONITORS=100 BENCH_EVENTS=1000 BENCH_DEAD=1000 BENCH_LIVE=200);
 // the figures in docs/operations.md are taken at the defaults on a quiet machine.
 import { randomBytes } from 'node:crypto';
@@ -38,6 +47,10 @@ const EVENT_MONITORS = num('BENCH_EVENT_MONITORS', 100);
 const DEAD = num('BENCH_DEAD', 10_000);
 const LIVE = num('BENCH_LIVE', 1000);
 const RATE = num('BENCH_RATE', 300);
+const IDLE_MONITORS = num('BENCH_IDLE_MONITORS', 100_000);
+const IDLE_EVENTS = num('BENCH_IDLE_EVENTS', 1_000_000);
+const IDLE_QUERIES = num('BENCH_IDLE_QUERIES', 200);
+const ENDPOINT_CONCURRENCY = num('BENCH_ENDPOINT_CONCURRENCY', 256);
 /** The orchestrator's MONITOR_STARTS_PER_SECOND (the service's default). */
 const STARTS_PER_SECOND = num('BENCH_STARTS_PER_SECOND', 50);
 const LOAD_S = num('BENCH_LOAD_S', 10);
@@ -158,6 +171,7 @@ async function main(): Promise<void> {
   const { startHeartbeat } = await import('../../src/queue/heartbeat.ts');
   const { queueKeys } = await import('../../src/queue/streams.ts');
   const { generateSecret, SecretBox } = await import('../../src/jobs/monitors/webhook-secrets.ts');
+  const { dueMonitorsQuery } = await import('../../src/jobs/monitors/deliveries-repo.ts');
 
   const loadAtStart = os.loadavg();
   const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
@@ -200,6 +214,7 @@ async function main(): Promise<void> {
       OUTBOUND_PORT_MAP: `443=${receiver.port},8443=${dead.port}`,
       SHUTDOWN_TIMEOUT_MS: '3000',
       MONITOR_STARTS_PER_SECOND: String(STARTS_PER_SECOND),
+      WEBHOOK_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY),
     };
     const config = parseConfig({ ...process.env, ...env });
     const dbh = createDb(databaseUrl, { connectionLimit: 4 });
@@ -255,18 +270,19 @@ async function main(): Promise<void> {
     // (A) -----------------------------------------------------------------------------------
     log(`(A) ${MONITORS} monitors (MONITOR_STARTS_PER_SECOND ${STARTS_PER_SECOND}); ordinary load ${RATE} req/s paced`);
     const box = new SecretBox(config.WEBHOOK_SECRET_KEY);
-    const monitorRow = (product: string, request: unknown, url: string | null) => ({
-      public_id: publicId('mon'),
+    const monitorRow = (product: string, request: unknown, url: string | null, ref = publicId('mon')) => ({
+      public_id: ref,
       workspace_id: wsId,
       api_key_id: apiKeyId,
       product,
       request: JSON.stringify(request),
       interval_seconds: 86_400,
       paused: 0,
+      paused_reason: null,
       next_run_at: null,
       last_job_id: null,
       webhook_url: url,
-      webhook_secret: url ? box.seal(generateSecret()) : null,
+      webhook_secret: url ? box.seal(generateSecret(), ref) : null,
       webhook_prev_secret: null,
       webhook_prev_secret_until: null,
       webhook_disabled: null,
@@ -411,6 +427,48 @@ async function main(): Promise<void> {
     const deadAttempts = await sql<{ n: number }>`SELECT COALESCE(SUM(attempts), 0) AS n FROM monitor_events
       WHERE monitor_id = ${deadMonitor!}`.execute(db);
 
+    // (D) -----------------------------------------------------------------------------------
+    log(`(D) ${IDLE_MONITORS} idle monitors, ${IDLE_EVENTS} delivered events (INSERT … SELECT)`);
+    // (C)'s dead backlog is retried for 24 h: failed now, so that nothing is due but what (D) asks.
+    await sql`UPDATE monitor_events SET status = 'failed', next_attempt_at = NULL WHERE status = 'pending'`.execute(db);
+    const firstIdle = Number(
+      (await sql<{ n: number }>`SELECT COALESCE(MAX(id), 0) + 1 AS n FROM monitors`.execute(db)).rows[0]!.n,
+    );
+    await sql`INSERT INTO monitors (public_id, workspace_id, api_key_id, product, request, interval_seconds, paused)
+      SELECT CONCAT('mon_IDLE', LPAD(seq, 22, '0')), ${wsId}, ${apiKeyId}, 'lookup.domain.v1', '{"value":"lab.test"}',
+        86400, 1
+      FROM seq_1_to_${sql.raw(String(IDLE_MONITORS))}`.execute(db);
+    // Events spread over the idle monitors: seq's i-th goes to monitor firstIdle + i mod N.
+    for (let done = 0; done < IDLE_EVENTS; done += 200_000) {
+      const n = Math.min(200_000, IDLE_EVENTS - done);
+      await sql`INSERT INTO monitor_events (public_id, monitor_id, workspace_id, type, body, status, attempts,
+          last_attempt_at, last_status_code, delivered_at, created_at)
+        SELECT CONCAT('msg_IDLE', LPAD(seq + ${done}, 22, '0')), ${firstIdle} + ((seq + ${done}) % ${IDLE_MONITORS}),
+          ${wsId}, 'monitor.job_finished', '{}', 'delivered', 1, NOW(3), 204, NOW(3), NOW(3)
+        FROM seq_1_to_${sql.raw(String(n))}`.execute(db);
+    }
+    await sql`ANALYZE TABLE monitor_events, monitors`.execute(db);
+    const oldQuery = sql`SELECT monitor_id, MIN(next_attempt_at) AS due FROM monitor_events FORCE INDEX (ix_monitor_events_due)
+      WHERE monitor_id > 0 AND status = 'pending' AND next_attempt_at <= NOW(3)
+      GROUP BY monitor_id ORDER BY monitor_id LIMIT 500`;
+    const explain = async (q: ReturnType<typeof dueMonitorsQuery> | typeof oldQuery) =>
+      (await sql<Record<string, unknown>>`EXPLAIN ${q}`.execute(db)).rows
+        .map((r) => `${r.table} type=${r.type} key=${r.key} rows=${r.rows} ${r.Extra ?? ''}`)
+        .join('; ');
+    const timeQuery = async (q: ReturnType<typeof dueMonitorsQuery> | typeof oldQuery, times: number) => {
+      const ms: number[] = [];
+      for (let i = 0; i < times; i++) {
+        const t0 = performance.now();
+        await q.execute(db);
+        ms.push(performance.now() - t0);
+      }
+      return Float64Array.from(ms).sort();
+    };
+    const newPlan = await explain(dueMonitorsQuery(0, 500));
+    const oldPlan = await explain(oldQuery);
+    const newMs = await timeQuery(dueMonitorsQuery(0, 500), IDLE_QUERIES);
+    const oldMs = await timeQuery(oldQuery, Math.min(IDLE_QUERIES, 20));
+
     // ---------------------------------------------------------------------------------------
     const out = process.stdout;
     out.write(
@@ -446,6 +504,12 @@ async function main(): Promise<void> {
     out.write(
       `  the dead endpoint meanwhile: ${dead.connections()} connections, ${deadAttempts.rows[0]!.n} attempts recorded\n\n`,
     );
+    out.write(`\n(D) ${IDLE_MONITORS} idle monitors, ${IDLE_EVENTS} delivered events, none due:\n`);
+    out.write(`  EXPLAIN now:    ${newPlan}\n`);
+    out.write(`  EXPLAIN before: ${oldPlan}\n`);
+    out.write(
+      `  due-event query: p50 ${fmt(percentile(newMs, 50))} ms, p99 ${fmt(percentile(newMs, 99))} ms (${IDLE_QUERIES} runs); before issue 44: p50 ${fmt(percentile(oldMs, 50))} ms (${oldMs.length} runs); before / now = ${fmt(percentile(oldMs, 50) / percentile(newMs, 50), 0)}\n\n`,
+    );
     const maxDelayS = (delays[delays.length - 1] ?? Number.POSITIVE_INFINITY) / 1000;
     out.write(
       `${verdict(started.length === MONITORS && maxDelayS <= 60, `(A) every run started within 60 s of due: max ${fmt(maxDelayS)} s`)}\n`,
@@ -456,6 +520,9 @@ async function main(): Promise<void> {
     out.write(`${verdict(bRate >= 200, `(B) drain ≥ 200 events/s: ${fmt(bRate, 0)}`)}\n`);
     out.write(
       `${verdict(aloneS / withS >= 0.9, `(C) the live endpoint's rate with a dead backlog ≥ 0.9 × alone: ${fmt(aloneS / withS)}`)}\n`,
+    );
+    out.write(
+      `${verdict(percentile(newMs, 50) <= 5, `(D) idle due-event query ≤ 5 ms: p50 ${fmt(percentile(newMs, 50))} ms`)}\n`,
     );
     await orchestrator.stop('SIGTERM');
   } finally {

@@ -6,6 +6,10 @@ import { testEnv } from '../helpers/harness.ts';
 import { isWellFormedApiKey } from '../../src/auth/api-key.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
 import { zoneApex } from '../lab/zones.ts';
+import { sql } from 'kysely';
+import { createScratchDatabase } from '../helpers/processes.ts';
+import { createDb } from '../../src/db/database.ts';
+import { generateSecret, SecretBox } from '../../src/jobs/monitors/webhook-secrets.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -361,4 +365,40 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       expect(r.out.message).toContain('scope challenge');
     });
   });
+});
+
+describe('webhooks rekey (issue 44 item 5): the previous WEBHOOK_SECRET_KEY can be retired', () => {
+  it('re-seals every secret under the current key, bound to its monitor, and names the ones no key opens', async () => {
+    const scratch = await createScratchDatabase('rekeycli');
+    const handle = createDb(scratch.url, { connectionLimit: 2 });
+    try {
+      const [oldKey, newKey] = ['o'.repeat(40), 'n'.repeat(40)];
+      const refs = [`mon_${'R'.repeat(26)}`, `mon_${'S'.repeat(26)}`];
+      const secret = generateSecret();
+      const sealed = [
+        new SecretBox(oldKey).seal(secret, refs[0]!),
+        new SecretBox('x'.repeat(40)).seal(secret, refs[1]!),
+      ];
+      for (const [i, ref] of refs.entries()) {
+        await sql`INSERT INTO monitors (public_id, workspace_id, api_key_id, product, request, interval_seconds, paused,
+            webhook_url, webhook_secret)
+          VALUES (${ref}, 1, 1, 'lookup.domain.v1', '{}', 3600, 1, 'https://127.0.0.1/h', ${sealed[i]})`.execute(
+          handle.db,
+        );
+      }
+      const r = adminSync(
+        { DATABASE_URL: scratch.url, WEBHOOK_SECRET_KEY: newKey, WEBHOOK_SECRET_KEY_PREVIOUS: oldKey },
+        'webhooks',
+        'rekey',
+      );
+      expect(r.code).toBe(0);
+      expect(r.out).toMatchObject({ monitors: 2, resealed: 1, unreadable: [refs[1]] });
+      const row = await sql<{ webhook_secret: Buffer }>`SELECT webhook_secret FROM monitors
+        WHERE public_id = ${refs[0]!}`.execute(handle.db);
+      expect(new SecretBox(newKey).open(row.rows[0]!.webhook_secret, refs[0]!)).toBe(secret);
+    } finally {
+      await handle.close();
+      await scratch.drop();
+    }
+  }, 60_000);
 });

@@ -67,6 +67,36 @@ describe('client SDK against the real service', () => {
     expect(b.reserved + b.captured).toBe(2); // one reservation of 2 credits, not two
   });
 
+  it('a secret rotation whose reply was lost is retried with the same Idempotency-Key and returns the same secret', async () => {
+    const t = await stack.tenant();
+    const client = sdk(t.key);
+    const { monitor } = await client.createMonitor({
+      product: 'lookup.domain.v1',
+      request: { value: 'lab.test' },
+      schedule: { intervalSeconds: 3600 },
+      webhook: { url: 'https://127.0.0.1/hook' },
+      paused: true,
+    });
+    const path = `/v2/monitors/${monitor.monitorId}`;
+    proxy.dropNextReply((r) => r.method === 'PATCH' && r.path === path);
+    const rotated = await client.updateMonitor(monitor.monitorId, { webhook: { rotateSecret: true } });
+    const attempts = sent(path, 'PATCH');
+    expect(attempts).toHaveLength(2);
+    expect(attempts[0]!.dropped).toBe(true);
+    expect(attempts[0]!.status).toBe(200); // the server did rotate
+    expect(attempts[1]!.headers['idempotency-key']).toBe(attempts[0]!.headers['idempotency-key']);
+    expect(rotated.webhook?.secret).toMatch(/^whsec_/);
+    // The one rotation: the secret the caller got is the one that signs, the original beside it.
+    const row = await sql<{ id: number }>`SELECT id FROM monitors WHERE public_id = ${monitor.monitorId}
+      AND webhook_prev_secret IS NOT NULL`.execute(stack.h.deps.db);
+    expect(row.rows).toHaveLength(1);
+    const again = await client
+      .updateMonitor(monitor.monitorId, { webhook: { rotateSecret: true } })
+      .catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(LssApiError);
+    expect((again as LssApiError).code).toBe('invalid_request');
+  });
+
   it("a caller's own Idempotency-Key wins and is the one sent", async () => {
     const t = await stack.tenant();
     const res = await sdk(t.key).lookup('mac', { value: 'F4:F5:E8:12:34:56' }, { idempotencyKey: 'caller-key-1' });

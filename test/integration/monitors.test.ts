@@ -104,15 +104,11 @@ function api(h: Harness, key: string) {
   return {
     post: c.post,
     get: c.get,
-    patch: (path: string, body: unknown) =>
-      checked(
-        supertest(h.app)
-          .patch(path)
-          .set('Authorization', `Bearer ${key}`)
-          .send(body as object),
-        'patch',
-        path,
-      ),
+    patch: (path: string, body: unknown, idem?: string) => {
+      let r = supertest(h.app).patch(path).set('Authorization', `Bearer ${key}`);
+      if (idem) r = r.set('Idempotency-Key', idem);
+      return checked(r.send(body as object), 'patch', path);
+    },
     delete: (path: string) =>
       checked(supertest(h.app).delete(path).set('Authorization', `Bearer ${key}`), 'delete', path),
   };
@@ -612,7 +608,12 @@ describe('monitors on one orchestrator', () => {
     const t = await fundedTenant(h, 100, { limits: GENEROUS });
     receiver.on('/gone', () => ({ status: 410 }));
     const m = (await create(t.key, { webhook: { url: receiver.url('/rotate') }, paused: true })).body;
-    const rotated = await api(h, t.key).patch(`/v2/monitors/${m.monitorId}`, { webhook: { rotateSecret: true } });
+    // A rotation needs an Idempotency-Key (monitors-hard.test.ts: its replay returns the same secret).
+    const rotated = await api(h, t.key).patch(
+      `/v2/monitors/${m.monitorId}`,
+      { webhook: { rotateSecret: true } },
+      `rot-${randomBytes(6).toString('hex')}`,
+    );
     expect(rotated.status).toBe(200);
     const fresh: string = rotated.body.webhook.secret;
     expect(fresh).toMatch(/^whsec_/);

@@ -14,6 +14,7 @@ const row = (over: Partial<MonitorRow> = {}): MonitorRow => ({
   request: { value: 'example.test' },
   interval_seconds: 3600,
   paused: false,
+  paused_reason: null,
   next_run_at: new Date(NOW + 60_000),
   last_job_id: 12,
   webhook_url: 'https://hooks.example.test/lss',
@@ -77,9 +78,16 @@ describe('monitorView', () => {
     expect(text).not.toMatch(/"(id|workspace_id|api_key_id|last_job_id)"/);
     expect(JSON.parse(text)).toMatchObject({
       paused: true,
+      pausedReason: null,
       nextRunAt: null,
       webhook: { url: 'https://hooks.example.test/lss' },
     });
+    // Paused by the service (its key revoked): it says why; resumed, the reason is gone.
+    expect(
+      monitorView(row({ paused: true, paused_reason: 'key_revoked', next_run_at: null }), { failingAfterSeconds: day })
+        .pausedReason,
+    ).toBe('key_revoked');
+    expect(monitorView(row({ paused_reason: 'key_revoked' }), { failingAfterSeconds: day }).pausedReason).toBeNull();
     expect(monitorView(row({ webhook_url: null }), { failingAfterSeconds: day }).webhook).toBeNull();
   });
 });

@@ -40,18 +40,30 @@ describe('signing', () => {
 
 describe('SecretBox (WEBHOOK_SECRET_KEY)', () => {
   const key = 'k'.repeat(40);
+  const mon = `mon_${'A'.repeat(26)}`;
   it('seals so that the secret is not in the bytes, and opens with the same key or as the previous one', () => {
     const s = generateSecret();
-    const sealed = new SecretBox(key).seal(s);
+    const sealed = new SecretBox(key).seal(s, mon);
     expect(sealed.toString('latin1')).not.toContain(s.slice(6));
-    expect(new SecretBox(key).open(sealed)).toBe(s);
-    expect(new SecretBox('n'.repeat(40), key).open(sealed)).toBe(s);
-    expect(new SecretBox('n'.repeat(40)).open(sealed)).toBeNull();
+    expect(new SecretBox(key).open(sealed, mon)).toBe(s);
+    expect(new SecretBox('n'.repeat(40), key).open(sealed, mon)).toBe(s);
+    expect(new SecretBox('n'.repeat(40)).open(sealed, mon)).toBeNull();
     const tampered = Buffer.from(sealed);
     tampered[tampered.length - 20]! ^= 1;
-    expect(new SecretBox(key).open(tampered)).toBeNull();
-    expect(new SecretBox(key).openText(new SecretBox(key).sealText(s))).toBe(s);
-    expect(new SecretBox(key).openText('whsec_plain')).toBeNull();
+    expect(new SecretBox(key).open(tampered, mon)).toBeNull();
+    expect(new SecretBox(key).openText(new SecretBox(key).sealText(s, mon), mon)).toBe(s);
+    expect(new SecretBox(key).openText('whsec_plain', mon)).toBeNull();
+  });
+
+  it('binds a sealed secret to its monitor: copied to another monitor, it does not open', () => {
+    const s = generateSecret();
+    const box = new SecretBox(key);
+    const sealed = box.seal(s, mon);
+    expect(box.open(sealed, `mon_${'B'.repeat(26)}`)).toBeNull();
+    expect(box.openText(box.sealText(s, mon), `mon_${'B'.repeat(26)}`)).toBeNull();
+    // Current: sealed under WEBHOOK_SECRET_KEY and bound; under the previous key it is not (a rekey re-seals it).
+    expect(box.inspect(sealed, mon)).toEqual({ secret: s, current: true });
+    expect(new SecretBox('n'.repeat(40), key).inspect(sealed, mon)).toEqual({ secret: s, current: false });
   });
 });
 

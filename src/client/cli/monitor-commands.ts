@@ -78,13 +78,18 @@ function webhookText(m: Monitor, c: Colors): string {
   return `${w.url} ${state}`;
 }
 
+/** `true (key_revoked)` when the service paused it: resuming it binds it to the resuming key. */
+function pausedText(m: Monitor, c: Colors): string {
+  return m.pausedReason ? c.yellow(`true (${m.pausedReason})`) : String(m.paused);
+}
+
 export function renderMonitor(m: Monitor, c: Colors): string {
   const rows: Array<[string, string]> = [
     ['monitor', m.monitorId],
     ['product', m.product],
     ['target', target(m)],
     ['every', `${m.schedule.intervalSeconds} s`],
-    ['paused', String(m.paused)],
+    ['paused', pausedText(m, c)],
     ['next run', m.nextRunAt ?? '—'],
     ['webhook', webhookText(m, c)],
   ];
@@ -113,7 +118,7 @@ function renderMonitors(items: Monitor[], c: Colors): string {
       m.product,
       target(m),
       `${m.schedule.intervalSeconds} s`,
-      String(m.paused),
+      pausedText(m, c),
       m.nextRunAt ?? '—',
       webhookText(m, c),
     ]),

@@ -26,15 +26,24 @@ export interface ClaimedEvent {
 
 /**
  * Monitors with at least one event due now, by id, after `afterId` (the caller goes round them in
- * turns). A loose index scan of ix_monitor_events_due: its cost grows with the monitors that have
- * events due, not with their backlogs.
+ * turns). A range of ix_monitor_events_due_at (status, next_attempt_at, monitor_id): it reads the
+ * events due now and nothing else, so its cost grows with them, not with the monitors that ever
+ * had an event (the monitor-led index made it a loose scan of all of those: 100,000 idle monitors
+ * cost 100,000 index dives every round; bench:monitors). An event is due at most once per step of
+ * the retry schedule and a monitor makes at most one per interval (an hour), so a dead endpoint's
+ * due events are a few dozen, not its whole backlog; a claimed event is not due until its lease ends.
  */
 export async function monitorsWithDueEvents(db: Db, afterId: number, limit: number): Promise<number[]> {
-  const res = await sql<{ monitor_id: number }>`
-    SELECT monitor_id, MIN(next_attempt_at) AS due FROM monitor_events
-    WHERE monitor_id > ${afterId} AND status = 'pending' AND next_attempt_at <= NOW(3)
-    GROUP BY monitor_id ORDER BY monitor_id LIMIT ${limit}`.execute(db);
+  const res = await dueMonitorsQuery(afterId, limit).execute(db);
   return res.rows.map((r) => Number(r.monitor_id));
+}
+
+/** The statement of monitorsWithDueEvents (bench:monitors and its test show its plan). */
+export function dueMonitorsQuery(afterId: number, limit: number) {
+  return sql<{ monitor_id: number }>`
+    SELECT monitor_id FROM monitor_events FORCE INDEX (ix_monitor_events_due_at)
+    WHERE status = 'pending' AND next_attempt_at <= NOW(3) AND monitor_id > ${afterId}
+    GROUP BY monitor_id ORDER BY monitor_id LIMIT ${limit}`;
 }
 
 /** Monitors per claim statement (one UNION ALL branch each). */
@@ -92,6 +101,8 @@ export async function claimEvents(
 /** What a delivery worker needs of the monitors it delivers for. */
 export interface DeliveryTarget {
   id: number;
+  /** The monitor's public id: its sealed secrets are bound to it. */
+  ref: string;
   url: string | null;
   secret: Buffer | null;
   prevSecret: Buffer | null;
@@ -102,16 +113,27 @@ export interface DeliveryTarget {
   deleted: boolean;
 }
 
+/** Each monitor's webhook URL (null: none): the delivery worker shares its slots by endpoint host. */
+export async function webhookUrls(db: Db, monitorIds: readonly number[]): Promise<Map<number, string | null>> {
+  const out = new Map<number, string | null>();
+  if (monitorIds.length === 0) return out;
+  const res = await sql<{ id: number; webhook_url: string | null }>`
+    SELECT id, webhook_url FROM monitors WHERE id IN (${sql.join([...new Set(monitorIds)])})`.execute(db);
+  for (const r of res.rows) out.set(Number(r.id), r.webhook_url ?? null);
+  return out;
+}
+
 export async function deliveryTargets(db: Db, monitorIds: readonly number[]): Promise<Map<number, DeliveryTarget>> {
   const out = new Map<number, DeliveryTarget>();
   if (monitorIds.length === 0) return out;
   const res = await sql<Record<string, unknown>>`
-    SELECT id, webhook_url, webhook_secret, webhook_prev_secret, webhook_prev_secret_until, webhook_disabled,
+    SELECT id, public_id, webhook_url, webhook_secret, webhook_prev_secret, webhook_prev_secret_until, webhook_disabled,
       webhook_failing_since, deleted_at
     FROM monitors WHERE id IN (${sql.join([...new Set(monitorIds)])})`.execute(db);
   for (const r of res.rows) {
     out.set(Number(r.id), {
       id: Number(r.id),
+      ref: String(r.public_id),
       url: (r.webhook_url as string | null) ?? null,
       secret: (r.webhook_secret as Buffer | null) ?? null,
       prevSecret: (r.webhook_prev_secret as Buffer | null) ?? null,
@@ -162,13 +184,19 @@ export async function recordAttempt(
   return true;
 }
 
-/** A 410: the webhook is disabled ('gone') and no pending event of the monitor is attempted again. */
+/**
+ * A 410: the webhook is disabled ('gone') and no pending event of the monitor is attempted again.
+ * Only unclaimed events are failed here: one another worker is sending now (its lease not yet
+ * ended) is that worker's to record; if it fails, its next attempt finds the webhook disabled and
+ * abandons it (a delivered one stays delivered, as the receiver answered it).
+ */
 export async function disableGone(db: Db, ev: ClaimedEvent): Promise<void> {
   await inTransaction(db, async (trx) => {
     await sql`UPDATE monitors SET webhook_disabled = 'gone' WHERE id = ${ev.monitorId}`.execute(trx);
     await sql`UPDATE monitor_events SET status = 'failed', next_attempt_at = NULL, claim_token = NULL,
         last_error = 'webhook disabled: the receiver answered 410 Gone'
-      WHERE monitor_id = ${ev.monitorId} AND status = 'pending' AND id <> ${ev.id}`.execute(trx);
+      WHERE monitor_id = ${ev.monitorId} AND status = 'pending' AND id <> ${ev.id}
+        AND (claim_token IS NULL OR next_attempt_at <= NOW(3))`.execute(trx);
   });
 }
 

@@ -4,11 +4,16 @@
 // so with more monitors than slots each gets its turn), and claims that
 // many due events per monitor in one transaction (FOR UPDATE SKIP LOCKED: workers of other
 // orchestrators take other rows). Attempts run concurrently: at most WEBHOOK_CONCURRENCY in all and
-// WEBHOOK_ENDPOINT_CONCURRENCY per monitor. A monitor starts at a few slots and doubles with each
-// delivered attempt up to that (so an endpoint nobody has heard from yet cannot take dozens of
-// slots for 10 s each), and drops to 1 while its last attempt failed: an endpoint that hangs holds
-// one slot for its 10 s, not the worker. A live endpoint's events are claimed in the same round as
-// a dead one's, whatever the dead one's backlog.
+// WEBHOOK_ENDPOINT_CONCURRENCY per endpoint, the webhook URL's host and port, whatever monitors
+// share it (100 monitors posting to one hanging receiver hold its few slots, not 100 of the
+// worker's). An endpoint starts at a few slots and doubles with each delivered attempt up to that
+// (so an endpoint nobody has heard from yet cannot take dozens of slots for 10 s each), and drops
+// to 1 while its last attempt failed: an endpoint that hangs holds one slot for its 10 s, not the
+// worker. A live endpoint's events are claimed in the same round as a dead one's, whatever the
+// dead one's backlog. What the worker remembers of an endpoint is dropped once it has been idle a
+// minute (ten while failing): its map holds the endpoints in use, and an endpoint between two
+// bursts of a backlog keeps the slots its deliveries earned (forgotten at each idle moment, a busy
+// endpoint whose attempts all ended together fell back to 4 slots: bench:monitors (B)).
 import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import type { Db } from '../../db/database.ts';
@@ -21,6 +26,7 @@ import {
   disableGone,
   monitorsWithDueEvents,
   recordAttempt,
+  webhookUrls,
   type ClaimedEvent,
   type DeliveryTarget,
 } from './deliveries-repo.ts';
@@ -43,6 +49,8 @@ export interface DeliveryWorkerOptions {
   idleMs?: number;
   /** Shortest pause between two rounds while there is work (completions are claimed for in batches). */
   busyMs?: number;
+  /** A healthy endpoint idle this long is forgotten (a failing one after ten times as long). */
+  endpointIdleMs?: number;
 }
 
 interface EndpointState {
@@ -51,7 +59,30 @@ interface EndpointState {
   failing: boolean;
   /** Slots it may hold now: INITIAL_SLOTS, doubled by each delivery up to the endpoint limit. */
   slots: number;
+  /** When its last attempt ended (performance.now()): an endpoint idle long is forgotten. */
+  lastUsed: number;
 }
+
+/** A healthy endpoint with nothing in flight is forgotten after this; a failing one after ten times as long. */
+const ENDPOINT_IDLE_MS = 60_000;
+
+/**
+ * The endpoint a monitor delivers to: its URL's host and port. A monitor without a usable URL is
+ * its own endpoint (its events are abandoned, not sent).
+ */
+export function endpointOf(monitorId: number, url: string | null | undefined): string {
+  if (url) {
+    try {
+      return new URL(url).host.toLowerCase();
+    } catch {
+      // Stored URLs passed the guard; an unparsable one is still delivered (and refused) alone.
+    }
+  }
+  return `monitor:${monitorId}`;
+}
+
+/** The deliveries log's last_error of an attempt whose secret no configured key opens. */
+export const SECRET_UNREADABLE = 'secret_unreadable';
 
 /** Monitors considered per round (each a branch of the claim statement). */
 const MONITORS_PER_ROUND = 500;
@@ -66,7 +97,8 @@ export class DeliveryWorker {
   readonly #busyMs: number;
   readonly #limit: number;
   readonly #perEndpoint: number;
-  readonly #endpoints = new Map<number, EndpointState>();
+  readonly #endpointIdleMs: number;
+  readonly #endpoints = new Map<string, EndpointState>();
   readonly #stop = new AbortController();
   readonly #running = new Set<Promise<void>>();
   #inFlight = 0;
@@ -81,6 +113,7 @@ export class DeliveryWorker {
     this.#schedule = retryScheduleOf(deps.config);
     this.#idleMs = opts.idleMs ?? 500;
     this.#busyMs = opts.busyMs ?? 50;
+    this.#endpointIdleMs = opts.endpointIdleMs ?? ENDPOINT_IDLE_MS;
     this.#limit = deps.config.WEBHOOK_CONCURRENCY;
     this.#perEndpoint = deps.config.WEBHOOK_ENDPOINT_CONCURRENCY;
   }
@@ -133,23 +166,33 @@ export class DeliveryWorker {
       const head = await monitorsWithDueEvents(db, 0, MONITORS_PER_ROUND - order.length);
       order = [...order, ...head.filter((m) => !seen.has(m))];
     }
+    this.#forgetIdle();
     if (order.length === 0) return 0;
-    const room = new Map<number, number>();
-    for (const m of order) {
-      const s = this.#endpoints.get(m);
+    const urls = await webhookUrls(db, order);
+    const endpointOfMonitor = new Map(order.map((m) => [m, endpointOf(m, urls.get(m))]));
+    // Room per endpoint, shared by the monitors that post to it.
+    const endpointRoom = new Map<string, number>();
+    for (const e of new Set(endpointOfMonitor.values())) {
+      const s = this.#endpoints.get(e);
       const cap = s?.failing ? 1 : Math.min(this.#perEndpoint, s?.slots ?? INITIAL_SLOTS);
       const r = cap - (s?.inFlight ?? 0);
-      if (r > 0) room.set(m, r);
+      if (r > 0) endpointRoom.set(e, r);
     }
+    const room = new Set(order.filter((m) => endpointRoom.has(endpointOfMonitor.get(m)!)));
     const want = new Map<number, number>();
     let left = free;
     while (left > 0 && room.size > 0) {
-      for (const [m, r] of room) {
+      for (const m of room) {
         if (left === 0) break;
+        const e = endpointOfMonitor.get(m)!;
+        const r = endpointRoom.get(e) ?? 0;
+        if (r === 0) {
+          room.delete(m);
+          continue;
+        }
         want.set(m, (want.get(m) ?? 0) + 1);
         left--;
-        if (r === 1) room.delete(m);
-        else room.set(m, r - 1);
+        endpointRoom.set(e, r - 1);
       }
     }
     // The next round starts after the last monitor given a slot in this one.
@@ -163,15 +206,32 @@ export class DeliveryWorker {
       this.#deps.db,
       events.map((e) => e.monitorId),
     );
-    for (const ev of events) this.#start(ev, targets.get(ev.monitorId));
+    // The endpoint its slot was counted against (a URL changed since is attempted at the new one
+    // this once, counted where it was reserved).
+    for (const ev of events) this.#start(ev, targets.get(ev.monitorId), endpointOfMonitor.get(ev.monitorId)!);
     return events.length;
   }
 
-  #start(ev: ClaimedEvent, target: DeliveryTarget | undefined): void {
-    let s = this.#endpoints.get(ev.monitorId);
+  /** Endpoints idle for endpointIdleMs are forgotten (failing ones after ten times as long). */
+  #forgetIdle(): void {
+    const now = performance.now();
+    for (const [e, s] of this.#endpoints) {
+      const idleMs = s.failing ? this.#endpointIdleMs * 10 : this.#endpointIdleMs;
+      if (s.inFlight === 0 && now - s.lastUsed >= idleMs) this.#endpoints.delete(e);
+    }
+  }
+
+  /** Endpoints this worker remembers, idle ones forgotten first (tests). */
+  get endpointsRemembered(): number {
+    this.#forgetIdle();
+    return this.#endpoints.size;
+  }
+
+  #start(ev: ClaimedEvent, target: DeliveryTarget | undefined, endpoint: string): void {
+    let s = this.#endpoints.get(endpoint);
     if (!s) {
-      s = { inFlight: 0, failing: false, slots: INITIAL_SLOTS };
-      this.#endpoints.set(ev.monitorId, s);
+      s = { inFlight: 0, failing: false, slots: INITIAL_SLOTS, lastUsed: performance.now() };
+      this.#endpoints.set(endpoint, s);
     }
     s.inFlight++;
     this.#inFlight++;
@@ -186,9 +246,8 @@ export class DeliveryWorker {
       })
       .finally(() => {
         s.inFlight--;
+        s.lastUsed = performance.now();
         this.#inFlight--;
-        // Idle and healthy: forgotten (a later backlog starts at INITIAL_SLOTS again).
-        if (s.inFlight === 0 && !s.failing) this.#endpoints.delete(ev.monitorId);
         this.#running.delete(p);
         this.#wake?.();
       });
@@ -204,18 +263,28 @@ export class DeliveryWorker {
       metrics?.deliveries.inc({ status: 'failed' });
       return;
     }
-    const keys = [secrets.open(target.secret)];
+    const keys = [secrets.open(target.secret, target.ref)];
     if (target.prevSecret && target.prevSecretUntil && target.prevSecretUntil.getTime() > Date.now()) {
-      keys.push(secrets.open(target.prevSecret));
+      keys.push(secrets.open(target.prevSecret, target.ref));
     }
     const usable = keys.filter((k): k is string => k !== null);
     if (usable.length === 0) {
-      // Sealed under a WEBHOOK_SECRET_KEY this process does not hold: an operator's rotation error.
+      // Sealed under a WEBHOOK_SECRET_KEY this process does not hold (an operator retired a key
+      // before `webhooks rekey` re-sealed it), or for another monitor (a row copied): a failed
+      // attempt on the retry schedule, so the event fails when its 24 h window closes instead of
+      // being claimed again every lease for ever.
       this.#deps.log.error(
-        { event: ev.publicId },
+        { event: ev.publicId, monitor: target.ref },
         'webhook secret cannot be opened with WEBHOOK_SECRET_KEY(_PREVIOUS)',
       );
-      throw new Error('webhook secret unreadable');
+      await this.#record(
+        ev,
+        { kind: 'failed', statusCode: null, error: SECRET_UNREADABLE },
+        s,
+        target.failingSince,
+        true,
+      );
+      return;
     }
     const outcome = await deliverOnce(guard, {
       url: target.url,
@@ -227,7 +296,13 @@ export class DeliveryWorker {
     await this.#record(ev, outcome, s, target.failingSince);
   }
 
-  async #record(ev: ClaimedEvent, outcome: AttemptOutcome, s: EndpointState, failingSince: Date | null): Promise<void> {
+  async #record(
+    ev: ClaimedEvent,
+    outcome: AttemptOutcome,
+    s: EndpointState,
+    failingSince: Date | null,
+    sentNothing = false,
+  ): Promise<void> {
     const { db, metrics } = this.#deps;
     if (outcome.kind === 'delivered') {
       s.failing = false;
@@ -243,8 +318,17 @@ export class DeliveryWorker {
         metrics?.deliveries.inc({ status: 'delivered' });
       return;
     }
-    s.failing = true;
-    s.slots = INITIAL_SLOTS;
+    if (this.#stop.signal.aborted && outcome.kind === 'failed' && outcome.statusCode === null && !sentNothing) {
+      // Shutdown cut the attempt short (not the endpoint's failure): the lease runs out and
+      // another worker attempts it.
+      return;
+    }
+    if (!sentNothing) {
+      // The endpoint failed. (A secret that does not open is the monitor's, not the endpoint's:
+      // the other monitors posting there keep their slots.)
+      s.failing = true;
+      s.slots = INITIAL_SLOTS;
+    }
     if (outcome.kind === 'gone') {
       if (
         await recordAttempt(
@@ -262,10 +346,6 @@ export class DeliveryWorker {
         await disableGone(db, ev);
         metrics?.deliveries.inc({ status: 'gone' });
       }
-      return;
-    }
-    if (this.#stop.signal.aborted && outcome.statusCode === null) {
-      // Shutdown cut the attempt short: the lease runs out and another worker attempts it.
       return;
     }
     const next = nextAttemptAt(

@@ -3,7 +3,7 @@
 import client from 'prom-client';
 
 export interface MonitorMetrics {
-  /** Decided runs: started (a job) or skipped (a refusal, or previous_run_active). */
+  /** Decided runs: started (a job) or skipped (a refusal, or previous_run_active); deferred: a retryable refusal, tried again. */
   runs: client.Counter<'outcome'>;
   /** Delivery attempts by what came of them. */
   deliveries: client.Counter<'status'>;
@@ -15,7 +15,7 @@ export function monitorMetrics(registry: client.Registry): MonitorMetrics {
   return {
     runs: new client.Counter({
       name: 'lss_monitor_runs_total',
-      help: 'Monitor runs decided, by outcome (started: a job; skipped: refused or previous_run_active)',
+      help: 'Monitor runs decided, by outcome (started: a job; skipped: refused or previous_run_active; deferred: a retryable refusal, tried again within the interval)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

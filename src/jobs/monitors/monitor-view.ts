@@ -38,6 +38,7 @@ export function monitorView(m: MonitorRow, opts: MonitorViewOptions): MonitorVie
     request: m.request as Record<string, unknown>,
     schedule: { intervalSeconds: m.interval_seconds },
     paused: m.paused,
+    pausedReason: m.paused && m.paused_reason === 'key_revoked' ? 'key_revoked' : null,
     nextRunAt: m.next_run_at?.toISOString() ?? null,
     createdAt: m.created_at.toISOString(),
     webhook,

@@ -19,6 +19,8 @@ export interface MonitorRow {
   request: unknown;
   interval_seconds: number;
   paused: boolean;
+  /** Why the service paused it ('key_revoked'); null when its owner did, or while it runs. */
+  paused_reason: string | null;
   next_run_at: Date | null;
   last_job_id: number | null;
   webhook_url: string | null;
@@ -41,6 +43,7 @@ export function toMonitorRow(r: Record<string, unknown>): MonitorRow {
     request: typeof r.request === 'string' ? JSON.parse(r.request) : r.request,
     interval_seconds: Number(r.interval_seconds),
     paused: Number(r.paused) === 1,
+    paused_reason: (r.paused_reason as string | null) ?? null,
     next_run_at: (r.next_run_at as Date | null) ?? null,
     last_job_id: r.last_job_id == null ? null : Number(r.last_job_id),
     webhook_url: (r.webhook_url as string | null) ?? null,
@@ -98,6 +101,7 @@ export async function createMonitor(
         request: JSON.stringify(m.request),
         interval_seconds: m.intervalSeconds,
         paused: m.paused ? 1 : 0,
+        paused_reason: null,
         // The first run is due at creation (CONTRACT §14).
         next_run_at: m.paused ? null : (sql`NOW(3)` as unknown as Date),
         last_job_id: null,
@@ -165,7 +169,7 @@ export interface RunRecord {
 }
 
 /** The monitor's last decided runs, newest first. */
-export async function lastRuns(db: Db, monitorId: number, n: number): Promise<RunRecord[]> {
+export async function lastRuns(db: Db | Trx, monitorId: number, n: number): Promise<RunRecord[]> {
   const res = await sql<Record<string, unknown>>`
     SELECT r.due_at, r.run_at, r.outcome, r.code, j.public_id AS job_ref
     FROM monitor_runs r LEFT JOIN jobs j ON j.id = r.job_id
@@ -189,6 +193,27 @@ export interface MonitorChange {
   webhookSecret?: Buffer;
   /** Rotation: the old secret signs beside the new one until then. */
   rotatedUntil?: Date;
+  /**
+   * The key that resumes a monitor the service paused because its key was revoked: its runs are
+   * admitted as this key from then on (the revoked one admits nothing).
+   */
+  resumeAsKeyId?: number;
+}
+
+/** A rotation while the previous rotation's overlap lasts: it would drop a secret receivers may still hold. */
+export class RotationOverlap extends Error {
+  readonly until: Date;
+  constructor(until: Date) {
+    super('the previous secret still signs');
+    this.until = until;
+  }
+}
+
+/** The reply of an idempotent PATCH, kept for replay in the transaction that applies it. */
+export interface ChangeCommit {
+  reply: (row: MonitorRow, trx: Trx) => Promise<{ status: number; stored: string }>;
+  claim: IdempotencyClaim;
+  ttlHours: number;
 }
 
 /** Applies a PATCH under the row lock; null when the monitor is gone. */
@@ -197,6 +222,7 @@ export async function changeMonitor(
   workspaceId: number,
   publicId: string,
   change: (row: MonitorRow) => MonitorChange | Promise<MonitorChange>,
+  commit?: ChangeCommit,
 ): Promise<MonitorRow | null> {
   return inTransaction(db, async (trx) => {
     const row = await findMonitor(trx, workspaceId, publicId, true);
@@ -209,10 +235,14 @@ export async function changeMonitor(
     if (paused) {
       set.paused = 1;
       set.next_run_at = null;
+      // Paused by its owner now: no longer the service's pause.
+      if (c.paused === true) set.paused_reason = null;
     } else if (row.paused) {
       // Resumed: the first run is due at once (CONTRACT §14).
       set.paused = 0;
+      set.paused_reason = null;
       set.next_run_at = sql`NOW(3)`;
+      if (row.paused_reason === 'key_revoked' && c.resumeAsKeyId !== undefined) set.api_key_id = c.resumeAsKeyId;
     } else if (c.intervalSeconds !== undefined) {
       // A new interval counts from the last due time, never into the past.
       set.next_run_at = sql`GREATEST(NOW(3), COALESCE(
@@ -232,6 +262,10 @@ export async function changeMonitor(
     }
     if (c.webhookSecret) {
       if (c.rotatedUntil && row.webhook_secret) {
+        // The previous rotation's secret still signs: replacing it would drop a secret receivers
+        // may hold (a client that retried a rotation whose reply it lost, with a new key).
+        const until = row.webhook_prev_secret_until;
+        if (row.webhook_prev_secret && until && until.getTime() > Date.now()) throw new RotationOverlap(until);
         Object.assign(set, { webhook_prev_secret: row.webhook_secret, webhook_prev_secret_until: c.rotatedUntil });
       }
       set.webhook_secret = c.webhookSecret;
@@ -241,7 +275,20 @@ export async function changeMonitor(
       .set(set as never)
       .where('id', '=', row.id)
       .execute();
-    return readMonitor(trx, row.id);
+    const after = (await readMonitor(trx, row.id))!;
+    if (commit) {
+      const { status, stored } = await commit.reply(after, trx);
+      const out = await insertCommitted(trx as unknown as Db, {
+        apiKeyId: commit.claim.apiKeyId,
+        key: commit.claim.key,
+        fingerprint: Buffer.from(commit.claim.fingerprint, 'hex'),
+        status,
+        body: stored,
+        ttlHours: commit.ttlHours,
+      });
+      if (out === 'duplicate') throw new MonitorCommittedElsewhere();
+    }
+    return after;
   });
 }
 

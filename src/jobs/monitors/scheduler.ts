@@ -7,7 +7,15 @@
 //     (src/jobs/admission/: the four checks, product limits, readiness, credits reserved,
 //     dispatch; not the application's per-minute request limit), its run row written `started`
 //     in the job's own transaction; a refusal is recorded skipped with the error's code and no
-//     job, and its monitor.run_skipped event written in the same transaction.
+//     job, and its monitor.run_skipped event written in the same transaction;
+//   - a retryable refusal (a rate limit, capability_unavailable, service_unavailable: 429 or 503)
+//     is deferred first: tried again after its Retry-After (or a doubling back-off), with jitter,
+//     for as long as the retry falls inside the run's interval; only then is it skipped. A run
+//     that starts late moves its monitor's phase (recordStarted), so monitors created together
+//     spread out: 20 scan monitors under a 10/min limit all run every hour;
+//   - the key the monitor runs as was revoked (or moved): the monitor is paused with pausedReason
+//     key_revoked, its one run_skipped event written with it; no run after (resuming binds it to
+//     the key that resumes it).
 // An unexpected failure (MySQL unreachable) leaves the run claimed; any orchestrator picks it up
 // again after CLAIM_STALE_MS. Runs are decided at MONITOR_STARTS_PER_SECOND at most per
 // orchestrator: a thousand runs due in the same second start over the next twenty, rather than
@@ -16,7 +24,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../../auth/principal.ts';
 import { findPrincipalByKeyId } from '../../auth/keys-repo.ts';
 import type { Config } from '../../config/config.ts';
-import { ApiError } from '../../contract/errors.ts';
+import { ApiError, errorRegistry, type ErrorCode } from '../../contract/errors.ts';
 import { publicId } from '../../contract/ids.ts';
 import type { Db } from '../../db/database.ts';
 import { TERMINAL_STATUSES, type JobStatus } from '../../db/schema.ts';
@@ -29,6 +37,7 @@ import { silentPort } from '../admission/admission-port.ts';
 import type { AdmissionState } from '../admission/admission-state.ts';
 import {
   claimDueRuns,
+  deferRun,
   dropRun,
   MonitorWithdrawn,
   RunAlreadyDecided,
@@ -101,7 +110,7 @@ export class MonitorScheduler {
       decided += claimed.length;
       if (claimed.length < this.#batch) break;
     }
-    const stale = await staleClaims(this.#deps.db, this.#batch);
+    const stale = await staleClaims(this.#deps.db, this.#batch, ids);
     const mine: ClaimedRun[] = [];
     for (const run of stale) if (await refreshClaim(this.#deps.db, run.runId)) mine.push(run);
     await this.#decideAll(mine, principals);
@@ -143,15 +152,15 @@ export class MonitorScheduler {
       return this.#skip(run, 'previous_run_active');
     }
     const def = this.#deps.products.get(m.product);
-    if (!def) return this.#skip(run, 'capability_unavailable');
+    if (!def) return this.#refused(run, m, 'capability_unavailable', undefined);
     let pending = principals.get(m.api_key_id);
     if (!pending) {
       pending = findPrincipalByKeyId(db, m.api_key_id);
       principals.set(m.api_key_id, pending);
     }
     const principal = await pending;
-    // A revoked key admits nothing, its monitors' runs included.
-    if (!principal || principal.workspaceId !== m.workspace_id) return this.#skip(run, 'authentication_required');
+    // A revoked key admits nothing, its monitors' runs included: paused, one event, none after.
+    if (!principal || principal.workspaceId !== m.workspace_id) return this.#skip(run, 'key_revoked', undefined, true);
     const st: AdmissionState = { requestId: publicId('req'), log: this.#deps.log, principal, rawBody: m.request };
     try {
       await this.#admission(m.product).admit(st, def.path, null, {
@@ -161,13 +170,38 @@ export class MonitorScheduler {
     } catch (err) {
       if (err instanceof MonitorWithdrawn) return dropRun(db, run);
       if (err instanceof RunAlreadyDecided) return;
-      if (err instanceof ApiError) return this.#skip(run, err.code, err.logCause);
+      if (err instanceof ApiError) return this.#refused(run, m, err.code, err.retryAfterSeconds, err.logCause);
       throw err;
     }
   }
 
-  async #skip(run: ClaimedRun, code: string, cause?: string): Promise<void> {
-    if (await recordSkipped(this.#deps.db, run, code)) {
+  /** A refusal: deferred while a retryable one can still be tried within the run's interval, else skipped. */
+  async #refused(
+    run: ClaimedRun,
+    m: MonitorRow,
+    code: ErrorCode,
+    retryAfterSeconds: number | undefined,
+    cause?: string,
+  ): Promise<void> {
+    const spec = errorRegistry[code];
+    if (spec.retryable && (spec.status === 429 || spec.status === 503)) {
+      const retryAt = deferredUntil(run, m.interval_seconds, retryAfterSeconds, Date.now());
+      if (retryAt !== null) {
+        if (await deferRun(this.#deps.db, run, retryAt, code)) {
+          this.#deps.metrics?.runs.inc({ outcome: 'deferred' });
+          this.#deps.log.info(
+            { monitorRun: run.runId, code, retryAt: retryAt.toISOString(), ...(cause ? { cause } : {}) },
+            'monitor run deferred',
+          );
+        }
+        return;
+      }
+    }
+    return this.#skip(run, code, cause);
+  }
+
+  async #skip(run: ClaimedRun, code: string, cause?: string, pauseForRevokedKey = false): Promise<void> {
+    if (await recordSkipped(this.#deps.db, run, code, pauseForRevokedKey ? 'key_revoked' : undefined)) {
       this.#deps.metrics?.runs.inc({ outcome: 'skipped' });
       this.#deps.log.info({ monitorRun: run.runId, code, ...(cause ? { cause } : {}) }, 'monitor run skipped');
     }
@@ -184,4 +218,31 @@ export class MonitorScheduler {
     }
     return a;
   }
+}
+
+/** The first wait of a deferred run without a Retry-After; it doubles with each deferral. */
+const DEFER_BASE_SECONDS = 5;
+/** The longest wait between two tries of a deferred run. */
+const DEFER_MAX_SECONDS = 900;
+
+/**
+ * When a run refused for a retryable reason is tried again: after the refusal's Retry-After (or a
+ * back-off doubling from 5 s, at most 15 min; the longer of the two from the fourth try), plus up to half of it again at random, so that runs
+ * refused together are not tried together; null when that is not before the run's next due time
+ * (its interval is over: the run is skipped).
+ */
+export function deferredUntil(
+  run: Pick<ClaimedRun, 'dueAt' | 'deferrals'>,
+  intervalSeconds: number,
+  retryAfterSeconds: number | undefined,
+  now: number,
+  random: () => number = Math.random,
+): Date | null {
+  const backoff = Math.min(DEFER_MAX_SECONDS, DEFER_BASE_SECONDS * 2 ** Math.min(run.deferrals, 16));
+  // The service's own Retry-After is exact (CONTRACT §5) and is followed as is for a few tries; a
+  // refusal that goes on is then spaced by the back-off too.
+  const wait =
+    Math.max(retryAfterSeconds ?? 0, retryAfterSeconds === undefined || run.deferrals >= 3 ? backoff : 0) * 1000;
+  const at = now + wait + Math.floor(random() * (wait / 2));
+  return at < run.dueAt.getTime() + intervalSeconds * 1000 ? new Date(at) : null;
 }

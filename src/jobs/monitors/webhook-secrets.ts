@@ -3,15 +3,22 @@
 // At rest a secret is sealed with AES-256-GCM under a key derived from WEBHOOK_SECRET_KEY (HKDF),
 // so a database dump holds no signing secret:
 //
-//   sealed = version (1 byte, = 1) ‖ key id (4 bytes) ‖ iv (12) ‖ ciphertext ‖ tag (16)
+//   sealed = format (1 byte) ‖ key id (4 bytes) ‖ iv (12) ‖ ciphertext ‖ tag (16)
 //
-// The key id says which WEBHOOK_SECRET_KEY sealed it, so the key can be rotated
-// (WEBHOOK_SECRET_KEY_PREVIOUS opens what the old one sealed; docs/operations.md).
+// Format 2 binds the secret to its monitor: the GCM additional data is the header and the
+// monitor's public id, so a sealed secret copied into another monitor's row does not open there.
+// Format 1 (before issue 44) bound nothing; it still opens, with any monitor, until `webhooks rekey`
+// re-seals it as format 2 (docs/operations.md). The key id says which WEBHOOK_SECRET_KEY sealed it,
+// so the key can be rotated: WEBHOOK_SECRET_KEY_PREVIOUS opens what the old one sealed while the
+// rekey re-seals every secret under the new one.
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 export const SECRET_PREFIX = 'whsec_';
 const SECRET_BYTES = 32;
-const FORMAT = 1;
+/** Sealed before issue 44: no monitor bound (opens anywhere; `webhooks rekey` upgrades it). */
+const FORMAT_UNBOUND = 1;
+/** Bound to the monitor's public id (GCM additional data). */
+const FORMAT_BOUND = 2;
 const IV_LEN = 12;
 const TAG_LEN = 16;
 const HEADER_LEN = 5;
@@ -50,6 +57,13 @@ function deriveKey(material: string): SealingKey {
   };
 }
 
+/** What `inspect` found: the secret, and whether it is sealed as `seal` would seal it now. */
+export interface Opened {
+  secret: string;
+  /** Sealed under WEBHOOK_SECRET_KEY, bound to its monitor: nothing for a rekey to do. */
+  current: boolean;
+}
+
 /** Seals and opens webhook secrets with WEBHOOK_SECRET_KEY (and its predecessor during a rotation). */
 export class SecretBox {
   readonly #current: SealingKey;
@@ -61,18 +75,26 @@ export class SecretBox {
     if (previous && previous !== material) this.#keys.push(deriveKey(previous));
   }
 
-  seal(secret: string): Buffer {
-    const header = Buffer.concat([Buffer.of(FORMAT), this.#current.id]);
+  /** Seals `secret` for the monitor `monitorRef` (its public id): it opens for that monitor only. */
+  seal(secret: string, monitorRef: string): Buffer {
+    const header = Buffer.concat([Buffer.of(FORMAT_BOUND), this.#current.id]);
     const iv = randomBytes(IV_LEN);
     const cipher = createCipheriv('aes-256-gcm', this.#current.key, iv, { authTagLength: TAG_LEN });
-    cipher.setAAD(header);
+    cipher.setAAD(Buffer.concat([header, Buffer.from(monitorRef, 'utf8')]));
     const body = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return Buffer.concat([header, iv, body, cipher.getAuthTag()]);
   }
 
-  /** The secret, or null when no configured key sealed it (or it was tampered with). */
-  open(sealed: Buffer): string | null {
-    if (sealed.length < HEADER_LEN + IV_LEN + TAG_LEN || sealed[0] !== FORMAT) return null;
+  /** The secret, or null when no configured key sealed it for this monitor (or it was tampered with). */
+  open(sealed: Buffer, monitorRef: string): string | null {
+    return this.inspect(sealed, monitorRef)?.secret ?? null;
+  }
+
+  inspect(sealed: Buffer, monitorRef: string): Opened | null {
+    const format = sealed[0];
+    if (sealed.length < HEADER_LEN + IV_LEN + TAG_LEN || (format !== FORMAT_BOUND && format !== FORMAT_UNBOUND)) {
+      return null;
+    }
     const header = sealed.subarray(0, HEADER_LEN);
     const k = this.#keys.find((x) => x.id.equals(sealed.subarray(1, HEADER_LEN)));
     if (!k) return null;
@@ -80,24 +102,24 @@ export class SecretBox {
       const decipher = createDecipheriv('aes-256-gcm', k.key, sealed.subarray(HEADER_LEN, HEADER_LEN + IV_LEN), {
         authTagLength: TAG_LEN,
       });
-      decipher.setAAD(header);
+      decipher.setAAD(format === FORMAT_BOUND ? Buffer.concat([header, Buffer.from(monitorRef, 'utf8')]) : header);
       decipher.setAuthTag(sealed.subarray(sealed.length - TAG_LEN));
       const plain = Buffer.concat([
         decipher.update(sealed.subarray(HEADER_LEN + IV_LEN, sealed.length - TAG_LEN)),
         decipher.final(),
       ]);
-      return plain.toString('utf8');
+      return { secret: plain.toString('utf8'), current: format === FORMAT_BOUND && k === this.#current };
     } catch {
       return null;
     }
   }
 
-  /** A sealed secret as text (the stored replay of a create: `sealed:v1:<base64url>`). */
-  sealText(secret: string): string {
-    return `sealed:v1:${this.seal(secret).toString('base64url')}`;
+  /** A sealed secret as text (the stored replay of a create or a rotation: `sealed:v1:<base64url>`). */
+  sealText(secret: string, monitorRef: string): string {
+    return `sealed:v1:${this.seal(secret, monitorRef).toString('base64url')}`;
   }
 
-  openText(text: string): string | null {
-    return text.startsWith('sealed:v1:') ? this.open(Buffer.from(text.slice(10), 'base64url')) : null;
+  openText(text: string, monitorRef: string): string | null {
+    return text.startsWith('sealed:v1:') ? this.open(Buffer.from(text.slice(10), 'base64url'), monitorRef) : null;
   }
 }

@@ -48,6 +48,7 @@ import { DeliveryWorker, type DeliveryWorkerOptions } from '../monitors/delivery
 import { monitorMetrics } from '../monitors/monitor-metrics.ts';
 import { SecretBox } from '../monitors/webhook-secrets.ts';
 import { purgeMonitorHistory } from '../monitors/monitor-retention.ts';
+import { retryScheduleOf } from '../monitors/retry-schedule.ts';
 
 export interface OrchestratorTiming {
   relayEveryMs: number;
@@ -308,7 +309,9 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     periodic('sweeper', timing.sweepEveryMs, () => sweepJobs(ctx)),
     periodic('retention', timing.purgeEveryMs, () => purgeExpiredJobs(ctx)),
     periodic('inventory-retention', timing.purgeEveryMs, () => purgeInventory(ctx.db, config.INVENTORY_RETENTION_DAYS)),
-    periodic('monitor-retention', timing.purgeEveryMs, () => purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS)),
+    periodic('monitor-retention', timing.purgeEveryMs, () =>
+      purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS, undefined, retryScheduleOf(config).windowSeconds),
+    ),
     everyInstance('monitors', timing.monitorEveryMs, async () => {
       await laneViewReady;
       return scheduler.tick();
