@@ -138,12 +138,7 @@ export class HttpTransport {
         path,
         attempt: attempts,
         delayMs: decision.delayMs,
-        reason:
-          failure.kind === 'reply'
-            ? (failure.code ?? `http_${failure.status}`)
-            : failure.kind === 'timeout'
-              ? 'request_timeout'
-              : 'connection_failed',
+        reason: retryReason(failure),
         status: failure.kind === 'reply' ? failure.status : 0,
         requestId: attempt.ok ? (attempt.headers.get('x-request-id') ?? undefined) : undefined,
         idempotencyKey,
@@ -256,12 +251,7 @@ export class HttpTransport {
         path,
         attempt: retries + 1,
         delayMs: decision.delayMs,
-        reason:
-          failure.kind === 'reply'
-            ? (failure.code ?? `http_${failure.status}`)
-            : failure.kind === 'timeout'
-              ? 'request_timeout'
-              : 'connection_failed',
+        reason: retryReason(failure),
         status: failure.kind === 'reply' ? failure.status : 0,
         requestId: attempt.ok ? (attempt.headers.get('x-request-id') ?? undefined) : undefined,
         idempotencyKey: undefined,
@@ -294,6 +284,12 @@ export class HttpTransport {
       return { ok: false, failure: timeout.aborted ? { kind: 'timeout' } : { kind: 'connection' }, cause };
     }
   }
+}
+
+/** What a retry notice says of the failure it retries: the error code, or what went wrong on the way. */
+function retryReason(failure: Failure): string {
+  if (failure.kind === 'reply') return failure.code ?? `http_${failure.status}`;
+  return failure.kind === 'timeout' ? 'request_timeout' : 'connection_failed';
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

@@ -3,6 +3,7 @@
 // makes a second commit for the same key impossible, whatever happened to the Redis lease.
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import type { IdempotencyClaim } from './lease.ts';
 
 export interface CommittedReply {
   fingerprint: Buffer;
@@ -57,6 +58,27 @@ export async function insertCommitted(db: Db, r: NewCommitted): Promise<'inserte
     }
   }
   return 'duplicate';
+}
+
+/**
+ * In the transaction of a write's effect: the reply stored as the committed reply of the request's
+ * claim (its key, its fingerprint), so the effect and its replay commit together or not at all.
+ * 'duplicate': another request committed this key first; the caller rolls its effect back.
+ */
+export function commitClaimReply(
+  db: Db,
+  claim: Pick<IdempotencyClaim, 'apiKeyId' | 'key' | 'fingerprint'>,
+  reply: { status: number; body: string },
+  ttlHours: number,
+): Promise<'inserted' | 'duplicate'> {
+  return insertCommitted(db, {
+    apiKeyId: claim.apiKeyId,
+    key: claim.key,
+    fingerprint: Buffer.from(claim.fingerprint, 'hex'),
+    status: reply.status,
+    body: reply.body,
+    ttlHours,
+  });
 }
 
 export async function purgeExpiredIdempotencyKeys(db: Db, batch = 1000): Promise<number> {

@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { IdempotencyClaim } from '../idempotency/lease.ts';
 import { monthOf, reserveCredits } from '../credits/ledger.ts';
 import { publicId } from '../contract/ids.ts';
-import { insertCommitted } from '../idempotency/idempotency-repo.ts';
+import { commitClaimReply } from '../idempotency/idempotency-repo.ts';
 import { inTransaction, type Trx } from '../db/transaction.ts';
 import { findJob, jobView, isTerminal, type JobRow } from './job-view.ts';
 
@@ -99,14 +99,12 @@ export async function acceptJob(db: Db, a: AcceptInput): Promise<Accepted> {
     if (a.claim) {
       // In the job's transaction: the unique key makes a second job for this key impossible,
       // even if the Redis lease that normally keeps the twin out was lost.
-      const stored = await insertCommitted(trx as unknown as Db, {
-        apiKeyId: a.claim.apiKeyId,
-        key: a.claim.key,
-        fingerprint: Buffer.from(a.claim.fingerprint, 'hex'),
-        status: 202,
-        body: JSON.stringify(body),
-        ttlHours: a.ttlHours ?? 24,
-      });
+      const stored = await commitClaimReply(
+        trx as unknown as Db,
+        a.claim,
+        { status: 202, body: JSON.stringify(body) },
+        a.ttlHours ?? 24,
+      );
       if (stored === 'duplicate') throw new CommittedElsewhere();
     }
     return { jobId, jobRef, status: 202, body };

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { affected, inTransaction, type Trx } from '../../db/transaction.ts';
 import type { MonitorRunOutcome } from '../../db/schema.ts';
-import { insertCommitted } from '../../idempotency/idempotency-repo.ts';
+import { commitClaimReply } from '../../idempotency/idempotency-repo.ts';
 import type { IdempotencyClaim } from '../../idempotency/lease.ts';
 
 export const MONITOR_ID_RE = /^mon_[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -117,14 +117,7 @@ export async function createMonitor(
     const row = (await readMonitor(trx, Number(ins.insertId)))!;
     if (claim) {
       const { status, stored } = reply(row);
-      const out = await insertCommitted(trx as unknown as Db, {
-        apiKeyId: claim.apiKeyId,
-        key: claim.key,
-        fingerprint: Buffer.from(claim.fingerprint, 'hex'),
-        status,
-        body: stored,
-        ttlHours,
-      });
+      const out = await commitClaimReply(trx as unknown as Db, claim, { status, body: stored }, ttlHours);
       if (out === 'duplicate') throw new MonitorCommittedElsewhere();
     }
     return row;
@@ -278,14 +271,7 @@ export async function changeMonitor(
     const after = (await readMonitor(trx, row.id))!;
     if (commit) {
       const { status, stored } = await commit.reply(after, trx);
-      const out = await insertCommitted(trx as unknown as Db, {
-        apiKeyId: commit.claim.apiKeyId,
-        key: commit.claim.key,
-        fingerprint: Buffer.from(commit.claim.fingerprint, 'hex'),
-        status,
-        body: stored,
-        ttlHours: commit.ttlHours,
-      });
+      const out = await commitClaimReply(trx as unknown as Db, commit.claim, { status, body: stored }, commit.ttlHours);
       if (out === 'duplicate') throw new MonitorCommittedElsewhere();
     }
     return after;

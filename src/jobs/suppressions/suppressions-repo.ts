@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import { inTransaction, parseJson, type Trx } from '../../db/transaction.ts';
-import { insertCommitted } from '../../idempotency/idempotency-repo.ts';
+import { commitClaimReply } from '../../idempotency/idempotency-repo.ts';
 import type { IdempotencyClaim } from '../../idempotency/lease.ts';
 import { SUPPRESSION_ID_RE, type SuppressionReason } from '../../contract/suppression-schemas.ts';
 import type { SuppressionRule } from './suppression-key.ts';
@@ -103,14 +103,7 @@ export async function createSuppression(
     const row = (await readById(trx, Number(ins.insertId)))!;
     if (claim) {
       const { status, stored } = reply(row);
-      const out = await insertCommitted(trx as unknown as Db, {
-        apiKeyId: claim.apiKeyId,
-        key: claim.key,
-        fingerprint: Buffer.from(claim.fingerprint, 'hex'),
-        status,
-        body: stored,
-        ttlHours,
-      });
+      const out = await commitClaimReply(trx as unknown as Db, claim, { status, body: stored }, ttlHours);
       if (out === 'duplicate') throw new SuppressionCommittedElsewhere();
     }
     return row;
