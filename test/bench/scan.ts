@@ -1215,12 +1215,17 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
           ]),
           [
             "MariaDB: this database's connection threads",
-            ...results.flatMap((r) => [`${fmt(r.dbCpu.s, 2)} (${r.dbCpu.threads} threads)`, perTask(r, r.dbCpu.s)]),
+            // No thread seen: MariaDB is not this machine's process (or PROCESSLIST has no TID).
+            ...results.flatMap((r) =>
+              r.dbCpu.threads === 0
+                ? ['not readable', '—']
+                : [`${fmt(r.dbCpu.s, 2)} (${r.dbCpu.threads} threads)`, perTask(r, r.dbCpu.s)],
+            ),
           ],
           ['roles + MariaDB + Redis', ...results.flatMap((r) => [fmt(services(r), 2), perTask(r, services(r))])],
           [
             "roles + this database's MariaDB threads + Redis",
-            ...results.flatMap((r) => [fmt(own(r), 2), perTask(r, own(r))]),
+            ...results.flatMap((r) => (r.dbCpu.threads === 0 ? ['—', '—'] : [fmt(own(r), 2), perTask(r, own(r))])),
           ],
           ['all of these (the lab included)', ...results.flatMap((r) => [fmt(all(r), 2), perTask(r, all(r))])],
           // The row earlier reports printed: all of these, CPU-seconds per 1,000 tasks run.
