@@ -99,6 +99,18 @@ function roleEnv(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 describe(`a MariaDB with max_connections=${MAX_CONNECTIONS}`, () => {
+  it('a pooled connection keeps no prepared-statement cache (kysely never prepares): a 1-slot LRU, not 16,000', async () => {
+    await sql`SELECT 1`.execute(probe.db);
+    const conn = await new Promise<{ _statements: { max: number }; release(): void }>((resolve, reject) =>
+      probe.pool.getConnection((err, c) => (err ? reject(err) : resolve(c as never))),
+    );
+    try {
+      expect(conn._statements.max).toBe(1);
+    } finally {
+      conn.release();
+    }
+  });
+
   it('a budget above it: exit 78 with DATABASE_BUDGET_STRICT=true (lane, orchestrator, web), a warning line without', async () => {
     const strict = roleEnv({ REDIS_KEY_PREFIX: testPrefix('budget-strict'), DATABASE_BUDGET_STRICT: 'true' });
     const started: Proc[] = [

@@ -20,6 +20,7 @@ describe('passive web ports', () => {
   let ssh: http.Server;
   let sshRequests = 0;
   let guard: OutboundGuard;
+  let activeGuard: OutboundGuard;
   let runtime: ProductRuntime;
 
   const listen = async (s: http.Server) => {
@@ -32,6 +33,8 @@ describe('passive web ports', () => {
     page = http.createServer((req, res) => {
       if (req.url === '/same-port') res.writeHead(302, { location: 'http://127.0.0.1:8080/done' }).end();
       else if (req.url === '/done') res.writeHead(200, { 'content-type': 'text/html' }).end('<html>ok</html>');
+      // An authorized lookup's page: a hop to port 22 of a name inside the approved scope.
+      else if (req.url === '/named') res.writeHead(302, { location: 'http://ssh.scope.test:22/' }).end();
       else res.writeHead(302, { location: 'http://127.0.0.1:22/' }).end();
     });
     ssh = http.createServer((_req, res) => {
@@ -49,6 +52,17 @@ describe('passive web ports', () => {
       },
       portMap,
     });
+    // Authorized work goes through the active guard (ACTIVE_DENY_CIDRS), names of the approved
+    // scope resolving to loopback.
+    activeGuard = createOutboundGuard({
+      allow: ['127.0.0.0/8'],
+      resolver: async (host) => {
+        if (host.endsWith('.scope.test')) return ['127.0.0.1'];
+        throw new Error(`no names here (${host})`);
+      },
+      portMap,
+      deny: ['169.254.0.0/16'],
+    });
     const config = parseConfig({
       DATABASE_URL: 'mysql://x',
       REDIS_URL: 'redis://x',
@@ -56,7 +70,7 @@ describe('passive web ports', () => {
       CURSOR_SECRET: 'y'.repeat(32),
       WEBHOOK_SECRET_KEY: 'w'.repeat(32),
     });
-    runtime = { config, log: pino({ level: 'silent' }), services: { outbound: guard } };
+    runtime = { config, log: pino({ level: 'silent' }), services: { outbound: guard, activeOutbound: activeGuard } };
   });
 
   afterAll(async () => {
@@ -87,10 +101,15 @@ describe('passive web ports', () => {
     expect(sshRequests).toBe(before + 1);
   });
 
-  it("a passive lookup's http check does not follow the redirect to port 22; an authorized one does", async () => {
+  it("a passive lookup's http check does not follow the redirect to port 22; an authorized one does, inside its approved scope", async () => {
     const http = createWebChecks({ fetchTimeoutMs: 3000 }).find((c) => c.name === 'web.http')!;
     const run = (authorized: boolean) => {
-      const plan = planWeb({ url: 'http://127.0.0.1:8080/', authorized })[0]!;
+      const plan = authorized
+        ? planWeb(
+            { url: 'http://app.scope.test:8080/named', authorized },
+            { activeScope: { domain: 'scope.test', proof: 'operator_override' } },
+          )[0]!
+        : planWeb({ url: 'http://127.0.0.1:8080/', authorized })[0]!;
       return http.run(
         { objectKey: plan.objectKey, target: plan.objectKey, params: plan.params ?? {} },
         { runtime, signal: new AbortController().signal },
