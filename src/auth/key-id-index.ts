@@ -18,6 +18,7 @@
 // admin CLI created a moment ago is found, never refused for being new; a random one waits for
 // that scan (a few hundred milliseconds) and is refused. Revoked keys stay in the index: their id
 // was issued, and the database says revoked.
+import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { RedisClient } from '../redis/client.ts';
@@ -52,6 +53,11 @@ export const KEY_INDEX = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const READ_LUA = readFileSync(new URL('./readKeyIds-2.lua', import.meta.url), 'utf8');
+type WithRead = RedisClient & {
+  readKeyIds(ids: string, scanned: string, after: number): Promise<Array<string | number>>;
+};
+
 export class KeyIdIndex {
   readonly #db: Db;
   readonly #redis: RedisClient;
@@ -62,6 +68,8 @@ export class KeyIdIndex {
   constructor(db: Db, redis: RedisClient) {
     this.#db = db;
     this.#redis = redis;
+    // defineCommand caches the script by SHA (EVALSHA, falling back to EVAL) and applies keyPrefix.
+    if (!('readKeyIds' in redis)) redis.defineCommand('readKeyIds', { numberOfKeys: 2, lua: READ_LUA });
   }
 
   /** Ids known to this worker (tests, diagnostics). */
@@ -71,16 +79,16 @@ export class KeyIdIndex {
 
   /** At start: the set brought up to date with MySQL (rebuilt when gone) and read into memory. */
   async start(): Promise<void> {
-    const asked = await this.#sync();
-    if ((await this.#scanned()) < asked) await this.#scanAfter(asked);
+    const { now, scanned } = await this.#sync();
+    if (scanned < now) await this.#scanAfter(now);
   }
 
   /** Whether `id` was ever issued; throws when neither Redis nor MySQL can say. */
   async issued(id: string): Promise<boolean> {
     if (this.#known.has(id)) return true;
-    const asked = await this.#sync();
+    const { now } = await this.#sync();
     if (this.#known.has(id)) return true;
-    return this.#scanAfter(asked, id);
+    return this.#scanAfter(now, id);
   }
 
   /**
@@ -92,9 +100,9 @@ export class KeyIdIndex {
     for (;;) {
       const got = await this.#redis.set(KEYS.lock, '1', 'PX', KEY_INDEX.scanLockMs, 'NX');
       if (got === 'OK') await this.#scan();
-      await this.#sync();
+      const { scanned } = await this.#sync();
       if (id !== undefined && this.#known.has(id)) return true;
-      if ((await this.#scanned()) >= asked) return false;
+      if (scanned >= asked) return false;
       if (Date.now() > deadline) throw new Error('key id index: no scan of the keys table completed in time');
       await sleep(KEY_INDEX.pollMs);
     }
@@ -121,19 +129,17 @@ export class KeyIdIndex {
     }
   }
 
-  /** New ids of the set into memory; returns Redis's time (ms) before the read. */
-  async #sync(): Promise<number> {
-    const now = await this.#redisTime();
-    const fresh = await this.#redis.zrangebyscore(KEYS.ids, `(${this.#maxId}`, '+inf', 'WITHSCORES');
-    for (let i = 0; i < fresh.length; i += 2) {
-      this.#known.add(fresh[i]!);
-      this.#maxId = Math.max(this.#maxId, Number(fresh[i + 1]));
+  /**
+   * New ids of the set into memory, in one round trip (readKeyIds-2.lua) with Redis's time (ms)
+   * at the read and when the last completed scan started.
+   */
+  async #sync(): Promise<{ now: number; scanned: number }> {
+    const out = await (this.#redis as WithRead).readKeyIds(KEYS.ids, KEYS.scanned, this.#maxId);
+    for (let i = 2; i < out.length; i += 2) {
+      this.#known.add(String(out[i]));
+      this.#maxId = Math.max(this.#maxId, Number(out[i + 1]));
     }
-    return now;
-  }
-
-  async #scanned(): Promise<number> {
-    return Number((await this.#redis.get(KEYS.scanned)) ?? 0);
+    return { now: Number(out[0]), scanned: Number(out[1]) };
   }
 
   async #setMaxId(): Promise<number> {
