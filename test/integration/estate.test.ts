@@ -23,6 +23,7 @@ import type { LaneName } from '../../src/queue/streams.ts';
 import { LssClient } from '../../src/client/client.ts';
 import { sql } from 'kysely';
 import { inTransaction } from '../../src/db/transaction.ts';
+import { readEstateJobState } from '../../src/jobs/inventory/estate-job.ts';
 import { updateInventory } from '../../src/jobs/inventory/update-inventory.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
 import { root } from '../helpers/processes.ts';
@@ -405,6 +406,7 @@ describe('the estate (CONTRACT §15-16)', () => {
             publicId: j.public_id,
           },
           scanChangeRules,
+          (await readEstateJobState(trx, Number(j.id)))!,
         );
         const rows = await sql<{ okey: string; state: string }>`SELECT okey, state FROM inventory
           WHERE workspace_id = ${j.workspace_id} AND okey IN (${changesNames.removed}, ${changesNames.flaky}, ${changesNames.stays})

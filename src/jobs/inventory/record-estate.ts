@@ -8,6 +8,7 @@ import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import { applySuppressions } from '../suppressions/apply-suppressions.ts';
 import { inventoryUpdateSeconds, suppressionsApplied } from './estate-metrics.ts';
 import { updateInventory, type InventoryJob } from './update-inventory.ts';
+import { readEstateJobState } from './estate-job.ts';
 
 export async function recordEstate(
   trx: Trx,
@@ -16,8 +17,10 @@ export async function recordEstate(
   log?: Logger,
 ): Promise<void> {
   const began = performance.now();
-  const sup = await applySuppressions(trx, job);
-  const inv = await updateInventory(trx, job, rules);
+  const state = await readEstateJobState(trx, job.id);
+  if (!state) return;
+  const sup = await applySuppressions(trx, job, state);
+  const inv = await updateInventory(trx, job, rules, state);
   // Counted once the transaction is sure to commit? A retried terminal transaction (a deadlock)
   // counts again: the counter is an operator's rate, not a ledger.
   suppressionsApplied.inc(sup.applied);

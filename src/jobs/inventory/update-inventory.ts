@@ -22,6 +22,7 @@ import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import { groupOf } from '../changes/change-codes.ts';
 import { objectHash } from '../output-writer.ts';
 import { findingIdentity, reversedHost } from './inventory-keys.ts';
+import type { EstateJobState } from './estate-job.ts';
 
 const CHUNK = 500;
 
@@ -66,19 +67,10 @@ export async function updateInventory(
   trx: Trx,
   job: InventoryJob,
   rules: ChangeRules | undefined,
+  state: EstateJobState,
 ): Promise<InventoryOutcome> {
-  const meta = await sql<{
-    cancel_requested_at: Date | null;
-    baseline_job_id: number | null;
-    baseline_completed_at: Date | null;
-    changes: unknown;
-  }>`SELECT cancel_requested_at, baseline_job_id, baseline_completed_at, changes FROM jobs WHERE id = ${job.id}`.execute(
-    trx,
-  );
-  const m = meta.rows[0];
-  if (!m) return { present: 0, gone: 0, unconfirmed: 0 };
-  const cancelled = m.cancel_requested_at !== null;
-  const compared = m.baseline_job_id !== null && m.changes !== null;
+  const cancelled = state.cancelRequested;
+  const compared = state.baselineJobId !== null && state.changes !== null;
   const out: InventoryOutcome = { present: 0, gone: 0, unconfirmed: 0 };
   const absentKeys: Array<{ type: string; okey: string }> = [];
   const readProjection = !compared && rules?.absent !== undefined;
@@ -129,8 +121,8 @@ export async function updateInventory(
       trx,
       job.workspaceId,
       unconfirmed.map((r) => objectHash({ type: r.subject_type, key: r.subject_key })),
-      Number(m.baseline_job_id),
-      m.baseline_completed_at,
+      state.baselineJobId!,
+      state.baselineCompletedAt,
     );
     const ids = resolved.map((r) => findingIdentity(r.subject_type, r.object_type ?? '', r.subject_key));
     for (let i = 0; i < ids.length; i += CHUNK)

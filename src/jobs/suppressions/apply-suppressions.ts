@@ -13,6 +13,7 @@
 // Cost: the workspace's active suppressions (at most SUPPRESSIONS_PER_WORKSPACE) are read once and
 // indexed by code and key (./suppression-key.ts); the job's findings are read in pages of
 // FINDING_CHUNK by seq and each is matched in O(labels of its host). No suppression: one GROUP BY.
+import type { EstateJobState } from '../inventory/estate-job.ts';
 import { sql } from 'kysely';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 import { SEVERITIES } from '../../contract/tasks.ts';
@@ -36,7 +37,11 @@ export interface JobForEstate {
   product: string;
 }
 
-export async function applySuppressions(trx: Trx, job: JobForEstate): Promise<SuppressionOutcome> {
+export async function applySuppressions(
+  trx: Trx,
+  job: JobForEstate,
+  state: Pick<EstateJobState, 'baselineJobId' | 'changes'>,
+): Promise<SuppressionOutcome> {
   const rules = await activeRules(trx, job.workspaceId);
   const matcher = new SuppressionMatcher(rules, job.product);
   const open = [0, 0, 0, 0, 0];
@@ -78,7 +83,7 @@ export async function applySuppressions(trx: Trx, job: JobForEstate): Promise<Su
       after = Number(res.rows.at(-1)!.seq);
     }
   }
-  await recount(trx, job.id);
+  await recount(trx, job.id, state);
   const summary: NonNullable<FindingsSummary> = {
     open: {
       critical: open[SEVERITIES.indexOf('critical')] ?? 0,
@@ -101,12 +106,13 @@ const RESURFACED = groupOf('finding', 'resurfaced');
  * With a comparison (jobs.changes written just before): the resurfaced pairs marked, then the
  * finding counts split into open and suppressed. Without one, nothing: changes stay null.
  */
-async function recount(trx: Trx, jobId: number): Promise<void> {
-  const job = await sql<{ baseline_job_id: number | null; changes: unknown }>`
-    SELECT baseline_job_id, changes FROM jobs WHERE id = ${jobId}`.execute(trx);
-  const row = job.rows[0];
-  if (!row || row.baseline_job_id === null || row.changes === null) return;
-  const baselineId = Number(row.baseline_job_id);
+async function recount(
+  trx: Trx,
+  jobId: number,
+  state: Pick<EstateJobState, 'baselineJobId' | 'changes'>,
+): Promise<void> {
+  if (state.baselineJobId === null || state.changes === null) return;
+  const baselineId = state.baselineJobId;
   await sql`UPDATE job_changes jc
       JOIN job_suppressions b ON b.job_id = ${baselineId} AND b.finding_ref = jc.baseline_finding_ref
       LEFT JOIN job_suppressions c ON c.job_id = jc.job_id AND c.finding_id = jc.finding_id
@@ -117,7 +123,7 @@ async function recount(trx: Trx, jobId: number): Promise<void> {
       LEFT JOIN job_suppressions c ON c.job_id = jc.job_id AND c.finding_id = jc.finding_id
     WHERE jc.job_id = ${jobId} AND jc.grp IN (${NEW}, ${UNCHANGED}, ${RESURFACED}) GROUP BY jc.grp`.execute(trx);
   const of = (grp: number) => groups.rows.find((g) => Number(g.grp) === grp);
-  const counts = countsOf(parseJson(row.changes));
+  const counts = countsOf(parseJson(state.changes));
   const n = (grp: number) => Number(of(grp)?.n ?? 0);
   const s = (grp: number) => Number(of(grp)?.suppressed ?? 0);
   counts.findings.new = n(NEW) - s(NEW);
