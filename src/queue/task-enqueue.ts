@@ -9,12 +9,15 @@
 // markers share the lane's hash tag, so tasks are pipelined lane by lane: on Redis Cluster an
 // explicit pipeline must stay on one node.
 import type { RedisClient } from '../redis/client.ts';
+import { CARRIED_FIELD, encodeCarried, type CarriedTask } from './carried-task.ts';
 import { TASK_MESSAGE_TTL_MS, groups, isLaneName, queueKeys, streams, type LaneName } from './streams.ts';
 
 export interface TaskRef {
   id: number;
   jobId: number;
   lane: string;
+  /** The task's fields for its runner (carried-task.ts); absent, the runner reads the row. */
+  carried?: CarriedTask;
 }
 
 const CHUNK = 500;
@@ -51,7 +54,19 @@ export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]
     // asked), the entries, and the jobs' places in the lane's set.
     const adds = redis.pipeline();
     for (const jobId of jobs) adds.xgroup('CREATE', streams.laneJob(lane, jobId), groups.lane(lane), '0', 'MKSTREAM');
-    for (const t of chunk) adds.xadd(streams.laneJob(lane, t.jobId), '*', 'task', String(t.id), 'job', String(t.jobId));
+    for (const t of chunk)
+      if (t.carried)
+        adds.xadd(
+          streams.laneJob(lane, t.jobId),
+          '*',
+          'task',
+          String(t.id),
+          'job',
+          String(t.jobId),
+          CARRIED_FIELD,
+          encodeCarried(t.carried),
+        );
+      else adds.xadd(streams.laneJob(lane, t.jobId), '*', 'task', String(t.id), 'job', String(t.jobId));
     const now = Date.now();
     adds.zadd(queueKeys.laneJobs(lane), ...jobs.flatMap((j) => [String(now), String(j)]));
     const results = (await adds.exec()) ?? [];

@@ -516,6 +516,8 @@ describe('job pipeline', () => {
     ]);
     expect(Number(j.object_seq)).toBe(4);
     expect(Number(j.finding_seq)).toBe(3);
+    // Each task was claimed from its carried entry in one statement, without reading its row first.
+    expect([lane.runner.fastClaims, lane.runner.fastClaimMisses]).toEqual([3, 0]);
     // Metrics of the lane process.
     const text = await lane.metrics.metrics();
     expect(text).toMatch(/lss_task_duration_seconds_count\{lane="dns",outcome="completed"\} 3/);
@@ -885,6 +887,24 @@ describe('job pipeline', () => {
     const l = await ledger(jobId);
     expect(l.releases.map((e) => Number(e.amount))).toEqual([6]);
     expect(json(j.coverage).limitations.map((x: { code: string }) => x.code)).toContain('cancelled');
+  });
+
+  it('a carried entry of a cancelling job is not claimed in one statement: read from its row and cancelled, never run', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    const jobId = await accept(r, { tasks: [{ cost: 1 }, { cost: 1 }] }, 2);
+    await until('planned', async () => (await tasks(jobId)).length === 2);
+    // Cancelled before any runner reads the entries, and no cancel published: the runner alone
+    // must see that the job is cancelling (the one-statement claim requires a queued or running job).
+    expect((await requestCancel(dbh.db, principal.workspaceId, (await job(jobId)).public_id))?.changed).toBe(true);
+    const lane = await r.startLane();
+    const j = await terminal(jobId);
+    expect(j.status).toBe('cancelled');
+    expect((await tasks(jobId)).map((t) => [t.status, t.attempts])).toEqual([
+      ['cancelled', 0],
+      ['cancelled', 0],
+    ]);
+    expect([lane.runner.fastClaims, lane.runner.fastClaimMisses]).toEqual([0, 2]);
   });
 
   it('cancel with tasks still running past CANCEL_GRACE_MS: the sweeper finalizes `cancelled`', async () => {

@@ -61,6 +61,24 @@ export async function claimTask(db: Db, t: LaneTask, takeoverAfterMs: number): P
   return affected(res) === 1 ? t.attempts + 1 : null;
 }
 
+/**
+ * The common case in one statement, for a runner that has the task's fields already (carried in
+ * its stream entry: src/queue/carried-task.ts): a pending task of a queued or running job with
+ * deliveries left goes to running. Returns the attempt that now owns it (the reply carries
+ * LAST_INSERT_ID(expr)'s value, as page-seq.ts takes it), or null for anything else: the caller
+ * then reads the row and decides as before (cancel, take over, dead-letter, publish).
+ */
+export async function claimPending(db: Db, taskId: number, jobId: number, maxAttempts: number): Promise<number | null> {
+  const res = await sql`UPDATE tasks SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1), started_at = NOW(3)
+    WHERE id = ${taskId} AND job_id = ${jobId} AND status = 'pending' AND attempts < ${maxAttempts}
+      AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = ${jobId} AND j.status IN ('queued', 'running'))`.execute(db);
+  if (affected(res) !== 1) return null;
+  const attempt = res.insertId !== undefined ? Number(res.insertId) : 0;
+  // attempts + 1 is at least 1: a reply without it is no claim this runner can fence with.
+  if (attempt < 1) throw new Error(`claim of task ${taskId} returned no attempt number`);
+  return attempt;
+}
+
 /** The job is cancelling or over: a task not started (or abandoned) will not run. */
 export async function cancelTask(db: Db, taskId: number, takeoverAfterMs: number): Promise<boolean> {
   const res = await sql`UPDATE tasks SET status = 'cancelled', reason = 'job_cancelled', finished_at = NOW(3)

@@ -37,6 +37,11 @@ type GateState = { kind: 'open' } | { kind: 'done'; result: GateResult } | { kin
 
 const NEVER_RUN: readonly TaskStatus[] = ['budget_exhausted', 'cancelled'];
 
+/** The params a row is inserted with: the plan's, with its gate's result when it has one. */
+function insertedParams({ plan, gate }: Row): Record<string, unknown> | undefined {
+  return gate ? { ...plan.params, gate } : plan.params;
+}
+
 async function existingKeys(trx: Trx, jobId: number, plans: readonly TaskPlan[]): Promise<Set<string>> {
   const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
   const out = new Set<string>();
@@ -135,8 +140,9 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
 
   let inserted = 0;
   for (let i = 0; i < rows.length; i += 500) {
-    const values = rows.slice(i, i + 500).map(({ plan, status, gate }) => {
-      const params = gate ? { ...plan.params, gate } : plan.params;
+    const values = rows.slice(i, i + 500).map((row) => {
+      const { plan, status } = row;
+      const params = insertedParams(row);
       const exhausted = status === 'budget_exhausted';
       return sql`(
         ${job.id}, ${job.workspace_id}, ${plan.objectKey}, ${plan.check}, ${plan.lane}, ${plan.productLane},
@@ -163,16 +169,18 @@ export async function insertPlannedTasks(trx: Trx, job: LockedJob, input: readon
     await recountTaskCounters(trx, job.id);
   }
   const pending = rows.filter((r) => r.status === 'pending');
-  return pendingRefs(
-    trx,
-    job.id,
-    pending.map((r) => r.plan),
-  );
+  return pendingRefs(trx, job, pending);
 }
 
-async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<TaskRef[]> {
-  if (plans.length === 0) return [];
-  const wanted = new Set(plans.map((p) => `${p.check}\n${p.objectKey}`));
+/**
+ * The pending rows just inserted, each with the fields its runner needs (carried-task.ts) taken
+ * from the plan as inserted: only a row read back with the plan's own check and key gets them.
+ */
+async function pendingRefs(trx: Trx, job: LockedJob, pending: Row[]): Promise<TaskRef[]> {
+  if (pending.length === 0) return [];
+  const jobId = job.id;
+  const plans = pending.map((r) => r.plan);
+  const wanted = new Map(pending.map((r) => [`${r.plan.check}\n${r.plan.objectKey}`, r]));
   const refs: TaskRef[] = [];
   const hashes = [...new Set(plans.map((p) => p.objectKey))].map(sha256);
   for (let i = 0; i < hashes.length; i += 500) {
@@ -181,8 +189,25 @@ async function pendingRefs(trx: Trx, jobId: number, plans: TaskPlan[]): Promise<
       WHERE job_id = ${jobId} AND status = 'pending' AND object_key_hash IN (${sql.join(hashes.slice(i, i + 500))})`.execute(
       trx,
     );
-    for (const r of rows.rows)
-      if (wanted.has(`${r.check_name}\n${r.object_key}`)) refs.push({ id: Number(r.id), jobId, lane: r.lane });
+    for (const r of rows.rows) {
+      const row = wanted.get(`${r.check_name}\n${r.object_key}`);
+      if (!row) continue;
+      const params = insertedParams(row);
+      refs.push({
+        id: Number(r.id),
+        jobId,
+        lane: r.lane,
+        carried: {
+          workspaceId: job.workspace_id,
+          objectKey: row.plan.objectKey,
+          check: row.plan.check,
+          productLane: row.plan.productLane,
+          distance: row.plan.distance ?? 0,
+          params: params ? JSON.stringify(params) : null,
+          target: job.target,
+        },
+      });
+    }
   }
   return refs.sort((a, b) => a.id - b.id);
 }

@@ -24,11 +24,40 @@ export async function taskTallies(
   return rows.rows.map((r) => ({ ...r, n: Number(r.n) }));
 }
 
-/** The job's pending tasks, in id order (what the plan op enqueues). */
+/**
+ * The job's pending tasks, in id order (what the plan op enqueues), each with the fields its
+ * runner needs to claim it without reading the row again (src/queue/carried-task.ts).
+ */
 export async function pendingTaskRefs(db: Queryable, jobId: number): Promise<TaskRef[]> {
-  const rows = await sql<{ id: number; lane: string }>`
-    SELECT id, lane FROM tasks WHERE job_id = ${jobId} AND status = 'pending' ORDER BY id`.execute(db);
-  return rows.rows.map((r) => ({ id: Number(r.id), jobId, lane: r.lane }));
+  const rows = await sql<{
+    id: number;
+    lane: string;
+    workspace_id: number;
+    object_key: string;
+    check_name: string;
+    product_lane: string;
+    distance: number;
+    params: unknown;
+    target_value: string;
+  }>`
+    SELECT t.id, t.lane, t.workspace_id, t.object_key, t.check_name, t.product_lane, t.distance, t.params, j.target_value
+    FROM tasks t JOIN jobs j ON j.id = t.job_id
+    WHERE t.job_id = ${jobId} AND t.status = 'pending' ORDER BY t.id`.execute(db);
+  return rows.rows.map((r) => ({
+    id: Number(r.id),
+    jobId,
+    lane: r.lane,
+    carried: {
+      workspaceId: Number(r.workspace_id),
+      objectKey: String(r.object_key),
+      check: String(r.check_name),
+      productLane: String(r.product_lane),
+      distance: Number(r.distance),
+      // The column's text as stored (mysql2 may hand JSON columns back parsed).
+      params: r.params === null || r.params === undefined ? null : typeof r.params === 'string' ? r.params : JSON.stringify(r.params),
+      target: String(r.target_value),
+    },
+  }));
 }
 
 /**

@@ -131,13 +131,15 @@ export interface LockedJob {
   /** The key and month its reservation counted against (the release gives them back). */
   api_key_id: number;
   month: string;
+  /** The job's target (what its tasks are run for; a lane runner's check reads it). */
+  target: string;
 }
 
 /** Every transaction that touches a job's rows starts here: the job row lock orders them. */
 export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null> {
   const res = await sql<Record<string, unknown>>`
     SELECT id, public_id, workspace_id, api_key_id, month, product, status, input, request_id, credits_reserved,
-      credits_captured, settled_at,
+      credits_captured, settled_at, target_value,
       tasks_planned_cost, tasks_unapplied, budget_stopped, object_seq, finding_seq, object_cap,
       EXISTS (SELECT 1 FROM change_runs c WHERE c.job_id = jobs.id) AS change_run
     FROM jobs WHERE id = ${jobId} FOR UPDATE`.execute(trx);
@@ -158,5 +160,6 @@ export async function lockJob(trx: Trx, jobId: number): Promise<LockedJob | null
     settled: r.settled_at !== null && r.settled_at !== undefined,
     api_key_id: Number(r.api_key_id),
     month: String(r.month),
+    target: String(r.target_value),
   };
 }
