@@ -18,7 +18,10 @@ const sample: CarriedTask = {
 describe('carried task fields', () => {
   it('reads back what was written, params text unchanged', () => {
     expect(decodeCarried({ task: '1', job: '2', [CARRIED_FIELD]: encodeCarried(sample) })).toEqual(sample);
-    expect(decodeCarried({ [CARRIED_FIELD]: encodeCarried({ ...sample, params: null }) })).toEqual({ ...sample, params: null });
+    expect(decodeCarried({ [CARRIED_FIELD]: encodeCarried({ ...sample, params: null }) })).toEqual({
+      ...sample,
+      params: null,
+    });
   });
 
   it('an entry without them, or with anything else, carries none', () => {

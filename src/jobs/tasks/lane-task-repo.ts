@@ -69,7 +69,8 @@ export async function claimTask(db: Db, t: LaneTask, takeoverAfterMs: number): P
  * then reads the row and decides as before (cancel, take over, dead-letter, publish).
  */
 export async function claimPending(db: Db, taskId: number, jobId: number, maxAttempts: number): Promise<number | null> {
-  const res = await sql`UPDATE tasks SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1), started_at = NOW(3)
+  const res =
+    await sql`UPDATE tasks SET status = 'running', attempts = LAST_INSERT_ID(attempts + 1), started_at = NOW(3)
     WHERE id = ${taskId} AND job_id = ${jobId} AND status = 'pending' AND attempts < ${maxAttempts}
       AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = ${jobId} AND j.status IN ('queued', 'running'))`.execute(db);
   if (affected(res) !== 1) return null;

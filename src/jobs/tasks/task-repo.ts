@@ -54,7 +54,12 @@ export async function pendingTaskRefs(db: Queryable, jobId: number): Promise<Tas
       productLane: String(r.product_lane),
       distance: Number(r.distance),
       // The column's text as stored (mysql2 may hand JSON columns back parsed).
-      params: r.params === null || r.params === undefined ? null : typeof r.params === 'string' ? r.params : JSON.stringify(r.params),
+      params:
+        r.params === null || r.params === undefined
+          ? null
+          : typeof r.params === 'string'
+            ? r.params
+            : JSON.stringify(r.params),
       target: String(r.target_value),
     },
   }));
