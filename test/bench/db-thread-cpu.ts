@@ -34,6 +34,10 @@ export class DbThreadCpu {
   readonly #last = new Map<number, number>();
   #timer: NodeJS.Timeout | undefined;
   #sampling: Promise<void> | undefined;
+  /** Most connections to this database seen in one sample (issue 48: connections against the budget). */
+  #peak = 0;
+  /** The server's Connection_errors_max_connections at the first sample (refusals are counted server-wide). */
+  #refusedAtStart: number | null = null;
 
   /** `serverPids`: the machine's MariaDB servers (the one serving the database has its threads). */
   constructor(serverPids: number[], databaseUrl: string) {
@@ -50,6 +54,8 @@ export class DbThreadCpu {
       try {
         const r = await sql<{ tid: number }>`SELECT TID AS tid FROM information_schema.PROCESSLIST
           WHERE DB = DATABASE() AND ID <> CONNECTION_ID()`.execute(this.#db.db);
+        this.#peak = Math.max(this.#peak, r.rows.length);
+        this.#refusedAtStart ??= await this.#refused();
         for (const { tid } of r.rows) {
           const s = this.#serverPids.map((pid) => threadCpuSeconds(pid, Number(tid))).find((x) => x !== null) ?? null;
           if (s === null) continue;
@@ -65,14 +71,27 @@ export class DbThreadCpu {
     return this.#sampling;
   }
 
-  /** Stops sampling (after one last sample) and gives the seconds spent and the threads seen. */
-  async stop(): Promise<{ s: number; threads: number }> {
+  async #refused(): Promise<number | null> {
+    const r = await sql<{ Value: string }>`SHOW GLOBAL STATUS LIKE 'Connection_errors_max_connections'`.execute(
+      this.#db.db,
+    );
+    return r.rows[0] ? Number(r.rows[0].Value) : null;
+  }
+
+  /**
+   * Stops sampling (after one last sample) and gives the seconds spent, the threads seen, the most
+   * connections to the database at once, and the connections the server refused meanwhile
+   * (`max_connections` reached; server-wide, whatever database they were for).
+   */
+  async stop(): Promise<{ s: number; threads: number; peakConnections: number; refused: number | null }> {
     clearInterval(this.#timer);
     await this.#sampling;
     await this.sample();
+    const refusedNow = await this.#refused().catch(() => null);
     await this.#db.close();
     let s = 0;
     for (const [tid, last] of this.#last) s += last - this.#first.get(tid)!;
-    return { s, threads: this.#last.size };
+    const refused = refusedNow !== null && this.#refusedAtStart !== null ? refusedNow - this.#refusedAtStart : null;
+    return { s, threads: this.#last.size, peakConnections: this.#peak, refused };
   }
 }

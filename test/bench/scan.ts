@@ -90,6 +90,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, deletePrefixedKeys, dropDatabase, ensureServices, runTimestamp } from '../../ops/services.ts';
 import { migrate } from '../../src/db/migrations.ts';
 import { parseConfig } from '../../src/config/config.ts';
+import { connectionPlan, describePlan } from '../../src/config/connection-budget.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { grantCredits } from '../../src/credits/ledger.ts';
@@ -438,7 +439,9 @@ interface SizeResult extends Run {
   /** CPU seconds from the POST to the job terminal, per process (the bench's own: the lab and the bench). */
   cpu: Array<{ label: string; s: number }>;
   /** CPU seconds of the MariaDB threads serving this run's database (db-thread-cpu.ts), POST to terminal, and how many. */
-  dbCpu: { s: number; threads: number };
+  dbCpu: { s: number; threads: number; peakConnections: number; refused: number | null };
+  /** The roles' connection plan (src/config/connection-budget.ts), as their settings give it. */
+  connectionPlan: string | null;
   labRss: { idleKb: number; peakKb: number };
   heaps: Array<{ role: string; idle: Heap | null; end: Heap | null; rssEndKb: number | null }>;
   logs: Array<{ name: string; errors: number; warns: number; other: number; samples: string[]; exit: number | null }>;
@@ -654,6 +657,18 @@ async function fairness(
     `fairness: the lab's own answer for that page ${fmt(labIdleMs, 0)} ms idle, ${fmt(labBusyMs, 0)} ms during the scans`,
   );
   return { t0, jobRefs, wallsS: walls as number[], lookupIdleMs, lookupBusyMs, idle, busy, labIdleMs, labBusyMs };
+}
+
+/** The connection plan the roles compute from `env` (what each role's pool may open), as one line. */
+function rolePlan(env: Record<string, string | undefined>): string | null {
+  try {
+    const merged = Object.fromEntries(
+      Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined),
+    );
+    return describePlan(connectionPlan(parseConfig(merged)));
+  } catch {
+    return null;
+  }
 }
 
 async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
@@ -929,6 +944,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
       rows: [...sampler.rows.values()],
       cpu,
       dbCpu,
+      connectionPlan: rolePlan(env),
       labRss: self,
       heaps: started.map((st) => ({
         role: st.role,
@@ -1234,6 +1250,16 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
       ),
     );
     out.push('  target (issue 48): roles + MariaDB + Redis ≤ 3 ms a task');
+    out.push('');
+    out.push(
+      "Database connections (issue 48 item 2): the most this run's database had open at once (PROCESSLIST, sampled every second),",
+      "  the roles' plan from their settings (src/config/connection-budget.ts), and the connections MariaDB refused meanwhile",
+      '  (Connection_errors_max_connections: server-wide, any database)',
+    );
+    for (const r of results)
+      out.push(
+        `  ${r.label}: peak ${r.dbCpu.peakConnections} open; plan ${r.connectionPlan ?? 'not readable'}; refused ${r.dbCpu.refused ?? 'not readable'}`,
+      );
   }
 
   out.push('');
