@@ -7,7 +7,11 @@
 //     and only `scope approve --verify` lifts it;
 //   - a re-proof that cannot say (the zone's server silent) keeps the grant for one more period,
 //     asked again meanwhile, then suspends it;
-//   - two orchestrators running at once prove a scope once.
+//   - two orchestrators running at once prove a scope once;
+//   - the orchestrator role runs it (a scope last proven a period ago, its record gone, is
+//     suspended by a running orchestrator on its own).
+import { pino } from 'pino';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
@@ -17,6 +21,7 @@ import { activeAuthorizationGone } from '../../src/auth/keys-repo.ts';
 import { reproveDueScopes } from '../../src/auth/scope-reproof.ts';
 import type { ProofDns } from '../../src/auth/scope-proof.ts';
 import { specialUsePolicy } from '../../src/net/special-use.ts';
+import { startOrchestrator } from '../../src/jobs/orchestration/orchestrator.ts';
 
 const ZONE = 'reproof.test';
 const HOUR = 3_600_000;
@@ -161,4 +166,29 @@ describe('scheduled re-proof of verified scopes (issue 45 item 5)', () => {
     const [a, b] = await Promise.all([reprove(id, 25 * HOUR), reprove(id, 25 * HOUR)]);
     expect(a.length + b.length).toBe(1);
   });
+
+  it('the orchestrator role runs the re-proof on its own', async () => {
+    const domain = `sweep.${ZONE}`;
+    const { t, challenge } = await verified(domain);
+    const id = await workspaceInternalId(h.deps.db, t.workspaceId);
+    // Proven a period and a minute ago (the clock cannot be moved inside a running orchestrator).
+    await sql`UPDATE workspace_target_scopes SET last_proven_at = NOW(3) - INTERVAL 1441 MINUTE,
+      proof_checked_at = NOW(3) - INTERVAL 1441 MINUTE WHERE workspace_id = ${id} AND suffix = ${domain}`.execute(
+      h.deps.db,
+    );
+    dns.withdraw(challenge.name);
+    const orchestrator = await startOrchestrator({
+      config: h.config,
+      log: pino({ level: 'silent' }),
+      timing: { reproofEveryMs: 200 },
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while ((await standing(t.workspaceId)).proofState !== 'suspended' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      expect(await standing(t.workspaceId)).toMatchObject({ proofState: 'suspended', lastProofOutcome: 'missing' });
+    } finally {
+      await orchestrator.close();
+    }
+  }, 40_000);
 });
