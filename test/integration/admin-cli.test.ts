@@ -373,7 +373,7 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       await adminWith(env, 'scope', 'revoke', '--workspace', W, '--domain', `shop.${ZONE}`);
       const next = await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `shop.${ZONE}`);
       expect(next.out.value).not.toBe(challenge.out.value);
-    });
+    }, 90_000); // nine CLI processes, each a Node start: slow on a loaded machine
 
     it('a resolver that cannot say is no proof: exit 75, proof_indeterminate, nothing approved', async () => {
       const ws = await adminWith(env, 'workspace', 'create', '--name', 'Flaky');
@@ -384,7 +384,7 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       expect(r.out).toMatchObject({ error: 'proof_indeterminate' });
       expect(r.out.message).toContain('SERVFAIL');
       expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual([]);
-    });
+    }, 90_000);
 
     it('--verify without a challenge first says what to run', async () => {
       const ws = await adminWith(env, 'workspace', 'create', '--name', 'Hasty');
