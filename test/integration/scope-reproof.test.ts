@@ -11,7 +11,6 @@
 //   - the orchestrator role runs it (a scope last proven a period ago, its record gone, is
 //     suspended by a running orchestrator on its own).
 import { pino } from 'pino';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
@@ -172,10 +171,13 @@ describe('scheduled re-proof of verified scopes (issue 45 item 5)', () => {
     const { t, challenge } = await verified(domain);
     const id = await workspaceInternalId(h.deps.db, t.workspaceId);
     // Proven a period and a minute ago (the clock cannot be moved inside a running orchestrator).
-    await sql`UPDATE workspace_target_scopes SET last_proven_at = NOW(3) - INTERVAL 1441 MINUTE,
-      proof_checked_at = NOW(3) - INTERVAL 1441 MINUTE WHERE workspace_id = ${id} AND suffix = ${domain}`.execute(
-      h.deps.db,
-    );
+    const aPeriodAgo = new Date(Date.now() - 24 * HOUR - 60_000);
+    await h.deps.db
+      .updateTable('workspace_target_scopes')
+      .set({ last_proven_at: aPeriodAgo, proof_checked_at: aPeriodAgo })
+      .where('workspace_id', '=', id)
+      .where('suffix', '=', domain)
+      .execute();
     dns.withdraw(challenge.name);
     const orchestrator = await startOrchestrator({
       config: h.config,
