@@ -56,7 +56,8 @@ async function findPrincipal(db: Db, by: 'k.key_hash' | 'k.id', value: Buffer | 
 
 /**
  * A workspace's approved scopes with their proof and, for verified ones, the token the TXT record
- * must hold; a scope suspended by a failed re-proof is left out (it approves nothing). `db` may be a transaction (the orchestrator reads them under the job row lock).
+ * must hold; a scope suspended by a failed re-proof is left out (it approves nothing). `db` may
+ * be a transaction (the orchestrator reads them under the job row lock).
  */
 export async function approvedScopesOf(db: Db, workspaceId: number): Promise<ApprovedScope[]> {
   const rows = await db

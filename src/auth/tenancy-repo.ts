@@ -342,7 +342,8 @@ export async function showWorkspace(db: Db, wsPublic: string) {
     name: ws.name,
     activeCapability: ws.active_capability === 1,
     responsibleUse: { version: ws.responsible_use_version, acceptedAt: ws.responsible_use_accepted_at },
-    // Each with its proof: `verified` (TXT record) or `operator_override` (approved without proof).
+    // Each with its proof: `verified` (TXT record) or `operator_override` (approved without proof),
+    // and how the scheduled re-proof left it (proofState, lastProvenAt…: scope-reproof.ts).
     approvedScopes: scopes,
     applications: apps.map((a) => ({
       applicationId: a.public_id,
