@@ -23,6 +23,7 @@ import {
 import { specialUsePolicy } from '../net/special-use.ts';
 import { createResolver } from '../dns/stub-resolver.ts';
 import { refuseSpecialUse } from '../net/special-use-resolver.ts';
+import { createOutboundGuard } from '../net/outbound-guard.ts';
 import { balance, grantCredits } from '../credits/ledger.ts';
 import { randomUUID } from 'node:crypto';
 import { productById } from '../products/registry.ts';
@@ -163,13 +164,19 @@ export async function runAdmin(argv: string[]): Promise<unknown> {
           return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'), {
             policy,
           });
-        // The project's resolver (DNS_SERVERS), refusing special-use names as every check does.
+        // The project's resolver (DNS_SERVERS), refusing special-use names as every check does,
+        // finds the zone's servers; the outbound guard (ALLOW_PRIVATE_TARGETS) reaches them.
         const stub = createResolver(config);
         const resolver = refuseSpecialUse(stub, policy);
+        const servers = createOutboundGuard({
+          allow: config.ALLOW_PRIVATE_TARGETS,
+          resolver,
+          portMap: config.OUTBOUND_PORT_MAP,
+        });
         try {
           return await approveScope(db, need(o.workspace, '--workspace'), need(o.domain ?? arg, '--domain'), {
             policy,
-            verifyWith: resolver,
+            verifyWith: { resolver, servers },
           });
         } finally {
           stub.close?.();

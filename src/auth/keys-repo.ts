@@ -56,7 +56,8 @@ async function findPrincipal(db: Db, by: 'k.key_hash' | 'k.id', value: Buffer | 
 
 /**
  * A workspace's approved scopes with their proof and, for verified ones, the token the TXT record
- * must hold. `db` may be a transaction (the orchestrator reads them under the job row lock).
+ * must hold; a scope suspended by a failed re-proof is left out (it approves nothing). `db` may
+ * be a transaction (the orchestrator reads them under the job row lock).
  */
 export async function approvedScopesOf(db: Db, workspaceId: number): Promise<ApprovedScope[]> {
   const rows = await db
@@ -66,6 +67,8 @@ export async function approvedScopesOf(db: Db, workspaceId: number): Promise<App
     )
     .select(['s.suffix', 's.proof', 'c.token'])
     .where('s.workspace_id', '=', workspaceId)
+    // A scope suspended by a failed re-proof approves nothing (scope-reproof.ts).
+    .where('s.suspended_at', 'is', null)
     .execute();
   return rows.map((r) => ({
     domain: r.suffix,
@@ -98,9 +101,12 @@ export async function activeAuthorizationGone(
   if (scope === null) return null;
   const row = await db
     .selectFrom('workspace_target_scopes')
-    .select('suffix')
+    .select(['suffix', 'suspended_at', 'proof_detail'])
     .where('workspace_id', '=', workspaceId)
     .where('suffix', '=', scope)
     .executeTakeFirst();
-  return row ? null : `the approved scope ${scope} was revoked`;
+  if (!row) return `the approved scope ${scope} was revoked`;
+  if (row.suspended_at !== null)
+    return `the approved scope ${scope} is suspended: its scheduled re-proof of control failed (${row.proof_detail ?? 'no detail'})`;
+  return null;
 }

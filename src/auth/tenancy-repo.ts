@@ -7,9 +7,9 @@ import { SCOPES, type Scope } from './principal.ts';
 import { publicId } from '../contract/ids.ts';
 import { rateOverridesSchema, parseOverrides, type RateOverrides } from '../ratelimit/policies.ts';
 import type { SpecialUsePolicy } from '../net/special-use.ts';
-import type { Resolver } from '../dns/types.ts';
 import { approvableScope, type ScopeProof } from './approved-scopes.ts';
-import { askProof, challengeName, newChallengeToken, type ProofCheck } from './scope-proof.ts';
+import { askProof, challengeName, newChallengeToken, type ProofCheck, type ProofDns } from './scope-proof.ts';
+import { proofStanding } from './scope-reproof.ts';
 
 export { InvalidScopeError } from './approved-scopes.ts';
 
@@ -149,9 +149,10 @@ export interface ApproveScopeOptions {
   policy?: SpecialUsePolicy;
   /**
    * `--verify`: approve only when the TXT record _lss-challenge.<domain> holds the workspace's
-   * challenge token, asked through this resolver; the scope is then `verified`.
+   * challenge token, asked of the zone's own servers (found through this resolver, reached through
+   * this guard); the scope is then `verified`.
    */
-  verifyWith?: Resolver;
+  verifyWith?: ProofDns;
 }
 
 /**
@@ -179,16 +180,27 @@ export async function approveScope(db: Db, wsPublic: string, suffix: string, opt
       throw new ScopeProofError(
         check.state === 'missing'
           ? `not approved: ${check.detail}; publish TXT ${challengeName(s)} "${challenge.token}" and try again`
-          : `not approved: ${check.detail} (nothing is known: try again once the resolver answers)`,
+          : `not approved: ${check.detail} (nothing is known: try again once the zone's servers answer)`,
         check,
       );
     proof = 'verified';
   }
   const verifiedAt = proof === 'verified' ? new Date() : null;
+  // Approving again starts the proof's record afresh: proven now (a suspension lifted), or an
+  // operator's override that is never re-proven.
+  const standing = {
+    proof,
+    verified_at: verifiedAt,
+    last_proven_at: verifiedAt,
+    proof_checked_at: verifiedAt,
+    proof_outcome: verifiedAt ? ('present' as const) : null,
+    proof_detail: null,
+    suspended_at: null,
+  };
   await db
     .insertInto('workspace_target_scopes')
-    .values({ workspace_id: ws.id, suffix: s, proof, verified_at: verifiedAt })
-    .onDuplicateKeyUpdate({ proof, verified_at: verifiedAt })
+    .values({ workspace_id: ws.id, suffix: s, ...standing })
+    .onDuplicateKeyUpdate(standing)
     .execute();
   return { workspaceId: wsPublic, approved: s, proof };
 }
@@ -236,15 +248,32 @@ export async function listScopes(db: Db, wsPublic: string) {
 async function scopeRows(db: Db, workspaceId: number) {
   const rows = await db
     .selectFrom('workspace_target_scopes')
-    .select(['suffix', 'proof', 'verified_at', 'created_at'])
+    .select([
+      'suffix',
+      'proof',
+      'verified_at',
+      'created_at',
+      'last_proven_at',
+      'proof_checked_at',
+      'proof_outcome',
+      'proof_detail',
+      'suspended_at',
+    ])
     .where('workspace_id', '=', workspaceId)
     .orderBy('suffix')
     .execute();
+  // The re-proof's record (docs/api.md, "Approval means control"): null for an operator's override.
   return rows.map((r) => ({
     domain: r.suffix,
     proof: r.proof,
     approvedAt: r.created_at,
     verifiedAt: r.verified_at,
+    proofState: proofStanding(r),
+    lastProvenAt: r.last_proven_at,
+    lastProofAt: r.proof_checked_at,
+    lastProofOutcome: r.proof_outcome,
+    lastProofDetail: r.proof_detail,
+    suspendedAt: r.suspended_at,
   }));
 }
 
@@ -313,7 +342,8 @@ export async function showWorkspace(db: Db, wsPublic: string) {
     name: ws.name,
     activeCapability: ws.active_capability === 1,
     responsibleUse: { version: ws.responsible_use_version, acceptedAt: ws.responsible_use_accepted_at },
-    // Each with its proof: `verified` (TXT record) or `operator_override` (approved without proof).
+    // Each with its proof: `verified` (TXT record) or `operator_override` (approved without proof),
+    // and how the scheduled re-proof left it (proofState, lastProvenAt…: scope-reproof.ts).
     approvedScopes: scopes,
     applications: apps.map((a) => ({
       applicationId: a.public_id,

@@ -308,6 +308,15 @@ export const configSchema = z
       .describe(
         "How long a verified scope's TXT proof, once found, is trusted before active work asks DNS again (at most an hour; 0 = every time)",
       ),
+    SCOPE_REPROVE_HOURS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(720)
+      .default(24)
+      .describe(
+        "How often the orchestrator proves each verified scope again at its zone's servers (hours, 1-720): a re-proof that finds the token gone suspends the scope; one that cannot say keeps it at most one more period",
+      ),
     OUTBOUND_PORT_MAP: z
       .string()
       .default('')

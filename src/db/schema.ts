@@ -20,6 +20,12 @@ export interface WorkspaceTargetScopesTable {
   /** Migration 011: how the scope was approved (src/auth/approved-scopes.ts). */
   proof: Generated<'verified' | 'operator_override'>;
   verified_at: Date | null;
+  /** Migration 024: the scheduled re-proof of verified scopes (src/auth/scope-reproof.ts). */
+  last_proven_at: Generated<Date | null>;
+  proof_checked_at: Generated<Date | null>;
+  proof_outcome: Generated<'present' | 'missing' | 'indeterminate' | null>;
+  proof_detail: Generated<string | null>;
+  suspended_at: Generated<Date | null>;
 }
 
 /** The proof-of-control token of a (workspace, scope) (migration 011, src/auth/scope-proof.ts). */

@@ -15,11 +15,11 @@ export function queryOverStream(
   socket: net.Socket,
   name: string,
   type: RecordType,
-  opts: { timeoutMs: number; signal?: AbortSignal },
+  opts: { timeoutMs: number; signal?: AbortSignal; recursionDesired?: boolean },
 ): Promise<QueryResult> {
   const started = performance.now();
   const id = randomInt(0, 0x10000);
-  const query = buildQuery(id, name, type);
+  const query = buildQuery(id, name, type, opts.recursionDesired === false ? { recursionDesired: false } : {});
   const result = (outcome: QueryResult['outcome'], extra: Partial<QueryResult> = {}): QueryResult => ({
     name,
     type,

@@ -45,14 +45,21 @@ export function encodableName(name: string): boolean {
   return wire <= 255;
 }
 
-export function buildQuery(id: number, name: string, type: RecordType): Buffer {
+export function buildQuery(
+  id: number,
+  name: string,
+  type: RecordType,
+  opts: { recursionDesired?: boolean } = {},
+): Buffer {
   return packet.encode({
     type: 'query',
     id,
     // AD set in the query (RFC 6840 §5.7): a validating resolver sets AD in its reply only when the
     // query had AD or DO, so without it `flags.ad` would be false from every resolver. AD is still
     // the resolver's word, trusted only as DNS_RESOLVER_VALIDATES says (docs/operations.md).
-    flags: packet.RECURSION_DESIRED | packet.AUTHENTIC_DATA,
+    // RD off for a question to a zone's own server (./authoritative.ts): it must answer from its
+    // zone data, never recurse or answer from a cache of its own.
+    flags: (opts.recursionDesired === false ? 0 : packet.RECURSION_DESIRED) | packet.AUTHENTIC_DATA,
     questions: [{ name, type, class: 'IN' }],
     // DO stays off: we do not validate signatures ourselves, so asking for them would only bloat replies.
     additionals: [

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEnv } from '../helpers/harness.ts';
 import { isWellFormedApiKey } from '../../src/auth/api-key.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
-import { zoneApex } from '../lab/zones.ts';
+import { servedApex } from '../lab/zones.ts';
 import { sql } from 'kysely';
 import { createScratchDatabase } from '../helpers/processes.ts';
 import { createDb } from '../../src/db/database.ts';
@@ -263,10 +263,19 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
     expect(list.code, list.stderr).toBe(0);
     expect(list.out).toEqual({
       workspaceId: ws.out.workspaceId,
-      scopes: [
-        { domain: 'one.example.com', proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
-        { domain: 'two.example.com', proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
-      ],
+      scopes: ['one.example.com', 'two.example.com'].map((domain) => ({
+        domain,
+        proof: 'operator_override',
+        approvedAt: expect.any(String),
+        verifiedAt: null,
+        // Never re-proven (issue 45): an operator's approval has no proof to keep.
+        proofState: 'not_required',
+        lastProvenAt: null,
+        lastProofAt: null,
+        lastProofOutcome: null,
+        lastProofDetail: null,
+        suspendedAt: null,
+      })),
     });
     const revoke = admin('scope', 'revoke', '--workspace', ws.out.workspaceId, '--domain', 'one.example.com');
     expect(revoke.out).toEqual({ workspaceId: ws.out.workspaceId, revoked: 'one.example.com' });
@@ -287,12 +296,19 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
         zones: [
           {
             origin: ZONE,
-            records: zoneApex(ZONE),
+            // ns.owned.test is the lab DNS itself: `--verify` asks it directly (TCP 53, mapped).
+            records: servedApex(ZONE),
             behaviours: [{ name: '_lss-challenge.flaky', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
           },
         ],
       });
-      env = { DNS_SERVERS: `[${dns.host}]:${dns.port}`, ALLOW_SPECIAL_USE_DOMAINS: 'test', DNS_TIMEOUT_MS: '1000' };
+      env = {
+        DNS_SERVERS: `[${dns.host}]:${dns.port}`,
+        ALLOW_SPECIAL_USE_DOMAINS: 'test',
+        DNS_TIMEOUT_MS: '1000',
+        ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+        OUTBOUND_PORT_MAP: `53=${dns.port}`,
+      };
     });
     afterAll(async () => {
       await dns?.close();
@@ -326,9 +342,30 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       // Without --verify: an operator's approval, said so wherever scopes are shown.
       await adminWith(env, 'scope', 'approve', '--workspace', W, '--domain', `blog.${ZONE}`);
       const show = await adminWith(env, 'workspace', 'show', W);
+      const never = { lastProvenAt: null, lastProofAt: null, lastProofOutcome: null, lastProofDetail: null };
       expect(show.out.approvedScopes).toEqual([
-        { domain: `blog.${ZONE}`, proof: 'operator_override', approvedAt: expect.any(String), verifiedAt: null },
-        { domain: `shop.${ZONE}`, proof: 'verified', approvedAt: expect.any(String), verifiedAt: expect.any(String) },
+        {
+          domain: `blog.${ZONE}`,
+          proof: 'operator_override',
+          approvedAt: expect.any(String),
+          verifiedAt: null,
+          proofState: 'not_required',
+          ...never,
+          suspendedAt: null,
+        },
+        {
+          domain: `shop.${ZONE}`,
+          proof: 'verified',
+          approvedAt: expect.any(String),
+          verifiedAt: expect.any(String),
+          // Issue 45: when the zone's servers last held the token (re-proven every SCOPE_REPROVE_HOURS).
+          proofState: 'proven',
+          lastProvenAt: expect.any(String),
+          lastProofAt: expect.any(String),
+          lastProofOutcome: 'present',
+          lastProofDetail: null,
+          suspendedAt: null,
+        },
       ]);
       expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual(show.out.approvedScopes);
 
@@ -336,7 +373,7 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       await adminWith(env, 'scope', 'revoke', '--workspace', W, '--domain', `shop.${ZONE}`);
       const next = await adminWith(env, 'scope', 'challenge', '--workspace', W, '--domain', `shop.${ZONE}`);
       expect(next.out.value).not.toBe(challenge.out.value);
-    });
+    }, 90_000); // nine CLI processes, each a Node start: slow on a loaded machine
 
     it('a resolver that cannot say is no proof: exit 75, proof_indeterminate, nothing approved', async () => {
       const ws = await adminWith(env, 'workspace', 'create', '--name', 'Flaky');
@@ -347,7 +384,7 @@ describe('approved scopes: names someone controls (issue 30 items 4 and 5)', () 
       expect(r.out).toMatchObject({ error: 'proof_indeterminate' });
       expect(r.out.message).toContain('SERVFAIL');
       expect((await adminWith(env, 'scope', 'list', '--workspace', W)).out.scopes).toEqual([]);
-    });
+    }, 90_000);
 
     it('--verify without a challenge first says what to run', async () => {
       const ws = await adminWith(env, 'workspace', 'create', '--name', 'Hasty');

@@ -606,7 +606,7 @@ describe('scan.recursive.v1', () => {
       lab.dns.publish(challenge.name, 'TXT', [[challenge.value]]);
       await approveScope(h.deps.db, t.workspaceId, shop, {
         policy: specialUsePolicy(h.config),
-        verifyWith: h.deps.runtime.services.resolver!,
+        verifyWith: { resolver: h.deps.runtime.services.resolver!, servers: h.deps.runtime.services.outbound! },
       });
       const job = await scan(t.key, body('advanced', shop, 3000, true));
       const findings = await all<Finding>(t.key, `/v2/jobs/${job.jobRef}/findings`);

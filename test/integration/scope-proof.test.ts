@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createTenant, startHarness, type Harness } from '../helpers/harness.ts';
 import { freePort } from '../helpers/processes.ts';
 import { startLabDns, type LabDns } from '../lab/dns-server.ts';
-import { zoneApex } from '../lab/zones.ts';
+import { servedApex } from '../lab/zones.ts';
 import { createApp } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/config.ts';
 import { createProductRuntime } from '../../src/products/kit/runtime.ts';
@@ -31,9 +31,13 @@ describe('proof of control at admission', () => {
   let h: Harness;
 
   beforeAll(async () => {
-    dns = await startLabDns({ zones: [{ origin: ZONE, records: zoneApex(ZONE) }] });
+    // The lab DNS is the resolver and the zone's own server (ns.proven.test is 127.0.0.1, its TCP
+    // port 53 mapped to the lab's): proofs ask the zone's server directly.
+    dns = await startLabDns({ zones: [{ origin: ZONE, records: servedApex(ZONE) }] });
     h = await startHarness({
       DNS_SERVERS: `[${dns.host}]:${dns.port}`,
+      ALLOW_PRIVATE_TARGETS: '127.0.0.0/8',
+      OUTBOUND_PORT_MAP: `53=${dns.port}`,
       ALLOW_SPECIAL_USE_DOMAINS: 'test',
       DNS_TIMEOUT_MS: '1000',
       // Every active request asks DNS: the removal is seen at once (the default trusts a found token an hour).
@@ -59,7 +63,7 @@ describe('proof of control at admission', () => {
     dns.publish(challenge.name, 'TXT', [[challenge.value]]);
     const approved = await approveScope(h.deps.db, workspaceId, domain, {
       policy: specialUsePolicy(h.config),
-      verifyWith: h.deps.runtime.services.resolver!,
+      verifyWith: { resolver: h.deps.runtime.services.resolver!, servers: h.deps.runtime.services.outbound! },
     });
     expect(approved.proof).toBe('verified');
     return challenge;

@@ -261,7 +261,9 @@ function respond(zones: LabZones, msg: Buffer, transport: Transport, rebinds: Re
   // AD only for a client that asked for it with AD or DO, as a validating resolver does (RFC 6840
   // §5.7), so a client that never sets either is seen never to get it.
   const asksAd = ((query.flags ?? 0) & packet.AUTHENTIC_DATA) !== 0 || opt?.flag_do === true;
-  const flags = packet.AUTHORITATIVE_ANSWER | rd | (zone.zone.authenticatedData && asksAd ? packet.AUTHENTIC_DATA : 0);
+  // A zone served as a cache or a forwarder would (`notAuthoritative`): the same data, AA=0.
+  const aa = zone.zone.notAuthoritative ? 0 : packet.AUTHORITATIVE_ANSWER;
+  const flags = aa | rd | (zone.zone.authenticatedData && asksAd ? packet.AUTHENTIC_DATA : 0);
 
   const behaviour = behaviourFor(zone, qname, q.type, transport);
   if (behaviour?.kind === 'rcode') return { send: packet.encode({ ...base, flags: flags | RCODES[behaviour.rcode] }) };

@@ -51,6 +51,8 @@ export interface Zone {
   authenticatedData?: boolean;
   /** Answer AXFR over TCP with every record of the zone (a misconfigured server); else REFUSED. */
   allowAxfr?: boolean;
+  /** Answer without the AA bit: a cache or a forwarder holding a copy, not the zone's own server. */
+  notAuthoritative?: boolean;
 }
 
 /** The usual SOA + NS pair every zone needs. */
@@ -71,6 +73,20 @@ export function zoneApex(origin: string, serial = 2026010101): ZoneRecord[] {
       },
     },
     { name: '@', type: 'NS', ttl: 3600, data: 'ns1.lab.test' },
+  ];
+}
+
+/**
+ * SOA and NS of a zone whose name server is `ns.<origin>` at `address` (default 127.0.0.1, the
+ * lab DNS itself; a mirror's address for a server of its own): the servers a proof of control
+ * asks directly (src/dns/authoritative.ts, TCP port 53 mapped to the lab's port).
+ */
+export function servedApex(origin: string, address = '127.0.0.1'): ZoneRecord[] {
+  const [soa] = zoneApex(origin);
+  return [
+    { ...soa!, data: { ...(soa!.data as object), mname: `ns.${origin}` } },
+    { name: '@', type: 'NS', ttl: 3600, data: `ns.${origin}` },
+    { name: 'ns', type: 'A', ttl: 3600, data: address },
   ];
 }
 

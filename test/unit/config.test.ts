@@ -183,6 +183,13 @@ describe('parseConfig', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  it('SCOPE_REPROVE_HOURS: 24 by default, whole hours from 1 to 720 (issue 45)', () => {
+    expect(parseConfig(valid).SCOPE_REPROVE_HOURS).toBe(24);
+    expect(parseConfig({ ...valid, SCOPE_REPROVE_HOURS: '6' }).SCOPE_REPROVE_HOURS).toBe(6);
+    for (const bad of ['0', '-1', '1.5', '721', 'daily'])
+      expect(variablesOf(problemsOf({ ...valid, SCOPE_REPROVE_HOURS: bad })), bad).toEqual(['SCOPE_REPROVE_HOURS']);
+  });
+
   it('coerces numbers and booleans', () => {
     const c = parseConfig({ ...valid, PORT: '9000', WEB_CONCURRENCY: '3', METRICS_PORT: '9999' });
     expect(c.PORT).toBe(9000);

@@ -32,6 +32,12 @@ function ask(query: Buffer): Promise<packet.DecodedPacket> {
 }
 
 describe('query flags', () => {
+  it("RD off for a question to a zone's own server (a proof of control, src/dns/authoritative.ts)", () => {
+    const q = packet.decode(buildQuery(7, labNames.ad, 'TXT', { recursionDesired: false }));
+    expect(q.flag_rd).toBe(false);
+    expect(q.flag_ad).toBe(true);
+  });
+
   it('RD and AD set, DO off', () => {
     const q = packet.decode(buildQuery(7, labNames.ad, 'A'));
     expect(q.flag_rd).toBe(true);

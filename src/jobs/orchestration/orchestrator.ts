@@ -1,6 +1,6 @@
 // The orchestrator: consumes the jobs stream (plan, cancel) and every lane's task-results stream
 // (capture, finalize), and runs the periodic jobs (outbox relay, reconciler, sweeper, retention
-// purge), each at most once per tick across instances (tick-lock.ts). Several orchestrators may
+// purge, the re-proof of verified scopes), each at most once per tick across instances (tick-lock.ts). Several orchestrators may
 // run: the consumer groups share the streams and every step is idempotent under the job row lock.
 // A lane's results stream lives in the lane's slot (its runners publish in the MULTI that acks),
 // so the orchestrator reads one results stream per lane, each on a connection of its own.
@@ -38,6 +38,7 @@ import { planJob } from './plan-job.ts';
 import { productCatalog } from './product-catalog.ts';
 import { Reconciler } from './reconciler.ts';
 import { purgeExpiredJobs } from './retention.ts';
+import { reproveDueScopes } from '../../auth/scope-reproof.ts';
 import { sweepJobs } from './sweeper.ts';
 import { LaneHealth } from '../../queue/lane-health.ts';
 import { createProductRuntime } from '../../products/kit/runtime.ts';
@@ -61,6 +62,8 @@ export interface OrchestratorTiming {
   purgeEveryMs: number;
   /** How often this orchestrator claims due monitor runs (every orchestrator does: no tick lock). */
   monitorEveryMs: number;
+  /** How often verified scopes due a re-proof are looked for (SCOPE_REPROVE_HOURS says when one is due). */
+  reproofEveryMs: number;
 }
 
 const DEFAULT_TIMING: OrchestratorTiming = {
@@ -71,6 +74,7 @@ const DEFAULT_TIMING: OrchestratorTiming = {
   sweepEveryMs: 5000,
   purgeEveryMs: 60_000,
   monitorEveryMs: 1000,
+  reproofEveryMs: 60_000,
 };
 
 export interface OrchestratorOptions {
@@ -312,6 +316,21 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
     periodic('monitor-retention', timing.purgeEveryMs, () =>
       purgeMonitorHistory(ctx.db, config.JOB_RETENTION_DAYS, undefined, retryScheduleOf(config).windowSeconds),
     ),
+    // Verified scopes proven again at their zones' servers (issue 45): one instance per tick, and
+    // each scope's re-proof claimed in MySQL, so an overrun tick never proves one twice.
+    periodic('scope-reproof', timing.reproofEveryMs, async () => {
+      const done = await reproveDueScopes(
+        ctx.db,
+        { resolver: runtime.services.resolver!, servers: runtime.services.outbound! },
+        { periodHours: config.SCOPE_REPROVE_HOURS },
+      );
+      for (const r of done)
+        if (r.grant === 'suspended')
+          log.warn(
+            { workspace: r.workspaceId, scope: r.domain, outcome: r.outcome, detail: r.detail },
+            'scope suspended',
+          );
+    }),
     everyInstance('monitors', timing.monitorEveryMs, async () => {
       await laneViewReady;
       return scheduler.tick();

@@ -43,6 +43,10 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     portMap: config.OUTBOUND_PORT_MAP,
     ...(outbound.slots ? { slots: outbound.slots } : {}),
   });
-  const scopeProofs = new ScopeProofs(resolver, { cacheSeconds: config.SCOPE_PROOF_CACHE_SECONDS });
+  // Proofs ask the zone's own servers, reached through the passive guard like the mail zone check.
+  const scopeProofs = new ScopeProofs(
+    { resolver, servers: outbound },
+    { cacheSeconds: config.SCOPE_PROOF_CACHE_SECONDS },
+  );
   return { config, log, services: { resolver, outbound, activeOutbound, scopeProofs, publicResolver, ...extra } };
 }
