@@ -59,6 +59,13 @@ export interface LaneStreamsOptions {
    * a new job's first entries are read.
    */
   discoverMs?: number;
+  /**
+   * With no job on the lane at all, the longest block on the lane's wake stream (queueKeys.laneWake,
+   * one entry per enqueue) before the list is asked again (0: ask every discoverMs instead). A new
+   * job's first entries are read as soon as its enqueue's wake arrives; an idle lane process costs
+   * Redis and itself one read per idleBlockMs instead of one per discoverMs (issue 48: CPU).
+   */
+  idleBlockMs?: number;
   claimEveryMs?: number;
   /** Trimming and dropping drained streams (0: never). */
   trimEveryMs?: number;
@@ -104,11 +111,14 @@ export class LaneStreamsConsumer {
   readonly #drained = new Map<string, { score: number; at: number }>();
   /** Where the next read's turn through the wanted streams starts. */
   #turn = 0;
+  /** The newest wake entry seen ('0-0': none yet, so the first idle read returns at once). */
+  #wakeId = '0-0';
 
   constructor(o: LaneStreamsOptions) {
     this.#o = {
       refreshMs: 100,
       discoverMs: 25,
+      idleBlockMs: 1000,
       claimEveryMs: Math.max(50, Math.min(Math.floor(o.visibilityMs / 3), 5000)),
       trimEveryMs: 5000,
       dropAfterMs: 2000,
@@ -178,6 +188,29 @@ export class LaneStreamsConsumer {
       }
       await sleep(ms, undefined, { signal: this.#stop.signal }).catch(() => {});
     }
+  }
+
+  /**
+   * Blocks on the lane's wake stream for at most idleBlockMs past the newest wake seen, then has
+   * the next turn ask the whole list (a wake missed or lost costs at most one idleBlockMs). A read
+   * that fails (Redis away, the reader closed) falls back to a pause of discoverMs.
+   */
+  async #idleWait(): Promise<void> {
+    try {
+      const reply = (await this.#reader!.xread(
+        'BLOCK',
+        this.#o.idleBlockMs,
+        'STREAMS',
+        queueKeys.laneWake(this.#o.lane),
+        this.#wakeId,
+      )) as Array<[string, Array<[string, string[]]>]> | null;
+      const last = reply?.[0]?.[1]?.at(-1)?.[0];
+      if (last) this.#wakeId = last;
+    } catch {
+      if (this.#stopped()) return;
+      await this.#pause(this.#o.discoverMs);
+    }
+    this.#jobsAt = 0; // the next turn reads the whole list
   }
 
   /** Waits for wake() or `ms`, whichever comes first. */
@@ -267,7 +300,10 @@ export class LaneStreamsConsumer {
         continue;
       }
       if (wanted.length === 0) {
-        await this.#pause(this.#o.discoverMs);
+        // No job on the lane: block until an enqueue wakes it. Jobs it cannot take more of now:
+        // pause for wake() (a slot freed here) or the next look at the list.
+        if (this.#jobs.length === 0 && this.#o.idleBlockMs > 0) await this.#idleWait();
+        else await this.#pause(this.#o.discoverMs);
         continue;
       }
       // This read's turn: at most MAX_KEYS_PER_READ streams from the rotating start, and COUNT

@@ -67,6 +67,12 @@ export const queueKeys = {
    * lane's runners read; a drained stream leaves it (queue/lane-job-streams.ts).
    */
   laneJobs: (lane: LaneName) => `${laneTag(lane)}:jobs`,
+  /**
+   * Stream per lane (capped, a few entries): one entry per enqueue. A runner with no job on its
+   * lane blocks on it instead of asking the set every discoverMs (lane-streams-consumer.ts): an
+   * idle lane process costs one read a LANE_IDLE_BLOCK_MS, not forty a second.
+   */
+  laneWake: (lane: LaneName) => `${laneTag(lane)}:wake`,
   tickLock: (name: string) => `${CONTROL}:tick-lock:${name}`,
 } as const;
 

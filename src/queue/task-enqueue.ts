@@ -21,6 +21,8 @@ export interface TaskRef {
 }
 
 const CHUNK = 500;
+/** Entries a lane's wake stream keeps (a runner only needs the newest id). */
+const WAKE_MAXLEN = 32;
 
 /** Tasks grouped by lane, in chunks of at most CHUNK. */
 function laneChunks(tasks: readonly TaskRef[]): Array<{ lane: LaneName; chunk: TaskRef[] }> {
@@ -69,6 +71,8 @@ export async function enqueueTasks(redis: RedisClient, tasks: readonly TaskRef[]
       else adds.xadd(streams.laneJob(lane, t.jobId), '*', 'task', String(t.id), 'job', String(t.jobId));
     const now = Date.now();
     adds.zadd(queueKeys.laneJobs(lane), ...jobs.flatMap((j) => [String(now), String(j)]));
+    // Last (the entry ids above are read by position): wakes the lane's idle runners at once.
+    adds.xadd(queueKeys.laneWake(lane), 'MAXLEN', '~', String(WAKE_MAXLEN), '*', 'n', String(chunk.length));
     const results = (await adds.exec()) ?? [];
     results.forEach(([err], n) => {
       if (err && !(n < jobs.length && /BUSYGROUP/.test(err.message))) throw err;

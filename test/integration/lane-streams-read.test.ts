@@ -117,4 +117,52 @@ describe('reads over many job streams', () => {
       await consumer.close();
     }
   }, 60_000);
+
+  it("a runner with no job on its lane blocks on the lane's wake stream: a few reads a second, and an enqueue is read at once", async () => {
+    const lane = 'domain';
+    // Counts the commands the runner's own connection sends (the calls go through to Redis).
+    const listReads = { n: 0 };
+    for (const m of ['zrange', 'zrangebyscore'] as const) {
+      const real = redis[m].bind(redis) as (...a: unknown[]) => Promise<unknown>;
+      (redis as unknown as Record<string, unknown>)[m] = (...a: unknown[]) => {
+        listReads.n++;
+        return real(...a);
+      };
+    }
+    const seen: Array<{ job: string; at: number }> = [];
+    const consumer = new LaneStreamsConsumer({
+      redis,
+      lane,
+      consumer: 'idler',
+      log: pino({ level: 'silent' }),
+      maxInFlight: 16,
+      wants: () => 4,
+      visibilityMs: 60_000,
+      maxDeliveries: 5,
+      discoverMs: 25,
+      idleBlockMs: 5000,
+      handle: async (d) => {
+        seen.push({ job: String(d.fields.job), at: performance.now() });
+        return ACK;
+      },
+      deadLetter: async () => ACK,
+    });
+    await consumer.start();
+    try {
+      // Idle for 1.5 s: asking the list every discoverMs would be ~60 reads.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(listReads.n).toBeLessThanOrEqual(6);
+      // Well inside the 5 s block: only the enqueue's wake can make it read now.
+      const at = performance.now();
+      await enqueueTasks(redis, [{ id: 3, jobId: 9101, lane }]);
+      const end = Date.now() + 15_000;
+      while (seen.length < 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+      expect(seen.map((x) => x.job)).toEqual(['9101']);
+      expect(seen[0]!.at - at).toBeLessThan(1500);
+    } finally {
+      await consumer.close();
+      delete (redis as unknown as Record<string, unknown>).zrange;
+      delete (redis as unknown as Record<string, unknown>).zrangebyscore;
+    }
+  }, 60_000);
 });
