@@ -11,6 +11,17 @@
 // after 100,000 rows (limit 50), a `q` page (a name with ~4,000 rows below it), a `q` page deep in
 // that range, and a `minSeverity=high` page (2 % of the rows). Prints median / p90, the ratio
 // (target ≤ 1.3×) and the EXPLAIN of each query.
+//
+// Before the pages, the terminal work of a 20,000-host scan (80,000 objects, 100,000 findings), with
+// and without 1,000 active suppressions, two rounds each: run in a child process started as the
+// Procfile starts the orchestrator (its heap flags) plus --expose-gc, which makes the job's terminal
+// transaction's estate share (suppressions, the inventory's marker) and then writes the inventory
+// as the orchestrator does after the commit (drainInventoryOf). The child reports its times and its
+// memory separately: the retained heap (heapUsed right after a forced full GC, at the start and
+// every 250 ms during the work: its peak growth is what the work holds alive, garbage excluded) and
+// RSS (sampled every 10 ms: what the process took from the system, garbage and allocator slack
+// included). The issue's memory target is "no process grows more than 32 MB".
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -24,6 +35,8 @@ import { createApp } from '../../src/app.ts';
 import { createKey, createWorkspace, setLimits, workspaceInternalId } from '../../src/auth/tenancy-repo.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
 import { recordEstate } from '../../src/jobs/inventory/record-estate.ts';
+import { drainInventoryOf } from '../../src/jobs/inventory/inventory-pending.ts';
+import { createDb } from '../../src/db/database.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -41,6 +54,83 @@ const SUPPRESSIONS = 1_000;
 const SCAN_WALL_S = 209;
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+interface TerminalChildJob {
+  databaseUrl: string;
+  jobId: number;
+  workspaceId: number;
+  publicId: string;
+}
+interface TerminalChildResult {
+  terminalMs: number;
+  inventoryMs: number;
+  heapBaseMb: number;
+  /** Peak of heapUsed right after a forced GC, during the work, less the base. */
+  heapRetainedGrowthMb: number;
+  /** After the work and a forced GC, less the base. */
+  heapAfterMb: number;
+  rssBaseMb: number;
+  rssGrowthMb: number;
+  rssAfterMb: number;
+  gcSamples: number;
+}
+
+// The child: the orchestrator role's share of a job's end, measured from inside.
+if (process.argv[2] === '--terminal-child') {
+  const job = JSON.parse(process.argv[3]!) as TerminalChildJob;
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('the terminal child needs --expose-gc');
+  const dbh = createDb(job.databaseUrl, { connectionLimit: 4 });
+  // The code and the pool warm before the base: a statement of each kind the work uses.
+  await sql`SELECT 1`.execute(dbh.db);
+  const mb = (n: number) => n / 1e6;
+  gc();
+  gc();
+  const base = process.memoryUsage();
+  let heapPeak = base.heapUsed;
+  let rssPeak = base.rss;
+  let gcSamples = 0;
+  const rssTimer = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  }, 10);
+  const gcTimer = setInterval(() => {
+    gc();
+    gcSamples++;
+    heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed);
+  }, 250);
+  const t0 = performance.now();
+  await inTransaction(dbh.db, (trx) =>
+    recordEstate(trx, {
+      id: job.jobId,
+      workspaceId: job.workspaceId,
+      product: 'scan.recursive.v1',
+      publicId: job.publicId,
+    }),
+  );
+  const t1 = performance.now();
+  await drainInventoryOf(dbh.db, job.jobId, () => scanChangeRules);
+  const t2 = performance.now();
+  clearInterval(rssTimer);
+  clearInterval(gcTimer);
+  rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  gc();
+  gc();
+  const end = process.memoryUsage();
+  await dbh.close();
+  const out: TerminalChildResult = {
+    terminalMs: t1 - t0,
+    inventoryMs: t2 - t1,
+    heapBaseMb: mb(base.heapUsed),
+    heapRetainedGrowthMb: mb(Math.max(heapPeak, end.heapUsed) - base.heapUsed),
+    heapAfterMb: mb(end.heapUsed - base.heapUsed),
+    rssBaseMb: mb(base.rss),
+    rssGrowthMb: mb(rssPeak - base.rss),
+    rssAfterMb: mb(end.rss - base.rss),
+    gcSamples,
+  };
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  process.exit(0);
+}
 
 const { databaseUrl: serverUrl, redisUrl } = await ensureServices({ root });
 const suffix = `${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}_${randomBytes(3).toString('hex')}`;
@@ -196,47 +286,67 @@ try {
         IF(s.seq <= 990, CONCAT('*.zone', s.seq, '.test'), CONCAT('*.sub', s.seq - 990, '.scan.test'))),
       NULL, 'accepted_risk', '', NOW(3) + INTERVAL 30 DAY, 'lsk_bench', '[]'
     FROM ${supSeq} s`.execute(db);
+  // Each round from the same start: the job's marks, its inventory rows and the marker gone.
+  const resetJob = async () => {
+    await sql`DELETE FROM job_suppressions WHERE job_id = ${jobId}`.execute(db);
+    await sql`UPDATE jobs SET findings_summary = NULL WHERE id = ${jobId}`.execute(db);
+    await sql`DELETE FROM inventory_pending WHERE job_id = ${jobId}`.execute(db);
+    await sql`DELETE FROM inventory WHERE workspace_id = ${workspaces[0]} AND last_job_id = ${jobId}`.execute(db);
+    await sql`DELETE FROM inventory_findings WHERE workspace_id = ${workspaces[0]}
+      AND job_ref = 'job_BENCHESTATE000000000000000'`.execute(db);
+  };
+  // The Procfile's orchestrator line, its flags and --expose-gc.
+  const procfile = (await import('node:fs')).readFileSync(path.join(root, 'Procfile'), 'utf8');
+  const orchestratorFlags = (/^orchestrator: node (.*) workers\/orchestrator\.ts$/m.exec(procfile)?.[1] ?? '')
+    .split(/\s+/)
+    .filter((f) => f.startsWith('--') && !f.startsWith('--import'));
   const terminalWork = async (withSuppressions: boolean) => {
-    const rolled = new Error('rolled back');
-    const began = performance.now();
-    const rss = process.memoryUsage().rss;
-    await inTransaction(db, async (trx) => {
-      if (!withSuppressions)
-        await sql`UPDATE suppressions SET revoked_at = NOW(3) WHERE workspace_id = ${workspaces[0]}`.execute(trx);
-      const t = performance.now();
-      await recordEstate(
-        trx,
-        {
-          id: jobId,
-          workspaceId: workspaces[0]!,
-          product: 'scan.recursive.v1',
-          publicId: 'job_BENCHESTATE000000000000000',
-        },
-        scanChangeRules,
-      );
-      const ms = performance.now() - t;
-      const sup = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM job_suppressions WHERE job_id = ${jobId}`.execute(
-        trx,
-      );
-      throw Object.assign(rolled, { ms, suppressed: Number(sup.rows[0]!.n) });
-    }).catch((e: Error & { ms?: number; suppressed?: number }) => {
-      if (e !== rolled) throw e;
-    });
-    const r = rolled as Error & { ms: number; suppressed: number };
+    await resetJob();
+    await sql`UPDATE suppressions SET revoked_at = ${withSuppressions ? null : sql`NOW(3)`}
+      WHERE workspace_id = ${workspaces[0]}`.execute(db);
+    const child: TerminalChildJob = {
+      databaseUrl,
+      jobId,
+      workspaceId: workspaces[0]!,
+      publicId: 'job_BENCHESTATE000000000000000',
+    };
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [
+          ...orchestratorFlags,
+          '--expose-gc',
+          path.join(root, 'test/bench/estate.ts'),
+          '--terminal-child',
+          JSON.stringify(child),
+        ],
+        { cwd: root, maxBuffer: 1 << 20 },
+        (err, out, errOut) => (err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve(out)),
+      ),
+    );
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as TerminalChildResult;
+    const sup = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM job_suppressions WHERE job_id = ${jobId}`.execute(
+      db,
+    );
+    const rows = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM inventory WHERE last_job_id = ${jobId}`.execute(db);
     return {
-      ms: r.ms,
-      suppressed: r.suppressed,
-      wallMs: performance.now() - began,
-      rssMb: (process.memoryUsage().rss - rss) / 1e6,
+      ...r,
+      ms: r.terminalMs + r.inventoryMs,
+      suppressed: Number(sup.rows[0]!.n),
+      rows: Number(rows.rows[0]!.n),
     };
   };
-  log(`terminal work of a job with ${SCAN_OBJECTS.toLocaleString('en')} objects and 100,000 findings (rolled back)`);
-  const terminal: Array<{ name: string; ms: number; suppressed: number; rssMb: number }> = [];
+  log(
+    `terminal work of a job with ${SCAN_OBJECTS.toLocaleString('en')} objects and 100,000 findings, in an orchestrator child (${orchestratorFlags.join(' ')} --expose-gc)`,
+  );
+  const terminal: Array<{ name: string } & Awaited<ReturnType<typeof terminalWork>>> = [];
   for (let round = 0; round < 2; round++)
     for (const withSup of [false, true]) {
       const r = await terminalWork(withSup);
       terminal.push({ name: withSup ? `${SUPPRESSIONS} suppressions` : 'no suppression', ...r });
+      log(`  ${terminal.at(-1)!.name}: ${JSON.stringify(r)}`);
     }
+  await resetJob();
 
   const app = createApp(deps);
   server = app.listen(0, '127.0.0.1');
@@ -318,8 +428,16 @@ try {
   const slowFilter = Math.max(
     ...['q (a name, ~4,000 below)', 'q at depth 2,000', 'minSeverity=high'].map((n) => stats(samples.get(n)!).median),
   );
+  const sign = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
   for (const t of terminal)
-    out += `terminal work, ${t.name.padEnd(17)} ${(t.ms / 1000).toFixed(2)} s (${t.suppressed} findings suppressed, ${((100 * t.ms) / 1000 / SCAN_WALL_S).toFixed(1)} % of a ${SCAN_WALL_S} s scan wall; RSS ${t.rssMb >= 0 ? '+' : ''}${t.rssMb.toFixed(1)} MB)\n`;
+    out +=
+      `terminal work, ${t.name.padEnd(17)} ${(t.ms / 1000).toFixed(2)} s (terminal transaction ${(t.terminalMs / 1000).toFixed(2)} s + inventory ${(t.inventoryMs / 1000).toFixed(2)} s; ` +
+      `${t.suppressed} findings suppressed, ${t.rows} inventory rows; ${((100 * t.ms) / 1000 / SCAN_WALL_S).toFixed(1)} % of a ${SCAN_WALL_S} s scan wall)\n` +
+      `    orchestrator child: retained heap ${sign(t.heapRetainedGrowthMb)} MB at peak (after a forced GC, ${t.gcSamples} samples; base ${t.heapBaseMb.toFixed(1)} MB), ${sign(t.heapAfterMb)} MB after; ` +
+      `RSS ${sign(t.rssGrowthMb)} MB at peak (base ${t.rssBaseMb.toFixed(1)} MB), ${sign(t.rssAfterMb)} MB after\n`;
+  const worstHeap = Math.max(...terminal.map((t) => t.heapRetainedGrowthMb));
+  const worstRss = Math.max(...terminal.map((t) => t.rssGrowthMb));
+  out += `terminal work memory: retained heap growth at most ${worstHeap.toFixed(1)} MB, RSS growth at most ${worstRss.toFixed(1)} MB (target: no process grows more than 32 MB) ${Math.max(worstHeap, worstRss) <= 32 ? 'OK' : worstHeap <= 32 ? 'HEAP OK, RSS OVER' : 'OVER TARGET'}\n`;
   out += `ratio deep/first: ${ratio.toFixed(3)}x (median; target <= 1.3x) ${ratio <= 1.3 ? 'OK' : 'OVER TARGET'}\n`;
   out += `q and minSeverity pages: slowest median ${fmt(slowFilter)} (target < 50 ms) ${slowFilter < 50 ? 'OK' : 'OVER TARGET'}\n`;
   process.stdout.write(out);

@@ -17,6 +17,15 @@
 //       50 connections split over the processes, 8 applications (rate-limit tags on different
 //       shards), from autocannon in a separate process.
 //
+//   --budget (issue 48 item 2): instead of (1) and (2), two of every Procfile role (web with its
+//       WEB_CONCURRENCY workers, orchestrator, lane-dns, -mail, -web, -domain, -active) on a private
+//       MariaDB started with --max-connections=151, the roles told the deployment's shape
+//       (DATABASE_MAX_CONNECTIONS=151, WEB_PROCESSES=2, ORCHESTRATOR_PROCESSES=2, LANE_PROCESSES=2);
+//       a burst of --jobs (default 200) async jobs (domain, mail and web lookups, quick scans)
+//       submitted over both web processes, 16 at once. Reports the server's refusals
+//       (Connection_errors_max_connections, Aborted_connects), its peak (Max_used_connections), the
+//       roles' own local failures (lss_db_local_failures_total), and the jobs and tasks by outcome.
+//
 // On this machine every process of (1) and (2), MySQL, the Redis nodes, the lab and the load
 // generator share the same cores: the ratios say how much of the extra processes' work the
 // cores can still absorb, not how far a deployment with a core per process scales. The single-
@@ -33,8 +42,10 @@ const arg = (flag: string): string | undefined => {
   const i = process.argv.indexOf(flag);
   return i < 0 ? undefined : process.argv[i + 1];
 };
-const REDIS_MODE = (arg('--redis') ?? 'cluster') as 'cluster' | 'single';
-const JOBS = Number(arg('--jobs') ?? 400);
+const BUDGET = process.argv.includes('--budget');
+// The budget run asks nothing of Redis's scale-out: one Redis unless told otherwise.
+const REDIS_MODE = (arg('--redis') ?? (BUDGET ? 'single' : 'cluster')) as 'cluster' | 'single';
+const JOBS = Number(arg('--jobs') ?? (BUDGET ? 200 : 400));
 /**
  * Rounds in A-B-B-A order, each configuration's figure the mean of its two rounds: a drift in the
  * machine's background load during the run (other users of the cores) cancels out.
@@ -183,6 +194,17 @@ async function main(): Promise<void> {
   try {
     if (REDIS_MODE === 'cluster') cluster = await startRedisCluster({ root, log });
     lab = await startLab();
+    if (BUDGET) {
+      await budgetBurst({
+        lab,
+        procs,
+        redisEnv: cluster
+          ? { REDIS_CLUSTER_NODES: cluster.seeds, REDIS_URL: undefined }
+          : { REDIS_URL: redisUrl, REDIS_CLUSTER_NODES: undefined },
+        prefix: `${basePrefix}budget:`,
+      });
+      return;
+    }
     const databaseUrl = await createDatabase(serverUrl, dbName);
     await migrate(databaseUrl);
     log(`database ${dbName}; Redis ${cluster ? `Cluster ${cluster.seeds}` : redisUrl}`);
@@ -392,6 +414,286 @@ async function main(): Promise<void> {
       await deletePrefixedKeys(redisUrl, basePrefix).catch((e: Error) =>
         log(`warning: could not delete Redis keys ${basePrefix}*: ${e.message}`),
       );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// --budget: two of every role within one connection budget
+
+const BUDGET_MAX_CONNECTIONS = 151;
+const BUDGET_SUBMITTERS = 16;
+const BUDGET_TERMINAL_MS = 600_000;
+const TERMINAL_STATES = ['completed', 'partial', 'failed', 'cancelled', 'unavailable'];
+const LANE_ROLES = ['dns', 'mail', 'web', 'domain', 'active'] as const;
+
+async function budgetBurst(opts: {
+  lab: { env: Record<string, string> };
+  procs: InstanceType<typeof import('../helpers/processes.ts')['ProcessGroup']>;
+  redisEnv: Record<string, string | undefined>;
+  prefix: string;
+}): Promise<void> {
+  const { createDatabase, startBenchMariadb } = await import('../../ops/services.ts');
+  const { freePort, until } = await import('../helpers/processes.ts');
+  const { rdapNames } = await import('../lab/rdap-fixtures.ts');
+  const { mailLab } = await import('../lab/mail-zones.ts');
+  const { webUrl } = await import('../lab/web-hosts.ts');
+  const { CHANGES_ZONE } = await import('../lab/changes-lab.ts');
+  const { migrate } = await import('../../src/db/migrations.ts');
+  const { parseConfig } = await import('../../src/config/config.ts');
+  const { connectionPlan, describePlan } = await import('../../src/config/connection-budget.ts');
+  const { createDb } = await import('../../src/db/database.ts');
+  const { createKey, createWorkspace, setLimits, workspaceInternalId } = await import('../../src/auth/tenancy-repo.ts');
+  const { grantCredits } = await import('../../src/credits/ledger.ts');
+  const { createRedis, closeRedis, redisReady, redisTarget } = await import('../../src/redis/client.ts');
+  const { queueKeys } = await import('../../src/queue/streams.ts');
+  const { procs } = opts;
+
+  const dir = path.join(os.tmpdir(), `lss-bench-budget-${randomBytes(4).toString('hex')}`);
+  const mariadb = await startBenchMariadb({
+    dir,
+    port: await freePort(),
+    maxConnections: BUDGET_MAX_CONNECTIONS,
+    log,
+  });
+  const probe = { h: undefined as ReturnType<typeof createDb> | undefined };
+  try {
+    const databaseUrl = await createDatabase(mariadb.url, 'lss_scale_budget');
+    await migrate(databaseUrl);
+    probe.h = createDb(databaseUrl, { connectionLimit: 1 });
+    const db = probe.h.db;
+    const status = async (name: string) =>
+      Number((await sql<{ Value: string }>`SHOW GLOBAL STATUS LIKE ${name}`.execute(db)).rows[0]?.Value ?? 0);
+    const maxConn = Number(
+      (await sql<{ Value: string }>`SHOW VARIABLES LIKE 'max_connections'`.execute(db)).rows[0]?.Value,
+    );
+    const env: Record<string, string | undefined> = {
+      ...opts.lab.env,
+      ...opts.redisEnv,
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      REDIS_KEY_PREFIX: opts.prefix,
+      KEY_PEPPER: randomBytes(32).toString('base64url'),
+      CURSOR_SECRET: randomBytes(32).toString('base64url'),
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64url'),
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_TIMEOUT_MS: '3000',
+      // The deployment: two of every role, and the budget they share.
+      DATABASE_MAX_CONNECTIONS: String(BUDGET_MAX_CONNECTIONS),
+      WEB_PROCESSES: '2',
+      ORCHESTRATOR_PROCESSES: '2',
+      LANE_PROCESSES: '2',
+      DATABASE_BUDGET_STRICT: 'true',
+    };
+    const config = parseConfig({ ...process.env, ...env });
+    const plan = connectionPlan(config);
+    log(`budget: ${describePlan(plan)}; server max_connections ${maxConn}`);
+
+    // Tenants: generous limits for the four products, credits for every job.
+    const WORKSPACES = 4;
+    const keys: string[] = [];
+    for (let i = 0; i < WORKSPACES; i++) {
+      const ws = await createWorkspace(db, {
+        name: `budget-${i}`,
+        acceptResponsibleUse: config.RESPONSIBLE_USE_VERSION,
+      });
+      await setLimits(db, ws.workspaceId, undefined, {
+        app: { perMinute: 10_000_000, burst: 1_000_000 },
+        products: Object.fromEntries(
+          ['lookup.domain.v1', 'lookup.mail.v1', 'lookup.web.v1', 'scan.recursive.v1'].map((p) => [
+            p,
+            { perMinute: 10_000_000, perHour: 600_000_000 },
+          ]),
+        ),
+      });
+      await grantCredits(db, await workspaceInternalId(db, ws.workspaceId), 1_000_000, `grant:${ws.workspaceId}`);
+      keys.push((await createKey(db, config.KEY_PEPPER, { workspace: ws.workspaceId })).key);
+    }
+
+    // The server's counters from here: the roles' start-up is part of what is measured.
+    await sql`FLUSH STATUS`.execute(db);
+    const before = {
+      refused: await status('Connection_errors_max_connections'),
+      aborted: await status('Aborted_connects'),
+    };
+    const metricsPorts: Array<{ role: string; port: number }> = [];
+    const role = async (name: string, args: string[], extra: Record<string, string> = {}) => {
+      const port = await freePort();
+      metricsPorts.push({ role: name, port });
+      return procs.node(name, args, { ...env, METRICS_PORT: String(port), ...extra });
+    };
+    const webPorts: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      webPorts.push(port);
+      await role(`web#${i}`, ['src/server.ts'], { PORT: String(port) });
+      await role(`orchestrator#${i}`, ['workers/orchestrator.ts']);
+      for (const lane of LANE_ROLES) await role(`lane-${lane}#${i}`, ['workers/lane.ts', lane]);
+    }
+    const redis = createRedis(redisTarget(config), opts.prefix);
+    redis.on('error', () => {});
+    await redisReady(redis);
+    const fail = (err: Error) => {
+      throw new Error(`${err.message}\n${procs.report(2000)}`);
+    };
+    try {
+      await until(
+        'every role heartbeating and both web processes ready',
+        async () => {
+          for (const r of [...LANE_ROLES, 'orchestrator'] as const) {
+            const alive = await redis.zrangebyscore(queueKeys.laneAlive(r), Date.now() - 10_000, '+inf');
+            if (alive.length < 2) return false;
+          }
+          for (const port of webPorts) {
+            const r = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null);
+            if (!r?.ok) return false;
+          }
+          return true;
+        },
+        120_000,
+        250,
+      ).catch(fail);
+    } finally {
+      await closeRedis(redis);
+    }
+    log(`14 roles up; firing ${JOBS} jobs over 2 web processes, ${BUDGET_SUBMITTERS} at once`);
+
+    // The burst: domain, mail and web lookups and a quick scan in turn. A 503 is retried with the
+    // same Idempotency-Key (what the SDK does) and counted.
+    const bodies = (i: number): [string, unknown] => {
+      switch (i % 10) {
+        case 0:
+          return [
+            '/v2/scans',
+            {
+              profile: 'quick',
+              target: { type: 'domain_name', value: CHANGES_ZONE },
+              options: { active: false, maxCredits: 100 },
+            },
+          ];
+        case 1:
+        case 2:
+        case 3:
+          return ['/v2/lookups/mail', { value: mailLab.good }];
+        case 4:
+        case 5:
+          return ['/v2/lookups/web', { url: webUrl('strict') }];
+        default:
+          return [
+            '/v2/lookups/domain',
+            { value: [rdapNames.registered, rdapNames.signed, rdapNames.expiringSoon][i % 3] },
+          ];
+      }
+    };
+    const refs: string[] = [];
+    const submitStatus = new Map<string, number>();
+    let next = 0;
+    const started = performance.now();
+    const submitter = async () => {
+      while (next < JOBS) {
+        const i = next++;
+        const [p, body] = bodies(i);
+        const idem = `budget-${i}-${randomBytes(4).toString('hex')}`;
+        for (let attempt = 0; ; attempt++) {
+          const res = await fetch(`http://127.0.0.1:${webPorts[i % 2]}${p}`, {
+            method: 'POST',
+            headers: {
+              Authorization: `Bearer ${keys[i % keys.length]}`,
+              'Idempotency-Key': idem,
+              'Content-Type': 'application/json',
+            },
+            body: JSON.stringify(body),
+            signal: AbortSignal.timeout(60_000),
+          }).catch((e: Error) => ({ status: 0, json: async () => ({ error: { code: e.name } }) }));
+          const reply = (await res.json().catch(() => ({}))) as { jobRef?: string; error?: { code?: string } };
+          const k = `${res.status}${reply.error?.code ? ` ${reply.error.code}` : ''}`;
+          submitStatus.set(k, (submitStatus.get(k) ?? 0) + 1);
+          if (res.status === 202) {
+            refs.push(reply.jobRef!);
+            break;
+          }
+          if ((res.status !== 503 && res.status !== 0) || attempt >= 10)
+            throw new Error(`submission ${i} (${p}) answered ${res.status} ${JSON.stringify(reply)}`);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: BUDGET_SUBMITTERS }, submitter)).catch(fail);
+    const acceptedS = (performance.now() - started) / 1000;
+    log(`${refs.length} accepted in ${fmt(acceptedS)} s; waiting for every job to be terminal`);
+
+    let threadsPeak = 0;
+    const jobs = await until(
+      `${JOBS} jobs terminal`,
+      async () => {
+        threadsPeak = Math.max(threadsPeak, await status('Threads_connected'));
+        const rows = await db.selectFrom('jobs').select(['id', 'public_id', 'product', 'status']).execute();
+        const ours = rows.filter((r) => refs.includes(r.public_id));
+        return ours.length === refs.length && ours.every((r) => TERMINAL_STATES.includes(r.status)) ? ours : null;
+      },
+      BUDGET_TERMINAL_MS,
+      1000,
+    ).catch(async (err: Error) => {
+      const rows = await db.selectFrom('jobs').select(['status']).execute();
+      log(
+        `not all terminal: ${JSON.stringify(Object.fromEntries([...Map.groupBy(rows, (r) => r.status)].map(([k, v]) => [k, v.length])))}`,
+      );
+      return fail(err);
+    });
+    const terminalS = (performance.now() - started) / 1000;
+    const tasks = await db
+      .selectFrom('tasks')
+      .select(['status', 'reason', 'lane'])
+      .where(
+        'job_id',
+        'in',
+        jobs.map((j) => j.id),
+      )
+      .execute();
+    const after = {
+      refused: await status('Connection_errors_max_connections'),
+      aborted: await status('Aborted_connects'),
+      maxUsed: await status('Max_used_connections'),
+    };
+    // Each role's own view: connections refused by the server or waits that ran out (ours).
+    const localFailures: Record<string, number> = {};
+    const limits: Record<string, number> = {};
+    for (const { role: name, port } of metricsPorts) {
+      const text = await fetch(`http://127.0.0.1:${port}/metrics`)
+        .then((r) => r.text())
+        .catch(() => '');
+      for (const m of text.matchAll(/^lss_db_local_failures_total\{[^}]*code="([^"]+)"[^}]*\} (\d+)/gm))
+        localFailures[`${name} ${m[1]}`] = Number(m[2]);
+      const lim = /^lss_db_connection_limit\{[^}]*\} (\d+)/m.exec(text);
+      if (lim) limits[name] = Number(lim[1]);
+    }
+    const count = <T>(xs: T[], key: (x: T) => string) =>
+      Object.fromEntries([...Map.groupBy(xs, key)].map(([k, v]) => [k, v.length]));
+    const jobsFailed = jobs.filter((j) => j.status === 'failed' || j.status === 'unavailable');
+    const out: string[] = [''];
+    out.push(`Connection budget: two of every role on one MariaDB (max_connections ${maxConn})`);
+    out.push(`  plan: ${describePlan(plan)}`);
+    out.push(`  pool limits seen on /metrics: ${JSON.stringify(limits)}`);
+    out.push(
+      `  burst: ${JOBS} jobs (${JSON.stringify(count(jobs, (j) => j.product))}), accepted in ${fmt(acceptedS)} s; submissions by reply ${JSON.stringify(Object.fromEntries(submitStatus))}`,
+    );
+    out.push(`  every job terminal after ${fmt(terminalS)} s: ${JSON.stringify(count(jobs, (j) => j.status))}`);
+    out.push(`  tasks: ${JSON.stringify(count(tasks, (t) => `${t.status}${t.reason ? ` ${t.reason}` : ''}`))}`);
+    out.push(
+      `  server: Connection_errors_max_connections ${after.refused - before.refused}, Aborted_connects ${after.aborted - before.aborted}, Max_used_connections ${after.maxUsed} (Threads_connected peak sampled ${threadsPeak})`,
+    );
+    out.push(
+      `  roles' local DB failures (lss_db_local_failures_total): ${Object.keys(localFailures).length ? JSON.stringify(localFailures) : 'none'}`,
+    );
+    const met = after.refused - before.refused === 0 && jobsFailed.length === 0;
+    out.push(
+      `  target (0 refused, every job terminal, none failed for want of a connection): ${met ? 'MET' : 'NOT MET'}${jobsFailed.length ? ` (${jobsFailed.length} failed/unavailable)` : ''}`,
+    );
+    process.stdout.write(`${out.join('\n')}\n`);
+    process.exitCode = met ? 0 : 1;
+  } finally {
+    await procs.killAll();
+    await probe.h?.close().catch(() => {});
+    await mariadb.remove().catch((e: Error) => log(`warning: could not remove the bench MariaDB: ${e.message}`));
   }
 }
 

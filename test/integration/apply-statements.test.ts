@@ -195,6 +195,20 @@ describe('the last batch of results of a job', () => {
 
     await applyTaskResults(ctx, jobId, ids);
 
+    // The inventory of the job's end is written after the terminal commit (step 4 of
+    // finalize-job.ts, CONTRACT §16): its own transaction, off the job row lock, counted apart.
+    const drain = statements.findIndex((s) =>
+      /^select workspace_id from inventory_pending where job_id = \?$/i.test(s),
+    );
+    expect(drain, statements.join('\n')).toBeGreaterThan(0);
+    const inventory = statements.splice(drain);
+    expect(inventory.filter((s) => /^begin$|^start transaction/i.test(s))).toHaveLength(1);
+    expect(inventory.filter((s) => /^delete from inventory_pending where id = \?$/i.test(s))).toHaveLength(1);
+    expect(inventory.filter((s) => /from jobs where id = \? for update/i.test(s))).toEqual([]);
+    expect(await sql`SELECT id FROM inventory_pending WHERE job_id = ${jobId}`.execute(dbh.db)).toMatchObject({
+      rows: [],
+    });
+
     const locks = statements.filter((s) => /^select .* from jobs where id = \? for update$/i.test(s));
     const begins = statements.filter((s) => /^begin$|^start transaction/i.test(s));
     const openCounts = statements.filter((s) =>

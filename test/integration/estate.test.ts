@@ -26,7 +26,8 @@ import { inTransaction } from '../../src/db/transaction.ts';
 import { readEstateJobState } from '../../src/jobs/inventory/estate-job.ts';
 import { updateInventory } from '../../src/jobs/inventory/update-inventory.ts';
 import { scanChangeRules } from '../../src/products/scan/changes.ts';
-import { root } from '../helpers/processes.ts';
+import { root, until } from '../helpers/processes.ts';
+import { writeInventoryPage } from '../../src/jobs/inventory/inventory-pending.ts';
 import { execFile } from 'node:child_process';
 import type { AddressInfo, Server } from 'node:net';
 import path from 'node:path';
@@ -49,6 +50,23 @@ describe('the estate (CONTRACT §15-16)', () => {
   let h: Harness;
   let orchestrator: OrchestratorHandle;
   const workers: LaneWorkerHandle[] = [];
+  let server: Server;
+  let baseUrl: string;
+
+  /** `lss` as a child process with the key in its environment, against the app on loopback. */
+  const lssAs = (key: string, ...args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
+      );
+      execFile(
+        process.execPath,
+        [path.join(root, 'src/client/cli/main.ts'), ...args],
+        { cwd: root, env: { ...env, LSS_API_KEY: key, LSS_BASE_URL: baseUrl }, timeout: 120_000 },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+      );
+    });
 
   const tenant = (opts: Parameters<typeof fundedTenant>[2] = {}) =>
     fundedTenant(h, 100_000, { limits: GENEROUS, acceptResponsibleUse: h.config.RESPONSIBLE_USE_VERSION, ...opts });
@@ -80,7 +98,21 @@ describe('the estate (CONTRACT §15-16)', () => {
   async function run(key: string, path: string, body: unknown): Promise<Record<string, any>> {
     const res = await client(h.app, key).post(path, body);
     expect(res.status, JSON.stringify(res.body)).toBe(202);
-    return (await pollTerminal(h, key, res.body.jobRef, 120_000)).body;
+    const job = (await pollTerminal(h, key, res.body.jobRef, 120_000)).body;
+    // The inventory is written right after the terminal commit (step 4 of finalize-job.ts).
+    await until(
+      'the inventory of the job written',
+      async () =>
+        Number(
+          (
+            await sql<{ n: number }>`SELECT COUNT(*) AS n FROM inventory_pending p JOIN jobs j ON j.id = p.job_id
+              WHERE j.public_id = ${res.body.jobRef}`.execute(h.deps.db)
+          ).rows[0]!.n,
+        ) === 0,
+      30_000,
+      50,
+    );
+    return job;
   }
 
   async function pages<T>(key: string, path: string, query = ''): Promise<T[]> {
@@ -117,7 +149,13 @@ describe('the estate (CONTRACT §15-16)', () => {
     orchestrator = await startOrchestrator({
       config: h.config,
       log,
-      timing: { relayEveryMs: 200, relayAfterMs: 300, reconcileEveryMs: 500, sweepEveryMs: 300 },
+      timing: {
+        relayEveryMs: 200,
+        relayAfterMs: 300,
+        reconcileEveryMs: 500,
+        sweepEveryMs: 300,
+        inventoryStaleAfterMs: 1000,
+      },
     });
     for (const lane of ['dns', 'mail', 'web', 'domain'] as LaneName[]) {
       workers.push(
@@ -130,9 +168,14 @@ describe('the estate (CONTRACT §15-16)', () => {
       );
     }
     await (h.deps.runtime.services.laneHealth as LaneHealth).refresh();
+    server = await new Promise<Server>((resolve) => {
+      const srv = h.app.listen(0, '127.0.0.1', () => resolve(srv));
+    });
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }, 120_000);
 
   afterAll(async () => {
+    await new Promise((r) => (server ? server.close(r) : r(undefined)));
     await Promise.all(workers.map((w) => w.close()));
     await orchestrator?.close();
     await h?.close();
@@ -329,6 +372,41 @@ describe('the estate (CONTRACT §15-16)', () => {
       // The first job keeps what its end made of it: a report stays reproducible.
       expect(dmarc(await pages<any>(key, `/v2/jobs/${jobs[0]!.jobRef}/findings`)).suppressed).not.toBeNull();
     });
+
+    it('lss job show|findings --fail-on-open: exit 1 for an open finding at the severity, never for a suppressed one', async () => {
+      // The first job's dmarc_policy_none (medium) is suppressed; the second's resurfaced (open).
+      const rank = ['info', 'low', 'medium', 'high', 'critical'];
+      const openAtOrAbove = async (jobRef: string, severity: string) =>
+        (await pages<any>(key, `/v2/jobs/${jobRef}/findings`)).filter(
+          (f) => f.suppressed === null && rank.indexOf(f.severity) >= rank.indexOf(severity),
+        );
+      expect(await openAtOrAbove(jobs[0]!.jobRef, 'medium')).toEqual([]);
+      expect((await openAtOrAbove(jobs[1]!.jobRef, 'medium')).map((f) => f.code)).toContain('dmarc_policy_none');
+
+      // Without a gate the job's own verdict (this lab's mail lookup is partial: exit 2).
+      const plain = await lssAs(key, '--json', 'job', 'show', jobs[0]!.jobRef);
+      expect([0, 2]).toContain(plain.code);
+      const suppressed = await lssAs(key, '--json', 'job', 'show', jobs[0]!.jobRef, '--fail-on-open', 'medium');
+      expect(suppressed.code, suppressed.stderr).toBe(plain.code);
+      const doc = JSON.parse(suppressed.stdout);
+      expect(doc).toMatchObject({ outcome: JSON.parse(plain.stdout).outcome, exitCode: plain.code });
+      // The verdict was given on the findings read (not skipped): the suppressed one is among them.
+      expect(dmarc(doc.findings.items).suppressed).toMatchObject({ suppressionId });
+      // --fail-on counts every finding, suppressed or not: the same job fails it.
+      expect((await lssAs(key, '--json', 'job', 'show', jobs[0]!.jobRef, '--fail-on', 'medium')).code).toBe(1);
+
+      const resurfaced = await lssAs(key, '--json', 'job', 'show', jobs[1]!.jobRef, '--fail-on-open', 'medium');
+      expect(resurfaced.code, resurfaced.stderr).toBe(1);
+      expect(JSON.parse(resurfaced.stdout)).toMatchObject({ outcome: 'fail_on', exitCode: 1 });
+      // Above every open finding's severity: no verdict against the job.
+      expect(await openAtOrAbove(jobs[1]!.jobRef, 'critical')).toEqual([]);
+      expect((await lssAs(key, 'job', 'show', jobs[1]!.jobRef, '--fail-on-open', 'critical')).code).toBe(
+        (await lssAs(key, 'job', 'show', jobs[1]!.jobRef)).code,
+      );
+      // The findings command gives the same verdicts.
+      expect((await lssAs(key, 'job', 'findings', jobs[0]!.jobRef, '--fail-on-open', 'medium')).code).toBe(plain.code);
+      expect((await lssAs(key, 'job', 'findings', jobs[1]!.jobRef, '--fail-on-open', 'medium')).code).toBe(1);
+    }, 120_000);
   });
 
   describe('the inventory, from two scans of the zone in two states', () => {
@@ -477,31 +555,69 @@ describe('the estate (CONTRACT §15-16)', () => {
       expect(row(other, 'host', changesNames.stays)?.lastJobRef).not.toBe(scans[1]!.jobRef);
     });
 
+    it('a crash between the terminal commit and the inventory: the reconciler writes it once, from where it stopped', async () => {
+      // Two scans of a fresh workspace (the zone in state 1, then 2: present, gone, unconfirmed),
+      // written as usual: the inventory they make is the reference.
+      const t = await tenant();
+      changesLab.setState(1);
+      const a = await run(t.key, ...scan);
+      changesLab.setState(2);
+      const b = await run(t.key, ...scan);
+      const ids = await sql<{ id: number; workspace_id: number }>`
+        SELECT id, workspace_id FROM jobs WHERE public_id IN (${a.jobRef}, ${b.jobRef}) ORDER BY id`.execute(h.deps.db);
+      const [jobA, jobB] = ids.rows.map((r) => Number(r.id));
+      const ws = Number(ids.rows[0]!.workspace_id);
+      const snapshot = async () => ({
+        rows: (
+          await sql`SELECT type, okey, state, last_job_ref, last_object_ref, products, open_critical, open_high,
+              open_medium, open_low, open_info, max_open FROM inventory WHERE workspace_id = ${ws}
+            ORDER BY type, okey`.execute(h.deps.db)
+        ).rows,
+        findings: (
+          await sql`SELECT code, object_type, object_key, severity, job_ref, finding_ref, suppression_ref
+            FROM inventory_findings WHERE workspace_id = ${ws} ORDER BY code, object_type, object_key`.execute(
+            h.deps.db,
+          )
+        ).rows,
+      });
+      const reference = await snapshot();
+      expect(reference.rows.map((r: any) => r.state)).toEqual(
+        expect.arrayContaining(['present', 'gone', 'unconfirmed']),
+      );
+
+      // As if the orchestrator had died right after each job's terminal commit: both markers left
+      // (in commit order), nothing of the inventory written. Marked as touched in the future, so
+      // the reconciler leaves them be until the first writer has died.
+      await sql`DELETE FROM inventory WHERE workspace_id = ${ws}`.execute(h.deps.db);
+      await sql`DELETE FROM inventory_findings WHERE workspace_id = ${ws}`.execute(h.deps.db);
+      for (const id of [jobA, jobB])
+        await sql`INSERT INTO inventory_pending (job_id, workspace_id, touched_at)
+          VALUES (${id}, ${ws}, NOW(3) + INTERVAL 1 HOUR)`.execute(h.deps.db);
+      const markers = async () =>
+        (
+          await sql<{ id: number; job_id: number; after_seq: number }>`SELECT id, job_id, after_seq
+            FROM inventory_pending WHERE workspace_id = ${ws} ORDER BY id`.execute(h.deps.db)
+        ).rows;
+      const first = (await markers())[0]!;
+      expect(Number(first.job_id)).toBe(jobA);
+      // The first writer gets one page of two objects in, then dies.
+      const rulesOf = (product: string) => orchestrator.context.catalog.get(product)?.job?.changes;
+      const page = await writeInventoryPage(h.deps.db, Number(first.id), rulesOf, 2);
+      expect(page).toMatchObject({ step: 'more', present: 2 });
+      expect(Number((await markers())[0]!.after_seq)).toBeGreaterThan(0);
+      expect((await snapshot()).rows).toHaveLength(2);
+      // Its marker now stale (nobody touches it): the reconciler resumes at its cursor, then the
+      // later job's, oldest first.
+      await sql`UPDATE inventory_pending SET touched_at = NOW(3) - INTERVAL 1 MINUTE
+        WHERE workspace_id = ${ws}`.execute(h.deps.db);
+      await until('the reconciler wrote both', async () => (await markers()).length === 0, 30_000, 100);
+      // Exactly the inventory the two jobs made the first time: no page lost, none applied twice,
+      // the later job's sightings last.
+      expect(await snapshot()).toEqual(reference);
+    }, 300_000);
+
     describe('the SDK and lss', () => {
-      let server: Server;
-      let baseUrl: string;
-      const lss = (...args: string[]) =>
-        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-          const env = Object.fromEntries(
-            Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI'].includes(k)),
-          );
-          execFile(
-            process.execPath,
-            [path.join(root, 'src/client/cli/main.ts'), ...args],
-            { cwd: root, env: { ...env, LSS_API_KEY: key, LSS_BASE_URL: baseUrl }, timeout: 120_000 },
-            (err, stdout, stderr) =>
-              resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-          );
-        });
-      beforeAll(async () => {
-        server = await new Promise<Server>((resolve) => {
-          const srv = h.app.listen(0, '127.0.0.1', () => resolve(srv));
-        });
-        baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      });
-      afterAll(async () => {
-        await new Promise((r) => server?.close(r));
-      });
+      const lss = (...args: string[]) => lssAs(key, ...args);
 
       it('the SDK pages the inventory with its filters', async () => {
         const sdk = new LssClient({ apiKey: key, baseUrl });

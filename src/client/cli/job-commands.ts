@@ -6,15 +6,17 @@ import type { Severity } from '../types.ts';
 import { SEVERITIES } from '../../contract/tasks.ts';
 import {
   jobReport,
+  lowestSeverity,
   readChanges,
   readFindings,
   stateOutcome,
   waitWithProgress,
   withFailOn,
   withFailOnNew,
+  withFailOnOpen,
 } from './job-flow.ts';
 import { renderChanges, renderFindings, renderObject, renderResults } from './render.ts';
-import { failOnNewOption, failOnOption, integerArg, type Action, type Context } from './context.ts';
+import { failOnNewOption, failOnOpenOption, failOnOption, integerArg, type Action, type Context } from './context.ts';
 import { CHANGE_KINDS, CHANGE_MARKS, type ChangeKind, type ChangeMark } from '../../contract/changes.ts';
 import type { Report } from './report.ts';
 
@@ -22,15 +24,22 @@ interface WaitFlags {
   wait?: boolean;
   failOn?: Severity;
   failOnNew?: Severity;
+  failOnOpen?: Severity;
 }
 
 async function show(ctx: Context, ref: string, o: WaitFlags): Promise<Report> {
   let job = await ctx.client.getJob(ref);
-  if (o.wait || o.failOn || o.failOnNew) job = await waitWithProgress(ctx.client, ctx.term, job);
-  const failOn = o.failOn ?? (o.failOnNew && job.baseline === null ? o.failOnNew : undefined);
-  const findings = failOn ? await readFindings(ctx.client, ctx.term, ref, failOn) : null;
+  if (o.wait || o.failOn || o.failOnNew || o.failOnOpen) job = await waitWithProgress(ctx.client, ctx.term, job);
+  // The findings every gate needs, read once down to the lowest severity asked (--fail-on-new
+  // without a baseline judges the job's findings: all of them are new).
+  const gate = lowestSeverity(o.failOn, o.failOnOpen, o.failOnNew && job.baseline === null ? o.failOnNew : undefined);
+  const findings = gate ? await readFindings(ctx.client, ctx.term, ref, gate) : null;
   const changes = o.wait || o.failOnNew ? await readChanges(ctx.client, ctx.term, job, o.failOnNew) : null;
-  return jobReport(ctx.term, job, findings, o.failOn, { changes, failOnNew: o.failOnNew });
+  return jobReport(ctx.term, job, findings, o.failOn, {
+    changes,
+    failOnNew: o.failOnNew,
+    failOnOpen: o.failOnOpen,
+  });
 }
 
 interface ChangeFlags {
@@ -71,6 +80,7 @@ export function registerJobCommands(program: Command, action: Action): void {
     .option('--wait', 'poll until the job is terminal, with a progress bar on a terminal')
     .addOption(failOnOption())
     .addOption(failOnNewOption())
+    .addOption(failOnOpenOption())
     .action(action((ctx, ref: string, o: WaitFlags) => show(ctx, ref, o)));
 
   job
@@ -115,16 +125,22 @@ export function registerJobCommands(program: Command, action: Action): void {
     .addOption(new Option('--severity <severity>', 'only findings at or above this severity').choices([...SEVERITIES]))
     .option('--wait', 'keep reading until the job is terminal')
     .addOption(failOnOption())
+    .addOption(failOnOpenOption())
     .action(
       action(
-        async (ctx, ref: string, o: { limit?: number; severity?: Severity; wait?: boolean; failOn?: Severity }) => {
+        async (
+          ctx,
+          ref: string,
+          o: { limit?: number; severity?: Severity; wait?: boolean; failOn?: Severity; failOnOpen?: Severity },
+        ) => {
           const p = await ctx.client.collectFindings(ref, {
             limit: o.limit,
             severity: o.severity,
-            wait: o.wait || o.failOn !== undefined,
+            wait: o.wait || o.failOn !== undefined || o.failOnOpen !== undefined,
           });
+          const state = stateOutcome(p.jobStatus, p.terminal, p.coverage.complete, 'partial');
           return {
-            outcome: withFailOn(stateOutcome(p.jobStatus, p.terminal, p.coverage.complete, 'partial'), p, o.failOn),
+            outcome: withFailOnOpen(withFailOn(state, p, o.failOn), p, o.failOnOpen),
             data: { findings: p },
             human: () => renderFindings(p, ctx.term.colors),
           };

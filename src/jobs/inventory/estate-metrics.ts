@@ -13,8 +13,15 @@ export const suppressionsApplied = new client.Counter({
 
 export const inventoryUpdateSeconds = new client.Histogram({
   name: 'lss_estate_terminal_seconds',
-  help: "Time a job's terminal work spent on suppressions and the inventory",
+  help: "Time a job's terminal transaction spent on suppressions and the inventory's marker",
   buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30],
+  registers: [],
+});
+
+export const inventoryDrainSeconds = new client.Histogram({
+  name: 'lss_inventory_write_seconds',
+  help: "Time the inventory of one job's end took to write, after its terminal transaction (all its pages)",
+  buckets: [0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 120],
   registers: [],
 });
 
@@ -22,7 +29,7 @@ export const inventoryUpdateSeconds = new client.Histogram({
 const COUNT_EVERY_MS = 60_000;
 
 export function registerEstateMetrics(r: client.Registry, db: Db): void {
-  for (const m of [suppressionsApplied, inventoryUpdateSeconds])
+  for (const m of [suppressionsApplied, inventoryUpdateSeconds, inventoryDrainSeconds])
     if (!r.getSingleMetric((m as unknown as { name: string }).name)) r.registerMetric(m);
   if (r.getSingleMetric('lss_inventory_rows')) return;
   let counted: { at: number; rows: Array<{ state: string; n: number }> } | null = null;

@@ -1,5 +1,6 @@
-// The inventory updated from a job's end (CONTRACT §16), in the terminal transaction after the
-// comparison and the suppressions (./record-estate.ts). Only this job's workspace is touched.
+// The inventory updated from a job's end (CONTRACT §16), after the terminal transaction that
+// stored its comparison and applied its suppressions, in pages the caller commits one by one
+// (./inventory-pending.ts). Only this job's workspace is touched.
 //
 //   held (an object the job holds that records no absence)  → present: lastSeenAt, lastCheckedAt,
 //       the products that saw it, its open findings (unsuppressed, by severity) from this job;
@@ -13,9 +14,9 @@
 //   without a comparison, an absence the job recorded (an NXDOMAIN name) → gone, on a row that exists
 // A job asked to cancel adds what it held and nothing else: no absence of any kind.
 //
-// Work is bounded per statement: the job's objects in pages of CHUNK by seq, each page one
+// Work is bounded per transaction: the job's objects in pages of CHUNK by seq, each page one
 // multi-row upsert in okey_hash order (concurrent jobs of a workspace take row locks in the same
-// order), their findings and marks read for that page only.
+// order), their findings and marks read for that page only; then the comparison's absences.
 import { sql } from 'kysely';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
@@ -63,75 +64,120 @@ export interface InventoryOutcome {
   unconfirmed: number;
 }
 
+/** What one page of the job's objects did, and where the next page starts (null: none left). */
+export interface InventoryChunk extends InventoryOutcome {
+  nextSeq: number | null;
+}
+
+/**
+ * One page of the job's objects (seq > afterSeq, at most pageSize): those it holds upserted, and
+ * without a comparison the absences it recorded marked gone (a job asked to cancel: none). The
+ * caller commits the page with its cursor (./inventory-pending.ts), so a page is never applied twice.
+ */
+export async function updateInventoryChunk(
+  trx: Trx,
+  job: InventoryJob,
+  rules: ChangeRules | undefined,
+  state: EstateJobState,
+  afterSeq: number,
+  pageSize = CHUNK,
+): Promise<InventoryChunk> {
+  const compared = isCompared(state);
+  const out: InventoryChunk = { present: 0, gone: 0, unconfirmed: 0, nextSeq: null };
+  const absentKeys: Array<{ type: string; okey: string }> = [];
+  const readProjection = !compared && rules?.absent !== undefined;
+  const res = await sql<ObjRow & { seq: number }>`
+    SELECT id, seq, public_id, type, okey ${readProjection ? sql`, projection` : sql``} FROM objects
+    WHERE job_id = ${job.id} AND seq > ${afterSeq} AND folded_into IS NULL ORDER BY seq LIMIT ${pageSize}`.execute(trx);
+  if (res.rows.length === 0) return out;
+  if (res.rows.length === pageSize) out.nextSeq = Number(res.rows.at(-1)!.seq);
+  const marks = compared
+    ? await objectMarks(
+        trx,
+        job.id,
+        res.rows.map((r) => Number(r.id)),
+      )
+    : new Map<number, number>();
+  const held: ObjRow[] = [];
+  for (const o of res.rows) {
+    const grp = marks.get(Number(o.id));
+    if (grp === OBJECT_GONE) continue; // an absence record: the comparison's gone (updateInventoryAbsences)
+    if (readProjection && rules!.absent!(o.type, parseJson<Record<string, unknown>>(o.projection) ?? {})) {
+      absentKeys.push({ type: o.type, okey: o.okey });
+      continue;
+    }
+    held.push(o);
+  }
+  if (held.length > 0) {
+    await upsertHeld(trx, job, held, marks);
+    out.present += held.length;
+  }
+  // Without a comparison an absence the job recorded is gone, page by page: the keys of one job's
+  // objects are distinct, so no page's upsert and another's gone touch the same row.
+  if (!state.cancelRequested && absentKeys.length > 0) out.gone += await markGone(trx, job.workspaceId, absentKeys);
+  return out;
+}
+
+/**
+ * After the last page: the comparison's gone, unconfirmed and resolved marks (nothing for a job
+ * asked to cancel, nor without a comparison).
+ */
+export async function updateInventoryAbsences(
+  trx: Trx,
+  job: InventoryJob,
+  state: EstateJobState,
+): Promise<InventoryOutcome> {
+  const out: InventoryOutcome = { present: 0, gone: 0, unconfirmed: 0 };
+  if (state.cancelRequested || !isCompared(state)) return out;
+  const res = await changedSubjects(trx, job.id, [OBJECT_GONE, OBJECT_UNCONFIRMED, FINDING_RESOLVED]);
+  const gone = res.filter((r) => Number(r.grp) === OBJECT_GONE);
+  const unconfirmed = res.filter((r) => Number(r.grp) === OBJECT_UNCONFIRMED && r.object_id === null);
+  const resolved = res.filter((r) => Number(r.grp) === FINDING_RESOLVED);
+  out.gone += await markGone(
+    trx,
+    job.workspaceId,
+    gone.map((r) => ({ type: r.subject_type, okey: r.subject_key })),
+  );
+  out.unconfirmed += await markUnconfirmed(
+    trx,
+    job.workspaceId,
+    unconfirmed.map((r) => objectHash({ type: r.subject_type, key: r.subject_key })),
+    state.baselineJobId!,
+    state.baselineCompletedAt,
+  );
+  const ids = resolved.map((r) => findingIdentity(r.subject_type, r.object_type ?? '', r.subject_key));
+  for (let i = 0; i < ids.length; i += CHUNK)
+    await sql`DELETE FROM inventory_findings WHERE workspace_id = ${job.workspaceId}
+      AND identity_hash IN (${sql.join(ids.slice(i, i + CHUNK))})`.execute(trx);
+  return out;
+}
+
+/** The whole update in the caller's transaction: every page, then the absences. */
 export async function updateInventory(
   trx: Trx,
   job: InventoryJob,
   rules: ChangeRules | undefined,
   state: EstateJobState,
 ): Promise<InventoryOutcome> {
-  const cancelled = state.cancelRequested;
-  const compared = state.baselineJobId !== null && state.changes !== null;
   const out: InventoryOutcome = { present: 0, gone: 0, unconfirmed: 0 };
-  const absentKeys: Array<{ type: string; okey: string }> = [];
-  const readProjection = !compared && rules?.absent !== undefined;
-
-  let after = 0;
-  for (;;) {
-    const res = await sql<ObjRow & { seq: number }>`
-      SELECT id, seq, public_id, type, okey ${readProjection ? sql`, projection` : sql``} FROM objects
-      WHERE job_id = ${job.id} AND seq > ${after} AND folded_into IS NULL ORDER BY seq LIMIT ${CHUNK}`.execute(trx);
-    if (res.rows.length === 0) break;
-    after = Number(res.rows.at(-1)!.seq);
-    const marks = compared
-      ? await objectMarks(
-          trx,
-          job.id,
-          res.rows.map((r) => Number(r.id)),
-        )
-      : new Map<number, number>();
-    const held: ObjRow[] = [];
-    for (const o of res.rows) {
-      const grp = marks.get(Number(o.id));
-      if (grp === OBJECT_GONE) continue; // an absence record: the comparison's gone, below
-      if (readProjection && rules!.absent!(o.type, parseJson<Record<string, unknown>>(o.projection) ?? {})) {
-        absentKeys.push({ type: o.type, okey: o.okey });
-        continue;
-      }
-      held.push(o);
-    }
-    if (held.length > 0) {
-      await upsertHeld(trx, job, held, marks);
-      out.present += held.length;
-    }
-    if (res.rows.length < CHUNK) break;
+  let after: number | null = 0;
+  while (after !== null) {
+    const page: InventoryChunk = await updateInventoryChunk(trx, job, rules, state, after);
+    addOutcome(out, page);
+    after = page.nextSeq;
   }
-
-  if (cancelled) return out;
-  if (compared) {
-    const res = await changedSubjects(trx, job.id, [OBJECT_GONE, OBJECT_UNCONFIRMED, FINDING_RESOLVED]);
-    const gone = res.filter((r) => Number(r.grp) === OBJECT_GONE);
-    const unconfirmed = res.filter((r) => Number(r.grp) === OBJECT_UNCONFIRMED && r.object_id === null);
-    const resolved = res.filter((r) => Number(r.grp) === FINDING_RESOLVED);
-    out.gone += await markGone(
-      trx,
-      job.workspaceId,
-      gone.map((r) => ({ type: r.subject_type, okey: r.subject_key })),
-    );
-    out.unconfirmed += await markUnconfirmed(
-      trx,
-      job.workspaceId,
-      unconfirmed.map((r) => objectHash({ type: r.subject_type, key: r.subject_key })),
-      state.baselineJobId!,
-      state.baselineCompletedAt,
-    );
-    const ids = resolved.map((r) => findingIdentity(r.subject_type, r.object_type ?? '', r.subject_key));
-    for (let i = 0; i < ids.length; i += CHUNK)
-      await sql`DELETE FROM inventory_findings WHERE workspace_id = ${job.workspaceId}
-        AND identity_hash IN (${sql.join(ids.slice(i, i + CHUNK))})`.execute(trx);
-  } else if (absentKeys.length > 0) {
-    out.gone += await markGone(trx, job.workspaceId, absentKeys);
-  }
+  addOutcome(out, await updateInventoryAbsences(trx, job, state));
   return out;
+}
+
+export function addOutcome(into: InventoryOutcome, add: InventoryOutcome): void {
+  into.present += add.present;
+  into.gone += add.gone;
+  into.unconfirmed += add.unconfirmed;
+}
+
+function isCompared(state: EstateJobState): boolean {
+  return state.baselineJobId !== null && state.changes !== null;
 }
 
 async function objectMarks(trx: Trx, jobId: number, ids: readonly number[]): Promise<Map<number, number>> {

@@ -1,6 +1,6 @@
 // The terminal transition of a job: the one way a job becomes terminal, called outside any
 // transaction by every path that decides a job is done (the last result applied, a cancel with
-// nothing running, the plan failing, the sweeper, the reconciler). Three steps, in this order,
+// nothing running, the plan failing, the sweeper, the reconciler). Four steps, in this order,
 // each at its one place in finalizeJob below:
 //
 //   1. Settle the backlog. Finished tasks whose results were not applied yet (their notices were
@@ -21,8 +21,12 @@
 //      compare-and-sets the terminal status, writes what the product derived across lanes and
 //      releases the unused reservation. What must become true exactly when the job is terminal
 //      is written here, after the compare-and-set won (a monitor's event outbox row, CONTRACT
-//      §14; the change counts of step 2): see terminalTransaction. The release stays the last
-//      statement (the workspace's credit row is then locked only for the commit).
+//      §14; the change counts of step 2; the suppressions and the inventory's marker, §15-16):
+//      see terminalTransaction. The release stays the last statement (the workspace's credit row
+//      is then locked only for the commit).
+//   4. After the commit, work the job's end asked for that need not hold its lock: the inventory
+//      (CONTRACT §16), in pages, exactly once from its marker (../inventory/inventory-pending.ts);
+//      what a crash leaves of it the reconciler resumes.
 //
 // Only the winner of the terminal compare-and-set releases; releaseRemainder is itself keyed by
 // job, so a second release is a no-op. A crash between steps leaves a non-terminal job whose
@@ -46,6 +50,7 @@ import type { LaneStatus } from '../../contract/lanes.ts';
 import { compareBeforeTerminal, comparisonPending, finishComparison } from '../changes/comparison.ts';
 import { monitorChangeSummary, recordJobFinished } from '../monitors/monitor-events.ts';
 import { recordEstate } from '../inventory/record-estate.ts';
+import { drainInventoryOf } from '../inventory/inventory-pending.ts';
 
 export interface FinalizeOptions {
   /** A job-level failure code (plan_failed, product_not_available). */
@@ -86,7 +91,11 @@ export async function finalizeJob(
     await compareBeforeTerminal(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job);
     // 3. The terminal transaction.
     const done = await inTransaction(ctx.db, (trx) => terminalTransaction(trx, ctx, jobId, mode, opts));
-    if (done !== BACKLOG_LEFT && done !== COMPARISON_LEFT) return done;
+    if (done !== BACKLOG_LEFT && done !== COMPARISON_LEFT) {
+      // 4. After the commit: the inventory its marker asks for (CONTRACT §16).
+      if (done !== null) await writeInventory(ctx, jobId);
+      return done;
+    }
     if (round >= MAX_ROUNDS) {
       ctx.log.warn(
         { jobId, rounds: round, left: done === BACKLOG_LEFT ? 'results' : 'comparison' },
@@ -94,6 +103,18 @@ export async function finalizeJob(
       );
       return null;
     }
+  }
+}
+
+/**
+ * Step 4: the inventory of the job's end, in pages after the terminal commit. The job is terminal
+ * whatever happens here: a failure leaves the marker to the reconciler (drainStaleInventory).
+ */
+async function writeInventory(ctx: OrchestrationContext, jobId: number): Promise<void> {
+  try {
+    await drainInventoryOf(ctx.db, jobId, (product) => ctx.catalog.get(product)?.job?.changes, ctx.log);
+  } catch (err) {
+    ctx.log.warn({ jobId, err: errInfo(err) }, 'inventory not written after the job ended: left to the reconciler');
   }
 }
 
@@ -278,12 +299,12 @@ async function terminalTransaction(
   // Whatever must exist exactly when the job is terminal is written here, one call each (the
   // change counts of §13, a monitor's event outbox row of §14), before the release.
   await finishComparison(trx, job.id, def?.job?.changes, { log: ctx.log, inPlace: assembles });
-  // The estate (CONTRACT §15-16): suppressions applied and the counts split by them, the
-  // inventory updated from the comparison; before the monitor's event, which carries the counts.
+  // The estate (CONTRACT §15-16): suppressions applied and the counts split by them, and the
+  // inventory's marker (written from the comparison after the commit, step 4); before the
+  // monitor's event, which carries the counts.
   await recordEstate(
     trx,
     { id: job.id, workspaceId: job.workspace_id, product: job.product, publicId: job.public_id },
-    def?.job?.changes,
     ctx.log,
   );
   // A monitor's run: its monitor.job_finished event, carrying the §13 baseline and counts as this

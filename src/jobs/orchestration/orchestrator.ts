@@ -58,6 +58,8 @@ export interface OrchestratorTiming {
   reconcileEveryMs: number;
   /** A finished task not applied after this long gets its notice re-published. */
   unappliedAfterMs: number;
+  /** An inventory marker untouched this long is resumed by the reconciler (its writer stopped). */
+  inventoryStaleAfterMs: number;
   sweepEveryMs: number;
   purgeEveryMs: number;
   /** How often this orchestrator claims due monitor runs (every orchestrator does: no tick lock). */
@@ -71,6 +73,7 @@ const DEFAULT_TIMING: OrchestratorTiming = {
   relayAfterMs: 2000,
   reconcileEveryMs: 5000,
   unappliedAfterMs: 5000,
+  inventoryStaleAfterMs: 10_000,
   sweepEveryMs: 5000,
   purgeEveryMs: 60_000,
   monitorEveryMs: 1000,
@@ -271,7 +274,10 @@ export async function startOrchestrator(opts: OrchestratorOptions): Promise<Orch
   );
 
   const stop = new AbortController();
-  const reconciler = new Reconciler(ctx, { unappliedAfterMs: timing.unappliedAfterMs });
+  const reconciler = new Reconciler(ctx, {
+    unappliedAfterMs: timing.unappliedAfterMs,
+    inventoryStaleAfterMs: timing.inventoryStaleAfterMs,
+  });
   const periodic = async (name: string, everyMs: number, fn: () => Promise<unknown>): Promise<void> => {
     while (!stop.signal.aborted) {
       try {

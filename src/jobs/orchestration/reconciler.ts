@@ -8,6 +8,8 @@
 //   4. queued jobs whose plan was published long ago → publish `plan` again
 //   5. cancelling jobs → run the cancel op again (cancels pending tasks, finalizes when idle)
 //   6. running jobs with nothing open and nothing unapplied → finalize (crash after the last apply)
+//   7. inventory markers nobody has touched for a while (a crash between a job's terminal commit
+//      and its inventory's last page) → written from where they stopped (inventory-pending.ts)
 import { sql } from 'kysely';
 import { queuedNoticeTasks } from '../../queue/queued-notices.ts';
 import { groups, isLaneName, publishJob, publishTaskResult, streams, type LaneName } from '../../queue/streams.ts';
@@ -15,6 +17,7 @@ import { ensureTasksEnqueued } from '../../queue/task-enqueue.ts';
 import { cancelJob } from './cancel-job.ts';
 import type { OrchestrationContext } from './context.ts';
 import { finalizeJob } from './finalize-job.ts';
+import { drainStaleInventory } from '../inventory/inventory-pending.ts';
 import {
   idleRunningJobs,
   longRunningTasks,
@@ -32,6 +35,11 @@ const QUEUED_NOTICES_READ_MAX = 20_000;
 export interface ReconcileOptions {
   /** Finished-but-unapplied tasks younger than this are left to their notice. */
   unappliedAfterMs?: number;
+  /**
+   * An inventory marker untouched this long has lost its drainer (each page touches it): resumed.
+   * A live drainer's page takes well under this; one that does not only shares its pages.
+   */
+  inventoryStaleAfterMs?: number;
 }
 
 export class Reconciler {
@@ -42,7 +50,7 @@ export class Reconciler {
 
   constructor(ctx: OrchestrationContext, opts: ReconcileOptions = {}) {
     this.#ctx = ctx;
-    this.#opts = { unappliedAfterMs: 5000, ...opts };
+    this.#opts = { unappliedAfterMs: 5000, inventoryStaleAfterMs: 10_000, ...opts };
   }
 
   async tick(): Promise<void> {
@@ -52,6 +60,7 @@ export class Reconciler {
     await this.republishQueuedPlans();
     await this.recancel();
     await this.finalizeIdle();
+    await this.resumeInventory();
   }
 
   #products() {
@@ -159,6 +168,15 @@ export class Reconciler {
     const ids = await idleRunningJobs(this.#ctx.db, this.#ctx.catalog.ids, this.#opts.unappliedAfterMs * 1000);
     let n = 0;
     for (const id of ids) if (await finalizeJob(this.#ctx, id, 'settle')) n++;
+    return n;
+  }
+
+  async resumeInventory(): Promise<number> {
+    const n = await drainStaleInventory(this.#ctx.db, (product) => this.#ctx.catalog.get(product)?.job?.changes, {
+      staleMs: this.#opts.inventoryStaleAfterMs,
+      log: this.#ctx.log,
+    });
+    if (n > 0) this.#ctx.log.warn({ jobs: n }, "reconciler wrote the inventory of jobs whose end's writer stopped");
     return n;
   }
 }
