@@ -16,7 +16,8 @@
 //   Wall = POST → the 250 ms poll that sees the job terminal. Per process, the peak VmRSS sampled
 //   every 200 ms from the POST to terminal, over its RSS when ready (growth). C vs B: wall ratio
 //   (target ≤ 1.10) and growth difference per process (target ≤ 32 MB). The comparison's own time
-//   is change_runs' created_at → updated_at (its first and last chunk).
+//   is change_runs' created_at → updated_at (its first and last chunk); stored: C's job_changes
+//   rows next to the identities its comparison counted (one row each before issue 44 item 14).
 //   Then, on C's processes: GET /v2/jobs/<C>/results?limit=50 and /changes?limit=50 (every mark,
 //   so the list is as long as the results), each at its first page and at the page after 90 % of
 //   its items (a cursor the API handed out), interleaved, BENCH_CHANGES_PAGE_ITERATIONS (200)
@@ -211,6 +212,8 @@ interface Synthetic {
   findings: number;
   seconds: number;
   rows: number;
+  /** Identities the comparison marked (objects and findings of either job, each once). */
+  identities: number;
   heapGrowthMb: number;
   rssGrowthMb: number;
 }
@@ -327,14 +330,27 @@ async function syntheticComparison(dbh: DbHandle, workspaceId: number, apiKeyId:
   const rows = Number(
     (await sql<{ n: number }>`SELECT COUNT(*) AS n FROM job_changes WHERE job_id = ${cur}`.execute(db)).rows[0]!.n,
   );
+  const identities = await identitiesCompared(db, cur);
   return {
     objects: SYNTHETIC_OBJECTS,
     findings,
     seconds,
     rows,
+    identities,
     heapGrowthMb: (heapPeak - heap0) / 2 ** 20,
     rssGrowthMb: (rssPeak - rss0) / 2 ** 20,
   };
+}
+
+/** What the run counted, every mark of both kinds: the rows job_changes held when every identity had one. */
+async function identitiesCompared(db: DbHandle['db'], jobId: number): Promise<number> {
+  const res = await sql<{ counts: unknown }>`SELECT counts FROM change_runs WHERE job_id = ${jobId}`.execute(db);
+  const raw = res.rows[0]?.counts;
+  const c = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Record<string, Record<string, number>> | undefined;
+  let n = 0;
+  for (const kind of ['objects', 'findings'])
+    for (const [mark, v] of Object.entries(c?.[kind] ?? {})) if (mark !== 'work') n += Number(v) || 0;
+  return n;
 }
 
 async function scan(ctx: Ctx, label: string, key: string, withPages: boolean): Promise<ScanRun> {
@@ -518,7 +534,12 @@ async function main(): Promise<number> {
       SELECT TIMESTAMPDIFF(MICROSECOND, r.created_at, r.updated_at) / 1e6 AS s,
         (SELECT COUNT(*) FROM job_changes c WHERE c.job_id = r.job_id) AS n
       FROM change_runs r JOIN jobs j ON j.id = r.job_id WHERE j.public_id = ${cRun.jobRef}`.execute(dbh.db);
-    process.stdout.write(report([a, b, cRun], Number(run.rows[0]?.s ?? NaN), Number(run.rows[0]?.n ?? 0), load));
+    const cId = (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${cRun.jobRef}`.execute(dbh.db))
+      .rows[0]!;
+    const identities = await identitiesCompared(dbh.db, Number(cId.id));
+    process.stdout.write(
+      report([a, b, cRun], Number(run.rows[0]?.s ?? NaN), Number(run.rows[0]?.n ?? 0), identities, load),
+    );
     process.stdout.write(`${syntheticReport(synthetic)}\n`);
     return [a, b, cRun].every((r) => r.status === 'completed' || r.status === 'partial') ? 0 : 1;
   } finally {
@@ -531,12 +552,12 @@ function syntheticReport(x: Synthetic): string {
     '',
     `The comparison alone (synthetic, this process): two jobs of ${x.objects} host objects (+ ${x.findings} findings in all;`,
     '  1 % changed, 0.5 % new, 0.5 % missing), src/jobs/changes/comparison.ts runComparison, chunks of 500:',
-    `  ${fmt(x.seconds, 2)} s, ${x.rows} rows written, ${fmt(x.objects / x.seconds, 0)} objects/s; heap growth ${fmt(x.heapGrowthMb, 1)} MB, RSS growth ${fmt(x.rssGrowthMb, 1)} MB`,
+    `  ${fmt(x.seconds, 2)} s, ${x.rows} rows stored in job_changes for ${x.identities} identities compared (${fmt((100 * x.rows) / Math.max(1, x.identities), 1)} %), ${fmt(x.objects / x.seconds, 0)} objects/s; heap growth ${fmt(x.heapGrowthMb, 1)} MB, RSS growth ${fmt(x.rssGrowthMb, 1)} MB`,
     "  (this process's V8 flags; under the orchestrator's: BENCH_CHANGES_SYNTHETIC_ONLY=1 node --max-semi-space-size=4 --max-old-space-size=128 test/bench/changes.ts)",
   ].join('\n');
 }
 
-function report(runs: ScanRun[], compareS: number, rows: number, load: number[]): string {
+function report(runs: ScanRun[], compareS: number, rows: number, identities: number, load: number[]): string {
   const [a, b, c] = runs as [ScanRun, ScanRun, ScanRun];
   const out: string[] = [''];
   out.push(
@@ -556,7 +577,10 @@ function report(runs: ScanRun[], compareS: number, rows: number, load: number[])
   out.push(
     `  wall with a baseline ÷ without (C ÷ B): ${fmt(ratio, 3)} (target ≤ ${WALL_TARGET}: ${ratio <= WALL_TARGET ? 'met' : 'NOT met'}); A ÷ B ${fmt(a.wallS / b.wallS, 3)} (the same scan twice: the noise)`,
   );
-  out.push(`  the comparison itself: ${fmt(compareS, 2)} s (first chunk → last), ${rows} rows in job_changes`);
+  out.push(`  the comparison itself: ${fmt(compareS, 2)} s (first chunk → last)`);
+  out.push(
+    `  stored: ${rows} rows in job_changes for ${identities} identities compared (${fmt((100 * rows) / Math.max(1, identities), 1)} %; one row per identity before issue 44 item 14)`,
+  );
   out.push('');
   out.push('  RSS growth over ready (peak from the POST to terminal − ready), MB:');
   const labels = [...new Set([...b.growthKb.keys(), ...c.growthKb.keys()])];

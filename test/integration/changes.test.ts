@@ -606,7 +606,8 @@ describe('change detection (CONTRACT §13)', () => {
       const seconds0 = await metric('lss_change_comparison_seconds_count');
       const objects0 = await metric('lss_change_comparison_objects_sum');
 
-      expect((await markOf('registration', 'lab.test'))?.grp).toBe(groupOf('object', 'unchanged'));
+      // Unchanged: counted, no row (issue 44 item 14).
+      expect(await markOf('registration', 'lab.test')).toBeUndefined();
       await rewrite('registration', 'lab.test', { registrar: { name: 'Another Registrar', ianaId: '1' } });
       expect(await counters()).toEqual({ object_seq: job.object_seq, finding_seq: job.finding_seq });
       const done = await inTransaction(h.deps.db, async (trx) => {
@@ -646,10 +647,14 @@ describe('change detection (CONTRACT §13)', () => {
         h.deps.db,
       );
       expect(await runComparison(h.deps.db, id, domainChangeRules, { chunk: 2, maxChunks: 1 })).toBe(false);
+      // An object the first chunk passed (at or before its position) and found unchanged (no row).
       const passed = (
         await sql<{ subject_type: string; subject_key: string }>`
-          SELECT subject_type, subject_key FROM job_changes WHERE job_id = ${id} AND grp = ${groupOf('object', 'unchanged')}
-          ORDER BY seq LIMIT 1`.execute(h.deps.db)
+          SELECT o.type AS subject_type, o.okey AS subject_key FROM objects o
+            JOIN change_runs r ON r.job_id = o.job_id AND o.okey_hash <= r.after_hash
+            LEFT JOIN job_changes jc ON jc.job_id = o.job_id AND jc.object_id = o.id
+          WHERE o.job_id = ${id} AND o.folded_into IS NULL AND jc.job_id IS NULL
+          ORDER BY o.okey_hash LIMIT 1`.execute(h.deps.db)
       ).rows[0]!;
       expect(passed).toBeDefined();
       await rewrite(passed.subject_type, passed.subject_key, { rewrittenLate: true });
@@ -662,6 +667,80 @@ describe('change detection (CONTRACT §13)', () => {
         SELECT COUNT(*) AS n FROM (SELECT subject_type, subject_key, object_type FROM job_changes WHERE job_id = ${id}
           GROUP BY subject_type, subject_key, object_type HAVING COUNT(*) > 1) d`.execute(h.deps.db);
       expect(Number(dup.rows[0]!.n)).toBe(0);
+    });
+
+    it('issue 44 item 14: only what is not unchanged is stored; unchanged is counted, marked and listed from the job itself', async () => {
+      const t = await tenant();
+      await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const b = await run(t.key, '/v2/lookups/domain', { value: 'lab.test' });
+      const id = Number(
+        (await sql<{ id: number }>`SELECT id FROM jobs WHERE public_id = ${b.jobRef}`.execute(h.deps.db)).rows[0]!.id,
+      );
+      const o = b.changes.objects;
+      const f = b.changes.findings;
+      expect(o.unchanged).toBeGreaterThan(2);
+      expect(f.unchanged).toBeGreaterThan(0);
+      // Stored: one row per identity that is not unchanged, nothing else.
+      const stored = await sql<{ grp: number; n: number }>`
+        SELECT grp, COUNT(*) AS n FROM job_changes WHERE job_id = ${id} GROUP BY grp`.execute(h.deps.db);
+      const total = stored.rows.reduce((a, r) => a + Number(r.n), 0);
+      expect(total).toBe(
+        o.new + o.changed + o.gone + o.unconfirmed + f.new + f.resolved + f.unconfirmed + f.resurfaced,
+      );
+      expect(
+        stored.rows.filter((r) =>
+          [groupOf('object', 'unchanged'), groupOf('finding', 'unchanged')].includes(Number(r.grp)),
+        ),
+      ).toEqual([]);
+      // Listed (change=unchanged), a page of one at a time: every unchanged identity once, paired
+      // with the baseline's ids.
+      const one = async (query: string) => {
+        const out: Change[] = [];
+        let cursor: string | null = null;
+        do {
+          const res = await client(h.app, t.key).get(
+            `/v2/jobs/${b.jobRef}/changes?limit=1${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          );
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          out.push(...res.body.items);
+          cursor = res.body.page.nextCursor;
+        } while (cursor);
+        return out;
+      };
+      const objects = await one('&change=unchanged&kind=object');
+      expect(objects.length).toBe(o.unchanged);
+      expect(new Set(objects.map((c) => `${c.type}|${c.key}`)).size).toBe(o.unchanged);
+      for (const c of objects)
+        expect(c).toMatchObject({
+          kind: 'object',
+          change: 'unchanged',
+          objectId: expect.stringMatching(/^obj_/),
+          baselineObjectId: expect.stringMatching(/^obj_/),
+        });
+      const findings = await one('&change=unchanged&kind=finding');
+      expect(findings.length).toBe(f.unchanged + f.suppressed);
+      for (const c of findings)
+        expect(c).toMatchObject({
+          kind: 'finding',
+          change: 'unchanged',
+          objectType: expect.any(String),
+          findingId: expect.stringMatching(/^fnd_/),
+          baselineFindingId: expect.stringMatching(/^fnd_/),
+          severity: expect.any(String),
+        });
+      // Every mark at once, in the documented order: each identity once.
+      const all = await changesOf(
+        t.key,
+        b.jobRef,
+        '&change=new,changed,gone,resolved,unconfirmed,unchanged,resurfaced',
+      );
+      expect(all.filter((c) => c.change === 'unchanged').length).toBe(o.unchanged + f.unchanged + f.suppressed);
+      // The marks on the job's own pages: unchanged without a row, as with one.
+      const results = await pages<{ change: string | null }>(t.key, `/v2/jobs/${b.jobRef}/results`);
+      expect(results.filter((r) => r.change === 'unchanged').length).toBe(o.unchanged);
+      expect(results.every((r) => r.change !== null)).toBe(true);
+      const fpage = await pages<{ change: string | null }>(t.key, `/v2/jobs/${b.jobRef}/findings`);
+      expect(fpage.filter((r) => r.change === 'unchanged').length).toBe(f.unchanged + f.suppressed);
     });
 
     it('the baseline is kept while a job still has to be compared with it; its purge does not undo the comparison', async () => {
@@ -686,7 +765,15 @@ describe('change detection (CONTRACT §13)', () => {
       expect((await client(h.app, t.key).get(`/v2/jobs/${a.jobRef}`)).status).toBe(404);
       const after = await client(h.app, t.key).get(`/v2/jobs/${b.jobRef}`);
       expect(after.body).toMatchObject({ baseline: b.baseline, changes: b.changes });
-      expect(await changesOf(t.key, b.jobRef)).toEqual(before);
+      // What was stored stays; an unchanged item is read from the job's own rows (issue 44 item
+      // 14), and its baseline ids from the baseline's while it is retained: null once purged.
+      expect(await changesOf(t.key, b.jobRef)).toEqual(
+        before.map((c) =>
+          c.change !== 'unchanged'
+            ? c
+            : { ...c, baselineObjectId: null, ...(c.kind === 'finding' ? { baselineFindingId: null } : {}) },
+        ),
+      );
     });
   });
 

@@ -407,6 +407,48 @@ describe('the estate (CONTRACT §15-16)', () => {
       expect((await lssAs(key, 'job', 'findings', jobs[0]!.jobRef, '--fail-on-open', 'medium')).code).toBe(plain.code);
       expect((await lssAs(key, 'job', 'findings', jobs[1]!.jobRef, '--fail-on-open', 'medium')).code).toBe(1);
     }, 120_000);
+
+    it('issue 44 item 14: suppressed in the baseline and now: unchanged, suppressed, and no row stored for it', async () => {
+      const made = await api(key).post('/v2/suppressions', {
+        code: 'dmarc_policy_none',
+        key: CHANGES_ZONE,
+        product: 'lookup.mail.v1',
+        reason: 'accepted_risk',
+        note: 'p=none again while reports are read',
+        expiresAt: inDays(30),
+      });
+      expect(made.status).toBe(201);
+      // Suppressed here (its baseline, jobs[1], had it open), then suppressed in both.
+      const third = await run(key, ...mail);
+      expect(third.changes.findings).toMatchObject({ resurfaced: 0, suppressed: 1 });
+      const fourth = await run(key, ...mail);
+      expect(fourth.baseline.jobRef).toBe(third.jobRef);
+      const all = await pages<any>(key, `/v2/jobs/${fourth.jobRef}/findings`);
+      expect(fourth.changes.findings).toMatchObject({
+        new: 0,
+        resurfaced: 0,
+        suppressed: 1,
+        unchanged: all.length - 1,
+      });
+      const f = dmarc(all);
+      expect(f).toMatchObject({
+        change: 'unchanged',
+        suppressed: expect.objectContaining({ reason: 'accepted_risk' }),
+      });
+      // The comparison stored it as a resurfaced candidate; the terminal work removed it again.
+      const stored = await sql<{ n: number }>`
+        SELECT COUNT(*) AS n FROM job_changes jc JOIN jobs j ON j.id = jc.job_id
+        WHERE j.public_id = ${fourth.jobRef} AND jc.finding_ref = ${f.findingId}`.execute(h.deps.db);
+      expect(Number(stored.rows[0]!.n)).toBe(0);
+      const unchanged = await pages<any>(key, `/v2/jobs/${fourth.jobRef}/changes`, '&change=unchanged&kind=finding');
+      expect(unchanged).toHaveLength(all.length);
+      expect(unchanged.find((c) => c.findingId === f.findingId)).toMatchObject({
+        change: 'unchanged',
+        baselineFindingId: dmarc(await pages<any>(key, `/v2/jobs/${third.jobRef}/findings`)).findingId,
+        suppressed: expect.objectContaining({ reason: 'accepted_risk' }),
+      });
+      expect(await pages<any>(key, `/v2/jobs/${fourth.jobRef}/changes`, '&change=resurfaced')).toEqual([]);
+    });
   });
 
   describe('the inventory, from two scans of the zone in two states', () => {

@@ -4,13 +4,18 @@
 // marked and written to job_changes. Up to the boundary both pages are sure to cover (the smaller
 // of the two last hashes when a page is full), so nothing beyond a page is held in memory and the
 // next chunk starts where this one ended. The caller holds the run's row lock (./comparison.ts).
+//
+// Every pair is counted; only what is not `unchanged` is stored (issue 44 item 14: an hourly
+// monitor of an 80,000-object scan wrote 80,000 rows an hour for nothing). An unchanged identity
+// is one of the job's objects or findings without a row (./changes-repo.ts reads them back so);
+// the two exceptions, stored, are in ./change-codes.ts.
 import { sql } from 'kysely';
 import type { ChangeMark, UnconfirmedReason } from '../../contract/change-schemas.ts';
 import { parseJson, type Trx } from '../../db/transaction.ts';
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import { jobTallies, subjectPartOutcomes, subjectTallies } from '../tasks/task-outcomes.ts';
 import type { ChangeCounts } from './change-summary.ts';
-import { groupOf } from './change-codes.ts';
+import { FINDING_RESURFACED, OBJECT_UNCHANGED_UNHELD, groupOf } from './change-codes.ts';
 import { changedFields } from './compare-projection.ts';
 import {
   coverageGap,
@@ -275,13 +280,26 @@ export async function compareChunk(
     return seen;
   };
 
+  // Of the baseline's findings this chunk may pair unchanged, those suppressed in the baseline:
+  // candidates for resurfaced (CONTRACT §15), the only unchanged findings stored (below).
+  const baseSuppressed = await suppressedIn(
+    trx,
+    pos.baselineId,
+    pairs.flatMap((p) => (p.base && p.cur ? (baseFindings.get(p.base.id) ?? []).map((f) => f.id) : [])),
+  );
+
   const rows: ChangeRow[] = [];
   const counts = structuredClone(pos.counts);
   const objectRow = (p: { base?: Obj; cur?: Obj }, mark: ChangeMark, extra: Partial<ChangeRow> = {}) => {
     const o = (p.cur ?? p.base)!;
     (counts.objects as Record<string, number>)[mark]! += 1;
+    // Unchanged and held by this job: counted, not stored (read back as the job's objects that
+    // have no row, ./changes-repo.ts). Unchanged and not held (an absence the baseline recorded
+    // and this job observed again without recording it): nothing to derive it from, so stored,
+    // in a group of its own.
+    if (mark === 'unchanged' && p.cur) return;
     rows.push({
-      grp: groupOf('object', mark),
+      grp: mark === 'unchanged' ? OBJECT_UNCHANGED_UNHELD : groupOf('object', mark),
       subjectType: o.type,
       subjectKey: o.key,
       objectType: null,
@@ -348,8 +366,13 @@ export async function compareChunk(
     const o = (p.cur ?? p.base)!;
     const row = (mark: ChangeMark, b: Fnd | undefined, c: Fnd | undefined, reason: UnconfirmedReason | null) => {
       (counts.findings as Record<string, number>)[mark]! += 1;
+      // Unchanged: counted, not stored (derived from the job's findings), unless the baseline
+      // had it suppressed: then it is stored as resurfaced, and the terminal work removes it
+      // again if a suppression covers it now (apply-suppressions.ts), so it is read unchanged.
+      const candidate = mark === 'unchanged' && b !== undefined && baseSuppressed.has(b.id);
+      if (mark === 'unchanged' && !candidate) return;
       rows.push({
-        grp: groupOf('finding', mark),
+        grp: candidate ? FINDING_RESURFACED : groupOf('finding', mark),
         subjectType: (c ?? b)!.code,
         subjectKey: o.key,
         objectType: o.type,
@@ -398,6 +421,18 @@ export async function compareChunk(
     pos: { ...pos, afterHash: boundary ?? pos.afterHash, nextSeq: pos.nextSeq + rows.length, counts },
     done: boundary === null,
   };
+}
+
+/** Of these findings of the baseline, those a suppression covered when it ended (job_suppressions' primary key). */
+async function suppressedIn(trx: Trx, baselineId: number, findingIds: readonly number[]): Promise<Set<number>> {
+  const out = new Set<number>();
+  for (let i = 0; i < findingIds.length; i += 1000) {
+    const res = await sql<{ finding_id: number }>`
+      SELECT finding_id FROM job_suppressions WHERE job_id = ${baselineId}
+        AND finding_id IN (${sql.join(findingIds.slice(i, i + 1000))})`.execute(trx);
+    for (const r of res.rows) out.add(Number(r.finding_id));
+  }
+  return out;
 }
 
 /** Of these subject keys, those this job holds as absent records (rules.absent: an NXDOMAIN name). */

@@ -6,8 +6,8 @@
 //
 // Then the counts: every finding of the job counts once, as new, unchanged, resurfaced (the
 // comparison paired it with a baseline finding that was suppressed there, and it is open now) or
-// suppressed; the pairs found resurfaced get that mark on the changes route (their group moves:
-// job_changes' seq is unique per job, so the move never collides). And the job's
+// suppressed; the comparison stored the resurfaced candidates (unchanged pairs suppressed in the
+// baseline), and those a suppression covers now are deleted (recount). And the job's
 // findingsSummary: the open findings by severity, and the suppressed count.
 //
 // Cost: the workspace's active suppressions (at most SUPPRESSIONS_PER_WORKSPACE) are read once and
@@ -19,7 +19,7 @@ import { parseJson, type Trx } from '../../db/transaction.ts';
 import { SEVERITIES } from '../../contract/tasks.ts';
 import type { FindingsSummary } from '../../contract/suppression-schemas.ts';
 import { countsOf } from '../changes/change-summary.ts';
-import { groupOf } from '../changes/change-codes.ts';
+import { FINDING_RESURFACED, groupOf } from '../changes/change-codes.ts';
 import { activeRules } from './suppressions-repo.ts';
 import { SuppressionMatcher, type SuppressionRule } from './suppression-key.ts';
 
@@ -99,12 +99,16 @@ export async function applySuppressions(
 }
 
 const NEW = groupOf('finding', 'new');
-const UNCHANGED = groupOf('finding', 'unchanged');
-const RESURFACED = groupOf('finding', 'resurfaced');
 
 /**
- * With a comparison (jobs.changes written just before): the resurfaced pairs marked, then the
+ * With a comparison (jobs.changes written just before): the resurfaced pairs settled, then the
  * finding counts split into open and suppressed. Without one, nothing: changes stay null.
+ *
+ * The comparison stores no unchanged finding (../changes/change-codes.ts): it counted them, and
+ * stored as resurfaced the unchanged pairs whose baseline finding was suppressed. Those whose
+ * finding a suppression covers now are not resurfaced: deleted, they read unchanged again. Every
+ * statement reads the stored rows of two groups or the job's suppressed findings, never the job's
+ * findings: the terminal work stays bounded by what changed and what is suppressed.
  */
 async function recount(
   trx: Trx,
@@ -112,23 +116,24 @@ async function recount(
   state: Pick<EstateJobState, 'baselineJobId' | 'changes'>,
 ): Promise<void> {
   if (state.baselineJobId === null || state.changes === null) return;
-  const baselineId = state.baselineJobId;
-  await sql`UPDATE job_changes jc
-      JOIN job_suppressions b ON b.job_id = ${baselineId} AND b.finding_ref = jc.baseline_finding_ref
-      LEFT JOIN job_suppressions c ON c.job_id = jc.job_id AND c.finding_id = jc.finding_id
-    SET jc.grp = ${RESURFACED}
-    WHERE jc.job_id = ${jobId} AND jc.grp = ${UNCHANGED} AND c.finding_id IS NULL`.execute(trx);
+  await sql`DELETE jc FROM job_changes jc
+      JOIN job_suppressions c ON c.job_id = jc.job_id AND c.finding_id = jc.finding_id
+    WHERE jc.job_id = ${jobId} AND jc.grp = ${FINDING_RESURFACED}`.execute(trx);
   const groups = await sql<{ grp: number; n: number; suppressed: number }>`
     SELECT jc.grp, COUNT(*) AS n, COUNT(c.finding_id) AS suppressed FROM job_changes jc
       LEFT JOIN job_suppressions c ON c.job_id = jc.job_id AND c.finding_id = jc.finding_id
-    WHERE jc.job_id = ${jobId} AND jc.grp IN (${NEW}, ${UNCHANGED}, ${RESURFACED}) GROUP BY jc.grp`.execute(trx);
+    WHERE jc.job_id = ${jobId} AND jc.grp IN (${NEW}, ${FINDING_RESURFACED}) GROUP BY jc.grp`.execute(trx);
+  const all = await sql<{ n: number }>`SELECT COUNT(*) AS n FROM job_suppressions WHERE job_id = ${jobId}`.execute(trx);
   const of = (grp: number) => groups.rows.find((g) => Number(g.grp) === grp);
   const counts = countsOf(parseJson(state.changes));
-  const n = (grp: number) => Number(of(grp)?.n ?? 0);
-  const s = (grp: number) => Number(of(grp)?.suppressed ?? 0);
-  counts.findings.new = n(NEW) - s(NEW);
-  counts.findings.unchanged = n(UNCHANGED) - s(UNCHANGED);
-  counts.findings.resurfaced = n(RESURFACED);
-  counts.findings.suppressed = s(NEW) + s(UNCHANGED);
+  const resurfaced = Number(of(FINDING_RESURFACED)?.n ?? 0);
+  const suppressedNew = Number(of(NEW)?.suppressed ?? 0);
+  // Every finding of the job was paired new or unchanged (findings sit on unfolded objects:
+  // a fold moves them), so the suppressed ones that are not new are unchanged ones.
+  const suppressed = Number(all.rows[0]?.n ?? 0);
+  counts.findings.new -= suppressedNew;
+  counts.findings.unchanged -= resurfaced + (suppressed - suppressedNew);
+  counts.findings.resurfaced = resurfaced;
+  counts.findings.suppressed = suppressed;
   await sql`UPDATE jobs SET changes = ${JSON.stringify(counts)} WHERE id = ${jobId}`.execute(trx);
 }
