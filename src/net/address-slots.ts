@@ -29,6 +29,7 @@
 // uses (src/net/outbound-guard.ts over); a view without a tenant counts as one tenant of its own.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AddressWindow, type ConnectionEnd } from './address-window.ts';
+import { enterLocalWait } from './local-failures.ts';
 
 export type { ConnectionEnd } from './address-window.ts';
 
@@ -287,8 +288,11 @@ export class AddressSlots {
   #queue(address: string, state: AddressState, signal: AbortSignal | undefined): Promise<void> {
     const tenant = this.tenant;
     const waitMs = this.#shared.queueWaitMs;
+    // Counted in the check's ledger while it waits: a check timeout meanwhile is ours (execute-check.ts).
+    const endWait = enterLocalWait();
     return new Promise<void>((resolve, reject) => {
       const leave = () => {
+        endWait();
         const list = state.waiting.get(tenant);
         const i = list?.indexOf(waiter) ?? -1;
         if (!list || i < 0) return false;
@@ -312,6 +316,7 @@ export class AddressSlots {
         tenant,
         seq: this.#shared.seq++,
         grant: () => {
+          endWait();
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           resolve();

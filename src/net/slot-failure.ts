@@ -5,11 +5,10 @@
 // lane gives its task back for another attempt instead of recording a timeout or a failed
 // connection of the target.
 import { SlotWaitExpired } from './address-slots.ts';
-import { noteLocalFailure } from './local-failures.ts';
+import { OUTBOUND_NOT_ATTEMPTED, noteLocalFailure } from './local-failures.ts';
 import { OutboundFetchError } from './outbound-errors.ts';
 
-/** The local failure code a connection left unattempted notes in its work. */
-export const OUTBOUND_NOT_ATTEMPTED = 'OUTBOUND_NOT_ATTEMPTED';
+export { OUTBOUND_NOT_ATTEMPTED };
 
 /** What a failed wait for a place becomes: `congested` for an expired wait, the error itself otherwise. */
 export function slotFailure(err: unknown): unknown {

@@ -12,7 +12,9 @@
 //   - time a connection waits in our process is not the target's time (before: the exchange's
 //     budget ran from the call, so the second of two fetches behind one slot timed out), and a
 //     connection not attempted within OUTBOUND_QUEUE_WAIT_MS comes back `congested`, a local
-//     failure the lane gives back, never a timeout or a failed connection of the target;
+//     failure the lane gives back, never a timeout or a failed connection of the target; a check
+//     whose own time runs out while its connection waits here is given back too (before:
+//     `timeout` / check_timeout);
 //   - the metrics of the windows are in the registry.
 import client from 'prom-client';
 import { pino } from 'pino';
@@ -178,6 +180,43 @@ describe('congestion windows per target address', () => {
     );
     await holder;
     expect(ran).toEqual({ kind: 'local_failure', codes: [OUTBOUND_NOT_ATTEMPTED] });
+  });
+
+  it("a check whose time runs out while its connection waits in our queue is given back, not the target's timeout", async () => {
+    const one = guardWith(listening.port, { OUTBOUND_CONNECTIONS_PER_ADDRESS: '1' });
+    const holder = one.forCheck().fetch(`http://${SLOW}/held`, { timeoutMs: 5000 });
+    while (one.slots!.openTo(SLOW) === 0) await new Promise((r) => setTimeout(r, 5));
+    const spec: CheckSpec = {
+      name: 'queued_fetch',
+      lane: 'web',
+      timeoutMs: 200, // runs out while the holder keeps the only place (500 ms)
+      run: async (_task, ctx) => {
+        await one.forCheck(ctx.signal).fetch(`http://${SLOW}/queued`, { timeoutMs: 5000, signal: ctx.signal });
+        return {
+          status: 'completed',
+          projection: {},
+          objects: [],
+          relations: [],
+          findings: [],
+          limitations: [],
+          sources: [],
+        };
+      },
+    };
+    const task = { id: 2, objectKey: 'host:slow', target: SLOW, params: {}, distance: 0 } as unknown as LaneTask;
+    const log = pino({ level: 'silent' });
+    const ran = await executeCheck(spec, task, { runtime: {} as never }, new AbortController().signal, log);
+    expect(ran).toEqual({ kind: 'local_failure', codes: [OUTBOUND_NOT_ATTEMPTED] });
+    expect((await holder).status).toBe(200);
+    // A check that times out at the target (its connection attempted, the answer slow) is a timeout.
+    const slowAtTarget = await executeCheck(
+      { ...spec, timeoutMs: 200 },
+      task,
+      { runtime: {} as never },
+      new AbortController().signal,
+      log,
+    );
+    expect(slowAtTarget).toMatchObject({ kind: 'done', status: 'timeout', reason: 'check_timeout' });
   });
 
   it('the windows are in the metrics registry', async () => {
