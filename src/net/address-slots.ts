@@ -57,9 +57,10 @@ export class SlotWaitExpired extends Error {
   }
 }
 
-/** A place in an address's window for one connection. Calling it gives the place back (once). */
+/** A place in an address's window for one connection. */
 export interface SlotPermit {
-  (end?: ConnectionEnd): void;
+  /** Gives the place back (once; later calls do nothing), with what the connection's end says. */
+  release(end?: ConnectionEnd): void;
   /** When the connection was attempted (performance.now() ms): its deadline starts here. */
   readonly startedAt: number;
   /** The connection got its answer (a response head, a finished handshake, a TCP connect). */
@@ -225,43 +226,19 @@ export class AddressSlots {
     const tenant = this.tenant;
     if (state.waitingCount === 0 && state.open < state.window.size) take(state, tenant);
     else await this.#queue(address, state, signal);
-    const live: Live = { port, startedAt: 0, settled: false };
-    let released = false;
-    const release = (end: ConnectionEnd = 'other') => {
-      if (released) return;
-      released = true;
-      live.settled = true;
-      state.live.delete(live);
-      const left = (state.openBy.get(tenant) ?? 1) - 1;
-      if (left > 0) state.openBy.set(tenant, left);
-      else state.openBy.delete(tenant);
-      state.open--;
-      if (live.startedAt > 0 && end !== 'other') {
-        const did = state.window.end(end, live.startedAt, performance.now());
-        if (did === 'cut') this.#shared.cuts[end === 'throttled' ? 'throttle' : 'drop']++;
-      }
-      notify(state);
-      grantWaiting(state);
-    };
+    const permit = new Permit(state, tenant, port, this.#shared.cuts);
     try {
       const now = performance.now();
       const at = Math.max(now, state.nextAt);
       state.nextAt = at + this.intervalMs;
       if (at > now) await sleep(at - now, undefined, signal ? { signal } : {});
     } catch (err) {
-      release();
+      permit.release();
       throw signal?.reason ?? err;
     }
-    live.startedAt = performance.now();
-    state.live.add(live);
-    return Object.assign(release, {
-      startedAt: live.startedAt,
-      answered: () => {
-        state.answeredAt.set(port, performance.now());
-        notify(state);
-      },
-      dropVerdict: (s?: AbortSignal) => dropVerdict(state, live, s),
-    });
+    permit.startedAt = performance.now();
+    state.live.add(permit);
+    return permit;
   }
 
   #state(address: string): AddressState {
@@ -336,6 +313,50 @@ export class AddressSlots {
     for (const [address, s] of this.#shared.addresses)
       if (s.open === 0 && s.waitingCount === 0 && s.nextAt <= now && now - s.window.lastCutAt > KEEP_CUT_MS)
         this.#shared.addresses.delete(address);
+  }
+}
+
+/** A permit is also what its neighbours' drop verdicts see of it (Live). */
+class Permit implements SlotPermit, Live {
+  startedAt = 0;
+  settled = false;
+  #released = false;
+  readonly state: AddressState;
+  readonly tenant: string;
+  readonly port: number;
+  readonly cuts: { drop: number; throttle: number };
+  constructor(state: AddressState, tenant: string, port: number, cuts: { drop: number; throttle: number }) {
+    this.state = state;
+    this.tenant = tenant;
+    this.port = port;
+    this.cuts = cuts;
+  }
+
+  release(end: ConnectionEnd = 'other'): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.settled = true;
+    const state = this.state;
+    state.live.delete(this);
+    const left = (state.openBy.get(this.tenant) ?? 1) - 1;
+    if (left > 0) state.openBy.set(this.tenant, left);
+    else state.openBy.delete(this.tenant);
+    state.open--;
+    if (this.startedAt > 0 && end !== 'other') {
+      const did = state.window.end(end, this.startedAt, performance.now());
+      if (did === 'cut') this.cuts[end === 'throttled' ? 'throttle' : 'drop']++;
+    }
+    notify(state);
+    grantWaiting(state);
+  }
+
+  answered(): void {
+    this.state.answeredAt.set(this.port, performance.now());
+    notify(this.state);
+  }
+
+  dropVerdict(signal?: AbortSignal): Promise<'rate_limited' | 'unreachable' | 'other'> {
+    return dropVerdict(this.state, this, signal);
   }
 }
 

@@ -497,19 +497,19 @@ async function exchange(
         head.status = status;
         permit.answered();
       });
-      permit(THROTTLES.has(res.status) ? 'throttled' : 'answer');
+      permit.release(THROTTLES.has(res.status) ? 'throttled' : 'answer');
       return res;
     } catch (err) {
       if (head.status !== null) {
-        permit(THROTTLES.has(head.status) ? 'throttled' : 'answer');
+        permit.release(THROTTLES.has(head.status) ? 'throttled' : 'answer');
         throw err;
       }
       if (signal.aborted || !isDrop(err)) {
-        permit('other');
+        permit.release('other');
         throw err;
       }
       const verdict = await permit.dropVerdict(signal);
-      permit(verdict);
+      permit.release(verdict);
       if (verdict !== 'rate_limited' || attempt >= DROP_RETRIES || signal.aborted) throw err;
       slots.noteRetry();
     }

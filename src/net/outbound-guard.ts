@@ -98,17 +98,17 @@ async function politely<S extends net.Socket>(
     try {
       const socket = await open();
       permit.answered();
-      const release = () => permit('answer');
+      const release = () => permit.release('answer');
       socket.once('close', release);
       if (socket.destroyed) release();
       return socket;
     } catch (err) {
       if (signal?.aborted || !droppedConnect(err)) {
-        permit('other');
+        permit.release('other');
         throw err;
       }
       const verdict = await permit.dropVerdict(signal);
-      permit(verdict);
+      permit.release(verdict);
       if (verdict !== 'rate_limited' || attempt >= DROP_RETRIES || signal?.aborted) throw err;
       slots.noteRetry();
     }
