@@ -12,6 +12,7 @@ import { laneDefaults, parseQueueSettings, type QueueSettings } from '../src/que
 import { errInfo } from '../src/queue/stream-consumer.ts';
 import { registerStreamGauges } from '../src/queue/stream-metrics.ts';
 import { registerDnsCongestionMetrics } from '../src/dns/congestion-metrics.ts';
+import { registerAddressSlotsMetrics } from '../src/net/address-slots-metrics.ts';
 import { groups, queueKeys, streams, type LaneName } from '../src/queue/streams.ts';
 import { closeRedis, createRedis, redisReady, redisTarget, type RedisClient } from '../src/redis/client.ts';
 import { LaneRunner } from './lane-runner/runner.ts';
@@ -99,6 +100,9 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
       labelNames: ['lane', 'why'] as const,
       registers: [metrics],
     });
+  // The windows per target address of the process's outbound guard (issue 48).
+  const runtime = createProductRuntime(config, log);
+  registerAddressSlotsMetrics(metrics, runtime.services.outbound?.slots);
   // The lane's job streams, summed under the lane's name (they come and go with the jobs).
   registerStreamGauges(metrics, redis, [
     {
@@ -124,7 +128,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     redis,
     log,
     settings,
-    runtime: createProductRuntime(config, log),
+    runtime,
     pool,
     taskDuration,
     dnsRetried,

@@ -331,7 +331,9 @@ export const configSchema = z
       .min(1)
       .max(1000)
       .default(4)
-      .describe('Politeness: connections open at once to one target address, per process (src/net/address-slots.ts)'),
+      .describe(
+        "Politeness: connections open at once to one target address, per process: the cap of the address's congestion window (AIMD, src/net/address-slots.ts)",
+      ),
     OUTBOUND_ADDRESS_INTERVAL_MS: z.coerce
       .number()
       .int()
@@ -339,6 +341,15 @@ export const configSchema = z
       .max(60_000)
       .default(10)
       .describe('Politeness: the least time between two connections opened to one target address, per process'),
+    OUTBOUND_QUEUE_WAIT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe(
+        "How long a connection may wait in our process for a place in its address's congestion window before it is given up unattempted (congested: a local, retryable outcome; its deadline starts when it is attempted)",
+      ),
     // LDH labels only: what goes on the EHLO line can then never carry a CR, an LF or a space.
     SMTP_HELO_NAME: z
       .string()

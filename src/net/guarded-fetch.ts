@@ -30,7 +30,8 @@ import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { urlPort } from './passive-ports.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
-import type { AddressSlots } from './address-slots.ts';
+import { DROP_RETRIES, type AddressSlots, type SlotPermit } from './address-slots.ts';
+import { slotFailure } from './slot-failure.ts';
 import { inAllowList } from './address-policy.ts';
 
 export interface GuardedFetchOptions {
@@ -221,6 +222,8 @@ const TLS_CODE = /CERT|ALTNAME|SELF_SIGNED|UNABLE_TO_(GET|VERIFY|DECRYPT)|KEY_TO
 /** How far the current hop got: the phase a deadline interrupts is the one it is reported in. */
 interface Progress {
   phase: FetchPhase;
+  /** The exchange's budget, paused while a hop waits for a place at its address. */
+  budget?: Budget;
 }
 
 function classify(
@@ -274,10 +277,13 @@ function errCode(err: unknown): string | null {
 
 export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
   const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
-  const deadline = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
+  // The exchange's budget runs while it is the target's turn: waits for a place at an address (our
+  // own queue, ./address-slots.ts) pause it, so time queued here is never the target's timeout.
+  const budget = new Budget(opts.timeoutMs ?? 10_000);
+  const deadline = budget.signal;
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
   const hops: HopRecord[] = [];
-  const progress: Progress = { phase: 'total' };
+  const progress: Progress = { phase: 'total', budget };
   try {
     let current = acceptUrl(typeof url === 'string' ? url : url.href);
     const firstOrigin = current.origin;
@@ -330,6 +336,48 @@ export async function guardedFetch(url: string | URL, opts: GuardedFetchOptions)
     const e = opts.reachFailures === 'unreachable' ? asUnreachable(classified) : classified;
     e.hops = hops;
     throw e;
+  } finally {
+    budget.clear();
+  }
+}
+
+/**
+ * A deadline that can be paused: AbortSignal.timeout() counts every millisecond from its creation,
+ * including those a hop spends waiting for a place at its address in our process.
+ */
+class Budget {
+  readonly #ac = new AbortController();
+  #remaining: number;
+  #since = 0;
+  #timer: NodeJS.Timeout | undefined;
+  /** Nested pauses (hops of one exchange never overlap, but sharedHops' joins may). */
+  #paused = 0;
+  constructor(ms: number) {
+    this.#remaining = ms;
+    this.#run();
+  }
+  get signal(): AbortSignal {
+    return this.#ac.signal;
+  }
+  pause(): void {
+    if (this.#paused++ > 0 || this.#ac.signal.aborted) return;
+    clearTimeout(this.#timer);
+    this.#remaining -= performance.now() - this.#since;
+  }
+  resume(): void {
+    if (--this.#paused > 0 || this.#ac.signal.aborted) return;
+    this.#run();
+  }
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+  #run(): void {
+    this.#since = performance.now();
+    this.#timer = setTimeout(
+      () => this.#ac.abort(new DOMException('The exchange ran out of its time', 'TimeoutError')),
+      Math.max(0, this.#remaining),
+    );
+    this.#timer.unref?.();
   }
 }
 
@@ -414,7 +462,15 @@ export interface RawResponse {
  */
 const HOP_OVER = new Error('hop over');
 
-/** One request on an agent that can only reach `addresses`; the agent dies with the hop. */
+/**
+ * One request on an agent that can only reach `addresses`; the agent dies with the hop. The hop's
+ * connection goes to the first vetted address (pinnedLookup): it waits for a place in that
+ * address's window (the exchange's budget paused meanwhile), holds it until the hop is over, and
+ * tells the window how it ended. A hop dropped before its response head by an address that answers
+ * others (rate limiting: ./address-slots.ts dropVerdict) is attempted again behind the cut window,
+ * at most DROP_RETRIES times, within the exchange's budget; one dropped by an address that answers
+ * none fails as before.
+ */
 async function exchange(
   u: URL,
   addresses: string[],
@@ -422,14 +478,56 @@ async function exchange(
   signal: AbortSignal,
   progress: Progress,
 ): Promise<RawResponse> {
-  // The hop's connection goes to the first vetted address (pinnedLookup): it waits for a slot
-  // there, and holds it until the hop is over.
-  const release = opts.slots ? await opts.slots.acquire(addresses[0]!, signal) : null;
-  try {
-    return await exchangeOn(u, addresses, opts, signal, progress);
-  } finally {
-    release?.();
+  const slots = opts.slots;
+  if (!slots) return exchangeOn(u, addresses, opts, signal, progress, null);
+  for (let attempt = 0; ; attempt++) {
+    progress.phase = 'connect';
+    progress.budget?.pause();
+    let permit: SlotPermit;
+    try {
+      permit = await slots.acquire(addresses[0]!, signal, urlPort(u));
+    } catch (err) {
+      throw slotFailure(err);
+    } finally {
+      progress.budget?.resume();
+    }
+    const head: { status: number | null } = { status: null };
+    try {
+      const res = await exchangeOn(u, addresses, opts, signal, progress, (status) => {
+        head.status = status;
+        permit.answered();
+      });
+      permit.release(THROTTLES.has(res.status) ? 'throttled' : 'answer');
+      return res;
+    } catch (err) {
+      if (head.status !== null) {
+        permit.release(THROTTLES.has(head.status) ? 'throttled' : 'answer');
+        throw err;
+      }
+      if (signal.aborted || !isDrop(err)) {
+        permit.release('other');
+        throw err;
+      }
+      const verdict = await permit.dropVerdict(signal);
+      permit.release(verdict);
+      if (verdict !== 'rate_limited' || attempt >= DROP_RETRIES || signal.aborted) throw err;
+      slots.noteRetry();
+    }
   }
+}
+
+/** Answers that may say "slow down": a run of them cuts the address's window (./address-window.ts). */
+const THROTTLES = new Set([429, 503]);
+
+/** Errors of a connection dropped before its answer: a connect timeout, a reset, a close. */
+const DROPS = new Set(['UND_ERR_CONNECT_TIMEOUT', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+
+function isDrop(err: unknown): boolean {
+  for (let e: unknown = err, i = 0; e && typeof e === 'object' && i < 4; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && DROPS.has(code)) return true;
+  }
+  return false;
 }
 
 async function exchangeOn(
@@ -438,6 +536,7 @@ async function exchangeOn(
   opts: GuardedFetchOptions,
   signal: AbortSignal,
   progress: Progress,
+  onHead: ((status: number) => void) | null,
 ): Promise<RawResponse> {
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const portMap = opts.portMap ?? NO_PORT_MAP;
@@ -485,6 +584,7 @@ async function exchangeOn(
       signal,
     });
     progress.phase = 'body';
+    onHead?.(res.statusCode);
     const headers = res.headers as Record<string, string | string[]>;
     if (REDIRECTS.has(res.statusCode) || opts.method === 'HEAD') {
       discard(res.body);

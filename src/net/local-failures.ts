@@ -33,12 +33,30 @@ export function localErrno(err: unknown): string | null {
   return null;
 }
 
-const failuresOfTheWork = new AsyncLocalStorage<Set<string>>();
+/**
+ * What a piece of work (a lane's check) has met of our own shortages: the failure codes, and how
+ * many of its connections wait in our own queue for a place at their address right now
+ * (./address-slots.ts): a check whose timeout fires while one does ran out of time in our process,
+ * not at the target (workers/lane-runner/execute-check.ts).
+ */
+export interface WorkLedger {
+  codes: Set<string>;
+  waiting: number;
+}
+
+/** A connection left unattempted: it waited too long in our own queue (./slot-failure.ts), or its check's time ran out meanwhile. */
+export const OUTBOUND_NOT_ATTEMPTED = 'OUTBOUND_NOT_ATTEMPTED';
+
+const failuresOfTheWork = new AsyncLocalStorage<WorkLedger>();
+
+export function newWorkLedger(): WorkLedger {
+  return { codes: new Set(), waiting: 0 };
+}
 
 /** Notes `err` in the work it happened in when it is a failure of this process; returns its code. */
 export function noteIfLocal(err: unknown): string | null {
   const code = localErrno(err);
-  if (code) failuresOfTheWork.getStore()?.add(code);
+  if (code) failuresOfTheWork.getStore()?.codes.add(code);
   return code;
 }
 
@@ -47,22 +65,38 @@ export function noteIfLocal(err: unknown): string | null {
  * workers/lane-runner/not-asked-retry.ts) in the work it happened in.
  */
 export function noteLocalFailure(code: string): void {
-  failuresOfTheWork.getStore()?.add(code);
+  failuresOfTheWork.getStore()?.codes.add(code);
+}
+
+const NOTHING = () => {};
+
+/** A connection of the current work starts waiting in our own queue; the returned function ends the wait (once). */
+export function enterLocalWait(): () => void {
+  const ledger = failuresOfTheWork.getStore();
+  if (!ledger) return NOTHING;
+  ledger.waiting++;
+  let left = false;
+  return () => {
+    if (left) return;
+    left = true;
+    ledger.waiting--;
+  };
 }
 
 /**
  * Runs `work` and returns, with its outcome, the local errno codes the outbound guard met while it
  * ran. The work's error is returned rather than thrown, so the caller sees the codes either way.
+ * `ledger`: the caller's, to read while the work runs.
  */
 export async function collectLocalFailures<T>(
   work: () => Promise<T>,
+  ledger: WorkLedger = newWorkLedger(),
 ): Promise<{ ok: true; value: T; codes: string[] } | { ok: false; error: unknown; codes: string[] }> {
-  const codes = new Set<string>();
   try {
-    const value = await failuresOfTheWork.run(codes, work);
-    return { ok: true, value, codes: [...codes] };
+    const value = await failuresOfTheWork.run(ledger, work);
+    return { ok: true, value, codes: [...ledger.codes] };
   } catch (error) {
-    return { ok: false, error, codes: [...codes] };
+    return { ok: false, error, codes: [...ledger.codes] };
   }
 }
 

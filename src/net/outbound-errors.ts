@@ -75,7 +75,13 @@ export type FetchFailure =
   | 'bad_redirect'
   | 'response_too_large'
   | 'headers_too_large'
-  | 'tls_failed';
+  | 'tls_failed'
+  /**
+   * Never attempted: the connection waited OUTBOUND_QUEUE_WAIT_MS in our own process for a place at
+   * its address (./address-slots.ts) and was given up. Our congestion, a local failure
+   * (./slot-failure.ts): nothing was sent, it says nothing about the target.
+   */
+  | 'congested';
 
 /** The request was allowed but did not produce a response. */
 export class OutboundFetchError extends Error {

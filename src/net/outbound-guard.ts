@@ -25,7 +25,8 @@ import type { PortMap } from '../config/port-map.ts';
 import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { PASSIVE_PORTS } from './passive-ports.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
-import { AddressSlots, type PolitenessOptions } from './address-slots.ts';
+import { AddressSlots, DROP_RETRIES, type PolitenessOptions, type SlotPermit } from './address-slots.ts';
+import { slotFailure } from './slot-failure.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
 export {
@@ -71,31 +72,55 @@ function connectFailure(err: unknown, signal: AbortSignal | undefined, timedOut:
 }
 
 /**
- * A politeness slot of the address (slots.acquire) for the connection `open` makes, given back when
- * the socket closes or the connection fails.
+ * A place in the address's window (slots.acquire) for the connection `open` makes, given back when
+ * the socket closes or the connection fails. The connect timer starts when `open` runs, after the
+ * wait: time queued in our process is never the target's timeout, and a wait past
+ * OUTBOUND_QUEUE_WAIT_MS is `congested` (./slot-failure.ts). A connect dropped (timed out, reset)
+ * by an address that answers others on the port is attempted again behind the cut window, at most
+ * DROP_RETRIES times; one dropped by an address that answers none fails as before.
  */
 async function politely<S extends net.Socket>(
   slots: AddressSlots | undefined,
   address: string,
+  port: number,
   signal: AbortSignal | undefined,
   open: () => Promise<S>,
 ): Promise<S> {
   if (!slots) return open();
-  let release: () => void;
-  try {
-    release = await slots.acquire(address, signal);
-  } catch (err) {
-    throw connectFailure(err, signal, false);
+  for (let attempt = 0; ; attempt++) {
+    let permit: SlotPermit;
+    try {
+      permit = await slots.acquire(address, signal, port);
+    } catch (err) {
+      const failure = slotFailure(err);
+      throw failure instanceof OutboundFetchError ? failure : connectFailure(err, signal, false);
+    }
+    try {
+      const socket = await open();
+      permit.answered();
+      const release = () => permit.release('answer');
+      socket.once('close', release);
+      if (socket.destroyed) release();
+      return socket;
+    } catch (err) {
+      if (signal?.aborted || !droppedConnect(err)) {
+        permit.release('other');
+        throw err;
+      }
+      const verdict = await permit.dropVerdict(signal);
+      permit.release(verdict);
+      if (verdict !== 'rate_limited' || attempt >= DROP_RETRIES || signal?.aborted) throw err;
+      slots.noteRetry();
+    }
   }
-  try {
-    const socket = await open();
-    socket.once('close', release);
-    if (socket.destroyed) release();
-    return socket;
-  } catch (err) {
-    release();
-    throw err;
-  }
+}
+
+/** A connect that timed out or was reset before it was ready (not refused: a closed port answers). */
+function droppedConnect(err: unknown): boolean {
+  if (!(err instanceof OutboundFetchError)) return false;
+  if (err.kind === 'timeout') return true;
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return err.kind === 'connection_failed' && (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED');
 }
 
 /** A TCP connection to a vetted address. The caller owns the socket (and must destroy it). */
@@ -108,7 +133,7 @@ export async function connectTcp(
   deny: readonly string[] = [],
 ): Promise<net.Socket> {
   vetAddress(target.address, allow, target.host ?? target.address, deny);
-  return politely(slots, target.address, opts.signal, () =>
+  return politely(slots, target.address, target.port, opts.signal, () =>
     settleConnect(
       net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
       'connect',
@@ -137,7 +162,7 @@ export async function connectTls(
   deny: readonly string[] = [],
 ): Promise<tls.TLSSocket> {
   vetAddress(target.address, allow, target.host ?? target.address, deny);
-  return politely(slots, target.address, opts.signal, () => {
+  return politely(slots, target.address, target.port, opts.signal, () => {
     const socket = tls.connect({
       ...withSharedSecureContext(opts.tls ?? {}),
       host: target.address,

@@ -1,7 +1,9 @@
 // Runs one check under its timeout. The outcome is always a task status: a check that throws is
 // `failed` / internal_error (the message is logged, never stored: it may hold internals), one that
 // overruns is `timeout`. Only a shutdown interrupts without an outcome, and a connection that
-// failed for want of this process's resources (local_failure: the runner gives the task back).
+// failed for want of this process's resources (local_failure: the runner gives the task back),
+// as does a check whose time ran out while one of its connections still waited in our own queue
+// for a place at its address (src/net/address-slots.ts): that time was ours, not the target's.
 //
 // The check's pool tasks run under the check's signal, so its timeout (or a shutdown) also stops
 // the thread parsing for it. A pool task past its own deadline (workers/pool/parse-pool.ts) ends
@@ -19,7 +21,7 @@ import type { Limitation } from '../../src/contract/lanes.ts';
 import { PoolDeadlineExceeded } from '../pool/pool-deadline.ts';
 import { boundStoredOutput } from '../../src/products/kit/stored-output.ts';
 import { answerCutLimitation, collectAnswerCuts } from '../../src/net/special-use-resolver.ts';
-import { collectLocalFailures } from '../../src/net/local-failures.ts';
+import { OUTBOUND_NOT_ATTEMPTED, collectLocalFailures, newWorkLedger } from '../../src/net/local-failures.ts';
 
 /** The lane's pool as the runner hands it over: one workspace's tasks, under a signal. */
 export type PoolRunner = <T>(task: string, payload: unknown, opts: { signal: AbortSignal }) => Promise<T>;
@@ -57,8 +59,20 @@ export async function executeCheck(
   const onShutdown = () => ac.abort(new Interrupted('shutdown'));
   shutdown.addEventListener('abort', onShutdown, { once: true });
   // The check should honour the signal; if it does not, the race still ends the wait.
+  // Its connections waiting in our own queue for a place at their address when its time runs out
+  // (read here, before the waits hear the abort: this listener is the signal's first) make the
+  // timeout ours, not the target's (src/net/address-slots.ts).
+  const ledger = newWorkLedger();
+  let waitingAtAbort = 0;
   const aborted = new Promise<never>((_, reject) =>
-    ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true }),
+    ac.signal.addEventListener(
+      'abort',
+      () => {
+        waitingAtAbort = ledger.waiting;
+        reject(ac.signal.reason);
+      },
+      { once: true },
+    ),
   );
   const durationMs = () => performance.now() - started;
   try {
@@ -68,13 +82,15 @@ export async function executeCheck(
     // the check made of them (a chain that failed, a port that did not answer) blames the target
     // for our shortage, so it is not its outcome (src/net/local-failures.ts).
     const settled = await Promise.race([
-      collectLocalFailures(() =>
-        collectAnswerCuts(() =>
-          spec.run(
-            { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
-            { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+      collectLocalFailures(
+        () =>
+          collectAnswerCuts(() =>
+            spec.run(
+              { objectKey: task.objectKey, target: task.target, params: task.params, distance: task.distance },
+              { runtime: ctx.runtime, signal: ac.signal, ...(runInPool ? { runInPool } : {}) },
+            ),
           ),
-        ),
+        ledger,
       ),
       aborted,
     ]);
@@ -92,8 +108,10 @@ export async function executeCheck(
   } catch (err) {
     const reason = ac.signal.aborted ? ac.signal.reason : null;
     if (reason instanceof Interrupted) return { kind: 'interrupted' };
-    if (reason instanceof CheckTimeout)
+    if (reason instanceof CheckTimeout) {
+      if (waitingAtAbort > 0) return { kind: 'local_failure', codes: [...ledger.codes, OUTBOUND_NOT_ATTEMPTED] };
       return { kind: 'done', status: 'timeout', reason: 'check_timeout', output: null, durationMs: durationMs() };
+    }
     if (deadline) return deadlineResult(deadline, null, durationMs());
     log.error({ check: spec.name, taskId: task.id, err: errInfo(err) }, 'check failed');
     return { kind: 'done', status: 'failed', reason: 'internal_error', output: null, durationMs: durationMs() };

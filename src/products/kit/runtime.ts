@@ -32,6 +32,7 @@ export function createProductRuntime(config: Config, log: Logger, extra: Product
     politeness: {
       connections: config.OUTBOUND_CONNECTIONS_PER_ADDRESS,
       intervalMs: config.OUTBOUND_ADDRESS_INTERVAL_MS,
+      queueWaitMs: config.OUTBOUND_QUEUE_WAIT_MS,
     },
   });
   // Active work's guard: the same policy and the same politeness slots per address, and

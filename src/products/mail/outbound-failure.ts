@@ -16,6 +16,7 @@ export type OutboundVerdict =
         | 'target_not_allowed'
         | 'port_not_allowed'
         | 'aborted'
+        | 'congested'
         | 'error';
       detail: string;
     };
@@ -59,6 +60,9 @@ export function judgeOutbound(err: unknown): OutboundVerdict {
       return { kind: 'gap', code: 'unreachable', detail: err.message };
     case 'aborted':
       return { kind: 'gap', code: 'aborted', detail: err.message };
+    case 'congested':
+      // Never attempted (our own queue): the lane gives the task back (src/net/slot-failure.ts).
+      return { kind: 'gap', code: 'congested', detail: err.message };
     case 'dns_failure':
       return { kind: 'gap', code: 'dns_failure', detail: err.message };
     default:
