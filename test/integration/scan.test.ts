@@ -27,7 +27,7 @@ import {
   genZoneName,
 } from '../lab/scan-zones.ts';
 import { balance } from '../../src/credits/ledger.ts';
-import { approveScope, challengeScope } from '../../src/auth/tenancy-repo.ts';
+import { approveScope, challengeScope, revokeScope } from '../../src/auth/tenancy-repo.ts';
 import { specialUsePolicy } from '../../src/net/special-use.ts';
 import { startOrchestrator, type OrchestratorHandle } from '../../src/jobs/orchestration/orchestrator.ts';
 import { startLaneWorker, type LaneWorkerHandle } from '../../workers/start-lane-worker.ts';
@@ -646,6 +646,50 @@ describe('scan.recursive.v1', () => {
         details: { reason: 'proof_missing' },
       });
       expect((await balance(h.deps.db, t.wsId)).reserved).toBe(0);
+    }, 240_000);
+  });
+
+  describe('revoking a scope while its scan runs (issue 45 item 4)', () => {
+    it('active tasks already queued when the scope is revoked are stopped by the lane that reads them: unavailable, authorization_revoked, the job partial', async () => {
+      const shop = `shop.${SCAN_ZONE}`;
+      const t = await tenant(10_000, { active: true });
+      await approveScope(h.deps.db, t.workspaceId, shop, { policy: specialUsePolicy(h.config) });
+      // The active lane is away while the scan is planned: its tasks wait queued in its streams.
+      const i = workers.findIndex((w) => w.runner.lane === 'active');
+      await workers[i]!.close();
+      let jobRef = '';
+      try {
+        const res = await client(h.app, t.key).post(SCANS, body('advanced', shop, 3000, true));
+        expect(res.status, JSON.stringify(res.body)).toBe(202);
+        jobRef = res.body.jobRef;
+        const activeQueued = async () =>
+          (
+            await sql<{ n: number }>`SELECT COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id
+              WHERE j.public_id = ${jobRef} AND t.lane = 'active' AND t.status = 'pending'`.execute(h.deps.db)
+          ).rows[0]!.n;
+        const end = Date.now() + 60_000;
+        while (Number(await activeQueued()) === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+        expect(Number(await activeQueued())).toBeGreaterThan(0);
+        // Revoked with the tasks queued; then the lane comes back and reads them.
+        await revokeScope(h.deps.db, t.workspaceId, shop);
+      } finally {
+        workers[i] = await startLaneWorker('active', {
+          config: h.config,
+          log: pino({ level: 'silent' }),
+          blockMs: 100,
+          settings: { LANE_POOL_THREADS: 1, LANE_CONCURRENCY: 16 },
+        });
+      }
+      const job = (await poll(t.key, jobRef)).body;
+      expect(job.status).toBe('partial');
+      expect(job.coverage.limitations.map((l: { code: string }) => l.code)).toContain('authorization_revoked');
+      const active = await sql<{ status: string; reason: string | null; n: number }>`
+        SELECT t.status, t.reason, COUNT(*) AS n FROM tasks t JOIN jobs j ON j.id = t.job_id
+        WHERE j.public_id = ${jobRef} AND t.lane = 'active' GROUP BY t.status, t.reason`.execute(h.deps.db);
+      // Every active task the lane read after the revocation ended unavailable, nothing sent for it.
+      expect(active.rows.map((r) => [r.status, r.reason])).toEqual([['unavailable', 'authorization_revoked']]);
+      expect(scanLab.outOfScopeProbes()).toEqual([]);
+      await ledgerHolds(t.wsId);
     }, 240_000);
   });
 
