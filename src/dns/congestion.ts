@@ -28,6 +28,7 @@
 // Per process, in memory: N lane processes hold N windows on a zone (docs/operations.md). Zones
 // with nothing in flight and no waiter are forgotten first (least recently used); at most `maxZones`
 // are tracked.
+import { AimdWindow } from '../resilience/aimd-window.ts';
 
 export interface CongestionOptions {
   /** Questions in flight to one zone at most (DNS_ZONE_WINDOW_MAX). */
@@ -66,38 +67,24 @@ export interface Permit {
   release(end: QuestionEnd): void;
 }
 
-class Window {
-  cwnd: number;
-  ssthresh: number;
+/** A zone's or a server's window (the AIMD arithmetic: src/resilience/aimd-window.ts), with its questions in flight. */
+class Window extends AimdWindow {
   inFlight = 0;
-  lastCutAt = Number.NEGATIVE_INFINITY;
   lastReplyAt = Number.NEGATIVE_INFINITY;
-  readonly max: number;
-  /** A server's window: after a cut it grows back by one per answer (it was silent, not slow). */
-  readonly #regrowFast: boolean;
+  /** A server's window (`regrowFast`): after a cut it grows back by one per answer (it was silent, not slow). */
   constructor(initial: number, max: number, regrowFast = false) {
-    this.max = max;
-    this.cwnd = initial;
-    this.ssthresh = max;
-    this.#regrowFast = regrowFast;
-  }
-  get size(): number {
-    return Math.max(1, Math.floor(this.cwnd));
+    super(initial, max, { regrowFast });
   }
   hasRoom(): boolean {
     return this.inFlight < this.size;
   }
   answered(now: number): void {
     this.lastReplyAt = now;
-    this.cwnd = Math.min(this.max, this.cwnd < this.ssthresh ? this.cwnd + 1 : this.cwnd + 1 / this.cwnd);
+    this.grow();
   }
   /** A loss of a question sent at `sentAt`; true when it cut the window. */
   lost(sentAt: number, now: number): boolean {
-    if (sentAt < this.lastCutAt) return false; // the same round's loss: already cut for it
-    this.cwnd = Math.max(1, this.cwnd / 2);
-    if (!this.#regrowFast) this.ssthresh = this.cwnd;
-    this.lastCutAt = now;
-    return true;
+    return this.cut(sentAt, now);
   }
 }
 

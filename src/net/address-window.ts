@@ -18,7 +18,9 @@
 //     issue 48: it does not shrink the window, and it restores a window cut earlier to its cap, so
 //     a dead address never holds the checks waiting for it at one connection (they would wait out
 //     the local bound and come back as our congestion instead of the target's silence).
-// Per process, in memory, no clock read but the one the caller passes.
+// Per process, in memory, no clock read but the one the caller passes. The AIMD arithmetic itself
+// is shared with the DNS client's windows: src/resilience/aimd-window.ts.
+import { AimdWindow } from '../resilience/aimd-window.ts';
 
 /** The throttle score (429s and 503s, less 1/window per other answer) that cuts an address's window. */
 export const THROTTLE_BURST = 2;
@@ -36,23 +38,9 @@ export type ConnectionEnd =
   /** Anything else (refused, a certificate, the caller gave up): says nothing about capacity. */
   | 'other';
 
-export class AddressWindow {
-  cwnd: number;
-  ssthresh: number;
-  lastCutAt = Number.NEGATIVE_INFINITY;
+export class AddressWindow extends AimdWindow {
   /** 429/503 answers, less 1/window per other answer (never below 0). */
   throttleScore = 0;
-  readonly max: number;
-
-  constructor(initial: number, max: number) {
-    this.max = Math.max(1, max);
-    this.cwnd = Math.min(this.max, Math.max(1, initial));
-    this.ssthresh = this.max;
-  }
-
-  get size(): number {
-    return Math.max(1, Math.floor(this.cwnd));
-  }
 
   /**
    * Applies a connection's end (`startedAt`: when it was attempted; `now`: its end). Returns what
@@ -64,30 +52,19 @@ export class AddressWindow {
       case 'answer': {
         this.throttleScore = Math.max(0, this.throttleScore - 1 / this.size);
         const before = this.size;
-        this.cwnd = Math.min(this.max, this.cwnd < this.ssthresh ? this.cwnd + 1 : this.cwnd + 1 / this.cwnd);
+        this.grow();
         return this.size > before ? 'grew' : null;
       }
       case 'throttled':
         if (++this.throttleScore < THROTTLE_BURST) return null;
         this.throttleScore = 0;
-        return this.#cut(startedAt, now);
+        return this.cut(startedAt, now) ? 'cut' : null;
       case 'rate_limited':
-        return this.#cut(startedAt, now);
+        return this.cut(startedAt, now) ? 'cut' : null;
       case 'unreachable':
-        if (this.cwnd >= this.max) return null;
-        this.cwnd = this.max;
-        this.ssthresh = this.max;
-        return 'restored';
+        return this.restore() ? 'restored' : null;
       default:
         return null;
     }
-  }
-
-  #cut(startedAt: number, now: number): 'cut' | null {
-    if (startedAt < this.lastCutAt) return null; // the same round's loss: already cut for it
-    this.cwnd = Math.max(1, this.cwnd / 2);
-    this.ssthresh = this.cwnd;
-    this.lastCutAt = now;
-    return 'cut';
   }
 }
