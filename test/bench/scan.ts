@@ -78,6 +78,12 @@
 //   report adds, per scan, the tasks whose DNS questions were asked again (dns_questions_retried)
 //   and those with a question left indeterminate (dns_indeterminate); target: every host covered
 //   and resolved (no dns task `timeout`).
+//   BENCH_SCAN_RESOLVER=unbound: the roles resolve through a real recursive resolver (Debian's
+//   Unbound 1.17, installed on demand; test/lab/recursive-resolver.ts) in front of the lab's DNS
+//   server, as a deployment does: a fresh Unbound per scan (a cold cache each time), its CPU
+//   reported on its own line and left out of the roles' sum like the lab's. With
+//   BENCH_SCAN_DNS_RRL the zone rate-limits Unbound (one client), which then answers late or
+//   SERVFAIL. The floor still asks the lab directly.
 //   BENCH_SCAN_TIMEOUT_S (default 1800) bounds each scan; a scan not terminal by then is cancelled,
 //   reported, and the run exits 1.
 import { randomBytes } from 'node:crypto';
@@ -102,6 +108,7 @@ import { startLabRdap } from '../lab/rdap-server.ts';
 import { scanLabPart } from '../lab/scan-lab.ts';
 import { GEN_WEB_ADDRESSES, genFanout, genZoneName } from '../lab/scan-zones.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
+import { startUnbound } from '../lab/recursive-resolver.ts';
 import { webLabPart } from '../lab/web-lab.ts';
 import { childrenOf, fmt, procfileRoleArgs } from './bench-kit.ts';
 import { DbThreadCpu } from './db-thread-cpu.ts';
@@ -142,6 +149,12 @@ const WITH_LATENCY = LATENCY.dnsMs > 0 || LATENCY.pageMs > 0;
 const FAIRNESS = process.argv.includes('--fairness');
 /** BENCH_SCAN_DNS_RRL=<replies/s>: the lab DNS server rate-limits like NSD's RRL (issue 48). */
 const DNS_RRL = process.env.BENCH_SCAN_DNS_RRL ? Number(process.env.BENCH_SCAN_DNS_RRL) : null;
+/** BENCH_SCAN_RESOLVER=unbound: the roles ask a recursive resolver in front of the lab (issue 48 item 5). */
+const RESOLVER = process.env.BENCH_SCAN_RESOLVER ?? 'direct';
+if (RESOLVER !== 'direct' && RESOLVER !== 'unbound') {
+  process.stderr.write(`BENCH_SCAN_RESOLVER must be direct or unbound (got ${RESOLVER})\n`);
+  process.exit(2);
+}
 /** The lane's capacity (LANE_CONCURRENCY's default) the report divides check time by. */
 const CAPACITY = Number(process.env.LANE_CONCURRENCY ?? 256);
 const FLOOR_RATIO_TARGET = WITH_LATENCY ? 3 : 30;
@@ -699,6 +712,9 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
   };
   const procs = new ProcessGroup();
   ctx.current = procs;
+  // A fresh resolver per scan: the second of two runs never starts with the first one's cache.
+  const resolver = RESOLVER === 'unbound' ? await startUnbound(procs, ctx.lab.env.DNS_SERVERS!, log) : null;
+  if (resolver) env.DNS_SERVERS = `[127.0.0.1]:${resolver.address.split(':')[1]}`;
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   // Each process serves its private /metrics (METRICS_PORT, as in a deployment): the V8 heap
@@ -773,6 +789,7 @@ async function runSize(ctx: Ctx, run: Run): Promise<SizeResult> {
     const cpuOf = [
       ...started.map((st) => ({ label: st.role, pid: st.proc.child.pid! })),
       ...serverPids(),
+      ...(resolver ? [{ label: 'Unbound (the resolver, not in the sums)', pid: resolver.proc.child.pid! }] : []),
       { label: 'this process (the lab, the bench)', pid: process.pid },
     ];
     const cpuAtPost = cpuOf.map((c) => (c.pid === process.pid ? process.cpuUsage() : cpuSeconds(c.pid)));
@@ -985,6 +1002,9 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
   );
   out.push(
     `  LANE_CONCURRENCY ${CAPACITY}, LANE_POOL_THREADS ${process.env.BENCH_LANE_POOL_THREADS ?? 2}); one workspace; the lab in this process; latency: ${WITH_LATENCY ? `DNS +${LATENCY.dnsMs} ms, pages +${LATENCY.pageMs} ms` : 'none'}.`,
+  );
+  out.push(
+    `  DNS: ${RESOLVER === 'unbound' ? "the roles ask Unbound (a fresh one per scan) in front of the lab's server" : "the roles ask the lab's server directly"}${DNS_RRL ? `; the zone rate-limits at ${DNS_RRL} replies/s per client` : ''}.`,
   );
   const nodeOptions =
     procfileRoleArgs('lane-web')
@@ -1213,7 +1233,9 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
     const perTask = (r: SizeResult, s: number | null) => (s === null ? '—' : fmt((s * 1000) / Math.max(1, r.ran), 2));
     // The issue's figure: the roles, MariaDB and Redis (the lab and the bench left out).
     const services = (r: SizeResult) =>
-      r.cpu.filter((c) => !c.label.startsWith('this process')).reduce((a, c) => a + c.s, 0);
+      r.cpu
+        .filter((c) => !c.label.startsWith('this process') && !c.label.startsWith('Unbound'))
+        .reduce((a, c) => a + c.s, 0);
     const all = (r: SizeResult) => r.cpu.reduce((a, c) => a + c.s, 0);
     // The same with MariaDB counted as this database's connection threads only (not other work on the server).
     const own = (r: SizeResult) =>
@@ -1243,7 +1265,10 @@ function report(results: SizeResult[], loadAtStart: number[]): string {
             "roles + this database's MariaDB threads + Redis",
             ...results.flatMap((r) => (r.dbCpu.threads === 0 ? ['—', '—'] : [fmt(own(r), 2), perTask(r, own(r))])),
           ],
-          ['all of these (the lab included)', ...results.flatMap((r) => [fmt(all(r), 2), perTask(r, all(r))])],
+          [
+            'all of these (the lab and any resolver included)',
+            ...results.flatMap((r) => [fmt(all(r), 2), perTask(r, all(r))]),
+          ],
           // The row earlier reports printed: all of these, CPU-seconds per 1,000 tasks run.
           ['per 1,000 tasks run', ...results.flatMap((r) => [fmt((all(r) * 1000) / Math.max(1, r.ran), 2), ''])],
         ],
