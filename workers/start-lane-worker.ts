@@ -96,7 +96,7 @@ export async function startLaneWorker(lane: LaneName, opts: LaneWorkerOptions): 
     (metrics.getSingleMetric('lss_dns_questions_retried_total') as client.Counter<'lane' | 'why'> | undefined) ??
     new client.Counter({
       name: 'lss_dns_questions_retried_total',
-      help: 'DNS questions a lane check asked again because they were not sent (zone backed off, congestion), by lane and why',
+      help: 'DNS questions a lane check asked again: not sent (zone backed off, congestion) or answered SERVFAIL by a zone that answers others, by lane and why',
       labelNames: ['lane', 'why'] as const,
       registers: [metrics],
     });

@@ -273,6 +273,15 @@ export const configSchema = z
       .describe(
         "Times a lane check's DNS question that was not sent (zone backed off, congestion) is asked again after the wait it names (questions_retried)",
       ),
+    DNS_SERVFAIL_RETRIES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(10)
+      .default(3)
+      .describe(
+        "Times a lane check's DNS question answered SERVFAIL while its zone answered others (a resolver in front of a zone that rate-limits) is asked again, after 1 s, 2 s, 4 s… (±50 %) within the check's deadline",
+      ),
     DNS_RESOLVER_VALIDATES: bool
       .default(false)
       .describe(

@@ -63,6 +63,8 @@ export interface Permit {
   readonly sentAt: number;
   /** Whether the question's zone answered anything since this question was sent. */
   zoneAnsweredSince(): boolean;
+  /** Whether the question's zone gave a real answer (any rcode but SERVFAIL) within the last `ms`. */
+  zoneAnsweredWithin(ms: number): boolean;
   /** Gives the place back with what the question's end says about congestion (once). */
   release(end: QuestionEnd): void;
 }
@@ -71,6 +73,8 @@ export interface Permit {
 class Window extends AimdWindow {
   inFlight = 0;
   lastReplyAt = Number.NEGATIVE_INFINITY;
+  /** The last reply that was no SERVFAIL: the zone itself works (a SERVFAIL may be a resolver's). */
+  lastAnswerAt = Number.NEGATIVE_INFINITY;
   /** A server's window (`regrowFast`): after a cut it grows back by one per answer (it was silent, not slow). */
   constructor(initial: number, max: number, regrowFast = false) {
     super(initial, max, { regrowFast });
@@ -80,6 +84,7 @@ class Window extends AimdWindow {
   }
   answered(now: number): void {
     this.lastReplyAt = now;
+    this.lastAnswerAt = now;
     this.grow();
   }
   /** A loss of a question sent at `sentAt`; true when it cut the window. */
@@ -271,6 +276,7 @@ export class DnsCongestion {
     return {
       sentAt,
       zoneAnsweredSince: () => (zw ? zw.lastReplyAt >= sentAt : false),
+      zoneAnsweredWithin: (ms) => (zw ? this.#o.now() - zw.lastAnswerAt <= ms : false),
       release: (end) => {
         if (released) return;
         released = true;
@@ -285,6 +291,7 @@ export class DnsCongestion {
           else if (end === 'answer_after_loss') {
             if (zw.lost(sentAt, now)) this.#cuts.zone++;
             zw.lastReplyAt = now;
+            zw.lastAnswerAt = now;
           } else if (end === 'servfail') {
             if (zw.lost(sentAt, now)) this.#cuts.zone++;
             zw.lastReplyAt = now;

@@ -33,7 +33,13 @@
 // that answers some of its questions is rate limiting: its timeouts shrink its window and never
 // count towards its backoff (only those of questions sent after its last answer do; a question it
 // dropped is sent again, `dropResends` times, behind its cut window), and the silence that makes
-// the breaker verify is silence since the question was sent.
+// the breaker verify is silence since the question was sent. Through a recursive resolver the
+// same rate limiting arrives as SERVFAIL (the resolver's own questions to the zone were dropped,
+// and it gave up on them): a SERVFAIL for a name whose zone gave real answers within the last
+// SERVFAIL_ZONE_WORKING_MS comes back marked `busyServfail` (it has cut the zone's window), and a
+// lane asks it again after a pause within its check's deadline
+// (workers/lane-runner/not-asked-retry.ts). A zone whose questions all SERVFAIL is broken, not
+// busy: no mark. Either way a SERVFAIL that stands is indeterminate, never an absence.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOptions, QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
@@ -119,6 +125,9 @@ const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
  * trace on every query: about 2 % of the web lane's main thread during a burst of lookups.
  */
 const QUERY_OVER = new Error('DNS query over');
+
+/** A zone that gave a real answer this recently is working: its SERVFAIL may be a busy resolver's. */
+export const SERVFAIL_ZONE_WORKING_MS = 10_000;
 
 export class StubResolver implements Resolver {
   readonly servers: readonly DnsServer[];
@@ -238,6 +247,9 @@ export class StubResolver implements Resolver {
     for (let resends = 0; ; resends++) {
       const asked = await this.#sendOnce(qname, type, opts, started, trial);
       const r = asked.result;
+      // A SERVFAIL from a zone that works (through a resolver, the zone's rate limiting): marked,
+      // so that a lane asks it again after a pause (not-asked-retry.ts).
+      if (asked.zoneWorking) return { ...r, busyServfail: zoneOf(qname) || qname };
       if (!r.rateLimited) return r;
       if (resends >= this.dropResends || this.breaker.state !== 'closed') {
         // Dropped every time it was sent: a name that keeps timing out while its zone answers
@@ -256,7 +268,7 @@ export class StubResolver implements Resolver {
     opts: QueryOptions,
     started: number,
     trial: boolean,
-  ): Promise<{ result: QueryResult; fullBudget: boolean }> {
+  ): Promise<{ result: QueryResult; fullBudget: boolean; zoneWorking?: boolean }> {
     // A place in the windows of the question's zone and server; the deadline starts once it is sent.
     const first = this.preferred % this.servers.length;
     const zone = this.congestion ? zoneOf(qname) : '';
@@ -283,7 +295,12 @@ export class StubResolver implements Resolver {
     try {
       const asked = await this.#ask(qname, type, opts, first, started, sentAt, held);
       signalled = asked.signal;
-      return { result: asked.result, fullBudget: Math.max(1, opts.timeoutMs ?? this.timeoutMs) >= this.timeoutMs };
+      return {
+        result: asked.result,
+        fullBudget: Math.max(1, opts.timeoutMs ?? this.timeoutMs) >= this.timeoutMs,
+        // Read before this SERVFAIL's own release: whether other questions of its zone were answered.
+        zoneWorking: asked.signal === 'servfail' && (held?.zoneAnsweredWithin(SERVFAIL_ZONE_WORKING_MS) ?? false),
+      };
     } finally {
       held?.release(signalled);
     }

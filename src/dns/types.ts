@@ -81,6 +81,13 @@ export interface QueryResult {
    */
   rateLimited?: string;
   /**
+   * Set on a SERVFAIL when the question's zone (named here) gave real answers to other questions
+   * within the last 10 s: through a recursive resolver, what the zone's rate limiting looks like
+   * (the resolver's own questions were dropped). Still indeterminate; a lane asks it again after a
+   * pause within its check's deadline (workers/lane-runner/not-asked-retry.ts).
+   */
+  busyServfail?: string;
+  /**
    * Set when the question was never sent (`zoneBackoff`, `congested`): it may be asked again after
    * this many ms. A local outcome, retryable (workers/lane-runner/not-asked-retry.ts).
    */

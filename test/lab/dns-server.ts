@@ -47,9 +47,12 @@ export interface LabDnsOptions {
    * UDP replies a second to one client address (a token bucket holding one second's worth); the
    * replies beyond it are dropped, or with `slip` every slip-th of them is sent truncated (TC=1,
    * no answer) so a real client retries over TCP, which is not limited. Default slip 0: every
-   * excess reply dropped, the harshest case.
+   * excess reply dropped, the harshest case. `excess: 'servfail'` answers the excess SERVFAIL
+   * instead: what a recursive resolver in front of such a zone answers when its own questions
+   * were dropped and it gave up on them (Unbound does), so the client sees a fast SERVFAIL for a
+   * zone that works.
    */
-  rateLimit?: { responsesPerSecond: number; slip?: number };
+  rateLimit?: { responsesPerSecond: number; slip?: number; excess?: 'drop' | 'servfail' };
 }
 
 /** "<name> <type>" of a query, for LabDns.asked ('' when it does not decode). */
@@ -376,7 +379,8 @@ export async function startLabDns(opts: LabDnsOptions = {}): Promise<LabDns> {
     let bytes = action.send;
     if (bytes && rrl && !rrl(rinfo.address)) {
       limited.dropped++;
-      if (slip > 0 && limited.dropped % slip === 0) {
+      if (opts.rateLimit?.excess === 'servfail') bytes = servfail(bytes);
+      else if (slip > 0 && limited.dropped % slip === 0) {
         limited.slipped++;
         bytes = truncated(bytes);
       } else bytes = null;
@@ -447,6 +451,21 @@ function truncated(reply: Buffer): Buffer {
       type: 'response',
       id: r.id ?? 0,
       flags: (r.flags ?? 0) | packet.TRUNCATED_RESPONSE,
+      questions: r.questions ?? [],
+    });
+  } catch {
+    return reply;
+  }
+}
+
+/** The reply as a SERVFAIL: header and question, rcode 2, no records. */
+function servfail(reply: Buffer): Buffer {
+  try {
+    const r = packet.decode(reply);
+    return packet.encode({
+      type: 'response',
+      id: r.id ?? 0,
+      flags: ((r.flags ?? 0) & ~0xf & ~packet.AUTHORITATIVE_ANSWER) | packet.RECURSION_AVAILABLE | 2,
       questions: r.questions ?? [],
     });
   } catch {

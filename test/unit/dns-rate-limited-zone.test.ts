@@ -9,6 +9,7 @@ import dgram from 'node:dgram';
 import * as packet from 'dns-packet';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StubResolver } from '../../src/dns/stub-resolver.ts';
+import { retriedLimitation, retryingNotAsked } from '../../workers/lane-runner/not-asked-retry.ts';
 import { onBreakerTransition } from '../../src/resilience/breaker.ts';
 import { presence } from '../../src/dns/presence.ts';
 import type { QueryResult } from '../../src/dns/types.ts';
@@ -159,5 +160,73 @@ describe("a question's deadline starts when it is sent", () => {
     expect(second!.retryAfterMs).toBeGreaterThan(0);
     expect(presence(second!)).toBe('indeterminate');
     expect(lab.asked.get(`b.${n.stalled} A`)).toBeUndefined();
+  });
+});
+
+/** A zone whose servers answer every question SERVFAIL (broken, not busy). */
+const BROKEN = 'broken-rrl.test';
+const brokenZone: Zone = {
+  origin: BROKEN,
+  records: [{ name: '@', type: 'SOA', data: { mname: `ns.${BROKEN}`, rname: `hostmaster.${BROKEN}` } }],
+  behaviours: [{ name: '@', subtree: true, behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
+};
+
+describe('through a recursive resolver, the same rate limiting arrives as SERVFAIL', () => {
+  it('1,000 names of one zone asked at once by a lane check against a server answering SERVFAIL beyond 500 a second (a resolver whose own questions the zone dropped): every one answered, the retries counted', async () => {
+    lab = await startLabDns({ zones: [rrlZone], rateLimit: { responsesPerSecond: 500, excess: 'servfail' } });
+    resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 1000 });
+    // As a lane check asks (workers/lane-runner/runner.ts): DNS_SERVFAIL_RETRIES 3, within a 20 s deadline.
+    const tally = { retried: 0 };
+    const lane = retryingNotAsked(
+      resolver,
+      {
+        retries: 2,
+        servfailRetries: 3,
+        servfailPauseMs: 1000,
+        deadlineAt: performance.now() + 20_000,
+        reserveMs: 2000,
+      },
+      tally,
+    );
+    const names = Array.from({ length: 1000 }, (_, i) => `h${i}.${ZONE}`);
+    const results = await Promise.all(names.map((name) => lane.query(name, 'A')));
+    // Before: every question beyond the bucket stood as SERVFAIL (indeterminate), about half.
+    expect(byOutcome(results)).toEqual({ answer: 1000 });
+    expect(lab.limited.dropped).toBeGreaterThan(0);
+    expect(tally.retried).toBeGreaterThan(0);
+    expect(retriedLimitation(tally)?.code).toBe('dns_questions_retried');
+    expect(resolver.congestion!.stats().cuts.zone).toBeGreaterThan(0);
+  });
+
+  it('a zone whose every question SERVFAILs is broken, not busy: SERVFAIL at once, each question asked once', async () => {
+    lab = await startLabDns({ zones: [brokenZone] });
+    resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 1000 });
+    const tally = { retried: 0 };
+    const lane = retryingNotAsked(resolver, { retries: 2, servfailRetries: 3 }, tally);
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => lane.query(`h${i}.${BROKEN}`, 'A')));
+    expect(byOutcome(results)).toEqual({ servfail: 20 });
+    expect(results.some((r) => r.busyServfail)).toBe(false);
+    expect(tally.retried).toBe(0);
+    expect(results.every((r) => presence(r) === 'indeterminate')).toBe(true);
+    for (let i = 0; i < 20; i++) expect(lab.asked.get(`h${i}.${BROKEN} A`)).toBe(1);
+    // No pause was waited (the first pause is at least 500 ms).
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it('a SERVFAIL for one name of a zone that answers others is asked again (bounded), and stands when it persists', async () => {
+    lab = await startLabDns({ zones: labZones });
+    resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 1000 });
+    const tally = { retried: 0 };
+    const lane = retryingNotAsked(resolver, { retries: 2, servfailRetries: 2, servfailPauseMs: 20 }, tally);
+    // The zone answers a real question first (it works).
+    expect((await lane.query(n.www, 'A')).outcome).toBe('answer');
+    const r = await lane.query(n.servfail, 'A');
+    expect(r.outcome).toBe('servfail');
+    expect(r.busyServfail).toBe(n.apex);
+    expect(presence(r)).toBe('indeterminate');
+    expect(tally.retried).toBe(2);
+    // Asked once and twice again: never more.
+    expect(lab.asked.get(`${n.servfail} A`)).toBe(3);
   });
 });

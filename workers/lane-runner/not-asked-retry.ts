@@ -14,6 +14,12 @@
 //     recording it, as for EMFILE (workers/lane-runner/execute-check.ts);
 //   - one still backed off keeps its `timeout` / `zoneBackoff` answer: the zone was asked (its
 //     trial questions timed out) and its limitation says the name itself was not.
+// A SERVFAIL marked `busyServfail` (its zone gave real answers to other questions of late: through
+// a recursive resolver, the zone's rate limiting) was asked and answered, but says nothing of the
+// name: it is asked again after a pause that doubles (`servfailPauseMs`, ±50 %), at most
+// `servfailRetries` times (DNS_SERVFAIL_RETRIES), under the same deadline rule; one that still
+// SERVFAILs stands, indeterminate. A scan through a resolver in front of a zone that rate-limits
+// otherwise loses every subtree under a name whose A question came back SERVFAIL (issue 48).
 // The runner adds the `dns_questions_retried` limitation to the check's output when any question
 // was retried, so the job's coverage counts the tasks that needed it.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +29,9 @@ import { noteLocalFailure } from '../../src/net/local-failures.ts';
 
 export interface NotAskedRetryOptions {
   retries: number;
+  /** Times a `busyServfail` answer is asked again (default 0), the first after `servfailPauseMs` (default 1000). */
+  servfailRetries?: number;
+  servfailPauseMs?: number;
   /** The longest wait before a retry, whatever the answer says (default 15 s). */
   maxWaitMs?: number;
   /**
@@ -33,7 +42,7 @@ export interface NotAskedRetryOptions {
   deadlineAt?: number;
   reserveMs?: number;
   /** Called once per retry (a metric). */
-  onRetry?: (why: 'zone_backoff' | 'congestion') => void;
+  onRetry?: (why: 'zone_backoff' | 'congestion' | 'servfail') => void;
 }
 
 /** The local failure code a question still congested after its retries leaves in the check. */
@@ -52,12 +61,21 @@ export function retryingNotAsked(resolver: Resolver, o: NotAskedRetryOptions, ta
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
     async query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult> {
       let r = await resolver.query(name, type, opts);
-      for (let i = 0; i < o.retries && r.retryAfterMs !== undefined; i++) {
-        const wait = Math.min(maxWait, Math.max(0, r.retryAfterMs) + 5);
+      let notAsked = 0;
+      let servfails = 0;
+      for (;;) {
+        let wait: number;
+        if (r.retryAfterMs !== undefined && notAsked < o.retries) {
+          notAsked++;
+          // (A few ms past the wait: a timer may fire a hair before the backoff's own clock says it is over.)
+          wait = Math.min(maxWait, Math.max(0, r.retryAfterMs) + 5);
+        } else if (r.busyServfail !== undefined && servfails < (o.servfailRetries ?? 0)) {
+          wait = Math.min(maxWait, (o.servfailPauseMs ?? 1000) * 2 ** servfails * (0.5 + Math.random()));
+          servfails++;
+        } else break;
         if (o.deadlineAt !== undefined && performance.now() + wait + (o.reserveMs ?? 0) > o.deadlineAt) break;
         tally.retried++;
-        o.onRetry?.(r.congested ? 'congestion' : 'zone_backoff');
-        // (A few ms past the wait: a timer may fire a hair before the backoff's own clock says it is over.)
+        o.onRetry?.(r.busyServfail !== undefined ? 'servfail' : r.congested ? 'congestion' : 'zone_backoff');
         await sleep(wait, undefined, opts?.signal ? { signal: opts.signal } : {});
         r = await resolver.query(name, type, opts);
       }
@@ -72,6 +90,6 @@ export function retriedLimitation(tally: RetryTally): Limitation | null {
   if (tally.retried === 0) return null;
   return {
     code: 'dns_questions_retried',
-    message: `${tally.retried} DNS question${tally.retried === 1 ? ' was' : 's were'} not sent at first (its zone backed off, or our own congestion window full) and asked again after the wait.`,
+    message: `${tally.retried} DNS question${tally.retried === 1 ? ' was' : 's were'} asked again after a wait: not sent at first (its zone backed off, or our own congestion window full), or answered SERVFAIL while its zone answered others (a resolver in front of a zone that rate-limits).`,
   };
 }

@@ -491,6 +491,7 @@ export class LaneRunner {
           asTenant(base.services.resolver, tenant),
           {
             retries: base.config.DNS_NOT_ASKED_RETRIES,
+            servfailRetries: base.config.DNS_SERVFAIL_RETRIES,
             // A retried question may queue, be sent and be dropped and sent again: room for two deadlines.
             deadlineAt,
             reserveMs: 2 * base.config.DNS_TIMEOUT_MS,
