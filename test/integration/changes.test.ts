@@ -3,7 +3,10 @@
 // switched between two jobs: a name appears, one is removed (NXDOMAIN), one changes address, one
 // becomes SERVFAIL, the SPF and DMARC TXT records change and the apex page drops a header. The
 // second scan, mail and web lookups must mark each correctly: the SERVFAIL name unconfirmed and
-// never gone, what appears and disappears new and gone / resolved. Then baseline selection,
+// never gone, what appears and disappears new and gone / resolved; and (issue 44) a failed
+// observation on either side is a gap, never a change: an MX host whose address questions go
+// unanswered, a web lookup whose https side stalls, a name whose DNS failed in the baseline; while
+// HTTPS gained after a :443 reset is a change. Then baseline selection,
 // the changes route's paging, scopes and tenancy, and a budget-cut second scan.
 import { pino } from 'pino';
 import { sql } from 'kysely';
