@@ -3,7 +3,10 @@
 // switched between two jobs: a name appears, one is removed (NXDOMAIN), one changes address, one
 // becomes SERVFAIL, the SPF and DMARC TXT records change and the apex page drops a header. The
 // second scan, mail and web lookups must mark each correctly: the SERVFAIL name unconfirmed and
-// never gone, what appears and disappears new and gone / resolved. Then baseline selection,
+// never gone, what appears and disappears new and gone / resolved; and (issue 44) a failed
+// observation on either side is a gap, never a change: an MX host whose address questions go
+// unanswered, a web lookup whose https side stalls, a name whose DNS failed in the baseline; while
+// HTTPS gained after a :443 reset is a change. Then baseline selection,
 // the changes route's paging, scopes and tenancy, and a budget-cut second scan.
 import { pino } from 'pino';
 import { sql } from 'kysely';
@@ -152,6 +155,10 @@ describe('change detection (CONTRACT §13)', () => {
       scan: ['/v2/scans', scanBody(CHANGES_ZONE, 'balanced', 500)],
       mail: ['/v2/lookups/mail', { value: CHANGES_ZONE }],
       web: ['/v2/lookups/web', { url: `https://${CHANGES_ZONE}/`, authorized: false }],
+      // Its https side stops answering in state 2 (issue 44: a timeout is a gap).
+      webStalls: ['/v2/lookups/web', { url: `https://${changesNames.stalls}/`, authorized: false }],
+      // Its :443 resets connections in state 1 and serves HTTPS in state 2: gained, a change.
+      webOpens: ['/v2/lookups/web', { url: `https://${changesNames.opens}/`, authorized: false }],
     } as const;
 
     beforeAll(async () => {
@@ -270,6 +277,55 @@ describe('change detection (CONTRACT §13)', () => {
         change: 'unconfirmed',
         reason: 'indeterminate',
       });
+    });
+
+    it('scan, issue 44: a field only the new job has, where the baseline could not look, is no change', () => {
+      // recovers: its DNS task got SERVFAIL in the baseline (known there only as an SPF name, with
+      // no records); the new one answered. The baseline did not observe it: unconfirmed.
+      const recovers = mark('scan', 'object', 'host', changesNames.recovers);
+      expect(recovers).toMatchObject({ change: 'unconfirmed', reason: 'indeterminate' });
+      expect(recovers?.changedFields).toBeUndefined();
+      // A real difference both jobs observed still changes: moves' address (a test above).
+      expect(mark('scan', 'object', 'host', changesNames.moves)?.change).toBe('changed');
+    });
+
+    it('web lookup, issue 44: a site that reset :443 in the baseline and serves HTTPS now has changed', () => {
+      // The reset is the target's answer (its web lane partial in the baseline, the https URL
+      // without a status): observed, so the status the URL gained is a change, and so is the posture.
+      const url = `https://${changesNames.opens}/`;
+      expect(mark('webOpens', 'object', 'web_posture', url)?.change).toBe('changed');
+      const u = mark('webOpens', 'object', 'url', url);
+      expect(u).toMatchObject({ change: 'changed' });
+      expect(u?.changedFields).toContain('status');
+    });
+
+    it('mail lookup, issue 44: an MX host whose address questions went unanswered is a gap, not a change', () => {
+      // mx2's A and AAAA got no answer in state 2: its addresses, resolution and SMTP sessions were
+      // not observed. Unconfirmed (lane_partial), never changed; its address never gone.
+      const mx2 = mark('mail', 'object', 'mx_host', changesNames.mx2);
+      expect(mx2).toMatchObject({ change: 'unconfirmed', reason: 'lane_partial' });
+      expect(mx2?.changedFields).toBeUndefined();
+      expect(mark('mail', 'object', 'ip_address', changesAddresses.mx2)?.change).toBe('unconfirmed');
+      // The scan holds the MX name as a host with what its mail task wrote on it: the same gap.
+      const scanMx2 = mark('scan', 'object', 'host', changesNames.mx2);
+      expect(scanMx2?.change).toBe('unconfirmed');
+      expect(scanMx2?.changedFields).toBeUndefined();
+      // What both observed and differs still changes: the DMARC policy; the SMTP summary (mx2
+      // unreachable, then untested) is a gap on both sides.
+      const posture = mark('mail', 'object', 'mail_posture', CHANGES_ZONE);
+      expect(posture?.change).toBe('changed');
+      expect(posture?.changedFields).toContain('dmarc');
+      expect(posture?.changedFields).not.toContain('smtp_starttls');
+    });
+
+    it('web lookup, issue 44: an https chain that timed out is a gap: the posture is unconfirmed, never changed', () => {
+      // In state 2 the https side took the request and never answered; the http one stood in.
+      const url = `https://${changesNames.stalls}/`;
+      const posture = mark('webStalls', 'object', 'web_posture', url);
+      expect(posture).toMatchObject({ change: 'unconfirmed', reason: 'lane_partial' });
+      expect(posture?.changedFields).toBeUndefined();
+      expect(mark('webStalls', 'object', 'url', url)?.change).toBe('unconfirmed');
+      for (const c of changes.webStalls!) expect(c.change, `${c.type} ${c.key}`).not.toMatch(/^(changed|gone)$/);
     });
 
     it('mail lookup: the DMARC and SPF records changed; p=none resolved', () => {

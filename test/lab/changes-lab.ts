@@ -17,6 +17,15 @@
 //   deep.changes.test     A .21; a.deep.changes.test A .22: deep is a level (its wildcard probe
 //                                                 runs); in state 2 deep's own questions all SERVFAIL
 //   https://changes.test/ every security header   no X-Content-Type-Options
+//   mx2.changes.test      A .24, a second MX      its A and AAAA questions go unanswered (the
+//                         (nothing on port 25)    mail lookup's MX host: a gap, not "changed")
+//   recovers.changes.test SERVFAIL                A .25 (issue 44: the baseline's DNS task of a
+//                                                 name failed, the new one observed: unconfirmed)
+//   opens.changes.test    A .26; :80 answers, :443 resets the connection (no HTTPS: the target's
+//                         answer)                 :443 serves HTTPS (gained: a change)
+//   stalls.changes.test   A .23; :80 answers, :443 answers; in state 2 :443 accepts the request and
+//                         never answers (a timeout: the web lookup's posture is a gap).
+//   (opens and stalls are named by no record the scan follows: only their web lookups ask.)
 //
 // Names are found from the apex's SPF `a:` terms (a balanced scan's `spf` source), so the removed
 // and the failing names are only asked again because the second scan rechecks its baseline's
@@ -27,6 +36,7 @@
 // Addresses are 127.0.6.x (test/lab/addresses.ts); only the apex serves HTTP(S).
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import { labHost } from './addresses.ts';
 import type { LabContext, LabPart, LabPartFactory } from './serve.ts';
 import { zoneApex, type Zone, type ZoneRecord } from './zones.ts';
@@ -51,6 +61,10 @@ export const changesAddresses = {
   dualV6Key: '::ffff:7f00:614',
   deep: labHost('changes', 21),
   underDeep: labHost('changes', 22),
+  stalls: labHost('changes', 23),
+  mx2: labHost('changes', 24),
+  recovers: labHost('changes', 25),
+  opens: labHost('changes', 26),
 } as const;
 
 /** The zone a state-2 alias points into: its servers fail (SERVFAIL, or REFUSED below `refused`). */
@@ -67,6 +81,10 @@ export const changesNames = {
   dual: `dual.${CHANGES_ZONE}`,
   deep: `deep.${CHANGES_ZONE}`,
   underDeep: `a.deep.${CHANGES_ZONE}`,
+  stalls: `stalls.${CHANGES_ZONE}`,
+  mx2: `mx2.${CHANGES_ZONE}`,
+  recovers: `recovers.${CHANGES_ZONE}`,
+  opens: `opens.${CHANGES_ZONE}`,
 } as const;
 
 export interface ChangesLab {
@@ -88,8 +106,8 @@ export function changesZone(state: ChangesState): Zone {
   // a.deep.changes.test makes deep.changes.test a level: its wildcard probe runs, keyed by deep's name.
   const spfNames =
     state === 1
-      ? [n.stays, n.moves, n.flaky, n.removed, n.aliased, n.refusing, n.dual, n.deep, n.underDeep]
-      : [n.stays, n.moves, n.added];
+      ? [n.stays, n.moves, n.flaky, n.removed, n.aliased, n.refusing, n.dual, n.deep, n.underDeep, n.recovers]
+      : [n.stays, n.moves, n.added, n.recovers];
   const records: ZoneRecord[] = [
     {
       name: '@',
@@ -111,6 +129,11 @@ export function changesZone(state: ChangesState): Zone {
     { name: '@', type: 'A', data: changesAddresses.apex },
     { name: 'www', type: 'CNAME', data: CHANGES_ZONE },
     { name: '@', type: 'MX', data: { preference: 10, exchange: 'mx1.good-mail.test' } },
+    { name: '@', type: 'MX', data: { preference: 20, exchange: n.mx2 } },
+    { name: 'mx2', type: 'A', data: changesAddresses.mx2 },
+    { name: 'recovers', type: 'A', data: changesAddresses.recovers },
+    { name: 'opens', type: 'A', data: changesAddresses.opens },
+    { name: 'stalls', type: 'A', data: changesAddresses.stalls },
     { name: '@', type: 'TXT', data: [`v=spf1 ${spfNames.map((s) => `a:${s}`).join(' ')} -all`] },
     { name: '_dmarc', type: 'TXT', data: [`v=DMARC1; p=${state === 1 ? 'none' : 'reject'}`] },
     { name: 'stays', type: 'A', data: changesAddresses.stays },
@@ -142,8 +165,9 @@ export function changesZone(state: ChangesState): Zone {
             { name: 'flaky', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
             { name: 'dual', types: ['AAAA'], behaviour: { kind: 'silent' } },
             { name: 'deep', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } },
+            { name: 'mx2', types: ['A', 'AAAA'], behaviour: { kind: 'silent' } },
           ]
-        : [],
+        : [{ name: 'recovers', behaviour: { kind: 'rcode', rcode: 'SERVFAIL' } }],
   };
 }
 
@@ -183,12 +207,30 @@ export function changesLabPart(opts: { onReady?(lab: ChangesLab): void } = {}): 
       res.end();
     };
     const cert = await ctx.ca.issue({ names: [CHANGES_ZONE, `*.${CHANGES_ZONE}`] });
-    await ctx.listen(80, [{ host: changesAddresses.apex, server: http.createServer(toHttps) }]);
+    const tls = { key: cert.keyPem, cert: cert.chainPem };
+    // stalls: in state 2 its https side takes the request and never answers (held until the
+    // client gives up: a timeout, no fact about the site).
+    const held = new Set<http.ServerResponse>();
+    const stalling: http.RequestListener = (req, res) => {
+      if (state === 1) return page(req, res);
+      held.add(res);
+      res.on('close', () => held.delete(res));
+    };
+    // opens: :443 resets every connection in state 1 (the target's answer: no HTTPS), serves in 2.
+    const opensHttps = https.createServer(tls, page);
+    const opens443 = net.createServer((socket) => {
+      if (state === 1) socket.resetAndDestroy();
+      else opensHttps.emit('connection', socket);
+    });
+    await ctx.listen(80, [
+      { host: changesAddresses.apex, server: http.createServer(toHttps) },
+      { host: changesAddresses.stalls, server: http.createServer(page) },
+      { host: changesAddresses.opens, server: http.createServer(page) },
+    ]);
     await ctx.listen(443, [
-      {
-        host: changesAddresses.apex,
-        server: https.createServer({ key: cert.keyPem, cert: cert.chainPem }, page),
-      },
+      { host: changesAddresses.apex, server: https.createServer(tls, page) },
+      { host: changesAddresses.stalls, server: https.createServer(tls, stalling) },
+      { host: changesAddresses.opens, server: opens443 },
     ]);
     const lab: ChangesLab = {
       get state() {
@@ -206,7 +248,9 @@ export function changesLabPart(opts: { onReady?(lab: ChangesLab): void } = {}): 
       attachDns: (dns) => {
         setZone = dns.setZone;
       },
-      close: async () => {},
+      close: async () => {
+        for (const res of held) res.destroy();
+      },
     };
   };
 }

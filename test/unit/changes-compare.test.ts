@@ -3,9 +3,10 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { changedFields } from '../../src/jobs/changes/compare-projection.ts';
+import { addedFields, changedFields } from '../../src/jobs/changes/compare-projection.ts';
 import { mergePages } from '../../src/jobs/changes/compare-chunk.ts';
 import {
+  baselineGap,
   coverageGap,
   missingLaneReason,
   observeAbsence,
@@ -21,6 +22,8 @@ import { webChangeRules } from '../../src/products/web/changes.ts';
 import { mailChangeRules } from '../../src/products/mail/changes.ts';
 import { domainChangeRules } from '../../src/products/domain/changes.ts';
 import { readFileSync } from 'node:fs';
+import { chainGap } from '../../src/products/web/http-check.ts';
+import type { ChainEvidence } from '../../src/products/web/evidence.ts';
 
 const rules = { volatile: ['ttl', 'daysToExpiry', 'foundVia'], ordered: ['chain'] };
 
@@ -115,6 +118,133 @@ describe('changed fields', () => {
         domainChangeRules,
       ),
     ).toEqual([]);
+  });
+});
+
+describe('gaps of the mail and web lookups (issue 44)', () => {
+  it('mail: an MX host whose addresses are unknown, SMTP sessions never held, summaries marked unobserved', () => {
+    const mail = mailChangeRules;
+    const resolved = {
+      name: 'mx2.example',
+      preference: 20,
+      addresses: ['127.0.6.24'],
+      resolution: 'resolved',
+      tlsa: 'absent',
+      starttls: [{ address: '127.0.6.24', state: 'tls', protocol: 'TLSv1.3' }],
+    };
+    const unknown = { ...resolved, addresses: [], resolution: 'unknown', starttls: [] };
+    expect(changedFields(resolved, unknown, mail)).toEqual([]);
+    expect(changedFields(unknown, resolved, mail)).toEqual([]);
+    // Observed both times and different: a change, beside the gap.
+    expect(changedFields(resolved, { ...unknown, preference: 30 }, mail)).toEqual(['preference']);
+    expect(changedFields(resolved, { ...resolved, addresses: ['127.0.6.25'] }, mail)).toEqual(['addresses']);
+    // A session that timed out is a gap; one the server answered without STARTTLS is a fact.
+    const session = (state: string) => ({ ...resolved, starttls: [{ address: '127.0.6.24', state, protocol: null }] });
+    expect(changedFields(resolved, session('connect_timeout'), mail)).toEqual([]);
+    expect(changedFields(resolved, session('no_starttls'), mail)).toEqual(['starttls']);
+    expect(changedFields(resolved, { ...resolved, tlsa: 'indeterminate' }, mail)).toEqual([]);
+    expect(changedFields(resolved, { ...resolved, tlsa: 'present' }, mail)).toEqual(['tlsa']);
+    // The posture: an SPF tree that got no answer somewhere, a DMARC summary marked unobserved.
+    const posture = {
+      domain: 'example',
+      spf: { state: 'present', verdict: 'ok', lookups: 3, lookupsLowerBound: false },
+      dmarc: { state: 'present', policy: 'reject', recordDomain: 'example' },
+      mta_sts: { txt: 'present', id: '1', mode: 'enforce', maxAge: 86400 },
+    };
+    const blind = {
+      ...posture,
+      spf: { state: 'present', verdict: 'indeterminate', lookups: 1, lookupsLowerBound: true },
+      dmarc: { state: 'absent', policy: null, recordDomain: null, unobserved: true },
+      mta_sts: { txt: 'present', id: '1', unobserved: ['mode', 'maxAge'] },
+    };
+    expect(changedFields(posture, blind, mail)).toEqual([]);
+    expect(changedFields(blind, posture, mail)).toEqual([]);
+    expect(
+      changedFields(posture, { ...blind, mta_sts: { txt: 'present', id: '2', unobserved: ['mode', 'maxAge'] } }, mail),
+    ).toEqual(['mta_sts']);
+  });
+
+  it("web: a chain that failed for a reason not the target's leaves the posture facts it decides unobserved", () => {
+    const chain = (outcome: ChainEvidence['outcome'], failure: Partial<NonNullable<ChainEvidence['failure']>> | null) =>
+      ({
+        start: 'https://a.example/',
+        outcome,
+        hops: [],
+        verified: null,
+        body: null,
+        failure: failure && {
+          kind: 'failed',
+          phase: null,
+          code: null,
+          reason: null,
+          range: null,
+          host: null,
+          ...failure,
+        },
+      }) as ChainEvidence;
+    expect(chainGap(chain('failed', { kind: 'timeout', phase: 'headers' }))).toBe(true);
+    expect(chainGap(chain('failed', { kind: 'dns_failure' }))).toBe(true);
+    expect(chainGap(chain('refused', { kind: 'refused', reason: 'target_not_allowed' }))).toBe(true);
+    expect(chainGap(chain('failed', { kind: 'connection_failed', code: 'ETIMEDOUT' }))).toBe(true);
+    // The target's answers: observations.
+    expect(chainGap(chain('failed', { kind: 'connection_failed', code: 'ECONNREFUSED' }))).toBe(false);
+    expect(chainGap(chain('failed', { kind: 'connection_failed', code: 'ECONNRESET' }))).toBe(false);
+    expect(chainGap(chain('failed', { kind: 'tls_failed' }))).toBe(false);
+    expect(chainGap(chain('response', null))).toBe(false);
+    const posture = { url: 'https://a.example/', finalUrl: 'https://a.example/', status: 200, grade: 'A', score: 100 };
+    const fallback = {
+      url: 'https://a.example/',
+      finalUrl: 'http://a.example/',
+      status: 200,
+      grade: 'F',
+      score: 0,
+      unobserved: ['finalUrl', 'status', 'score', 'grade', 'observatoryWouldGrade'],
+    };
+    expect(changedFields(posture, fallback, webChangeRules)).toEqual([]);
+    expect(changedFields(fallback, posture, webChangeRules)).toEqual([]);
+    expect(changedFields(posture, { ...posture, grade: 'B', score: 80 }, webChangeRules)).toEqual(['grade', 'score']);
+  });
+});
+
+describe("the baseline's side of a gap (issue 44)", () => {
+  it('a field only this job holds is compared only where the baseline observed its absence', () => {
+    const base = { name: 'recovers.example', inScope: true };
+    const cur = { ...base, exists: true, records: {}, wildcard: 'real' };
+    expect(addedFields(base, cur, scanChangeRules).sort()).toEqual(['exists', 'records', 'wildcard']);
+    expect(changedFields(base, cur, scanChangeRules)).toEqual(['exists', 'records', 'wildcard']);
+    expect(changedFields(base, cur, scanChangeRules, false, true)).toEqual([]);
+    // What both hold and differs is a change, whatever the baseline's coverage.
+    expect(changedFields({ ...base, inScope: false }, cur, scanChangeRules, false, true)).toEqual(['inScope']);
+  });
+
+  it("the baseline's lane wrote nothing on the object: its tasks there say why", () => {
+    const now = [{ lane: 'dns', status: 'completed' }];
+    // Its DNS task got SERVFAIL: indeterminate. Never ran: not rechecked.
+    expect(baselineGap([], now, [tally('dns', 'unavailable', true, 'dns_servfail')])).toBe('indeterminate');
+    expect(baselineGap([], now, [tally('dns', 'timeout', true)])).toBe('indeterminate');
+    expect(baselineGap([], now, [])).toBe('not_rechecked');
+    expect(
+      baselineGap(
+        [{ lane: 'spf', status: 'timeout' }],
+        [{ lane: 'spf', status: 'completed' }],
+        [tally('spf', 'timeout', true)],
+      ),
+    ).toBe('indeterminate');
+    // It completed (and did not write the object), or the target answered with a refusal: observed.
+    expect(baselineGap([], now, [tally('dns', 'completed', true)])).toBeNull();
+    expect(
+      baselineGap(
+        [],
+        [{ lane: 'tls', status: 'completed' }],
+        [tally('tls', 'unavailable', true, 'connection_refused')],
+      ),
+    ).toBeNull();
+    // A lane that wrote the object partial marked its own gaps: coverage (a :443 refusal, then HTTPS gained).
+    expect(baselineGap([{ lane: 'web', status: 'partial' }], [{ lane: 'web', status: 'completed' }], [])).toBeNull();
+    // An own completed task counts before a related one.
+    expect(
+      baselineGap([], now, [tally('dns', 'unavailable', true, 'dns_servfail'), tally('dns', 'completed', false)]),
+    ).toBe('indeterminate');
   });
 });
 

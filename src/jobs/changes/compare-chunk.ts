@@ -16,8 +16,9 @@ import type { ChangeRules } from '../../products/kit/change-rules.ts';
 import { jobTallies, subjectPartOutcomes, subjectTallies } from '../tasks/task-outcomes.ts';
 import type { ChangeCounts } from './change-summary.ts';
 import { FINDING_RESURFACED, OBJECT_UNCHANGED_UNHELD, groupOf } from './change-codes.ts';
-import { changedFields } from './compare-projection.ts';
+import { addedFields, changedFields } from './compare-projection.ts';
 import {
+  baselineGap,
   coverageGap,
   missingLaneReason,
   observeAbsence,
@@ -256,6 +257,29 @@ export async function compareChunk(
       }
     }
   }
+  // Held pairs where this job holds fields the baseline does not, and a lane that wrote the
+  // object now had not written it then: what the baseline's tasks on it did (baselineGap).
+  const baseNeeds = new Map<number, readonly string[]>();
+  for (const p of pairs) {
+    if (!p.base || !p.cur || !held(p.base) || !held(p.cur)) continue;
+    if (addedFields(p.base.projection, p.cur.projection, rules).length === 0) continue;
+    if (p.cur.lanes.every((c) => p.base!.lanes.some((b) => b.lane === c.lane && b.status === c.status))) continue;
+    baseNeeds.set(p.base.id, rules.subjectsOf?.(p.base) ?? [p.base.key]);
+  }
+  const baseTallies = new Map<number, TaskTally[]>();
+  if (baseNeeds.size > 0) {
+    if (rules.observers === 'job') {
+      const all = (await jobTallies(trx, pos.baselineId)).filter(observing).map((t) => ({ ...t, own: true }));
+      for (const id of baseNeeds.keys()) baseTallies.set(id, all);
+    } else {
+      for (const t of await subjectTallies(trx, pos.baselineId, pos.baselineId, baseNeeds)) {
+        if (!observing(t)) continue;
+        const list = baseTallies.get(t.baselineObjectId) ?? [];
+        list.push(t);
+        baseTallies.set(t.baselineObjectId, list);
+      }
+    }
+  }
   const partTasks = new Map<number, PartedTask[]>();
   for (const t of await subjectPartOutcomes(trx, pos.jobId, pos.baselineId, partNeeds, [...partLanes])) {
     if (!observing(t)) continue;
@@ -330,15 +354,19 @@ export async function compareChunk(
         ...cov.reasons,
         ...(cov.missing.length > 0 ? [missingLaneReason(tallies.get(p.base.id) ?? [], cov.missing)] : []),
       ]);
-      const fields = changedFields(p.base.projection, p.cur.projection, rules, gap !== null);
+      // The baseline's side: asked only when this job holds fields it does not (baseNeeds).
+      const baseGap = baseNeeds.has(p.base.id)
+        ? baselineGap(p.base.lanes, p.cur.lanes, baseTallies.get(p.base.id) ?? [])
+        : null;
+      const fields = changedFields(p.base.projection, p.cur.projection, rules, gap !== null, baseGap !== null);
       if (fields.length > 0) {
         objectMark = 'changed';
         objectRow(p, objectMark, { changedFields: fields });
         pairFindings(p, objectMark, null);
         continue;
       }
-      objectMark = gap === null ? 'unchanged' : 'unconfirmed';
-      objectReason = gap;
+      objectReason = worstReason([...(gap ? [gap] : []), ...(baseGap ? [baseGap] : [])]);
+      objectMark = objectReason === null ? 'unchanged' : 'unconfirmed';
     } else if (p.cur) {
       objectMark = 'new';
     } else if (!held(p.base)) {

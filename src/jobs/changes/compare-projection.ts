@@ -5,7 +5,10 @@
 // check did not complete is missing coverage, never a change. Likewise a value either job holds
 // as a failed observation (rules.gap: a DNS question that timed out, whatever the other job's
 // answer was): both sides lose that key before they are compared, so `changed` means an observed
-// value differs, never that one job could not look.
+// value differs, never that one job could not look. And a field only this job has counts only
+// when the baseline observed its absence (`baseGapped` false): where the baseline's check on
+// the object wrote nothing or failed (./observe-absence.ts baselineGap), the baseline could not
+// have seen it.
 import type { ChangeRules } from '../../products/kit/change-rules.ts';
 
 type Rules = Pick<ChangeRules, 'volatile' | 'ordered' | 'gap'>;
@@ -21,7 +24,7 @@ export function withoutGaps(a: unknown, b: unknown, rules: Rules): [unknown, unk
   const outA: Record<string, unknown> = {};
   const outB: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
-    if (rules.gap(k, a[k]) || rules.gap(k, b[k])) continue;
+    if (rules.gap(k, a[k], a) || rules.gap(k, b[k], b)) continue;
     const [x, y] = withoutGaps(a[k], b[k], rules);
     if (Object.hasOwn(a, k)) outA[k] = x;
     if (Object.hasOwn(b, k)) outB[k] = y;
@@ -50,27 +53,42 @@ export function canonical(v: unknown, rules: Rules, key = ''): unknown {
   return v === undefined ? null : v;
 }
 
+const holds = (o: Record<string, unknown>, k: string) => Object.hasOwn(o, k) && o[k] !== undefined;
+
 /**
  * The top-level fields that differ, sorted. `partial`: this job's lanes did not cover the
  * object as the baseline's did, so a field only the baseline has is not a difference.
+ * `baseGapped`: the baseline's did not cover it as this job's do, so a field only this job has
+ * is not one either.
  */
 export function changedFields(
   base: Record<string, unknown>,
   cur: Record<string, unknown>,
   rules: Rules,
   partial = false,
+  baseGapped = false,
 ): string[] {
   const keys = new Set([...Object.keys(base), ...Object.keys(cur)]);
   const out: string[] = [];
   for (const k of keys) {
     if (rules.volatile.includes(k)) continue;
-    const inCur = Object.hasOwn(cur, k) && cur[k] !== undefined;
-    if (!inCur && partial) continue;
-    if (rules.gap?.(k, base[k]) || rules.gap?.(k, cur[k])) continue;
+    if (!holds(cur, k) && partial) continue;
+    if (!holds(base, k) && baseGapped) continue;
+    if (rules.gap?.(k, base[k], base) || rules.gap?.(k, cur[k], cur)) continue;
     const [x, y] = withoutGaps(base[k], cur[k], rules);
     const a = JSON.stringify(canonical(x, rules, k));
     const b = JSON.stringify(canonical(y, rules, k));
     if (a !== b) out.push(k);
   }
   return out.sort();
+}
+
+/**
+ * The compared fields only this job holds (not volatile, not gaps): those a baseline that did
+ * not cover the object could not have seen, so the comparison asks what the baseline's checks did.
+ */
+export function addedFields(base: Record<string, unknown>, cur: Record<string, unknown>, rules: Rules): string[] {
+  return Object.keys(cur).filter(
+    (k) => holds(cur, k) && !holds(base, k) && !rules.volatile.includes(k) && !rules.gap?.(k, cur[k], cur),
+  );
 }

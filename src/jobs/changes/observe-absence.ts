@@ -166,3 +166,47 @@ export function partTally(task: PartedTask, part: string): TaskTally {
     reason: typeof p.reason === 'string' ? p.reason : null,
   };
 }
+
+/**
+ * Reasons of a task that observed the target although it did not complete: it answered with a
+ * refusal (nothing listens on the port) or does not exist. What such a baseline task left out of
+ * an object is absent, observed: a host that gains HTTPS after refusing :443 has changed.
+ */
+const TARGET_ANSWERED: ReadonlySet<string> = new Set(['connection_refused', 'host_not_found']);
+
+/** Lane statuses under which a check wrote what it observed, its gaps marked (ChangeRules.gap). */
+const WROTE = new Set(['completed', 'partial']);
+
+/**
+ * The baseline side of a held object's coverage (issue 44): lanes that wrote the object now and
+ * did not write it in the baseline (no entry, or an entry whose status observed nothing) left the
+ * baseline blind to what they write. Each such lane's baseline tasks on the object's subject
+ * (`baselineTallies`: own subject first, a lookup's whole job) say why: none completed or
+ * partial and none answered for the target → a field only this job has is no change, and the
+ * object is unconfirmed with this reason; null when the baseline covered it. A `partial` lane
+ * is coverage: it marks in the projection what it could not observe, so a :443 refusal (web
+ * lane partial) is an observation and HTTPS gained since is a change.
+ */
+export function baselineGap(
+  baseLanes: readonly ObjectLane[],
+  curLanes: readonly ObjectLane[],
+  baselineTallies: readonly TaskTally[],
+): UnconfirmedReason | null {
+  const blind = curLanes
+    .filter((c) => WROTE.has(c.status))
+    .map((c) => c.lane)
+    .filter((lane) => !baseLanes.some((b) => b.lane === lane && WROTE.has(b.status)));
+  const reasons: UnconfirmedReason[] = [];
+  for (const lane of blind) {
+    const all = baselineTallies.filter((t) => t.n > 0 && t.productLane === lane);
+    const own = all.filter((t) => t.own);
+    const relevant = own.length > 0 ? own : all;
+    if (relevant.some((t) => WROTE.has(t.status) || (t.reason !== null && TARGET_ANSWERED.has(t.reason)))) continue;
+    reasons.push(
+      worstReason(
+        relevant.map((t) => reasonOfOutcome(t.status, t.reason)).filter((r): r is UnconfirmedReason => r !== null),
+      ) ?? 'not_rechecked',
+    );
+  }
+  return worstReason(reasons);
+}

@@ -4,11 +4,11 @@
 // examined it in the baseline ran completed this time. Not compared: the common volatile facts.
 // Gaps: a DNS question kept with an indeterminate outcome (its records' `{ outcome, rcode,
 // answers }`), in either job, is compared as observed by neither.
-import { COMMON_VOLATILE, dnsQuestionGap, type ChangeRules } from '../kit/change-rules.ts';
+import { COMMON_VOLATILE, dnsQuestionGap, unobservedGap, type ChangeRules } from '../kit/change-rules.ts';
 
 export const domainChangeRules: ChangeRules = {
   fingerprint: 'lookup.domain.v1/1',
   volatile: [...COMMON_VOLATILE],
   observers: 'job',
-  gap: (_key, value) => dnsQuestionGap(value),
+  gap: (key, value, holder) => dnsQuestionGap(value) || unobservedGap(key, value, holder),
 };

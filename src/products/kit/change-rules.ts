@@ -44,11 +44,13 @@ export interface ChangeRules {
    */
   partOf?(type: string): string | undefined;
   /**
-   * A value that records an observation that failed (a DNS question that got no answer), at any
-   * depth of a projection: a gap, never data. Where either job holds one, that key is compared
+   * A value that records an observation that failed (a DNS question that got no answer, a fetch
+   * that timed out), at any depth of a projection: a gap, never data. `holder` is the object the
+   * key sits in (a value may be a gap because of what its holder says: an MX host whose addresses
+   * are unknown, a summary marked `unobserved`). Where either job holds one, that key is compared
    * as observed by neither (CONTRACT §13: `changed` only when an observed value differs).
    */
-  gap?(key: string, value: unknown): boolean;
+  gap?(key: string, value: unknown, holder: Record<string, unknown>): boolean;
   /** The task keys an object is observed on besides its related objects (default: its own key). */
   subjectsOf?(ref: ObjectRef): string[];
   /** A held object that records an absence (a name that answered NXDOMAIN): compared as not held. */
@@ -76,6 +78,22 @@ export function urlHost(key: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The gap marker a check writes into an object it could not fully observe (CONTRACT §13): in the
+ * object, or in a lane's own summary inside it, `unobserved: true` (none of its values was
+ * observed) or `unobserved: [keys]` (those sibling keys were not: a web posture whose https chain
+ * timed out). The marker itself is never compared. A lane writes it only into what it alone
+ * writes (its summary, its own object), so another lane's write never overwrites it.
+ */
+export const UNOBSERVED = 'unobserved';
+
+/** The gap rule of the `unobserved` marker (UNOBSERVED): every product's ChangeRules.gap uses it. */
+export function unobservedGap(key: string, _value: unknown, holder: Record<string, unknown>): boolean {
+  if (key === UNOBSERVED) return true;
+  const marker = holder[UNOBSERVED];
+  return marker === true || (Array.isArray(marker) && marker.includes(key));
 }
 
 /** DNS outcomes that observed something: an answer, an authoritative denial (src/dns/presence.ts). */

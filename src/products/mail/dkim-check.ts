@@ -11,6 +11,7 @@ import { selectorsFor } from './dkim-selectors.ts';
 import { mailFinding } from './findings.ts';
 import { mxSet } from './mx-hosts.ts';
 import { LaneOutput, postureObjects } from './output.ts';
+import { UNOBSERVED } from '../kit/change-rules.ts';
 import { inPool } from './pool.ts';
 import type { DkimProjection } from './schema.ts';
 
@@ -69,7 +70,11 @@ export async function runDkimCheck(domain: string, asker: DnsAsker, ctx: CheckCo
         .join(', ')}): those selectors are unknown.`,
     });
   }
-  postureObjects(out, domain, 'dkim', { found: selectors.map((s) => s.selector) });
+  // A selector whose probe got no answer may hold a key: the list found is then no observation.
+  postureObjects(out, domain, 'dkim', {
+    found: selectors.map((s) => s.selector),
+    ...(unknown.length > 0 ? { [UNOBSERVED]: true } : {}),
+  });
   for (const s of selectors) {
     const ref = out.object({
       type: 'host',

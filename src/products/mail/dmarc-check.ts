@@ -16,6 +16,7 @@ import { inPool } from './pool.ts';
 import { checkDestinations } from './report-destinations.ts';
 import { parseReportUris } from './report-uris.ts';
 import type { DmarcProjection } from './schema.ts';
+import { UNOBSERVED } from '../kit/change-rules.ts';
 
 const orgOf = (name: string) => nameParts(name).registrableDomain ?? name;
 const DMARC1 = /^v=DMARC1/i;
@@ -58,10 +59,16 @@ export async function runDmarcCheck(domain: string, asker: DnsAsker, ctx: CheckC
       message: `The tree walk above ${ev.record.domain} was cut by a DNS failure (${ev.error}): the DMARCbis organisational domain is unknown.`,
     });
 
+  // A name of the walk up to the record (the record's own, or every one when none was found) that
+  // got no answer may hold the policy that applies: the summary is then no observation (a gap,
+  // ./changes.ts), whatever it says.
+  const upTo = ev.record ? ev.walk.findIndex((w) => w.name === ev.record!.domain) : ev.walk.length;
+  const unobserved = ev.walk.slice(0, upTo < 0 ? ev.walk.length : upTo + 1).some((w) => w.presence === 'indeterminate');
   const posture = postureObjects(out, domain, 'dmarc', {
     state: ev.state,
     policy: ev.policy?.domain ?? null,
     recordDomain: ev.record?.domain ?? null,
+    ...(unobserved ? { [UNOBSERVED]: true } : {}),
   });
   for (const name of ev.multiple) {
     const r = replies[names.indexOf(name)]!;

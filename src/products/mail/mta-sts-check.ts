@@ -11,6 +11,7 @@ import { evidenceLine, type DnsAsker } from './dns-snapshot.ts';
 import { mailFinding } from './findings.ts';
 import { deliveryHosts } from './mx-hosts.ts';
 import { judgeOutbound } from './outbound-failure.ts';
+import { UNOBSERVED } from '../kit/change-rules.ts';
 import { LaneOutput, postureObjects } from './output.ts';
 import { inPool } from './pool.ts';
 import type { MtaStsProjection } from './schema.ts';
@@ -113,6 +114,12 @@ export async function runMtaStsCheck(
         ]),
       );
     } else {
+      // The policy's mode and max_age were not observed (./changes.ts: gaps, not "no policy").
+      out.object({
+        type: 'mail_posture',
+        key: domain,
+        projection: { mta_sts: { txt: txt.state, id: txt.id, [UNOBSERVED]: ['mode', 'maxAge'] } },
+      });
       out.partial({
         code: 'mta_sts_policy_unreachable',
         message: `The MTA-STS policy at ${url} could not be fetched (${v.code}); its content is unknown.`,

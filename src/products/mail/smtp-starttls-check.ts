@@ -15,6 +15,7 @@ import { mailFinding } from './findings.ts';
 import { deliveryHosts, pickAddresses } from './mx-hosts.ts';
 import { implicitTlsEvidence, implicitTlsFor } from './implicit-tls.ts';
 import { LaneOutput, postureObjects } from './output.ts';
+import { UNOBSERVED } from '../kit/change-rules.ts';
 import { inPool } from './pool.ts';
 import type { CertificateChainFacts } from '../../net/certificate-chain.ts';
 import {
@@ -157,7 +158,13 @@ export async function runSmtpStarttlsCheck(
   const rows = await Promise.all(hosts.map((h) => sessionsFor(guard, h, ctx, opts, ehloName)));
 
   postureObjects(out, domain, 'smtp_starttls', {
-    hosts: rows.map((r) => ({ host: r.host, states: r.sessions.map((s) => s.state) })),
+    // A host whose addresses are unknown (DNS failure) or refused by the guard was not tested:
+    // its empty list of states is no observation (./changes.ts).
+    hosts: rows.map((r) => ({
+      host: r.host,
+      states: r.sessions.map((s) => s.state),
+      ...(r.resolution === 'unknown' || r.resolution === 'not_allowed' ? { [UNOBSERVED]: true } : {}),
+    })),
   });
   const now = opts.now?.() ?? new Date();
   let known = 0;

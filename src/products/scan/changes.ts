@@ -12,10 +12,17 @@
 //     keyed by the level's name but asks random names under it (it completes while the level's
 //     own resolution fails); an address is gone from a name only when that name's A and AAAA
 //     questions were answered (the DNS task's `addresses` part), whatever its other questions did;
-//   - gaps: a DNS question kept with an indeterminate outcome (SERVFAIL, a timeout…), and a wildcard
-//     comparison that could not be made (`wildcard: "unknown"`), are compared as observed by
-//     neither job.
-import { COMMON_VOLATILE, dnsQuestionGap, urlHost, type ChangeRules } from '../kit/change-rules.ts';
+//   - gaps: a DNS question kept with an indeterminate outcome (SERVFAIL, a timeout…), a wildcard
+//     comparison that could not be made (`wildcard: "unknown"`), what the mail task's lanes left
+//     unknown on an MX host or in the mail posture (../mail/changes.ts: an MX host whose
+//     addresses are unknown, an SMTP session that timed out…), and what a check marked
+//     `unobserved` (a web posture whose https chain timed out) are compared as observed by
+//     neither job;
+//   - a field only this job holds is no change when the baseline's check did not write the object
+//     (a name whose DNS task got SERVFAIL in the baseline, known there only as an SPF name): the
+//     name is unconfirmed, with the reason of that baseline task (docs/api.md).
+import { COMMON_VOLATILE, urlHost, type ChangeRules } from '../kit/change-rules.ts';
+import { mailGap } from '../mail/changes.ts';
 import { SCAN_CHECKS } from './rules/check-names.ts';
 
 const OBSERVED_BY: Record<string, readonly string[]> = {
@@ -38,7 +45,9 @@ export const scanChangeRules: ChangeRules = {
   observedBy: (type) => OBSERVED_BY[type],
   observingChecks: (lane) => (lane === 'dns' ? [SCAN_CHECKS.dns] : undefined),
   partOf: (type) => (type === 'ip_address' ? ADDRESS_PART : undefined),
-  gap: (key, value) => (key === 'wildcard' && value === 'unknown') || dnsQuestionGap(value),
+  // A scan's MX names are hosts holding what its mail task's lanes wrote (addresses, reverse DNS,
+  // SMTP sessions, TLSA) and its mail posture the same summaries: the mail lookup's gaps.
+  gap: (key, value, holder) => (key === 'wildcard' && value === 'unknown') || mailGap(key, value, holder),
   subjectsOf: (ref) => {
     if (ref.type === 'url' || ref.type === 'web_posture') {
       const host = urlHost(ref.key);

@@ -8,6 +8,7 @@ import { webFinding } from './findings.ts';
 import { HSTS_SIX_MONTHS } from './header-checks.ts';
 import { inApprovedScope } from '../../auth/approved-scopes.ts';
 import { MAX_META_CSP, MAX_META_CSP_CHARS } from './html-meta.ts';
+import { UNOBSERVED } from '../kit/change-rules.ts';
 
 export interface HttpCheckOptions extends Omit<CollectOptions, 'signal' | 'ports' | 'inScope'> {
   /**
@@ -97,6 +98,28 @@ const isRefusedConnection = (c: ChainEvidence) =>
   c.failure?.kind === 'connection_failed' &&
   c.failure.code === 'ECONNREFUSED';
 
+/**
+ * A chain that produced no final response for a reason that is ours or unknown (refused by the
+ * guard, a DNS failure, a timeout in any phase, a connection lost without the target's refusal
+ * or reset): what it would have shown was not observed. A target's own answer (a refused or
+ * reset connection, a TLS failure, no such host, too many redirects…) is an observation.
+ */
+export function chainGap(c: ChainEvidence): boolean {
+  if (c.outcome === 'refused') return true;
+  if (c.outcome !== 'failed') return false;
+  const f = c.failure;
+  if (!f || f.kind === 'timeout') return true;
+  if (TARGET_FAILURES.has(f.kind)) return false;
+  if (f.kind === 'connection_failed') return !TARGET_SOCKET_ERRORS.test(f.code ?? '');
+  return true;
+}
+
+/** The web posture's facts a gap in this chain leaves unobserved (the https chain: all of them, as the http one stood in). */
+const POSTURE_FROM = {
+  https: ['finalUrl', 'status', 'score', 'grade', 'observatoryWouldGrade'],
+  http: ['score', 'grade', 'observatoryWouldGrade'],
+} as const;
+
 /** One finding per (object, code): the persistence layer keeps only the first, so later ones add evidence. */
 function mergeFindings(findings: FindingOut[]): FindingOut[] {
   const out = new Map<string, FindingOut>();
@@ -168,6 +191,13 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
       if (prev && prev !== hop.url)
         relations.push({ from: ref('url', hop.url), relation: 'discovered_from', to: ref('url', prev) });
       objects.find((o) => o.type === 'url' && o.key === hop.url)!.projection.status = hop.status;
+    }
+    // The URL a chain with a gap stopped at, if it is an object here (its start: the input URL):
+    // its status was not observed (UNOBSERVED), which is no "no answer".
+    if (chainGap(chain)) {
+      const stopped = chain.hops.at(-1)?.next ?? (chain.hops.length === 0 ? chain.start : null);
+      const o = objects.find((x) => x.type === 'url' && x.key === stopped);
+      if (o && o.projection.status === undefined) o.projection[UNOBSERVED] = ['status'];
     }
     // Facts of the chain itself, whatever its outcome.
     const visited = new Set<string>();
@@ -470,6 +500,9 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
     page: a.page,
     score: a.score,
   };
+  const unobserved = [
+    ...new Set([...(chainGap(e.https) ? POSTURE_FROM.https : []), ...(chainGap(e.http) ? POSTURE_FROM.http : [])]),
+  ];
   const httpOk = e.http.outcome === 'response' || e.http.outcome === 'not_attempted';
   const httpsOk = e.https.outcome === 'response' || e.https.outcome === 'not_attempted';
   objects.push({
@@ -485,6 +518,9 @@ export function buildHttpOutput(e: WebEvidence, a: WebAssessment | null): CheckO
       algorithm: a.score?.algorithm ?? null,
       // As in the job's result: the grader would not grade this reply (a 404…), so compare with care.
       observatoryWouldGrade: a.score?.observatoryWouldGrade ?? null,
+      // A chain that failed for a reason not the target's: the facts it would have decided are
+      // gaps (../kit/change-rules.ts UNOBSERVED), never a change of the site.
+      ...(unobserved.length > 0 ? { [UNOBSERVED]: unobserved } : {}),
     },
   });
   relations.push({ from: posture, relation: 'discovered_from', to: ref('url', a.final.url) });
