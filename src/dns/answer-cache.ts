@@ -97,6 +97,7 @@ export class AnswerCache {
       query: (name, type, opts) => this.#query(scope, resolver, name, type, opts),
       readiness: (): ResolverHealth => resolver.readiness(),
       retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+      servfailBurst: (zone: string) => resolver.servfailBurst?.(zone) ?? false,
     };
   }
 

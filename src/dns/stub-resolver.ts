@@ -36,10 +36,12 @@
 // the breaker verify is silence since the question was sent. Through a recursive resolver the
 // same rate limiting arrives as SERVFAIL (the resolver's own questions to the zone were dropped,
 // and it gave up on them): a SERVFAIL for a name whose zone gave real answers within the last
-// SERVFAIL_ZONE_WORKING_MS comes back marked `busyServfail` (it has cut the zone's window), and a
-// lane asks it again after a pause within its check's deadline
-// (workers/lane-runner/not-asked-retry.ts). A zone whose questions all SERVFAIL is broken, not
-// busy: no mark. Either way a SERVFAIL that stands is indeterminate, never an absence.
+// SERVFAIL_ZONE_WORKING_MS comes back marked `busyServfail` (it has cut the zone's window); a lane
+// waits a pause and asks it again only when the zone's SERVFAILs are a burst (servfailBurst: other
+// names of it failed too), within its check's deadline (workers/lane-runner/not-asked-retry.ts).
+// A zone whose questions all SERVFAIL is broken, not busy (no mark); a name that SERVFAILs alone
+// is broken on its own (no burst). Either way a SERVFAIL that stands is indeterminate, never an
+// absence.
 import { randomInt } from 'node:crypto';
 import type { Config } from '../config/config.ts';
 import type { QueryOptions, QueryOutcome, QueryResult, RecordType, Resolver, ResolverHealth } from './types.ts';
@@ -128,6 +130,9 @@ const QUERY_OVER = new Error('DNS query over');
 
 /** A zone that gave a real answer this recently is working: its SERVFAIL may be a busy resolver's. */
 export const SERVFAIL_ZONE_WORKING_MS = 10_000;
+/** Distinct names of one zone answered SERVFAIL within that time that make a burst (./stub-resolver.ts #servfailBurst). */
+const SERVFAIL_BURST_NAMES = 3;
+const SERVFAIL_ZONES_KEPT = 1000;
 
 export class StubResolver implements Resolver {
   readonly servers: readonly DnsServer[];
@@ -143,6 +148,8 @@ export class StubResolver implements Resolver {
   /** The congestion windows and the queue behind them (null: none). */
   readonly congestion: DnsCongestion | null;
   private readonly dropResends: number;
+  /** Per zone, the last names answered SERVFAIL and when (#servfailBurst). */
+  readonly #servfails = new Map<string, Array<{ name: string; at: number }>>();
 
   constructor(opts: StubResolverOptions) {
     this.servers = [...opts.servers];
@@ -249,7 +256,11 @@ export class StubResolver implements Resolver {
       const r = asked.result;
       // A SERVFAIL from a zone that works (through a resolver, the zone's rate limiting): marked,
       // so that a lane asks it again after a pause (not-asked-retry.ts).
-      if (asked.zoneWorking) return { ...r, busyServfail: zoneOf(qname) || qname };
+      if (asked.zoneWorking) {
+        const zone = zoneOf(qname) || qname;
+        this.#noteServfail(zone, qname);
+        return { ...r, busyServfail: zone };
+      }
       if (!r.rateLimited) return r;
       if (resends >= this.dropResends || this.breaker.state !== 'closed') {
         // Dropped every time it was sent: a name that keeps timing out while its zone answers
@@ -259,6 +270,33 @@ export class StubResolver implements Resolver {
       }
       trial = false;
     }
+  }
+
+  /** A SERVFAIL of `name` from its working zone (bounded: the last few names per zone, SERVFAIL_ZONES_KEPT zones). */
+  #noteServfail(zone: string, name: string): void {
+    const now = performance.now();
+    const recent = (this.#servfails.get(zone) ?? []).filter(
+      (x) => x.name !== name && now - x.at <= SERVFAIL_ZONE_WORKING_MS,
+    );
+    recent.push({ name, at: now });
+    if (recent.length > SERVFAIL_BURST_NAMES) recent.shift();
+    this.#servfails.delete(zone);
+    this.#servfails.set(zone, recent);
+    if (this.#servfails.size > SERVFAIL_ZONES_KEPT) this.#servfails.delete(this.#servfails.keys().next().value!);
+  }
+
+  /**
+   * Whether the zone's SERVFAILs are a burst: at least SERVFAIL_BURST_NAMES distinct names of it
+   * answered SERVFAIL within the last SERVFAIL_ZONE_WORKING_MS. A resolver that a zone rate-limits
+   * fails many names of it at once; a name broken on its own (a CNAME into a dead zone, a lame
+   * subdomain) fails alone, and its SERVFAIL stands.
+   */
+  servfailBurst(zone: string): boolean {
+    const now = performance.now();
+    return (
+      (this.#servfails.get(zone) ?? []).filter((x) => now - x.at <= SERVFAIL_ZONE_WORKING_MS).length >=
+      SERVFAIL_BURST_NAMES
+    );
   }
 
   /** One sending of the question: a place in the windows, then the attempt schedule from the send. */

@@ -84,7 +84,8 @@ export interface QueryResult {
    * Set on a SERVFAIL when the question's zone (named here) gave real answers to other questions
    * within the last 10 s: through a recursive resolver, what the zone's rate limiting looks like
    * (the resolver's own questions were dropped). Still indeterminate; a lane asks it again after a
-   * pause within its check's deadline (workers/lane-runner/not-asked-retry.ts).
+   * pause, when the zone's SERVFAILs are a burst (Resolver.servfailBurst), within its check's
+   * deadline (workers/lane-runner/not-asked-retry.ts).
    */
   busyServfail?: string;
   /**
@@ -122,6 +123,11 @@ export interface Resolver {
   readiness(): ResolverHealth;
   /** While `down`: ms until its next probe may make it ready (a 503's Retry-After); else null. */
   retryAfterMs?(): number | null;
+  /**
+   * Whether the zone's SERVFAILs (`busyServfail`) are a burst of late: several of its names failed
+   * at once, as a resolver the zone rate-limits fails them, not one name broken on its own.
+   */
+  servfailBurst?(zone: string): boolean;
   /** Stops the resolver's own timers (its readiness probes); queries still work. */
   close?(): void;
 }

@@ -119,6 +119,7 @@ export function notingCuts(resolver: Resolver): Resolver {
   return {
     readiness: () => resolver.readiness(),
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+    servfailBurst: (zone: string) => resolver.servfailBurst?.(zone) ?? false,
     async query(name, type, opts) {
       const r = await resolver.query(name, type, opts);
       const cut = cutOf.get(r);
@@ -155,6 +156,7 @@ export function refuseSpecialUse(resolver: Resolver, policy: SpecialUsePolicy): 
   return {
     readiness: () => resolver.readiness(),
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+    servfailBurst: (zone: string) => resolver.servfailBurst?.(zone) ?? false,
     async query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult> {
       const refused = specialUseOf(name, policy);
       if (!refused) {

@@ -214,7 +214,7 @@ describe('through a recursive resolver, the same rate limiting arrives as SERVFA
     expect(performance.now() - started).toBeLessThan(500);
   });
 
-  it('a SERVFAIL for one name of a zone that answers others is asked again (bounded), and stands when it persists', async () => {
+  it('a SERVFAIL for one name of a zone that answers others stands after one pause (a name broken on its own), and a burst of names is asked again, bounded', async () => {
     lab = await startLabDns({ zones: labZones });
     resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 1000 });
     const tally = { retried: 0 };
@@ -225,8 +225,22 @@ describe('through a recursive resolver, the same rate limiting arrives as SERVFA
     expect(r.outcome).toBe('servfail');
     expect(r.busyServfail).toBe(n.apex);
     expect(presence(r)).toBe('indeterminate');
-    expect(tally.retried).toBe(2);
-    // Asked once and twice again: never more.
-    expect(lab.asked.get(`${n.servfail} A`)).toBe(3);
+    // Alone in its zone: not asked again.
+    expect(tally.retried).toBe(0);
+    expect(lab.asked.get(`${n.servfail} A`)).toBe(1);
+    // Three names of the zone failing at once are a burst: each is asked again, twice at most.
+    lab.setZone({
+      ...labZones.find((z) => z.origin === n.apex)!,
+      behaviours: [
+        ...(labZones.find((z) => z.origin === n.apex)!.behaviours ?? []),
+        ...['sf1', 'sf2'].map((name) => ({ name, behaviour: { kind: 'rcode' as const, rcode: 'SERVFAIL' as const } })),
+      ],
+    });
+    const burst = await Promise.all(
+      [n.servfail, `sf1.${n.apex}`, `sf2.${n.apex}`].map((name) => lane.query(name, 'AAAA')),
+    );
+    expect(burst.map((x) => x.outcome)).toEqual(['servfail', 'servfail', 'servfail']);
+    expect(tally.retried).toBe(6);
+    expect(lab.asked.get(`sf1.${n.apex} AAAA`)).toBe(3);
   });
 });

@@ -16,9 +16,11 @@
 //     trial questions timed out) and its limitation says the name itself was not.
 // A SERVFAIL marked `busyServfail` (its zone gave real answers to other questions of late: through
 // a recursive resolver, the zone's rate limiting) was asked and answered, but says nothing of the
-// name: it is asked again after a pause that doubles (`servfailPauseMs`, ±50 %), at most
-// `servfailRetries` times (DNS_SERVFAIL_RETRIES), under the same deadline rule; one that still
-// SERVFAILs stands, indeterminate. A scan through a resolver in front of a zone that rate-limits
+// name: after a pause that doubles (`servfailPauseMs`, ±50 %) it is asked again when the zone's
+// SERVFAILs are a burst (Resolver.servfailBurst: several names failed, as a rate-limited resolver
+// fails them; one name broken on its own stands after the first pause), at most `servfailRetries`
+// times (DNS_SERVFAIL_RETRIES), under the same deadline rule; one that still SERVFAILs stands,
+// indeterminate. A scan through a resolver in front of a zone that rate-limits
 // otherwise loses every subtree under a name whose A question came back SERVFAIL (issue 48).
 // The runner adds the `dns_questions_retried` limitation to the check's output when any question
 // was retried, so the job's coverage counts the tasks that needed it.
@@ -59,6 +61,7 @@ export function retryingNotAsked(resolver: Resolver, o: NotAskedRetryOptions, ta
     ...resolver,
     readiness: () => resolver.readiness(),
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+    servfailBurst: (zone) => resolver.servfailBurst?.(zone) ?? false,
     async query(name: string, type: RecordType, opts?: QueryOptions): Promise<QueryResult> {
       let r = await resolver.query(name, type, opts);
       let notAsked = 0;
@@ -74,9 +77,11 @@ export function retryingNotAsked(resolver: Resolver, o: NotAskedRetryOptions, ta
           servfails++;
         } else break;
         if (o.deadlineAt !== undefined && performance.now() + wait + (o.reserveMs ?? 0) > o.deadlineAt) break;
+        await sleep(wait, undefined, opts?.signal ? { signal: opts.signal } : {});
+        // A SERVFAIL alone in its zone after the pause: the name is broken, not the zone busy.
+        if (r.busyServfail !== undefined && !(resolver.servfailBurst?.(r.busyServfail) ?? false)) break;
         tally.retried++;
         o.onRetry?.(r.busyServfail !== undefined ? 'servfail' : r.congested ? 'congestion' : 'zone_backoff');
-        await sleep(wait, undefined, opts?.signal ? { signal: opts.signal } : {});
         r = await resolver.query(name, type, opts);
       }
       if (r.congested) noteLocalFailure(DNS_NOT_ASKED);

@@ -62,6 +62,7 @@ function asTenant(resolver: Resolver, tenant: string): Resolver {
     ...resolver,
     readiness: () => resolver.readiness(),
     retryAfterMs: () => resolver.retryAfterMs?.() ?? null,
+    servfailBurst: (zone: string) => resolver.servfailBurst?.(zone) ?? false,
     query: (name: string, type: RecordType, opts?: QueryOptions) => resolver.query(name, type, { ...opts, tenant }),
   };
 }
