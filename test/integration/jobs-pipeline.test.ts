@@ -524,6 +524,33 @@ describe('job pipeline', () => {
     expect(text).toContain(`lss_stream_pending{stream="${streams.lane('dns')}",group="lane-dns"} 0`);
   });
 
+  it('outcomes of checks that end together are written in one statement, each compare-and-set from its own attempt', async () => {
+    const r = await rig();
+    await r.startOrchestrator();
+    const lane = await r.startLane();
+    const spec = Array.from({ length: 6 }, () => ({ behavior: 'gate' as const, cost: 1 }));
+    const jobId = await accept(r, { tasks: spec }, 6);
+    await until('all running', async () => (await tasks(jobId)).filter((t) => t.status === 'running').length === 6);
+    // A seventh run's attempt moves one task on (a takeover): that row's outcome must be left alone.
+    const [moved] = await tasks(jobId);
+    await dbh.db
+      .updateTable('tasks')
+      .set({ attempts: Number(moved!.attempts) + 1 })
+      .where('id', '=', moved!.id)
+      .execute();
+    const before = { ...lane.runner.outcomes.stats };
+    gate(`${r.product.id}:gate`).open();
+    await until('five written', async () => (await tasks(jobId)).filter((t) => t.status === 'completed').length === 5);
+    await sleep(200);
+    const after = lane.runner.outcomes.stats;
+    // Six outcomes ended in the same turn: fewer statements than outcomes (one, on an idle machine).
+    expect(after.outcomes - before.outcomes).toBe(6);
+    expect(after.statements - before.statements).toBeLessThan(6);
+    const rows = await tasks(jobId);
+    expect(rows.find((t) => t.id === moved!.id)!.status).toBe('running');
+    expect(rows.filter((t) => t.id !== moved!.id).every((t) => t.status === 'completed' && t.output !== null)).toBe(true);
+  });
+
   it('persists what a lookup derives across lanes with the terminal status, once, attributed to its lane', async () => {
     const r = await rig({ assemble: true, derive: true });
     const o = await r.startOrchestrator();

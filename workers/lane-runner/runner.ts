@@ -32,7 +32,7 @@ import { LaneStreamsConsumer, type LaneDelivery } from '../../src/queue/lane-str
 import { TASK_MESSAGE_TTL_MS, groups, queueKeys, streams, type LaneName } from '../../src/queue/streams.ts';
 import { executeCheck } from './execute-check.ts';
 import { startHeartbeat, type Heartbeat } from '../../src/queue/heartbeat.ts';
-import { persistOutcome } from './persist-outcome.ts';
+import { OutcomeWriter } from './persist-outcome.ts';
 import { decodeCarried } from '../../src/queue/carried-task.ts';
 import { checkByName, type CheckLookup } from './registry.ts';
 import {
@@ -144,6 +144,8 @@ export class LaneRunner {
   /** Entries of one job stream held waiting for their turn; at most `capacity` in all. */
   readonly readAhead: number;
   readonly answers: AnswerCache;
+  /** Outcomes that end together written in one statement (persist-outcome.ts). */
+  readonly outcomes: OutcomeWriter;
   /** Checks running at once in this process; its limit follows the event-loop lag (LANE_LAG_TARGET_MS). */
   readonly gate: RunGate;
   readonly #lagLimit: LagLimit | null;
@@ -162,6 +164,7 @@ export class LaneRunner {
     this.#o = o;
     this.lane = o.lane;
     this.answers = new AnswerCache(answerCacheFor(o.lane));
+    this.outcomes = new OutcomeWriter(o.db);
     this.consumer = o.consumer ?? consumerName(`lane-${o.lane}`);
     this.#group = groups.lane(o.lane);
     this.#checks = o.checks ?? checkByName;
@@ -453,7 +456,7 @@ export class LaneRunner {
       return RETAIN;
     }
     this.#o.taskDuration?.observe({ lane: this.lane, outcome: result.status }, result.durationMs / 1000);
-    await this.#stmt(d, () => persistOutcome(this.#o.db, { ...task, attempt }, result));
+    await this.#stmt(d, () => this.outcomes.write({ ...task, attempt }, result));
     // Published whether or not this run won: the notice is idempotent and the winner's may be lost.
     return this.#publish(task);
   }

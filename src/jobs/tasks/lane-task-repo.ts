@@ -101,16 +101,39 @@ export async function deadLetterTask(db: Db, taskId: number): Promise<boolean> {
   return affected(res) === 1;
 }
 
-/** This run's outcome, compare-and-set from its `running` attempt. False: another run owns the task. */
-export async function recordOutcome(
-  db: Db | Trx,
-  taskId: number,
-  attempt: number,
-  r: { status: TaskStatus; reason: string | null; output: CheckOutput | null },
-): Promise<boolean> {
-  const upd =
-    await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output ? JSON.stringify(r.output) : null},
+/** One run's outcome for recordOutcomes: the output already serialized (its size bounds a batch). */
+export interface OutcomeRow {
+  taskId: number;
+  attempt: number;
+  status: TaskStatus;
+  reason: string | null;
+  output: string | null;
+}
+
+/**
+ * Several runs' outcomes in one statement, each compare-and-set from its own `running` attempt as
+ * recordOutcome does (a row whose attempt moved on is left alone). Returns the rows written.
+ */
+export async function recordOutcomes(db: Db, rows: readonly OutcomeRow[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  if (rows.length === 1) {
+    const r = rows[0]!;
+    const upd = await sql`UPDATE tasks SET status = ${r.status}, reason = ${r.reason}, output = ${r.output},
       finished_at = NOW(3)
-    WHERE id = ${taskId} AND status = 'running' AND attempts = ${attempt}`.execute(db);
-  return affected(upd) === 1;
+    WHERE id = ${r.taskId} AND status = 'running' AND attempts = ${r.attempt}`.execute(db);
+    return affected(upd);
+  }
+  const byId = (value: (r: OutcomeRow) => unknown) =>
+    sql`CASE id ${sql.join(
+      rows.map((r) => sql`WHEN ${r.taskId} THEN ${value(r)}`),
+      sql` `,
+    )} END`;
+  const upd = await sql`UPDATE tasks SET status = ${byId((r) => r.status)}, reason = ${byId((r) => r.reason)},
+      output = ${byId((r) => r.output)}, finished_at = NOW(3)
+    WHERE id IN (${sql.join(rows.map((r) => r.taskId))}) AND status = 'running'
+      AND CASE id ${sql.join(
+        rows.map((r) => sql`WHEN ${r.taskId} THEN attempts = ${r.attempt}`),
+        sql` `,
+      )} END`.execute(db);
+  return affected(upd);
 }
