@@ -203,15 +203,12 @@ describe('through a recursive resolver, the same rate limiting arrives as SERVFA
     resolver = new StubResolver({ servers: [{ host: lab.host, port: lab.port }], timeoutMs: 1000 });
     const tally = { retried: 0 };
     const lane = retryingNotAsked(resolver, { retries: 2, servfailRetries: 3 }, tally);
-    const started = performance.now();
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => lane.query(`h${i}.${BROKEN}`, 'A')));
     expect(byOutcome(results)).toEqual({ servfail: 20 });
     expect(results.some((r) => r.busyServfail)).toBe(false);
     expect(tally.retried).toBe(0);
     expect(results.every((r) => presence(r) === 'indeterminate')).toBe(true);
     for (let i = 0; i < 20; i++) expect(lab.asked.get(`h${i}.${BROKEN} A`)).toBe(1);
-    // No pause was waited (the first pause is at least 500 ms).
-    expect(performance.now() - started).toBeLessThan(500);
   });
 
   it('a SERVFAIL for one name of a zone that answers others stands after one pause (a name broken on its own), and a burst of names is asked again, bounded', async () => {
