@@ -17,10 +17,11 @@
 // LSS_TEST_REDIS=single|cluster|both (default both) picks the passes; `npm run test:cluster` is
 // LSS_TEST_REDIS=cluster. With REDIS_CLUSTER_NODES set, the cluster pass uses that cluster (under
 // the run's key prefix, deleted afterwards from every master) instead of starting one.
+// LSS_TEST_REPORT_DIR=<dir> keeps a copy of each pass's vitest JSON report there (per-file durations).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -230,6 +231,9 @@ async function vitestPass(
       skipped: r.numPendingTests,
       failedFiles,
     });
+    // LSS_TEST_REPORT_DIR keeps each pass's report (per-file and per-test durations) there.
+    const keepDir = process.env.LSS_TEST_REPORT_DIR;
+    if (keepDir) copyFileSync(report, path.join(keepDir, path.basename(report)));
     rmSync(report, { force: true });
   } catch {
     log(`${name}: no vitest JSON report was written`);
