@@ -82,7 +82,7 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
       retryStrategy: retry,
     });
     if (opts.coalesceWrites) coalesceWrites(client, ownTimeout);
-    return client;
+    return recordReady(client);
   }
   const { nodes, username, password, tls } = target.cluster;
   const options: ClusterOptions = {
@@ -106,9 +106,11 @@ export function createRedis(target: RedisTarget, keyPrefix: string, opts: RedisC
       ...(tls ? { tls: {} } : {}),
     },
   };
-  return new Cluster(
-    nodes.map((n) => ({ host: n.host, port: n.port })),
-    options,
+  return recordReady(
+    new Cluster(
+      nodes.map((n) => ({ host: n.host, port: n.port })),
+      options,
+    ),
   );
 }
 
@@ -250,6 +252,39 @@ export function redisReady(redis: RedisClient, timeoutMs = 5000): Promise<void> 
     };
     redis.on('ready', onReady);
     if (redis.status === 'wait') redis.connect().catch(() => {});
+  });
+}
+
+/** Clients of createRedis that have been ready at least once. */
+const everReady = new WeakSet<RedisClient>();
+
+function recordReady(client: RedisClient): RedisClient {
+  client.once('ready', () => everReady.add(client));
+  return client;
+}
+
+/**
+ * Resolves once a client that is still making its first connection (a process just started) is
+ * ready, or at once when it is not making one: ready already, or ready before (a lost connection
+ * is an outage, the caller's command fails fast as usual), or its first attempt failed. Never
+ * rejects; after `timeoutMs` it resolves and the caller's command fails on its own.
+ *
+ * Until the first `ready`, commands fail at once ("Stream isn't writeable…", on a cluster "Cluster
+ * isn't ready…" while it reads CLUSTER INFO after the slots), offline queue off: /readyz's ping
+ * in that window read a healthy Redis as `down` (a cluster needs several round trips to be ready,
+ * long enough under load for the first poll to land in them).
+ */
+export function firstConnection(client: RedisClient, timeoutMs: number): Promise<void> {
+  const connecting = client.status === 'connecting' || client.status === 'connect';
+  if (!connecting || everReady.has(client)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      for (const e of ['ready', 'reconnecting', 'close', 'end'] as const) client.off(e, done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    for (const e of ['ready', 'reconnecting', 'close', 'end'] as const) client.once(e, done);
   });
 }
 

@@ -10,11 +10,15 @@
 // and /readyz stuck at 503 (issue 31). The migrations read is a MySQL query too: it runs behind
 // the MySQL breaker (skipped while open: `unknown`) and within the same bound, so a MySQL that
 // hangs cannot hold /readyz either.
+//
+// The Redis check waits, within that bound, for a client still making its first connection: until
+// its first `ready` every command fails at once (no offline queue), and a healthy Redis read `down`
+// when a process was polled just after it started (pingRedis below).
 import type { Express } from 'express';
 import type { Db } from '../db/database.ts';
 import { appliedMigrations, pingDatabase } from '../db/health.ts';
 import type { AppDeps, DependencyBreakers } from '../http/deps.ts';
-import type { RedisClient } from '../redis/client.ts';
+import { firstConnection, type RedisClient } from '../redis/client.ts';
 import { Breaker } from '../resilience/breaker.ts';
 import { productList } from './meta.ts';
 
@@ -45,6 +49,16 @@ async function check(fn: () => Promise<unknown>): Promise<'ok' | 'down'> {
   }, 'down' as const);
 }
 
+/**
+ * Redis answers PING, the client's first connection awaited within the check's bound: a process
+ * just started whose client is still connecting has a Redis that is not down, only not reached
+ * yet (src/redis/client.ts firstConnection).
+ */
+async function pingRedis(redis: RedisClient): Promise<void> {
+  await firstConnection(redis, CHECK_TIMEOUT_MS);
+  await redis.ping();
+}
+
 /** The breakers of /readyz's MySQL and Redis checks (created by src/bootstrap.ts, stopped on close). */
 export function createDependencyBreakers(db: Db, redis: RedisClient): DependencyBreakers {
   const breaker = (name: string, fn: () => Promise<unknown>) =>
@@ -56,7 +70,7 @@ export function createDependencyBreakers(db: Db, redis: RedisClient): Dependency
       probe: async () => (await check(fn)) === 'ok',
     });
   const mysql = breaker('mysql', () => pingDatabase(db));
-  const redisBreaker = breaker('redis', () => redis.ping());
+  const redisBreaker = breaker('redis', () => pingRedis(redis));
   return {
     mysql,
     redis: redisBreaker,
@@ -84,7 +98,7 @@ export function mountHealthRoutes(app: Express, deps: AppDeps, isDraining: () =>
     const mysqlBreaker = deps.dependencies?.mysql;
     const [mysql, redis, applied] = await Promise.all([
       guarded(mysqlBreaker, () => pingDatabase(deps.db)),
-      guarded(deps.dependencies?.redis, () => deps.redis.ping()),
+      guarded(deps.dependencies?.redis, () => pingRedis(deps.redis)),
       // Behind the MySQL breaker and within the same bound: unknown while MySQL is refused.
       mysqlBreaker?.isOpen() ? null : bounded(() => appliedMigrations(deps.db), null),
     ]);
