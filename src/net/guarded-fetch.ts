@@ -1,8 +1,8 @@
 // HTTP(S) through the outbound guard, on undici. Each hop of a redirect chain is its own request
-// with its own undici Agent whose connector can only reach the addresses vetted for that hop: the
+// with its own undici Client (one origin, one connection) whose connector can only reach the addresses vetted for that hop: the
 // connector is undici's own (TLS, SNI, ALPN) with a `lookup` that answers from the vetted list and
 // never asks DNS, and the port passes through OUTBOUND_PORT_MAP after vetting. No pooled socket is
-// shared between hops or requests (the agent is destroyed with its hop), so a connection vetted for
+// shared between hops or requests (the client is destroyed with its hop), so a connection vetted for
 // one host can never carry another's request. Redirects are followed here, by hand: every Location
 // is checked as text (src/net/url-policy.ts), resolved, and its host resolved and vetted again.
 //
@@ -13,7 +13,7 @@
 import type http from 'node:http';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
-import { Agent, buildConnector, request } from 'undici';
+import { Client, buildConnector, request } from 'undici';
 import { leafForIdentityCheck } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
@@ -456,14 +456,14 @@ export interface RawResponse {
 }
 
 /**
- * What a hop's agent is destroyed with once the hop is over (its response read, or the hop
+ * What a hop's client is destroyed with once the hop is over (its response read, or the hop
  * failed: whatever is thrown has been decided by then, and nothing reads this). Without it undici
  * builds a ClientDestroyedError, and Node formats its stack when the socket closes, on every hop.
  */
 const HOP_OVER = new Error('hop over');
 
 /**
- * One request on an agent that can only reach `addresses`; the agent dies with the hop. The hop's
+ * One request on a client that can only reach `addresses`; the client dies with the hop. The hop's
  * connection goes to the first vetted address (pinnedLookup): it waits for a place in that
  * address's window (the exchange's budget paused meanwhile), holds it until the hop is over, and
  * tells the window how it ended. A hop dropped before its response head by an address that answers
@@ -550,7 +550,10 @@ async function exchangeOn(
       maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
     }),
   );
-  const agent = new Agent({
+  // A Client, not an Agent over one: an Agent closes its client itself when the connection ends
+  // (undici builds a ClientDestroyedError, with its stack, for every hop) and adds a layer per
+  // request; the hop needs one origin and one connection.
+  const client = new Client(u.origin, {
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
     connect: (o, cb) => {
@@ -569,7 +572,6 @@ async function exchangeOn(
       // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
       if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
     },
-    connections: 1,
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
     headersTimeout: opts.headersTimeoutMs ?? 10_000,
@@ -577,7 +579,7 @@ async function exchangeOn(
   });
   try {
     const res = await request(u, {
-      dispatcher: agent,
+      dispatcher: client,
       method: opts.method ?? 'GET',
       headers: { 'user-agent': USER_AGENT, ...opts.headers },
       ...(opts.body !== undefined ? { body: opts.body } : {}),
@@ -611,6 +613,6 @@ async function exchangeOn(
     }
     return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
   } finally {
-    await agent.destroy(HOP_OVER).catch(() => {});
+    await client.destroy(HOP_OVER).catch(() => {});
   }
 }

@@ -348,6 +348,13 @@ export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): 
   };
 }
 
+/**
+ * guarded-fetch.ts, imported once: an import() of a loaded module still walks the loader (resolve,
+ * module job) on every call, three times a web check (its two chains and the preflight).
+ */
+let guardedFetchModule: Promise<typeof import('./guarded-fetch.ts')> | undefined;
+const loadGuardedFetch = () => (guardedFetchModule ??= import('./guarded-fetch.ts'));
+
 function guardOver(
   resolver: HostResolver,
   o: OutboundGuardOptions,
@@ -364,7 +371,7 @@ function guardOver(
     vet: (address, host) => vetAddress(address, allow, host, deny),
     fetch: async (url, opts = {}) => {
       const { ports = 'passive', ...rest } = opts;
-      const { guardedFetch } = await import('./guarded-fetch.ts');
+      const { guardedFetch } = await loadGuardedFetch();
       return guardedFetch(url, {
         ...rest,
         ...(ports === 'passive' ? { allowedPorts: PASSIVE_PORTS } : {}),
@@ -378,7 +385,7 @@ function guardOver(
       });
     },
     fetchReferenced: async (url, opts = {}) => {
-      const { guardedFetch } = await import('./guarded-fetch.ts');
+      const { guardedFetch } = await loadGuardedFetch();
       return guardedFetch(url, {
         ...opts,
         allowedPorts: PASSIVE_PORTS,
