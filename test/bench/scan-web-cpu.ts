@@ -58,7 +58,10 @@ async function child(codeRoot: string, checks: number, concurrency: number): Pro
   const check = async (kind: Kind, i: number) => {
     const host = hostOf(kind, i);
     const resolver = answers.scoped(`bench:${n++}`, base.services.resolver);
-    const runtime = { ...base, services: { ...base.services, resolver, outbound: base.services.outbound.over(resolver) } };
+    const runtime = {
+      ...base,
+      services: { ...base.services, resolver, outbound: base.services.outbound.over(resolver) },
+    };
     const signal = new AbortController().signal;
     const ctx = {
       runtime,
