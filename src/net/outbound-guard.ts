@@ -285,6 +285,13 @@ export interface OutboundGuard {
    */
   over(resolver: Resolver): OutboundGuard;
   /**
+   * The same guard answering `host` (that name only) with `addresses` until `until` (epoch ms)
+   * instead of asking its resolver: a scan's web task carries what its host's dns task resolved a
+   * moment before (the answers' TTL bounds `until`). The addresses are vetted at every use like any
+   * answer; another name, or the same one after `until`, is asked as before.
+   */
+  knowing(host: string, addresses: readonly string[], until: number): OutboundGuard;
+  /**
    * The same guard taking its politeness slots on behalf of `tenant` (a workspace): the slots of
    * an address are shared max-min between the tenants waiting for it (address-slots.ts), so one
    * tenant's backlog on an address never stands in front of another tenant's connection.
@@ -348,6 +355,15 @@ export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): 
   };
 }
 
+/** `resolver`, except that `host` answers `addresses` until `until` (OutboundGuard.knowing). */
+function knownHost(resolver: HostResolver, host: string, addresses: readonly string[], until: number): HostResolver {
+  const known = host.toLowerCase().replace(/\.$/, '');
+  return (h, signal) =>
+    addresses.length > 0 && Date.now() < until && h.toLowerCase().replace(/\.$/, '') === known
+      ? Promise.resolve([...addresses])
+      : resolver(h, signal);
+}
+
 /**
  * guarded-fetch.ts, imported once: an import() of a loaded module still walks the loader (resolve,
  * module job) on every call, three times a web check (its two chains and the preflight).
@@ -402,6 +418,7 @@ function guardOver(
     connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots, deny),
     forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, slots, new Map()),
     over: (r) => guardOver(hostResolverOver(r), o, slots),
+    knowing: (host, addresses, until) => guardOver(knownHost(resolver, host, addresses, until), o, slots, sharedHops),
     forTenant: (tenant) => guardOver(resolver, o, slots?.forTenant(tenant), sharedHops),
   };
 }

@@ -9,7 +9,8 @@
 // database and the queue around it), too coarse and too slow to try a change by; this runs only
 // the check, in a child process started with lane-web's Procfile Node options, as the lane runs it:
 // a real 2-thread parse pool, the job-scoped DNS answer cache (a fresh scope per check: a web
-// task's host is asked for the first time in lane-web), C checks at once. The child reads
+// task's host is asked for the first time in lane-web), C checks at once, each task carrying its
+// host's addresses as the planner gives them from the dns task (BENCH_CARRY=0: none). The child reads
 // process.cpuUsage() (every thread of the process: main, parse pool, libuv, GC) and
 // process.threadCpuUsage() (the main thread) around each kind's checks.
 //
@@ -54,6 +55,15 @@ async function child(codeRoot: string, checks: number, concurrency: number): Pro
     negativeTtlS: 60,
   });
   const pool = createParsePool(2);
+  // The addresses the scan's dns task resolved, carried by the web task as the planner plans it
+  // (src/products/scan/rules/planner.ts); a checkout whose check does not read them asks again.
+  const carried = new Map<string, string[]>();
+  if (process.env.BENCH_CARRY !== '0')
+    for (const kind of KINDS)
+      for (let i = 0; i < GEN_N; i++) {
+        const host = hostOf(kind, i);
+        if (!carried.has(host)) carried.set(host, await base.services.outbound.resolve(host));
+      }
   let n = 0;
   const check = async (kind: Kind, i: number) => {
     const host = hostOf(kind, i);
@@ -72,7 +82,15 @@ async function child(codeRoot: string, checks: number, concurrency: number): Pro
     const out = await runScanWebCheck(
       {
         objectKey: host,
-        params: { url: `https://${host}/`, host, cnameTargets: [], scope: zone, profile: 'deep', sourceCap: 50 },
+        params: {
+          url: `https://${host}/`,
+          host,
+          cnameTargets: [],
+          scope: zone,
+          profile: 'deep',
+          sourceCap: 50,
+          ...(carried.has(host) ? { addresses: carried.get(host), addressesUntil: Date.now() + 300_000 } : {}),
+        },
       },
       ctx,
     );

@@ -389,6 +389,41 @@ describe('guardedFetch', () => {
     expect(a.hosts.length).toBe(before + 2);
   });
 
+  it('knowing(): the carried addresses answer that host only, until they expire, and are vetted at every use', async () => {
+    const asked: string[] = [];
+    // DNS would answer an address nothing listens on: a fetch that reaches the server used the carried one.
+    const resolver: HostResolver = async (host) => {
+      asked.push(host);
+      return ['127.0.0.3'];
+    };
+    const portMap = new Map([[80, a.port]]);
+    const guard = createOutboundGuard({ allow: ['127.0.0.0/8'], resolver, portMap });
+    const knows = guard.knowing('Carried.lab.example.', ['127.0.0.1'], Date.now() + 60_000);
+    const before = a.hosts.length;
+    const res = await knows.forCheck().fetch('http://carried.lab.example/hello');
+    expect(res.body.toString()).toBe('hello');
+    expect(a.hosts.length).toBe(before + 1);
+    expect(await knows.resolve('CARRIED.lab.example')).toEqual(['127.0.0.1']);
+    expect(asked).toEqual([]);
+    // Another name (a redirect's) is asked as before.
+    expect(await knows.resolve('other.lab.example')).toEqual(['127.0.0.3']);
+    expect(asked).toEqual(['other.lab.example']);
+    // Expired: the host is asked again.
+    expect(
+      await guard.knowing('carried.lab.example', ['127.0.0.1'], Date.now() - 1).resolve('carried.lab.example'),
+    ).toEqual(['127.0.0.3']);
+    expect(asked).toEqual(['other.lab.example', 'carried.lab.example']);
+    // Vetted like any answer: a policy that refuses loopback refuses the carried address, nothing connected.
+    const narrow = createOutboundGuard({ allow: [], resolver, portMap }).knowing(
+      'carried.lab.example',
+      ['127.0.0.1'],
+      Date.now() + 60_000,
+    );
+    const refused = await refusal(narrow.forCheck().fetch('http://carried.lab.example/hello'));
+    expect(refused).toMatchObject({ reason: 'target_not_allowed', range: 'loopback', host: 'carried.lab.example' });
+    expect(a.hosts.length).toBe(before + 1);
+  });
+
   it('a name without addresses is host_not_found; a failing resolver is dns_failure; neither is a refusal', async () => {
     expect((await failure(guardedFetch('http://nothing.invalid/', { allow: [], resolver: async () => [] }))).kind).toBe(
       'host_not_found',

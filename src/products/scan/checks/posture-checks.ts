@@ -31,8 +31,28 @@ const runRegistrationCheck = lazy(() =>
 const runHttpCheck = lazy(() => import('../../web/http-check.ts').then((m) => m.runHttpCheck));
 const runTlsCheck = lazy(() => import('../../web/tls-check.ts').then((m) => m.runTlsCheck));
 
-export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: PostureOptions = {}): Promise<CheckOutput> {
+/**
+ * The check's context with the addresses its host's dns task resolved (task params `addresses`,
+ * `addressesUntil`: planner.ts), answered by the guard for that host until they expire instead of
+ * asking DNS again in this lane. The guard still vets them at every use; a redirect to another
+ * host, or a check that runs after they expired, resolves as before.
+ */
+export function withCarriedAddresses(task: ScanTask, host: string, ctx: CheckContext): CheckContext {
+  const { addresses, addressesUntil } = task.params;
+  const guard = ctx.runtime.services.outbound;
+  if (!guard || typeof addressesUntil !== 'number' || addressesUntil <= Date.now()) return ctx;
+  if (!Array.isArray(addresses) || addresses.length === 0 || !addresses.every((a) => typeof a === 'string')) return ctx;
+  const outbound = guard.knowing(host, addresses as string[], addressesUntil);
+  return { ...ctx, runtime: { ...ctx.runtime, services: { ...ctx.runtime.services, outbound } } };
+}
+
+export async function runScanWebCheck(
+  task: ScanTask,
+  checkCtx: CheckContext,
+  o: PostureOptions = {},
+): Promise<CheckOutput> {
   const host = normalName(String(task.params.host ?? task.objectKey));
+  const ctx = withCarriedAddresses(task, host, checkCtx);
   const url = String(task.params.url ?? `https://${host}/`);
   const scope = scopeOf(String(task.params.scope ?? host));
   const sourceCap = Number(task.params.sourceCap ?? 50);
