@@ -11,7 +11,7 @@
 // of the chain is kept as a HopRecord (status, Location, scheme or host change, HSTS, headers) so
 // lanes can report the chain itself; a failure carries the hops received before it.
 import type http from 'node:http';
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import tls from 'node:tls';
 import { Client, buildConnector, request } from 'undici';
 import { leafForIdentityCheck } from './peer-certificate.ts';
@@ -30,6 +30,7 @@ import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { urlPort } from './passive-ports.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
+import { sharedRefusal, type ConnectGate } from './connect-gate.ts';
 import { DROP_RETRIES, type AddressSlots, type SlotPermit } from './address-slots.ts';
 import { slotFailure } from './slot-failure.ts';
 import { inAllowList } from './address-policy.ts';
@@ -110,6 +111,12 @@ export interface GuardedFetchOptions {
    * the same https URL; without this, each made its own handshake for it.
    */
   sharedHops?: SharedHops;
+  /**
+   * One check's connection attempts (OutboundGuard.forCheck, ./connect-gate.ts): a hop to a single
+   * address waits for an attempt of the same check to the same address and port that is under
+   * way, and reads its refusal (ECONNREFUSED) instead of connecting again.
+   */
+  gate?: ConnectGate;
   /** Politeness per target address (./address-slots.ts): each hop holds a slot of its address. */
   slots?: AddressSlots;
 }
@@ -557,20 +564,38 @@ async function exchangeOn(
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
     connect: (o, cb) => {
-      // undici's connector returns the socket it made (its types say void), before the handshake.
-      const socket: unknown = connect(
-        {
-          ...o,
-          hostname: isIP(host) ? host : o.hostname,
-          port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))),
-        },
-        (...args: Parameters<typeof cb>) => {
-          if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
-          cb(...args);
-        },
-      );
-      // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
-      if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+      const port = Number(o.port) || (o.protocol === 'https:' ? 443 : 80);
+      const open = (): unknown => {
+        // undici's connector returns the socket it made (its types say void), before the handshake.
+        const socket: unknown = connect(
+          { ...o, hostname: isIP(host) ? host : o.hostname, port: String(mapPort(portMap, port)) },
+          (...args: Parameters<typeof cb>) => {
+            if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
+            cb(...args);
+          },
+        );
+        // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
+        if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+        return socket;
+      };
+      // With several addresses the connection may try each (autoSelectFamily): not one address's answer.
+      const gate = addresses.length === 1 ? opts.gate : undefined;
+      if (!gate) return void open();
+      const claim = gate.claim(addresses[0]!, port);
+      if ('first' in claim) {
+        abortable(claim.first, signal).then(
+          (refused) => (refused ? cb(sharedRefusal(addresses[0]!, port), null) : void open()),
+          (err: Error) => cb(err, null),
+        );
+        return;
+      }
+      try {
+        const socket = open();
+        claim.watch(socket instanceof net.Socket ? socket : null);
+      } catch (err) {
+        claim.watch(null);
+        throw err;
+      }
     },
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,

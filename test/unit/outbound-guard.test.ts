@@ -2,7 +2,7 @@
 // by default, allowed by ALLOW_PRIVATE_TARGETS-style CIDRs, redirects re-checked on every hop,
 // the connection pinned to the vetted address, the body and the time capped.
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyAddress, isAllowedTarget, setNat64Prefixes } from '../../src/net/address-policy.ts';
 import { checkUrl } from '../../src/net/url-policy.ts';
@@ -387,6 +387,59 @@ describe('guardedFetch', () => {
     const before = a.hosts.length;
     await Promise.all([guard.fetch(url), guard.fetch(url)]);
     expect(a.hosts.length).toBe(before + 2);
+  });
+
+  it("a check's refused connection is its other parts' answer at that address and port; a connection, or another check, is not shared", async () => {
+    // A port nothing listens on (refused), and one whose listener counts the connections it accepts.
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    let accepted = 0;
+    const open = net.createServer((s) => {
+      accepted++;
+      s.destroy();
+    });
+    await new Promise<void>((r) => open.listen(0, '127.0.0.1', r));
+    const openPort = (open.address() as AddressInfo).port;
+    const seen = (e: OutboundFetchError) =>
+      String((e.cause as Error | undefined)?.message).includes('seen by this check');
+    try {
+      const guard = createOutboundGuard({
+        allow: ['127.0.0.0/8'],
+        resolver: noNames,
+        portMap: new Map([[443, closedPort]]),
+      });
+      // A scan's web check: its https chain and its TLS handshake to :443 of the address, at once.
+      const check = guard.forCheck();
+      const [fetched, handshake] = await Promise.all([
+        failure(check.fetch('https://127.0.0.1/')),
+        failure(check.connectTls({ address: '127.0.0.1', port: 443, servername: 'x.lab.example' })),
+      ]);
+      // Both read as a refusal, as before: one of them asked, the other read its answer.
+      expect([fetched.code, handshake.message]).toEqual(['ECONNREFUSED', 'ECONNREFUSED']);
+      expect([seen(fetched), seen(handshake)].sort()).toEqual([false, true]);
+      // forCheck() of the check's guard (the http part's) is the same check.
+      expect(seen(await failure(check.forCheck().connectTcp({ address: '127.0.0.1', port: 443 })))).toBe(true);
+      // Another check asks for itself.
+      expect(seen(await failure(guard.forCheck().connectTcp({ address: '127.0.0.1', port: 443 })))).toBe(false);
+      // A connection is not shared: each part that connects makes its own.
+      const toOpen = createOutboundGuard({
+        allow: ['127.0.0.0/8'],
+        resolver: noNames,
+        portMap: new Map([[22, openPort]]),
+      });
+      const openCheck = toOpen.forCheck();
+      const sockets = await Promise.all([
+        openCheck.connectTcp({ address: '127.0.0.1', port: 22 }),
+        openCheck.connectTcp({ address: '127.0.0.1', port: 22 }),
+      ]);
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(accepted).toBe(2);
+    } finally {
+      await new Promise<void>((r) => open.close(() => r()));
+    }
   });
 
   it('knowing(): the carried addresses answer that host only, until they expire, and are vetted at every use', async () => {

@@ -46,6 +46,14 @@ export function withCarriedAddresses(task: ScanTask, host: string, ctx: CheckCon
   return { ...ctx, runtime: { ...ctx.runtime, services: { ...ctx.runtime.services, outbound } } };
 }
 
+/** The context with the process guard replaced by one check's guard (OutboundGuard.forCheck). */
+function sameCheck(ctx: CheckContext): CheckContext {
+  const guard = ctx.runtime.services.outbound;
+  if (!guard) return ctx;
+  const outbound = guard.forCheck(ctx.signal);
+  return { ...ctx, runtime: { ...ctx.runtime, services: { ...ctx.runtime.services, outbound } } };
+}
+
 export async function runScanWebCheck(
   task: ScanTask,
   checkCtx: CheckContext,
@@ -57,11 +65,15 @@ export async function runScanWebCheck(
   const scope = scopeOf(String(task.params.scope ?? host));
   const sourceCap = Number(task.params.sourceCap ?? 50);
   const distance = task.distance ?? 0;
+  // One check guard for both parts: they connect to :443 of the same address at the same moment,
+  // and a refusal one of them meets is the other's answer too (src/net/connect-gate.ts), instead
+  // of a second connection to a port that just said nothing listens there.
+  const parts = sameCheck(ctx);
   const [http, tls] = await Promise.all([
     // A scan's web check is passive in every profile (no authorizedScope): redirects stay on the
     // web's own ports.
-    runHttpCheck(url, ctx, webPhases(o.web)),
-    runTlsCheck(url, ctx, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
+    runHttpCheck(url, parts, webPhases(o.web)),
+    runTlsCheck(url, parts, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
   ]);
 
   // Names the certificate and (when the profile follows links) the page point at.
