@@ -10,7 +10,11 @@ import type net from 'node:net';
 
 /** What a refused connect fails with, as Node reports one (code ECONNREFUSED). */
 export function sharedRefusal(address: string, port: number): NodeJS.ErrnoException {
+  // An outcome, not a fault: no stack trace (as the guard's own errors, ./outbound-errors.ts).
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   const err: NodeJS.ErrnoException = new Error(`connect ECONNREFUSED ${address}:${port} (seen by this check)`);
+  Error.stackTraceLimit = limit;
   err.code = 'ECONNREFUSED';
   err.syscall = 'connect';
   return err;

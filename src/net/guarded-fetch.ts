@@ -523,6 +523,33 @@ async function exchange(
   }
 }
 
+/** The socket events undici reads a response in (client-h1.js: readable, end, close). */
+const PARSER_EVENTS = new Set<string | symbol>(['readable', 'end', 'close']);
+
+/**
+ * The errors undici builds while it reads a hop's response are built without a stack trace. A hop
+ * asks with `connection: close` (one request per connection: see the client below), so after
+ * every response undici destroys the socket with an InformationalError('reset') built then, and
+ * Node's stream code formats that error's stack on destroy: ~8 % of lane-web's main thread on the
+ * generated zone (two responses a web check), for an error nobody reads (undici's code
+ * UND_ERR_INFO, never a request's outcome). Error.stackTraceLimit is 0 only while undici handles
+ * those events of this socket, synchronously; a failure it reports is classified (classify()) by
+ * its code and message as before, only without the frames of undici's parser.
+ */
+function withoutParserStacks(socket: net.Socket): void {
+  const emit = socket.emit as (this: net.Socket, event: string | symbol, ...args: unknown[]) => boolean;
+  socket.emit = function (this: net.Socket, event: string | symbol, ...args: unknown[]): boolean {
+    if (!PARSER_EVENTS.has(event)) return emit.call(this, event, ...args);
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return emit.call(this, event, ...args);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  } as typeof socket.emit;
+}
+
 /** Answers that may say "slow down": a run of them cuts the address's window (./address-window.ts). */
 const THROTTLES = new Set([429, 503]);
 
@@ -576,6 +603,7 @@ async function exchangeOn(
         );
         // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
         if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+        if (socket instanceof net.Socket) withoutParserStacks(socket);
         return socket;
       };
       // With several addresses the connection may try each (autoSelectFamily): not one address's answer.

@@ -389,6 +389,27 @@ describe('guardedFetch', () => {
     expect(a.hosts.length).toBe(before + 2);
   });
 
+  it("undici's errors while it reads a response are built without a stack (no frames to format on destroy); the limit is restored", async () => {
+    // A body shorter than its Content-Length, then the connection closes: undici fails the
+    // request with a ResponseContentLengthMismatchError it builds while reading the socket.
+    const short = net.createServer((s) => {
+      s.once('data', () => s.end('HTTP/1.1 200 OK\r\ncontent-length: 10\r\nconnection: close\r\n\r\nabc'));
+    });
+    await new Promise<void>((r) => short.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(short.address() as AddressInfo).port}/`;
+      const err = await failure(guardedFetch(url, { allow: ['127.0.0.0/8'] }));
+      expect(err.code).toBe('UND_ERR_RES_CONTENT_LENGTH_MISMATCH');
+      const cause = err.cause as Error;
+      expect(cause.stack).not.toMatch(/\n\s+at /);
+      expect(Error.stackTraceLimit).toBe(10);
+      // Errors of our own code elsewhere keep theirs.
+      expect(new Error('x').stack).toMatch(/\n\s+at /);
+    } finally {
+      await new Promise<void>((r) => short.close(() => r()));
+    }
+  });
+
   it("a check's refused connection is its other parts' answer at that address and port; a connection, or another check, is not shared", async () => {
     // A port nothing listens on (refused), and one whose listener counts the connections it accepts.
     const closed = net.createServer();
