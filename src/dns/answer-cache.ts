@@ -4,7 +4,7 @@
 //   - Scoped: a resolver from scoped(scope) sees only its scope's answers; the lane runner gives
 //     each task the scope "<workspace>:<job>", so nothing crosses jobs, let alone tenants.
 //   - Only determinate outcomes are kept: an answer (for the least TTL of its records, at most
-//     maxTtlS), NODATA and NXDOMAIN (authoritative absence, for negativeTtlS). SERVFAIL, REFUSED,
+//     maxTtlS; a hit's TTLs are counted down by the seconds it was kept, as a resolver's cache's are), NODATA and NXDOMAIN (authoritative absence, for negativeTtlS). SERVFAIL, REFUSED,
 //     a timeout, an error or a question never asked is never cached: the next asker asks again,
 //     so an indeterminate answer never turns into absence by being remembered.
 //   - Concurrent askers of one question share its one query (the first asker's signal does not
@@ -33,6 +33,7 @@ const DETERMINATE = new Set(['answer', 'nodata', 'nxdomain']);
 
 interface Entry {
   result: QueryResult;
+  keptAt: number;
   expiresAt: number;
   bytes: number;
 }
@@ -115,7 +116,7 @@ export class AnswerCache {
       this.#entries.delete(key);
       this.#entries.set(key, hit);
       this.hits++;
-      return hit.result;
+      return countedDown(hit, now);
     }
     if (hit) this.#drop(key, hit);
     let pending = this.#inFlight.get(key);
@@ -148,7 +149,8 @@ export class AnswerCache {
       if (oldest.done) break;
       this.#drop(oldest.value[0], oldest.value[1]);
     }
-    this.#entries.set(key, { result: r, expiresAt: this.#o.now() + ttl * 1000, bytes });
+    const now = this.#o.now();
+    this.#entries.set(key, { result: r, keptAt: now, expiresAt: now + ttl * 1000, bytes });
     this.#bytes += bytes;
   }
 
@@ -156,6 +158,17 @@ export class AnswerCache {
     this.#entries.delete(key);
     this.#bytes -= e.bytes;
   }
+}
+
+/**
+ * A kept answer as a resolver's cache gives it: its TTLs less the whole seconds it has been kept,
+ * so that whoever reads a TTL off a cached answer (the scan's dns task, for how long its web task
+ * may use the addresses) never counts from a moment later than the answer's.
+ */
+function countedDown(e: Entry, now: number): QueryResult {
+  const kept = Math.floor((now - e.keptAt) / 1000);
+  if (kept < 1 || e.result.answers.length === 0) return e.result;
+  return { ...e.result, answers: e.result.answers.map((a) => ({ ...a, ttl: Math.max(0, a.ttl - kept) })) };
 }
 
 function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -1,8 +1,8 @@
 // HTTP(S) through the outbound guard, on undici. Each hop of a redirect chain is its own request
-// with its own undici Agent whose connector can only reach the addresses vetted for that hop: the
+// with its own undici Client (one origin, one connection) whose connector can only reach the addresses vetted for that hop: the
 // connector is undici's own (TLS, SNI, ALPN) with a `lookup` that answers from the vetted list and
 // never asks DNS, and the port passes through OUTBOUND_PORT_MAP after vetting. No pooled socket is
-// shared between hops or requests (the agent is destroyed with its hop), so a connection vetted for
+// shared between hops or requests (the client is destroyed with its hop), so a connection vetted for
 // one host can never carry another's request. Redirects are followed here, by hand: every Location
 // is checked as text (src/net/url-policy.ts), resolved, and its host resolved and vetted again.
 //
@@ -11,9 +11,9 @@
 // of the chain is kept as a HopRecord (status, Location, scheme or host change, HSTS, headers) so
 // lanes can report the chain itself; a failure carries the hops received before it.
 import type http from 'node:http';
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import tls from 'node:tls';
-import { Agent, buildConnector, request } from 'undici';
+import { Client, buildConnector, request } from 'undici';
 import { leafForIdentityCheck } from './peer-certificate.ts';
 import { withSharedSecureContext } from './secure-contexts.ts';
 import type { HostResolver } from './host-resolver.ts';
@@ -30,6 +30,7 @@ import { NO_PORT_MAP, mapPort } from './port-map.ts';
 import { urlPort } from './passive-ports.ts';
 import { checkUrl, type UrlProblem } from './url-policy.ts';
 import { abortable, pinnedLookup, resolveVetted } from './vetting.ts';
+import { sharedRefusal, type ConnectGate } from './connect-gate.ts';
 import { DROP_RETRIES, type AddressSlots, type SlotPermit } from './address-slots.ts';
 import { slotFailure } from './slot-failure.ts';
 import { inAllowList } from './address-policy.ts';
@@ -110,6 +111,12 @@ export interface GuardedFetchOptions {
    * the same https URL; without this, each made its own handshake for it.
    */
   sharedHops?: SharedHops;
+  /**
+   * One check's connection attempts (OutboundGuard.forCheck, ./connect-gate.ts): a hop to a single
+   * address waits for an attempt of the same check to the same address and port that is under
+   * way, and reads its refusal (ECONNREFUSED) instead of connecting again.
+   */
+  gate?: ConnectGate;
   /** Politeness per target address (./address-slots.ts): each hop holds a slot of its address. */
   slots?: AddressSlots;
 }
@@ -456,14 +463,14 @@ export interface RawResponse {
 }
 
 /**
- * What a hop's agent is destroyed with once the hop is over (its response read, or the hop
+ * What a hop's client is destroyed with once the hop is over (its response read, or the hop
  * failed: whatever is thrown has been decided by then, and nothing reads this). Without it undici
  * builds a ClientDestroyedError, and Node formats its stack when the socket closes, on every hop.
  */
 const HOP_OVER = new Error('hop over');
 
 /**
- * One request on an agent that can only reach `addresses`; the agent dies with the hop. The hop's
+ * One request on a client that can only reach `addresses`; the client dies with the hop. The hop's
  * connection goes to the first vetted address (pinnedLookup): it waits for a place in that
  * address's window (the exchange's budget paused meanwhile), holds it until the hop is over, and
  * tells the window how it ended. A hop dropped before its response head by an address that answers
@@ -516,6 +523,33 @@ async function exchange(
   }
 }
 
+/** The socket events undici reads a response in (client-h1.js: readable, end, close). */
+const PARSER_EVENTS = new Set<string | symbol>(['readable', 'end', 'close']);
+
+/**
+ * The errors undici builds while it reads a hop's response are built without a stack trace. A hop
+ * asks with `connection: close` (one request per connection: see the client below), so after
+ * every response undici destroys the socket with an InformationalError('reset') built then, and
+ * Node's stream code formats that error's stack on destroy: ~8 % of lane-web's main thread on the
+ * generated zone (two responses a web check), for an error nobody reads (undici's code
+ * UND_ERR_INFO, never a request's outcome). Error.stackTraceLimit is 0 only while undici handles
+ * those events of this socket, synchronously; a failure it reports is classified (classify()) by
+ * its code and message as before, only without the frames of undici's parser.
+ */
+function withoutParserStacks(socket: net.Socket): void {
+  const emit = socket.emit as (this: net.Socket, event: string | symbol, ...args: unknown[]) => boolean;
+  socket.emit = function (this: net.Socket, event: string | symbol, ...args: unknown[]): boolean {
+    if (!PARSER_EVENTS.has(event)) return emit.call(this, event, ...args);
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      return emit.call(this, event, ...args);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  } as typeof socket.emit;
+}
+
 /** Answers that may say "slow down": a run of them cuts the address's window (./address-window.ts). */
 const THROTTLES = new Set([429, 503]);
 
@@ -550,26 +584,47 @@ async function exchangeOn(
       maxCachedSessions: 0, // a TLS session resumed across hosts would skip their handshake facts
     }),
   );
-  const agent = new Agent({
+  // A Client, not an Agent over one: an Agent closes its client itself when the connection ends
+  // (undici builds a ClientDestroyedError, with its stack, for every hop) and adds a layer per
+  // request; the hop needs one origin and one connection.
+  const client = new Client(u.origin, {
     // The logical port (443, 80, or the URL's) goes to the lab's port only here, after vetting;
     // a literal IPv6 host arrives bracketed and is connected to bare.
     connect: (o, cb) => {
-      // undici's connector returns the socket it made (its types say void), before the handshake.
-      const socket: unknown = connect(
-        {
-          ...o,
-          hostname: isIP(host) ? host : o.hostname,
-          port: String(mapPort(portMap, Number(o.port) || (o.protocol === 'https:' ? 443 : 80))),
-        },
-        (...args: Parameters<typeof cb>) => {
-          if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
-          cb(...args);
-        },
-      );
-      // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
-      if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+      const port = Number(o.port) || (o.protocol === 'https:' ? 443 : 80);
+      const open = (): unknown => {
+        // undici's connector returns the socket it made (its types say void), before the handshake.
+        const socket: unknown = connect(
+          { ...o, hostname: isIP(host) ? host : o.hostname, port: String(mapPort(portMap, port)) },
+          (...args: Parameters<typeof cb>) => {
+            if (args[0] === null) progress.phase = 'headers'; // connected (and, for https, handshaken)
+            cb(...args);
+          },
+        );
+        // Nobody reads a fetch's peer chain: Node's host-name check gets the leaf it needs.
+        if (socket instanceof tls.TLSSocket) leafForIdentityCheck(socket);
+        if (socket instanceof net.Socket) withoutParserStacks(socket);
+        return socket;
+      };
+      // With several addresses the connection may try each (autoSelectFamily): not one address's answer.
+      const gate = addresses.length === 1 ? opts.gate : undefined;
+      if (!gate) return void open();
+      const claim = gate.claim(addresses[0]!, port);
+      if ('first' in claim) {
+        abortable(claim.first, signal).then(
+          (refused) => (refused ? cb(sharedRefusal(addresses[0]!, port), null) : void open()),
+          (err: Error) => cb(err, null),
+        );
+        return;
+      }
+      try {
+        const socket = open();
+        claim.watch(socket instanceof net.Socket ? socket : null);
+      } catch (err) {
+        claim.watch(null);
+        throw err;
+      }
     },
-    connections: 1,
     pipelining: 0,
     maxHeaderSize: opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
     headersTimeout: opts.headersTimeoutMs ?? 10_000,
@@ -577,7 +632,7 @@ async function exchangeOn(
   });
   try {
     const res = await request(u, {
-      dispatcher: agent,
+      dispatcher: client,
       method: opts.method ?? 'GET',
       headers: { 'user-agent': USER_AGENT, ...opts.headers },
       ...(opts.body !== undefined ? { body: opts.body } : {}),
@@ -611,6 +666,6 @@ async function exchangeOn(
     }
     return { status: res.statusCode, headers, body: Buffer.concat(chunks), truncated: false };
   } finally {
-    await agent.destroy(HOP_OVER).catch(() => {});
+    await client.destroy(HOP_OVER).catch(() => {});
   }
 }

@@ -39,6 +39,11 @@ export interface HopRecord {
 /** Where a request spent the time it ran out of. */
 export type FetchPhase = 'dns' | 'connect' | 'headers' | 'body' | 'total';
 
+// The guard's errors are built without a stack trace (Error.stackTraceLimit 0 around super()):
+// they are outcomes a check records (a refused port, a timeout), thousands a scan, not faults to
+// debug, and the stack V8 captures would be read only by the Node stream code that formats every
+// error a socket is destroyed with. A library error underneath stays as `cause`, with its stack.
+
 /** The request was refused by policy before any connection was made to the refused target. */
 export class OutboundRefusedError extends Error {
   readonly reason: RefusalReason;
@@ -48,7 +53,11 @@ export class OutboundRefusedError extends Error {
   /** Responses received before the refused hop (a redirect chain), oldest first. */
   hops: HopRecord[] = [];
   constructor(reason: RefusalReason, host: string, range: RefusedRange | null = null, detail?: string) {
-    super(`outbound request refused (${reason}${range ? `: ${range} address` : ''}${detail ? `: ${detail}` : ''})`);
+    const message = `outbound request refused (${reason}${range ? `: ${range} address` : ''}${detail ? `: ${detail}` : ''})`;
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
     this.name = 'OutboundRefusedError';
     this.reason = reason;
     this.host = host;
@@ -97,7 +106,10 @@ export class OutboundFetchError extends Error {
     message: string = kind,
     options?: { cause?: unknown; phase?: FetchPhase; code?: string },
   ) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    Error.stackTraceLimit = limit;
     this.name = 'OutboundFetchError';
     this.kind = kind;
     this.phase = options?.phase ?? null;

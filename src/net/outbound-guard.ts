@@ -27,6 +27,8 @@ import { PASSIVE_PORTS } from './passive-ports.ts';
 import { resolveVetted, vetAddress } from './vetting.ts';
 import { AddressSlots, DROP_RETRIES, type PolitenessOptions, type SlotPermit } from './address-slots.ts';
 import { slotFailure } from './slot-failure.ts';
+import { ConnectGate, sharedRefusal } from './connect-gate.ts';
+import { abortable } from './vetting.ts';
 
 export { classifyAddress, isAllowedTarget } from './address-policy.ts';
 export {
@@ -131,13 +133,16 @@ export async function connectTcp(
   opts: ConnectOptions = {},
   slots?: AddressSlots,
   deny: readonly string[] = [],
+  gate?: ConnectGate,
 ): Promise<net.Socket> {
   vetAddress(target.address, allow, target.host ?? target.address, deny);
   return politely(slots, target.address, target.port, opts.signal, () =>
-    settleConnect(
-      net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
-      'connect',
-      opts,
+    gatedOpen(
+      gate,
+      target,
+      opts.signal,
+      () => net.connect({ host: target.address, port: mapPort(portMap, target.port), family: isIP(target.address) }),
+      (socket) => settleConnect(socket, 'connect', opts),
     ),
   );
 }
@@ -160,19 +165,58 @@ export async function connectTls(
   opts: ConnectOptions & { tls?: tls.ConnectionOptions } = {},
   slots?: AddressSlots,
   deny: readonly string[] = [],
+  gate?: ConnectGate,
 ): Promise<tls.TLSSocket> {
   vetAddress(target.address, allow, target.host ?? target.address, deny);
-  return politely(slots, target.address, target.port, opts.signal, () => {
-    const socket = tls.connect({
-      ...withSharedSecureContext(opts.tls ?? {}),
-      host: target.address,
-      port: mapPort(portMap, target.port),
-      ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
-    });
-    keepPeerChain(socket); // Node's host-name check and handshakeFacts share one conversion
-    watchOcsp(socket, opts.tls);
-    return settleConnect(socket, 'secureConnect', opts);
-  });
+  return politely(slots, target.address, target.port, opts.signal, () =>
+    gatedOpen(
+      gate,
+      target,
+      opts.signal,
+      () => {
+        const socket = tls.connect({
+          ...withSharedSecureContext(opts.tls ?? {}),
+          host: target.address,
+          port: mapPort(portMap, target.port),
+          ...(target.servername && !isIP(target.servername) ? { servername: target.servername } : {}),
+        });
+        keepPeerChain(socket); // Node's host-name check and handshakeFacts share one conversion
+        watchOcsp(socket, opts.tls);
+        return socket;
+      },
+      (socket) => settleConnect(socket, 'secureConnect', opts),
+    ),
+  );
+}
+
+/**
+ * `make` a socket and `settle` it, unless an attempt of the same check to the same address and
+ * port is under way or was made (./connect-gate.ts): then wait for its TCP connect first, and
+ * fail as it did when it was refused; otherwise connect as before.
+ */
+async function gatedOpen<S extends net.Socket>(
+  gate: ConnectGate | undefined,
+  target: TcpTarget,
+  signal: AbortSignal | undefined,
+  make: () => S,
+  settle: (socket: S) => Promise<S>,
+): Promise<S> {
+  if (!gate) return settle(make());
+  const claim = gate.claim(target.address, target.port);
+  if ('first' in claim) {
+    if (await abortable(claim.first, signal))
+      throw connectFailure(sharedRefusal(target.address, target.port), signal, false);
+    return settle(make());
+  }
+  let socket: S;
+  try {
+    socket = make();
+  } catch (err) {
+    claim.watch(null);
+    throw err;
+  }
+  claim.watch(socket);
+  return settle(socket);
 }
 
 const stapled = new WeakMap<tls.TLSSocket, boolean>();
@@ -276,7 +320,11 @@ export interface OutboundGuard {
    * as the check holds it (its chains, their redirects and its preflight share the answer, a
    * failure included), and the answer is still vetted at every use; a fetch hop that repeats a
    * request the check already made reads its response (guarded-fetch.ts, sharedHops). Sharing is also stricter: a rebinding answer cannot change
-   * the addresses between two hops of one check.
+   * the addresses between two hops of one check. A connection refused (ECONNREFUSED) to an
+   * address and port is the answer of the check's other connections there too (./connect-gate.ts):
+   * they wait for the first one's TCP connect and read its refusal instead of asking again.
+   * forCheck() of a check's guard stays in that check (its hops and connections shared): a
+   * composite check (a scan's web check) hands one check guard to its parts.
    */
   forCheck(signal?: AbortSignal): OutboundGuard;
   /**
@@ -284,6 +332,13 @@ export interface OutboundGuard {
    * job-scoped DNS cache (src/dns/answer-cache.ts).
    */
   over(resolver: Resolver): OutboundGuard;
+  /**
+   * The same guard answering `host` (that name only) with `addresses` until `until` (epoch ms)
+   * instead of asking its resolver: a scan's web task carries what its host's dns task resolved a
+   * moment before (the answers' TTL bounds `until`). The addresses are vetted at every use like any
+   * answer; another name, or the same one after `until`, is asked as before.
+   */
+  knowing(host: string, addresses: readonly string[], until: number): OutboundGuard;
   /**
    * The same guard taking its politeness slots on behalf of `tenant` (a workspace): the slots of
    * an address are shared max-min between the tenants waiting for it (address-slots.ts), so one
@@ -302,6 +357,7 @@ export type FetchOptions = Omit<
   | 'resolver'
   | 'portMap'
   | 'sharedHops'
+  | 'gate'
   | 'allowedPorts'
   | 'firstOriginAnyPort'
   | 'reachFailures'
@@ -348,11 +404,28 @@ export function memoHostResolver(resolver: HostResolver, signal?: AbortSignal): 
   };
 }
 
+/** `resolver`, except that `host` answers `addresses` until `until` (OutboundGuard.knowing). */
+function knownHost(resolver: HostResolver, host: string, addresses: readonly string[], until: number): HostResolver {
+  const known = host.toLowerCase().replace(/\.$/, '');
+  return (h, signal) =>
+    addresses.length > 0 && Date.now() < until && h.toLowerCase().replace(/\.$/, '') === known
+      ? Promise.resolve([...addresses])
+      : resolver(h, signal);
+}
+
+/**
+ * guarded-fetch.ts, imported once: an import() of a loaded module still walks the loader (resolve,
+ * module job) on every call, three times a web check (its two chains and the preflight).
+ */
+let guardedFetchModule: Promise<typeof import('./guarded-fetch.ts')> | undefined;
+const loadGuardedFetch = () => (guardedFetchModule ??= import('./guarded-fetch.ts'));
+
 function guardOver(
   resolver: HostResolver,
   o: OutboundGuardOptions,
   slots: AddressSlots | undefined,
   sharedHops?: SharedHops,
+  gate?: ConnectGate,
 ): OutboundGuard {
   const portMap = o.portMap ?? NO_PORT_MAP;
   const allow = o.allow;
@@ -364,7 +437,7 @@ function guardOver(
     vet: (address, host) => vetAddress(address, allow, host, deny),
     fetch: async (url, opts = {}) => {
       const { ports = 'passive', ...rest } = opts;
-      const { guardedFetch } = await import('./guarded-fetch.ts');
+      const { guardedFetch } = await loadGuardedFetch();
       return guardedFetch(url, {
         ...rest,
         ...(ports === 'passive' ? { allowedPorts: PASSIVE_PORTS } : {}),
@@ -374,11 +447,12 @@ function guardOver(
         resolver,
         portMap,
         ...(sharedHops ? { sharedHops } : {}),
+        ...(gate ? { gate } : {}),
         ...(slots ? { slots } : {}),
       });
     },
     fetchReferenced: async (url, opts = {}) => {
-      const { guardedFetch } = await import('./guarded-fetch.ts');
+      const { guardedFetch } = await loadGuardedFetch();
       return guardedFetch(url, {
         ...opts,
         allowedPorts: PASSIVE_PORTS,
@@ -388,13 +462,17 @@ function guardOver(
         resolver,
         portMap,
         ...(sharedHops ? { sharedHops } : {}),
+        ...(gate ? { gate } : {}),
         ...(slots ? { slots } : {}),
       });
     },
-    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, slots, deny),
-    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots, deny),
-    forCheck: (signal) => guardOver(memoHostResolver(resolver, signal), o, slots, new Map()),
+    connectTcp: (target, opts) => connectTcp(target, allow, portMap, opts, slots, deny, gate),
+    connectTls: (target, opts) => connectTls(target, allow, portMap, opts, slots, deny, gate),
+    forCheck: (signal) =>
+      guardOver(memoHostResolver(resolver, signal), o, slots, sharedHops ?? new Map(), gate ?? new ConnectGate()),
     over: (r) => guardOver(hostResolverOver(r), o, slots),
-    forTenant: (tenant) => guardOver(resolver, o, slots?.forTenant(tenant), sharedHops),
+    knowing: (host, addresses, until) =>
+      guardOver(knownHost(resolver, host, addresses, until), o, slots, sharedHops, gate),
+    forTenant: (tenant) => guardOver(resolver, o, slots?.forTenant(tenant), sharedHops, gate),
   };
 }

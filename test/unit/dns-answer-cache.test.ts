@@ -63,8 +63,13 @@ describe('AnswerCache: DNS answers shared by the checks of one job', () => {
     const first = await Promise.all([job1.query('www.cache.lab.test', 'A'), job1.query('WWW.cache.lab.test.', 'A')]);
     expect(first.map((r) => r.outcome)).toEqual(['answer', 'answer']);
     expect(asked('www.cache.lab.test A')).toBe(1);
+    expect(first[0]!.answers[0]?.ttl).toBe(120);
     clock += 100_000; // within the record's 120 s
-    expect((await job1.query('www.cache.lab.test', 'A')).answers[0]?.data).toBe('127.0.0.90');
+    const kept = await job1.query('www.cache.lab.test', 'A');
+    expect(kept.answers[0]?.data).toBe('127.0.0.90');
+    // Its TTL counts down as a resolver cache's does: a reader of it (the scan's dns task, for how
+    // long its web task may use the addresses) never counts from a later moment than the answer's.
+    expect(kept.answers[0]?.ttl).toBe(20);
     expect(asked('www.cache.lab.test A')).toBe(1);
     // Another job (and so any other tenant) never reads this job's answers.
     await c.scoped('ws2:11', resolver).query('www.cache.lab.test', 'A');

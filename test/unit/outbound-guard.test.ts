@@ -2,7 +2,7 @@
 // by default, allowed by ALLOW_PRIVATE_TARGETS-style CIDRs, redirects re-checked on every hop,
 // the connection pinned to the vetted address, the body and the time capped.
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classifyAddress, isAllowedTarget, setNat64Prefixes } from '../../src/net/address-policy.ts';
 import { checkUrl } from '../../src/net/url-policy.ts';
@@ -387,6 +387,115 @@ describe('guardedFetch', () => {
     const before = a.hosts.length;
     await Promise.all([guard.fetch(url), guard.fetch(url)]);
     expect(a.hosts.length).toBe(before + 2);
+  });
+
+  it("undici's errors while it reads a response are built without a stack (no frames to format on destroy); the limit is restored", async () => {
+    // A body shorter than its Content-Length, then the connection closes: undici fails the
+    // request with a ResponseContentLengthMismatchError it builds while reading the socket.
+    const short = net.createServer((s) => {
+      s.once('data', () => s.end('HTTP/1.1 200 OK\r\ncontent-length: 10\r\nconnection: close\r\n\r\nabc'));
+    });
+    await new Promise<void>((r) => short.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(short.address() as AddressInfo).port}/`;
+      const err = await failure(guardedFetch(url, { allow: ['127.0.0.0/8'] }));
+      expect(err.code).toBe('UND_ERR_RES_CONTENT_LENGTH_MISMATCH');
+      const cause = err.cause as Error;
+      expect(cause.stack).not.toMatch(/\n\s+at /);
+      expect(Error.stackTraceLimit).toBe(10);
+      // Errors of our own code elsewhere keep theirs.
+      expect(new Error('x').stack).toMatch(/\n\s+at /);
+    } finally {
+      await new Promise<void>((r) => short.close(() => r()));
+    }
+  });
+
+  it("a check's refused connection is its other parts' answer at that address and port; a connection, or another check, is not shared", async () => {
+    // A port nothing listens on (refused), and one whose listener counts the connections it accepts.
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    let accepted = 0;
+    const open = net.createServer((s) => {
+      accepted++;
+      s.destroy();
+    });
+    await new Promise<void>((r) => open.listen(0, '127.0.0.1', r));
+    const openPort = (open.address() as AddressInfo).port;
+    const seen = (e: OutboundFetchError) =>
+      String((e.cause as Error | undefined)?.message).includes('seen by this check');
+    try {
+      const guard = createOutboundGuard({
+        allow: ['127.0.0.0/8'],
+        resolver: noNames,
+        portMap: new Map([[443, closedPort]]),
+      });
+      // A scan's web check: its https chain and its TLS handshake to :443 of the address, at once.
+      const check = guard.forCheck();
+      const [fetched, handshake] = await Promise.all([
+        failure(check.fetch('https://127.0.0.1/')),
+        failure(check.connectTls({ address: '127.0.0.1', port: 443, servername: 'x.lab.example' })),
+      ]);
+      // Both read as a refusal, as before: one of them asked, the other read its answer.
+      expect([fetched.code, handshake.message]).toEqual(['ECONNREFUSED', 'ECONNREFUSED']);
+      expect([seen(fetched), seen(handshake)].sort()).toEqual([false, true]);
+      // forCheck() of the check's guard (the http part's) is the same check.
+      expect(seen(await failure(check.forCheck().connectTcp({ address: '127.0.0.1', port: 443 })))).toBe(true);
+      // Another check asks for itself.
+      expect(seen(await failure(guard.forCheck().connectTcp({ address: '127.0.0.1', port: 443 })))).toBe(false);
+      // A connection is not shared: each part that connects makes its own.
+      const toOpen = createOutboundGuard({
+        allow: ['127.0.0.0/8'],
+        resolver: noNames,
+        portMap: new Map([[22, openPort]]),
+      });
+      const openCheck = toOpen.forCheck();
+      const sockets = await Promise.all([
+        openCheck.connectTcp({ address: '127.0.0.1', port: 22 }),
+        openCheck.connectTcp({ address: '127.0.0.1', port: 22 }),
+      ]);
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(accepted).toBe(2);
+    } finally {
+      await new Promise<void>((r) => open.close(() => r()));
+    }
+  });
+
+  it('knowing(): the carried addresses answer that host only, until they expire, and are vetted at every use', async () => {
+    const asked: string[] = [];
+    // DNS would answer an address nothing listens on: a fetch that reaches the server used the carried one.
+    const resolver: HostResolver = async (host) => {
+      asked.push(host);
+      return ['127.0.0.3'];
+    };
+    const portMap = new Map([[80, a.port]]);
+    const guard = createOutboundGuard({ allow: ['127.0.0.0/8'], resolver, portMap });
+    const knows = guard.knowing('Carried.lab.example.', ['127.0.0.1'], Date.now() + 60_000);
+    const before = a.hosts.length;
+    const res = await knows.forCheck().fetch('http://carried.lab.example/hello');
+    expect(res.body.toString()).toBe('hello');
+    expect(a.hosts.length).toBe(before + 1);
+    expect(await knows.resolve('CARRIED.lab.example')).toEqual(['127.0.0.1']);
+    expect(asked).toEqual([]);
+    // Another name (a redirect's) is asked as before.
+    expect(await knows.resolve('other.lab.example')).toEqual(['127.0.0.3']);
+    expect(asked).toEqual(['other.lab.example']);
+    // Expired: the host is asked again.
+    expect(
+      await guard.knowing('carried.lab.example', ['127.0.0.1'], Date.now() - 1).resolve('carried.lab.example'),
+    ).toEqual(['127.0.0.3']);
+    expect(asked).toEqual(['other.lab.example', 'carried.lab.example']);
+    // Vetted like any answer: a policy that refuses loopback refuses the carried address, nothing connected.
+    const narrow = createOutboundGuard({ allow: [], resolver, portMap }).knowing(
+      'carried.lab.example',
+      ['127.0.0.1'],
+      Date.now() + 60_000,
+    );
+    const refused = await refusal(narrow.forCheck().fetch('http://carried.lab.example/hello'));
+    expect(refused).toMatchObject({ reason: 'target_not_allowed', range: 'loopback', host: 'carried.lab.example' });
+    expect(a.hosts.length).toBe(before + 1);
   });
 
   it('a name without addresses is host_not_found; a failing resolver is dns_failure; neither is a refusal', async () => {

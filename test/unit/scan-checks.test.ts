@@ -11,7 +11,13 @@ import { LAB_REFUSED_ADDRESS, labHost } from '../lab/addresses.ts';
 import { startLab, type LabPartFactory, type RunningLab } from '../lab/serve.ts';
 import type { Zone } from '../lab/zones.ts';
 import type { CheckContext, ProductRuntime } from '../../src/products/kit/product-contract.ts';
-import { runScanDnsCheck } from '../../src/products/scan/checks/dns-check.ts';
+import {
+  CARRIED_ABSENCE_MAX_S,
+  CARRIED_ADDRESSES_MAX_S,
+  addressesUntil,
+  runScanDnsCheck,
+} from '../../src/products/scan/checks/dns-check.ts';
+import type { QueryResult } from '../../src/dns/types.ts';
 import { runAxfrCheck, runTcpProbeCheck } from '../../src/products/scan/checks/active-checks.ts';
 import type { DnsFacts } from '../../src/products/scan/rules/planner.ts';
 
@@ -80,7 +86,7 @@ const zones: Zone[] = [
       soa(PARTS),
       { name: '@', type: 'NS', data: `ns1.${PARTS}` },
       { name: 'ns1', type: 'A', data: '127.0.0.1' },
-      { name: 'answers', type: 'A', data: WEB },
+      { name: 'answers', type: 'A', data: WEB, ttl: 42 },
       { name: 'alias', type: 'CNAME', data: `x.dead.${PARTS}` },
       { name: 'x.dead', type: 'A', data: WEB },
     ],
@@ -173,9 +179,15 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
     // Each name its own target: no wildcard probe to compare with (else `wildcard_unknown`).
     const run = (name: string) =>
       runScanDnsCheck({ objectKey: name, params: { target: name, scope: PARTS }, distance: 0 }, ctx());
+    const before = Date.now();
     const answers = await run(`answers.${PARTS}`);
     expect(answers.status).toBe('completed');
     expect((answers.projection as unknown as DnsFacts).lanes).toEqual([{ lane: 'addresses', status: 'completed' }]);
+    // Both questions answered (A 42 s, AAAA NODATA): the web task may use the addresses for the
+    // A record's 42 s, not more.
+    const until = (answers.projection as unknown as DnsFacts).addressesUntil!;
+    expect(until).toBeGreaterThanOrEqual(before + 42_000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 42_000);
     // The CNAME is answered, the addresses at its end are not (SERVFAIL): partial, and its
     // address part says why, so no address the name had reads as gone.
     const alias = await run(`alias.${PARTS}`);
@@ -184,6 +196,7 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
     expect(facts.cnameTargets).toEqual([`x.dead.${PARTS}`]);
     expect(facts.addresses).toEqual([]);
     expect(facts.lanes).toEqual([{ lane: 'addresses', status: 'unavailable', reason: 'dns_servfail' }]);
+    expect(facts).not.toHaveProperty('addressesUntil');
   });
 
   it('special-use names a record points at are facts, never discoveries; refused addresses are kept out of the plan', async () => {
@@ -223,6 +236,8 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
       const f = out.projection as unknown as DnsFacts;
       expect(f.refusedAddresses, name).toEqual(refused);
       expect(f.addresses, name).toEqual(allowed);
+      // Nothing for a web task to carry: the planner plans none for a name with a refused address.
+      expect(f, name).not.toHaveProperty('addressesUntil');
       expect(out.objects.find((o) => o.key === refused[0])?.projection, name).toMatchObject({
         outboundRefused: true,
         range: 'loopback',
@@ -232,5 +247,41 @@ describe('scan checks: approved scope, per-source cap, rebinding, special-use fa
         name,
       ).toContain('address_not_reachable');
     }
+  });
+});
+
+describe('addressesUntil: how long a web task may use its dns task’s addresses', () => {
+  const q = (type: 'A' | 'AAAA', outcome: QueryResult['outcome'], ttls: number[] = []): QueryResult => ({
+    name: 'h.example',
+    type,
+    outcome,
+    rcode: outcome === 'answer' || outcome === 'nodata' ? 'NOERROR' : outcome === 'nxdomain' ? 'NXDOMAIN' : null,
+    flags: { aa: true, ad: false, tc: false, ra: false },
+    transport: 'udp',
+    durationMs: 1,
+    answers: ttls.map((ttl, i) => ({
+      name: 'h.example',
+      type,
+      ttl,
+      data: type === 'A' ? `192.0.2.${i + 1}` : `2001:db8::${i + 1}`,
+    })),
+  });
+  const now = 1_000_000;
+  it('the least TTL of both answers, bounded; nothing when either question is indeterminate or nothing is usable', () => {
+    expect(addressesUntil(q('A', 'answer', [120, 30]), q('AAAA', 'answer', [90]), true, now)).toEqual({
+      addressesUntil: now + 30_000,
+    });
+    expect(addressesUntil(q('A', 'answer', [86_400]), q('AAAA', 'answer', [86_400]), true, now)).toEqual({
+      addressesUntil: now + CARRIED_ADDRESSES_MAX_S * 1000,
+    });
+    // One family absent: its negative TTL is not kept, so the shorter bound.
+    expect(addressesUntil(q('A', 'answer', [3600]), q('AAAA', 'nodata'), true, now)).toEqual({
+      addressesUntil: now + CARRIED_ABSENCE_MAX_S * 1000,
+    });
+    // Asked again, an indeterminate question might answer more addresses: nothing carried.
+    for (const outcome of ['servfail', 'timeout'] as const)
+      expect(addressesUntil(q('A', 'answer', [120]), q('AAAA', outcome), true, now)).toEqual({});
+    expect(addressesUntil(q('A', 'answer', [0]), q('AAAA', 'nodata'), true, now)).toEqual({});
+    expect(addressesUntil(q('A', 'answer', [120]), q('AAAA', 'nodata'), false, now)).toEqual({});
   });
 });

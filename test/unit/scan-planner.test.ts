@@ -210,6 +210,14 @@ describe('active work stays inside the approved scope that covers the target', (
     // A name of the registrable domain outside the approved scope: scanned passively, never probed.
     const api = await expandScan(i, finishedDns(`api.${TARGET}`, 1), ctx([shop]));
     expect(api.map((p) => p.check)).toContain(SCAN_CHECKS.web);
+    // Its web task carries the addresses and their expiry only when the dns task gave one.
+    expect(api.find((p) => p.check === SCAN_CHECKS.web)!.params).not.toHaveProperty('addresses');
+    const carried = await expandScan(i, finishedDns(`api.${TARGET}`, 1, { addressesUntil: 1234 }), ctx([shop]));
+    expect(carried.find((p) => p.check === SCAN_CHECKS.web)!.params).toMatchObject({
+      host: `api.${TARGET}`,
+      addresses: ['127.0.0.1'],
+      addressesUntil: 1234,
+    });
     expect(activeKeys(api)).toEqual([]);
     expect(activeKeys(await expandScan(i, finishedWeb(`www.${TARGET}`, 1), ctx([shop])))).toEqual([]);
     // Another approval of the same workspace that does not cover the target grants this scan nothing.

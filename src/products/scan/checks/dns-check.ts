@@ -323,6 +323,7 @@ export async function runScanDnsCheck(
     match,
     addresses: addresses.filter((a) => !refusedAddresses.includes(a)),
     refusedAddresses,
+    ...addressesUntil(by.A!, by.AAAA!, addresses.length > 0 && refusedAddresses.length === 0, Date.now()),
     hasMx: recordsOf(by.MX!).length > 0,
     cnameTargets: chain.targets.slice(0, CNAME_RUNAWAY),
     discoveries,
@@ -366,6 +367,31 @@ export async function runScanDnsCheck(
  * authoritative denial. A CNAME whose target's servers fail answers the alias and SERVFAILs the
  * addresses: the task is partial, its address set unknown, and no address it had is gone.
  */
+/** The longest the web task may use this task's addresses, in seconds (lane-web's own answer cache's bound). */
+export const CARRIED_ADDRESSES_MAX_S = 300;
+/** The same when a question was answered NODATA or NXDOMAIN (its negative TTL is not in the reply we keep). */
+export const CARRIED_ABSENCE_MAX_S = 60;
+
+/**
+ * Until when (epoch ms) the name's addresses are the answer its A and AAAA questions would get
+ * again (DnsFacts.addressesUntil): the least TTL of the two answers' records, at most
+ * CARRIED_ADDRESSES_MAX_S (CARRIED_ABSENCE_MAX_S when one family is absent). Nothing when either
+ * question is indeterminate (asked again, it might answer more addresses), when there is nothing
+ * the guard would connect to, or when a TTL is 0.
+ */
+export function addressesUntil(
+  a: QueryResult,
+  aaaa: QueryResult,
+  usable: boolean,
+  now: number,
+): { addressesUntil?: number } {
+  if (!usable || presence(a) === 'indeterminate' || presence(aaaa) === 'indeterminate') return {};
+  const absent = presence(a) === 'absent' || presence(aaaa) === 'absent';
+  const ttls = [a, aaaa].flatMap((r) => (r.outcome === 'answer' ? r.answers.map((x) => x.ttl) : []));
+  const s = Math.min(absent ? CARRIED_ABSENCE_MAX_S : CARRIED_ADDRESSES_MAX_S, ...ttls);
+  return Number.isFinite(s) && s >= 1 ? { addressesUntil: now + Math.floor(s) * 1000 } : {};
+}
+
 function addressPart(a: QueryResult, aaaa: QueryResult): TaskPart {
   const unknown = [a, aaaa].filter((r) => presence(r) === 'indeterminate');
   if (unknown.length === 0) return { lane: ADDRESS_PART, status: 'completed' };

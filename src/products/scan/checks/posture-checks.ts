@@ -31,17 +31,49 @@ const runRegistrationCheck = lazy(() =>
 const runHttpCheck = lazy(() => import('../../web/http-check.ts').then((m) => m.runHttpCheck));
 const runTlsCheck = lazy(() => import('../../web/tls-check.ts').then((m) => m.runTlsCheck));
 
-export async function runScanWebCheck(task: ScanTask, ctx: CheckContext, o: PostureOptions = {}): Promise<CheckOutput> {
+/**
+ * The check's context with the addresses its host's dns task resolved (task params `addresses`,
+ * `addressesUntil`: planner.ts), answered by the guard for that host until they expire instead of
+ * asking DNS again in this lane. The guard still vets them at every use; a redirect to another
+ * host, or a check that runs after they expired, resolves as before.
+ */
+export function withCarriedAddresses(task: ScanTask, host: string, ctx: CheckContext): CheckContext {
+  const { addresses, addressesUntil } = task.params;
+  const guard = ctx.runtime.services.outbound;
+  if (!guard || typeof addressesUntil !== 'number' || addressesUntil <= Date.now()) return ctx;
+  if (!Array.isArray(addresses) || addresses.length === 0 || !addresses.every((a) => typeof a === 'string')) return ctx;
+  const outbound = guard.knowing(host, addresses as string[], addressesUntil);
+  return { ...ctx, runtime: { ...ctx.runtime, services: { ...ctx.runtime.services, outbound } } };
+}
+
+/** The context with the process guard replaced by one check's guard (OutboundGuard.forCheck). */
+function sameCheck(ctx: CheckContext): CheckContext {
+  const guard = ctx.runtime.services.outbound;
+  if (!guard) return ctx;
+  const outbound = guard.forCheck(ctx.signal);
+  return { ...ctx, runtime: { ...ctx.runtime, services: { ...ctx.runtime.services, outbound } } };
+}
+
+export async function runScanWebCheck(
+  task: ScanTask,
+  checkCtx: CheckContext,
+  o: PostureOptions = {},
+): Promise<CheckOutput> {
   const host = normalName(String(task.params.host ?? task.objectKey));
+  const ctx = withCarriedAddresses(task, host, checkCtx);
   const url = String(task.params.url ?? `https://${host}/`);
   const scope = scopeOf(String(task.params.scope ?? host));
   const sourceCap = Number(task.params.sourceCap ?? 50);
   const distance = task.distance ?? 0;
+  // One check guard for both parts: they connect to :443 of the same address at the same moment,
+  // and a refusal one of them meets is the other's answer too (src/net/connect-gate.ts), instead
+  // of a second connection to a port that just said nothing listens there.
+  const parts = sameCheck(ctx);
   const [http, tls] = await Promise.all([
     // A scan's web check is passive in every profile (no authorizedScope): redirects stay on the
     // web's own ports.
-    runHttpCheck(url, ctx, webPhases(o.web)),
-    runTlsCheck(url, ctx, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
+    runHttpCheck(url, parts, webPhases(o.web)),
+    runTlsCheck(url, parts, { handshakeTimeoutMs: o.web?.handshakeTimeoutMs ?? 8000 }),
   ]);
 
   // Names the certificate and (when the profile follows links) the page point at.

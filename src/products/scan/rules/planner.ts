@@ -61,6 +61,12 @@ export interface DnsFacts {
   addresses: string[];
   /** Addresses it refuses (private, loopback…): kept as facts, never connected to. */
   refusedAddresses?: string[];
+  /**
+   * Until when (epoch ms) `addresses` are what the name's A and AAAA questions answer (their
+   * least TTL, bounded: checks/dns-check.ts addressesUntil); absent when either question was
+   * indeterminate. The web task carries them, so lane-web does not ask again (posture-checks.ts).
+   */
+  addressesUntil?: number;
   hasMx: boolean;
   cnameTargets: string[];
   discoveries: Discovery[];
@@ -276,6 +282,7 @@ export async function expandScan(input: ScanInput, t: FinishedTask, ctx: ExpandC
             url: `https://${name}/`,
             host: name,
             cnameTargets: f.cnameTargets ?? [],
+            ...(f.addressesUntil ? { addresses: f.addresses, addressesUntil: f.addressesUntil } : {}),
           }),
         );
       }
