@@ -548,7 +548,9 @@ describe('job pipeline', () => {
     expect(after.statements - before.statements).toBeLessThan(6);
     const rows = await tasks(jobId);
     expect(rows.find((t) => t.id === moved!.id)!.status).toBe('running');
-    expect(rows.filter((t) => t.id !== moved!.id).every((t) => t.status === 'completed' && t.output !== null)).toBe(true);
+    expect(rows.filter((t) => t.id !== moved!.id).every((t) => t.status === 'completed' && t.output !== null)).toBe(
+      true,
+    );
   });
 
   it('persists what a lookup derives across lanes with the terminal status, once, attributed to its lane', async () => {
