@@ -32,7 +32,7 @@ export class ConnectGate {
   claim(address: string, port: number): { watch: (socket: net.Socket | null) => void } | { first: Promise<boolean> } {
     const key = `${address} ${port}`;
     const first = this.#attempts.get(key);
-    if (first) return { first };
+    if (first !== undefined) return { first };
     let settle!: (refused: boolean) => void;
     this.#attempts.set(key, new Promise<boolean>((resolve) => (settle = resolve)));
     return {
