@@ -129,8 +129,8 @@ const NO_FLAGS = { aa: false, ad: false, tc: false, ra: false };
 const QUERY_OVER = new Error('DNS query over');
 
 /** A zone that gave a real answer this recently is working: its SERVFAIL may be a busy resolver's. */
-export const SERVFAIL_ZONE_WORKING_MS = 10_000;
-/** Distinct names of one zone answered SERVFAIL within that time that make a burst (./stub-resolver.ts #servfailBurst). */
+const SERVFAIL_ZONE_WORKING_MS = 10_000;
+/** Distinct names of one zone answered SERVFAIL within that time that make a burst (servfailBurst). */
 const SERVFAIL_BURST_NAMES = 3;
 const SERVFAIL_ZONES_KEPT = 1000;
 
@@ -148,7 +148,7 @@ export class StubResolver implements Resolver {
   /** The congestion windows and the queue behind them (null: none). */
   readonly congestion: DnsCongestion | null;
   private readonly dropResends: number;
-  /** Per zone, the last names answered SERVFAIL and when (#servfailBurst). */
+  /** Per zone, the last names answered SERVFAIL and when (servfailBurst). */
   readonly #servfails = new Map<string, Array<{ name: string; at: number }>>();
 
   constructor(opts: StubResolverOptions) {

@@ -243,20 +243,25 @@ export async function compareChunk(
     const checks = rules.observingChecks?.(t.productLane);
     return checks === undefined || checks.includes(t.check);
   };
-  const tallies = new Map<number, TaskTally[]>();
-  if (needs.size > 0) {
+  // The tasks of `jobId` on each wanted object's subjects (a lookup's: the whole job's); `jobOwn`
+  // says whether a lookup's tasks count as the object's own.
+  const talliesFor = async (jobId: number, want: Map<number, readonly string[]>, jobOwn: boolean) => {
+    const out = new Map<number, TaskTally[]>();
+    if (want.size === 0) return out;
     if (rules.observers === 'job') {
-      const all = (await jobTallies(trx, pos.jobId)).filter(observing).map((t) => ({ ...t, own: false }));
-      for (const id of needs.keys()) tallies.set(id, all);
-    } else {
-      for (const t of await subjectTallies(trx, pos.jobId, pos.baselineId, needs)) {
-        if (!observing(t)) continue;
-        const list = tallies.get(t.baselineObjectId) ?? [];
-        list.push(t);
-        tallies.set(t.baselineObjectId, list);
-      }
+      const all = (await jobTallies(trx, jobId)).filter(observing).map((t) => ({ ...t, own: jobOwn }));
+      for (const id of want.keys()) out.set(id, all);
+      return out;
     }
-  }
+    for (const t of await subjectTallies(trx, jobId, pos.baselineId, want)) {
+      if (!observing(t)) continue;
+      const list = out.get(t.baselineObjectId) ?? [];
+      list.push(t);
+      out.set(t.baselineObjectId, list);
+    }
+    return out;
+  };
+  const tallies = await talliesFor(pos.jobId, needs, false);
   // Held pairs where this job holds fields the baseline does not, and a lane that wrote the
   // object now had not written it then: what the baseline's tasks on it did (baselineGap).
   const baseNeeds = new Map<number, readonly string[]>();
@@ -266,20 +271,7 @@ export async function compareChunk(
     if (p.cur.lanes.every((c) => p.base!.lanes.some((b) => b.lane === c.lane && b.status === c.status))) continue;
     baseNeeds.set(p.base.id, rules.subjectsOf?.(p.base) ?? [p.base.key]);
   }
-  const baseTallies = new Map<number, TaskTally[]>();
-  if (baseNeeds.size > 0) {
-    if (rules.observers === 'job') {
-      const all = (await jobTallies(trx, pos.baselineId)).filter(observing).map((t) => ({ ...t, own: true }));
-      for (const id of baseNeeds.keys()) baseTallies.set(id, all);
-    } else {
-      for (const t of await subjectTallies(trx, pos.baselineId, pos.baselineId, baseNeeds)) {
-        if (!observing(t)) continue;
-        const list = baseTallies.get(t.baselineObjectId) ?? [];
-        list.push(t);
-        baseTallies.set(t.baselineObjectId, list);
-      }
-    }
-  }
+  const baseTallies = await talliesFor(pos.baselineId, baseNeeds, true);
   const partTasks = new Map<number, PartedTask[]>();
   for (const t of await subjectPartOutcomes(trx, pos.jobId, pos.baselineId, partNeeds, [...partLanes])) {
     if (!observing(t)) continue;
